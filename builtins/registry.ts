@@ -1,0 +1,70 @@
+/**
+ * The global registry of packed functions: the names `emit_call` refers to
+ * when they are not VM functions. A VM resolves every name once, when it
+ * loads an executable.
+ *
+ * @module
+ */
+
+/** A packed function: any JS function; it may return a value or a Promise. */
+// deno-lint-ignore no-explicit-any
+export type PackedFunc = (...args: any[]) => unknown;
+
+const registry = new Map<string, PackedFunc>();
+
+/** Options of `registerFunc`. */
+export interface RegisterOptions {
+  /** Replace an existing function of the same name instead of throwing. */
+  override?: boolean;
+}
+
+/**
+ * Adds a packed function to the global registry.
+ *
+ * @example
+ * ```ts
+ * import { getGlobalFunc, registerFunc } from "@relaxvm/relaxvm";
+ * import { assertEquals } from "@std/assert";
+ *
+ * registerFunc("doc.example.twice", (x: number) => 2 * x, { override: true });
+ * assertEquals(getGlobalFunc("doc.example.twice")?.(21), 42);
+ * ```
+ */
+export function registerFunc(name: string, fn: PackedFunc, options: RegisterOptions = {}): void {
+  if (typeof name !== "string" || name === "") throw new TypeError("registerFunc: name must be a non-empty string");
+  if (typeof fn !== "function") throw new TypeError(`registerFunc("${name}"): fn must be a function`);
+  if (registry.has(name) && !options.override) {
+    throw new Error(`Packed function "${name}" is already registered; pass { override: true } to replace it`);
+  }
+  registry.set(name, fn);
+}
+
+/**
+ * Looks up a packed function; `undefined` when there is none.
+ *
+ * @example
+ * ```ts
+ * import { getGlobalFunc } from "@relaxvm/relaxvm";
+ * import { assert } from "@std/assert";
+ *
+ * assert(getGlobalFunc("vm.builtin.make_tuple") !== undefined);
+ * ```
+ */
+export function getGlobalFunc(name: string): PackedFunc | undefined {
+  return registry.get(name);
+}
+
+/**
+ * Names of every registered packed function, sorted.
+ *
+ * @example
+ * ```ts
+ * import { listGlobalFuncNames } from "@relaxvm/relaxvm";
+ * import { assert } from "@std/assert";
+ *
+ * assert(listGlobalFuncNames().includes("vm.builtin.print"));
+ * ```
+ */
+export function listGlobalFuncNames(): string[] {
+  return [...registry.keys()].sort();
+}

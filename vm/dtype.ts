@@ -1,0 +1,123 @@
+/**
+ * Element types. A `DataType` is DLPack's (code, bits, lanes) triple with its
+ * TVM spelling ("float32", "int32", "uint8", "bool", …). The triple is what
+ * gets serialized; the string is what users write.
+ *
+ * @module
+ */
+
+/** DLPack type codes. */
+export const DTypeCode = { Int: 0, UInt: 1, Float: 2, Bool: 6 } as const;
+
+const CODE_NAMES: Record<number, string> = { 0: "int", 1: "uint", 2: "float", 6: "bool" };
+
+/** The TypedArray classes that hold tensor elements, keyed by dtype string. */
+export const TYPED_ARRAYS = {
+  float32: Float32Array,
+  float64: Float64Array,
+  int8: Int8Array,
+  int16: Int16Array,
+  int32: Int32Array,
+  uint8: Uint8Array,
+  uint16: Uint16Array,
+  uint32: Uint32Array,
+  bool: Uint8Array,
+} as const;
+
+/** A dtype string that tensors can hold. */
+export type TensorDType = keyof typeof TYPED_ARRAYS;
+
+/** Any of the TypedArrays backing a tensor. */
+export type TypedArray = InstanceType<(typeof TYPED_ARRAYS)[TensorDType]>;
+
+/**
+ * A data type such as `float32`, as DLPack's code/bits/lanes triple.
+ * Usable as an `emit_call` argument (it becomes a constant).
+ *
+ * @example
+ * ```ts
+ * import { dtype } from "@relaxvm/relaxvm";
+ * import { assertEquals } from "@std/assert";
+ *
+ * const f = dtype("float32");
+ * assertEquals([f.code, f.bits, f.lanes], [2, 32, 1]);
+ * assertEquals(String(f), "float32");
+ * ```
+ */
+export class DataType {
+  /** DLPack type code: 0 int, 1 uint, 2 float, 6 bool. */
+  readonly code: number;
+  /** Bits per lane. */
+  readonly bits: number;
+  /** Vector lanes (1 for scalars). */
+  readonly lanes: number;
+
+  /** Makes a data type from its DLPack triple. */
+  constructor(code: number, bits: number, lanes = 1) {
+    this.code = code;
+    this.bits = bits;
+    this.lanes = lanes;
+  }
+
+  /** Parses a TVM dtype string: `float32`, `int64`, `uint8`, `bool`, `float32x4`. */
+  static parse(text: string): DataType {
+    const m = /^(int|uint|float|bool)(\d*)(?:x(\d+))?$/.exec(text);
+    if (m === null) throw new TypeError(`Unknown dtype "${text}"`);
+    const [, kind, bitsText, lanesText] = m;
+    const code = kind === "int"
+      ? DTypeCode.Int
+      : kind === "uint"
+      ? DTypeCode.UInt
+      : kind === "float"
+      ? DTypeCode.Float
+      : DTypeCode.Bool;
+    const bits = bitsText === "" ? (kind === "bool" ? 8 : 32) : Number(bitsText);
+    if (![8, 16, 32, 64].includes(bits) || (kind === "bool" && bits !== 8)) {
+      throw new TypeError(`Unsupported dtype "${text}": ${bits} bits`);
+    }
+    return new DataType(code, bits, lanesText === undefined ? 1 : Number(lanesText));
+  }
+
+  /** The TVM spelling, e.g. `float32`. */
+  toString(): string {
+    const base = this.code === DTypeCode.Bool ? "bool" : `${CODE_NAMES[this.code] ?? `code${this.code}_`}${this.bits}`;
+    return this.lanes === 1 ? base : `${base}x${this.lanes}`;
+  }
+
+  /** Bytes per element (all lanes). */
+  get bytes(): number {
+    return (this.bits * this.lanes) / 8;
+  }
+
+  /** Structural equality. */
+  equals(other: DataType): boolean {
+    return this.code === other.code && this.bits === other.bits && this.lanes === other.lanes;
+  }
+}
+
+/**
+ * Makes a `DataType` from its TVM spelling.
+ *
+ * @example
+ * ```ts
+ * import { dtype } from "@relaxvm/relaxvm";
+ * import { assertEquals } from "@std/assert";
+ *
+ * assertEquals(dtype("int32").bits, 32);
+ * ```
+ */
+export function dtype(text: string): DataType {
+  return DataType.parse(text);
+}
+
+/** Normalizes a dtype given as a string or a `DataType` to a tensor dtype string. */
+export function tensorDType(value: string | DataType): TensorDType {
+  const text = typeof value === "string" ? DataType.parse(value).toString() : value.toString();
+  if (!(text in TYPED_ARRAYS)) throw new TypeError(`Tensors of dtype "${text}" are not supported`);
+  return text as TensorDType;
+}
+
+/** Bytes per element of a tensor dtype. */
+export function elementBytes(dt: TensorDType): number {
+  return TYPED_ARRAYS[dt].BYTES_PER_ELEMENT;
+}

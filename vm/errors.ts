@@ -1,0 +1,139 @@
+/**
+ * The three error classes of relaxvm, one per stage: building (`CheckError`),
+ * loading bytes (`LoadError`) and running (`VMError`). Each carries the facts a
+ * tool needs as readonly fields, and a message that states them.
+ *
+ * @module
+ */
+
+/** One problem found by the checker. */
+export interface CheckProblem {
+  /** The VM function the problem is in (empty for whole-executable problems). */
+  readonly functionName: string;
+  /** Index of the instruction within the function, or -1 when none applies. */
+  readonly pc: number;
+  /** What is wrong, in one sentence without a period. */
+  readonly message: string;
+}
+
+/**
+ * Thrown by `ExecBuilder.get()` when the program is malformed. Lists every
+ * problem, not only the first.
+ *
+ * @example Catch a read of an unwritten register
+ * ```ts
+ * import { CheckError, ExecBuilder } from "@relaxvm/relaxvm";
+ * import { assertInstanceOf } from "@std/assert";
+ *
+ * const ib = new ExecBuilder();
+ * ib.function("main", { num_inputs: 0 }, () => ib.emit_ret(ib.r(3)));
+ * try {
+ *   ib.get();
+ * } catch (e) {
+ *   assertInstanceOf(e, CheckError);
+ * }
+ * ```
+ */
+export class CheckError extends Error {
+  /** Every problem the checker found, in program order. */
+  readonly problems: readonly CheckProblem[];
+
+  /** Builds the error from the checker's problem list. */
+  constructor(problems: readonly CheckProblem[]) {
+    const lines = problems.map(formatProblem);
+    super(
+      `Cannot build executable: found ${problems.length} problem${
+        problems.length === 1 ? "" : "s"
+      }\n${lines.map((l) => `  - ${l}`).join("\n")}`,
+    );
+    this.name = "CheckError";
+    this.problems = problems;
+  }
+}
+
+/** Formats one problem as `@func[pc]: message`. */
+export function formatProblem(p: CheckProblem): string {
+  const where = p.functionName === "" ? "executable" : `@${p.functionName}`;
+  return p.pc >= 0 ? `${where}[${p.pc}]: ${p.message}` : `${where}: ${p.message}`;
+}
+
+/**
+ * Thrown by `Executable.load()` for bytes that are not a valid executable:
+ * truncated, corrupted, of another version, or holding code that does not
+ * check.
+ *
+ * @example
+ * ```ts
+ * import { Executable, LoadError } from "@relaxvm/relaxvm";
+ * import { assertThrows } from "@std/assert";
+ *
+ * assertThrows(() => Executable.load(new Uint8Array([1, 2, 3])), LoadError);
+ * ```
+ */
+export class LoadError extends Error {
+  /** The section being read: `header`, `functions`, `constants`, `code`, … */
+  readonly section: string;
+  /** Byte offset in the input where the problem was found. */
+  readonly offset: number;
+
+  /** Builds the error; the message names the section and byte offset. */
+  constructor(section: string, offset: number, reason: string, options?: ErrorOptions) {
+    super(`Cannot load executable: ${reason} (section "${section}", byte offset ${offset})`, options);
+    this.name = "LoadError";
+    this.section = section;
+    this.offset = offset;
+  }
+}
+
+/** Where a `VMError` happened. */
+export interface VMErrorLocation {
+  /** The VM function that was running. */
+  functionName: string;
+  /** Index of the failing instruction within that function (-1: before the first). */
+  pc: number;
+  /** The instruction as `as_text()` prints it (empty when none). */
+  instruction: string;
+  /** The packed function that failed (empty when the fault is the VM's own). */
+  packedFunc: string;
+}
+
+/**
+ * Thrown when running a VM function fails. Names the VM function, the
+ * instruction index and text, and the packed function, and keeps the original
+ * error as `cause`. The VM that threw stays usable.
+ *
+ * @example
+ * ```ts
+ * import { ExecBuilder, VirtualMachine, VMError } from "@relaxvm/relaxvm";
+ * import { assertRejects } from "@std/assert";
+ *
+ * const ib = new ExecBuilder();
+ * ib.function("main", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));
+ * const vm = new VirtualMachine(ib.get());
+ * await assertRejects(() => vm.invoke("main"), VMError); // wrong argument count
+ * ```
+ */
+export class VMError extends Error {
+  /** The VM function that was running. */
+  readonly functionName: string;
+  /** Index of the failing instruction within the function (-1: before the first). */
+  readonly pc: number;
+  /** The failing instruction in text form. */
+  readonly instruction: string;
+  /** The packed function that failed, or `""`. */
+  readonly packedFunc: string;
+
+  /** Builds the error from where it happened and what went wrong. */
+  constructor(location: VMErrorLocation, reason: string, options?: ErrorOptions) {
+    const parts = [`in @${location.functionName}`];
+    if (location.pc >= 0) parts.push(`instruction ${location.pc}`);
+    if (location.instruction !== "") parts.push(`\`${location.instruction}\``);
+    if (location.packedFunc !== "") parts.push(`calling ${location.packedFunc}`);
+    super(`${reason} (${parts.join(", ")})`, options);
+    this.name = "VMError";
+    this.functionName = location.functionName;
+    this.pc = location.pc;
+    this.instruction = location.instruction;
+    this.packedFunc = location.packedFunc;
+  }
+}
