@@ -1,0 +1,239 @@
+/**
+ * Plain-JavaScript reference implementations of the `vm.op.*` operators,
+ * written for obviousness rather than speed: every output element is
+ * computed from its multi-index, in float64, with no shared code from the
+ * kernels under test. The operator suite compares every device against
+ * these.
+ *
+ * @module
+ */
+
+/** A reference tensor: a shape and its elements in row-major order. */
+export interface Ref {
+  shape: number[];
+  data: number[];
+}
+
+/** Number of elements of a shape. */
+export function sizeOf(shape: readonly number[]): number {
+  return shape.reduce((n, d) => n * d, 1);
+}
+
+/** The multi-index of flat position `i` in `shape`. */
+export function unravel(i: number, shape: readonly number[]): number[] {
+  const idx = new Array<number>(shape.length).fill(0);
+  for (let k = shape.length - 1; k >= 0; k--) {
+    idx[k] = i % shape[k];
+    i = Math.floor(i / shape[k]);
+  }
+  return idx;
+}
+
+/** The flat position of multi-index `idx` in `shape`. */
+export function ravel(idx: readonly number[], shape: readonly number[]): number {
+  let i = 0;
+  for (let k = 0; k < shape.length; k++) i = i * shape[k] + idx[k];
+  return i;
+}
+
+/** NumPy's broadcast shape, or `undefined`. */
+export function refBroadcastShape(
+  a: readonly number[],
+  b: readonly number[],
+): number[] | undefined {
+  const rank = Math.max(a.length, b.length);
+  const out: number[] = [];
+  for (let k = 0; k < rank; k++) {
+    const da = k < rank - a.length ? 1 : a[k - (rank - a.length)];
+    const db = k < rank - b.length ? 1 : b[k - (rank - b.length)];
+    if (da !== db && da !== 1 && db !== 1) return undefined;
+    out.push(da === 1 ? db : da);
+  }
+  return out;
+}
+
+/** The element of `x` that broadcast multi-index `idx` (of a higher or equal rank) reads. */
+function broadcastRead(x: Ref, idx: readonly number[]): number {
+  const off = idx.length - x.shape.length;
+  const own = x.shape.map((d, k) => (d === 1 ? 0 : idx[k + off]));
+  return x.data[ravel(own, x.shape)];
+}
+
+/** `f(a, b)` elementwise with broadcasting. */
+export function refBinary(a: Ref, b: Ref, f: (x: number, y: number) => number): Ref {
+  const shape = refBroadcastShape(a.shape, b.shape);
+  if (shape === undefined) throw new Error("reference: shapes do not broadcast");
+  const data: number[] = [];
+  for (let i = 0; i < sizeOf(shape); i++) {
+    const idx = unravel(i, shape);
+    data.push(f(broadcastRead(a, idx), broadcastRead(b, idx)));
+  }
+  return { shape, data };
+}
+
+/** `f(x)` elementwise. */
+export function refUnary(x: Ref, f: (v: number) => number): Ref {
+  return { shape: [...x.shape], data: x.data.map(f) };
+}
+
+/** erf by its Maclaurin series (|x| < 3) or its asymptotic expansion (|x| ≥ 3), to ~1e-12. */
+export function refErf(x: number): number {
+  const z = Math.abs(x);
+  if (z >= 3) {
+    // erfc(z) = exp(-z²)/(z√π) · (1 - 1/(2z²) + 3/(2z²)² - 15/(2z²)³ + 105/(2z²)⁴)
+    const u = 1 / (2 * z * z);
+    const series = 1 - u + 3 * u ** 2 - 15 * u ** 3 + 105 * u ** 4;
+    return Math.sign(x) * (1 - Math.exp(-z * z) / (z * Math.sqrt(Math.PI)) * series);
+  }
+  // erf(x) = 2/√π · Σ (-1)^n x^(2n+1) / (n! (2n+1))
+  let sum = 0, term = x;
+  for (let n = 0; n < 60; n++) {
+    sum += term / (2 * n + 1);
+    term *= -x * x / (n + 1);
+  }
+  return (2 / Math.sqrt(Math.PI)) * sum;
+}
+
+/** The reference unary functions, by operator name. */
+export const REF_UNARY: Record<string, (v: number) => number> = {
+  negative: (v) => -v,
+  exp: Math.exp,
+  log: Math.log,
+  sqrt: Math.sqrt,
+  tanh: Math.tanh,
+  sigmoid: (v) => 1 / (1 + Math.exp(-v)),
+  relu: (v) => (v > 0 ? v : 0),
+  gelu: (v) => 0.5 * v * (1 + refErf(v / Math.SQRT2)),
+};
+
+/** The reference binary functions on floats, by operator name. */
+export const REF_BINARY_FLOAT: Record<string, (x: number, y: number) => number> = {
+  add: (x, y) => x + y,
+  subtract: (x, y) => x - y,
+  multiply: (x, y) => x * y,
+  divide: (x, y) => x / y,
+  maximum: (x, y) => (x > y ? x : y),
+  minimum: (x, y) => (x < y ? x : y),
+};
+
+/** The reference binary functions on int32 (wrapping; WGSL's division rules). */
+export const REF_BINARY_INT: Record<string, (x: number, y: number) => number> = {
+  add: (x, y) => Number(BigInt.asIntN(32, BigInt(x) + BigInt(y))),
+  subtract: (x, y) => Number(BigInt.asIntN(32, BigInt(x) - BigInt(y))),
+  multiply: (x, y) => Number(BigInt.asIntN(32, BigInt(x) * BigInt(y))),
+  divide: (x, y) => (y === 0 ? x : Number(BigInt.asIntN(32, BigInt(x) / BigInt(y)))),
+  maximum: (x, y) => (x > y ? x : y),
+  minimum: (x, y) => (x < y ? x : y),
+};
+
+/** NumPy's `matmul`, including 1-D operands and broadcast batch axes. */
+export function refMatmul(a: Ref, b: Ref): Ref {
+  const a2 = a.shape.length === 1 ? [1, a.shape[0]] : a.shape;
+  const b2 = b.shape.length === 1 ? [b.shape[0], 1] : b.shape;
+  const M = a2[a2.length - 2], K = a2[a2.length - 1], N = b2[b2.length - 1];
+  const batch = refBroadcastShape(a2.slice(0, -2), b2.slice(0, -2))!;
+  const full = [...batch, M, N];
+  const A: Ref = { shape: a2, data: a.data }, B: Ref = { shape: b2, data: b.data };
+  const data: number[] = [];
+  for (let i = 0; i < sizeOf(full); i++) {
+    const idx = unravel(i, full);
+    const bi = idx.slice(0, -2), m = idx[idx.length - 2], n = idx[idx.length - 1];
+    let s = 0;
+    for (let k = 0; k < K; k++) {
+      s += broadcastRead(A, [...bi, m, k]) * broadcastRead(B, [...bi, k, n]);
+    }
+    data.push(s);
+  }
+  const shape = [...batch];
+  if (a.shape.length > 1) shape.push(M);
+  if (b.shape.length > 1) shape.push(N);
+  return { shape, data };
+}
+
+/** `sum`, `max` or `mean` over `axes` (non-negative; all when empty). */
+export function refReduce(op: string, x: Ref, axes: readonly number[], keepdims: boolean): Ref {
+  const all = axes.length === 0 ? x.shape.map((_, k) => k) : axes;
+  const kept = x.shape.map((_, k) => k).filter((k) => !all.includes(k));
+  const outShape = kept.map((k) => x.shape[k]);
+  const groups: number[][] = Array.from({ length: sizeOf(outShape) }, () => []);
+  for (let i = 0; i < x.data.length; i++) {
+    const idx = unravel(i, x.shape);
+    groups[ravel(kept.map((k) => idx[k]), outShape)].push(x.data[i]);
+  }
+  const data = groups.map((g) => {
+    if (op === "max") return g.reduce((m, v) => (v > m || Number.isNaN(v) ? v : m), -Infinity);
+    const s = g.reduce((t, v) => t + v, 0);
+    return op === "mean" ? s / g.length : s;
+  });
+  const shape = keepdims ? x.shape.map((d, k) => (all.includes(k) ? 1 : d)) : outShape;
+  return { shape, data };
+}
+
+/** Softmax over the last axis (a 0-d tensor is one row of one). */
+export function refSoftmax(x: Ref): Ref {
+  const n = x.shape.length === 0 ? 1 : x.shape[x.shape.length - 1];
+  const data: number[] = [];
+  for (let r = 0; r < x.data.length; r += n) {
+    const row = x.data.slice(r, r + n);
+    const m = Math.max(...row);
+    const e = row.map((v) => Math.exp(v - m));
+    const s = e.reduce((t, v) => t + v, 0);
+    data.push(...e.map((v) => v / s));
+  }
+  return { shape: [...x.shape], data };
+}
+
+/** Layer normalization over the trailing `gamma.shape.length` axes. */
+export function refLayerNorm(x: Ref, gamma: Ref, beta: Ref, eps: number): Ref {
+  const n = sizeOf(gamma.shape);
+  const data: number[] = [];
+  for (let r = 0; r < x.data.length; r += n) {
+    const row = x.data.slice(r, r + n);
+    const mean = row.reduce((t, v) => t + v, 0) / n;
+    const variance = row.reduce((t, v) => t + (v - mean) ** 2, 0) / n;
+    row.forEach((v, i) =>
+      data.push(((v - mean) / Math.sqrt(variance + eps)) * gamma.data[i] + beta.data[i])
+    );
+  }
+  return { shape: [...x.shape], data };
+}
+
+/** Axis permutation: `out.shape[i] = x.shape[perm[i]]`. */
+export function refTranspose(x: Ref, perm: readonly number[]): Ref {
+  const shape = perm.map((p) => x.shape[p]);
+  const data: number[] = [];
+  for (let i = 0; i < sizeOf(shape); i++) {
+    const idx = unravel(i, shape);
+    const src = new Array<number>(x.shape.length);
+    perm.forEach((p, k) => (src[p] = idx[k]));
+    data.push(x.data[ravel(src, x.shape)]);
+  }
+  return { shape, data };
+}
+
+/** The integer ranges used by the saturating float → int cast. */
+const INT_RANGES: Record<string, [number, number]> = {
+  int8: [-128, 127],
+  int16: [-32768, 32767],
+  int32: [-2147483648, 2147483647],
+  uint8: [0, 255],
+  uint16: [0, 65535],
+  uint32: [0, 4294967295],
+};
+
+/** Converts one value from dtype `from` to dtype `to` by the documented cast rules. */
+export function refCastValue(v: number, from: string, to: string): number {
+  if (to === "bool") return v !== 0 ? 1 : 0;
+  const range = INT_RANGES[to];
+  if (range === undefined) return to === "float32" ? Math.fround(v) : v;
+  if (from.startsWith("float")) {
+    if (Number.isNaN(v)) return 0;
+    return Math.min(range[1], Math.max(range[0], Math.trunc(v)));
+  }
+  // Integer → integer wraps modulo 2^bits.
+  const bits = BigInt(to.replace(/\D/g, ""));
+  const big = BigInt(v);
+  return Number(
+    to.startsWith("u") ? BigInt.asUintN(Number(bits), big) : BigInt.asIntN(Number(bits), big),
+  );
+}

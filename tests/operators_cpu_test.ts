@@ -1,0 +1,10 @@
+/**
+ * The operator suite on the CPU backend.
+ *
+ * @module
+ */
+
+import { cpu } from "../vm/device.ts";
+import { defineOperatorTests } from "./operators_suite.ts";
+
+defineOperatorTests("cpu", () => Promise.resolve(cpu()));

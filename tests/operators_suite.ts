@@ -1,0 +1,621 @@
+/**
+ * The operator test suite, run on every device: `operators_cpu_test.ts`
+ * calls `defineOperatorTests` with the CPU, `operators_webgpu_test.ts` with a
+ * GPU. Every `vm.op.*` function is called through the registry on tensors
+ * made on the device under test, read back with `await data()`, and
+ * compared with the plain-JS references in `_operator_reference.ts` — never
+ * with another backend.
+ *
+ * @module
+ */
+
+import "../builtins/ops/operators.ts";
+import "../builtins/cpu/backend.ts";
+import { assert, assertEquals, AssertionError, assertThrows } from "@std/assert";
+import { OPERATOR_NAMES } from "../builtins/ops/operators.ts";
+import { getGlobalFunc } from "../builtins/registry.ts";
+import { cpu, type Device } from "../vm/device.ts";
+import { dtype } from "../vm/dtype.ts";
+import { NDArray, tensor } from "../vm/ndarray.ts";
+import { shape, ShapeTuple } from "../vm/shape_tuple.ts";
+import {
+  type Ref,
+  REF_BINARY_FLOAT,
+  REF_BINARY_INT,
+  REF_UNARY,
+  refBinary,
+  refCastValue,
+  refLayerNorm,
+  refMatmul,
+  refReduce,
+  refSoftmax,
+  refTranspose,
+  refUnary,
+  sizeOf,
+} from "./_operator_reference.ts";
+
+/** How a device runs the suite. */
+export interface OperatorTestOptions {
+  /** Skip every test (e.g. no GPU on this machine). */
+  ignore?: boolean;
+  /** Test names (without the device prefix) this device skips; say why where you list them. */
+  exclude?: readonly string[];
+  /** Passed to `Deno.test` (GPU devices keep resources open between tests). */
+  sanitizeResources?: boolean;
+  /** Passed to `Deno.test`. */
+  sanitizeOps?: boolean;
+}
+
+/** What an operator returned, read back to the host. */
+interface Result {
+  shape: number[];
+  dtype: string;
+  device: Device;
+  data: number[];
+}
+
+/** Tolerances: `|actual - expected| <= atol + rtol * |expected|`. */
+interface Tolerance {
+  rtol: number;
+  atol: number;
+}
+
+const FLOAT_TOL: Tolerance = { rtol: 1e-4, atol: 1e-5 };
+const EXACT: Tolerance = { rtol: 0, atol: 0 };
+
+/** Deterministic values in `[lo, hi)`, rounded to float32 so the reference sees what the device sees. */
+function randomValues(n: number, seed: number, lo = -1, hi = 1): number[] {
+  let s = seed >>> 0;
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    // mulberry32
+    s = (s + 0x6d2b79f5) | 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    const u = ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    out.push(Math.fround(lo + (hi - lo) * u));
+  }
+  return out;
+}
+
+function randomRef(dims: number[], seed: number, lo = -1, hi = 1): Ref {
+  return { shape: dims, data: randomValues(sizeOf(dims), seed, lo, hi) };
+}
+
+function randomIntRef(dims: number[], seed: number, lo = -1000, hi = 1000): Ref {
+  return { shape: dims, data: randomValues(sizeOf(dims), seed, lo, hi).map(Math.floor) };
+}
+
+/** Values with |v| in [0.5, 2): safe divisors. */
+function divisorRef(dims: number[], seed: number): Ref {
+  const data = randomValues(sizeOf(dims), seed, -1, 1).map((v) =>
+    Math.fround(v < 0 ? v - 0.5 : v + 0.5)
+  );
+  return { shape: dims, data };
+}
+
+function fmt(dims: readonly number[]): string {
+  return `[${dims.join(", ")}]`;
+}
+
+/** Calls a registered operator and reads the result back. */
+async function call(name: string, ...args: unknown[]): Promise<Result> {
+  const fn = getGlobalFunc(name);
+  if (fn === undefined) throw new AssertionError(`${name} is not registered`);
+  const out = fn(...args);
+  if (!(out instanceof NDArray)) {
+    throw new AssertionError(`${name} returned ${out}, not an NDArray`);
+  }
+  try {
+    const data = Array.from(await out.data() as ArrayLike<number>);
+    return { shape: [...out.shape], dtype: out.dtype, device: out.device, data };
+  } finally {
+    out.releaseIfUnowned();
+  }
+}
+
+/** Asserts shape, dtype and every element within tolerance (NaN matches NaN). */
+function assertResult(
+  actual: Result,
+  expected: Ref,
+  expectedDType: string,
+  tol: Tolerance,
+  what: string,
+): void {
+  assertEquals(actual.shape, expected.shape, `${what}: shape`);
+  assertEquals(actual.dtype, expectedDType, `${what}: dtype`);
+  assertEquals(actual.data.length, expected.data.length, `${what}: element count`);
+  for (let i = 0; i < expected.data.length; i++) {
+    const a = actual.data[i], e = expected.data[i];
+    const ok = Number.isNaN(e)
+      ? Number.isNaN(a)
+      : !Number.isFinite(e)
+      ? a === e
+      : Math.abs(a - e) <= tol.atol + tol.rtol * Math.abs(e);
+    if (!ok) {
+      throw new AssertionError(
+        `${what}: element ${i} is ${a}, expected ${e} (±${tol.atol} + ${tol.rtol}·|e|)`,
+      );
+    }
+  }
+}
+
+/**
+ * Registers `Deno.test` cases for every `vm.op.*` operator on one device.
+ * `getDevice` is called inside each test, so an ignored suite never asks
+ * for a device.
+ *
+ * @param deviceName Prefix of every test name, e.g. `"cpu"`.
+ * @param getDevice Returns the device under test.
+ * @param options Skips and sanitizer settings.
+ */
+export function defineOperatorTests(
+  deviceName: string,
+  getDevice: () => Promise<Device>,
+  options: OperatorTestOptions = {},
+): void {
+  const test = (name: string, fn: (dev: Device) => Promise<void> | void) => {
+    Deno.test({
+      name: `${deviceName}: ${name}`,
+      ignore: options.ignore === true || (options.exclude?.includes(name) ?? false),
+      sanitizeResources: options.sanitizeResources,
+      sanitizeOps: options.sanitizeOps,
+      fn: async () => fn(await getDevice()),
+    });
+  };
+  /** A tensor on the device under test holding `ref`. */
+  const put = (dev: Device, ref: Ref, dt = "float32") =>
+    tensor(ref.data, { shape: ref.shape, dtype: dt, device: dev });
+
+  test("every operator is registered and returns its output on the input device", async (dev) => {
+    for (const name of OPERATOR_NAMES) assert(getGlobalFunc(name) !== undefined, name);
+    using x = put(dev, randomRef([2, 3], 1));
+    const out = await call("vm.op.exp", x);
+    assertEquals(out.device, dev);
+  });
+
+  // ---------------------------------------------------------------- binary
+
+  const BROADCAST_CASES: [number[], number[]][] = [
+    [[2, 3], [2, 3]],
+    [[37, 29], [37, 29]],
+    [[3, 4], []],
+    [[], [3, 4]],
+    [[], []],
+    [[1], [5]],
+    [[4, 5], [5]],
+    [[4, 5], [4, 1]],
+    [[3, 1], [1, 4]],
+    [[2, 1, 4], [3, 1]],
+    [[2, 3, 1, 5], [3, 4, 1]],
+    [[1, 1], [1, 1]],
+    [[5, 1, 67], [1, 3, 67]],
+    [[0, 3], [3]],
+    [[4099], [4099]],
+  ];
+
+  for (const op of Object.keys(REF_BINARY_FLOAT)) {
+    test(`vm.op.${op} float32 with broadcasting`, async (dev) => {
+      for (const [i, [sa, sb]] of BROADCAST_CASES.entries()) {
+        const ra = randomRef(sa, 10 + i, -3, 3);
+        const rb = op === "divide" ? divisorRef(sb, 50 + i) : randomRef(sb, 50 + i, -3, 3);
+        using a = put(dev, ra);
+        using b = put(dev, rb);
+        const got = await call(`vm.op.${op}`, a, b);
+        assertResult(
+          got,
+          refBinary(ra, rb, REF_BINARY_FLOAT[op]),
+          "float32",
+          FLOAT_TOL,
+          `${op} ${fmt(sa)} ${fmt(sb)}`,
+        );
+      }
+    });
+
+    test(`vm.op.${op} int32 with broadcasting`, async (dev) => {
+      for (const [i, [sa, sb]] of BROADCAST_CASES.entries()) {
+        const ra = randomIntRef(sa, 100 + i), rb = randomIntRef(sb, 200 + i);
+        using a = put(dev, ra, "int32");
+        using b = put(dev, rb, "int32");
+        const got = await call(`vm.op.${op}`, a, b);
+        assertResult(
+          got,
+          refBinary(ra, rb, REF_BINARY_INT[op]),
+          "int32",
+          EXACT,
+          `${op} ${fmt(sa)} ${fmt(sb)}`,
+        );
+      }
+    });
+  }
+
+  test("int32 arithmetic wraps and divides like WGSL", async (dev) => {
+    const cases: [string, number[], number[], number[]][] = [
+      ["add", [2147483647, -2147483648, 5], [1, -1, -7], [-2147483648, 2147483647, -2]],
+      ["subtract", [-2147483648, 2147483647], [1, -1], [2147483647, -2147483648]],
+      ["multiply", [65536, 123456789, -7, 46341], [65536, 987654321, 3, 46341], [
+        0,
+        -67153019,
+        -21,
+        -2147479015,
+      ]],
+      // Truncation toward zero; a zero divisor and -2^31 / -1 yield the dividend.
+      ["divide", [7, -7, 7, -7, 5, -2147483648, 0, -5], [2, 2, -2, -2, 0, -1, 3, 0], [
+        3,
+        -3,
+        -3,
+        3,
+        5,
+        -2147483648,
+        0,
+        -5,
+      ]],
+    ];
+    for (const [op, x, y, want] of cases) {
+      using a = tensor(x, { dtype: "int32", device: dev });
+      using b = tensor(y, { dtype: "int32", device: dev });
+      const got = await call(`vm.op.${op}`, a, b);
+      assertEquals(got.data, want, op);
+      assertEquals(want, x.map((v, i) => REF_BINARY_INT[op](v, y[i])), `${op} reference`);
+    }
+  });
+
+  test("float32 divide by zero and maximum/minimum with infinities", async (dev) => {
+    using a = tensor([1, -1, 0, 3], { device: dev });
+    using b = tensor([0, 0, 0, Infinity], { device: dev });
+    assertResult(
+      await call("vm.op.divide", a, b),
+      { shape: [4], data: [Infinity, -Infinity, NaN, 0] },
+      "float32",
+      EXACT,
+      "divide",
+    );
+    assertResult(
+      await call("vm.op.maximum", a, b),
+      { shape: [4], data: [1, 0, 0, Infinity] },
+      "float32",
+      EXACT,
+      "max",
+    );
+    assertResult(
+      await call("vm.op.minimum", a, b),
+      { shape: [4], data: [0, -1, 0, 3] },
+      "float32",
+      EXACT,
+      "min",
+    );
+  });
+
+  // ----------------------------------------------------------------- unary
+
+  const UNARY_SHAPES = [[], [1, 1], [67], [3, 5, 7], [4099]];
+  for (const op of Object.keys(REF_UNARY)) {
+    const positive = op === "log" || op === "sqrt";
+    test(`vm.op.${op} float32`, async (dev) => {
+      for (const [i, dims] of UNARY_SHAPES.entries()) {
+        const rx = positive ? randomRef(dims, 300 + i, 0.01, 10) : randomRef(dims, 300 + i, -4, 4);
+        using x = put(dev, rx);
+        const got = await call(`vm.op.${op}`, x);
+        assertResult(got, refUnary(rx, REF_UNARY[op]), "float32", FLOAT_TOL, `${op} ${fmt(dims)}`);
+      }
+    });
+  }
+
+  test("unary operators at extreme inputs", async (dev) => {
+    const cases: [string, number[], number[]][] = [
+      ["exp", [-200, 0, 100], [0, 1, Infinity]],
+      ["log", [0, 1, -1], [-Infinity, 0, NaN]],
+      ["sqrt", [0, 4, -1], [0, 2, NaN]],
+      ["tanh", [-30, 0, 30], [-1, 0, 1]],
+      ["sigmoid", [-100, 0, 100], [0, 0.5, 1]],
+      ["relu", [-2, 0, 3.5], [0, 0, 3.5]],
+      ["gelu", [-10, 0, 10], [0, 0, 10]],
+      ["negative", [1.5, 0, -2], [-1.5, -0, 2]],
+    ];
+    for (const [op, x, want] of cases) {
+      using t = tensor(x, { device: dev });
+      assertResult(
+        await call(`vm.op.${op}`, t),
+        { shape: [x.length], data: want },
+        "float32",
+        FLOAT_TOL,
+        op,
+      );
+    }
+  });
+
+  test("vm.op.negative and vm.op.relu on int32", async (dev) => {
+    const rx = randomIntRef([5, 13], 400);
+    using x = put(dev, rx, "int32");
+    assertResult(
+      await call("vm.op.negative", x),
+      refUnary(rx, REF_UNARY.negative),
+      "int32",
+      EXACT,
+      "negative",
+    );
+    assertResult(await call("vm.op.relu", x), refUnary(rx, REF_UNARY.relu), "int32", EXACT, "relu");
+    using edge = tensor([-2147483648, 2147483647, 0], { dtype: "int32", device: dev });
+    assertEquals((await call("vm.op.negative", edge)).data, [-2147483648, -2147483647, 0]);
+  });
+
+  // ---------------------------------------------------------------- matmul
+
+  const MATMUL_CASES: [number[], number[]][] = [
+    [[2, 3], [3, 4]],
+    [[5, 7], [7, 3]],
+    [[67, 45], [45, 33]],
+    [[1, 9], [9, 6]],
+    [[9], [9, 6]],
+    [[6, 9], [9]],
+    [[9], [9]],
+    [[2, 5, 6], [2, 6, 7]],
+    [[3, 1, 4, 5], [2, 5, 6]],
+    [[4, 9, 8], [8, 5]],
+    [[8, 5], [4, 5, 8]],
+    [[130, 70], [70, 129]],
+    [[2, 0], [0, 3]],
+    [[0, 3], [3, 4]],
+    [[1, 1], [1, 1]],
+  ];
+  test("vm.op.matmul 2-D, 1-D and batched with broadcasting", async (dev) => {
+    for (const [i, [sa, sb]] of MATMUL_CASES.entries()) {
+      const ra = randomRef(sa, 500 + i), rb = randomRef(sb, 600 + i);
+      using a = put(dev, ra);
+      using b = put(dev, rb);
+      const got = await call("vm.op.matmul", a, b);
+      // Each output sums K products of values in [-1, 1): allow float32 accumulation.
+      const K = sa[sa.length - 1];
+      const tol = { rtol: 1e-4, atol: 1e-6 * (K + 1) };
+      assertResult(got, refMatmul(ra, rb), "float32", tol, `matmul ${fmt(sa)} ${fmt(sb)}`);
+    }
+  });
+
+  // ------------------------------------------------------------ reductions
+
+  const REDUCE_CASES: [number[], unknown[], number[], boolean][] = [
+    // [x shape, extra arguments, normalized axes for the reference, keepdims]
+    [[3, 4, 5], [], [], false],
+    [[3, 4, 5], [shape()], [], false],
+    [[3, 4, 5], [shape(0)], [0], false],
+    [[3, 4, 5], [shape(1)], [1], false],
+    [[3, 4, 5], [shape(-1)], [2], false],
+    [[3, 4, 5], [shape(0, 2)], [0, 2], false],
+    [[3, 4, 5], [[2, 0], 1], [0, 2], true],
+    [[3, 4, 5], [null, 1], [], true],
+    [[3, 4, 5], [shape(1), true], [1], true],
+    [[], [], [], false],
+    [[33, 65], [shape(0)], [0], false],
+    [[33, 65], [shape(1), 0], [1], false],
+    [[2, 1, 3], [shape(1)], [1], false],
+    [[0, 3], [shape(0)], [0], false],
+    [[4099], [], [], false],
+  ];
+  for (const op of ["sum", "max", "mean"]) {
+    test(`vm.op.${op} float32 over axes, keepdims`, async (dev) => {
+      for (const [i, [dims, extra, axes, keepdims]] of REDUCE_CASES.entries()) {
+        if (op !== "sum" && sizeOf(dims) === 0) continue;
+        const rx = randomRef(dims, 700 + i, -2, 2);
+        using x = put(dev, rx);
+        const got = await call(`vm.op.${op}`, x, ...extra);
+        assertResult(
+          got,
+          refReduce(op, rx, axes, keepdims),
+          "float32",
+          FLOAT_TOL,
+          `${op} ${fmt(dims)} case ${i}`,
+        );
+      }
+    });
+  }
+  for (const op of ["sum", "max"]) {
+    test(`vm.op.${op} int32`, async (dev) => {
+      for (
+        const [dims, axes] of [[[6, 7], [1]], [[6, 7], [0]], [[2, 3, 4], []]] as [
+          number[],
+          number[],
+        ][]
+      ) {
+        const rx = randomIntRef(dims, 800);
+        using x = put(dev, rx, "int32");
+        const got = await call(`vm.op.${op}`, x, new ShapeTuple(axes));
+        assertResult(got, refReduce(op, rx, axes, false), "int32", EXACT, `${op} ${fmt(dims)}`);
+      }
+    });
+  }
+
+  // --------------------------------------------------- softmax, layer_norm
+
+  test("vm.op.softmax over the last axis, numerically stable", async (dev) => {
+    const refs: Ref[] = [
+      randomRef([3, 5], 900, -3, 3),
+      randomRef([4, 67], 901, -3, 3),
+      randomRef([2, 1], 902),
+      randomRef([], 903),
+      randomRef([2, 2, 130], 904, -3, 3),
+      { shape: [2, 3], data: [1000, 1001, 1002, -1000, -1001, -1002] },
+    ];
+    for (const rx of refs) {
+      using x = put(dev, rx);
+      assertResult(
+        await call("vm.op.softmax", x),
+        refSoftmax(rx),
+        "float32",
+        FLOAT_TOL,
+        `softmax ${fmt(rx.shape)}`,
+      );
+    }
+  });
+
+  test("vm.op.layer_norm over the trailing axes of gamma", async (dev) => {
+    const cases: [number[], number[], number | undefined][] = [
+      [[2, 3, 8], [8], undefined],
+      [[2, 3, 8], [3, 8], 1e-5],
+      [[5, 67], [67], 1e-3],
+      [[4], [4], undefined],
+      [[3, 130], [130], 1e-5],
+    ];
+    for (const [i, [xs, gs, eps]] of cases.entries()) {
+      const rx = randomRef(xs, 1000 + i, -2, 3), rg = randomRef(gs, 1100 + i, 0.5, 1.5);
+      const rb = randomRef(gs, 1200 + i);
+      using x = put(dev, rx);
+      using g = put(dev, rg);
+      using b = put(dev, rb);
+      const got = await call("vm.op.layer_norm", x, g, b, ...(eps === undefined ? [] : [eps]));
+      const want = refLayerNorm(rx, rg, rb, eps ?? 1e-5);
+      assertResult(
+        got,
+        want,
+        "float32",
+        { rtol: 1e-4, atol: 1e-4 },
+        `layer_norm ${fmt(xs)} ${fmt(gs)}`,
+      );
+    }
+    // A constant row has zero variance: the output is beta.
+    using x = tensor([[2, 2, 2]], { device: dev });
+    using g = tensor([1, 2, 3], { device: dev });
+    using b = tensor([0.5, -0.5, 1], { device: dev });
+    assertResult(
+      await call("vm.op.layer_norm", x, g, b),
+      { shape: [1, 3], data: [0.5, -0.5, 1] },
+      "float32",
+      FLOAT_TOL,
+      "constant row",
+    );
+  });
+
+  // ------------------------------------------------------------- transpose
+
+  test("vm.op.transpose with default, explicit and negative axes", async (dev) => {
+    const cases: [number[], unknown[], number[], string][] = [
+      [[2, 3], [], [1, 0], "float32"],
+      [[2, 3, 4], [shape(0, 1, 2)], [0, 1, 2], "float32"],
+      [[2, 3, 4], [shape(0, 2, 1)], [0, 2, 1], "float32"],
+      [[2, 3, 4], [shape(1, 0, 2)], [1, 0, 2], "float32"],
+      [[2, 3, 4], [shape(1, 2, 0)], [1, 2, 0], "float32"],
+      [[2, 3, 4], [shape(2, 0, 1)], [2, 0, 1], "int32"],
+      [[2, 3, 4], [[2, 1, 0]], [2, 1, 0], "float32"],
+      [[2, 3, 4], [shape(-1, 0, 1)], [2, 0, 1], "float32"],
+      [[1, 5, 1], [], [2, 1, 0], "float32"],
+      [[], [], [], "float32"],
+      [[37, 70], [null], [1, 0], "float32"],
+      [[3, 4, 5, 6], [shape(0, 2, 3, 1)], [0, 2, 3, 1], "int32"],
+    ];
+    for (const [i, [dims, extra, perm, dt]] of cases.entries()) {
+      const rx = dt === "int32" ? randomIntRef(dims, 1300 + i) : randomRef(dims, 1300 + i);
+      using x = put(dev, rx, dt);
+      const got = await call("vm.op.transpose", x, ...extra);
+      assertResult(got, refTranspose(rx, perm), dt, EXACT, `transpose ${fmt(dims)} case ${i}`);
+    }
+  });
+
+  // ------------------------------------------------------------------ cast
+
+  const castCase = (name: string, pairs: [string, string, number[]][]) =>
+    test(name, async (dev) => {
+      for (const [from, to, values] of pairs) {
+        using x = tensor(values, { dtype: from, device: dev });
+        const stored = Array.from(await x.data() as ArrayLike<number>);
+        for (const target of [to, dtype(to)]) {
+          const got = await call("vm.op.cast", x, target);
+          const want = {
+            shape: [values.length],
+            data: stored.map((v) => refCastValue(v, from, to)),
+          };
+          assertResult(got, want, to, EXACT, `cast ${from} → ${to}`);
+        }
+      }
+    });
+  castCase("vm.op.cast between float32 and int32", [
+    ["float32", "int32", [1.5, -1.5, 2.7, -2.7, 0, 3e9, -3e9, NaN, Infinity]],
+    ["int32", "float32", [1, -2, 16777217, -2147483648]],
+    ["float32", "float32", [1.25, -0, NaN]],
+    ["int32", "int32", [5, -5]],
+  ]);
+  castCase("vm.op.cast to narrow integers, unsigned and bool", [
+    ["float32", "uint8", [-5, 300, 12.9, NaN]],
+    ["int32", "int8", [127, 128, -129, 255]],
+    ["int32", "uint32", [-1, 7]],
+    ["float32", "uint32", [-1, 5e9, 7.9]],
+    ["float32", "bool", [0, -0, 2, NaN]],
+    ["bool", "float32", [0, 1]],
+    ["uint8", "int32", [0, 255]],
+  ]);
+  castCase("vm.op.cast to and from float64", [
+    ["float32", "float64", [0.1, -3]],
+    ["float64", "float32", [0.1, 1e300]],
+    ["float64", "int32", [-2.5, 1e12]],
+  ]);
+  test("vm.op.cast of a 0-d tensor", async (dev) => {
+    using x = tensor(3.75, { device: dev });
+    const got = await call("vm.op.cast", x, "int32");
+    assertResult(got, { shape: [], data: [3] }, "int32", EXACT, "cast 0-d");
+  });
+
+  // ---------------------------------------------------------------- errors
+
+  /** Asserts that calling `name` throws `ErrorClass` with every one of `parts` in the message. */
+  const assertOpThrows = (
+    ErrorClass: new (...args: never[]) => Error,
+    parts: string[],
+    name: string,
+    ...args: unknown[]
+  ) => {
+    const e = assertThrows(() => getGlobalFunc(name)!(...args), ErrorClass);
+    for (const p of [name, ...parts]) {
+      assert((e as Error).message.includes(p), `message "${(e as Error).message}" lacks "${p}"`);
+    }
+  };
+
+  test("bad operands throw errors naming the operator, shapes and dtypes", (dev) => {
+    using a23 = tensor([[1, 2, 3], [4, 5, 6]], { device: dev });
+    using a4 = tensor([1, 2, 3, 4], { device: dev });
+    using i4 = tensor([1, 2, 3, 4], { dtype: "int32", device: dev });
+    using m45 = tensor(new Float32Array(20), { shape: [4, 5], device: dev });
+    using s = tensor(1, { device: dev });
+    using f64 = tensor([1, 2], { dtype: "float64", device: dev });
+    assertOpThrows(RangeError, ["shapes [2, 3] and [4] do not broadcast"], "vm.op.add", a23, a4);
+    assertOpThrows(RangeError, ["[2, 3]", "[4]"], "vm.op.maximum", a23, a4);
+    assertOpThrows(TypeError, ["float32", "int32"], "vm.op.multiply", a4, i4);
+    assertOpThrows(TypeError, ["float64"], "vm.op.subtract", f64, f64);
+    assertOpThrows(TypeError, ["int32"], "vm.op.exp", i4);
+    assertOpThrows(TypeError, ["int32"], "vm.op.gelu", i4);
+    assertOpThrows(TypeError, ["int32"], "vm.op.mean", i4);
+    assertOpThrows(TypeError, ["int32"], "vm.op.matmul", i4, i4);
+    assertOpThrows(RangeError, ["[2, 3]", "[4, 5]", "3", "4"], "vm.op.matmul", a23, m45);
+    assertOpThrows(RangeError, ["[]"], "vm.op.matmul", s, a4);
+    assertOpThrows(TypeError, ["expected 2 arguments, got 1"], "vm.op.add", a4);
+    assertOpThrows(TypeError, ["expected 1 argument, got 2"], "vm.op.exp", a4, a4);
+    assertOpThrows(TypeError, ["argument 1", "NDArray", "number 3"], "vm.op.add", a4, 3);
+    assertOpThrows(TypeError, ["argument 0"], "vm.op.softmax", "x");
+  });
+
+  test("bad axes, keepdims, eps and dtypes throw errors naming the operator", (dev) => {
+    using a23 = tensor([[1, 2, 3], [4, 5, 6]], { device: dev });
+    using g3 = tensor([1, 1, 1], { device: dev });
+    using g2 = tensor([1, 1], { device: dev });
+    using empty = tensor(new Float32Array(0), { shape: [0, 3], device: dev });
+    assertOpThrows(RangeError, ["axis 2", "[2, 3]"], "vm.op.sum", a23, shape(2));
+    assertOpThrows(RangeError, ["axis -3", "[2, 3]"], "vm.op.max", a23, shape(-3));
+    assertOpThrows(RangeError, ["repeat", "[2, 3]"], "vm.op.sum", a23, shape(1, -1));
+    assertOpThrows(TypeError, ["keepdims"], "vm.op.sum", a23, shape(0), 2);
+    assertOpThrows(TypeError, ["axes"], "vm.op.mean", a23, "0");
+    assertOpThrows(RangeError, ["zero elements", "[0, 3]"], "vm.op.max", empty, shape(0));
+    assertOpThrows(RangeError, ["permutation", "[2, 3]"], "vm.op.transpose", a23, shape(0, 0));
+    assertOpThrows(RangeError, ["permutation", "[2, 3]"], "vm.op.transpose", a23, shape(0));
+    assertOpThrows(RangeError, ["axis 5"], "vm.op.transpose", a23, shape(5, 0));
+    assertOpThrows(RangeError, ["gamma [2]", "[2, 3]"], "vm.op.layer_norm", a23, g2, g2);
+    assertOpThrows(RangeError, ["beta [2]"], "vm.op.layer_norm", a23, g3, g2);
+    assertOpThrows(TypeError, ["eps", "string"], "vm.op.layer_norm", a23, g3, g3, "1e-5");
+    assertOpThrows(TypeError, ["float17"], "vm.op.cast", a23, "float17");
+    assertOpThrows(TypeError, ["dtype", "number 5"], "vm.op.cast", a23, 5);
+  });
+
+  test("operands on different devices are rejected, naming both", (dev) => {
+    const other = dev.kind === "cpu" && dev.id === 0 ? cpu(1) : cpu(0);
+    using a = tensor([1, 2], { device: dev });
+    using b = tensor([1, 2], { device: other });
+    assertOpThrows(TypeError, ["different devices", String(dev), String(other)], "vm.op.add", a, b);
+    assertOpThrows(TypeError, ["different devices"], "vm.op.matmul", a, b);
+  });
+}
