@@ -1,0 +1,49 @@
+/**
+ * WGSL helpers for kernels where one workgroup cooperates on one result
+ * (reductions over long axes, softmax and layer norm rows): each thread folds
+ * a strided share of the row into a register, then the workgroup combines
+ * the registers with a tree in workgroup memory.
+ *
+ * The helpers contain barriers, so WGSL's uniformity rules apply: call them
+ * only from uniform control flow (every thread of the workgroup reaches the
+ * call; an early `return` must depend only on the workgroup id or uniforms).
+ *
+ * This file is browser-safe: no `Deno.*`.
+ *
+ * @module
+ */
+
+/**
+ * WGSL defining `fn groupReduce(v: T, lid: u32) -> T`, combining each
+ * thread's `v` with `combine(a, b)` (which the caller defines) across a
+ * workgroup of `size` threads (a power of two); every thread gets the result.
+ */
+export function groupReduceSource(
+  type: string,
+  size: number,
+  name = "groupReduce",
+  combine = "combine",
+): string {
+  return `var<workgroup> ${name}Scratch: array<${type}, ${size}>;
+fn ${name}(v: ${type}, lid: u32) -> ${type} {
+  ${name}Scratch[lid] = v;
+  workgroupBarrier();
+  for (var s = ${size / 2}u; s > 0u; s = s >> 1u) {
+    if (lid < s) { ${name}Scratch[lid] = ${combine}(${name}Scratch[lid], ${name}Scratch[lid + s]); }
+    workgroupBarrier();
+  }
+  let r = ${name}Scratch[0];
+  // Nobody may overwrite the scratch (a second reduction) before all have read it.
+  workgroupBarrier();
+  return r;
+}
+`;
+}
+
+/** WGSL for a NaN-propagating float max named `name` (WGSL's `max` may drop a NaN). */
+export function nanMaxSource(name = "maxNaN", type = "f32"): string {
+  return `fn ${name}(a: ${type}, b: ${type}) -> ${type} { return select(max(a, b), a + b, (a != a) | (b != b)); }\n`;
+}
+
+/** The WGSL expression for -infinity as an f32. */
+export const NEG_INF_F32 = "bitcast<f32>(0xff800000u)";
