@@ -31,10 +31,16 @@ export interface RegisterOptions {
  * ```
  */
 export function registerFunc(name: string, fn: PackedFunc, options: RegisterOptions = {}): void {
-  if (typeof name !== "string" || name === "") throw new TypeError("registerFunc: name must be a non-empty string");
-  if (typeof fn !== "function") throw new TypeError(`registerFunc("${name}"): fn must be a function`);
+  if (typeof name !== "string" || name === "") {
+    throw new TypeError("registerFunc: name must be a non-empty string");
+  }
+  if (typeof fn !== "function") {
+    throw new TypeError(`registerFunc("${name}"): fn must be a function`);
+  }
   if (registry.has(name) && !options.override) {
-    throw new Error(`Packed function "${name}" is already registered; pass { override: true } to replace it`);
+    throw new Error(
+      `Packed function "${name}" is already registered; pass { override: true } to replace it`,
+    );
   }
   registry.set(name, fn);
 }

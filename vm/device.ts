@@ -32,9 +32,10 @@ export abstract class Device {
   /** Index among devices of the same kind. */
   readonly id: number;
 
-  /** Called by subclasses. */
+  /** Called by subclasses; the device becomes findable by `findDevice`. */
   protected constructor(id: number) {
     this.id = id;
+    knownDevices.push(this);
   }
 
   /** The DLPack device type code (1 = CPU, 15 = WebGPU). */
@@ -70,6 +71,12 @@ export abstract class Device {
    */
   flush(): void {}
 
+  /** Resolves once all work submitted so far has finished (for timing). */
+  synchronize(): Promise<void> {
+    this.flush();
+    return Promise.resolve();
+  }
+
   /** `cpu(0)`, `webgpu(0)`. */
   toString(): string {
     return `${this.kind}(${this.id})`;
@@ -79,6 +86,17 @@ export abstract class Device {
   [Symbol.for("Deno.customInspect")](): string {
     return this.toString();
   }
+}
+
+const knownDevices: Device[] = [];
+
+/**
+ * The device with DLPack type code `deviceType` and index `id` that this
+ * process has acquired, if any (`vm.builtin.to_device` names devices so).
+ */
+export function findDevice(deviceType: number, id: number): Device | undefined {
+  if (deviceType === DLDeviceType.CPU) return cpu(id);
+  return knownDevices.find((d) => d.deviceType === deviceType && d.id === id);
 }
 
 /** The CPU: blocks are `ArrayBuffer`s. */
@@ -116,11 +134,19 @@ export class CpuDevice extends Device {
 
   /** Copies bytes out. */
   readBlock(block: unknown, byteOffset: number, nbytes: number): Promise<Uint8Array> {
-    return Promise.resolve(new Uint8Array((block as ArrayBuffer).slice(byteOffset, byteOffset + nbytes)));
+    return Promise.resolve(
+      new Uint8Array((block as ArrayBuffer).slice(byteOffset, byteOffset + nbytes)),
+    );
   }
 
   /** Copies between two ArrayBuffers. */
-  copyBlock(src: unknown, srcOffset: number, dst: unknown, dstOffset: number, nbytes: number): void {
+  copyBlock(
+    src: unknown,
+    srcOffset: number,
+    dst: unknown,
+    dstOffset: number,
+    nbytes: number,
+  ): void {
     new Uint8Array(dst as ArrayBuffer, dstOffset, nbytes).set(
       new Uint8Array(src as ArrayBuffer, srcOffset, nbytes),
     );

@@ -80,7 +80,9 @@ export class DataType {
 
   /** The TVM spelling, e.g. `float32`. */
   toString(): string {
-    const base = this.code === DTypeCode.Bool ? "bool" : `${CODE_NAMES[this.code] ?? `code${this.code}_`}${this.bits}`;
+    const base = this.code === DTypeCode.Bool
+      ? "bool"
+      : `${CODE_NAMES[this.code] ?? `code${this.code}_`}${this.bits}`;
     return this.lanes === 1 ? base : `${base}x${this.lanes}`;
   }
 

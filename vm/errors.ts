@@ -78,7 +78,10 @@ export class LoadError extends Error {
 
   /** Builds the error; the message names the section and byte offset. */
   constructor(section: string, offset: number, reason: string, options?: ErrorOptions) {
-    super(`Cannot load executable: ${reason} (section "${section}", byte offset ${offset})`, options);
+    super(
+      `Cannot load executable: ${reason} (section "${section}", byte offset ${offset})`,
+      options,
+    );
     this.name = "LoadError";
     this.section = section;
     this.offset = offset;

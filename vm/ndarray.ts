@@ -14,7 +14,14 @@
  */
 
 import { cpu, type Device } from "./device.ts";
-import { type DataType, elementBytes, type TensorDType, tensorDType, TYPED_ARRAYS, type TypedArray } from "./dtype.ts";
+import {
+  type DataType,
+  elementBytes,
+  type TensorDType,
+  tensorDType,
+  TYPED_ARRAYS,
+  type TypedArray,
+} from "./dtype.ts";
 import { currentAllocator } from "./memory/context.ts";
 import type { Storage } from "./memory/storage.ts";
 
@@ -70,7 +77,9 @@ export class NDArray {
    */
   static empty(shape: readonly number[], dtype: TensorDType, device: Device = cpu()): NDArray {
     for (const d of shape) {
-      if (!Number.isSafeInteger(d) || d < 0) throw new RangeError(`Invalid tensor shape [${shape.join(", ")}]`);
+      if (!Number.isSafeInteger(d) || d < 0) {
+        throw new RangeError(`Invalid tensor shape [${shape.join(", ")}]`);
+      }
     }
     const nbytes = shapeSize(shape) * elementBytes(dtype);
     const storage = currentAllocator(device).alloc(nbytes);
@@ -94,7 +103,7 @@ export class NDArray {
 
   /** True once the memory has been released; any further use throws. */
   get disposed(): boolean {
-    return this.#freed;
+    return this.#freed || this.storage.released;
   }
 
   /** Adds a reference. @internal */
@@ -109,6 +118,15 @@ export class NDArray {
     if (this.#freed) return;
     if (this.#refs > 0) this.#refs--;
     if (this.#refs === 0) this.#free();
+  }
+
+  /**
+   * Drops a reference without freeing: the value goes back to "floating",
+   * as a builtin's fresh result is. Used when a VM frame hands its result to
+   * the caller. @internal
+   */
+  disown(): void {
+    if (this.#refs > 0) this.#refs--;
   }
 
   /** Frees a tensor nobody holds (a builtin result that was discarded). @internal */
@@ -149,7 +167,9 @@ export class NDArray {
    */
   cpuView(): TypedArray {
     this.#assertLive();
-    if (this.device.kind !== "cpu") throw new TypeError(`Tensor is on ${this.device}, not on the CPU`);
+    if (this.device.kind !== "cpu") {
+      throw new TypeError(`Tensor is on ${this.device}, not on the CPU`);
+    }
     const Ctor = TYPED_ARRAYS[this.dtype];
     return new Ctor(this.storage.block as ArrayBuffer, this.byteOffset, this.size);
   }
@@ -183,7 +203,11 @@ export class NDArray {
     if (device === this.device) {
       device.copyBlock(this.storage.block, this.byteOffset, out.storage.block, 0, this.nbytes);
     } else if (this.device.kind === "cpu") {
-      device.writeBlock(out.storage.block, 0, new Uint8Array(this.storage.block as ArrayBuffer, this.byteOffset, this.nbytes));
+      device.writeBlock(
+        out.storage.block,
+        0,
+        new Uint8Array(this.storage.block as ArrayBuffer, this.byteOffset, this.nbytes),
+      );
     } else {
       const bytes = await this.device.readBlock(this.storage.block, this.byteOffset, this.nbytes);
       device.writeBlock(out.storage.block, 0, bytes);
@@ -205,8 +229,18 @@ export class NDArray {
     return `${this.toString().slice(0, -1)}, [${values.join(", ")}${more}])`;
   }
 
+  /**
+   * Releases the memory now, whoever still holds the tensor
+   * (`vm.builtin.kill`); later uses throw. @internal
+   */
+  kill(): void {
+    if (!this.#freed) this.#free();
+  }
+
   #assertLive(): void {
-    if (this.#freed) throw new ReferenceError(`${this.toString()} was used after its memory was released`);
+    if (this.#freed || this.storage.released) {
+      throw new ReferenceError(`${this.toString()} was used after its memory was released`);
+    }
   }
 
   #free(): void {
@@ -244,7 +278,9 @@ function flattenInto(values: NestedNumbers, dims: number[], depth: number, out: 
     out.push(Number(values));
     return;
   }
-  if (!Array.isArray(values) || values.length !== dims[depth]) throw new TypeError("tensor(): ragged nested array");
+  if (!Array.isArray(values) || values.length !== dims[depth]) {
+    throw new TypeError("tensor(): ragged nested array");
+  }
   for (const v of values) flattenInto(v, dims, depth + 1, out);
 }
 
@@ -270,13 +306,18 @@ function typedDType(values: ArrayBufferView): TensorDType {
  * assertEquals(a.dataSync(), new Int32Array([1, 2, 3, 4, 5, 6]));
  * ```
  */
-export function tensor(values: NestedNumbers | ArrayBufferView, options: TensorOptions = {}): NDArray {
+export function tensor(
+  values: NestedNumbers | ArrayBufferView,
+  options: TensorOptions = {},
+): NDArray {
   const device = options.device ?? cpu();
   let flat: ArrayLike<number>;
   let inferred: number[];
   let dt: TensorDType;
   if (ArrayBuffer.isView(values)) {
-    if (values instanceof DataView) throw new TypeError("tensor(): pass a TypedArray, not a DataView");
+    if (values instanceof DataView) {
+      throw new TypeError("tensor(): pass a TypedArray, not a DataView");
+    }
     flat = values as unknown as ArrayLike<number>;
     inferred = [flat.length];
     dt = options.dtype === undefined ? typedDType(values) : tensorDType(options.dtype);
@@ -294,6 +335,10 @@ export function tensor(values: NestedNumbers | ArrayBufferView, options: TensorO
   const out = NDArray.empty(shape, dt, device);
   const host = new TYPED_ARRAYS[dt](flat.length);
   host.set(flat);
-  device.writeBlock(out.storage.block, out.byteOffset, new Uint8Array(host.buffer, 0, host.byteLength));
+  device.writeBlock(
+    out.storage.block,
+    out.byteOffset,
+    new Uint8Array(host.buffer, 0, host.byteLength),
+  );
   return out.handToUser();
 }

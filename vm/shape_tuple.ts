@@ -26,7 +26,9 @@ export class ShapeTuple implements Iterable<number> {
   constructor(dims: Iterable<number>) {
     const copy = [...dims];
     for (const d of copy) {
-      if (!Number.isSafeInteger(d)) throw new TypeError(`ShapeTuple elements must be integers, got ${d}`);
+      if (!Number.isSafeInteger(d)) {
+        throw new TypeError(`ShapeTuple elements must be integers, got ${d}`);
+      }
     }
     this.#dims = Object.freeze(copy);
   }

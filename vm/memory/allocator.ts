@@ -42,13 +42,22 @@ export interface Allocator {
 
 /** A fresh set of counters. */
 export function emptyStats(): MemoryStats {
-  return { liveBytes: 0, peakBytes: 0, allocatedBytes: 0, poolHits: 0, poolMisses: 0, liveBlocks: 0 };
+  return {
+    liveBytes: 0,
+    peakBytes: 0,
+    allocatedBytes: 0,
+    poolHits: 0,
+    poolMisses: 0,
+    liveBlocks: 0,
+  };
 }
 
 /** Throws a clear error when `nbytes` cannot be allocated on `device`. */
 export function checkAllocationSize(device: Device, nbytes: number): void {
   if (!Number.isSafeInteger(nbytes) || nbytes < 0) {
-    throw new RangeError(`Cannot allocate ${nbytes} bytes on ${device}: size must be a non-negative integer`);
+    throw new RangeError(
+      `Cannot allocate ${nbytes} bytes on ${device}: size must be a non-negative integer`,
+    );
   }
   if (nbytes > device.maxAllocationBytes) {
     throw new RangeError(

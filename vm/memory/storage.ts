@@ -30,7 +30,13 @@ export class Storage {
   #owner: StorageOwner;
 
   /** Made by allocators. */
-  constructor(device: Device, nbytes: number, blockBytes: number, block: unknown, owner: StorageOwner) {
+  constructor(
+    device: Device,
+    nbytes: number,
+    blockBytes: number,
+    block: unknown,
+    owner: StorageOwner,
+  ) {
     this.device = device;
     this.nbytes = nbytes;
     this.blockBytes = blockBytes;
@@ -57,9 +63,26 @@ export class Storage {
   /** Drops a reference; the last one gives the block back. */
   release(): void {
     if (this.#refs <= 0) return;
-    if (--this.#refs === 0) {
-      this.#refs = -1;
-      this.#owner.reclaim(this);
-    }
+    if (--this.#refs === 0) this.kill();
+  }
+
+  /** Drops a reference without giving the block back (back to floating). */
+  disown(): void {
+    if (this.#refs > 0) this.#refs--;
+  }
+
+  /** Gives the block back if nothing holds the storage (a discarded result). */
+  releaseIfUnowned(): void {
+    if (this.#refs === 0) this.kill();
+  }
+
+  /**
+   * Gives the block back now, whoever still holds the storage
+   * (`vm.builtin.kill`); views used afterwards throw.
+   */
+  kill(): void {
+    if (this.#refs < 0) return;
+    this.#refs = -1;
+    this.#owner.reclaim(this);
   }
 }

@@ -1,0 +1,76 @@
+/**
+ * Interpreter cost per `Call`: a VM function of 1000 Calls to 8 different
+ * trivial 2-argument packed functions, against a plain JS loop calling the
+ * same 8 functions through a table, in the same process. Prints ns per call
+ * and the ratio (issue target: ≤ 1.5×).
+ *
+ *   deno run bench/call_overhead.ts
+ *
+ * @module
+ */
+
+import { ExecBuilder, registerFunc, VirtualMachine } from "../mod.ts";
+
+const CALLS = 1000;
+const table: ((a: number, b: number) => number)[] = [
+  (a, b) => a + b,
+  (a, b) => a - b,
+  (a, b) => a * b,
+  (a, b) => (a > b ? a : b),
+  (a, b) => (a < b ? a : b),
+  (a, b) => a ^ b,
+  (a, b) => a & b,
+  (a, b) => a | b,
+];
+table.forEach((fn, i) => registerFunc(`bench.op${i}`, fn, { override: true }));
+
+/** The VM program: r2 = op_k(r0, r1) for k cycling through the table, 1000 times. */
+export function buildCallProgram(): VirtualMachine {
+  const ib = new ExecBuilder();
+  ib.function("calls", { num_inputs: 2 }, () => {
+    for (let i = 0; i < CALLS; i++) {
+      ib.emit_call(`bench.op${i % 8}`, [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+    }
+    ib.emit_ret(ib.r(2));
+  });
+  return new VirtualMachine(ib.get());
+}
+
+/** The baseline: the same 1000 calls from a plain JS loop through a table. */
+export function plainLoop(a: number, b: number): number {
+  let out = 0;
+  for (let i = 0; i < CALLS; i++) out = table[i & 7](a, b);
+  return out;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((x, y) => x - y);
+  return s[s.length >> 1];
+}
+
+async function measure(run: () => unknown, rounds: number, perRound: number): Promise<number> {
+  const samples: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const t0 = performance.now();
+    for (let i = 0; i < perRound; i++) await run();
+    samples.push(((performance.now() - t0) * 1e6) / (perRound * CALLS));
+  }
+  return median(samples);
+}
+
+if (import.meta.main) {
+  const vm = buildCallProgram();
+  const fn = vm.get("calls");
+  // Warm both up so each runs optimized code.
+  for (let i = 0; i < 3000; i++) {
+    plainLoop(i, 3);
+    await fn(i, 3);
+  }
+  const js = await measure(() => plainLoop(7, 3), 15, 2000);
+  const interp = await measure(() => fn(7, 3), 15, 2000);
+  console.log("| what | ns per call |");
+  console.log("| --- | ---: |");
+  console.log(`| plain JS table loop | ${js.toFixed(2)} |`);
+  console.log(`| relaxvm interpreter (Call) | ${interp.toFixed(2)} |`);
+  console.log(`| ratio | ${(interp / js).toFixed(2)}× |`);
+}

@@ -1,0 +1,98 @@
+/**
+ * The builder's constant pool: `convert_constant` returns the same index
+ * for equal values (same number — `-0` and `NaN` included, same string,
+ * shape, dtype, or a tensor with the same dtype, shape and bytes).
+ *
+ * @module
+ */
+
+import { DataType } from "../vm/dtype.ts";
+import type { ConstantValue } from "../vm/executable.ts";
+import { NDArray } from "../vm/ndarray.ts";
+import { ShapeTuple } from "../vm/shape_tuple.ts";
+
+/** Values `convert_constant` accepts. */
+export type ConstantInput = ConstantValue | readonly number[];
+
+function tensorBytes(t: NDArray): Uint8Array {
+  const v = t.cpuView();
+  return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+}
+
+function fnv1a(bytes: Uint8Array): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < bytes.length; i++) h = Math.imul(h ^ bytes[i], 0x01000193);
+  return h >>> 0;
+}
+
+/** A value-keyed constant pool. */
+export class ConstantPool {
+  readonly values: ConstantValue[] = [];
+  readonly #index = new Map<string, number[]>();
+
+  /** The pool index of `value`, adding it when new. */
+  intern(input: ConstantInput): number {
+    const value = normalize(input);
+    const key = keyOf(value);
+    const candidates = this.#index.get(key);
+    if (candidates !== undefined) {
+      for (const i of candidates) if (sameConstant(this.values[i], value)) return i;
+    }
+    // The pool keeps the tensor alive even if the user disposes it.
+    if (value instanceof NDArray) value.retain();
+    this.values.push(value);
+    if (candidates === undefined) this.#index.set(key, [this.values.length - 1]);
+    else candidates.push(this.values.length - 1);
+    return this.values.length - 1;
+  }
+}
+
+function normalize(input: ConstantInput): ConstantValue {
+  if (Array.isArray(input)) return new ShapeTuple(input as readonly number[]);
+  const value = input as ConstantValue;
+  if (
+    typeof value === "number" || typeof value === "string" || value instanceof ShapeTuple ||
+    value instanceof DataType
+  ) {
+    return value;
+  }
+  if (value instanceof NDArray) {
+    if (value.device.kind !== "cpu") {
+      throw new TypeError(
+        `convert_constant: tensor constants must be on the CPU, got one on ${value.device}`,
+      );
+    }
+    return value;
+  }
+  throw new TypeError(`convert_constant: cannot make a constant of ${describe(input)}`);
+}
+
+function describe(v: unknown): string {
+  return v === null
+    ? "null"
+    : typeof v === "object"
+    ? (v.constructor?.name ?? "an object")
+    : typeof v;
+}
+
+function keyOf(v: ConstantValue): string {
+  if (typeof v === "number") return Object.is(v, -0) ? "n:-0" : `n:${v}`;
+  if (typeof v === "string") return `s:${v}`;
+  if (v instanceof ShapeTuple) return `shape:${[...v].join(",")}`;
+  if (v instanceof DataType) return `dtype:${v}`;
+  return `tensor:${v.dtype}:${v.shape.join(",")}:${fnv1a(tensorBytes(v))}`;
+}
+
+function sameConstant(a: ConstantValue, b: ConstantValue): boolean {
+  if (typeof a === "number" || typeof b === "number") return Object.is(a, b);
+  if (typeof a === "string" || typeof b === "string") return a === b;
+  if (a instanceof ShapeTuple && b instanceof ShapeTuple) return a.equals(b);
+  if (a instanceof DataType && b instanceof DataType) return a.equals(b);
+  if (a instanceof NDArray && b instanceof NDArray) {
+    if (a === b) return true;
+    if (a.dtype !== b.dtype || a.shape.join() !== b.shape.join()) return false;
+    const x = tensorBytes(a), y = tensorBytes(b);
+    return x.length === y.length && x.every((byte, i) => byte === y[i]);
+  }
+  return false;
+}

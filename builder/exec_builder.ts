@@ -1,0 +1,445 @@
+/**
+ * `ExecBuilder`: the DSL that writes Relax VM bytecode, mirroring TVM's
+ * Python `relax.ExecBuilder` so scripts port line by line (keyword
+ * arguments become an options object). It appends straight into growing
+ * typed arrays, so a million instructions build in a fraction of a second.
+ * Scope state lives on the builder instance, never shared between builders.
+ *
+ * @module
+ */
+
+import {
+  ArgKind,
+  encodeArg,
+  MAX_OPERAND_VALUE,
+  Opcode,
+  VM_REGISTER,
+  VOID_REGISTER,
+} from "../vm/bytecode.ts";
+import { CheckError, type CheckProblem } from "../vm/errors.ts";
+import { Executable, type FunctionInfo } from "../vm/executable.ts";
+import { check } from "./check.ts";
+import { type ConstantInput, ConstantPool } from "./constant_pool.ts";
+import { formalize } from "./formalize.ts";
+import { Operand } from "./operand.ts";
+
+/** Options of `ExecBuilder.function`. */
+export interface FunctionOptions {
+  /** Number of inputs; they arrive in `r(0)`..`r(num_inputs - 1)`. Default 0. */
+  num_inputs?: number;
+  /** Names of the inputs, for tools and messages. */
+  param_names?: string[];
+}
+
+/** Options of `emit_call`. */
+export interface CallOptions {
+  /** Destination register; omitted, the result is discarded (`%void`). */
+  dst?: Operand;
+}
+
+/** Options of `get`. */
+export interface GetOptions {
+  /** Release each register's value right after its last use (default `true`). */
+  liveness?: boolean;
+}
+
+/** An `emit_call` argument: an operand, or a plain value that becomes a constant. */
+export type CallArg = Operand | ConstantInput;
+
+interface FunctionEntry {
+  kind: "vm" | "packed";
+  name: string;
+  start: number;
+  end: number;
+  numArgs: number;
+  paramNames: string[];
+  /** Whether a `function()` scope defined its body. */
+  defined: boolean;
+  /** Whether only `f(name)` has mentioned it (then it must become a VM function). */
+  onlyReferenced: boolean;
+}
+
+/**
+ * Builds an `Executable`.
+ *
+ * @example Two functions, both scope forms
+ * ```ts
+ * import { ExecBuilder, tensor, VirtualMachine } from "@relaxvm/relaxvm";
+ * import { assertEquals } from "@std/assert";
+ *
+ * const ib = new ExecBuilder();
+ * {
+ *   using _ = ib.function("func0", { num_inputs: 2 });
+ *   ib.emit_call("vm.op.add", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+ *   ib.emit_ret(ib.r(2));
+ * }
+ * ib.function("func1", { num_inputs: 1 }, () => {
+ *   ib.emit_ret(ib.r(0));
+ * });
+ * const vm = new VirtualMachine(ib.get());
+ * using out = await vm.invoke("func0", tensor([1, 2]), tensor([10, 20])) as import("@relaxvm/relaxvm").NDArray;
+ * assertEquals([...out.dataSync()], [11, 22]);
+ * ```
+ */
+export class ExecBuilder {
+  #functions: FunctionEntry[] = [];
+  #byName = new Map<string, number>();
+  #pool = new ConstantPool();
+  #data = new Float64Array(1024);
+  #dataLength = 0;
+  #offsets = new Uint32Array(256);
+  #count = 0;
+  #open: FunctionEntry | null = null;
+  #problems: CheckProblem[] = [];
+
+  /**
+   * Opens VM function `name`. `opts` is `{ num_inputs, param_names }` or a
+   * bare `num_inputs`. Returns a `Disposable` scope (`using _ = ...`); with
+   * `body`, the scope is entered, `body` runs and the scope closes.
+   */
+  function(name: string, opts: FunctionOptions | number = {}, body?: () => void): Disposable {
+    if (typeof name !== "string" || name === "") {
+      throw new TypeError("function: name must be a non-empty string");
+    }
+    if (this.#open !== null) {
+      throw new Error(
+        `Cannot open function "${name}" inside function "${this.#open.name}": scopes do not nest`,
+      );
+    }
+    const options = typeof opts === "number" ? { num_inputs: opts } : opts;
+    const numInputs = options.num_inputs ?? 0;
+    if (!Number.isSafeInteger(numInputs) || numInputs < 0) {
+      throw new RangeError(
+        `function "${name}": num_inputs must be a non-negative integer, got ${numInputs}`,
+      );
+    }
+    const paramNames = [...(options.param_names ?? [])];
+    if (paramNames.length > 0 && paramNames.length !== numInputs) {
+      throw new RangeError(
+        `function "${name}": ${paramNames.length} param_names for ${numInputs} inputs`,
+      );
+    }
+    let entry = this.#entry(name);
+    if (entry?.defined) {
+      this.#problems.push({
+        functionName: name,
+        pc: -1,
+        message: "is defined twice (duplicate function name)",
+      });
+      // Build the duplicate into a detached entry so the rest of the program still checks.
+      entry = undefined;
+      const detached: FunctionEntry = {
+        kind: "vm",
+        name,
+        start: this.#count,
+        end: this.#count,
+        numArgs: numInputs,
+        paramNames,
+        defined: true,
+        onlyReferenced: false,
+      };
+      this.#open = detached;
+    } else {
+      if (entry === undefined) entry = this.#add(name, "vm");
+      Object.assign(entry, {
+        kind: "vm",
+        start: this.#count,
+        end: this.#count,
+        numArgs: numInputs,
+        paramNames,
+        defined: true,
+        onlyReferenced: false,
+      });
+      this.#open = entry;
+    }
+    const scope = this.#open;
+    const close = () => {
+      if (this.#open === scope) {
+        scope.end = this.#count;
+        this.#open = null;
+      }
+    };
+    if (body !== undefined) {
+      try {
+        body();
+      } finally {
+        close();
+      }
+    }
+    return { [Symbol.dispose]: close };
+  }
+
+  /** Declares `name` before use: `"packed"` (default) or `"vm"` (defined later in this builder). */
+  declare_function(name: string, kind: "packed" | "vm" = "packed"): void {
+    const entry = this.#entry(name) ?? this.#add(name, kind);
+    entry.onlyReferenced = false;
+    if (kind === "vm" && !entry.defined) entry.kind = "vm";
+  }
+
+  /** Register `i` of the current frame. */
+  r(i: number): Operand {
+    if (!Number.isSafeInteger(i) || i < 0 || i > MAX_OPERAND_VALUE) {
+      throw new RangeError(`r(${i}): a register is a non-negative integer`);
+    }
+    return new Operand("register", i);
+  }
+
+  /** Constant-pool entry `i`. */
+  c(i: number): Operand {
+    if (!Number.isSafeInteger(i) || i < 0 || i > MAX_OPERAND_VALUE) {
+      throw new RangeError(`c(${i}): a constant index is a non-negative integer`);
+    }
+    return new Operand("constant", i);
+  }
+
+  /** An integer immediate (negative allowed, |v| < 2^51). */
+  imm(v: number): Operand {
+    if (!Number.isSafeInteger(v) || Math.abs(v) > MAX_OPERAND_VALUE) {
+      throw new RangeError(
+        `imm(${v}): an immediate is an integer of magnitude below 2^51; use convert_constant for other numbers`,
+      );
+    }
+    return new Operand("immediate", v);
+  }
+
+  /** A reference to function `name` (a VM function of this builder, or a declared packed function). */
+  f(name: string): Operand {
+    if (typeof name !== "string" || name === "") {
+      throw new TypeError("f(): name must be a non-empty string");
+    }
+    return new Operand("function", name);
+  }
+
+  /** `%vm`: passes the VM itself (for builtins such as `alloc_storage`). */
+  vm_state(): Operand {
+    return new Operand("register", VM_REGISTER);
+  }
+
+  /** `%void`: no value (as an argument) or discard (as a destination). */
+  void_arg(): Operand {
+    return new Operand("register", VOID_REGISTER);
+  }
+
+  /** Puts `value` in the constant pool; equal values share one entry. */
+  convert_constant(value: ConstantInput): Operand {
+    return new Operand("constant", this.#pool.intern(value));
+  }
+
+  /** `Call`: invokes `name` with `args`; the result goes to `opts.dst` (omitted: discarded). */
+  emit_call(name: string, args: readonly CallArg[] = [], opts: CallOptions = {}): void {
+    const scope = this.#scope("emit_call");
+    if (typeof name !== "string" || name === "") {
+      throw new TypeError("emit_call: name must be a non-empty string");
+    }
+    const words: number[] = [];
+    for (const a of args) words.push(this.#argWord(a, name));
+    const dst = opts.dst === undefined
+      ? VOID_REGISTER
+      : this.#register(opts.dst, `emit_call("${name}") dst`);
+    if (dst === VM_REGISTER) throw new TypeError(`emit_call("${name}"): cannot write to %vm`);
+    const entry = this.#entry(name) ?? this.#add(name, "packed");
+    entry.onlyReferenced = false;
+    this.#emit(Opcode.Call, dst, this.#byName.get(name)!, words.length, ...words);
+    void scope;
+  }
+
+  /** `Ret`: returns the value in register `reg`. */
+  emit_ret(reg: Operand): void {
+    this.#scope("emit_ret");
+    this.#emit(Opcode.Ret, this.#register(reg, "emit_ret"));
+  }
+
+  /** `Goto`: jumps by `pc_offset` instructions. */
+  emit_goto(pc_offset: number): void {
+    this.#scope("emit_goto");
+    this.#emit(Opcode.Goto, this.#offset(pc_offset, "emit_goto"));
+  }
+
+  /** `If`: when register `cond` is nonzero (or `true`) falls through, else jumps by `false_offset`. */
+  emit_if(cond: Operand, false_offset: number): void {
+    this.#scope("emit_if");
+    this.#emit(Opcode.If, this.#register(cond, "emit_if"), this.#offset(false_offset, "emit_if"));
+  }
+
+  /**
+   * Finishes: checks the program (throws `CheckError` listing every problem),
+   * formalizes it and returns the `Executable`. The builder is unchanged, so
+   * calling `get()` again returns an equivalent executable.
+   */
+  get(opts: GetOptions = {}): Executable {
+    const problems = [...this.#problems];
+    if (this.#open !== null) {
+      problems.push({ functionName: this.#open.name, pc: -1, message: "scope was never closed" });
+    }
+    for (const e of this.#functions) {
+      if (e.onlyReferenced) {
+        problems.push({
+          functionName: "",
+          pc: -1,
+          message: `f("${e.name}") refers to an unknown VM function`,
+        });
+      } else if (e.kind === "vm" && !e.defined) {
+        problems.push({
+          functionName: e.name,
+          pc: -1,
+          message: "was declared as a VM function but never defined",
+        });
+      }
+    }
+    const raw = this.#snapshot(opts.liveness ?? true);
+    const { errors, warnings } = check(raw);
+    problems.push(...errors);
+    if (problems.length > 0) throw new CheckError(problems);
+    const ex = formalize(raw);
+    return new Executable({
+      functions: ex.functions,
+      constants: ex.constants,
+      instrOffset: ex.instrOffset,
+      instrData: ex.instrData,
+      liveness: ex.liveness,
+      warnings,
+    });
+  }
+
+  #snapshot(liveness: boolean): Executable {
+    const data = this.#data.slice(0, this.#dataLength);
+    const offsets = this.#offsets.slice(0, this.#count);
+    const functions: FunctionInfo[] = this.#functions.map((e) => {
+      if (e.kind !== "vm" || !e.defined) {
+        return {
+          kind: e.kind === "vm" ? "vm" : "packed",
+          name: e.name,
+          start: 0,
+          end: 0,
+          numArgs: e.numArgs,
+          registerFileSize: 0,
+          paramNames: [],
+        };
+      }
+      // Before formalize, the register file spans the largest register named.
+      let maxReg = e.numArgs - 1;
+      const end = e.end;
+      for (let i = e.start; i < end; i++) {
+        const at = offsets[i];
+        const op = data[at];
+        if (op === Opcode.Call) {
+          maxReg = Math.max(maxReg, data[at + 1]);
+          for (let k = 0; k < data[at + 3]; k++) {
+            const w = data[at + 4 + k];
+            if (((w % 4) + 4) % 4 === ArgKind.Register) {
+              maxReg = Math.max(maxReg, (w - ArgKind.Register) / 4);
+            }
+          }
+        } else if (op === Opcode.Ret || op === Opcode.If) {
+          maxReg = Math.max(maxReg, data[at + 1]);
+        }
+      }
+      return {
+        kind: "vm",
+        name: e.name,
+        start: e.start,
+        end,
+        numArgs: e.numArgs,
+        registerFileSize: maxReg + 1,
+        paramNames: e.paramNames,
+      };
+    });
+    return new Executable({
+      functions,
+      constants: this.#pool.values,
+      instrOffset: offsets,
+      instrData: data,
+      liveness,
+    });
+  }
+
+  #entry(name: string): FunctionEntry | undefined {
+    const i = this.#byName.get(name);
+    return i === undefined ? undefined : this.#functions[i];
+  }
+
+  #add(name: string, kind: "vm" | "packed"): FunctionEntry {
+    const entry: FunctionEntry = {
+      kind,
+      name,
+      start: 0,
+      end: 0,
+      numArgs: 0,
+      paramNames: [],
+      defined: false,
+      onlyReferenced: false,
+    };
+    this.#byName.set(name, this.#functions.length);
+    this.#functions.push(entry);
+    return entry;
+  }
+
+  #scope(what: string): FunctionEntry {
+    if (this.#open === null) {
+      throw new Error(`${what}: no function is open; call it inside ib.function(...)`);
+    }
+    return this.#open;
+  }
+
+  #register(op: Operand, what: string): number {
+    if (!(op instanceof Operand) || op.kind !== "register") {
+      throw new TypeError(
+        `${what}: expected a register (ib.r(i)), got ${
+          op instanceof Operand ? op.kind : typeof op
+        }`,
+      );
+    }
+    return op.value as number;
+  }
+
+  #offset(v: number, what: string): number {
+    if (!Number.isSafeInteger(v) || Math.abs(v) > 2 ** 31) {
+      throw new RangeError(`${what}: offset ${v} is not an integer`);
+    }
+    return v;
+  }
+
+  #argWord(a: CallArg, callee: string): number {
+    if (a instanceof Operand) {
+      switch (a.kind) {
+        case "register":
+          return encodeArg(ArgKind.Register, a.value as number);
+        case "immediate":
+          return encodeArg(ArgKind.Immediate, a.value as number);
+        case "constant":
+          return encodeArg(ArgKind.ConstIdx, a.value as number);
+        case "function": {
+          const name = a.value as string;
+          const entry = this.#entry(name) ??
+            Object.assign(this.#add(name, "packed"), { onlyReferenced: true });
+          void entry;
+          return encodeArg(ArgKind.FuncIdx, this.#byName.get(name)!);
+        }
+      }
+    }
+    if (typeof a === "number") {
+      throw new TypeError(
+        `emit_call("${callee}"): a bare number (${a}) is ambiguous; write ib.imm(${a}) for an integer immediate or ib.convert_constant(${a}) for a numeric constant`,
+      );
+    }
+    return encodeArg(ArgKind.ConstIdx, this.#pool.intern(a));
+  }
+
+  #emit(...words: number[]): void {
+    if (this.#count === this.#offsets.length) {
+      const grown = new Uint32Array(this.#offsets.length * 2);
+      grown.set(this.#offsets);
+      this.#offsets = grown;
+    }
+    this.#offsets[this.#count++] = this.#dataLength;
+    if (this.#dataLength + words.length > this.#data.length) {
+      const grown = new Float64Array(
+        Math.max(this.#data.length * 2, this.#dataLength + words.length),
+      );
+      grown.set(this.#data);
+      this.#data = grown;
+    }
+    this.#data.set(words, this.#dataLength);
+    this.#dataLength += words.length;
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * Formalize: renumber each function's registers in order of first use, so a
+ * program that writes `r(10000)` gets a register file of the size it needs
+ * (seed 002). Inputs keep `%0..%{n-1}`; special registers are untouched.
+ * Running it on a formalized executable changes nothing.
+ *
+ * @module
+ */
+
+import { ArgKind, argKind, argValue, encodeArg, Opcode } from "../vm/bytecode.ts";
+import { Executable, type FunctionInfo } from "../vm/executable.ts";
+
+/**
+ * Returns a new executable whose registers are numbered in order of first use.
+ *
+ * @example
+ * ```ts
+ * import { ExecBuilder, formalize } from "@relaxvm/relaxvm";
+ * import { assertEquals } from "@std/assert";
+ *
+ * const ib = new ExecBuilder();
+ * ib.function("main", { num_inputs: 1 }, () => {
+ *   ib.emit_call("vm.builtin.copy", [ib.r(0)], { dst: ib.r(100) });
+ *   ib.emit_ret(ib.r(100));
+ * });
+ * const ex = formalize(ib.get());
+ * assertEquals(ex.as_text().split("\n")[2], "  ret   %1");
+ * ```
+ */
+export function formalize(ex: Executable): Executable {
+  const data = ex.instrData.slice();
+  const functions: FunctionInfo[] = ex.functions.map((f) => {
+    if (f.kind !== "vm") return f;
+    const renamed = new Map<number, number>();
+    for (let r = 0; r < f.numArgs; r++) renamed.set(r, r);
+    const rename = (reg: number): number => {
+      if (reg < 0) return reg;
+      let to = renamed.get(reg);
+      if (to === undefined) {
+        to = renamed.size;
+        renamed.set(reg, to);
+      }
+      return to;
+    };
+    for (let i = f.start; i < f.end; i++) {
+      const at = ex.instrOffset[i];
+      switch (data[at]) {
+        case Opcode.Call: {
+          const n = data[at + 3];
+          for (let k = 0; k < n; k++) {
+            const w = data[at + 4 + k];
+            if (argKind(w) === ArgKind.Register) {
+              data[at + 4 + k] = encodeArg(ArgKind.Register, rename(argValue(w)));
+            }
+          }
+          data[at + 1] = rename(data[at + 1]);
+          break;
+        }
+        case Opcode.Ret:
+        case Opcode.If:
+          data[at + 1] = rename(data[at + 1]);
+          break;
+      }
+    }
+    return { ...f, registerFileSize: renamed.size };
+  });
+  return new Executable({
+    functions,
+    constants: ex.constants,
+    instrOffset: ex.instrOffset,
+    instrData: data,
+    liveness: ex.liveness,
+    warnings: ex.warnings,
+  });
+}

@@ -1,0 +1,82 @@
+/**
+ * Memory builtins: storages and the tensors that view them (seed 001's
+ * "memory planning" interface). A storage comes from the VM's allocator for
+ * the device, reached through `%vm`; `alloc_tensor` views part of it.
+ *
+ * @module
+ */
+
+import { type DataType, elementBytes, tensorDType } from "../vm/dtype.ts";
+import { Storage } from "../vm/memory/storage.ts";
+import { NDArray, shapeSize } from "../vm/ndarray.ts";
+import { ShapeTuple } from "../vm/shape_tuple.ts";
+import { VMState } from "../vm/vm_state.ts";
+import { registerFunc } from "./registry.ts";
+import { describe } from "./runtime.ts";
+
+function dims(shape: unknown, who: string): readonly number[] {
+  if (shape instanceof ShapeTuple) return shape.dims;
+  if (Array.isArray(shape)) return shape as number[];
+  throw new TypeError(`${who}: expected a shape, got ${describe(shape)}`);
+}
+
+/**
+ * `vm.builtin.alloc_storage(vm, shape, device_index, dtype, scope?)`: a
+ * storage of `prod(shape) * sizeof(dtype)` bytes on the VM's device
+ * `device_index`, from its allocator.
+ */
+registerFunc(
+  "vm.builtin.alloc_storage",
+  (vm: unknown, shape: unknown, deviceIndex: unknown, dt: unknown, _scope?: unknown) => {
+    if (!(vm instanceof VMState)) {
+      throw new TypeError("alloc_storage: the first argument must be %vm (ib.vm_state())");
+    }
+    const device = vm.deviceAt(Number(deviceIndex));
+    const nbytes = shapeSize(dims(shape, "alloc_storage")) *
+      elementBytes(tensorDType(dt as string | DataType));
+    return vm.allocatorFor(device).alloc(nbytes);
+  },
+);
+
+/** `vm.builtin.alloc_tensor(storage, offset, shape, dtype)`: a tensor viewing `storage` from byte `offset`. */
+registerFunc(
+  "vm.builtin.alloc_tensor",
+  (storage: unknown, offset: unknown, shape: unknown, dt: unknown) => {
+    if (!(storage instanceof Storage)) {
+      throw new TypeError(
+        `alloc_tensor: expected a storage, got ${describe(storage)}`,
+      );
+    }
+    if (storage.released) {
+      throw new ReferenceError(
+        "alloc_tensor: the storage was used after it was released",
+      );
+    }
+    const d = tensorDType(dt as string | DataType);
+    const s = dims(shape, "alloc_tensor");
+    const at = Number(offset);
+    const nbytes = shapeSize(s) * elementBytes(d);
+    if (!Number.isInteger(at) || at < 0 || at % elementBytes(d) !== 0) {
+      throw new RangeError(
+        `alloc_tensor: offset ${offset} is not a non-negative multiple of ${elementBytes(d)}`,
+      );
+    }
+    if (at + nbytes > storage.nbytes) {
+      throw new RangeError(
+        `alloc_tensor: a ${d} tensor of shape [${
+          s.join(", ")
+        }] (${nbytes} bytes) at offset ${at} does not fit in a storage of ${storage.nbytes} bytes`,
+      );
+    }
+    return new NDArray(storage, at, s, d);
+  },
+);
+
+/**
+ * `vm.builtin.kill(value)`: releases a tensor's or storage's memory to the
+ * allocator now; using it afterwards is an error.
+ */
+registerFunc("vm.builtin.kill", (value: unknown) => {
+  if (value instanceof NDArray || value instanceof Storage) value.kill();
+  return null;
+});

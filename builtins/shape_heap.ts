@@ -1,0 +1,229 @@
+/**
+ * Shape heap builtins (seed 002): shape calculations on an integer array,
+ * the "shape heap". `store_shape`/`load_shape` follow the design document;
+ * `match_shape`/`make_shape` follow TVM's code conventions:
+ *
+ * ```text
+ * match_shape(input, heap, ndim, code_0, value_0, …, code_{n-1}, value_{n-1}, err_ctx?)
+ *   input: a tensor (its shape is used) or a ShapeTuple; per dimension i:
+ *   0 AssertEqualToImm   shape[i] must equal value_i
+ *   1 StoreToHeap        heap[value_i] = shape[i]
+ *   2 NoOp               nothing
+ *   3 AssertEqualToLoad  shape[i] must equal heap[value_i]
+ * make_shape(heap, ndim, code_0, value_0, …)  -> ShapeTuple; per dimension:
+ *   0 UseImm             value_i
+ *   1 LoadShape          heap[value_i]
+ * ```
+ *
+ * The heap is a CPU `float64` tensor: JS numbers hold integers exactly up
+ * to 2^53, which covers every shape, and kernels need no BigInt path.
+ *
+ * @module
+ */
+
+import { cpu } from "../vm/device.ts";
+import { DataType } from "../vm/dtype.ts";
+import { NDArray } from "../vm/ndarray.ts";
+import { ShapeTuple } from "../vm/shape_tuple.ts";
+import { registerFunc } from "./registry.ts";
+import { describe } from "./runtime.ts";
+
+/** Match codes of `vm.builtin.match_shape`. */
+export const MatchShapeCode = {
+  AssertEqualToImm: 0,
+  StoreToHeap: 1,
+  NoOp: 2,
+  AssertEqualToLoad: 3,
+} as const;
+/** Codes of `vm.builtin.make_shape`. */
+export const MakeShapeCode = { UseImm: 0, LoadShape: 1 } as const;
+
+function heapView(heap: unknown, who: string): Float64Array {
+  if (!(heap instanceof NDArray) || heap.dtype !== "float64" || heap.device.kind !== "cpu") {
+    throw new TypeError(
+      `${who}: expected a shape heap (from alloc_shape_heap), got ${describe(heap)}`,
+    );
+  }
+  return heap.cpuView() as Float64Array;
+}
+
+function heapIndex(heap: Float64Array, index: unknown, who: string): number {
+  if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= heap.length) {
+    throw new RangeError(
+      `${who}: heap index ${index} is out of range for a heap of ${heap.length}`,
+    );
+  }
+  return index;
+}
+
+function shapeOfInput(input: unknown, who: string): readonly number[] {
+  if (input instanceof NDArray) return input.shape;
+  if (input instanceof ShapeTuple) return input.dims;
+  throw new TypeError(`${who}: expected a tensor or ShapeTuple, got ${describe(input)}`);
+}
+
+/** `vm.builtin.alloc_shape_heap(size)`: a zeroed heap of `size` integers. */
+registerFunc("vm.builtin.alloc_shape_heap", (size: unknown) => {
+  if (typeof size !== "number" || !Number.isInteger(size) || size < 0) {
+    throw new RangeError(`alloc_shape_heap: size must be a non-negative integer, got ${size}`);
+  }
+  const heap = NDArray.empty([size], "float64", cpu());
+  (heap.cpuView() as Float64Array).fill(0);
+  return heap;
+});
+
+/** `vm.builtin.shape_of(t)`: the shape of tensor `t`. */
+registerFunc("vm.builtin.shape_of", (t: unknown) => {
+  if (!(t instanceof NDArray)) {
+    throw new TypeError(`shape_of: expected a tensor, got ${describe(t)}`);
+  }
+  return new ShapeTuple(t.shape);
+});
+
+/** `vm.builtin.store_shape(shape, heap, ...indices)`: `heap[indices[i]] = shape[i]`. */
+registerFunc("vm.builtin.store_shape", (shape: unknown, heap: unknown, ...indices: unknown[]) => {
+  const dims = shapeOfInput(shape, "store_shape");
+  const h = heapView(heap, "store_shape");
+  if (indices.length !== dims.length) {
+    throw new RangeError(
+      `store_shape: ${indices.length} indices for a shape of ${dims.length} dimensions`,
+    );
+  }
+  for (let i = 0; i < dims.length; i++) h[heapIndex(h, indices[i], "store_shape")] = dims[i];
+  return null;
+});
+
+/** `vm.builtin.load_shape(heap, ...indices)`: the ShapeTuple `(heap[i0], heap[i1], …)`. */
+registerFunc("vm.builtin.load_shape", (heap: unknown, ...indices: unknown[]) => {
+  const h = heapView(heap, "load_shape");
+  return new ShapeTuple(indices.map((i) => h[heapIndex(h, i, "load_shape")]));
+});
+
+/** `vm.builtin.match_shape(input, heap, ndim, code, value, …, err_ctx?)`: see the module doc. */
+registerFunc(
+  "vm.builtin.match_shape",
+  (input: unknown, heap: unknown, ndim: unknown, ...rest: unknown[]) => {
+    const dims = shapeOfInput(input, "match_shape");
+    const context = rest.length % 2 === 1 ? `${rest.pop()}: ` : "";
+    const h = heap === null ? new Float64Array(0) : heapView(heap, "match_shape");
+    if (dims.length !== ndim) {
+      throw new RangeError(
+        `${context}match_shape: expected ${ndim} dimensions, got shape [${dims.join(", ")}]`,
+      );
+    }
+    if (rest.length !== 2 * dims.length) {
+      throw new RangeError(
+        `match_shape: ${rest.length / 2} codes for ${dims.length} dimensions`,
+      );
+    }
+    for (let i = 0; i < dims.length; i++) {
+      const code = rest[2 * i], value = rest[2 * i + 1] as number;
+      switch (code) {
+        case MatchShapeCode.AssertEqualToImm:
+          if (dims[i] !== value) {
+            throw new RangeError(
+              `${context}match_shape: dimension ${i} is ${dims[i]}, expected ${value}`,
+            );
+          }
+          break;
+        case MatchShapeCode.StoreToHeap:
+          h[heapIndex(h, value, "match_shape")] = dims[i];
+          break;
+        case MatchShapeCode.NoOp:
+          break;
+        case MatchShapeCode.AssertEqualToLoad: {
+          const expected = h[heapIndex(h, value, "match_shape")];
+          if (dims[i] !== expected) {
+            throw new RangeError(
+              `${context}match_shape: dimension ${i} is ${dims[i]}, expected ${expected}`,
+            );
+          }
+          break;
+        }
+        default:
+          throw new RangeError(`match_shape: unknown code ${code} for dimension ${i}`);
+      }
+    }
+    return null;
+  },
+);
+
+/** `vm.builtin.make_shape(heap, ndim, code, value, …)`: a ShapeTuple; see the module doc. */
+registerFunc("vm.builtin.make_shape", (heap: unknown, ndim: unknown, ...rest: unknown[]) => {
+  const h = heap === null ? new Float64Array(0) : heapView(heap, "make_shape");
+  if (typeof ndim !== "number" || rest.length !== 2 * ndim) {
+    throw new RangeError(`make_shape: ${rest.length / 2} codes for ${ndim} dimensions`);
+  }
+  const dims: number[] = [];
+  for (let i = 0; i < ndim; i++) {
+    const code = rest[2 * i], value = rest[2 * i + 1] as number;
+    if (code === MakeShapeCode.UseImm) dims.push(value);
+    else if (code === MakeShapeCode.LoadShape) dims.push(h[heapIndex(h, value, "make_shape")]);
+    else throw new RangeError(`make_shape: unknown code ${code} for dimension ${i}`);
+  }
+  return new ShapeTuple(dims);
+});
+
+/**
+ * `vm.builtin.check_tensor_info(t, ndim, dtype?, err_ctx?)`: throws unless
+ * `t` is a tensor with `ndim` dimensions (-1: any) and dtype `dtype` (a
+ * DataType or string; null: any).
+ */
+registerFunc(
+  "vm.builtin.check_tensor_info",
+  (t: unknown, ndim: unknown, dt?: unknown, errCtx?: unknown) => {
+    const context = typeof errCtx === "string" ? `${errCtx}: ` : "";
+    if (!(t instanceof NDArray)) {
+      throw new TypeError(
+        `${context}check_tensor_info: expected a tensor, got ${describe(t)}`,
+      );
+    }
+    if (typeof ndim === "number" && ndim !== -1 && t.shape.length !== ndim) {
+      throw new RangeError(
+        `${context}check_tensor_info: expected ${ndim} dimensions, got shape [${
+          t.shape.join(", ")
+        }]`,
+      );
+    }
+    if (dt !== undefined && dt !== null) {
+      const want = dt instanceof DataType ? dt.toString() : String(dt);
+      if (want !== t.dtype) {
+        throw new TypeError(
+          `${context}check_tensor_info: expected dtype ${want}, got ${t.dtype}`,
+        );
+      }
+    }
+    return null;
+  },
+);
+
+/** `vm.builtin.reshape(t, shape)`: a view of `t` with a new shape of the same size (no copy). */
+registerFunc("vm.builtin.reshape", (t: unknown, shape: unknown) => {
+  if (!(t instanceof NDArray)) {
+    throw new TypeError(`reshape: expected a tensor, got ${describe(t)}`);
+  }
+  const dims = shape instanceof ShapeTuple
+    ? [...shape]
+    : Array.isArray(shape)
+    ? shape as number[]
+    : null;
+  if (dims === null) throw new TypeError(`reshape: expected a shape, got ${describe(shape)}`);
+  const size = dims.reduce((a, b) => a * b, 1);
+  if (size !== t.size) {
+    throw new RangeError(
+      `reshape: cannot view shape [${t.shape.join(", ")}] as [${dims.join(", ")}]`,
+    );
+  }
+  return new NDArray(t.storage, t.byteOffset, dims, t.dtype);
+});
+
+/** `vm.builtin.tensor_to_shape(t)`: a ShapeTuple from a 1-D integer tensor on the CPU. */
+registerFunc("vm.builtin.tensor_to_shape", (t: unknown) => {
+  if (!(t instanceof NDArray) || t.shape.length !== 1) {
+    throw new TypeError(`tensor_to_shape: expected a 1-D tensor, got ${describe(t)}`);
+  }
+  if (t.device.kind !== "cpu") {
+    return t.data().then((d) => new ShapeTuple(Array.from(d, Number)));
+  }
+  return new ShapeTuple(Array.from(t.cpuView(), Number));
+});

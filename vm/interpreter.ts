@@ -1,0 +1,305 @@
+/**
+ * The dispatch loop. A frame is a register array (registers, then the
+ * operand slots of vm/compiled_function.ts) and a pc. The loop is a
+ * `switch` over the four opcodes; `Call` reads its arguments from slots
+ * and stores the result with the reference protocol of vm/value_refs.ts.
+ *
+ * Promises. A packed function (or a VM function that awaited inside) may
+ * return a Promise. The loop is synchronous and never awaits per
+ * instruction (an `await` per instruction costs about 5× here): when a call
+ * returns a Promise, the loop parks the frame and returns `SUSPENDED`;
+ * `resume` awaits that one promise, stores the value and re-enters the loop.
+ * So a VM function returns either its value or, if anything inside it
+ * suspended, a Promise of it, and callers treat both alike.
+ *
+ * Errors. The frame's pc is current before anything can throw, so a failure
+ * becomes a `VMError` naming the function, pc, instruction text and callee,
+ * with the original as `cause`. Frames release their registers in every
+ * case, so a failed call leaves nothing behind and the VM stays usable.
+ *
+ * @module
+ */
+
+import { type CompiledFunction, DecodedOp, type Instr, instrText } from "./compiled_function.ts";
+import { VMError } from "./errors.ts";
+import type { Executable } from "./executable.ts";
+import { activateAllocators, type AllocatorSet } from "./memory/context.ts";
+import { NDArray } from "./ndarray.ts";
+import { disownValue, releaseIfUnowned, releaseValue, retainValue } from "./value_refs.ts";
+
+/** Deepest nesting of VM function calls before a call fails with `VMError`. */
+export const MAX_CALL_DEPTH = 1000;
+
+/** Returned by the loop when a call gave a Promise; the frame is parked. */
+const SUSPENDED: unique symbol = Symbol("suspended");
+/** What an instrumented call that was skipped "returns"; nothing is stored. */
+const SKIPPED: unique symbol = Symbol("skipped");
+
+/** `fn(func, name, before, ret, args)`; returning `"skip"` before a call skips it. */
+export type Instrument = (
+  func: unknown,
+  name: string,
+  before: boolean,
+  ret: unknown,
+  args: unknown[],
+) => unknown;
+
+class Frame {
+  readonly fn: CompiledFunction;
+  readonly regs: unknown[];
+  pc = 0;
+  pending: Promise<unknown> | null = null;
+
+  constructor(fn: CompiledFunction, args: readonly unknown[]) {
+    this.fn = fn;
+    const regs = fn.template.slice();
+    for (let i = 0; i < args.length; i++) {
+      const v = args[i];
+      regs[i] = v;
+      if (typeof v === "object" && v !== null) retainValue(v);
+    }
+    this.regs = regs;
+  }
+}
+
+function releaseRegisters(regs: unknown[], which: Int32Array): void {
+  for (let k = 0; k < which.length; k++) {
+    const r = which[k];
+    const v = regs[r];
+    regs[r] = undefined;
+    if (typeof v === "object" && v !== null) releaseValue(v);
+  }
+}
+
+function storeResult(regs: unknown[], ins: Instr, v: unknown): void {
+  if (v === SKIPPED) return;
+  const dst = ins.dst;
+  if (dst >= 0) {
+    const old = regs[dst];
+    regs[dst] = v;
+    if (typeof v === "object" && v !== null) retainValue(v);
+    if (typeof old === "object" && old !== null) releaseValue(old);
+  } else if (typeof v === "object" && v !== null) {
+    releaseIfUnowned(v);
+  }
+}
+
+function isTruthy(v: unknown): boolean {
+  if (typeof v === "number") return v !== 0;
+  if (typeof v === "boolean") return v;
+  if (typeof v === "bigint") return v !== 0n;
+  if (v instanceof NDArray && v.size === 1 && v.device.kind === "cpu") return v.cpuView()[0] !== 0;
+  throw new TypeError(
+    `If needs a number, boolean or 1-element CPU tensor as its condition, got ${
+      v instanceof NDArray ? v.toString() : v === undefined ? "undefined" : typeof v
+    } (read GPU conditions with vm.builtin.read_if_cond)`,
+  );
+}
+
+/** Runs the compiled functions of one executable. */
+export class Interpreter {
+  readonly #ex: Executable;
+  readonly #allocators: AllocatorSet;
+  /** Compiled functions by function-table index (VM functions only). */
+  readonly functions: (CompiledFunction | undefined)[] = [];
+  instrument: Instrument | null = null;
+  #depth = 0;
+
+  constructor(ex: Executable, allocators: AllocatorSet) {
+    this.#ex = ex;
+    this.#allocators = allocators;
+  }
+
+  /** Runs function-table entry `index` with `args`: its value, or a Promise of it. */
+  call(index: number, args: readonly unknown[]): unknown {
+    const fn = this.functions[index]!;
+    if (args.length !== fn.info.numArgs) {
+      throw new VMError(
+        { functionName: fn.info.name, pc: -1, instruction: "", packedFunc: "" },
+        `@${fn.info.name} takes ${fn.info.numArgs} argument${
+          fn.info.numArgs === 1 ? "" : "s"
+        }, got ${args.length}`,
+      );
+    }
+    if (this.#depth >= MAX_CALL_DEPTH) {
+      throw new VMError(
+        { functionName: fn.info.name, pc: -1, instruction: "", packedFunc: "" },
+        `Call stack overflow: more than ${MAX_CALL_DEPTH} nested VM function calls`,
+      );
+    }
+    const frame = new Frame(fn, args);
+    if (fn.entryReleases !== null) releaseRegisters(frame.regs, fn.entryReleases);
+    this.#depth++;
+    let result: unknown;
+    try {
+      result = this.#run(frame);
+    } catch (e) {
+      this.#depth--;
+      this.#teardown(frame, undefined);
+      throw this.#wrap(frame, e);
+    }
+    if (result === SUSPENDED) return this.#resume(frame);
+    this.#depth--;
+    return this.#teardown(frame, result);
+  }
+
+  async #resume(frame: Frame): Promise<unknown> {
+    let result: unknown = SUSPENDED;
+    try {
+      while (result === SUSPENDED) {
+        const v = await frame.pending;
+        frame.pending = null;
+        const ins = frame.fn.code[frame.pc];
+        storeResult(frame.regs, ins, v);
+        if (this.instrument !== null && v !== SKIPPED) this.#instrumentAfter(ins, frame.regs, v);
+        if (ins.after !== null) releaseRegisters(frame.regs, ins.after);
+        frame.pc++;
+        result = this.#run(frame);
+      }
+    } catch (e) {
+      this.#teardown(frame, undefined);
+      throw this.#wrap(frame, e);
+    } finally {
+      this.#depth--;
+    }
+    return this.#teardown(frame, result);
+  }
+
+  /** Ends a frame: the result survives (floating), every register is released. */
+  #teardown(frame: Frame, result: unknown): unknown {
+    const held = typeof result === "object" && result !== null;
+    if (held) retainValue(result);
+    const regs = frame.regs;
+    for (let r = 0; r < frame.fn.registers; r++) {
+      const v = regs[r];
+      regs[r] = undefined;
+      if (typeof v === "object" && v !== null) releaseValue(v);
+    }
+    if (held) disownValue(result);
+    return result;
+  }
+
+  #wrap(frame: Frame, e: unknown): VMError {
+    if (e instanceof VMError) return e;
+    const ins = frame.fn.code[frame.pc];
+    const reason = e instanceof RangeError && /call stack/i.test(e.message)
+      ? "Call stack overflow in a packed function"
+      : e instanceof Error
+      ? e.message
+      : String(e);
+    return new VMError(
+      {
+        functionName: frame.fn.info.name,
+        pc: frame.pc,
+        instruction: ins === undefined ? "" : instrText(this.#ex, ins),
+        packedFunc: ins?.fnName ?? "",
+      },
+      reason,
+      { cause: e },
+    );
+  }
+
+  #run(frame: Frame): unknown {
+    const previous = activateAllocators(this.#allocators);
+    try {
+      return this.#loop(frame);
+    } finally {
+      activateAllocators(previous);
+    }
+  }
+
+  /**
+   * The loop. Runs from `frame.pc` until `Ret` (returns the value) or a call
+   * returns a Promise (parks it in the frame, returns `SUSPENDED`). On a
+   * throw, `frame.pc` is set to the failing instruction before it propagates.
+   */
+  #loop(frame: Frame): unknown {
+    const code = frame.fn.code;
+    const regs = frame.regs;
+    const instrumented = this.instrument !== null;
+    let pc = frame.pc;
+    let ins = code[pc];
+    try {
+      for (;;) {
+        ins = code[pc];
+        let v: unknown;
+        switch (ins.op) {
+          case DecodedOp.Call0:
+            if (instrumented) v = this.#instrumentedCall(ins, regs);
+            else v = ins.fn();
+            break;
+          case DecodedOp.Call1:
+            if (instrumented) v = this.#instrumentedCall(ins, regs);
+            else v = ins.fn(regs[ins.a0]);
+            break;
+          case DecodedOp.Call2:
+            if (instrumented) v = this.#instrumentedCall(ins, regs);
+            else v = ins.fn(regs[ins.a0], regs[ins.a1]);
+            break;
+          case DecodedOp.Call3:
+            if (instrumented) v = this.#instrumentedCall(ins, regs);
+            else v = ins.fn(regs[ins.a0], regs[ins.a1], regs[ins.a2]);
+            break;
+          case DecodedOp.Call4:
+            if (instrumented) v = this.#instrumentedCall(ins, regs);
+            else v = ins.fn(regs[ins.a0], regs[ins.a1], regs[ins.a2], regs[ins.a3]);
+            break;
+          case DecodedOp.CallN:
+            if (instrumented) v = this.#instrumentedCall(ins, regs);
+            else v = ins.fn(...Array.from(ins.args, (s) => regs[s]));
+            break;
+          case DecodedOp.Ret:
+            frame.pc = pc;
+            return regs[ins.a0];
+          case DecodedOp.Goto:
+            if (ins.after !== null) releaseRegisters(regs, ins.after);
+            pc += ins.jump;
+            continue;
+          case DecodedOp.If:
+            if (isTruthy(regs[ins.a0])) {
+              if (ins.after !== null) releaseRegisters(regs, ins.after);
+              pc++;
+            } else {
+              if (ins.afterJump !== null) releaseRegisters(regs, ins.afterJump);
+              pc += ins.jump;
+            }
+            continue;
+          default:
+            throw new Error(`invalid decoded opcode ${ins.op}`);
+        }
+        // Every Call lands here with its result. Numbers and other primitives
+        // (the common case for shape code) take the short path.
+        const dst = ins.dst;
+        if (typeof v === "object" && v !== null) {
+          if (v instanceof Promise) {
+            frame.pc = pc;
+            frame.pending = v;
+            return SUSPENDED;
+          }
+          storeResult(regs, ins, v);
+        } else if (dst >= 0) {
+          const old = regs[dst];
+          regs[dst] = v;
+          if (typeof old === "object" && old !== null) releaseValue(old);
+        }
+        if (instrumented && v !== SKIPPED) this.#instrumentAfter(ins, regs, v);
+        if (ins.after !== null) releaseRegisters(regs, ins.after);
+        pc++;
+      }
+    } catch (e) {
+      frame.pc = pc;
+      throw e;
+    }
+  }
+
+  /** The instrumented form of a call: may skip it (then the destination keeps its value). */
+  #instrumentedCall(ins: Instr, regs: unknown[]): unknown {
+    const args = Array.from(ins.args, (s) => regs[s]);
+    if (this.instrument!(ins.fn, ins.fnName, true, undefined, args) === "skip") return SKIPPED;
+    return ins.fn(...args);
+  }
+
+  #instrumentAfter(ins: Instr, regs: unknown[], v: unknown): void {
+    this.instrument!(ins.fn, ins.fnName, false, v, Array.from(ins.args, (s) => regs[s]));
+  }
+}

@@ -1,0 +1,357 @@
+/**
+ * `VirtualMachine`: loads an executable for a set of devices and runs its
+ * functions (seed 002). Loading resolves every packed function by name
+ * (an unknown one fails here, not mid-run), moves tensor constants to the
+ * VM's first device once, computes liveness and decodes the code for the
+ * loop in vm/interpreter.ts.
+ *
+ * @module
+ */
+
+import type { CompiledFunction } from "./compiled_function.ts";
+import { compileFunction, type OperandResolver } from "./compiled_function.ts";
+import { Closure } from "./closure.ts";
+import { cpu, type Device } from "./device.ts";
+import { VMError } from "./errors.ts";
+import type { Executable } from "./executable.ts";
+import { type Instrument, Interpreter } from "./interpreter.ts";
+import { computeReleases } from "./liveness.ts";
+import type { AllocatorKind, MemoryStats } from "./memory/allocator.ts";
+import { activateAllocators } from "./memory/context.ts";
+import { NDArray } from "./ndarray.ts";
+import { exportValue, releaseValue, retainValue } from "./value_refs.ts";
+import { VMState } from "./vm_state.ts";
+import { getGlobalFunc } from "../builtins/registry.ts";
+import { instructionText } from "./text_format.ts";
+
+/** Options of `new VirtualMachine`. */
+export interface VirtualMachineOptions {
+  /** `"pooled"` (default): reuse freed blocks; `"naive"`: allocate and free each time. */
+  allocator?: AllocatorKind;
+  /** `"interpret"` (default). A compiled mode comes later. */
+  mode?: "interpret";
+}
+
+/** Options of `time_evaluator`. */
+export interface TimeEvaluatorOptions {
+  /** Runs per measurement (the time is their mean). Default 1. */
+  number?: number;
+  /** Measurements. Default 1. */
+  repeat?: number;
+}
+
+/** What a `time_evaluator` function resolves to; times in milliseconds per run. */
+export interface TimingResult {
+  mean: number;
+  median: number;
+  min: number;
+  max: number;
+  /** One entry per repeat. */
+  results: number[];
+}
+
+/**
+ * Runs an executable's functions.
+ *
+ * @example
+ * ```ts
+ * import { cpu, ExecBuilder, tensor, VirtualMachine, type NDArray } from "@relaxvm/relaxvm";
+ * import { assertEquals } from "@std/assert";
+ *
+ * const ib = new ExecBuilder();
+ * ib.function("func1", { num_inputs: 2 }, () => {
+ *   ib.emit_call("vm.op.multiply", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+ *   ib.emit_ret(ib.r(2));
+ * });
+ * const vm = new VirtualMachine(ib.get(), cpu());
+ * using out = await vm.get("func1")(tensor([1, 2]), tensor([3, 4])) as NDArray;
+ * assertEquals([...out.dataSync()], [3, 8]);
+ * ```
+ */
+export class VirtualMachine {
+  /** The executable being run. */
+  readonly executable: Executable;
+  /** The devices; the first is the default. */
+  readonly devices: readonly Device[];
+  readonly #state: VMState;
+  readonly #interp: Interpreter;
+  readonly #constants: unknown[];
+  readonly #functionRefs = new Map<number, Closure>();
+  readonly #saved = new Map<string, { name: string; args: unknown[] }>();
+  readonly #inputs = new Map<string, unknown[]>();
+  readonly #outputs = new Map<string, unknown>();
+
+  /** Loads `ex` for `devices` (default `cpu()`). */
+  constructor(
+    ex: Executable,
+    devices: Device | Device[] = cpu(),
+    options: VirtualMachineOptions = {},
+  ) {
+    const list = Array.isArray(devices) ? [...devices] : [devices];
+    if (list.length === 0) throw new TypeError("VirtualMachine needs at least one device");
+    const allocator = options.allocator ?? "pooled";
+    if (allocator !== "pooled" && allocator !== "naive") {
+      throw new TypeError(`Unknown allocator "${allocator}": use "pooled" or "naive"`);
+    }
+    if ((options.mode ?? "interpret") !== "interpret") {
+      throw new TypeError(`Unknown mode "${options.mode}": only "interpret" is available`);
+    }
+    this.executable = ex;
+    this.devices = Object.freeze(list);
+    this.#state = new VMState(this.devices, allocator);
+    this.#interp = new Interpreter(ex, this.#state);
+    this.#checkPackedFunctions();
+    this.#constants = this.#placeConstants();
+    const resolver: OperandResolver = {
+      constant: (i) => this.#constants[i],
+      functionRef: (i) => this.#functionRef(i),
+      callee: (i) => this.#callee(i),
+      vmState: () => this.#state,
+    };
+    ex.functions.forEach((f, i) => {
+      if (f.kind !== "vm") return;
+      const releases = ex.liveness ? computeReleases(ex, f) : null;
+      this.#interp.functions[i] = compileFunction(ex, f, resolver, releases);
+    });
+  }
+
+  #checkPackedFunctions(): void {
+    const ex = this.executable;
+    ex.functions.forEach((f, index) => {
+      if (f.kind !== "packed" || getGlobalFunc(f.name) !== undefined) return;
+      // Name the first instruction that uses it.
+      for (const g of ex.functions) {
+        for (let i = g.start; i < g.end; i++) {
+          const text = instructionText(ex, i);
+          if (
+            ex.instrData[ex.instrOffset[i]] === 1 &&
+              ex.instrData[ex.instrOffset[i] + 2] === index || text.includes(`f[${f.name}]`)
+          ) {
+            throw new VMError(
+              { functionName: g.name, pc: i - g.start, instruction: text, packedFunc: f.name },
+              `Unknown packed function "${f.name}": register it with registerFunc before loading`,
+            );
+          }
+        }
+      }
+      throw new VMError(
+        { functionName: "", pc: -1, instruction: "", packedFunc: f.name },
+        `Unknown packed function "${f.name}"`,
+      );
+    });
+  }
+
+  /** Tensor constants move to the first device once, here; the VM holds them for its lifetime. */
+  #placeConstants(): unknown[] {
+    const target = this.devices[0];
+    const previous = activateAllocators(this.#state);
+    try {
+      return this.executable.constants.map((c) => {
+        if (!(c instanceof NDArray) || c.device === target) {
+          retainValue(c);
+          return c;
+        }
+        const moved = NDArray.empty(c.shape, c.dtype, target);
+        target.writeBlock(
+          moved.storage.block,
+          moved.byteOffset,
+          new Uint8Array(c.dataSync().buffer),
+        );
+        return moved.retain();
+      });
+    } finally {
+      activateAllocators(previous);
+    }
+  }
+
+  #functionRef(index: number): Closure {
+    let ref = this.#functionRefs.get(index);
+    if (ref === undefined) {
+      ref = new Closure(this.executable.functions[index].name, this.#callee(index));
+      ref.retain();
+      this.#functionRefs.set(index, ref);
+    }
+    return ref;
+  }
+
+  #callee(index: number): (...args: unknown[]) => unknown {
+    const f = this.executable.functions[index];
+    if (f.kind === "packed") return getGlobalFunc(f.name)!;
+    const interp = this.#interp;
+    return (...args: unknown[]) => interp.call(index, args);
+  }
+
+  #vmFunctionIndex(name: string): number {
+    const index = this.executable.functionIndex(name);
+    if (index < 0 || this.executable.functions[index].kind !== "vm") {
+      throw new VMError(
+        { functionName: name, pc: -1, instruction: "", packedFunc: "" },
+        `No VM function named "${name}" (have: ${
+          this.executable.function_names.join(", ") || "none"
+        })`,
+      );
+    }
+    return index;
+  }
+
+  /** Submits queued device work (the end of a VM call). */
+  #flush(): void {
+    for (const d of this.devices) d.flush();
+  }
+
+  async #callExported(index: number, args: readonly unknown[]): Promise<unknown> {
+    try {
+      return exportValue(await this.#interp.call(index, args));
+    } finally {
+      this.#flush();
+    }
+  }
+
+  /**
+   * Runs VM function `name` (or a function saved with `save_function`) and
+   * resolves to its result. Tensors in the result belong to the caller.
+   */
+  invoke(name: string, ...args: unknown[]): Promise<unknown> {
+    const saved = this.#saved.get(name);
+    if (saved !== undefined && args.length === 0) {
+      return this.#callExported(this.#vmFunctionIndex(saved.name), saved.args);
+    }
+    try {
+      return this.#callExported(this.#vmFunctionIndex(name), args);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** `vm.get("f")(a, b)` is `vm.invoke("f", a, b)` (Python: `vm["f"](a, b)`). */
+  get(name: string): (...args: unknown[]) => Promise<unknown> {
+    if (!this.#saved.has(name)) this.#vmFunctionIndex(name);
+    return (...args: unknown[]) => this.invoke(name, ...args);
+  }
+
+  /** Calls a closure the VM returned (from `vm.builtin.make_closure`). */
+  async invoke_closure(closure: unknown, ...args: unknown[]): Promise<unknown> {
+    if (!(closure instanceof Closure)) {
+      throw new VMError(
+        { functionName: "", pc: -1, instruction: "", packedFunc: "" },
+        "invoke_closure needs a Closure",
+      );
+    }
+    try {
+      return exportValue(await closure.call(args));
+    } finally {
+      this.#flush();
+    }
+  }
+
+  /** Binds `args` to `name` under `saved_name`: `get(saved_name)()` then runs without them. */
+  save_function(name: string, saved_name: string, ...args: unknown[]): void {
+    const index = this.#vmFunctionIndex(name);
+    const want = this.executable.functions[index].numArgs;
+    if (args.length !== want) {
+      throw new VMError(
+        { functionName: name, pc: -1, instruction: "", packedFunc: "" },
+        `@${name} takes ${want} arguments, got ${args.length}`,
+      );
+    }
+    const old = this.#saved.get(saved_name);
+    for (const a of args) retainValue(a);
+    if (old !== undefined) { for (const a of old.args) releaseValue(a); }
+    this.#saved.set(saved_name, { name, args });
+  }
+
+  /** Calls `fn(func, name, before, ret, args)` before and after every `Call`; `"skip"` before skips it. `null` removes it. */
+  set_instrument(fn: Instrument | null): void {
+    this.#interp.instrument = fn;
+  }
+
+  /** Stores the inputs of `name` for `invoke_stateful`. */
+  set_input(name: string, ...args: unknown[]): void {
+    const index = this.#vmFunctionIndex(name);
+    const want = this.executable.functions[index].numArgs;
+    if (args.length !== want) {
+      throw new VMError(
+        { functionName: name, pc: -1, instruction: "", packedFunc: "" },
+        `@${name} takes ${want} arguments, got ${args.length}`,
+      );
+    }
+    for (const a of args) retainValue(a);
+    for (const a of this.#inputs.get(name) ?? []) releaseValue(a);
+    this.#inputs.set(name, args);
+  }
+
+  /** Runs `name` on the inputs given to `set_input`; read the result with `get_outputs`. */
+  async invoke_stateful(name: string): Promise<void> {
+    const args = this.#inputs.get(name);
+    if (args === undefined) {
+      throw new VMError(
+        { functionName: name, pc: -1, instruction: "", packedFunc: "" },
+        `No inputs set for "${name}": call set_input first`,
+      );
+    }
+    let out: unknown;
+    try {
+      out = await this.#interp.call(this.#vmFunctionIndex(name), args);
+    } finally {
+      this.#flush();
+    }
+    retainValue(out);
+    releaseValue(this.#outputs.get(name));
+    this.#outputs.set(name, out);
+  }
+
+  /** The result of the last `invoke_stateful(name)`. */
+  get_outputs(name: string): unknown {
+    if (!this.#outputs.has(name)) {
+      throw new VMError(
+        { functionName: name, pc: -1, instruction: "", packedFunc: "" },
+        `No outputs for "${name}": call invoke_stateful first`,
+      );
+    }
+    return exportValue(this.#outputs.get(name));
+  }
+
+  /** An async function that times `name` over `repeat` measurements of `number` runs each. */
+  time_evaluator(
+    name: string,
+    options: TimeEvaluatorOptions = {},
+  ): (...args: unknown[]) => Promise<TimingResult> {
+    const number = options.number ?? 1, repeat = options.repeat ?? 1;
+    if (!(number >= 1 && repeat >= 1)) {
+      throw new RangeError("time_evaluator: number and repeat must be at least 1");
+    }
+    const index = this.#vmFunctionIndex(name);
+    return async (...args: unknown[]) => {
+      const results: number[] = [];
+      for (let r = 0; r < repeat; r++) {
+        const t0 = performance.now();
+        for (let n = 0; n < number; n++) {
+          const out = await this.#interp.call(index, args);
+          releaseValue(out);
+          this.#flush();
+        }
+        await Promise.all(this.devices.map((d) => d.synchronize()));
+        results.push((performance.now() - t0) / number);
+      }
+      const sorted = [...results].sort((a, b) => a - b);
+      const mid = sorted.length >> 1;
+      return {
+        mean: results.reduce((a, b) => a + b, 0) / results.length,
+        median: sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2,
+        min: sorted[0],
+        max: sorted[sorted.length - 1],
+        results,
+      };
+    };
+  }
+
+  /** Memory counters of `device` (default: the first device) for this VM. */
+  memory_stats(device?: Device): MemoryStats {
+    return this.#state.allocatorFor(device ?? this.devices[0]).stats();
+  }
+
+  /** The decoded form of a function (for tests and tools). @internal */
+  compiled(name: string): CompiledFunction {
+    return this.#interp.functions[this.#vmFunctionIndex(name)]!;
+  }
+}
