@@ -11,7 +11,7 @@
  * @module
  */
 
-import { ArgKind, argKind, argValue, Opcode, VM_REGISTER, VOID_REGISTER } from "../vm/bytecode.ts";
+import { ArgKind, argKind, argValue, Opcode, VM_REGISTER } from "../vm/bytecode.ts";
 import type { CheckProblem } from "../vm/errors.ts";
 import type { Executable, FunctionInfo } from "../vm/executable.ts";
 import { registerText } from "../vm/text_format.ts";
@@ -25,30 +25,6 @@ export interface CheckResult {
 }
 
 type Report = (pc: number, message: string) => void;
-
-/** Visits each register read of instruction `at` in reading order, then its write. */
-function forEachRegister(
-  data: Float64Array,
-  at: number,
-  read: (reg: number) => void,
-  write: (reg: number) => void,
-): void {
-  switch (data[at]) {
-    case Opcode.Call: {
-      const n = data[at + 3];
-      for (let k = 0; k < n; k++) {
-        const w = data[at + 4 + k];
-        if (argKind(w) === ArgKind.Register) read(argValue(w));
-      }
-      write(data[at + 1]);
-      break;
-    }
-    case Opcode.Ret:
-    case Opcode.If:
-      read(data[at + 1]);
-      break;
-  }
-}
 
 function checkOperandRanges(ex: Executable, f: FunctionInfo, report: Report): void {
   const data = ex.instrData;
@@ -89,43 +65,47 @@ function checkRegisterUse(
   report: Report,
   warn: (m: string) => void,
 ): void {
-  const written = new Set<number>();
-  for (let r = 0; r < f.numArgs; r++) written.add(r);
-  const usedInputs = new Set<number>();
+  // Bitmaps, not Sets: this runs over every instruction of every build and load.
+  const size = f.registerFileSize;
+  const written = new Uint8Array(size);
+  written.fill(1, 0, Math.min(f.numArgs, size));
+  const usedInput = new Uint8Array(f.numArgs);
+  const data = ex.instrData;
+  const read = (reg: number, pc: number) => {
+    if (reg < 0) return;
+    if (reg >= size) {
+      report(pc, `reads ${registerText(reg)}, outside the register file of ${size}`);
+      return;
+    }
+    if (written[reg] === 0) {
+      const inputs = f.numArgs === 0 ? "none" : `%0..%${f.numArgs - 1}`;
+      report(pc, `reads ${registerText(reg)} before any write (the inputs are ${inputs})`);
+      written[reg] = 1; // report each register once
+    }
+    if (reg < f.numArgs) usedInput[reg] = 1;
+  };
   for (let i = f.start; i < f.end; i++) {
-    const pc = i - f.start;
-    forEachRegister(
-      ex.instrData,
-      ex.instrOffset[i],
-      (reg) => {
-        if (reg < 0) return;
-        if (reg >= f.registerFileSize) {
-          report(
-            pc,
-            `reads ${registerText(reg)}, outside the register file of ${f.registerFileSize}`,
-          );
-        } else if (!written.has(reg)) {
-          report(
-            pc,
-            `reads ${registerText(reg)} before any write (the inputs are ${
-              f.numArgs === 0 ? "none" : `%0..%${f.numArgs - 1}`
-            })`,
-          );
-          written.add(reg); // report each register once
+    const at = ex.instrOffset[i], pc = i - f.start;
+    switch (data[at]) {
+      case Opcode.Call: {
+        const n = data[at + 3];
+        for (let k = 0; k < n; k++) {
+          const w = data[at + 4 + k];
+          if (argKind(w) === ArgKind.Register) read(argValue(w), pc);
         }
-        if (reg < f.numArgs) usedInputs.add(reg);
-      },
-      (reg) => {
-        if (reg === VOID_REGISTER || reg === VM_REGISTER) return;
-        if (reg >= f.registerFileSize) {
-          report(pc, `writes ${registerText(reg)}, outside the register file`);
-        }
-        written.add(reg);
-      },
-    );
+        const dst = data[at + 1];
+        if (dst >= size) report(pc, `writes ${registerText(dst)}, outside the register file`);
+        else if (dst >= 0) written[dst] = 1;
+        break;
+      }
+      case Opcode.Ret:
+      case Opcode.If:
+        read(data[at + 1], pc);
+        break;
+    }
   }
   for (let r = 0; r < f.numArgs; r++) {
-    if (!usedInputs.has(r)) {
+    if (usedInput[r] === 0) {
       warn(
         `@${f.name}: input ${registerText(r)}${
           f.paramNames[r] ? ` (${f.paramNames[r]})` : ""

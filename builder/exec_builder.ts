@@ -20,7 +20,7 @@ import { CheckError, type CheckProblem } from "../vm/errors.ts";
 import { Executable, type FunctionInfo } from "../vm/executable.ts";
 import { check } from "./check.ts";
 import { type ConstantInput, ConstantPool } from "./constant_pool.ts";
-import { formalize } from "./formalize.ts";
+import { formalizeInPlace } from "./formalize.ts";
 import { Operand } from "./operand.ts";
 
 /** Options of `ExecBuilder.function`. */
@@ -91,6 +91,7 @@ export class ExecBuilder {
   #count = 0;
   #open: FunctionEntry | null = null;
   #problems: CheckProblem[] = [];
+  #argScratch = new Float64Array(8);
 
   /**
    * Opens VM function `name`. `opts` is `{ num_inputs, param_names }` or a
@@ -231,15 +232,28 @@ export class ExecBuilder {
     if (typeof name !== "string" || name === "") {
       throw new TypeError("emit_call: name must be a non-empty string");
     }
-    const words: number[] = [];
-    for (const a of args) words.push(this.#argWord(a, name));
     const dst = opts.dst === undefined
       ? VOID_REGISTER
       : this.#register(opts.dst, `emit_call("${name}") dst`);
     if (dst === VM_REGISTER) throw new TypeError(`emit_call("${name}"): cannot write to %vm`);
-    const entry = this.#entry(name) ?? this.#add(name, "packed");
-    entry.onlyReferenced = false;
-    this.#emit(Opcode.Call, dst, this.#byName.get(name)!, words.length, ...words);
+    // Encode the arguments first, so a bad one leaves no half-written instruction.
+    const n = args.length;
+    const words = n <= this.#argScratch.length ? this.#argScratch : new Float64Array(n);
+    for (let k = 0; k < n; k++) words[k] = this.#argWord(args[k], name);
+    let index = this.#byName.get(name);
+    if (index === undefined) {
+      this.#add(name, "packed");
+      index = this.#functions.length - 1;
+    } else {
+      this.#functions[index].onlyReferenced = false;
+    }
+    const at = this.#reserve(4 + n);
+    const data = this.#data;
+    data[at] = Opcode.Call;
+    data[at + 1] = dst;
+    data[at + 2] = index;
+    data[at + 3] = n;
+    for (let k = 0; k < n; k++) data[at + 4 + k] = words[k];
     void scope;
   }
 
@@ -290,7 +304,8 @@ export class ExecBuilder {
     const { errors, warnings } = check(raw);
     problems.push(...errors);
     if (problems.length > 0) throw new CheckError(problems);
-    const ex = formalize(raw);
+    // The snapshot is this call's own copy of the code, so formalize may rewrite it.
+    const ex = formalizeInPlace(raw, raw.instrData);
     return new Executable({
       functions: ex.functions,
       constants: ex.constants,
@@ -307,7 +322,8 @@ export class ExecBuilder {
     const functions: FunctionInfo[] = this.#functions.map((e) => {
       if (e.kind !== "vm" || !e.defined) {
         return {
-          kind: e.kind === "vm" ? "vm" : "packed",
+          // An undefined VM function is reported by get(); checking it as code would only repeat that.
+          kind: "packed",
           name: e.name,
           start: 0,
           end: 0,
@@ -318,7 +334,8 @@ export class ExecBuilder {
       }
       // Before formalize, the register file spans the largest register named.
       let maxReg = e.numArgs - 1;
-      const end = e.end;
+      // A scope still open (reported by get()) covers what was emitted so far.
+      const end = e === this.#open ? this.#count : e.end;
       for (let i = e.start; i < end; i++) {
         const at = offsets[i];
         const op = data[at];
@@ -425,21 +442,26 @@ export class ExecBuilder {
     return encodeArg(ArgKind.ConstIdx, this.#pool.intern(a));
   }
 
-  #emit(...words: number[]): void {
+  /** Starts an instruction of `size` words; returns where its words go. */
+  #reserve(size: number): number {
     if (this.#count === this.#offsets.length) {
       const grown = new Uint32Array(this.#offsets.length * 2);
       grown.set(this.#offsets);
       this.#offsets = grown;
     }
-    this.#offsets[this.#count++] = this.#dataLength;
-    if (this.#dataLength + words.length > this.#data.length) {
-      const grown = new Float64Array(
-        Math.max(this.#data.length * 2, this.#dataLength + words.length),
-      );
+    const at = this.#dataLength;
+    this.#offsets[this.#count++] = at;
+    if (at + size > this.#data.length) {
+      const grown = new Float64Array(Math.max(this.#data.length * 2, at + size));
       grown.set(this.#data);
       this.#data = grown;
     }
-    this.#data.set(words, this.#dataLength);
-    this.#dataLength += words.length;
+    this.#dataLength = at + size;
+    return at;
+  }
+
+  #emit(...words: number[]): void {
+    const at = this.#reserve(words.length);
+    for (let k = 0; k < words.length; k++) this.#data[at + k] = words[k];
   }
 }

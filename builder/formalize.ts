@@ -28,19 +28,25 @@ import { Executable, type FunctionInfo } from "../vm/executable.ts";
  * ```
  */
 export function formalize(ex: Executable): Executable {
-  const data = ex.instrData.slice();
+  return formalizeInPlace(ex, ex.instrData.slice());
+}
+
+/**
+ * Formalize, writing the renumbered code into `data` (a copy of
+ * `ex.instrData` that the caller owns): saves a copy of the whole code on
+ * every build. @internal
+ */
+export function formalizeInPlace(ex: Executable, data: Float64Array): Executable {
   const functions: FunctionInfo[] = ex.functions.map((f) => {
     if (f.kind !== "vm") return f;
-    const renamed = new Map<number, number>();
-    for (let r = 0; r < f.numArgs; r++) renamed.set(r, r);
+    // old register -> new register + 1 (0: not seen yet); a typed array, as this runs on every build.
+    const renamed = new Int32Array(f.registerFileSize);
+    let next = 0;
+    for (; next < f.numArgs; next++) renamed[next] = next + 1;
     const rename = (reg: number): number => {
       if (reg < 0) return reg;
-      let to = renamed.get(reg);
-      if (to === undefined) {
-        to = renamed.size;
-        renamed.set(reg, to);
-      }
-      return to;
+      if (renamed[reg] === 0) renamed[reg] = ++next;
+      return renamed[reg] - 1;
     };
     for (let i = f.start; i < f.end; i++) {
       const at = ex.instrOffset[i];
@@ -62,7 +68,7 @@ export function formalize(ex: Executable): Executable {
           break;
       }
     }
-    return { ...f, registerFileSize: renamed.size };
+    return { ...f, registerFileSize: next };
   });
   return new Executable({
     functions,

@@ -38,17 +38,20 @@ export class ByteWriter {
 
   /** One byte. */
   u8(v: number): void {
-    this.#view.setUint8(this.#reserve(1), v);
+    const at = this.#reserve(1);
+    this.#view.setUint8(at, v);
   }
 
   /** An unsigned 16-bit integer. */
   u16(v: number): void {
-    this.#view.setUint16(this.#reserve(2), v, true);
+    const at = this.#reserve(2);
+    this.#view.setUint16(at, v, true);
   }
 
   /** An unsigned 32-bit integer. */
   u32(v: number): void {
-    this.#view.setUint32(this.#reserve(4), v, true);
+    const at = this.#reserve(4);
+    this.#view.setUint32(at, v, true);
   }
 
   /** Overwrites a u32 written earlier (section lengths). */
@@ -58,7 +61,8 @@ export class ByteWriter {
 
   /** A float64 (exact for every JS number, -0 and NaN included). */
   f64(v: number): void {
-    this.#view.setFloat64(this.#reserve(8), v, true);
+    const at = this.#reserve(8);
+    this.#view.setFloat64(at, v, true);
   }
 
   /** A UTF-8 string, length-prefixed. */
@@ -70,7 +74,8 @@ export class ByteWriter {
 
   /** Raw bytes. */
   bytes(b: Uint8Array): void {
-    this.#bytes.set(b, this.#reserve(b.length));
+    const at = this.#reserve(b.length);
+    this.#bytes.set(b, at);
   }
 
   /** Zero bytes up to a multiple of `n`, so typed arrays can view what follows. */

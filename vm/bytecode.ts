@@ -13,8 +13,8 @@
  * ```text
  * operand word = value * 4 + kind        kind: 0 register  1 immediate
  *                                              2 constant  3 function
- * value        = (word - kind) / 4        |value| <= 2^51 - 1
- * kind         = word mod 4 (mathematical, so negative immediates work)
+ * value        = floor(word / 4)          |value| <= 2^51 - 1
+ * kind         = word - 4 * floor(word / 4)   (so negative immediates work)
  * ```
  *
  * Saved, each word is a little-endian float64, so typed-array copies move the
@@ -55,14 +55,17 @@ export function encodeArg(kind: ArgKind, value: number): number {
   return value * 4 + kind;
 }
 
-/** The kind of an operand word. */
+/**
+ * The kind of an operand word. Written with floor rather than `%`: words are
+ * float64s, and a float `%` is a slow library call on the decoder's hot path.
+ */
 export function argKind(word: number): ArgKind {
-  return (((word % 4) + 4) % 4) as ArgKind;
+  return (word - 4 * Math.floor(word / 4)) as ArgKind;
 }
 
 /** The value of an operand word. */
 export function argValue(word: number): number {
-  return (word - argKind(word)) / 4;
+  return Math.floor(word / 4);
 }
 
 /** Opcode numbers. */
