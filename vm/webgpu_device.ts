@@ -119,9 +119,11 @@ export class WebGPUDevice extends Device {
   /** A zero-filled `GPUBuffer` usable as storage and as a copy source and target. */
   createBlock(nbytes: number): GPUBuffer {
     this.#batch.openScope();
+    // At least 16 bytes: a `vec4` kernel needs that much bound, and wgpu may hold a later
+    // kernel in the same compute pass to the first one's minimum (see binding_cache.ts).
     return this.gpu.createBuffer({
       label: "relaxvm tensor",
-      size: Math.max(4, ceil4(nbytes)),
+      size: Math.max(16, ceil4(nbytes)),
       usage: TENSOR_USAGE,
     });
   }
@@ -159,7 +161,7 @@ export class WebGPUDevice extends Device {
     }
     const staging = this.gpu.createBuffer({
       label: "relaxvm upload",
-      size: ceil4(n),
+      size: Math.max(16, ceil4(n)),
       usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.STORAGE,
       mappedAtCreation: true,
     });

@@ -24,6 +24,7 @@ import {
   type UnaryOp,
 } from "../ops/backend.ts";
 import { broadcastStrides, contiguousStrides } from "../ops/broadcast.ts";
+import { convertProgram } from "./convert.ts";
 import { type ElementwiseFn, elementwiseProgram } from "./elementwise_program.ts";
 import { binaryFn, CAST_FN, IDENTITY_FN, unaryFn } from "./elementwise_ops.ts";
 import { layerNormProgram } from "./layer_norm.ts";
@@ -88,6 +89,25 @@ function elementwise(
       elementOffset(target),
     );
     run(program, inputs, target);
+  });
+}
+
+/** Dtypes WGSL stores natively (one 32-bit word per element). */
+const WORD_TYPES: ReadonlySet<TensorDType> = new Set(["float32", "int32", "uint32"]);
+
+/** Converts (and permutes, through `strides`) any dtype into any dtype. */
+function convert(x: NDArray, strides: readonly number[], out: NDArray): void {
+  if (out.size === 0) return;
+  withDistinctOutput([x], out, (target) => {
+    const program = convertProgram({
+      from: x.dtype,
+      to: target.dtype,
+      shape: target.shape,
+      strides,
+      srcByte: x.byteOffset,
+      dstByte: target.byteOffset,
+    });
+    run(program, [x], target);
   });
 }
 
@@ -178,7 +198,9 @@ export const webgpuBackend: OpBackend = {
 
   transpose(x: NDArray, perm: readonly number[], out: NDArray): void {
     const own = contiguousStrides(x.shape);
-    elementwise(IDENTITY_FN, [x], [perm.map((p) => own[p])], out);
+    const strides = perm.map((p) => own[p]);
+    if (WORD_TYPES.has(x.dtype)) elementwise(IDENTITY_FN, [x], [strides], out);
+    else convert(x, strides, out);
   },
 
   cast(x: NDArray, out: NDArray): void {
@@ -187,7 +209,14 @@ export const webgpuBackend: OpBackend = {
       out.device.copyBlock(bufferOf(x), x.byteOffset, bufferOf(out), out.byteOffset, out.nbytes);
       return;
     }
-    elementwise(CAST_FN, [x], [contiguousStrides(x.shape)], out);
+    // WGSL's own float → integer conversion leaves NaN and out-of-range values to the
+    // implementation; the convert template spells out the saturating rule instead.
+    const floatToInt = x.dtype === "float32" && out.dtype !== "float32";
+    if (WORD_TYPES.has(x.dtype) && WORD_TYPES.has(out.dtype) && !floatToInt) {
+      elementwise(CAST_FN, [x], [contiguousStrides(x.shape)], out);
+    } else {
+      convert(x, contiguousStrides(x.shape), out);
+    }
   },
 };
 

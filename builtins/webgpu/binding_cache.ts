@@ -25,6 +25,8 @@ import type { CachedLayout } from "./pipeline_cache.ts";
 
 /** How many distinct uniform buffers to keep; the least recently used goes first. */
 const MAX_UNIFORMS = 4096;
+/** The size of every uniform buffer (all kernel structs are smaller; see `uniform`). */
+export const UNIFORM_BYTES = 256;
 /** How many bind groups to keep. */
 const MAX_BIND_GROUPS = 8192;
 
@@ -60,8 +62,12 @@ export class BindingCache {
       this.#uniforms.set(key, buf);
       return buf;
     }
-    // Uniform buffer sizes must be multiples of 16 bytes for the struct layouts we use.
-    const size = Math.max(16, Math.ceil(words.byteLength / 16) * 16);
+    // Every uniform buffer is at least UNIFORM_BYTES long, whatever its struct needs.
+    // wgpu (as in Deno 2.9) checks a dispatch against the minimum binding sizes of the
+    // *first* pipeline set in a compute pass among those sharing a layout, not of the
+    // current one: after a kernel whose struct is 36 bytes, binding a 32-byte uniform
+    // for an 8-field kernel fails validation. One size for all sidesteps that.
+    const size = Math.max(UNIFORM_BYTES, Math.ceil(words.byteLength / 16) * 16);
     buf = this.#gpu.createBuffer({
       label: "relaxvm uniforms",
       size,

@@ -14,8 +14,8 @@
  *   |x| above about 44, and implementations of the builtin differ on it.
  * - `gelu` is the erf form with erf from Abramowitz & Stegun 7.1.26, the
  *   same constants as the CPU kernel.
- * - int32 `divide` is WGSL's own: truncating, and a zero divisor yields the
- *   dividend (so does `-2^31 / -1`); the CPU kernel implements that rule.
+ * - int32 `divide` follows WGSL's rule: truncating, and a zero divisor yields
+ *   the dividend (so does `-2^31 / -1`); the CPU kernel implements the same.
  *
  * This file is browser-safe: no `Deno.*`.
  *
@@ -61,7 +61,10 @@ const INT_BINARY: Record<BinaryOp, string> = {
   add: "return x0 + x1;",
   subtract: "return x0 - x1;",
   multiply: "return x0 * x1;",
-  divide: "return x0 / x1;",
+  // WGSL defines x / 0 and -2^31 / -1 as x, but implementations disagree (llvmpipe
+  // through naga returns 0 for x / 0), so the rule is spelled out.
+  divide: `let bad = (x1 == TO(0)) | ((x0 == TO(-2147483647 - 1)) & (x1 == TO(-1)));
+  return select(x0 / select(x1, TO(1), bad), x0, bad);`,
   maximum: "return max(x0, x1);",
   minimum: "return min(x0, x1);",
 };
@@ -79,6 +82,7 @@ export function unaryFn(op: UnaryOp, type: ScalarType): ElementwiseFn {
 
 /** The elementwise function of binary `op` on elements of `type`. */
 export function binaryFn(op: BinaryOp, type: ScalarType): ElementwiseFn {
+  if (type === "u32") throw new TypeError(`WebGPU ${op} does not support uint32 operands`);
   return { name: op, body: type === "f32" ? FLOAT_BINARY[op] : INT_BINARY[op] };
 }
 
