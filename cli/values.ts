@@ -1,0 +1,75 @@
+/**
+ * Converting between command-line text and VM values: `relaxvm run`
+ * parses its arguments as JSON and prints the function's result.
+ *
+ * @module
+ */
+
+import { Closure, NDArray, ShapeTuple, tensor, type TensorDType } from "../mod.ts";
+import { UsageError } from "./errors.ts";
+
+/**
+ * Parses one argument of `relaxvm run`. JSON numbers, booleans and `null`
+ * stay as they are, JSON arrays become tensors of `dtype` (nested arrays
+ * give the shape), JSON strings become strings. Text that does not start
+ * like JSON (`[`, `{`, `"`, a digit, `-`) is passed as a plain string.
+ */
+export function parseArg(text: string, dtype: TensorDType): unknown {
+  const looksLikeJson = /^\s*([[{"\-0-9]|true$|false$|null$)/.test(text);
+  if (!looksLikeJson) return text;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new UsageError(`Cannot parse argument ${JSON.stringify(text)} as JSON`);
+  }
+  if (Array.isArray(value)) {
+    try {
+      return tensor(value, { dtype });
+    } catch (e) {
+      throw new UsageError(
+        `Cannot make a ${dtype} tensor from ${text}: ${(e as Error).message}`,
+        { cause: e },
+      );
+    }
+  }
+  if (value !== null && typeof value === "object") {
+    throw new UsageError(`Unsupported argument ${text}: use a number, an array or a string`);
+  }
+  return value;
+}
+
+/** Nests the flat `values` into arrays of `shape` (row-major). */
+function nest(values: readonly (number | bigint)[], shape: readonly number[]): unknown {
+  if (shape.length === 0) return values[0];
+  const [head, ...rest] = shape;
+  const step = rest.reduce((a, b) => a * b, 1);
+  return Array.from({ length: head }, (_, i) => nest(values.slice(i * step, (i + 1) * step), rest));
+}
+
+/** Writes a nested array of numbers as `[[1, 2], [3, 4]]`. */
+function nestedText(v: unknown): string {
+  return Array.isArray(v) ? `[${v.map(nestedText).join(", ")}]` : String(v);
+}
+
+/**
+ * Formats a VM result for the terminal: a tensor as its values with dtype
+ * and shape, a ShapeTuple as `(32, 16)`, a tuple as `(a, b)`, a string as
+ * JSON, anything else with `String()`. Reading a tensor awaits its data, so
+ * a GPU tensor works too.
+ */
+export async function formatValue(value: unknown): Promise<string> {
+  if (value instanceof NDArray) {
+    const data = [...await value.data()] as (number | bigint)[];
+    const values = nestedText(nest(data, value.shape));
+    return `${values} (${value.dtype}, shape [${value.shape.join(", ")}])`;
+  }
+  if (value instanceof ShapeTuple) return `(${[...value].join(", ")})`;
+  if (Array.isArray(value)) {
+    const parts = await Promise.all(value.map(formatValue));
+    return `(${parts.join(", ")})`;
+  }
+  if (typeof value === "string") return JSON.stringify(value);
+  if (value instanceof Closure) return `Closure(${value.name})`;
+  return String(value);
+}

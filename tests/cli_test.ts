@@ -1,0 +1,184 @@
+/**
+ * End-to-end tests of the `relaxvm` CLI, run as a subprocess on files in a
+ * temporary directory. Needs `--allow-read --allow-write --allow-run`.
+ */
+
+import { assert, assertEquals, assertStringIncludes } from "@std/assert";
+import { ExecBuilder, tensor } from "../mod.ts";
+
+const ROOT = new URL("../", import.meta.url);
+const MOD_URL = new URL("../mod.ts", import.meta.url).href;
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `deno run cli/main.ts ...args` with read/write permissions only. */
+async function relaxvm(...args: string[]): Promise<CliResult> {
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--no-prompt", "--allow-read", "--allow-write", "cli/main.ts", ...args],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decoder = new TextDecoder();
+  return { code, stdout: decoder.decode(stdout), stderr: decoder.decode(stderr) };
+}
+
+/** The program under test, as `as_typescript()` writes it: `add`, `shift` (a constant), `shape_of`. */
+function program(): string {
+  const ib = new ExecBuilder();
+  ib.function("add", { num_inputs: 2 }, () => {
+    ib.emit_call("vm.op.add", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(2));
+  });
+  ib.function("shift", { num_inputs: 1 }, () => {
+    ib.emit_call("vm.op.add", [ib.r(0), tensor([0.5])], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  ib.function("shape_of", { num_inputs: 1 }, () => {
+    ib.emit_call("vm.builtin.shape_of", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  return ib.get().as_typescript({ importFrom: MOD_URL });
+}
+
+/** Asserts a failed run: exit code 1 and one `relaxvm: ...` line on stderr, no stack trace. */
+function assertFailure(result: CliResult, includes: string): void {
+  assertEquals(result.code, 1, result.stderr);
+  assertEquals(result.stdout, "");
+  const lines = result.stderr.trimEnd().split("\n");
+  assertEquals(lines.length, 1, result.stderr);
+  assert(lines[0].startsWith("relaxvm: "), lines[0]);
+  assertStringIncludes(lines[0], includes);
+  assert(!result.stderr.includes("    at "), "no stack trace");
+}
+
+Deno.test("cli: build, dump and run an executable from an as_typescript() module", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relaxvm_cli_" });
+  try {
+    const module = `${dir}/prog.ts`;
+    const rvm = `${dir}/prog.rvm`;
+    await Deno.writeTextFile(module, program());
+
+    const build = await relaxvm("build", module, "-o", rvm);
+    assertEquals(build.code, 0, build.stderr);
+    assertStringIncludes(build.stdout, "functions: add, shift, shape_of");
+    const bytes = await Deno.readFile(rvm);
+    assertStringIncludes(build.stdout, `(${bytes.length} bytes;`);
+
+    const dump = await relaxvm("dump", rvm);
+    assertEquals(dump.code, 0, dump.stderr);
+    assertStringIncludes(dump.stdout, "Relax VM executable statistics:");
+    assertStringIncludes(dump.stdout, "@add:\n  call  vm.op.add        in: %0, %1       dst: %2");
+
+    const releases = await relaxvm("dump", rvm, "--releases");
+    assertStringIncludes(releases.stdout, "# then release %0, %1");
+    assert(!releases.stdout.includes("statistics"), "--releases alone prints only the listing");
+
+    const ts = await relaxvm("dump", rvm, "--typescript", "--import-from", MOD_URL);
+    assertEquals(ts.stdout.trimEnd(), program().trimEnd());
+
+    const add = await relaxvm("run", rvm, "add", "[[1, 2], [3, 4]]", "[10, 20]");
+    assertEquals(add.code, 0, add.stderr);
+    assertEquals(add.stdout, "[[11, 22], [13, 24]] (float32, shape [2, 2])\n");
+
+    const ints = await relaxvm("run", rvm, "add", "[1, 2]", "[3, 4]", "--dtype", "int32");
+    assertEquals(ints.stdout, "[4, 6] (int32, shape [2])\n");
+
+    const shift = await relaxvm("run", rvm, "shift", "[1, 2]");
+    assertEquals(shift.stdout, "[1.5, 2.5] (float32, shape [2])\n");
+
+    const shape = await relaxvm("run", rvm, "shape_of", "[[1, 2, 3]]");
+    assertEquals(shape.stdout, "(1, 3)\n");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("cli: errors print one line and exit with code 1", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relaxvm_cli_" });
+  try {
+    const module = `${dir}/prog.ts`;
+    const rvm = `${dir}/prog.rvm`;
+    await Deno.writeTextFile(module, program());
+    assertEquals((await relaxvm("build", module, "-o", rvm)).code, 0);
+
+    // A truncated file is a LoadError naming the section and offset.
+    const corrupt = `${dir}/corrupt.rvm`;
+    await Deno.writeFile(corrupt, (await Deno.readFile(rvm)).subarray(0, 20));
+    assertFailure(await relaxvm("dump", corrupt), "Cannot load executable");
+    await Deno.writeFile(corrupt, new TextEncoder().encode("not an executable"));
+    assertFailure(await relaxvm("run", corrupt, "add"), "bad magic number");
+
+    // Unknown function, failing call, bad argument, missing file, module without `ex`.
+    assertFailure(await relaxvm("run", rvm, "nope"), 'No VM function named "nope"');
+    assertFailure(await relaxvm("run", rvm, "add", "[1, 2]", "[1, 2, 3]"), "do not broadcast");
+    assertFailure(await relaxvm("run", rvm, "add", "[1, 2"), "Cannot parse argument");
+    assertFailure(await relaxvm("dump", `${dir}/missing.rvm`), "No such file");
+    const empty = `${dir}/empty.ts`;
+    await Deno.writeTextFile(empty, "export const other = 1;\n");
+    assertFailure(await relaxvm("build", empty, "-o", `${dir}/x.rvm`), "does not export `ex`");
+
+    // Bad usage: commander reports it; still exit code 1.
+    const usage = await relaxvm("frobnicate");
+    assertEquals(usage.code, 1);
+    assertStringIncludes(usage.stderr, "unknown command 'frobnicate'");
+    assertEquals((await relaxvm("run", rvm)).code, 1);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("cli: run --preload registers the program's own packed functions", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relaxvm_cli_" });
+  try {
+    const ib = new ExecBuilder();
+    ib.function("main", { num_inputs: 1 }, () => {
+      ib.emit_call("test.cli.twice", [ib.r(0)], { dst: ib.r(1) });
+      ib.emit_ret(ib.r(1));
+    });
+    await Deno.writeTextFile(`${dir}/prog.ts`, ib.get().as_typescript({ importFrom: MOD_URL }));
+    await Deno.writeTextFile(
+      `${dir}/funcs.ts`,
+      `import { registerFunc } from ${JSON.stringify(MOD_URL)};\n` +
+        `registerFunc("test.cli.twice", (x) => (x as number) * 2);\n`,
+    );
+    const rvm = `${dir}/prog.rvm`;
+    assertEquals((await relaxvm("build", `${dir}/prog.ts`, "-o", rvm)).code, 0);
+
+    const run = await relaxvm("run", rvm, "main", "21", "--preload", `${dir}/funcs.ts`);
+    assertEquals(run.code, 0, run.stderr);
+    assertEquals(run.stdout, "42\n");
+    assertFailure(
+      await relaxvm("run", rvm, "main", "21"),
+      'Unknown packed function "test.cli.twice"',
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("cli: funcs lists registered packed functions, filtered by prefix", async () => {
+  const all = await relaxvm("funcs");
+  assertEquals(all.code, 0, all.stderr);
+  const names = all.stdout.trimEnd().split("\n");
+  assert(names.includes("vm.builtin.alloc_shape_heap"));
+  assert(names.includes("vm.op.add"));
+  const ops = await relaxvm("funcs", "vm.op.");
+  assert(ops.stdout.trimEnd().split("\n").every((n) => n.startsWith("vm.op.")));
+  assertStringIncludes(ops.stdout, "vm.op.matmul\n");
+});
+
+Deno.test("cli: --help and --version exit with code 0", async () => {
+  const help = await relaxvm("--help");
+  assertEquals(help.code, 0);
+  for (const command of ["build", "dump", "run", "funcs"]) {
+    assertStringIncludes(help.stdout, command);
+  }
+  const version = await relaxvm("--version");
+  assertEquals(version.code, 0);
+  assert(/^\d+\.\d+\.\d+\n$/.test(version.stdout), version.stdout);
+});
