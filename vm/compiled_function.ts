@@ -182,9 +182,16 @@ export function compileFunction(
         const args = new Int32Array(count);
         for (let k = 0; k < count; k++) args[k] = operandSlot(data[at + 4 + k]);
         const fi = data[at + 2];
-        const dst = data[at + 1] >= 0 ? data[at + 1] : -1;
+        let dst = data[at + 1] >= 0 ? data[at + 1] : -1;
         const op = count <= 4 ? DecodedOp.Call0 + count : DecodedOp.CallN;
-        const rel = toInt32(after(pc), entry(pc + 1));
+        let released = [...after(pc), ...entry(pc + 1)];
+        if (dst >= 0 && released.includes(dst) && !Array.from(args).includes(dst)) {
+          // The result is dead on arrival: discard it instead of storing and releasing it.
+          // (When dst is also an argument, the old value must still be released.)
+          released = released.filter((r) => r !== dst);
+          dst = -1;
+        }
+        const rel = toInt32(released);
         code.push(
           new Instr(op, dst, resolve.callee(fi), ex.functions[fi].name, args, 0, rel, null, i),
         );

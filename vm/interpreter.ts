@@ -49,6 +49,8 @@ class Frame {
   readonly regs: unknown[];
   pc = 0;
   pending: Promise<unknown> | null = null;
+  /** The arguments of the call in progress, when an instrument is set. */
+  instrumentArgs: unknown[] = [];
 
   constructor(fn: CompiledFunction, args: readonly unknown[]) {
     this.fn = fn;
@@ -151,7 +153,7 @@ export class Interpreter {
         frame.pending = null;
         const ins = frame.fn.code[frame.pc];
         storeResult(frame.regs, ins, v);
-        if (this.instrument !== null && v !== SKIPPED) this.#instrumentAfter(ins, frame.regs, v);
+        if (this.instrument !== null && v !== SKIPPED) this.#instrumentAfter(ins, frame, v);
         if (ins.after !== null) releaseRegisters(frame.regs, ins.after);
         frame.pc++;
         result = this.#run(frame);
@@ -225,27 +227,27 @@ export class Interpreter {
         let v: unknown;
         switch (ins.op) {
           case DecodedOp.Call0:
-            if (instrumented) v = this.#instrumentedCall(ins, regs);
+            if (instrumented) v = this.#instrumentedCall(ins, frame);
             else v = ins.fn();
             break;
           case DecodedOp.Call1:
-            if (instrumented) v = this.#instrumentedCall(ins, regs);
+            if (instrumented) v = this.#instrumentedCall(ins, frame);
             else v = ins.fn(regs[ins.a0]);
             break;
           case DecodedOp.Call2:
-            if (instrumented) v = this.#instrumentedCall(ins, regs);
+            if (instrumented) v = this.#instrumentedCall(ins, frame);
             else v = ins.fn(regs[ins.a0], regs[ins.a1]);
             break;
           case DecodedOp.Call3:
-            if (instrumented) v = this.#instrumentedCall(ins, regs);
+            if (instrumented) v = this.#instrumentedCall(ins, frame);
             else v = ins.fn(regs[ins.a0], regs[ins.a1], regs[ins.a2]);
             break;
           case DecodedOp.Call4:
-            if (instrumented) v = this.#instrumentedCall(ins, regs);
+            if (instrumented) v = this.#instrumentedCall(ins, frame);
             else v = ins.fn(regs[ins.a0], regs[ins.a1], regs[ins.a2], regs[ins.a3]);
             break;
           case DecodedOp.CallN:
-            if (instrumented) v = this.#instrumentedCall(ins, regs);
+            if (instrumented) v = this.#instrumentedCall(ins, frame);
             else v = ins.fn(...Array.from(ins.args, (s) => regs[s]));
             break;
           case DecodedOp.Ret:
@@ -269,6 +271,11 @@ export class Interpreter {
         }
         // Every Call lands here with its result. Numbers and other primitives
         // (the common case for shape code) take the short path.
+        if (instrumented && v === SKIPPED) {
+          if (ins.after !== null) releaseRegisters(regs, ins.after);
+          pc++;
+          continue;
+        }
         const dst = ins.dst;
         if (typeof v === "object" && v !== null) {
           if (v instanceof Promise) {
@@ -282,7 +289,7 @@ export class Interpreter {
           regs[dst] = v;
           if (typeof old === "object" && old !== null) releaseValue(old);
         }
-        if (instrumented && v !== SKIPPED) this.#instrumentAfter(ins, regs, v);
+        if (instrumented) this.#instrumentAfter(ins, frame, v);
         if (ins.after !== null) releaseRegisters(regs, ins.after);
         pc++;
       }
@@ -293,13 +300,16 @@ export class Interpreter {
   }
 
   /** The instrumented form of a call: may skip it (then the destination keeps its value). */
-  #instrumentedCall(ins: Instr, regs: unknown[]): unknown {
-    const args = Array.from(ins.args, (s) => regs[s]);
+  #instrumentedCall(ins: Instr, frame: Frame): unknown {
+    const args = Array.from(ins.args, (s) => frame.regs[s]);
+    // Kept for the "after" call: the destination may be one of the argument registers.
+    frame.instrumentArgs = args;
     if (this.instrument!(ins.fn, ins.fnName, true, undefined, args) === "skip") return SKIPPED;
     return ins.fn(...args);
   }
 
-  #instrumentAfter(ins: Instr, regs: unknown[], v: unknown): void {
-    this.instrument!(ins.fn, ins.fnName, false, v, Array.from(ins.args, (s) => regs[s]));
+  #instrumentAfter(ins: Instr, frame: Frame, v: unknown): void {
+    this.instrument?.(ins.fn, ins.fnName, false, v, frame.instrumentArgs);
+    frame.instrumentArgs = [];
   }
 }
