@@ -173,7 +173,14 @@ gpuTest(
 );
 
 gpuTest("matmul: vec4 and scalar variants, edges, offsets and broadcast batches", async (gpu) => {
-  const cases: [number, number, number][] = [[64, 128, 96], [65, 64, 68], [7, 5, 3], [33, 12, 17]];
+  const cases: [number, number, number][] = [
+    [64, 128, 96],
+    [65, 64, 68],
+    [130, 8, 36], // 16-row blocks with a partial last block and a partial column pair
+    [257, 16, 68],
+    [7, 5, 3],
+    [33, 12, 17],
+  ];
   for (const [M, K, N] of cases) {
     const a = ramp(M * K, 0.125), b = ramp(K * N, 0.0625, 11);
     using ta = tensor(a, { shape: [M, K], device: gpu });

@@ -3,23 +3,27 @@
  * batch axes broadcast through strides, one dispatch for all batches.
  *
  * Kernel choice, by measurement on the software adapter (Mesa llvmpipe,
- * 256-bit SIMD, 2 cores), 1024×1024×1024:
+ * 256-bit SIMD, 2 shared cores), 1024×1024×1024, compute only:
  *
  * - the classic tiled kernel (tiles staged in workgroup memory,
- *   `workgroupBarrier` per tile) is about 3× *slower* than even a naive
+ *   `workgroupBarrier` per tile) is about 3× *slower* than a naive
  *   one-output-per-thread kernel: llvmpipe runs a workgroup's threads as SIMD
  *   loops on one CPU core, so every barrier splits the shader into separately
  *   scheduled pieces and the staging copies are pure overhead — the CPU cache
  *   already plays the role of shared memory;
- * - register blocking wins: each thread keeps a 4×4 block of outputs in four
- *   `vec4` accumulators and, per step of 4 along K, loads four `vec4` rows of
- *   A and four of B for 64 multiply-adds, with no barriers at all
- *   (`vec4` variant, about 6 GFLOP/s; see bench/webgpu_ops_bench.ts).
+ * - register blocking wins, and bigger blocks than a GPU would use: each
+ *   thread keeps an `R`-row × `C`-`vec4` block of outputs in registers and,
+ *   per step of 4 along K, loads `R` `vec4`s of A (the same address in every
+ *   SIMD lane of a workgroup row: a broadcast) and `4·C` `vec4`s of B, with
+ *   no barriers at all. Measured (GFLOP/s): 4×1 7.8, 4×2 8.6, 8×1 10.9,
+ *   8×2 13.7, 8×4 7.8, 12×2 10.4, 16×1 10.7, 16×2 15–17, 16×4 16.0,
+ *   32×2 15.1. 16×2 is used for large M; below 128 rows a 16-row block would
+ *   mostly compute clamped duplicate rows, so 4×2 (4×1 for narrow N) is used.
  *
  * The `vec4` variant needs K and N to be multiples of 4 and all three
  * tensors to start at a multiple of 4 elements. Otherwise the `scalar`
- * variant computes the same 4×4 blocks with scalar loads, clamping indices at
- * the edges (loads stay in bounds; out-of-range results are not stored).
+ * variant computes 4×4 blocks with scalar loads. Both clamp indices at the
+ * edges (loads stay in bounds; out-of-range results are not stored).
  *
  * Threads of a workgroup are laid out `COLS` blocks wide, so neighbouring
  * threads share the rows of A they read and walk adjacent columns of B.
@@ -34,8 +38,8 @@ import { indexFields, indexValues, wgslIndices } from "./indexing.ts";
 import { mainHeader, type Program, storage, Uniforms, uniformStruct } from "./program.ts";
 
 const WORKGROUP = 64;
-/** Thread blocks per workgroup row: 16 × 4 threads cover 16 rows × 64 columns. */
-const COLS = 16;
+/** Threads per workgroup row; 8 × 8 threads. */
+const COLS = 8;
 const ROWS = WORKGROUP / COLS;
 
 /** Shapes and element offsets of one matmul. */
@@ -64,16 +68,19 @@ export function matmulProgram({ aShape, bShape, offsets }: MatmulArgs): Program 
   const [offA, offB, offOut] = offsets;
   const vec4 = K % 4 === 0 && N % 4 === 0 && offA % 4 === 0 && offB % 4 === 0 && offOut % 4 === 0;
   const lanes = vec4 ? 4 : 1;
-  const blocksM = Math.ceil(M / 4), blocksN = Math.ceil(N / 4);
-  const groupsM = Math.ceil(blocksM / ROWS), groupsN = Math.ceil(blocksN / COLS);
+  // Block: R rows × C column groups of 4 per thread.
+  const R = vec4 && M >= 128 ? 16 : 4;
+  const C = vec4 && N >= 64 ? 2 : 1;
+  const groupsM = Math.ceil(M / (R * ROWS));
+  const groupsN = Math.ceil(N / (4 * C * COLS));
   const rank = space.shape.length;
   const spaceInLanes = {
     shape: space.shape,
     strides: space.strides.map((s) => s.map((v) => v / lanes)),
   };
   return {
-    key: `matmul:${vec4 ? "vec4" : "scalar"}:b${rank}`,
-    source: () => (vec4 ? vec4Source(rank) : scalarSource(rank)),
+    key: vec4 ? `matmul:vec4:${R}x${C}:b${rank}` : `matmul:scalar:b${rank}`,
+    source: () => (vec4 ? vec4Source(rank, R, C) : scalarSource(rank)),
     inputs: 2,
     uniforms: new Uniforms()
       .u32s([M, K, N, groupsM, groupsN, offOut / lanes])
@@ -87,55 +94,69 @@ function fields(rank: number): string[] {
   return ["M", "K", "N", "groupsM", "groupsN", "offOut", ...indexFields(rank, 2)];
 }
 
-/** WGSL locating this thread's 4×4 block: batch offsets `i0`/`i1`, first row `row`, block column `colBlock`. */
-function locate(rank: number): string {
+/**
+ * WGSL locating this thread's block: batch offsets `i0`/`i1`, first row
+ * `row`, first column group `colBlock` (blocks of `R` rows, `C` groups).
+ */
+function locate(rank: number, R: number, C: number): string {
   return `  let perBatch = u.groupsM * u.groupsN;
   let idx = wg / perBatch;
   let inBatch = wg % perBatch;
-${wgslIndices(rank, 2)}  let row = ((inBatch / u.groupsN) * ${ROWS}u + lid / ${COLS}u) * 4u;
-  let colBlock = (inBatch % u.groupsN) * ${COLS}u + lid % ${COLS}u;
+${wgslIndices(rank, 2)}  let row = ((inBatch / u.groupsN) * ${ROWS}u + lid / ${COLS}u) * ${R}u;
+  let colBlock = ((inBatch % u.groupsN) * ${COLS}u + lid % ${COLS}u) * ${C}u;
 `;
 }
 
-function vec4Source(rank: number): string {
+/** Repeats `f(i)` for i in [0, n). */
+function each(n: number, f: (i: number) => string): string {
+  return Array.from({ length: n }, (_, i) => f(i)).join("");
+}
+
+function vec4Source(rank: number, R: number, C: number): string {
+  const rows = Array.from({ length: R }, (_, r) => r);
+  const cols = Array.from({ length: C }, (_, c) => c);
+  const fma = (r: number, c: number) =>
+    `    c${r}_${c} += x${r}.x * b0_${c} + x${r}.y * b1_${c} + x${r}.z * b2_${c} + x${r}.w * b3_${c};\n`;
   return storage(0, "a", "vec4<f32>", false) + storage(1, "b", "vec4<f32>", false) +
     storage(2, "out", "vec4<f32>", true) + uniformStruct(fields(rank), 3) + mainHeader(WORKGROUP) +
     `
   let K4 = u.K / 4u;
   let N4 = u.N / 4u;
-${locate(rank)}  if (row >= u.M || colBlock >= N4) { return; }
-  // Rows past the end re-read the last row; their results are not stored.
-  let last = u.M - 1u;
-  let a0 = i0 + min(row, last) * K4;
-  let a1 = i0 + min(row + 1u, last) * K4;
-  let a2 = i0 + min(row + 2u, last) * K4;
-  let a3 = i0 + min(row + 3u, last) * K4;
-  var c0 = vec4<f32>(0.0);
-  var c1 = vec4<f32>(0.0);
-  var c2 = vec4<f32>(0.0);
-  var c3 = vec4<f32>(0.0);
-  var bi = i1 + colBlock;
+${locate(rank, R, C)}  if (row >= u.M || colBlock >= N4) { return; }
+  // Rows and columns past the end re-read the last one; their results are not stored.
+  let lastRow = u.M - 1u;
+  let lastCol = N4 - 1u;
+${each(R, (r) => `  let a${r} = i0 + min(row + ${r}u, lastRow) * K4;\n`)}${
+      each(C, (c) => `  let n${c} = i1 + min(colBlock + ${c}u, lastCol);\n`)
+    }${
+      rows.map((r) => each(C, (c) => `  var c${r}_${c} = vec4<f32>(0.0);\n`)).join("")
+    }  var bk = 0u;
   for (var k = 0u; k < K4; k++) {
-    let b0 = b[bi];
-    let b1 = b[bi + N4];
-    let b2 = b[bi + 2u * N4];
-    let b3 = b[bi + 3u * N4];
-    bi += 4u * N4;
-    let x0 = a[a0 + k];
-    let x1 = a[a1 + k];
-    let x2 = a[a2 + k];
-    let x3 = a[a3 + k];
-    c0 += x0.x * b0 + x0.y * b1 + x0.z * b2 + x0.w * b3;
-    c1 += x1.x * b0 + x1.y * b1 + x1.z * b2 + x1.w * b3;
-    c2 += x2.x * b0 + x2.y * b1 + x2.z * b2 + x2.w * b3;
-    c3 += x3.x * b0 + x3.y * b1 + x3.z * b2 + x3.w * b3;
-  }
+${
+      each(4, (j) =>
+        each(C, (c) =>
+          `    let b${j}_${c} = b[n${c} + bk${j === 0 ? "" : ` + ${j}u * N4`}];\n`))
+    }    bk += 4u * N4;
+${
+      rows.map((r) => `    let x${r} = a[a${r} + k];\n` + cols.map((c) => fma(r, c)).join("")).join(
+        "",
+      )
+    }  }
   let o = u.offOut + idx * u.M * N4 + row * N4 + colBlock;
-  out[o] = c0;
-  if (row + 1u < u.M) { out[o + N4] = c1; }
-  if (row + 2u < u.M) { out[o + 2u * N4] = c2; }
-  if (row + 3u < u.M) { out[o + 3u * N4] = c3; }
-}
+${
+      rows.map((r) =>
+        cols.map((c) => {
+          const conds = [
+            ...(r > 0 ? [`row + ${r}u < u.M`] : []),
+            ...(c > 0 ? [`colBlock + ${c}u < N4`] : []),
+          ];
+          const store = `out[o + ${r === 0 ? "" : `${r}u * N4 + `}${c}u] = c${r}_${c};`;
+          return conds.length === 0
+            ? `  ${store}\n`
+            : `  if (${conds.join(" && ")}) { ${store} }\n`;
+        }).join("")
+      ).join("")
+    }}
 `;
 }
 
@@ -143,7 +164,7 @@ function scalarSource(rank: number): string {
   return storage(0, "a", "f32", false) + storage(1, "b", "f32", false) +
     storage(2, "out", "f32", true) +
     uniformStruct(fields(rank), 3) + mainHeader(WORKGROUP) + `
-${locate(rank)}  let col = colBlock * 4u;
+${locate(rank, 4, 1)}  let col = colBlock * 4u;
   if (row >= u.M || col >= u.N) { return; }
   let lastRow = u.M - 1u;
   let lastCol = u.N - 1u;
