@@ -5,7 +5,14 @@ import {
   assertStrictEquals,
   assertThrows,
 } from "@std/assert";
-import { DataType, ExecBuilder, Executable, LoadError, NDArray, ShapeTuple } from "../mod.ts";
+import {
+  type DataType,
+  ExecBuilder,
+  Executable,
+  LoadError,
+  NDArray,
+  type ShapeTuple,
+} from "../mod.ts";
 import { designDocProgram, everythingProgram, shapeHeapProgram } from "./_programs.ts";
 
 const testdata = new URL("../testdata/", import.meta.url);

@@ -12,7 +12,16 @@ export const DTypeCode = { Int: 0, UInt: 1, Float: 2, Bool: 6 } as const;
 const CODE_NAMES: Record<number, string> = { 0: "int", 1: "uint", 2: "float", 6: "bool" };
 
 /** The TypedArray classes that hold tensor elements, keyed by dtype string. */
-export const TYPED_ARRAYS = {
+export const TYPED_ARRAYS: Readonly<
+  Record<
+    TensorDType,
+    {
+      new (n: number): TypedArray;
+      new (b: ArrayBuffer, offset: number, length: number): TypedArray;
+      readonly BYTES_PER_ELEMENT: number;
+    }
+  >
+> = {
   float32: Float32Array,
   float64: Float64Array,
   int8: Int8Array,
@@ -22,13 +31,30 @@ export const TYPED_ARRAYS = {
   uint16: Uint16Array,
   uint32: Uint32Array,
   bool: Uint8Array,
-} as const;
+};
 
 /** A dtype string that tensors can hold. */
-export type TensorDType = keyof typeof TYPED_ARRAYS;
+export type TensorDType =
+  | "float32"
+  | "float64"
+  | "int8"
+  | "int16"
+  | "int32"
+  | "uint8"
+  | "uint16"
+  | "uint32"
+  | "bool";
 
 /** Any of the TypedArrays backing a tensor. */
-export type TypedArray = InstanceType<(typeof TYPED_ARRAYS)[TensorDType]>;
+export type TypedArray =
+  | Float32Array
+  | Float64Array
+  | Int8Array
+  | Int16Array
+  | Int32Array
+  | Uint8Array
+  | Uint16Array
+  | Uint32Array;
 
 /**
  * A data type such as `float32`, as DLPack's code/bits/lanes triple.

@@ -128,11 +128,11 @@ export class VMError extends Error {
 
   /** Builds the error from where it happened and what went wrong. */
   constructor(location: VMErrorLocation, reason: string, options?: ErrorOptions) {
-    const parts = [`in @${location.functionName}`];
+    const parts = location.functionName === "" ? [] : [`in @${location.functionName}`];
     if (location.pc >= 0) parts.push(`instruction ${location.pc}`);
     if (location.instruction !== "") parts.push(`\`${location.instruction}\``);
     if (location.packedFunc !== "") parts.push(`calling ${location.packedFunc}`);
-    super(`${reason} (${parts.join(", ")})`, options);
+    super(parts.length === 0 ? reason : `${reason} (${parts.join(", ")})`, options);
     this.name = "VMError";
     this.functionName = location.functionName;
     this.pc = location.pc;

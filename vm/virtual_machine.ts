@@ -8,7 +8,6 @@
  * @module
  */
 
-import type { CompiledFunction } from "./compiled_function.ts";
 import { compileFunction, type OperandResolver } from "./compiled_function.ts";
 import { Closure } from "./closure.ts";
 import { cpu, type Device } from "./device.ts";
@@ -42,9 +41,13 @@ export interface TimeEvaluatorOptions {
 
 /** What a `time_evaluator` function resolves to; times in milliseconds per run. */
 export interface TimingResult {
+  /** Mean of the per-repeat times. */
   mean: number;
+  /** Median of the per-repeat times. */
   median: number;
+  /** Fastest repeat. */
   min: number;
+  /** Slowest repeat. */
   max: number;
   /** One entry per repeat. */
   results: number[];
@@ -185,7 +188,7 @@ export class VirtualMachine {
     const index = this.executable.functionIndex(name);
     if (index < 0 || this.executable.functions[index].kind !== "vm") {
       throw new VMError(
-        { functionName: name, pc: -1, instruction: "", packedFunc: "" },
+        { functionName: "", pc: -1, instruction: "", packedFunc: "" },
         `No VM function named "${name}" (have: ${
           this.executable.function_names.join(", ") || "none"
         })`,
@@ -348,10 +351,5 @@ export class VirtualMachine {
   /** Memory counters of `device` (default: the first device) for this VM. */
   memory_stats(device?: Device): MemoryStats {
     return this.#state.allocatorFor(device ?? this.devices[0]).stats();
-  }
-
-  /** The decoded form of a function (for tests and tools). @internal */
-  compiled(name: string): CompiledFunction {
-    return this.#interp.functions[this.#vmFunctionIndex(name)]!;
   }
 }
