@@ -243,8 +243,12 @@ export class WebGPUDevice extends Device {
     this.#batch.flush();
   }
 
-  /** Resolves when all submitted work has finished, rejecting on any reported error. */
-  async sync(): Promise<void> {
+  /**
+   * Submits recorded work and resolves once the GPU has finished it (for
+   * timing); rejects with any error WebGPU reported for it.
+   */
+  override async synchronize(): Promise<void> {
+    this.#assertAlive();
     this.flush();
     await this.#batch.checkErrors();
     await this.gpu.queue.onSubmittedWorkDone();

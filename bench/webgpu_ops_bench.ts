@@ -1,0 +1,133 @@
+/**
+ * WebGPU operator benchmark: relaxvm's `vm.op.matmul` (512, 1024) and
+ * `vm.op.add` (16M floats), each run as a one-instruction VM function on
+ * `await webgpu()`, against TensorFlow.js's `tfjs-backend-webgpu` on the same
+ * adapter, end to end: the op plus reading the result back to the host.
+ *
+ * ```sh
+ * deno run -A bench/webgpu_ops_bench.ts           # the table
+ * deno run -A bench/webgpu_ops_bench.ts --quick   # without matmul 1024
+ * ```
+ *
+ * Runs of the two libraries are interleaved, so drift on a shared machine
+ * hits both; medians are reported. Inputs are uploaded once, before timing.
+ * Targets (the issue): matmul ≥ 1.5× TF.js, add ≥ 1.0×.
+ *
+ * @module
+ */
+
+import * as tf from "@tensorflow/tfjs-core";
+import "@tensorflow/tfjs-backend-webgpu";
+import { ExecBuilder, type NDArray, tensor, VirtualMachine, webgpu } from "../mod.ts";
+
+interface Case {
+  name: string;
+  /** Floating-point operations per run, for GFLOP/s (0: not reported; an add is memory-bound). */
+  flops: number;
+  runs: number;
+  target: number;
+  relaxvm: () => Promise<void>;
+  tfjs: () => Promise<void>;
+}
+
+/** Deterministic values in [-1, 1). */
+function values(n: number, seed: number): Float32Array {
+  const out = new Float32Array(n);
+  let s = seed;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = s / 2 ** 31 - 1;
+  }
+  return out;
+}
+
+const gpu = await webgpu();
+tf.enableProdMode();
+await tf.setBackend("webgpu");
+await tf.ready();
+
+/** A VM whose `main(a, b)` calls `op` once. */
+function oneOpVM(op: string): VirtualMachine {
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 2 }, () => {
+    ib.emit_call(op, [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(2));
+  });
+  return new VirtualMachine(ib.get(), gpu);
+}
+
+function makeCase(
+  name: string,
+  op: string,
+  shape: number[],
+  flops: number,
+  runs: number,
+  target: number,
+): Case {
+  const n = shape.reduce((a, b) => a * b, 1);
+  const av = values(n, 1), bv = values(n, 2);
+  const a = tensor(av, { shape, device: gpu }), b = tensor(bv, { shape, device: gpu });
+  const ta = tf.tensor(av, shape), tb = tf.tensor(bv, shape);
+  const vm = oneOpVM(op);
+  const tfOp = op === "vm.op.matmul"
+    ? (x: tf.Tensor, y: tf.Tensor) => tf.matMul(x as tf.Tensor2D, y as tf.Tensor2D)
+    : tf.add;
+  return {
+    name,
+    flops,
+    runs,
+    target,
+    relaxvm: async () => {
+      using out = await vm.invoke("main", a, b) as NDArray;
+      await out.data();
+    },
+    tfjs: async () => {
+      const c = tfOp(ta, tb);
+      await c.data();
+      c.dispose();
+    },
+  };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((x, y) => x - y);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+async function time(fn: () => Promise<void>): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return performance.now() - t0;
+}
+
+const quick = Deno.args.includes("--quick");
+const cases: Case[] = [
+  makeCase("matmul 512×512", "vm.op.matmul", [512, 512], 2 * 512 ** 3, 9, 1.5),
+  ...(quick
+    ? []
+    : [makeCase("matmul 1024×1024", "vm.op.matmul", [1024, 1024], 2 * 1024 ** 3, 5, 1.5)]),
+  makeCase("add 16M floats", "vm.op.add", [1 << 24], 0, 7, 1.0),
+];
+
+console.log(`adapter: ${gpu.adapter.info.description || gpu.adapter.info.vendor}`);
+console.log("| case | relaxvm ms | tfjs-webgpu ms | speedup | relaxvm GFLOP/s | target | met |");
+console.log("| --- | ---: | ---: | ---: | ---: | ---: | --- |");
+for (const c of cases) {
+  // Warm up both: shader compilation, buffer pools, staging buffers.
+  for (let i = 0; i < 2; i++) {
+    await c.relaxvm();
+    await c.tfjs();
+  }
+  const ours: number[] = [], theirs: number[] = [];
+  for (let i = 0; i < c.runs; i++) {
+    ours.push(await time(c.relaxvm));
+    theirs.push(await time(c.tfjs));
+  }
+  const mo = median(ours), mt = median(theirs), ratio = mt / mo;
+  console.log(
+    `| ${c.name} | ${mo.toFixed(1)} | ${mt.toFixed(1)} | ${ratio.toFixed(2)}× | ${
+      c.flops === 0 ? "—" : (c.flops / mo / 1e6).toFixed(2)
+    } | ≥ ${c.target.toFixed(1)}× | ${ratio >= c.target ? "yes" : "NO"} |`,
+  );
+}
