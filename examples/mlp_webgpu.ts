@@ -60,7 +60,7 @@ using x = tensor(values(BATCH * IN, 4, 1), { shape: [BATCH, IN] });
 async function run(device: Device): Promise<{ probs: Float32Array; ms: number }> {
   const vm = new VirtualMachine(ex, device);
   using input = await x.copyTo(device);
-  let probs = new Float32Array(0);
+  let probs: Float32Array = new Float32Array(0);
   const times: number[] = [];
   for (let i = 0; i < 6; i++) {
     const t0 = performance.now();
