@@ -1,0 +1,217 @@
+import { assert, assertEquals, assertRejects, assertStrictEquals } from "@std/assert";
+import {
+  cpu,
+  type Device,
+  ExecBuilder,
+  type NDArray,
+  registerFunc,
+  tensor,
+  VirtualMachine,
+  VMError,
+} from "../mod.ts";
+import { chainInputs, chainProgram } from "../bench/chain_program.ts";
+import { gpuTest } from "./_webgpu.ts";
+
+registerFunc("test.mem.fail_if", (flag: number) => {
+  if (flag) throw new Error("asked to fail");
+  return flag;
+}, { override: true });
+
+function closeTo(actual: ArrayLike<number>, expected: ArrayLike<number>) {
+  assertEquals(actual.length, expected.length);
+  for (let i = 0; i < actual.length; i++) {
+    assert(
+      Math.abs(actual[i] - expected[i]) <= 1e-4 * (1 + Math.abs(expected[i])),
+      `at ${i}: ${actual[i]} vs ${expected[i]}`,
+    );
+  }
+}
+
+async function chainPeaks(device: Device) {
+  const layers = 8, size = 32;
+  const inputs = chainInputs(layers, size, device);
+  const results: Record<string, { peak: number; out: ArrayLike<number> }> = {};
+  for (const liveness of [true, false]) {
+    const vm = new VirtualMachine(chainProgram(layers, liveness), device);
+    using out = await vm.invoke("chain", ...inputs) as NDArray;
+    results[String(liveness)] = { peak: vm.memory_stats().peakBytes, out: await out.data() };
+  }
+  inputs.forEach((t) => t.dispose());
+  return results;
+}
+
+async function checkLiveness(device: Device) {
+  const { true: on, false: off } = await chainPeaks(device);
+  closeTo(on.out, off.out);
+  // 8 layers × 3 activations of 4 KiB without liveness; at most a few with it.
+  assertEquals(off.peak, 8 * 3 * 4096);
+  assert(on.peak <= 3 * 4096, `peak with liveness ${on.peak}`);
+}
+
+Deno.test("liveness: the chain computes the same result with a fraction of the peak memory (CPU)", () =>
+  checkLiveness(cpu()));
+gpuTest(
+  "liveness: the chain computes the same result with a fraction of the peak memory (WebGPU)",
+  (gpu) => checkLiveness(gpu),
+);
+
+async function checkBaseline(device: Device) {
+  const layers = 4;
+  const inputs = chainInputs(layers, 16, device);
+  const vm = new VirtualMachine(chainProgram(layers, true), device);
+  const before = vm.memory_stats();
+  for (let i = 0; i < 20; i++) {
+    const out = await vm.invoke("chain", ...inputs) as NDArray;
+    out.dispose();
+    const s = vm.memory_stats();
+    assertEquals(s.liveBytes, before.liveBytes, `invocation ${i}`);
+    if (i > 0) assertEquals(s.liveBlocks, afterFirst, `live blocks after invocation ${i}`);
+    afterFirst = s.liveBlocks;
+  }
+  const s = vm.memory_stats();
+  assert(s.poolHits / (s.poolHits + s.poolMisses) > 0.9, JSON.stringify(s));
+  // Failed invocations release everything too.
+  const bad = inputs.slice();
+  bad[1] = tensor([1, 2, 3], { device }); // wrong matmul shape
+  await assertRejects(() => vm.invoke("chain", ...bad), VMError, "vm.op.matmul");
+  assertEquals(vm.memory_stats().liveBytes, before.liveBytes);
+  bad[1].dispose();
+  inputs.forEach((t) => t.dispose());
+  for (const t of inputs) assert(t.disposed);
+}
+let afterFirst = 0;
+
+Deno.test("memory: live bytes return to baseline after every invocation, failed ones too (CPU)", () =>
+  checkBaseline(cpu()));
+gpuTest(
+  "memory: live bytes and GPU buffers return to baseline after every invocation (WebGPU)",
+  (gpu) => checkBaseline(gpu),
+);
+
+Deno.test("lifetime: values reachable through tuples, closures, branches and loops survive releases", async () => {
+  registerFunc("test.mem.lt", (a: number, b: number) => a < b, { override: true });
+  registerFunc("test.mem.inc", (a: number) => a + 1, { override: true });
+  const ib = new ExecBuilder();
+  ib.function("id", 2, () => ib.emit_ret(ib.r(1)));
+  // r1 = a + a; tuple (r1); closure over r1; r1 dies; loop adds x to acc 3 times; branch picks.
+  ib.function("main", 2, () => {
+    ib.emit_call("vm.op.add", [ib.r(0), ib.r(0)], { dst: ib.r(2) }); // 0
+    ib.emit_call("vm.builtin.make_tuple", [ib.r(2)], { dst: ib.r(3) }); // 1
+    ib.emit_call("vm.builtin.make_closure", [ib.f("id"), ib.r(2)], { dst: ib.r(4) }); // 2
+    ib.emit_call("vm.builtin.copy", [ib.imm(0)], { dst: ib.r(5) }); // 3  i = 0
+    ib.emit_call("vm.builtin.copy", [ib.r(0)], { dst: ib.r(6) }); // 4  acc = a
+    ib.emit_call("test.mem.lt", [ib.r(5), ib.imm(3)], { dst: ib.r(7) }); // 5
+    ib.emit_if(ib.r(7), 4); // 6
+    ib.emit_call("vm.op.add", [ib.r(6), ib.r(0)], { dst: ib.r(6) }); // 7  acc += a (a live around the loop)
+    ib.emit_call("test.mem.inc", [ib.r(5)], { dst: ib.r(5) }); // 8
+    ib.emit_goto(-4); // 9
+    ib.emit_if(ib.r(1), 3); // 10
+    ib.emit_call("vm.builtin.tuple_getitem", [ib.r(3), ib.imm(0)], { dst: ib.r(8) }); // 11
+    ib.emit_goto(2); // 12
+    ib.emit_call("vm.builtin.invoke_closure", [ib.r(4), ib.r(6)], { dst: ib.r(8) }); // 13 → captured r2
+    ib.emit_call("vm.builtin.make_tuple", [ib.r(8), ib.r(6), ib.r(4)], { dst: ib.r(9) }); // 14
+    ib.emit_ret(ib.r(9));
+  });
+  const ex = ib.get();
+  assert(ex.as_text({ releases: true }).includes("release"), "liveness releases something");
+  for (const allocator of ["pooled", "naive"] as const) {
+    const vm = new VirtualMachine(ex, cpu(), { allocator });
+    using a = tensor([1, 2]);
+    for (const flag of [1, 0]) {
+      const [picked, acc, closure] = await vm.invoke("main", a, flag) as [
+        NDArray,
+        NDArray,
+        unknown,
+      ];
+      assertEquals(
+        [...picked.dataSync()],
+        [2, 4],
+        `flag ${flag}: value from ${flag ? "the tuple" : "the closure"}`,
+      );
+      assertEquals([...acc.dataSync()], [4, 8], "a stayed live around the loop");
+      assertEquals([...(await vm.invoke_closure(closure, 0) as NDArray).dataSync()], [2, 4]);
+      picked.dispose();
+      acc.dispose();
+    }
+    assertEquals([...a.dataSync()], [1, 2], "the caller's argument is intact");
+  }
+});
+
+Deno.test("lifetime: a tensor returned to the user is freed by dispose(), not before", async () => {
+  const ib = new ExecBuilder();
+  ib.function("twice", 1, () => {
+    ib.emit_call("vm.op.add", [ib.r(0), ib.r(0)], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  const vm = new VirtualMachine(ib.get());
+  using x = tensor([3]);
+  const out = await vm.invoke("twice", x) as NDArray;
+  assertEquals(vm.memory_stats().liveBytes, 16);
+  assertEquals([...out.dataSync()], [6]);
+  out.dispose();
+  assertEquals(vm.memory_stats().liveBytes, 0);
+  assertStrictEquals(out.disposed, true);
+  out.dispose(); // harmless twice
+});
+
+Deno.test("memory: storages, tensor views and bad sizes", async () => {
+  const ib = new ExecBuilder();
+  ib.function("views", 1, () => {
+    ib.emit_call(
+      "vm.builtin.alloc_storage",
+      [ib.vm_state(), [64], ib.imm(0), "float32", "global"],
+      {
+        dst: ib.r(1),
+      },
+    );
+    ib.emit_call("vm.builtin.alloc_tensor", [ib.r(1), ib.imm(0), [2, 2], "float32"], {
+      dst: ib.r(2),
+    });
+    ib.emit_call("vm.builtin.alloc_tensor", [ib.r(1), ib.r(0), [4], "float32"], { dst: ib.r(3) });
+    ib.emit_call("vm.builtin.make_tuple", [ib.r(2), ib.r(3)], { dst: ib.r(4) });
+    ib.emit_ret(ib.r(4));
+  });
+  ib.function("huge", 0, () => {
+    ib.emit_call("vm.builtin.alloc_storage", [
+      ib.vm_state(),
+      [2 ** 40],
+      ib.imm(0),
+      "float32",
+      "global",
+    ], {
+      dst: ib.r(0),
+    });
+    ib.emit_ret(ib.r(0));
+  });
+  ib.function("use_after_kill", 1, () => {
+    ib.emit_call("vm.op.add", [ib.r(0), ib.r(0)], { dst: ib.r(1) });
+    ib.emit_call("vm.builtin.kill", [ib.r(1)]);
+    ib.emit_call("vm.op.add", [ib.r(1), ib.r(1)], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(2));
+  });
+  const vm = new VirtualMachine(ib.get());
+  const [a, b] = await vm.invoke("views", 16) as NDArray[];
+  assertEquals(vm.memory_stats().liveBytes, 256, "one 256-byte storage, two views");
+  assertEquals([a.shape, b.shape], [[2, 2], [4]]);
+  a.dispose();
+  assertEquals(vm.memory_stats().liveBytes, 256, "b still views the storage");
+  b.dispose();
+  assertEquals(vm.memory_stats().liveBytes, 0);
+  await assertRejects(
+    () => vm.invoke("views", 248),
+    VMError,
+    "does not fit in a storage of 256 bytes",
+  );
+  await assertRejects(() => vm.invoke("views", 3), VMError, "not a non-negative multiple of 4");
+  await assertRejects(() => vm.invoke("huge"), VMError, "Cannot allocate");
+  using x = tensor([1]);
+  await assertRejects(
+    () => vm.invoke("use_after_kill", x),
+    VMError,
+    "used after its memory was released",
+  );
+  assertEquals(vm.memory_stats().liveBytes, 0, "nothing leaked by the failures");
+  const [c, d] = await vm.invoke("views", 0) as NDArray[];
+  c.dispose();
+  d.dispose();
+});
