@@ -7,7 +7,7 @@ import {
 } from "@std/assert";
 import { backendFor } from "../builtins/ops/backend.ts";
 import { dispatchSize, WebGPUError } from "../builtins/webgpu/command_batch.ts";
-import { runProgram } from "../builtins/webgpu/program.ts";
+import { contextOf, runProgram } from "../builtins/webgpu/program.ts";
 import { DLDeviceType } from "../vm/device.ts";
 import { activateAllocators } from "../vm/memory/context.ts";
 import { NaiveAllocator } from "../vm/memory/naive_allocator.ts";
@@ -172,7 +172,7 @@ gpuTest(
   "a GPU validation error rejects the next read, then the device works again",
   async (gpu) => {
     using a = tensor([1, 2], { device: gpu });
-    runProgram(gpu.context, {
+    runProgram(contextOf(gpu), {
       key: "test:broken-shader",
       source: () => "this is not WGSL",
       inputs: 0,

@@ -12,6 +12,7 @@
 import "../builtins/ops/operators.ts";
 import { assert, assertAlmostEquals, assertEquals } from "@std/assert";
 import { backendFor } from "../builtins/ops/backend.ts";
+import { contextOf } from "../builtins/webgpu/program.ts";
 import { getGlobalFunc } from "../builtins/registry.ts";
 import { NDArray, tensor } from "../vm/ndarray.ts";
 import { shape } from "../vm/shape_tuple.ts";
@@ -303,12 +304,12 @@ gpuTest("pipelines and bind groups are reused when a program runs again", async 
   try {
     be().binary("add", a, b, out);
     await out.data();
-    const compiles = gpu.context.pipelines.compileCount;
-    const groups = gpu.context.bindings.bindGroupCount;
+    const compiles = contextOf(gpu).pipelines.compileCount;
+    const groups = contextOf(gpu).bindings.bindGroupCount;
     for (let i = 0; i < 5; i++) be().binary("add", a, b, out);
     await out.data();
-    assertEquals(gpu.context.pipelines.compileCount, compiles);
-    assertEquals(gpu.context.bindings.bindGroupCount, groups);
+    assertEquals(contextOf(gpu).pipelines.compileCount, compiles);
+    assertEquals(contextOf(gpu).bindings.bindGroupCount, groups);
     assertAlmostEquals((await out.data())[0], ramp(1000)[0] + ramp(100)[0]);
   } finally {
     out.releaseIfUnowned();

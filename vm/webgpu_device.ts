@@ -15,7 +15,7 @@ import { BindingCache } from "../builtins/webgpu/binding_cache.ts";
 import { byteCopyProgram } from "../builtins/webgpu/byte_copy.ts";
 import { CommandBatch, WebGPUError } from "../builtins/webgpu/command_batch.ts";
 import { PipelineCache } from "../builtins/webgpu/pipeline_cache.ts";
-import { type GPUContext, runProgram } from "../builtins/webgpu/program.ts";
+import { attachContext, type GPUContext, runProgram } from "../builtins/webgpu/program.ts";
 import { ReadbackPool } from "../builtins/webgpu/readback.ts";
 import { Device, DLDeviceType } from "./device.ts";
 
@@ -44,14 +44,21 @@ function ceil4(n: number): number {
  * program order and nothing waits for the GPU except `readBlock` (behind
  * `NDArray.data()`), which first submits all recorded work.
  *
- * @example
- * ```ts ignore
- * import { tensor, webgpu } from "@relaxvm/relaxvm";
+ * @example Upload, record a kernel, read back
+ * ```ts
+ * import { getGlobalFunc, type NDArray, tensor, webgpu } from "@relaxvm/relaxvm";
  * import { assertEquals } from "@std/assert";
  *
- * const gpu = await webgpu();
- * using t = tensor([1, 2, 3], { device: gpu });
- * assertEquals([...await t.data()], [1, 2, 3]);
+ * // Needs a WebGPU adapter (Deno on Linux finds a software one).
+ * if (await navigator.gpu?.requestAdapter()) {
+ *   const gpu = await webgpu();
+ *   using t = tensor([1, 2, 3], { device: gpu });
+ *   const before = gpu.submitCount;
+ *   const doubled = getGlobalFunc("vm.op.add")!(t, t) as NDArray;
+ *   assertEquals(gpu.submitCount, before); // recorded, not submitted
+ *   assertEquals([...await doubled.data()], [2, 4, 6]); // submits and waits once
+ *   doubled.dispose();
+ * }
  * ```
  */
 export class WebGPUDevice extends Device {
@@ -61,8 +68,7 @@ export class WebGPUDevice extends Device {
   readonly adapter: GPUAdapter;
   /** The underlying WebGPU device. */
   readonly gpu: GPUDevice;
-  /** Open encoder, pipelines and bindings, shared with the kernels. @internal */
-  readonly context: GPUContext;
+  readonly #context: GPUContext;
   readonly #batch: CommandBatch;
   readonly #readback: ReadbackPool;
   readonly #maxAllocation: number;
@@ -74,11 +80,14 @@ export class WebGPUDevice extends Device {
     this.adapter = adapter;
     this.gpu = gpu;
     this.#batch = new CommandBatch(gpu);
-    this.context = {
+    // The kernels reach the encoder and caches through contextOf(device), which keeps
+    // them out of this class's public surface.
+    this.#context = {
       batch: this.#batch,
       pipelines: new PipelineCache(gpu),
       bindings: new BindingCache(this.#batch),
     };
+    attachContext(this, this.#context);
     this.#readback = new ReadbackPool(gpu);
     // Kernels bind whole buffers as storage, so a block may not exceed the binding limit either.
     this.#maxAllocation = Math.min(
@@ -135,7 +144,7 @@ export class WebGPUDevice extends Device {
    */
   destroyBlock(block: unknown): void {
     const buffer = block as GPUBuffer;
-    this.context.bindings.forget(buffer);
+    this.#context.bindings.forget(buffer);
     this.#batch.destroyAfterSubmit(buffer);
   }
 
@@ -168,7 +177,7 @@ export class WebGPUDevice extends Device {
     new Uint8Array(staging.getMappedRange(), 0, n).set(bytes);
     staging.unmap();
     if (aligned) this.#batch.copy(staging, 0, dst, byteOffset, n);
-    else runProgram(this.context, byteCopyProgram(0, byteOffset, n), [staging, dst]);
+    else runProgram(this.#context, byteCopyProgram(0, byteOffset, n), [staging, dst]);
     this.#batch.destroyAfterSubmit(staging);
   }
 
@@ -234,7 +243,7 @@ export class WebGPUDevice extends Device {
     if (srcOffset % 4 === 0 && dstOffset % 4 === 0 && nbytes % 4 === 0) {
       this.#batch.copy(s, srcOffset, d, dstOffset, nbytes);
     } else {
-      runProgram(this.context, byteCopyProgram(srcOffset, dstOffset, nbytes), [s, d]);
+      runProgram(this.#context, byteCopyProgram(srcOffset, dstOffset, nbytes), [s, d]);
     }
   }
 
@@ -269,12 +278,15 @@ const devices = new Map<number, Promise<WebGPUDevice>>();
  * from the cache, so the next call acquires a fresh one.
  *
  * @example
- * ```ts ignore
- * import { tensor, webgpu } from "@relaxvm/relaxvm";
+ * ```ts
+ * import { webgpu } from "@relaxvm/relaxvm";
+ * import { assertEquals, assertStrictEquals } from "@std/assert";
  *
- * const gpu = await webgpu();
- * using t = tensor([1, 2, 3], { device: gpu });
- * console.log(await t.data());
+ * if (await navigator.gpu?.requestAdapter()) {
+ *   const gpu = await webgpu();
+ *   assertStrictEquals(await webgpu(0), gpu);
+ *   assertEquals([gpu.kind, gpu.deviceType], ["webgpu", 15]);
+ * }
  * ```
  */
 export function webgpu(id = 0): Promise<WebGPUDevice> {

@@ -15,7 +15,6 @@
 
 import type { TensorDType } from "../../vm/dtype.ts";
 import { NDArray } from "../../vm/ndarray.ts";
-import type { WebGPUDevice } from "../../vm/webgpu_device.ts";
 import {
   type BinaryOp,
   type OpBackend,
@@ -29,13 +28,16 @@ import { type ElementwiseFn, elementwiseProgram } from "./elementwise_program.ts
 import { binaryFn, CAST_FN, IDENTITY_FN, unaryFn } from "./elementwise_ops.ts";
 import { layerNormProgram } from "./layer_norm.ts";
 import { matmulProgram } from "./matmul.ts";
-import { bufferOf, elementOffset, type Program, runProgram, wgslType } from "./program.ts";
+import {
+  bufferOf,
+  contextOf,
+  elementOffset,
+  type Program,
+  runProgram,
+  wgslType,
+} from "./program.ts";
 import { planReduction } from "./reduce.ts";
 import { softmaxProgram } from "./softmax.ts";
-
-function deviceOf(t: NDArray): WebGPUDevice {
-  return t.device as WebGPUDevice;
-}
 
 /**
  * Runs `record(target)` with an output that shares no buffer with `inputs`:
@@ -65,7 +67,7 @@ function withDistinctOutput(
 
 /** Records `program` reading `inputs` and writing `out`. */
 function run(program: Program, inputs: readonly NDArray[], out: NDArray): void {
-  runProgram(deviceOf(out).context, program, [...inputs.map(bufferOf), bufferOf(out)]);
+  runProgram(contextOf(out.device), program, [...inputs.map(bufferOf), bufferOf(out)]);
 }
 
 /** An elementwise kernel of `fn` over contiguous or broadcast inputs. */

@@ -34,6 +34,20 @@ export interface GPUContext {
   readonly bindings: BindingCache;
 }
 
+const contexts = new WeakMap<object, GPUContext>();
+
+/** Associates a WebGPU device with its context (done by its constructor). @internal */
+export function attachContext(device: object, context: GPUContext): void {
+  contexts.set(device, context);
+}
+
+/** The context of a WebGPU device: what its kernels record into. @internal */
+export function contextOf(device: object): GPUContext {
+  const context = contexts.get(device);
+  if (context === undefined) throw new TypeError(`${device} is not a WebGPU device`);
+  return context;
+}
+
 /** One kernel launch, before it is bound to buffers. */
 export interface Program {
   /** Names the shader; equal keys must mean equal sources. */
