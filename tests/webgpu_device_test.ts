@@ -14,6 +14,7 @@ import { NaiveAllocator } from "../vm/memory/naive_allocator.ts";
 import { PooledAllocator } from "../vm/memory/pooled_allocator.ts";
 import { NDArray, tensor } from "../vm/ndarray.ts";
 import { webgpu } from "../vm/webgpu_device.ts";
+import { ExecBuilder, VirtualMachine } from "../mod.ts";
 import { gpuTest } from "./_webgpu.ts";
 
 Deno.test("dispatchSize() folds more than 65535 workgroups into two dimensions", () => {
@@ -203,4 +204,31 @@ gpuTest("read results stay intact after the staging buffer is reused", async (gp
   assertEquals(first[0], 1);
   assertEquals(first[1023], 1);
   assertEquals(second[0], 2);
+});
+
+gpuTest("one VM call of many GPU ops submits once, and its read waits once", async (gpu) => {
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 1 }, () => {
+    let prev = ib.r(0);
+    for (let i = 1; i <= 20; i++) {
+      ib.emit_call(i % 2 === 0 ? "vm.op.add" : "vm.op.multiply", [prev, ib.r(0)], { dst: ib.r(i) });
+      prev = ib.r(i);
+    }
+    ib.emit_ret(prev);
+  });
+  const vm = new VirtualMachine(ib.get(), gpu);
+  using x = tensor([1, 2], { device: gpu });
+  await x.data();
+  const submits = gpu.submitCount, dispatches = gpu.dispatchCount;
+  using out = await vm.invoke("main", x) as NDArray;
+  assertEquals(gpu.dispatchCount - dispatches, 20);
+  assertEquals(gpu.submitCount - submits, 1, "the VM flushes once when the call ends");
+  assert(!gpu.pending);
+  let want = [1, 2];
+  for (let i = 1; i <= 20; i++) {
+    want = want.map((v, k) => (i % 2 === 0 ? v + [1, 2][k] : v * [1, 2][k]));
+  }
+  assertEquals(Array.from(await out.data()), want);
+  assertEquals(gpu.submitCount - submits, 2, "the read submits its copy");
+  await gpu.synchronize();
 });
