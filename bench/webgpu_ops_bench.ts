@@ -9,6 +9,8 @@
  * deno run -A bench/webgpu_ops_bench.ts --quick   # without matmul 1024
  * ```
  *
+ * Under `deno bench` it registers small cases only (matmul 256, add 1M).
+ *
  * Runs of the two libraries are interleaved, so drift on a shared machine
  * hits both; medians are reported. Inputs are uploaded once, before timing.
  * Targets (the issue): matmul ≥ 1.5× TF.js, add ≥ 1.0×.
@@ -101,33 +103,48 @@ async function time(fn: () => Promise<void>): Promise<number> {
   return performance.now() - t0;
 }
 
-const quick = Deno.args.includes("--quick");
-const cases: Case[] = [
-  makeCase("matmul 512×512", "vm.op.matmul", [512, 512], 2 * 512 ** 3, 9, 1.5),
-  ...(quick
-    ? []
-    : [makeCase("matmul 1024×1024", "vm.op.matmul", [1024, 1024], 2 * 1024 ** 3, 5, 1.5)]),
-  makeCase("add 16M floats", "vm.op.add", [1 << 24], 0, 7, 1.0),
-];
+async function printTable(quick: boolean): Promise<void> {
+  const cases: Case[] = [
+    makeCase("matmul 512×512", "vm.op.matmul", [512, 512], 2 * 512 ** 3, 9, 1.5),
+    ...(quick
+      ? []
+      : [makeCase("matmul 1024×1024", "vm.op.matmul", [1024, 1024], 2 * 1024 ** 3, 5, 1.5)]),
+    makeCase("add 16M floats", "vm.op.add", [1 << 24], 0, 7, 1.0),
+  ];
+  console.log(`adapter: ${gpu.adapter.info.description || gpu.adapter.info.vendor}`);
+  console.log("| case | relaxvm ms | tfjs-webgpu ms | speedup | relaxvm GFLOP/s | target | met |");
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: | --- |");
+  for (const c of cases) {
+    // Warm up both: shader compilation, buffer pools, staging buffers.
+    for (let i = 0; i < 2; i++) {
+      await c.relaxvm();
+      await c.tfjs();
+    }
+    const ours: number[] = [], theirs: number[] = [];
+    for (let i = 0; i < c.runs; i++) {
+      ours.push(await time(c.relaxvm));
+      theirs.push(await time(c.tfjs));
+    }
+    const mo = median(ours), mt = median(theirs), ratio = mt / mo;
+    console.log(
+      `| ${c.name} | ${mo.toFixed(1)} | ${mt.toFixed(1)} | ${ratio.toFixed(2)}× | ${
+        c.flops === 0 ? "—" : (c.flops / mo / 1e6).toFixed(2)
+      } | ≥ ${c.target.toFixed(1)}× | ${ratio >= c.target ? "yes" : "NO"} |`,
+    );
+  }
+}
 
-console.log(`adapter: ${gpu.adapter.info.description || gpu.adapter.info.vendor}`);
-console.log("| case | relaxvm ms | tfjs-webgpu ms | speedup | relaxvm GFLOP/s | target | met |");
-console.log("| --- | ---: | ---: | ---: | ---: | ---: | --- |");
-for (const c of cases) {
-  // Warm up both: shader compilation, buffer pools, staging buffers.
-  for (let i = 0; i < 2; i++) {
-    await c.relaxvm();
-    await c.tfjs();
+if (import.meta.main) {
+  await printTable(Deno.args.includes("--quick"));
+} else {
+  // `deno bench`: small cases, TF.js as the comparison in each group.
+  for (
+    const c of [
+      makeCase("matmul 256×256", "vm.op.matmul", [256, 256], 0, 0, 0),
+      makeCase("add 1M floats", "vm.op.add", [1 << 20], 0, 0, 0),
+    ]
+  ) {
+    Deno.bench({ name: `relaxvm ${c.name}`, group: c.name, baseline: true, fn: c.relaxvm });
+    Deno.bench({ name: `tfjs-webgpu ${c.name}`, group: c.name, fn: c.tfjs });
   }
-  const ours: number[] = [], theirs: number[] = [];
-  for (let i = 0; i < c.runs; i++) {
-    ours.push(await time(c.relaxvm));
-    theirs.push(await time(c.tfjs));
-  }
-  const mo = median(ours), mt = median(theirs), ratio = mt / mo;
-  console.log(
-    `| ${c.name} | ${mo.toFixed(1)} | ${mt.toFixed(1)} | ${ratio.toFixed(2)}× | ${
-      c.flops === 0 ? "—" : (c.flops / mo / 1e6).toFixed(2)
-    } | ≥ ${c.target.toFixed(1)}× | ${ratio >= c.target ? "yes" : "NO"} |`,
-  );
 }

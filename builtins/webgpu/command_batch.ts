@@ -4,8 +4,9 @@
  * scopes that turn GPU validation and out-of-memory errors into rejections.
  *
  * Why batch. On the software adapter this project is measured on, waiting for
- * the GPU costs about 11 ms however little work was queued, while one more
- * dispatch in an open encoder costs about 50 µs. So nothing here ever waits:
+ * the GPU costs about 11 ms however little work was queued (Deno's `mapAsync`
+ * polls the device, then sleeps 10 ms before it looks at the result), while
+ * one more dispatch in an open encoder costs about 50 µs. So nothing here ever waits:
  * work accumulates in one encoder until `flush()` (the VM calls it when a VM
  * call ends) or until a value must be read back, and only the read waits.
  *
