@@ -114,8 +114,10 @@ Deno.test("lifetime: values reachable through tuples, closures, branches and loo
   });
   const ex = ib.get();
   assert(ex.as_text({ releases: true }).includes("release"), "liveness releases something");
-  for (const allocator of ["pooled", "naive"] as const) {
-    const vm = new VirtualMachine(ex, cpu(), { allocator });
+  for (
+    const [allocator, dispatch] of [["pooled", "specialized"], ["naive", "generic"]] as const
+  ) {
+    const vm = new VirtualMachine(ex, cpu(), { allocator, dispatch });
     using a = tensor([1, 2]);
     for (const flag of [1, 0]) {
       const [picked, acc, closure] = await vm.invoke("main", a, flag) as [

@@ -47,243 +47,257 @@ function fibProgram() {
   return ib.get();
 }
 
-Deno.test("invoke and get run VM functions on tensors (func0/func1)", async () => {
-  const ib = new ExecBuilder();
-  ib.function("func0", 2, () => {
-    ib.emit_call("vm.op.add", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
-    ib.emit_ret(ib.r(2));
+/** Every test runs under both dispatch forms: they must behave identically. */
+function defineVMTests(dispatch: "specialized" | "generic") {
+  Deno.test(`invoke and get run VM functions on tensors (func0/func1) [${dispatch}]`, async () => {
+    const ib = new ExecBuilder();
+    ib.function("func0", 2, () => {
+      ib.emit_call("vm.op.add", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+      ib.emit_ret(ib.r(2));
+    });
+    ib.function("func1", 2, () => {
+      ib.emit_call("vm.op.multiply", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+      ib.emit_ret(ib.r(2));
+    });
+    const vm = new VirtualMachine(ib.get(), cpu(), { dispatch });
+    using a = tensor([1, 2, 3, 4]);
+    using b = tensor([5, 6, 7, 8]);
+    using sum = await vm.invoke("func0", a, b) as NDArray;
+    using prod = await vm.get("func1")(a, b) as NDArray;
+    assertEquals([...sum.dataSync()], [6, 8, 10, 12]);
+    assertEquals([...prod.dataSync()], [5, 12, 21, 32]);
+    assertEquals([...a.dataSync()], [1, 2, 3, 4], "arguments stay valid after the call");
   });
-  ib.function("func1", 2, () => {
-    ib.emit_call("vm.op.multiply", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
-    ib.emit_ret(ib.r(2));
-  });
-  const vm = new VirtualMachine(ib.get(), cpu());
-  using a = tensor([1, 2, 3, 4]);
-  using b = tensor([5, 6, 7, 8]);
-  using sum = await vm.invoke("func0", a, b) as NDArray;
-  using prod = await vm.get("func1")(a, b) as NDArray;
-  assertEquals([...sum.dataSync()], [6, 8, 10, 12]);
-  assertEquals([...prod.dataSync()], [5, 12, 21, 32]);
-  assertEquals([...a.dataSync()], [1, 2, 3, 4], "arguments stay valid after the call");
-});
 
-Deno.test("recursion: VM functions call VM functions", async () => {
-  const vm = new VirtualMachine(fibProgram());
-  assertEquals(await vm.invoke("fib", 20), 6765);
-});
+  Deno.test(`recursion: VM functions call VM functions [${dispatch}]`, async () => {
+    const vm = new VirtualMachine(fibProgram(), cpu(), { dispatch });
+    assertEquals(await vm.invoke("fib", 20), 6765);
+  });
 
-Deno.test("runaway recursion is a VMError, and the VM keeps working", async () => {
-  const ib = new ExecBuilder();
-  ib.function("forever", 1, () => {
-    ib.emit_call("forever", [ib.r(0)], { dst: ib.r(1) });
-    ib.emit_ret(ib.r(1));
-  });
-  ib.function("ok", 1, () => ib.emit_ret(ib.r(0)));
-  const vm = new VirtualMachine(ib.get());
-  const e: VMError = await assertRejects(
-    () => vm.invoke("forever", 1),
-    VMError,
-    "Call stack overflow",
-  );
-  assertEquals(e.functionName, "forever");
-  assertEquals(await vm.invoke("ok", 7), 7);
-  assertEquals(await vm.invoke("ok", 8), 8);
-});
-
-Deno.test("loops with If and Goto", async () => {
-  const vm = new VirtualMachine(everythingProgram());
-  const out = await vm.invoke("main", 10) as unknown[];
-  assertEquals(out[0], 45);
-  assertEquals(out.length, 15);
-  assertInstanceOf(out[6], ShapeTuple);
-  assertInstanceOf(out[12], Closure);
-  assertStrictEquals(out[14], null, "%void passes null");
-  assertEquals(await vm.invoke_closure(out[12], 5), 10);
-});
-
-Deno.test("a failing call is a VMError with function, pc, instruction, packed function and cause", async () => {
-  const ib = new ExecBuilder();
-  ib.function("main", 1, () => {
-    ib.emit_call("test.vm.inc", [ib.r(0)], { dst: ib.r(1) });
-    ib.emit_call("test.vm.fail", [ib.r(1)], { dst: ib.r(2) });
-    ib.emit_ret(ib.r(2));
-  });
-  ib.function("outer", 1, () => {
-    ib.emit_call("main", [ib.r(0)], { dst: ib.r(1) });
-    ib.emit_ret(ib.r(1));
-  });
-  const vm = new VirtualMachine(ib.get());
-  for (const entry of ["main", "outer"]) {
-    const e: VMError = await assertRejects(() => vm.invoke(entry, 1), VMError);
-    assertEquals(e.functionName, "main", "the innermost VM function is named");
-    assertEquals(e.pc, 1);
-    assertEquals(e.instruction, "call  test.vm.fail     in: %1           dst: %2");
-    assertEquals(e.packedFunc, "test.vm.fail");
-    assertInstanceOf(e.cause, Error);
-    assert(e.message.includes("failing on purpose with 2"), e.message);
-  }
-});
-
-Deno.test("wrong argument counts and unknown functions are VMErrors", async () => {
-  const vm = new VirtualMachine(fibProgram());
-  await assertRejects(() => vm.invoke("fib"), VMError, "takes 1 argument, got 0");
-  await assertRejects(() => vm.invoke("fib", 1, 2), VMError, "got 2");
-  await assertRejects(() => vm.invoke("nope"), VMError, 'No VM function named "nope"');
-  assertThrows(() => vm.get("nope"), VMError);
-  assertEquals(await vm.invoke("fib", 10), 55);
-});
-
-Deno.test("an unknown packed function is reported when the VM loads", () => {
-  const ib = new ExecBuilder();
-  ib.function("main", 0, () => {
-    ib.emit_call("no.such.function", [], { dst: ib.r(0) });
-    ib.emit_ret(ib.r(0));
-  });
-  const ex = ib.get();
-  const e: VMError = assertThrows(() => new VirtualMachine(ex), VMError, '"no.such.function"');
-  assertEquals([e.functionName, e.pc, e.packedFunc], ["main", 0, "no.such.function"]);
-});
-
-Deno.test("packed functions may return Promises; only they are awaited", async () => {
-  const ib = new ExecBuilder();
-  ib.function("main", 1, () => {
-    ib.emit_call("test.vm.async_double", [ib.r(0)], { dst: ib.r(1) });
-    ib.emit_call("test.vm.inc", [ib.r(1)], { dst: ib.r(1) });
-    ib.emit_call("test.vm.async_double", [ib.r(1)], { dst: ib.r(1) });
-    ib.emit_ret(ib.r(1));
-  });
-  ib.function("outer", 1, () => {
-    ib.emit_call("main", [ib.r(0)], { dst: ib.r(1) });
-    ib.emit_call("test.vm.inc", [ib.r(1)], { dst: ib.r(2) });
-    ib.emit_ret(ib.r(2));
-  });
-  const vm = new VirtualMachine(ib.get());
-  assertEquals(await vm.invoke("main", 3), 14);
-  assertEquals(await vm.invoke("outer", 3), 15);
-  const [x, y] = await Promise.all([vm.invoke("outer", 1), vm.invoke("outer", 2)]);
-  assertEquals([x, y], [7, 11]);
-});
-
-Deno.test("a rejected Promise is a VMError at the right instruction", async () => {
-  registerFunc("test.vm.async_fail", () => Promise.reject(new Error("later")), { override: true });
-  const ib = new ExecBuilder();
-  ib.function("main", 0, () => {
-    ib.emit_call("test.vm.async_fail", [], { dst: ib.r(0) });
-    ib.emit_ret(ib.r(0));
-  });
-  const vm = new VirtualMachine(ib.get());
-  const e: VMError = await assertRejects(() => vm.invoke("main"), VMError, "later");
-  assertEquals([e.pc, e.packedFunc], [0, "test.vm.async_fail"]);
-});
-
-Deno.test("closures: make_closure binds captured values last; invoke_closure inside and outside", async () => {
-  const ib = new ExecBuilder();
-  ib.function("sub", 2, () => {
-    ib.emit_call("test.vm.sub", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
-    ib.emit_ret(ib.r(2));
-  });
-  ib.function("make", 1, () => {
-    ib.emit_call("vm.builtin.make_closure", [ib.f("sub"), ib.r(0)], { dst: ib.r(1) });
-    ib.emit_ret(ib.r(1));
-  });
-  ib.function("apply", 2, () => {
-    ib.emit_call("vm.builtin.invoke_closure", [ib.vm_state(), ib.r(0), ib.r(1)], { dst: ib.r(2) });
-    ib.emit_ret(ib.r(2));
-  });
-  const vm = new VirtualMachine(ib.get());
-  const minus10 = await vm.invoke("make", 10);
-  assertInstanceOf(minus10, Closure);
-  assertEquals(await vm.invoke_closure(minus10, 25), 15);
-  assertEquals(await vm.invoke("apply", minus10, 3), -7);
-  await assertRejects(() => vm.invoke_closure("not a closure", 1), VMError);
-});
-
-Deno.test("save_function pre-binds arguments", async () => {
-  const vm = new VirtualMachine(fibProgram());
-  vm.save_function("fib", "fib_15", 15);
-  assertEquals(await vm.get("fib_15")(), 610);
-  assertEquals(await vm.invoke("fib_15"), 610);
-  assertThrows(() => vm.save_function("fib", "bad"), VMError, "takes 1 arguments, got 0");
-});
-
-Deno.test("set_instrument sees every call before and after; 'skip' skips", async () => {
-  const ib = new ExecBuilder();
-  ib.function("main", 1, () => {
-    ib.emit_call("test.vm.inc", [ib.r(0)], { dst: ib.r(1) });
-    ib.emit_call("test.vm.inc", [ib.r(1)], { dst: ib.r(1) });
-    ib.emit_ret(ib.r(1));
-  });
-  const vm = new VirtualMachine(ib.get());
-  const seen: string[] = [];
-  vm.set_instrument((_f, name, before, ret, args) => {
-    seen.push(
-      `${before ? "before" : "after"} ${name}(${args.join(",")})${before ? "" : ` = ${ret}`}`,
+  Deno.test(`runaway recursion is a VMError, and the VM keeps working [${dispatch}]`, async () => {
+    const ib = new ExecBuilder();
+    ib.function("forever", 1, () => {
+      ib.emit_call("forever", [ib.r(0)], { dst: ib.r(1) });
+      ib.emit_ret(ib.r(1));
+    });
+    ib.function("ok", 1, () => ib.emit_ret(ib.r(0)));
+    const vm = new VirtualMachine(ib.get(), cpu(), { dispatch });
+    const e: VMError = await assertRejects(
+      () => vm.invoke("forever", 1),
+      VMError,
+      "Call stack overflow",
     );
+    assertEquals(e.functionName, "forever");
+    assertEquals(await vm.invoke("ok", 7), 7);
+    assertEquals(await vm.invoke("ok", 8), 8);
   });
-  assertEquals(await vm.invoke("main", 1), 3);
-  assertEquals(seen, [
-    "before test.vm.inc(1)",
-    "after test.vm.inc(1) = 2",
-    "before test.vm.inc(2)",
-    "after test.vm.inc(2) = 3",
-  ]);
-  let n = 0;
-  vm.set_instrument((_f, _name, before) => (before && n++ === 1 ? "skip" : undefined));
-  assertEquals(await vm.invoke("main", 1), 2, "the second increment was skipped");
-  vm.set_instrument(null);
-  assertEquals(await vm.invoke("main", 1), 3);
-});
 
-Deno.test("stateful interface: set_input, invoke_stateful, get_outputs", async () => {
-  const vm = new VirtualMachine(fibProgram());
-  assertThrows(() => vm.get_outputs("fib"), VMError, "invoke_stateful first");
-  await assertRejects(() => vm.invoke_stateful("fib"), VMError, "set_input first");
-  vm.set_input("fib", 12);
-  await vm.invoke_stateful("fib");
-  assertEquals(vm.get_outputs("fib"), 144);
-  assertThrows(() => vm.set_input("fib"), VMError);
-});
-
-Deno.test("time_evaluator reports mean, median, min, max and per-repeat results", async () => {
-  const vm = new VirtualMachine(fibProgram());
-  const timer = vm.time_evaluator("fib", { number: 3, repeat: 4 });
-  const r = await timer(10);
-  assertEquals(r.results.length, 4);
-  assert(r.min <= r.median && r.median <= r.max && r.min > 0);
-  assert(Math.abs(r.mean - r.results.reduce((a, b) => a + b) / 4) < 1e-9);
-});
-
-Deno.test("VM options are checked", () => {
-  const ex = fibProgram();
-  assertThrows(
-    () => new VirtualMachine(ex, cpu(), { allocator: "magic" as "naive" }),
-    TypeError,
-    "Unknown allocator",
-  );
-  assertThrows(() => new VirtualMachine(ex, [], {}), TypeError);
-  new VirtualMachine(ex, [cpu()], { allocator: "naive", mode: "interpret" });
-});
-
-Deno.test("If accepts numbers, booleans and one-element CPU tensors; anything else is a VMError", async () => {
-  const ib = new ExecBuilder();
-  ib.function("pick", 1, () => {
-    ib.emit_if(ib.r(0), 3);
-    ib.emit_call("vm.builtin.copy", ["yes"], { dst: ib.r(1) });
-    ib.emit_ret(ib.r(1));
-    ib.emit_call("vm.builtin.copy", ["no"], { dst: ib.r(1) });
-    ib.emit_ret(ib.r(1));
+  Deno.test(`loops with If and Goto [${dispatch}]`, async () => {
+    const vm = new VirtualMachine(everythingProgram(), cpu(), { dispatch });
+    const out = await vm.invoke("main", 10) as unknown[];
+    assertEquals(out[0], 45);
+    assertEquals(out.length, 15);
+    assertInstanceOf(out[6], ShapeTuple);
+    assertInstanceOf(out[12], Closure);
+    assertStrictEquals(out[14], null, "%void passes null");
+    assertEquals(await vm.invoke_closure(out[12], 5), 10);
   });
-  const vm = new VirtualMachine(ib.get());
-  assertEquals(await vm.invoke("pick", 1), "yes");
-  assertEquals(await vm.invoke("pick", 0), "no");
-  assertEquals(await vm.invoke("pick", true), "yes");
-  assertEquals(await vm.invoke("pick", false), "no");
-  using t = tensor([1], { dtype: "int32" });
-  assertEquals(await vm.invoke("pick", t), "yes");
-  const e: VMError = await assertRejects(
-    () => vm.invoke("pick", "x"),
-    VMError,
-    "If needs a number",
-  );
-  assertEquals(e.instruction, "If    %0, 3");
-});
+
+  Deno.test(`a failing call is a VMError with function, pc, instruction, packed function and cause [${dispatch}]`, async () => {
+    const ib = new ExecBuilder();
+    ib.function("main", 1, () => {
+      ib.emit_call("test.vm.inc", [ib.r(0)], { dst: ib.r(1) });
+      ib.emit_call("test.vm.fail", [ib.r(1)], { dst: ib.r(2) });
+      ib.emit_ret(ib.r(2));
+    });
+    ib.function("outer", 1, () => {
+      ib.emit_call("main", [ib.r(0)], { dst: ib.r(1) });
+      ib.emit_ret(ib.r(1));
+    });
+    const vm = new VirtualMachine(ib.get(), cpu(), { dispatch });
+    for (const entry of ["main", "outer"]) {
+      const e: VMError = await assertRejects(() => vm.invoke(entry, 1), VMError);
+      assertEquals(e.functionName, "main", "the innermost VM function is named");
+      assertEquals(e.pc, 1);
+      assertEquals(e.instruction, "call  test.vm.fail     in: %1           dst: %2");
+      assertEquals(e.packedFunc, "test.vm.fail");
+      assertInstanceOf(e.cause, Error);
+      assert(e.message.includes("failing on purpose with 2"), e.message);
+    }
+  });
+
+  Deno.test(`wrong argument counts and unknown functions are VMErrors [${dispatch}]`, async () => {
+    const vm = new VirtualMachine(fibProgram(), cpu(), { dispatch });
+    await assertRejects(() => vm.invoke("fib"), VMError, "takes 1 argument, got 0");
+    await assertRejects(() => vm.invoke("fib", 1, 2), VMError, "got 2");
+    await assertRejects(() => vm.invoke("nope"), VMError, 'No VM function named "nope"');
+    assertThrows(() => vm.get("nope"), VMError);
+    assertEquals(await vm.invoke("fib", 10), 55);
+  });
+
+  Deno.test(`an unknown packed function is reported when the VM loads [${dispatch}]`, () => {
+    const ib = new ExecBuilder();
+    ib.function("main", 0, () => {
+      ib.emit_call("no.such.function", [], { dst: ib.r(0) });
+      ib.emit_ret(ib.r(0));
+    });
+    const ex = ib.get();
+    const e: VMError = assertThrows(
+      () => new VirtualMachine(ex, cpu(), { dispatch }),
+      VMError,
+      '"no.such.function"',
+    );
+    assertEquals([e.functionName, e.pc, e.packedFunc], ["main", 0, "no.such.function"]);
+  });
+
+  Deno.test(`packed functions may return Promises; only they are awaited [${dispatch}]`, async () => {
+    const ib = new ExecBuilder();
+    ib.function("main", 1, () => {
+      ib.emit_call("test.vm.async_double", [ib.r(0)], { dst: ib.r(1) });
+      ib.emit_call("test.vm.inc", [ib.r(1)], { dst: ib.r(1) });
+      ib.emit_call("test.vm.async_double", [ib.r(1)], { dst: ib.r(1) });
+      ib.emit_ret(ib.r(1));
+    });
+    ib.function("outer", 1, () => {
+      ib.emit_call("main", [ib.r(0)], { dst: ib.r(1) });
+      ib.emit_call("test.vm.inc", [ib.r(1)], { dst: ib.r(2) });
+      ib.emit_ret(ib.r(2));
+    });
+    const vm = new VirtualMachine(ib.get(), cpu(), { dispatch });
+    assertEquals(await vm.invoke("main", 3), 14);
+    assertEquals(await vm.invoke("outer", 3), 15);
+    const [x, y] = await Promise.all([vm.invoke("outer", 1), vm.invoke("outer", 2)]);
+    assertEquals([x, y], [7, 11]);
+  });
+
+  Deno.test(`a rejected Promise is a VMError at the right instruction [${dispatch}]`, async () => {
+    registerFunc("test.vm.async_fail", () => Promise.reject(new Error("later")), {
+      override: true,
+    });
+    const ib = new ExecBuilder();
+    ib.function("main", 0, () => {
+      ib.emit_call("test.vm.async_fail", [], { dst: ib.r(0) });
+      ib.emit_ret(ib.r(0));
+    });
+    const vm = new VirtualMachine(ib.get(), cpu(), { dispatch });
+    const e: VMError = await assertRejects(() => vm.invoke("main"), VMError, "later");
+    assertEquals([e.pc, e.packedFunc], [0, "test.vm.async_fail"]);
+  });
+
+  Deno.test(`closures: make_closure binds captured values last; invoke_closure inside and outside [${dispatch}]`, async () => {
+    const ib = new ExecBuilder();
+    ib.function("sub", 2, () => {
+      ib.emit_call("test.vm.sub", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+      ib.emit_ret(ib.r(2));
+    });
+    ib.function("make", 1, () => {
+      ib.emit_call("vm.builtin.make_closure", [ib.f("sub"), ib.r(0)], { dst: ib.r(1) });
+      ib.emit_ret(ib.r(1));
+    });
+    ib.function("apply", 2, () => {
+      ib.emit_call("vm.builtin.invoke_closure", [ib.vm_state(), ib.r(0), ib.r(1)], {
+        dst: ib.r(2),
+      });
+      ib.emit_ret(ib.r(2));
+    });
+    const vm = new VirtualMachine(ib.get(), cpu(), { dispatch });
+    const minus10 = await vm.invoke("make", 10);
+    assertInstanceOf(minus10, Closure);
+    assertEquals(await vm.invoke_closure(minus10, 25), 15);
+    assertEquals(await vm.invoke("apply", minus10, 3), -7);
+    await assertRejects(() => vm.invoke_closure("not a closure", 1), VMError);
+  });
+
+  Deno.test(`save_function pre-binds arguments [${dispatch}]`, async () => {
+    const vm = new VirtualMachine(fibProgram(), cpu(), { dispatch });
+    vm.save_function("fib", "fib_15", 15);
+    assertEquals(await vm.get("fib_15")(), 610);
+    assertEquals(await vm.invoke("fib_15"), 610);
+    assertThrows(() => vm.save_function("fib", "bad"), VMError, "takes 1 arguments, got 0");
+  });
+
+  Deno.test(`set_instrument sees every call before and after; 'skip' skips [${dispatch}]`, async () => {
+    const ib = new ExecBuilder();
+    ib.function("main", 1, () => {
+      ib.emit_call("test.vm.inc", [ib.r(0)], { dst: ib.r(1) });
+      ib.emit_call("test.vm.inc", [ib.r(1)], { dst: ib.r(1) });
+      ib.emit_ret(ib.r(1));
+    });
+    const vm = new VirtualMachine(ib.get(), cpu(), { dispatch });
+    const seen: string[] = [];
+    vm.set_instrument((_f, name, before, ret, args) => {
+      seen.push(
+        `${before ? "before" : "after"} ${name}(${args.join(",")})${before ? "" : ` = ${ret}`}`,
+      );
+    });
+    assertEquals(await vm.invoke("main", 1), 3);
+    assertEquals(seen, [
+      "before test.vm.inc(1)",
+      "after test.vm.inc(1) = 2",
+      "before test.vm.inc(2)",
+      "after test.vm.inc(2) = 3",
+    ]);
+    let n = 0;
+    vm.set_instrument((_f, _name, before) => (before && n++ === 1 ? "skip" : undefined));
+    assertEquals(await vm.invoke("main", 1), 2, "the second increment was skipped");
+    vm.set_instrument(null);
+    assertEquals(await vm.invoke("main", 1), 3);
+  });
+
+  Deno.test(`stateful interface: set_input, invoke_stateful, get_outputs [${dispatch}]`, async () => {
+    const vm = new VirtualMachine(fibProgram(), cpu(), { dispatch });
+    assertThrows(() => vm.get_outputs("fib"), VMError, "invoke_stateful first");
+    await assertRejects(() => vm.invoke_stateful("fib"), VMError, "set_input first");
+    vm.set_input("fib", 12);
+    await vm.invoke_stateful("fib");
+    assertEquals(vm.get_outputs("fib"), 144);
+    assertThrows(() => vm.set_input("fib"), VMError);
+  });
+
+  Deno.test(`time_evaluator reports mean, median, min, max and per-repeat results [${dispatch}]`, async () => {
+    const vm = new VirtualMachine(fibProgram(), cpu(), { dispatch });
+    const timer = vm.time_evaluator("fib", { number: 3, repeat: 4 });
+    const r = await timer(10);
+    assertEquals(r.results.length, 4);
+    assert(r.min <= r.median && r.median <= r.max && r.min > 0);
+    assert(Math.abs(r.mean - r.results.reduce((a, b) => a + b) / 4) < 1e-9);
+  });
+
+  Deno.test(`VM options are checked [${dispatch}]`, () => {
+    const ex = fibProgram();
+    assertThrows(
+      () => new VirtualMachine(ex, cpu(), { allocator: "magic" as "naive" }),
+      TypeError,
+      "Unknown allocator",
+    );
+    assertThrows(() => new VirtualMachine(ex, [], {}), TypeError);
+    new VirtualMachine(ex, [cpu()], { allocator: "naive", mode: "interpret" });
+  });
+
+  Deno.test(`If accepts numbers, booleans and one-element CPU tensors; anything else is a VMError [${dispatch}]`, async () => {
+    const ib = new ExecBuilder();
+    ib.function("pick", 1, () => {
+      ib.emit_if(ib.r(0), 3);
+      ib.emit_call("vm.builtin.copy", ["yes"], { dst: ib.r(1) });
+      ib.emit_ret(ib.r(1));
+      ib.emit_call("vm.builtin.copy", ["no"], { dst: ib.r(1) });
+      ib.emit_ret(ib.r(1));
+    });
+    const vm = new VirtualMachine(ib.get(), cpu(), { dispatch });
+    assertEquals(await vm.invoke("pick", 1), "yes");
+    assertEquals(await vm.invoke("pick", 0), "no");
+    assertEquals(await vm.invoke("pick", true), "yes");
+    assertEquals(await vm.invoke("pick", false), "no");
+    using t = tensor([1], { dtype: "int32" });
+    assertEquals(await vm.invoke("pick", t), "yes");
+    const e: VMError = await assertRejects(
+      () => vm.invoke("pick", "x"),
+      VMError,
+      "If needs a number",
+    );
+    assertEquals(e.instruction, "If    %0, 3");
+  });
+}
+
+defineVMTests("specialized");
+defineVMTests("generic");

@@ -110,6 +110,10 @@ export interface CompiledFunction {
   readonly template: unknown[];
   /** Inputs no instruction reads: released as the frame starts. */
   readonly entryReleases: Int32Array | null;
+  /** The specialized form of the loop for this function, when there is one (vm/specialized_dispatch.ts). */
+  specialized:
+    | ((frame: { regs: unknown[]; pc: number; pending: Promise<unknown> | null }) => unknown)
+    | null;
 }
 
 /** How operands resolve to values. */
@@ -135,7 +139,9 @@ export function compileFunction(
   resolve: OperandResolver,
   releases: Releases | null,
 ): CompiledFunction {
-  const template: unknown[] = new Array(f.registerFileSize).fill(undefined);
+  // Built by push, not `new Array(n)`: a holey array would make every register read check for holes.
+  const template: unknown[] = [];
+  for (let r = 0; r < f.registerFileSize; r++) template.push(undefined);
   const slotOf = new Map<string, number>();
   const slot = (key: string, value: () => unknown): number => {
     let s = slotOf.get(key);
@@ -241,7 +247,14 @@ export function compileFunction(
     }
   }
   const entryReleases = toInt32(entry(0));
-  return { info: f, code, registers: f.registerFileSize, template, entryReleases };
+  return {
+    info: f,
+    code,
+    registers: f.registerFileSize,
+    template,
+    entryReleases,
+    specialized: null,
+  };
 }
 
 /** The text of a decoded instruction, for error messages. */

@@ -22,6 +22,7 @@
 
 import { type CompiledFunction, DecodedOp, type Instr, instrText } from "./compiled_function.ts";
 import { VMError } from "./errors.ts";
+import { type DispatchHelpers, specialize } from "./specialized_dispatch.ts";
 import type { Executable } from "./executable.ts";
 import { activateAllocators, type AllocatorSet } from "./memory/context.ts";
 import { NDArray } from "./ndarray.ts";
@@ -71,6 +72,14 @@ function releaseRegisters(regs: unknown[], which: Int32Array): void {
     regs[r] = undefined;
     if (typeof v === "object" && v !== null) releaseValue(v);
   }
+}
+
+/** Stores an object result in `dst`: retain the new value, then release the old. */
+function storeObject(regs: unknown[], dst: number, v: unknown): void {
+  const old = regs[dst];
+  regs[dst] = v;
+  retainValue(v);
+  if (typeof old === "object" && old !== null) releaseValue(old);
 }
 
 function storeResult(regs: unknown[], ins: Instr, v: unknown): void {
@@ -204,10 +213,33 @@ export class Interpreter {
   #run(frame: Frame): unknown {
     const previous = activateAllocators(this.#allocators);
     try {
-      return this.#loop(frame);
+      const specialized = frame.fn.specialized;
+      return specialized !== null && this.instrument === null
+        ? specialized(frame)
+        : this.#loop(frame);
     } finally {
       activateAllocators(previous);
     }
+  }
+
+  /** Emits the specialized loop of every function (see vm/specialized_dispatch.ts). */
+  specializeAll(): void {
+    const helpers: DispatchHelpers = {
+      objectResult(frame, pc, dst, v) {
+        if (v instanceof Promise) {
+          frame.pc = pc;
+          frame.pending = v;
+          return true;
+        }
+        if (dst >= 0) storeObject(frame.regs, dst, v);
+        else releaseIfUnowned(v);
+        return false;
+      },
+      release: releaseValue,
+      isTruthy,
+      suspended: SUSPENDED,
+    };
+    for (const fn of this.functions) if (fn !== undefined) fn.specialized = specialize(fn, helpers);
   }
 
   /**

@@ -29,6 +29,13 @@ export interface VirtualMachineOptions {
   allocator?: AllocatorKind;
   /** `"interpret"` (default). A compiled mode comes later. */
   mode?: "interpret";
+  /**
+   * How the interpreter dispatches: `"specialized"` (default) writes each
+   * function's loop out as JavaScript at load, falling back to the generic
+   * loop where that is impossible; `"generic"` always uses the one generic
+   * loop (same results, slower; for comparison and debugging).
+   */
+  dispatch?: "specialized" | "generic";
 }
 
 /** Options of `time_evaluator`. */
@@ -116,6 +123,7 @@ export class VirtualMachine {
       const releases = ex.liveness ? computeReleases(ex, f) : null;
       this.#interp.functions[i] = compileFunction(ex, f, resolver, releases);
     });
+    if (options.dispatch !== "generic") this.#interp.specializeAll();
   }
 
   #checkPackedFunctions(): void {

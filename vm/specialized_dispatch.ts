@@ -1,0 +1,131 @@
+/**
+ * Specialized dispatch: the interpreter's loop, written out once per VM
+ * function when the VM loads it.
+ *
+ * The generic loop (vm/interpreter.ts) pays for being generic on every
+ * instruction: it fetches a decoded record, switches on its opcode, loads
+ * the callee and the argument slots from it, and calls through one shared
+ * call site that sees every packed function (a megamorphic call in V8). For
+ * a function of small calls that is 2.5× the cost of the call itself.
+ * Here the same semantics are emitted as JavaScript source — one `case` per
+ * instruction with its slots as literals and its own call site — so V8 sees
+ * each call site with one target. Nothing of the user's program becomes
+ * source text but numbers: callees and slots are passed in as values.
+ *
+ * Semantics are the generic loop's, instruction for instruction: results
+ * are stored with the reference protocol, liveness releases run at the
+ * same points, a Promise parks the frame at its pc, and `frame.pc` names the
+ * failing instruction when anything throws. The generic loop remains the
+ * path for instrumented runs, for functions too large to be worth emitting,
+ * and where `new Function` is unavailable (a page whose Content Security
+ * Policy forbids it).
+ *
+ * @module
+ */
+
+import { type CompiledFunction, DecodedOp } from "./compiled_function.ts";
+
+/** What a specialized function needs from the interpreter. */
+export interface DispatchHelpers {
+  /**
+   * Handles an object result of the call at `pc`: a Promise parks the frame
+   * (returns true: the caller returns `suspended`); anything else is stored
+   * in `dst` with the reference protocol, or freed if `dst` is -1 and nobody
+   * holds it (returns false).
+   */
+  objectResult(frame: DispatchFrame, pc: number, dst: number, v: unknown): boolean;
+  /** Drops a register value's reference. */
+  release(v: unknown): void;
+  /** `If`'s truth test. */
+  isTruthy(v: unknown): boolean;
+  /** The marker returned when a call gave a Promise. */
+  suspended: symbol;
+}
+
+/** The frame fields the specialized code touches. */
+export interface DispatchFrame {
+  regs: unknown[];
+  pc: number;
+  pending: Promise<unknown> | null;
+}
+
+/** Runs a frame from `frame.pc`; returns the result or `helpers.suspended`. */
+export type SpecializedRun = (frame: DispatchFrame) => unknown;
+
+/** Functions longer than this stay on the generic loop: their source would cost more than it saves. */
+export const MAX_SPECIALIZED_INSTRUCTIONS = 20_000;
+
+function releases(list: Int32Array | null): string {
+  if (list === null) return "";
+  let out = "";
+  for (const r of list) {
+    out +=
+      `v = r[${r}]; r[${r}] = undefined; if (typeof v === "object" && v !== null) h.release(v);\n`;
+  }
+  return out;
+}
+
+/** Emits the specialized loop for `fn`, or returns null where that is not possible. */
+export function specialize(fn: CompiledFunction, helpers: DispatchHelpers): SpecializedRun | null {
+  const code = fn.code;
+  if (code.length > MAX_SPECIALIZED_INSTRUCTIONS) return null;
+  const callees: unknown[] = [];
+  let body = "";
+  for (let pc = 0; pc < code.length; pc++) {
+    const ins = code[pc];
+    body += `case ${pc}: pc = ${pc};\n`;
+    switch (ins.op) {
+      case DecodedOp.Ret:
+        body += `frame.pc = ${pc}; return r[${ins.a0}];\n`;
+        continue;
+      case DecodedOp.Goto:
+        body += releases(ins.after) + `pc = ${pc + ins.jump}; continue;\n`;
+        continue;
+      case DecodedOp.If:
+        body += `if (h.isTruthy(r[${ins.a0}])) { ${releases(ins.after)} pc = ${pc + 1}; } else { ${
+          releases(ins.afterJump)
+        } pc = ${pc + ins.jump}; }\ncontinue;\n`;
+        continue;
+    }
+    const callee = callees.length;
+    callees.push(ins.fn);
+    const args = Array.from(ins.args, (s) => `r[${s}]`).join(", ");
+    body += `v = c${callee}(${args});\n`;
+    // Primitive results (shape code, counters) are stored inline; objects go through
+    // one helper, which keeps each instruction's code small enough for V8 to optimize
+    // the whole function.
+    if (ins.dst >= 0) {
+      body +=
+        `if (typeof v === "object" && v !== null) { if (h.objectResult(frame, ${pc}, ${ins.dst}, v)) return S; }`;
+      body +=
+        ` else { old = r[${ins.dst}]; r[${ins.dst}] = v; if (typeof old === "object" && old !== null) h.release(old); }`;
+    } else {
+      body +=
+        `if (typeof v === "object" && v !== null && h.objectResult(frame, ${pc}, -1, v)) return S;`;
+    }
+    body += "\n" + releases(ins.after);
+  }
+  const bindings = callees.map((_, i) => `const c${i} = callees[${i}];`).join("\n");
+  const source = `"use strict";
+${bindings}
+return function run(frame) {
+  const r = frame.regs, S = h.suspended;
+  let pc = frame.pc, v, old;
+  try {
+    for (;;) {
+      switch (pc) {
+${body}
+        default: throw new Error("pc " + pc + " is outside the function");
+      }
+    }
+  } catch (e) {
+    frame.pc = pc;
+    throw e;
+  }
+};`;
+  try {
+    return new Function("callees", "h", source)(callees, helpers) as SpecializedRun;
+  } catch {
+    return null; // no eval here (CSP): the generic loop runs this function
+  }
+}
