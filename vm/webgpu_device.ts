@@ -5,7 +5,8 @@
  *
  * Importing this module installs the WebGPU operator kernels.
  *
- * This file is browser-safe: no `Deno.*`.
+ * This file is browser-safe: no `Deno.*` calls (it only checks whether
+ * `globalThis.Deno` exists, to pick how results are read back).
  *
  * @module
  */
@@ -44,20 +45,26 @@ function ceil4(n: number): number {
  * program order and nothing waits for the GPU except `readBlock` (behind
  * `NDArray.data()`), which first submits all recorded work.
  *
- * @example Upload, record a kernel, read back
+ * @example Run a VM call on the GPU: recorded, submitted once, read back
  * ```ts
- * import { getGlobalFunc, type NDArray, tensor, webgpu } from "@relaxvm/relaxvm";
+ * import { ExecBuilder, type NDArray, tensor, VirtualMachine, webgpu } from "@relaxvm/relaxvm";
  * import { assertEquals } from "@std/assert";
  *
  * // Needs a WebGPU adapter (Deno on Linux finds a software one).
  * if (await navigator.gpu?.requestAdapter()) {
  *   const gpu = await webgpu();
- *   using t = tensor([1, 2, 3], { device: gpu });
+ *   const ib = new ExecBuilder();
+ *   ib.function("main", { num_inputs: 1 }, () => {
+ *     ib.emit_call("vm.op.add", [ib.r(0), ib.r(0)], { dst: ib.r(1) });
+ *     ib.emit_call("vm.op.multiply", [ib.r(1), ib.r(0)], { dst: ib.r(2) });
+ *     ib.emit_ret(ib.r(2));
+ *   });
+ *   const vm = new VirtualMachine(ib.get(), gpu);
+ *   using x = tensor([1, 2, 3], { device: gpu });
  *   const before = gpu.submitCount;
- *   const doubled = getGlobalFunc("vm.op.add")!(t, t) as NDArray;
- *   assertEquals(gpu.submitCount, before); // recorded, not submitted
- *   assertEquals([...await doubled.data()], [2, 4, 6]); // submits and waits once
- *   doubled.dispose();
+ *   using y = await vm.invoke("main", x) as NDArray; // (x + x) * x
+ *   assertEquals(gpu.submitCount, before + 1); // two kernels, one submit at the end of the call
+ *   assertEquals([...await y.data()], [2, 8, 18]);
  * }
  * ```
  */
