@@ -25,6 +25,9 @@ import {
 import { currentAllocator } from "./memory/context.ts";
 import type { Storage } from "./memory/storage.ts";
 
+/** Releases the storage reference of tensors collected without having been freed. */
+const collected = new FinalizationRegistry<Storage>((storage) => storage.release());
+
 /** Number of elements of a shape. */
 export function shapeSize(shape: readonly number[]): number {
   let n = 1;
@@ -69,6 +72,9 @@ export class NDArray {
     this.dtype = dtype;
     this.size = shapeSize(shape);
     storage.retain();
+    // A tensor that is dropped without dispose() still gives its storage back
+    // when the garbage collector finds it: later than dispose(), but never never.
+    collected.register(this, storage, this);
   }
 
   /**
@@ -245,6 +251,7 @@ export class NDArray {
 
   #free(): void {
     this.#freed = true;
+    collected.unregister(this);
     this.storage.release();
   }
 }
