@@ -8,6 +8,7 @@
  * @module
  */
 
+import { ArgKind, argKind, argValue, Opcode } from "./bytecode.ts";
 import { compileFunction, type OperandResolver } from "./compiled_function.ts";
 import { Closure } from "./closure.ts";
 import { cpu, type Device } from "./device.ts";
@@ -22,6 +23,18 @@ import { exportValue, releaseValue, retainValue } from "./value_refs.ts";
 import { VMState } from "./vm_state.ts";
 import { getGlobalFunc } from "../builtins/registry.ts";
 import { instructionText } from "./text_format.ts";
+
+/** Whether instruction `i` calls or refers to function-table entry `index`. */
+function instructionUses(ex: Executable, i: number, index: number): boolean {
+  const data = ex.instrData, at = ex.instrOffset[i];
+  if (data[at] !== Opcode.Call) return false;
+  if (data[at + 2] === index) return true;
+  for (let k = 0; k < data[at + 3]; k++) {
+    const w = data[at + 4 + k];
+    if (argKind(w) === ArgKind.FuncIdx && argValue(w) === index) return true;
+  }
+  return false;
+}
 
 /** Options of `new VirtualMachine`. */
 export interface VirtualMachineOptions {
@@ -126,29 +139,26 @@ export class VirtualMachine {
     if (options.dispatch !== "generic") this.#interp.specializeAll();
   }
 
+  /** Every packed function must be registered: an unknown one fails here, naming its first use. */
   #checkPackedFunctions(): void {
     const ex = this.executable;
     ex.functions.forEach((f, index) => {
       if (f.kind !== "packed" || getGlobalFunc(f.name) !== undefined) return;
-      // Name the first instruction that uses it.
+      const reason =
+        `Unknown packed function "${f.name}": register it with registerFunc before loading`;
       for (const g of ex.functions) {
         for (let i = g.start; i < g.end; i++) {
-          const text = instructionText(ex, i);
-          if (
-            ex.instrData[ex.instrOffset[i]] === 1 &&
-              ex.instrData[ex.instrOffset[i] + 2] === index || text.includes(`f[${f.name}]`)
-          ) {
-            throw new VMError(
-              { functionName: g.name, pc: i - g.start, instruction: text, packedFunc: f.name },
-              `Unknown packed function "${f.name}": register it with registerFunc before loading`,
-            );
+          if (instructionUses(ex, i, index)) {
+            const where = {
+              functionName: g.name,
+              pc: i - g.start,
+              instruction: instructionText(ex, i),
+            };
+            throw new VMError({ ...where, packedFunc: f.name }, reason);
           }
         }
       }
-      throw new VMError(
-        { functionName: "", pc: -1, instruction: "", packedFunc: f.name },
-        `Unknown packed function "${f.name}"`,
-      );
+      throw new VMError({ functionName: "", pc: -1, instruction: "", packedFunc: f.name }, reason);
     });
   }
 
