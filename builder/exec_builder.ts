@@ -120,40 +120,26 @@ export class ExecBuilder {
         `function "${name}": ${paramNames.length} param_names for ${numInputs} inputs`,
       );
     }
-    let entry = this.#entry(name);
+    const entry = this.#entry(name);
     if (entry?.defined) {
       this.#problems.push({
         functionName: name,
         pc: -1,
         message: "is defined twice (duplicate function name)",
       });
-      // Build the duplicate into a detached entry so the rest of the program still checks.
-      entry = undefined;
-      const detached: FunctionEntry = {
-        kind: "vm",
-        name,
-        start: this.#count,
-        end: this.#count,
-        numArgs: numInputs,
-        paramNames,
-        defined: true,
-        onlyReferenced: false,
-      };
-      this.#open = detached;
-    } else {
-      if (entry === undefined) entry = this.#add(name, "vm");
-      Object.assign(entry, {
-        kind: "vm",
-        start: this.#count,
-        end: this.#count,
-        numArgs: numInputs,
-        paramNames,
-        defined: true,
-        onlyReferenced: false,
-      });
-      this.#open = entry;
     }
-    const scope = this.#open;
+    // A duplicate is built into a detached entry, so the rest of the program still checks.
+    const scope: FunctionEntry = entry?.defined ? { ...entry } : (entry ?? this.#add(name, "vm"));
+    Object.assign(scope, {
+      kind: "vm",
+      start: this.#count,
+      end: this.#count,
+      numArgs: numInputs,
+      paramNames,
+      defined: true,
+      onlyReferenced: false,
+    });
+    this.#open = scope;
     const close = () => {
       if (this.#open === scope) {
         scope.end = this.#count;

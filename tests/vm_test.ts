@@ -213,7 +213,7 @@ function defineVMTests(dispatch: "specialized" | "generic") {
     vm.save_function("fib", "fib_15", 15);
     assertEquals(await vm.get("fib_15")(), 610);
     assertEquals(await vm.invoke("fib_15"), 610);
-    assertThrows(() => vm.save_function("fib", "bad"), VMError, "takes 1 arguments, got 0");
+    assertThrows(() => vm.save_function("fib", "bad"), VMError, "takes 1 argument, got 0");
   });
 
   Deno.test(`set_instrument sees every call before and after; 'skip' skips [${dispatch}]`, async () => {

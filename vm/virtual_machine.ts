@@ -215,6 +215,17 @@ export class VirtualMachine {
     return index;
   }
 
+  /** Throws a VMError unless `name` is a VM function taking `args.length` arguments. */
+  #checkArguments(name: string, args: readonly unknown[]): void {
+    const want = this.executable.functions[this.#vmFunctionIndex(name)].numArgs;
+    if (args.length !== want) {
+      throw new VMError(
+        { functionName: name, pc: -1, instruction: "", packedFunc: "" },
+        `@${name} takes ${want} argument${want === 1 ? "" : "s"}, got ${args.length}`,
+      );
+    }
+  }
+
   /** Submits queued device work (the end of a VM call). */
   #flush(): void {
     for (const d of this.devices) d.flush();
@@ -267,14 +278,7 @@ export class VirtualMachine {
 
   /** Binds `args` to `name` under `saved_name`: `get(saved_name)()` then runs without them. */
   save_function(name: string, saved_name: string, ...args: unknown[]): void {
-    const index = this.#vmFunctionIndex(name);
-    const want = this.executable.functions[index].numArgs;
-    if (args.length !== want) {
-      throw new VMError(
-        { functionName: name, pc: -1, instruction: "", packedFunc: "" },
-        `@${name} takes ${want} arguments, got ${args.length}`,
-      );
-    }
+    this.#checkArguments(name, args);
     const old = this.#saved.get(saved_name);
     for (const a of args) retainValue(a);
     if (old !== undefined) { for (const a of old.args) releaseValue(a); }
@@ -288,14 +292,7 @@ export class VirtualMachine {
 
   /** Stores the inputs of `name` for `invoke_stateful`. */
   set_input(name: string, ...args: unknown[]): void {
-    const index = this.#vmFunctionIndex(name);
-    const want = this.executable.functions[index].numArgs;
-    if (args.length !== want) {
-      throw new VMError(
-        { functionName: name, pc: -1, instruction: "", packedFunc: "" },
-        `@${name} takes ${want} arguments, got ${args.length}`,
-      );
-    }
+    this.#checkArguments(name, args);
     for (const a of args) retainValue(a);
     for (const a of this.#inputs.get(name) ?? []) releaseValue(a);
     this.#inputs.set(name, args);
