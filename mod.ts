@@ -57,6 +57,7 @@ export { cpu, Device } from "./vm/device.ts";
 export type { DeviceKind } from "./vm/device.ts";
 export { webgpu } from "./vm/webgpu_device.ts";
 export type { WebGPUDevice } from "./vm/webgpu_device.ts";
+export { WebGPUError } from "./builtins/webgpu/command_batch.ts";
 export type { Storage } from "./vm/memory/storage.ts";
 export type { AllocatorKind, MemoryStats } from "./vm/memory/allocator.ts";
 export { CheckError, LoadError, VMError } from "./vm/errors.ts";

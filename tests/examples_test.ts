@@ -5,6 +5,7 @@
  */
 
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
+import { IGNORE_GPU_TESTS } from "./_webgpu.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
@@ -89,4 +90,13 @@ Deno.test("examples/tour.ts shows every stage and recovers from a VMError", asyn
   assertLine(out, "  packed func: vm.op.add");
   assertLine(out, "The same VM still works afterwards: add(a, b) = [4, 6, 8]");
   assertStringIncludes(out, "peakBytes: ");
+});
+
+Deno.test({
+  name: "examples/mlp_webgpu.ts runs the MLP on both devices and they agree",
+  ignore: IGNORE_GPU_TESTS,
+  fn: async () => {
+    const out = await runExample("mlp_webgpu");
+    assertLine(out, "cpu and webgpu agree within 1e-5: yes");
+  },
 });
