@@ -339,13 +339,18 @@ export function tensor(
   if (shapeSize(shape) !== flat.length) {
     throw new RangeError(`tensor(): ${flat.length} values do not fill shape [${shape.join(", ")}]`);
   }
+  if (dt === "bool") flat = Array.from(flat, (v) => (v ? 1 : 0)); // bools are stored as 0/1 bytes
   const out = NDArray.empty(shape, dt, device);
-  const host = new TYPED_ARRAYS[dt](flat.length);
-  host.set(flat);
-  device.writeBlock(
-    out.storage.block,
-    out.byteOffset,
-    new Uint8Array(host.buffer, 0, host.byteLength),
-  );
+  if (device.kind === "cpu") {
+    out.cpuView().set(flat); // straight into the tensor's memory, no staging copy
+  } else {
+    const host = new TYPED_ARRAYS[dt](flat.length);
+    host.set(flat);
+    device.writeBlock(
+      out.storage.block,
+      out.byteOffset,
+      new Uint8Array(host.buffer, 0, host.byteLength),
+    );
+  }
   return out.handToUser();
 }
