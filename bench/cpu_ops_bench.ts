@@ -27,6 +27,7 @@ import "@tensorflow/tfjs-backend-cpu";
 import { getGlobalFunc } from "../builtins/registry.ts";
 import { cpu } from "../vm/device.ts";
 import { type NDArray, tensor } from "../vm/ndarray.ts";
+import { randomValues } from "./_random.ts";
 
 // Production mode: no debug checks, and no "install tfjs-node" banner.
 tf.enableProdMode();
@@ -43,17 +44,6 @@ interface Case {
   /** Through the VM, when one is available. */
   vm?: () => Promise<void>;
   dispose: () => void;
-}
-
-/** Deterministic values in [-1, 1). */
-function values(n: number, seed: number): Float32Array {
-  const out = new Float32Array(n);
-  let s = seed;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = s / 2 ** 31 - 1;
-  }
-  return out;
 }
 
 /** A one-instruction VM function calling `op`, when the VM exists; else `undefined`. */
@@ -79,7 +69,7 @@ async function vmRunner(
 }
 
 async function matmulCase(n: number, runs: number): Promise<Case> {
-  const av = values(n * n, 1), bv = values(n * n, 2);
+  const av = randomValues(n * n, 1), bv = randomValues(n * n, 2);
   const a = tensor(av, { shape: [n, n] }), b = tensor(bv, { shape: [n, n] });
   const ta = tf.tensor2d(av, [n, n]), tb = tf.tensor2d(bv, [n, n]);
   const matmul = getGlobalFunc("vm.op.matmul")!;
@@ -113,7 +103,7 @@ async function matmulCase(n: number, runs: number): Promise<Case> {
 }
 
 async function addCase(n: number, runs: number): Promise<Case> {
-  const av = values(n, 3), bv = values(n, 4);
+  const av = randomValues(n, 3), bv = randomValues(n, 4);
   const a = tensor(av), b = tensor(bv);
   const ta = tf.tensor1d(av), tb = tf.tensor1d(bv);
   const add = getGlobalFunc("vm.op.add")!;

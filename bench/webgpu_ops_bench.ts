@@ -21,6 +21,7 @@
 import * as tf from "@tensorflow/tfjs-core";
 import "@tensorflow/tfjs-backend-webgpu";
 import { ExecBuilder, type NDArray, tensor, VirtualMachine, webgpu } from "../mod.ts";
+import { randomValues } from "./_random.ts";
 
 interface Case {
   name: string;
@@ -30,17 +31,6 @@ interface Case {
   target: number;
   relaxvm: () => Promise<void>;
   tfjs: () => Promise<void>;
-}
-
-/** Deterministic values in [-1, 1). */
-function values(n: number, seed: number): Float32Array {
-  const out = new Float32Array(n);
-  let s = seed;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = s / 2 ** 31 - 1;
-  }
-  return out;
 }
 
 const gpu = await webgpu();
@@ -67,7 +57,7 @@ function makeCase(
   target: number,
 ): Case {
   const n = shape.reduce((a, b) => a * b, 1);
-  const av = values(n, 1), bv = values(n, 2);
+  const av = randomValues(n, 1), bv = randomValues(n, 2);
   const a = tensor(av, { shape, device: gpu }), b = tensor(bv, { shape, device: gpu });
   const ta = tf.tensor(av, shape), tb = tf.tensor(bv, shape);
   const vm = oneOpVM(op);

@@ -23,6 +23,7 @@
  */
 
 import type { ReduceOp } from "../ops/backend.ts";
+import { shapeSize } from "../../vm/ndarray.ts";
 import { contiguousStrides } from "../ops/broadcast.ts";
 import {
   groupsFor,
@@ -110,10 +111,8 @@ export function planReduction(
   outOffset: number,
 ): ReductionPlan {
   const space = reductionSpace(shape, axes);
-  let results = 1;
-  for (const d of space.keptDims) results *= d;
-  let count = 1;
-  for (const d of space.redDims) count *= d;
+  const results = shapeSize(space.keptDims);
+  const count = shapeSize(space.redDims);
   const combine = op === "max" ? "max" : "sum";
   const passes: Program[] = [];
   const temporaries: number[] = [];
@@ -206,8 +205,7 @@ function threadProgram(
   outOffset: number,
 ): Program {
   const kr = space.keptDims.length, rr = space.redDims.length;
-  let results = 1;
-  for (const d of space.keptDims) results *= d;
+  const results = shapeSize(space.keptDims);
   const wg = THREAD_WORKGROUP;
   const fields = ["results", "count", "offIn", "offOut", ...spaceFields(space)];
   return {
@@ -249,8 +247,7 @@ function groupProgram(
   outOffset: number,
 ): Program {
   const kr = space.keptDims.length, rr = space.redDims.length;
-  let results = 1;
-  for (const d of space.keptDims) results *= d;
+  const results = shapeSize(space.keptDims);
   const wg = GROUP_WORKGROUP;
   const chunk = Math.ceil(length / chunks);
   const fields = [
