@@ -4,29 +4,8 @@
  * `--allow-read --allow-run` (to find and start `deno`).
  */
 
-import { assert, assertEquals, assertStringIncludes } from "@std/assert";
-import { IGNORE_GPU_TESTS } from "./_webgpu.ts";
-
-const ROOT = new URL("../", import.meta.url);
-
-/** Runs `examples/<name>.ts` with no permissions; resolves to its stdout, asserting success. */
-async function runExample(name: string): Promise<string> {
-  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--no-prompt", `examples/${name}.ts`],
-    cwd: ROOT,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const out = new TextDecoder().decode(stdout);
-  assertEquals(code, 0, `examples/${name}.ts failed:\n${new TextDecoder().decode(stderr)}`);
-  return out;
-}
-
-/** Asserts that `out` has a line equal to `line` (after trimming its end). */
-function assertLine(out: string, line: string): void {
-  const lines = out.split("\n").map((l) => l.trimEnd());
-  assert(lines.includes(line), `expected the line ${JSON.stringify(line)} in:\n${out}`);
-}
+import { assertStringIncludes } from "@std/assert";
+import { assertLine, runExample } from "./_run_example.ts";
 
 Deno.test("examples/func0_func1.ts adds and multiplies two tensors", async () => {
   const out = await runExample("func0_func1");
@@ -90,13 +69,4 @@ Deno.test("examples/tour.ts shows every stage and recovers from a VMError", asyn
   assertLine(out, "  packed func: vm.op.add");
   assertLine(out, "The same VM still works afterwards: add(a, b) = [4, 6, 8]");
   assertStringIncludes(out, "peakBytes: ");
-});
-
-Deno.test({
-  name: "examples/mlp_webgpu.ts runs the MLP on both devices and they agree",
-  ignore: IGNORE_GPU_TESTS,
-  fn: async () => {
-    const out = await runExample("mlp_webgpu");
-    assertLine(out, "cpu and webgpu agree within 1e-5: yes");
-  },
 });

@@ -1,7 +1,6 @@
 import { assert, assertEquals, assertRejects, assertStrictEquals } from "@std/assert";
 import {
   cpu,
-  type Device,
   ExecBuilder,
   type NDArray,
   registerFunc,
@@ -9,84 +8,18 @@ import {
   VirtualMachine,
   VMError,
 } from "../mod.ts";
-import { chainInputs, chainProgram } from "../bench/chain_program.ts";
-import { gpuTest } from "./_webgpu.ts";
+import { checkBaseline, checkLiveness } from "./_memory_checks.ts";
 
 registerFunc("test.mem.fail_if", (flag: number) => {
   if (flag) throw new Error("asked to fail");
   return flag;
 }, { override: true });
 
-function closeTo(actual: ArrayLike<number>, expected: ArrayLike<number>) {
-  assertEquals(actual.length, expected.length);
-  for (let i = 0; i < actual.length; i++) {
-    assert(
-      Math.abs(actual[i] - expected[i]) <= 1e-4 * (1 + Math.abs(expected[i])),
-      `at ${i}: ${actual[i]} vs ${expected[i]}`,
-    );
-  }
-}
-
-async function chainPeaks(device: Device) {
-  const layers = 8, size = 32;
-  const inputs = chainInputs(layers, size, device);
-  const results: Record<string, { peak: number; out: ArrayLike<number> }> = {};
-  for (const liveness of [true, false]) {
-    const vm = new VirtualMachine(chainProgram(layers, liveness), device);
-    using out = await vm.invoke("chain", ...inputs) as NDArray;
-    results[String(liveness)] = { peak: vm.memory_stats().peakBytes, out: await out.data() };
-  }
-  inputs.forEach((t) => t.dispose());
-  return results;
-}
-
-async function checkLiveness(device: Device) {
-  const { true: on, false: off } = await chainPeaks(device);
-  closeTo(on.out, off.out);
-  // 8 layers × 3 activations of 4 KiB without liveness; at most a few with it.
-  assertEquals(off.peak, 8 * 3 * 4096);
-  assert(on.peak <= 3 * 4096, `peak with liveness ${on.peak}`);
-}
-
 Deno.test("liveness: the chain computes the same result with a fraction of the peak memory (CPU)", () =>
   checkLiveness(cpu()));
-gpuTest(
-  "liveness: the chain computes the same result with a fraction of the peak memory (WebGPU)",
-  (gpu) => checkLiveness(gpu),
-);
-
-async function checkBaseline(device: Device) {
-  const layers = 4;
-  const inputs = chainInputs(layers, 16, device);
-  const vm = new VirtualMachine(chainProgram(layers, true), device);
-  const before = vm.memory_stats();
-  for (let i = 0; i < 20; i++) {
-    const out = await vm.invoke("chain", ...inputs) as NDArray;
-    out.dispose();
-    const s = vm.memory_stats();
-    assertEquals(s.liveBytes, before.liveBytes, `invocation ${i}`);
-    if (i > 0) assertEquals(s.liveBlocks, afterFirst, `live blocks after invocation ${i}`);
-    afterFirst = s.liveBlocks;
-  }
-  const s = vm.memory_stats();
-  assert(s.poolHits / (s.poolHits + s.poolMisses) > 0.9, JSON.stringify(s));
-  // Failed invocations release everything too.
-  const bad = inputs.slice();
-  bad[1] = tensor([1, 2, 3], { device }); // wrong matmul shape
-  await assertRejects(() => vm.invoke("chain", ...bad), VMError, "vm.op.matmul");
-  assertEquals(vm.memory_stats().liveBytes, before.liveBytes);
-  bad[1].dispose();
-  inputs.forEach((t) => t.dispose());
-  for (const t of inputs) assert(t.disposed);
-}
-let afterFirst = 0;
 
 Deno.test("memory: live bytes return to baseline after every invocation, failed ones too (CPU)", () =>
   checkBaseline(cpu()));
-gpuTest(
-  "memory: live bytes and GPU buffers return to baseline after every invocation (WebGPU)",
-  (gpu) => checkBaseline(gpu),
-);
 
 Deno.test("lifetime: values reachable through tuples, closures, branches and loops survive releases", async () => {
   registerFunc("test.mem.lt", (a: number, b: number) => a < b, { override: true });

@@ -34,17 +34,8 @@ import {
   sizeOf,
 } from "./_operator_reference.ts";
 
-/** How a device runs the suite. */
-export interface OperatorTestOptions {
-  /** Skip every test (e.g. no GPU on this machine). */
-  ignore?: boolean;
-  /** Test names (without the device prefix) this device skips; say why where you list them. */
-  exclude?: readonly string[];
-  /** Passed to `Deno.test` (GPU devices keep resources open between tests). */
-  sanitizeResources?: boolean;
-  /** Passed to `Deno.test`. */
-  sanitizeOps?: boolean;
-}
+/** Registers one test case: `Deno.test` for the CPU, `gpuTest` for WebGPU (run in a child process). */
+export type RegisterTest = (name: string, fn: () => Promise<void>) => void;
 
 /** What an operator returned, read back to the host. */
 interface Result {
@@ -141,27 +132,21 @@ function assertResult(
 }
 
 /**
- * Registers `Deno.test` cases for every `vm.op.*` operator on one device.
- * `getDevice` is called inside each test, so an ignored suite never asks
- * for a device.
+ * Registers a test case for every `vm.op.*` operator on one device.
+ * `getDevice` is called inside each test, so registering never asks for a
+ * device.
  *
  * @param deviceName Prefix of every test name, e.g. `"cpu"`.
  * @param getDevice Returns the device under test.
- * @param options Skips and sanitizer settings.
+ * @param register Registers one case; `Deno.test` by default.
  */
 export function defineOperatorTests(
   deviceName: string,
   getDevice: () => Promise<Device>,
-  options: OperatorTestOptions = {},
+  register: RegisterTest = (name, fn) => Deno.test(name, fn),
 ): void {
   const test = (name: string, fn: (dev: Device) => Promise<void> | void) => {
-    Deno.test({
-      name: `${deviceName}: ${name}`,
-      ignore: options.ignore === true || (options.exclude?.includes(name) ?? false),
-      sanitizeResources: options.sanitizeResources,
-      sanitizeOps: options.sanitizeOps,
-      fn: async () => fn(await getDevice()),
-    });
+    register(`${deviceName}: ${name}`, async () => await fn(await getDevice()));
   };
   /** A tensor on the device under test holding `ref`. */
   const put = (dev: Device, ref: Ref, dt = "float32") =>

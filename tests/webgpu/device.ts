@@ -5,32 +5,17 @@ import {
   assertRejects,
   assertStrictEquals,
 } from "@std/assert";
-import { backendFor } from "../builtins/ops/backend.ts";
-import { dispatchSize, WebGPUError } from "../builtins/webgpu/command_batch.ts";
-import { contextOf, runProgram } from "../builtins/webgpu/program.ts";
-import { DLDeviceType } from "../vm/device.ts";
-import { activateAllocators } from "../vm/memory/context.ts";
-import { NaiveAllocator } from "../vm/memory/naive_allocator.ts";
-import { PooledAllocator } from "../vm/memory/pooled_allocator.ts";
-import { NDArray, tensor } from "../vm/ndarray.ts";
-import { webgpu } from "../vm/webgpu_device.ts";
-import { ExecBuilder, VirtualMachine } from "../mod.ts";
-import { gpuTest } from "./_webgpu.ts";
-
-Deno.test("dispatchSize() folds more than 65535 workgroups into two dimensions", () => {
-  assertEquals(dispatchSize(0), [1, 1]);
-  assertEquals(dispatchSize(65535), [65535, 1]);
-  const [x, y] = dispatchSize(65536);
-  assert(x <= 65535 && x * y >= 65536, `${x} × ${y}`);
-  const [x2, y2] = dispatchSize(10_000_000);
-  assert(x2 <= 65535 && y2 <= 65535 && x2 * y2 >= 10_000_000);
-  // The padding stays small: fewer than y extra workgroups.
-  assert(x2 * y2 - 10_000_000 < y2);
-});
-
-Deno.test("webgpu() rejects a negative id with a RangeError", async () => {
-  await assertRejects(() => webgpu(-1), RangeError, "non-negative integer");
-});
+import { backendFor } from "../../builtins/ops/backend.ts";
+import { WebGPUError } from "../../builtins/webgpu/command_batch.ts";
+import { contextOf, runProgram } from "../../builtins/webgpu/program.ts";
+import { DLDeviceType } from "../../vm/device.ts";
+import { activateAllocators } from "../../vm/memory/context.ts";
+import { NaiveAllocator } from "../../vm/memory/naive_allocator.ts";
+import { PooledAllocator } from "../../vm/memory/pooled_allocator.ts";
+import { NDArray, tensor } from "../../vm/ndarray.ts";
+import { webgpu } from "../../vm/webgpu_device.ts";
+import { ExecBuilder, VirtualMachine } from "../../mod.ts";
+import { gpuTest } from "./registry.ts";
 
 gpuTest("webgpu() returns the same device for the same id", async (gpu) => {
   assertStrictEquals(await webgpu(0), gpu);

@@ -9,15 +9,15 @@
  * @module
  */
 
-import "../builtins/ops/operators.ts";
+import "../../builtins/ops/operators.ts";
 import { assert, assertAlmostEquals, assertEquals } from "@std/assert";
-import { backendFor } from "../builtins/ops/backend.ts";
-import { contextOf } from "../builtins/webgpu/program.ts";
-import { getGlobalFunc } from "../builtins/registry.ts";
-import { NDArray, tensor } from "../vm/ndarray.ts";
-import { shape } from "../vm/shape_tuple.ts";
-import type { WebGPUDevice } from "../vm/webgpu_device.ts";
-import { gpuTest } from "./_webgpu.ts";
+import { backendFor } from "../../builtins/ops/backend.ts";
+import { contextOf } from "../../builtins/webgpu/program.ts";
+import { getGlobalFunc } from "../../builtins/registry.ts";
+import { NDArray, tensor } from "../../vm/ndarray.ts";
+import { shape } from "../../vm/shape_tuple.ts";
+import type { WebGPUDevice } from "../../vm/webgpu_device.ts";
+import { gpuTest } from "./registry.ts";
 
 const be = () => backendFor("webgpu");
 

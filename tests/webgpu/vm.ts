@@ -1,6 +1,6 @@
 import { assert, assertEquals, assertRejects } from "@std/assert";
-import { cpu, ExecBuilder, type NDArray, tensor, VirtualMachine, VMError } from "../mod.ts";
-import { gpuTest } from "./_webgpu.ts";
+import { cpu, ExecBuilder, type NDArray, tensor, VirtualMachine, VMError } from "../../mod.ts";
+import { gpuTest } from "./registry.ts";
 
 gpuTest("a WebGPU VM moves tensor constants to the GPU once, at load", async (gpu) => {
   const ib = new ExecBuilder();
