@@ -1,5 +1,6 @@
 import { assert, assertEquals, assertRejects, assertStrictEquals } from "@std/assert";
 import {
+  type Closure,
   cpu,
   ExecBuilder,
   type NDArray,
@@ -87,6 +88,48 @@ Deno.test("lifetime: a tensor returned to the user is freed by dispose(), not be
   assertEquals(vm.memory_stats().liveBytes, 0);
   assertStrictEquals(out.disposed, true);
   out.dispose(); // harmless twice
+});
+
+Deno.test("lifetime: a closure returned to the user releases what it captured on dispose()", async () => {
+  const ib = new ExecBuilder();
+  ib.function("scale", 2, () => {
+    ib.emit_call("vm.op.multiply", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(2));
+  });
+  ib.function("make_scaler", 1, () => {
+    ib.emit_call("vm.op.add", [ib.r(0), ib.r(0)], { dst: ib.r(1) }); // captured: made by the VM
+    ib.emit_call("vm.builtin.make_closure", [ib.f("scale"), ib.r(1)], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(2));
+  });
+  const vm = new VirtualMachine(ib.get());
+  using x = tensor([1, 2]);
+  const scaler = await vm.invoke("make_scaler", x) as Closure;
+  assertEquals(vm.memory_stats().liveBytes, 16); // the captured 2·x
+  {
+    using y = await vm.invoke_closure(scaler, tensor([10, 10])) as NDArray;
+    assertEquals([...y.dataSync()], [20, 40]);
+  }
+  assertEquals(vm.memory_stats().liveBytes, 16);
+  scaler.dispose();
+  assertEquals(vm.memory_stats().liveBytes, 0);
+  assertStrictEquals(scaler.disposed, true);
+  scaler.dispose(); // harmless twice
+  const e: VMError = await assertRejects(
+    () => vm.invoke_closure(scaler, x),
+    VMError,
+    "was disposed",
+  );
+  assertEquals(e.functionName, "scale");
+  // With `using`, the end of the scope disposes it.
+  {
+    using _scoped = await vm.invoke("make_scaler", x) as Closure;
+    assertEquals(vm.memory_stats().liveBytes, 16);
+  }
+  assertEquals(vm.memory_stats().liveBytes, 0);
+  // The VM stays usable.
+  using again = await vm.invoke("make_scaler", x) as Closure;
+  using z = await vm.invoke_closure(again, tensor([1, 1])) as NDArray;
+  assertEquals([...z.dataSync()], [2, 4]);
 });
 
 Deno.test("memory: storages, tensor views and bad sizes", async () => {

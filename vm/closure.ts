@@ -18,7 +18,7 @@ export type ClosureTarget = (...args: unknown[]) => unknown;
  *
  * @example
  * ```ts
- * import { ExecBuilder, VirtualMachine } from "@relaxvm/relaxvm";
+ * import { type Closure, ExecBuilder, VirtualMachine } from "@relaxvm/relaxvm";
  * import { assertEquals } from "@std/assert";
  *
  * const ib = new ExecBuilder();
@@ -31,8 +31,9 @@ export type ClosureTarget = (...args: unknown[]) => unknown;
  *   ib.emit_ret(ib.r(1));
  * });
  * const vm = new VirtualMachine(ib.get());
- * const closure = await vm.invoke("main", "captured");
+ * using closure = await vm.invoke("main", "captured") as Closure;
  * assertEquals(await vm.invoke_closure(closure, "arg"), ["arg", "captured"]);
+ * // Leaving the scope disposes it, releasing what it captured.
  * ```
  */
 export class Closure {
@@ -43,6 +44,7 @@ export class Closure {
   readonly #target: ClosureTarget;
   #refs = 0;
   #dropped = false;
+  #userHeld = false;
 
   /** Made by `vm.builtin.make_closure` and by function references. @internal */
   constructor(name: string, target: ClosureTarget, captured: readonly unknown[] = []) {
@@ -54,6 +56,9 @@ export class Closure {
 
   /** Calls the function with `args` followed by the captured values. */
   call(args: readonly unknown[]): unknown {
+    if (this.#dropped && this.captured.length > 0) {
+      throw new Error(`${this} was disposed: its captured values are released`);
+    }
     return this.captured.length === 0
       ? this.#target(...args)
       : this.#target(...args, ...this.captured);
@@ -68,6 +73,33 @@ export class Closure {
   release(): void {
     if (this.#refs > 0) this.#refs--;
     if (this.#refs === 0) this.#drop();
+  }
+
+  /** Marks one reference as the user's, so `dispose()` knows what to drop. @internal */
+  handToUser(): this {
+    if (!this.#userHeld) this.retain();
+    this.#userHeld = true;
+    return this;
+  }
+
+  /** True once the captured values are released; the closure can no longer be called. */
+  get disposed(): boolean {
+    return this.#dropped;
+  }
+
+  /**
+   * Drops the user's reference: the captured values are released now unless
+   * the VM still holds the closure. Calling it twice is harmless.
+   */
+  dispose(): void {
+    if (!this.#userHeld) return;
+    this.#userHeld = false;
+    this.release();
+  }
+
+  /** `using closure = await vm.invoke(...)` disposes it at the end of the scope. */
+  [Symbol.dispose](): void {
+    this.dispose();
   }
 
   /** Back to floating without releasing. @internal */

@@ -81,10 +81,7 @@ export function releaseIfUnowned(v: unknown): void {
 export function exportValue(v: unknown): unknown {
   if (typeof v !== "object" || v === null) return v;
   if (v instanceof NDArray) return v.handToUser();
-  if (v instanceof Closure) {
-    v.retain();
-    return v;
-  }
+  if (v instanceof Closure) return v.handToUser();
   if (Array.isArray(v)) {
     const out = v.map(exportValue);
     releaseIfUnowned(v);

@@ -269,6 +269,12 @@ export class VirtualMachine {
         "invoke_closure needs a Closure",
       );
     }
+    if (closure.disposed && closure.captured.length > 0) {
+      throw new VMError(
+        { functionName: closure.name, pc: -1, instruction: "", packedFunc: "" },
+        `invoke_closure: ${closure} was disposed; its captured values are released`,
+      );
+    }
     try {
       return exportValue(await closure.call(args));
     } finally {
