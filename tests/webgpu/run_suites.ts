@@ -1,8 +1,12 @@
 /**
  * Runs every registered WebGPU test on this process's main thread, one after
- * another, and writes one protocol line per event to stdout. Started by
- * `in_child_process.ts` as `deno run`; `--hide-adapter` simulates a machine
- * without WebGPU.
+ * another. `in_child_process.ts` starts it with `--protocol` and reads one
+ * line per event from stdout; run by hand it prints a readable report and
+ * exits with 1 on a failure:
+ *
+ *     deno run --allow-env --allow-read tests/webgpu/run_suites.ts [--filter <text>]
+ *
+ * `--hide-adapter` simulates a machine without WebGPU.
  *
  * @module
  */
@@ -11,12 +15,27 @@ import { type GpuEvent, PROTOCOL_PREFIX } from "./in_child_process.ts";
 import { getTestGPU, registeredGpuTests } from "./registry.ts";
 import "./suites.ts";
 
-if (Deno.args.includes("--hide-adapter")) {
+const args = Deno.args;
+const protocol = args.includes("--protocol");
+const filterAt = args.indexOf("--filter");
+const filter = filterAt >= 0 ? args[filterAt + 1] ?? "" : "";
+if (args.includes("--hide-adapter")) {
   Object.defineProperty(navigator, "gpu", { value: undefined, configurable: true });
 }
 
+let failures = 0;
 function emit(event: GpuEvent): void {
-  console.log(PROTOCOL_PREFIX + JSON.stringify(event));
+  if ("error" in event && event.error !== null) failures++; // a missing adapter counts too
+  if (protocol) {
+    console.log(PROTOCOL_PREFIX + JSON.stringify(event));
+  } else if (event.kind === "adapter" && event.error !== null) {
+    console.log(`no WebGPU adapter:\n${event.error}`);
+  } else if (event.kind === "result") {
+    const status = event.error === null ? "ok" : `FAILED\n${event.error}`;
+    console.log(`${event.name} ... ${status} (${event.ms.toFixed(0)} ms)`);
+  } else if (event.kind === "done") {
+    console.log(`${failures === 0 ? "ok" : "FAILED"} | ${failures} failed`);
+  }
 }
 
 /** The error with its stack and every `cause` below it. */
@@ -39,6 +58,7 @@ emit({ kind: "adapter", error: adapterError });
 
 if (adapterError === null) {
   for (const test of registeredGpuTests) {
+    if (!test.name.includes(filter)) continue;
     const start = performance.now();
     let error: string | null = null;
     try {
@@ -50,3 +70,4 @@ if (adapterError === null) {
   }
 }
 emit({ kind: "done" });
+if (!protocol && (failures > 0 || adapterError !== null)) Deno.exit(1);
