@@ -69,6 +69,7 @@ export async function registerWebGPUSuites(
   try {
     const result = await new Deno.Command(Deno.execPath(), {
       args,
+      cwd: new URL("../../", import.meta.url), // where deno.json maps the imports
       stdout: "piped",
       stderr: "piped",
       signal: AbortSignal.timeout(CHILD_TIMEOUT_MS),
