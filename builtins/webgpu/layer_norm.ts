@@ -20,11 +20,9 @@ import {
   Uniforms,
   uniformStruct,
 } from "./program.ts";
-import { groupReduceSource } from "./workgroup_reduce.ts";
+import { groupReduceSource, rowsNeedWorkgroups } from "./workgroup_reduce.ts";
 
 const WORKGROUP = 64;
-const LONG_ROW = 64;
-const MANY_ROWS = 2048;
 
 /** Element offsets of the four tensors. */
 export interface LayerNormOffsets {
@@ -45,7 +43,7 @@ export function layerNormProgram(
   eps: number,
   off: LayerNormOffsets,
 ): Program {
-  const group = rows < MANY_ROWS && n > LONG_ROW;
+  const group = rowsNeedWorkgroups(rows, n);
   const uniforms = new Uniforms().u32s([rows, n, off.x, off.gamma, off.beta, off.out]).f32(eps)
     .words();
   const header = storage(0, "x", "f32", false) + storage(1, "gamma", "f32", false) +

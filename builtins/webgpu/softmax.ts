@@ -20,12 +20,14 @@ import {
   Uniforms,
   uniformStruct,
 } from "./program.ts";
-import { groupReduceSource, nanMaxSource, NEG_INF_F32 } from "./workgroup_reduce.ts";
+import {
+  groupReduceSource,
+  nanMaxSource,
+  NEG_INF_F32,
+  rowsNeedWorkgroups,
+} from "./workgroup_reduce.ts";
 
 const WORKGROUP = 64;
-/** Rows longer than this, when fewer than `MANY_ROWS`, get a workgroup each. */
-const LONG_ROW = 64;
-const MANY_ROWS = 2048;
 
 /** Softmax over rows of `n` elements (float32) at element offsets `inOffset` → `outOffset`. */
 export function softmaxProgram(
@@ -34,7 +36,7 @@ export function softmaxProgram(
   inOffset: number,
   outOffset: number,
 ): Program {
-  const group = rows < MANY_ROWS && n > LONG_ROW;
+  const group = rowsNeedWorkgroups(rows, n);
   const uniforms = new Uniforms().u32s([rows, n, inOffset, outOffset]).words();
   const header = storage(0, "x", "f32", false) + storage(1, "out", "f32", true) +
     uniformStruct(["rows", "n", "offIn", "offOut"], 2) + nanMaxSource("maxNaN") +

@@ -14,6 +14,16 @@
  */
 
 /**
+ * Whether a row-wise kernel (softmax, layer norm) should give each row a
+ * workgroup of cooperating threads rather than one thread: only for rows
+ * longer than 64 elements, and only when there are fewer than 2048 rows; with
+ * more, one thread per row already keeps the device busy.
+ */
+export function rowsNeedWorkgroups(rows: number, n: number): boolean {
+  return rows < 2048 && n > 64;
+}
+
+/**
  * WGSL defining `fn groupReduce(v: T, lid: u32) -> T`, combining each
  * thread's `v` with `combine(a, b)` (which the caller defines) across a
  * workgroup of `size` threads (a power of two); every thread gets the result.
