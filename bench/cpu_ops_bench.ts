@@ -13,9 +13,9 @@
  *
  * Under `deno bench` it registers small cases only (matmul 256, add 1M).
  *
- * When `mod.ts` exports `VirtualMachine` and `ExecBuilder`, the same ops are
- * also timed through a one-instruction VM function (`vm.invoke` plus
- * `dataSync()`), which adds the interpreter and the pooled allocator.
+ * The same ops are also timed through a one-instruction VM function
+ * (`vm.invoke` plus `dataSync()`), which adds the interpreter and the pooled
+ * allocator.
  *
  * @module
  */
@@ -27,6 +27,7 @@ import "@tensorflow/tfjs-backend-cpu";
 import { getGlobalFunc } from "../builtins/registry.ts";
 import { cpu } from "../vm/device.ts";
 import { type NDArray, tensor } from "../vm/ndarray.ts";
+import { ExecBuilder, VirtualMachine } from "../mod.ts";
 import { randomValues } from "./_random.ts";
 
 // Production mode: no debug checks, and no "install tfjs-node" banner.
@@ -41,58 +42,56 @@ interface Case {
   runs: number;
   relaxvm: () => void;
   tfjs: () => void;
-  /** Through the VM, when one is available. */
-  vm?: () => Promise<void>;
+  /** Through a one-instruction VM function. */
+  vm: () => Promise<void>;
   dispose: () => void;
 }
 
-/** A one-instruction VM function calling `op`, when the VM exists; else `undefined`. */
-async function vmRunner(
+/** A one-instruction VM function calling `op` on its two arguments. */
+function vmRunner(op: string): (a: NDArray, b: NDArray) => Promise<NDArray> {
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 2 }, () => {
+    ib.emit_call(op, [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(2));
+  });
+  const vm = new VirtualMachine(ib.get(), cpu());
+  return async (a, b) => await vm.invoke("main", a, b) as NDArray;
+}
+
+/** `op` on two same-shaped random operands, in relaxvm and in TF.js (`tfOp`). */
+function binaryCase(
+  name: string,
   op: string,
-): Promise<((a: NDArray, b: NDArray) => Promise<NDArray>) | undefined> {
-  try {
-    // A computed specifier: the VM is written concurrently and may not exist yet.
-    const specifier = "../mod.ts";
-    // deno-lint-ignore no-explicit-any
-    const mod: any = await import(specifier);
-    if (mod.VirtualMachine === undefined || mod.ExecBuilder === undefined) return undefined;
-    const ib = new mod.ExecBuilder();
-    ib.function("main", { num_inputs: 2 }, () => {
-      ib.emit_call(op, [ib.r(0), ib.r(1)], { dst: ib.r(2) });
-      ib.emit_ret(ib.r(2));
-    });
-    const vm = new mod.VirtualMachine(ib.get(), cpu());
-    return (a, b) => vm.invoke("main", a, b);
-  } catch {
-    return undefined;
-  }
-}
-
-async function matmulCase(n: number, runs: number): Promise<Case> {
-  const av = randomValues(n * n, 1), bv = randomValues(n * n, 2);
-  const a = tensor(av, { shape: [n, n] }), b = tensor(bv, { shape: [n, n] });
-  const ta = tf.tensor2d(av, [n, n]), tb = tf.tensor2d(bv, [n, n]);
-  const matmul = getGlobalFunc("vm.op.matmul")!;
-  const vm = await vmRunner("vm.op.matmul");
+  tfOp: (a: tf.Tensor, b: tf.Tensor) => tf.Tensor,
+  shape: number[],
+  flops: number,
+  runs: number,
+): Case {
+  const size = shape.reduce((x, y) => x * y, 1);
+  const av = randomValues(size, 1), bv = randomValues(size, 2);
+  const a = tensor(av, { shape }), b = tensor(bv, { shape });
+  const ta = tf.tensor(av, shape), tb = tf.tensor(bv, shape);
+  const direct = getGlobalFunc(op)!;
+  const viaVM = vmRunner(op);
   return {
-    name: `matmul ${n}×${n}`,
-    flops: 2 * n ** 3,
+    name,
+    flops,
     runs,
     relaxvm: () => {
-      const out = matmul(a, b) as NDArray;
+      const out = direct(a, b) as NDArray;
       out.dataSync();
       out.releaseIfUnowned();
     },
     tfjs: () => {
-      const c = tf.matMul(ta, tb);
+      const c = tfOp(ta, tb);
       c.dataSync();
       c.dispose();
     },
-    vm: vm && (async () => {
-      const out = await vm(a, b);
+    vm: async () => {
+      const out = await viaVM(a, b);
       out.dataSync();
       out.dispose();
-    }),
+    },
     dispose: () => {
       a.dispose();
       b.dispose();
@@ -102,39 +101,13 @@ async function matmulCase(n: number, runs: number): Promise<Case> {
   };
 }
 
-async function addCase(n: number, runs: number): Promise<Case> {
-  const av = randomValues(n, 3), bv = randomValues(n, 4);
-  const a = tensor(av), b = tensor(bv);
-  const ta = tf.tensor1d(av), tb = tf.tensor1d(bv);
-  const add = getGlobalFunc("vm.op.add")!;
-  const vm = await vmRunner("vm.op.add");
+const matmulCase = (n: number, runs: number) =>
+  binaryCase(`matmul ${n}×${n}`, "vm.op.matmul", tf.matMul, [n, n], 2 * n ** 3, runs);
+
+function addCase(n: number, runs: number): Case {
   const millions = n / 2 ** 20;
-  return {
-    name: `add ${Number.isInteger(millions) ? `${millions}M` : n} floats`,
-    flops: n,
-    runs,
-    relaxvm: () => {
-      const out = add(a, b) as NDArray;
-      out.dataSync();
-      out.releaseIfUnowned();
-    },
-    tfjs: () => {
-      const c = tf.add(ta, tb);
-      c.dataSync();
-      c.dispose();
-    },
-    vm: vm && (async () => {
-      const out = await vm(a, b);
-      out.dataSync();
-      out.dispose();
-    }),
-    dispose: () => {
-      a.dispose();
-      b.dispose();
-      ta.dispose();
-      tb.dispose();
-    },
-  };
+  const name = `add ${Number.isInteger(millions) ? `${millions}M` : n} floats`;
+  return binaryCase(name, "vm.op.add", tf.add, [n], n, runs);
 }
 
 function median(xs: number[]): number {
@@ -144,10 +117,10 @@ function median(xs: number[]): number {
 }
 
 /** Times one case: a warm-up run each, then `runs` interleaved runs; medians in ms. */
-async function measure(c: Case): Promise<{ relaxvm: number; tfjs: number; vm?: number }> {
+async function measure(c: Case): Promise<{ relaxvm: number; tfjs: number; vm: number }> {
   c.relaxvm();
   c.tfjs();
-  await c.vm?.();
+  await c.vm();
   const times = { relaxvm: [] as number[], tfjs: [] as number[], vm: [] as number[] };
   for (let r = 0; r < c.runs; r++) {
     let t0 = performance.now();
@@ -156,16 +129,14 @@ async function measure(c: Case): Promise<{ relaxvm: number; tfjs: number; vm?: n
     t0 = performance.now();
     c.tfjs();
     times.tfjs.push(performance.now() - t0);
-    if (c.vm !== undefined) {
-      t0 = performance.now();
-      await c.vm();
-      times.vm.push(performance.now() - t0);
-    }
+    t0 = performance.now();
+    await c.vm();
+    times.vm.push(performance.now() - t0);
   }
   return {
     relaxvm: median(times.relaxvm),
     tfjs: median(times.tfjs),
-    vm: c.vm === undefined ? undefined : median(times.vm),
+    vm: median(times.vm),
   };
 }
 
@@ -189,7 +160,7 @@ async function printTable(quick: boolean): Promise<void> {
   ];
   const rows: string[][] = [];
   for (const make of makers) {
-    const c = await make();
+    const c = make();
     const t = await measure(c);
     c.dispose();
     const gflops = (ms: number) => (c.flops / ms / 1e6).toFixed(2);
@@ -201,9 +172,9 @@ async function printTable(quick: boolean): Promise<void> {
       t.relaxvm.toFixed(2),
       gflops(t.relaxvm),
       speedup(t.relaxvm),
-      ...(t.vm === undefined
-        ? ["n/a", "n/a", "n/a"]
-        : [t.vm.toFixed(2), gflops(t.vm), speedup(t.vm)]),
+      t.vm.toFixed(2),
+      gflops(t.vm),
+      speedup(t.vm),
     ]);
     console.error(`measured ${c.name}`);
   }
@@ -227,7 +198,7 @@ if (import.meta.main) {
   await printTable(Deno.args.includes("--quick"));
 } else {
   // `deno bench`: small cases, TF.js as the comparison in each group.
-  for (const c of [await matmulCase(256, 0), await addCase(2 ** 20, 0)]) {
+  for (const c of [matmulCase(256, 0), addCase(2 ** 20, 0)]) {
     Deno.bench({ name: `relaxvm ${c.name}`, group: c.name, baseline: true, fn: c.relaxvm });
     Deno.bench({ name: `tfjs-cpu ${c.name}`, group: c.name, fn: c.tfjs });
   }
