@@ -18,6 +18,7 @@ import {
   VMError,
 } from "../mod.ts";
 import { everythingProgram } from "./_programs.ts";
+import { CHUNK_INSTRUCTIONS } from "../vm/specialized_dispatch.ts";
 
 registerFunc("test.vm.fail", (x: unknown) => {
   throw new Error(`failing on purpose with ${x}`);
@@ -168,6 +169,37 @@ function defineVMTests(dispatch: "specialized" | "generic") {
     assertEquals(await vm.invoke("outer", 3), 15);
     const [x, y] = await Promise.all([vm.invoke("outer", 1), vm.invoke("outer", 2)]);
     assertEquals([x, y], [7, 11]);
+  });
+
+  Deno.test(`functions longer than one dispatch chunk: jumps, Promises, returns and errors across chunks [${dispatch}]`, async () => {
+    // 308 instructions, so the specialized form spans three chunks of CHUNK_INSTRUCTIONS.
+    assert(CHUNK_INSTRUCTIONS < 154);
+    const ib = new ExecBuilder();
+    ib.function("long", 1, () => {
+      ib.emit_call("test.vm.add", [ib.imm(0), ib.imm(0)], { dst: ib.r(1) }); // acc
+      ib.emit_call("test.vm.add", [ib.imm(0), ib.imm(0)], { dst: ib.r(2) }); // i
+      ib.emit_call("test.vm.lt_num", [ib.r(2), ib.r(0)], { dst: ib.r(3) }); // pc 2: loop head
+      ib.emit_if(ib.r(3), 304); // pc 3: done → pc 307, two chunks ahead
+      for (let k = 0; k < 150; k++) ib.emit_call("test.vm.inc", [ib.r(1)], { dst: ib.r(1) });
+      ib.emit_call("test.vm.async_double", [ib.r(1)], { dst: ib.r(1) }); // pc 154: parks mid-chunk
+      for (let k = 0; k < 150; k++) ib.emit_call("test.vm.inc", [ib.r(1)], { dst: ib.r(1) });
+      ib.emit_call("test.vm.inc", [ib.r(2)], { dst: ib.r(2) });
+      ib.emit_goto(-304); // pc 306: back to pc 2, two chunks behind
+      ib.emit_ret(ib.r(1)); // pc 307
+    });
+    ib.function("fails_late", 1, () => {
+      for (let k = 0; k < 200; k++) ib.emit_call("test.vm.inc", [ib.r(0)], { dst: ib.r(0) });
+      ib.emit_call("test.vm.fail", [ib.r(0)], { dst: ib.r(1) }); // pc 200
+      ib.emit_ret(ib.r(1));
+    });
+    const vm = new VirtualMachine(ib.get(), cpu(), { dispatch });
+    let expected = 0;
+    for (let i = 0; i < 3; i++) expected = (expected + 150) * 2 + 150;
+    assertEquals(await vm.invoke("long", 3), expected);
+    assertEquals(await vm.invoke("long", 0), 0);
+    const e: VMError = await assertRejects(() => vm.invoke("fails_late", 1), VMError, "201");
+    assertEquals([e.functionName, e.pc, e.packedFunc], ["fails_late", 200, "test.vm.fail"]);
+    assertEquals(await vm.invoke("long", 1), 450, "the VM works after the error");
   });
 
   Deno.test(`a rejected Promise is a VMError at the right instruction [${dispatch}]`, async () => {
