@@ -9,52 +9,70 @@
  * deno run -A jsr:@relaxvm/relaxvm/cli run prog.rvm main '[1, 2]' '[3, 4]'
  * ```
  *
- * Failures print one line to stderr and exit with code 1.
+ * Failures print one line to stderr and exit with code 1. The CLI imports
+ * nothing from npm, so once Deno has cached relaxvm it starts without the
+ * network on every path.
  *
  * @module
  */
 
-import { Command, CommanderError } from "@commander-js/extra-typings";
 import denoJson from "../deno.json" with { type: "json" };
-import { addBuildCommand } from "./commands/build.ts";
-import { addDumpCommand } from "./commands/dump.ts";
-import { addFuncsCommand } from "./commands/funcs.ts";
-import { addRunCommand } from "./commands/run.ts";
-import { describeError } from "./errors.ts";
+import { commandHelp, type CommandSpec, parseCommandLine } from "./arguments.ts";
+import { buildCommand } from "./commands/build.ts";
+import { dumpCommand } from "./commands/dump.ts";
+import { funcsCommand } from "./commands/funcs.ts";
+import { runCommand } from "./commands/run.ts";
+import { describeError, UsageError } from "./errors.ts";
 
-/**
- * The `relaxvm` program with all its subcommands. It throws instead of
- * exiting, so `main` decides the exit code.
- */
-function createProgram(): Command {
-  const program = new Command()
-    .name("relaxvm")
-    .description("Build, inspect and run Relax VM executables (.rvm files)")
-    .version(denoJson.version)
-    .showHelpAfterError("(run `relaxvm --help` for usage)")
-    // Commander would read NO_COLOR/FORCE_COLOR to decide; plain text needs no env permission.
-    .configureOutput({ getOutHasColors: () => false, getErrHasColors: () => false })
-    .exitOverride();
-  addBuildCommand(program);
-  addDumpCommand(program);
-  addRunCommand(program);
-  addFuncsCommand(program);
-  return program;
+const COMMANDS: readonly CommandSpec[] = [buildCommand, dumpCommand, runCommand, funcsCommand];
+
+/** The text of `relaxvm --help`. */
+function programHelp(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length)) + 2;
+  const commands = COMMANDS.map((c) => `  ${c.name.padEnd(width)}${c.description}`);
+  return [
+    "Usage: relaxvm <command> [arguments] [options]",
+    "Build, inspect and run Relax VM executables (.rvm files)",
+    `Commands:\n${commands.join("\n")}`,
+    "Options:\n  -h, --help     show this help (`relaxvm <command> --help` for a command's)\n" +
+    "  -V, --version  print the version",
+  ].join("\n\n");
 }
+
+const isHelp = (word: string) => word === "--help" || word === "-h";
 
 /**
  * Runs the CLI on `args` (without the program name) and resolves to the
  * exit code: 0 on success, 1 on any error, which is reported on stderr as
- * `relaxvm: <message>`.
+ * one line, `relaxvm: <message>`.
  */
 export async function main(args: readonly string[]): Promise<number> {
+  const [name, ...rest] = args;
+  if (name === undefined || isHelp(name)) {
+    console.log(programHelp());
+    return name === undefined ? 1 : 0;
+  }
+  if (name === "--version" || name === "-V") {
+    console.log(denoJson.version);
+    return 0;
+  }
+  const command = COMMANDS.find((c) => c.name === name);
   try {
-    await createProgram().parseAsync([...args], { from: "user" });
+    if (command === undefined) {
+      throw new UsageError(`unknown command '${name}'`);
+    }
+    const end = rest.indexOf("--");
+    if ((end < 0 ? rest : rest.slice(0, end)).some(isHelp)) {
+      console.log(commandHelp(command));
+      return 0;
+    }
+    await command.run(parseCommandLine(command, rest));
     return 0;
   } catch (error) {
-    // Commander has already printed its own message (or the help text).
-    if (error instanceof CommanderError) return error.exitCode;
-    console.error(`relaxvm: ${describeError(error)}`);
+    const hint = error instanceof UsageError
+      ? ` (run \`relaxvm ${command === undefined ? "" : `${command.name} `}--help\` for usage)`
+      : "";
+    console.error(`relaxvm: ${describeError(error)}${hint}`);
     return 1;
   }
 }

@@ -122,11 +122,13 @@ Deno.test("cli: errors print one line and exit with code 1", async () => {
     await Deno.writeTextFile(empty, "export const other = 1;\n");
     assertFailure(await relaxvm("build", empty, "-o", `${dir}/x.rvm`), "does not export `ex`");
 
-    // Bad usage: commander reports it; still exit code 1.
-    const usage = await relaxvm("frobnicate");
-    assertEquals(usage.code, 1);
-    assertStringIncludes(usage.stderr, "unknown command 'frobnicate'");
-    assertEquals((await relaxvm("run", rvm)).code, 1);
+    // Bad usage: one line that names the mistake and where help is.
+    assertFailure(await relaxvm("frobnicate"), "unknown command 'frobnicate'");
+    assertFailure(await relaxvm("run", rvm), "missing required argument 'function'");
+    assertFailure(await relaxvm("dump", rvm, "--nope"), "unknown option '--nope'");
+    assertFailure(await relaxvm("run", rvm, "add", "--dtype", "int9"), "choose one of float32");
+    assertFailure(await relaxvm("build", module), "missing required option '--output'");
+    assertFailure(await relaxvm("run", rvm, "add", "--dtype"), "needs a value");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -152,6 +154,11 @@ Deno.test("cli: run --preload registers the program's own packed functions", asy
     const run = await relaxvm("run", rvm, "main", "21", "--preload", `${dir}/funcs.ts`);
     assertEquals(run.code, 0, run.stderr);
     assertEquals(run.stdout, "42\n");
+    // An option placed first takes one value and leaves the positional arguments alone;
+    // a negative number is an argument, not an option.
+    const first = await relaxvm("run", "--preload", `${dir}/funcs.ts`, rvm, "main", "-4.5");
+    assertEquals(first.code, 0, first.stderr);
+    assertEquals(first.stdout, "-9\n");
     assertFailure(
       await relaxvm("run", rvm, "main", "21"),
       'Unknown packed function "test.cli.twice"',
@@ -178,7 +185,28 @@ Deno.test("cli: --help and --version exit with code 0", async () => {
   for (const command of ["build", "dump", "run", "funcs"]) {
     assertStringIncludes(help.stdout, command);
   }
+  const runHelp = await relaxvm("run", "--help");
+  assertEquals(runHelp.code, 0);
+  assertStringIncludes(runHelp.stdout, "Usage: relaxvm run <file> <function> [args...] [options]");
+  assertStringIncludes(runHelp.stdout, "--preload <module>");
   const version = await relaxvm("--version");
   assertEquals(version.code, 0);
   assert(/^\d+\.\d+\.\d+\n$/.test(version.stdout), version.stdout);
+});
+
+Deno.test("cli: imports nothing from npm, so no run can trigger a registry fetch", async () => {
+  // Deno builds npm resolution lazily from the lock file and may fetch registry metadata
+  // (printing `Download ...` on stderr) when a program that uses npm packages starts.
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", "cli/main.ts"],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assertEquals(code, 0, new TextDecoder().decode(stderr));
+  const info = JSON.parse(new TextDecoder().decode(stdout));
+  const specifiers: string[] = info.modules.map((m: { specifier: string }) => m.specifier);
+  assert(specifiers.some((s) => s.endsWith("/cli/main.ts")));
+  const external = specifiers.filter((s) => !s.startsWith("file:") && !s.startsWith("node:"));
+  assertEquals(external, [], "the CLI's module graph is local files and built-ins only");
 });

@@ -6,20 +6,28 @@
  * @module
  */
 
-import type { Command } from "@commander-js/extra-typings";
+import type { CommandSpec } from "../arguments.ts";
 import { importExecutable, writeExecutable } from "../executable_file.ts";
 
-/** Adds the `build` subcommand to `program`. */
-export function addBuildCommand(program: Command): void {
-  program
-    .command("build")
-    .description("compile a module that exports `ex: Executable` into a .rvm file")
-    .argument("<module>", "TypeScript/JavaScript module exporting `ex`")
-    .requiredOption("-o, --output <file>", "where to write the executable")
-    .action(async (module, options) => {
-      const ex = await importExecutable(module);
-      const size = await writeExecutable(options.output, ex);
-      const names = ex.function_names.join(", ");
-      console.log(`Wrote ${options.output} (${size} bytes; functions: ${names})`);
-    });
-}
+/** The `build` subcommand. */
+export const buildCommand: CommandSpec = {
+  name: "build",
+  description: "compile a module that exports `ex: Executable` into a .rvm file",
+  arguments: [{ name: "module", description: "TypeScript/JavaScript module exporting `ex`" }],
+  options: {
+    output: {
+      kind: "value",
+      short: "o",
+      valueName: "<file>",
+      required: true,
+      description: "where to write the executable",
+    },
+  },
+  async run(args) {
+    const output = args.value("output")!;
+    const ex = await importExecutable(args.requiredArgument("module"));
+    const size = await writeExecutable(output, ex);
+    const names = ex.function_names.join(", ");
+    console.log(`Wrote ${output} (${size} bytes; functions: ${names})`);
+  },
+};

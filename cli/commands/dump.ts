@@ -6,33 +6,40 @@
  * @module
  */
 
-import type { Command } from "@commander-js/extra-typings";
+import type { CommandSpec } from "../arguments.ts";
 import { readExecutable } from "../executable_file.ts";
 
-/** Adds the `dump` subcommand to `program`. */
-export function addDumpCommand(program: Command): void {
-  program
-    .command("dump")
-    .description("print an executable's statistics, listing or TypeScript (default: stats + text)")
-    .argument("<file>", "a .rvm file written by `relaxvm build` or `Executable.save()`")
-    .option("--stats", "constant pool and globals, as TVM prints them")
-    .option("--text", "the instruction listing")
-    .option("--releases", "the listing with the points where values are released")
-    .option("--typescript", "a TypeScript module that rebuilds the executable")
-    .option(
-      "--import-from <specifier>",
-      "where the TypeScript module imports relaxvm from",
-      "jsr:@relaxvm/relaxvm",
-    )
-    .action(async (file, options) => {
-      const ex = await readExecutable(file);
-      const chosen = options.stats || options.text || options.releases || options.typescript;
-      const parts: string[] = [];
-      if (options.stats || !chosen) parts.push(ex.stats());
-      if (options.text || options.releases || !chosen) {
-        parts.push(ex.as_text({ releases: options.releases === true }));
-      }
-      if (options.typescript) parts.push(ex.as_typescript({ importFrom: options.importFrom }));
-      console.log(parts.map((p) => p.trimEnd()).join("\n\n"));
-    });
-}
+/** The `dump` subcommand. */
+export const dumpCommand: CommandSpec = {
+  name: "dump",
+  description: "print an executable's statistics, listing or TypeScript (default: stats + text)",
+  arguments: [
+    { name: "file", description: "a .rvm file written by `relaxvm build` or `Executable.save()`" },
+  ],
+  options: {
+    stats: { kind: "flag", description: "constant pool and globals, as TVM prints them" },
+    text: { kind: "flag", description: "the instruction listing" },
+    releases: {
+      kind: "flag",
+      description: "the listing with the points where values are released",
+    },
+    typescript: { kind: "flag", description: "a TypeScript module that rebuilds the executable" },
+    "import-from": {
+      kind: "value",
+      valueName: "<specifier>",
+      default: "jsr:@relaxvm/relaxvm",
+      description: "where the TypeScript module imports relaxvm from",
+    },
+  },
+  async run(args) {
+    const ex = await readExecutable(args.requiredArgument("file"));
+    const [stats, text, releases, typescript] = ["stats", "text", "releases", "typescript"]
+      .map((name) => args.flag(name));
+    const chosen = stats || text || releases || typescript;
+    const parts: string[] = [];
+    if (stats || !chosen) parts.push(ex.stats());
+    if (text || releases || !chosen) parts.push(ex.as_text({ releases }));
+    if (typescript) parts.push(ex.as_typescript({ importFrom: args.value("import-from") }));
+    console.log(parts.map((p) => p.trimEnd()).join("\n\n"));
+  },
+};

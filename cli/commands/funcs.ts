@@ -5,22 +5,29 @@
  * @module
  */
 
-import type { Command } from "@commander-js/extra-typings";
 import { listGlobalFuncNames } from "../../mod.ts";
+import type { CommandSpec } from "../arguments.ts";
 import { importModule } from "../executable_file.ts";
 
-/** Adds the `funcs` subcommand to `program`. */
-export function addFuncsCommand(program: Command): void {
-  program
-    .command("funcs")
-    .description("list the registered packed functions")
-    .argument("[prefix]", "only names starting with this, e.g. vm.op.")
-    .option("--preload <modules...>", "modules to import first (they may register more)")
-    .action(async (prefix, options) => {
-      for (const module of options.preload ?? []) await importModule(module);
-      const names = listGlobalFuncNames()
-        .filter((n) => prefix === undefined || n.startsWith(prefix))
-        .sort();
-      for (const name of names) console.log(name);
-    });
-}
+/** The `funcs` subcommand. */
+export const funcsCommand: CommandSpec = {
+  name: "funcs",
+  description: "list the registered packed functions",
+  arguments: [
+    { name: "prefix", optional: true, description: "only names starting with this, e.g. vm.op." },
+  ],
+  options: {
+    preload: {
+      kind: "value",
+      valueName: "<module>",
+      repeatable: true,
+      description: "a module to import first (it may register more)",
+    },
+  },
+  async run(args) {
+    for (const module of args.values("preload")) await importModule(module);
+    const prefix = args.argument("prefix") ?? "";
+    const names = listGlobalFuncNames().filter((n) => n.startsWith(prefix)).sort();
+    for (const name of names) console.log(name);
+  },
+};

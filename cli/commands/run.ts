@@ -5,9 +5,8 @@
  * @module
  */
 
-import { Option } from "@commander-js/extra-typings";
-import type { Command } from "@commander-js/extra-typings";
 import { type TensorDType, VirtualMachine } from "../../mod.ts";
+import type { CommandSpec } from "../arguments.ts";
 import { importModule, readExecutable } from "../executable_file.ts";
 import { formatValue, parseArg } from "../values.ts";
 
@@ -23,32 +22,41 @@ const DTYPES = [
   "bool",
 ] as const satisfies readonly TensorDType[];
 
-/** Adds the `run` subcommand to `program`. */
-export function addRunCommand(program: Command): void {
-  program
-    .command("run")
-    .description("run a VM function on the CPU and print its result")
-    .argument("<file>", "a .rvm file")
-    .argument("<function>", "the VM function to call")
-    .argument(
-      "[args...]",
-      "arguments as JSON: 3, [1, 2], [[1, 2], [3, 4]] (tensors), true, '\"text\"'",
-    )
-    .addOption(
-      new Option("--dtype <dtype>", "dtype of tensors made from JSON arrays")
-        .choices(DTYPES)
-        .default("float32" as const),
-    )
-    .option(
-      "--preload <modules...>",
-      "modules to import first, e.g. ones that call registerFunc for the program's packed functions",
-    )
-    .action(async (file, name, args, options) => {
-      for (const module of options.preload ?? []) await importModule(module);
-      const ex = await readExecutable(file);
-      const values = args.map((a) => parseArg(a, options.dtype));
-      const vm = new VirtualMachine(ex);
-      const result = await vm.invoke(name, ...values);
-      console.log(await formatValue(result));
-    });
-}
+/** The `run` subcommand. */
+export const runCommand: CommandSpec = {
+  name: "run",
+  description: "run a VM function on the CPU and print its result",
+  arguments: [
+    { name: "file", description: "a .rvm file" },
+    { name: "function", description: "the VM function to call" },
+    {
+      name: "args",
+      variadic: true,
+      description: "arguments as JSON: 3, [1, 2], [[1, 2], [3, 4]] (tensors), true, '\"text\"'",
+    },
+  ],
+  options: {
+    dtype: {
+      kind: "value",
+      valueName: "<dtype>",
+      choices: DTYPES,
+      default: "float32",
+      description: "dtype of tensors made from JSON arrays",
+    },
+    preload: {
+      kind: "value",
+      valueName: "<module>",
+      repeatable: true,
+      description: "a module to import first, e.g. one that calls registerFunc for the program",
+    },
+  },
+  async run(args) {
+    for (const module of args.values("preload")) await importModule(module);
+    const ex = await readExecutable(args.requiredArgument("file"));
+    const dtype = args.value("dtype") as TensorDType;
+    const values = args.rest("args").map((a) => parseArg(a, dtype));
+    const vm = new VirtualMachine(ex);
+    const result = await vm.invoke(args.requiredArgument("function"), ...values);
+    console.log(await formatValue(result));
+  },
+};
