@@ -25,19 +25,19 @@
  * @module
  */
 
-import "./builtins/mod.ts";
+import "./builtins/install.ts";
 
 export { ExecBuilder } from "./builder/exec_builder.ts";
 export type { CallArg, CallOptions, FunctionOptions, GetOptions } from "./builder/exec_builder.ts";
 export type { Operand, OperandKind } from "./builder/operand.ts";
 export type { ConstantInput } from "./builder/constant_pool.ts";
-export { check } from "./builder/check.ts";
-export type { CheckResult } from "./builder/check.ts";
-export { formalize } from "./builder/formalize.ts";
-export { Executable } from "./vm/executable.ts";
-export type { ConstantValue, FunctionInfo } from "./vm/executable.ts";
-export type { TextOptions } from "./vm/text_format.ts";
-export type { TypeScriptOptions } from "./vm/typescript_format.ts";
+export { check } from "./program/verifier.ts";
+export type { CheckResult } from "./program/verifier.ts";
+export { formalize } from "./program/formalize.ts";
+export { Executable } from "./program/executable.ts";
+export type { ConstantValue, FunctionInfo } from "./program/executable.ts";
+export type { TextOptions } from "./program/text_format.ts";
+export type { TypeScriptOptions } from "./program/typescript_format.ts";
 export { VirtualMachine } from "./vm/virtual_machine.ts";
 export type {
   TimeEvaluatorOptions,
@@ -45,20 +45,20 @@ export type {
   VirtualMachineOptions,
 } from "./vm/virtual_machine.ts";
 export type { Instrument } from "./vm/interpreter.ts";
-export { Closure } from "./vm/closure.ts";
-export { getGlobalFunc, listGlobalFuncNames, registerFunc } from "./builtins/registry.ts";
-export type { PackedFunc, RegisterOptions } from "./builtins/registry.ts";
-export { NDArray, tensor } from "./vm/ndarray.ts";
-export type { NestedNumbers, TensorOptions } from "./vm/ndarray.ts";
-export { shape, ShapeTuple } from "./vm/shape_tuple.ts";
-export { DataType, dtype } from "./vm/dtype.ts";
-export type { TensorDType, TypedArray } from "./vm/dtype.ts";
-export { cpu, Device } from "./vm/device.ts";
-export type { DeviceKind } from "./vm/device.ts";
-export { webgpu } from "./vm/webgpu_device.ts";
-export type { WebGPUDevice } from "./vm/webgpu_device.ts";
-export { WebGPUError } from "./builtins/webgpu/command_batch.ts";
-export type { Storage } from "./vm/memory/storage.ts";
-export type { AllocatorKind, MemoryStats } from "./vm/memory/allocator.ts";
-export { CheckError, LoadError, VMError } from "./vm/errors.ts";
-export type { CheckProblem, VMErrorLocation } from "./vm/errors.ts";
+export { Closure } from "./ground/closure.ts";
+export { getGlobalFunc, listGlobalFuncNames, registerFunc } from "./ground/registry.ts";
+export type { PackedFunc, RegisterOptions } from "./ground/registry.ts";
+export { NDArray, tensor } from "./devices/ndarray.ts";
+export type { NestedNumbers, TensorOptions } from "./devices/ndarray.ts";
+export { shape, ShapeTuple } from "./ground/shape_tuple.ts";
+export { DataType, dtype } from "./ground/dtype.ts";
+export type { TensorDType, TypedArray } from "./ground/dtype.ts";
+export { cpu, Device } from "./devices/device.ts";
+export type { DeviceKind } from "./devices/device.ts";
+export { webgpu } from "./devices/webgpu/webgpu_device.ts";
+export type { WebGPUDevice } from "./devices/webgpu/webgpu_device.ts";
+export { WebGPUError } from "./devices/webgpu/command_batch.ts";
+export type { Storage } from "./devices/storage.ts";
+export type { AllocatorKind, MemoryStats } from "./devices/allocator.ts";
+export { CheckError, LoadError, VMError } from "./ground/errors.ts";
+export type { CheckProblem, VMErrorLocation } from "./ground/errors.ts";

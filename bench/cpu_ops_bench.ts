@@ -20,13 +20,13 @@
  * @module
  */
 
-import "../builtins/ops/operators.ts";
-import "../builtins/cpu/backend.ts";
+import "../builtins/operators.ts";
+import "../kernels/cpu/backend.ts";
 import * as tf from "@tensorflow/tfjs-core";
 import "@tensorflow/tfjs-backend-cpu";
-import { getGlobalFunc } from "../builtins/registry.ts";
-import { cpu } from "../vm/device.ts";
-import { type NDArray, tensor } from "../vm/ndarray.ts";
+import { getGlobalFunc } from "../ground/registry.ts";
+import { cpu } from "../devices/device.ts";
+import { type NDArray, tensor } from "../devices/ndarray.ts";
 import { ExecBuilder, VirtualMachine } from "../mod.ts";
 import { randomValues } from "./_random.ts";
 

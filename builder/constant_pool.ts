@@ -6,10 +6,10 @@
  * @module
  */
 
-import { DataType } from "../vm/dtype.ts";
-import type { ConstantValue } from "../vm/executable.ts";
-import { NDArray } from "../vm/ndarray.ts";
-import { ShapeTuple } from "../vm/shape_tuple.ts";
+import { DataType } from "../ground/dtype.ts";
+import type { ConstantValue } from "../program/executable.ts";
+import { NDArray } from "../devices/ndarray.ts";
+import { ShapeTuple } from "../ground/shape_tuple.ts";
 
 /** Values `convert_constant` accepts. */
 export type ConstantInput = ConstantValue | readonly number[];

@@ -15,12 +15,12 @@ import {
   Opcode,
   VM_REGISTER,
   VOID_REGISTER,
-} from "../vm/bytecode.ts";
-import { CheckError, type CheckProblem } from "../vm/errors.ts";
-import { Executable, type FunctionInfo } from "../vm/executable.ts";
-import { check } from "./check.ts";
+} from "../program/bytecode.ts";
+import { CheckError, type CheckProblem } from "../ground/errors.ts";
+import { Executable, type FunctionInfo } from "../program/executable.ts";
+import { check } from "../program/verifier.ts";
 import { type ConstantInput, ConstantPool } from "./constant_pool.ts";
-import { formalizeInPlace } from "./formalize.ts";
+import { formalizeInPlace } from "../program/formalize.ts";
 import { Operand } from "./operand.ts";
 
 /** Options of `ExecBuilder.function`. */

@@ -6,13 +6,13 @@
  * @module
  */
 
-import { type DataType, elementBytes, tensorDType } from "../vm/dtype.ts";
-import { Storage } from "../vm/memory/storage.ts";
-import { NDArray, shapeSize } from "../vm/ndarray.ts";
-import { ShapeTuple } from "../vm/shape_tuple.ts";
-import { VMState } from "../vm/vm_state.ts";
-import { registerFunc } from "./registry.ts";
-import { describe } from "./runtime.ts";
+import { type DataType, elementBytes, tensorDType } from "../ground/dtype.ts";
+import { Storage } from "../devices/storage.ts";
+import { NDArray, shapeSize } from "../devices/ndarray.ts";
+import { ShapeTuple } from "../ground/shape_tuple.ts";
+import { VMState } from "../devices/memory_scope.ts";
+import { registerFunc } from "../ground/registry.ts";
+import { describe } from "./value_builtins.ts";
 
 function dims(shape: unknown, who: string): readonly number[] {
   if (shape instanceof ShapeTuple) return shape.dims;

@@ -21,12 +21,12 @@
  * @module
  */
 
-import { cpu } from "../vm/device.ts";
-import { DataType } from "../vm/dtype.ts";
-import { NDArray } from "../vm/ndarray.ts";
-import { ShapeTuple } from "../vm/shape_tuple.ts";
-import { registerFunc } from "./registry.ts";
-import { describe } from "./runtime.ts";
+import { cpu } from "../devices/device.ts";
+import { DataType } from "../ground/dtype.ts";
+import { NDArray } from "../devices/ndarray.ts";
+import { ShapeTuple } from "../ground/shape_tuple.ts";
+import { registerFunc } from "../ground/registry.ts";
+import { describe } from "./value_builtins.ts";
 
 /** Match codes of `vm.builtin.match_shape`. */
 export const MatchShapeCode = {

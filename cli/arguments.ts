@@ -13,7 +13,7 @@
  * @module
  */
 
-import { UsageError } from "./errors.ts";
+import { UsageError } from "./failure.ts";
 
 /** One option a command accepts. */
 export interface OptionSpec {

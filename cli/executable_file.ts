@@ -7,7 +7,7 @@
 
 import { pathToFileURL } from "node:url";
 import { Executable } from "../mod.ts";
-import { UsageError } from "./errors.ts";
+import { UsageError } from "./failure.ts";
 
 /** Reads `path` and loads it; malformed bytes throw `LoadError`. */
 export async function readExecutable(path: string): Promise<Executable> {

@@ -22,7 +22,7 @@ import { buildCommand } from "./commands/build.ts";
 import { dumpCommand } from "./commands/dump.ts";
 import { funcsCommand } from "./commands/funcs.ts";
 import { runCommand } from "./commands/run.ts";
-import { describeError, UsageError } from "./errors.ts";
+import { describeError, UsageError } from "./failure.ts";
 
 const COMMANDS: readonly CommandSpec[] = [buildCommand, dumpCommand, runCommand, funcsCommand];
 

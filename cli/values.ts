@@ -6,7 +6,7 @@
  */
 
 import { Closure, NDArray, ShapeTuple, tensor, type TensorDType } from "../mod.ts";
-import { UsageError } from "./errors.ts";
+import { UsageError } from "./failure.ts";
 
 /**
  * Parses one argument of `relaxvm run`. JSON numbers, booleans and `null`

@@ -2,7 +2,7 @@
 
 import { assertEquals, assertThrows } from "@std/assert";
 import { type CommandSpec, parseCommandLine, synopsis } from "../cli/arguments.ts";
-import { UsageError } from "../cli/errors.ts";
+import { UsageError } from "../cli/failure.ts";
 
 const spec: CommandSpec = {
   name: "run",

@@ -9,15 +9,15 @@
  * @module
  */
 
-import "../builtins/ops/operators.ts";
-import "../builtins/cpu/backend.ts";
+import "../builtins/operators.ts";
+import "../kernels/cpu/backend.ts";
 import { assert, assertEquals, AssertionError, assertThrows } from "@std/assert";
-import { OPERATOR_NAMES } from "../builtins/ops/operators.ts";
-import { getGlobalFunc } from "../builtins/registry.ts";
-import { cpu, type Device } from "../vm/device.ts";
-import { dtype } from "../vm/dtype.ts";
-import { NDArray, tensor } from "../vm/ndarray.ts";
-import { shape, ShapeTuple } from "../vm/shape_tuple.ts";
+import { OPERATOR_NAMES } from "../builtins/operators.ts";
+import { getGlobalFunc } from "../ground/registry.ts";
+import { cpu, type Device } from "../devices/device.ts";
+import { dtype } from "../ground/dtype.ts";
+import { NDArray, tensor } from "../devices/ndarray.ts";
+import { shape, ShapeTuple } from "../ground/shape_tuple.ts";
 import {
   type Ref,
   REF_BINARY_FLOAT,

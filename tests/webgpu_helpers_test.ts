@@ -1,8 +1,8 @@
 // WebGPU helpers that need no adapter, so they run under `deno test` itself;
 // everything that touches the GPU is in tests/webgpu/ (see webgpu_test.ts).
 import { assert, assertEquals, assertRejects } from "@std/assert";
-import { dispatchSize } from "../builtins/webgpu/command_batch.ts";
-import { webgpu } from "../vm/webgpu_device.ts";
+import { dispatchSize } from "../devices/webgpu/command_batch.ts";
+import { webgpu } from "../devices/webgpu/webgpu_device.ts";
 
 Deno.test("dispatchSize() folds more than 65535 workgroups into two dimensions", () => {
   assertEquals(dispatchSize(0), [1, 1]);

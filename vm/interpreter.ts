@@ -20,13 +20,13 @@
  * @module
  */
 
-import { type CompiledFunction, DecodedOp, type Instr, instrText } from "./compiled_function.ts";
-import { VMError } from "./errors.ts";
+import { type CompiledFunction, DecodedOp, type Instr, instrText } from "./loaded_function.ts";
+import { VMError } from "../ground/errors.ts";
 import { type DispatchHelpers, specialize } from "./specialized_dispatch.ts";
-import type { Executable } from "./executable.ts";
-import { activateAllocators, type AllocatorSet } from "./memory/context.ts";
-import { NDArray } from "./ndarray.ts";
-import { disownValue, releaseIfUnowned, releaseValue, retainValue } from "./value_refs.ts";
+import type { Executable } from "../program/executable.ts";
+import { activateAllocators, type AllocatorSet } from "../devices/allocation_context.ts";
+import { NDArray } from "../devices/ndarray.ts";
+import { disownValue, releaseIfUnowned, releaseValue, retainValue } from "../ground/object.ts";
 
 /** Deepest nesting of VM function calls before a call fails with `VMError`. */
 export const MAX_CALL_DEPTH = 1000;

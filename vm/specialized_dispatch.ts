@@ -24,7 +24,7 @@
  * @module
  */
 
-import { type CompiledFunction, DecodedOp } from "./compiled_function.ts";
+import { type CompiledFunction, DecodedOp } from "./loaded_function.ts";
 
 /** What a specialized function needs from the interpreter. */
 export interface DispatchHelpers {

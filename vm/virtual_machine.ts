@@ -8,21 +8,21 @@
  * @module
  */
 
-import { ArgKind, argKind, argValue, Opcode } from "./bytecode.ts";
-import { compileFunction, type OperandResolver } from "./compiled_function.ts";
-import { Closure } from "./closure.ts";
-import { cpu, type Device } from "./device.ts";
-import { VMError } from "./errors.ts";
-import type { Executable } from "./executable.ts";
+import { ArgKind, argKind, argValue, Opcode } from "../program/bytecode.ts";
+import { compileFunction, type OperandResolver } from "./loaded_function.ts";
+import { Closure } from "../ground/closure.ts";
+import { cpu, type Device } from "../devices/device.ts";
+import { VMError } from "../ground/errors.ts";
+import type { Executable } from "../program/executable.ts";
 import { type Instrument, Interpreter } from "./interpreter.ts";
-import { computeReleases } from "./liveness.ts";
-import type { AllocatorKind, MemoryStats } from "./memory/allocator.ts";
-import { activateAllocators } from "./memory/context.ts";
-import { NDArray } from "./ndarray.ts";
-import { exportValue, releaseValue, retainValue } from "./value_refs.ts";
-import { VMState } from "./vm_state.ts";
-import { getGlobalFunc } from "../builtins/registry.ts";
-import { instructionText } from "./text_format.ts";
+import { computeReleases } from "../program/liveness.ts";
+import type { AllocatorKind, MemoryStats } from "../devices/allocator.ts";
+import { activateAllocators } from "../devices/allocation_context.ts";
+import { NDArray } from "../devices/ndarray.ts";
+import { exportValue, releaseValue, retainValue } from "../ground/object.ts";
+import { VMState } from "../devices/memory_scope.ts";
+import { getGlobalFunc } from "../ground/registry.ts";
+import { instructionText } from "../program/text_format.ts";
 
 /** Whether instruction `i` calls or refers to function-table entry `index`. */
 function instructionUses(ex: Executable, i: number, index: number): boolean {

@@ -19,7 +19,7 @@
  * @module
  */
 
-import { registeredGpuTests } from "./registry.ts";
+import { registeredGpuTests } from "./suite_registry.ts";
 import "./suites.ts";
 
 /** Marks the child's protocol lines on stdout; everything else is the tests' own output. */

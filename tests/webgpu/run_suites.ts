@@ -12,7 +12,7 @@
  */
 
 import { type GpuEvent, PROTOCOL_PREFIX } from "./in_child_process.ts";
-import { getTestGPU, registeredGpuTests } from "./registry.ts";
+import { getTestGPU, registeredGpuTests } from "./suite_registry.ts";
 import "./suites.ts";
 
 const args = Deno.args;

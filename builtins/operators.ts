@@ -1,0 +1,396 @@
+/**
+ * The operator front end: registers every `vm.op.*` packed function on
+ * import. Each one checks its arguments (count, types, dtypes, devices,
+ * shapes, axes), computes the output shape, allocates the output with
+ * `NDArray.empty` on the inputs' device — so the running VM's allocator
+ * counts it — and hands the work to that device's kernels (`backendFor`).
+ *
+ * The functions are synchronous: a GPU backend queues its work and returns,
+ * and the result is read later with `await data()`. Argument errors are
+ * `TypeError`s (wrong kind of value, unsupported dtype) or `RangeError`s
+ * (shapes, axes), and their messages start with the operator name; the VM
+ * wraps them into a `VMError` naming the instruction.
+ *
+ * Operator arguments after the tensors follow API.md: reductions
+ * `(x, axes?, keepdims?)`, `transpose(x, axes?)`,
+ * `layer_norm(x, gamma, beta, eps?)`, `cast(x, dtype)`.
+ *
+ * This file is browser-safe: no `Deno.*`.
+ *
+ * @module
+ */
+
+import { DataType, type TensorDType, tensorDType } from "../ground/dtype.ts";
+import { NDArray } from "../devices/ndarray.ts";
+import { ShapeTuple } from "../ground/shape_tuple.ts";
+import { registerFunc } from "../ground/registry.ts";
+import {
+  backendFor,
+  type BinaryOp,
+  type OpBackend,
+  type ReduceOp,
+  type UnaryOp,
+} from "../kernels/kernel_backend.ts";
+import { formatShape, tryBroadcastShapes } from "../kernels/broadcast.ts";
+
+const FLOAT: readonly TensorDType[] = ["float32"];
+const NUMERIC: readonly TensorDType[] = ["float32", "int32"];
+
+const BINARY_OPS: readonly BinaryOp[] = [
+  "add",
+  "subtract",
+  "multiply",
+  "divide",
+  "maximum",
+  "minimum",
+];
+/** Unary operators and the dtypes each accepts: sign and clamp make sense on integers, the rest do not. */
+const UNARY_OPS: Readonly<Record<UnaryOp, readonly TensorDType[]>> = {
+  negative: NUMERIC,
+  relu: NUMERIC,
+  exp: FLOAT,
+  log: FLOAT,
+  sqrt: FLOAT,
+  tanh: FLOAT,
+  sigmoid: FLOAT,
+  gelu: FLOAT,
+};
+const REDUCE_OPS: Readonly<Record<ReduceOp, readonly TensorDType[]>> = {
+  sum: NUMERIC,
+  max: NUMERIC,
+  mean: FLOAT,
+};
+
+/** Every packed function name this module registers. */
+export const OPERATOR_NAMES: readonly string[] = [
+  ...BINARY_OPS,
+  ...Object.keys(UNARY_OPS),
+  "matmul",
+  ...Object.keys(REDUCE_OPS),
+  "softmax",
+  "layer_norm",
+  "transpose",
+  "cast",
+].map((op) => `vm.op.${op}`);
+
+// ---------------------------------------------------------------------------
+// Argument checks. Each throws with a message that starts with the op name.
+
+/** A short description of any argument value, for error messages. */
+function describe(value: unknown): string {
+  if (value instanceof NDArray) return String(value);
+  if (value instanceof ShapeTuple) return `ShapeTuple${value}`;
+  if (value instanceof DataType) return `DataType(${value})`;
+  if (value === null || value === undefined) return String(value);
+  if (typeof value === "string") return `string "${value}"`;
+  if (Array.isArray(value)) return `array [${value.map(describe).join(", ")}]`;
+  if (typeof value === "object") return value.constructor?.name ?? "object";
+  return `${typeof value} ${String(value)}`;
+}
+
+function checkArgCount(op: string, args: readonly unknown[], min: number, max: number): void {
+  if (args.length >= min && args.length <= max) return;
+  const expected = min === max ? `${min}` : `${min} to ${max}`;
+  const noun = max === 1 ? "argument" : "arguments";
+  throw new TypeError(`${op}: expected ${expected} ${noun}, got ${args.length}`);
+}
+
+function tensorArg(op: string, args: readonly unknown[], index: number, role: string): NDArray {
+  const value = args[index];
+  if (!(value instanceof NDArray)) {
+    throw new TypeError(
+      `${op}: argument ${index} (${role}) must be an NDArray, got ${describe(value)}`,
+    );
+  }
+  if (value.disposed) {
+    throw new ReferenceError(
+      `${op}: argument ${index} (${role}) was used after its memory was released`,
+    );
+  }
+  return value;
+}
+
+function checkDType(op: string, x: NDArray, role: string, allowed: readonly TensorDType[]): void {
+  if (!allowed.includes(x.dtype)) {
+    throw new TypeError(`${op}: ${role} has dtype ${x.dtype}, expected ${allowed.join(" or ")}`);
+  }
+}
+
+function checkSameDType(op: string, tensors: readonly NDArray[]): void {
+  const first = tensors[0];
+  for (const t of tensors) {
+    if (t.dtype !== first.dtype) {
+      throw new TypeError(`${op}: dtypes ${tensors.map((t) => t.dtype).join(" and ")} differ`);
+    }
+  }
+}
+
+function checkSameDevice(op: string, tensors: readonly NDArray[]): void {
+  const first = tensors[0];
+  for (const t of tensors) {
+    if (t.device !== first.device) {
+      const devices = tensors.map((t) => String(t.device)).join(" and ");
+      throw new TypeError(`${op}: tensors are on different devices, ${devices}`);
+    }
+  }
+}
+
+/** An axis in `[-rank, rank)` normalized to `[0, rank)`. */
+function normalizeAxis(op: string, axis: number, shape: readonly number[]): number {
+  const rank = shape.length;
+  if (!Number.isInteger(axis) || axis < -rank || axis >= rank) {
+    throw new RangeError(`${op}: axis ${axis} is out of range for shape ${formatShape(shape)}`);
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+/** An axis list given as a ShapeTuple, a number[] or a single number; `undefined` when absent. */
+function axisList(op: string, value: unknown, role: string): number[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (value instanceof ShapeTuple) return [...value];
+  if (typeof value === "number") return [value];
+  if (Array.isArray(value) && value.every((v) => typeof v === "number")) return value;
+  throw new TypeError(
+    `${op}: ${role} must be a ShapeTuple or an array of integers, got ${describe(value)}`,
+  );
+}
+
+/** Reduction axes: sorted, unique, non-negative; all axes when absent or empty. */
+function reductionAxes(op: string, value: unknown, shape: readonly number[]): number[] {
+  const given = axisList(op, value, "axes");
+  if (given === undefined || given.length === 0) return shape.map((_, i) => i);
+  const axes = given.map((a) => normalizeAxis(op, a, shape));
+  if (new Set(axes).size !== axes.length) {
+    throw new RangeError(
+      `${op}: axes [${given.join(", ")}] repeat an axis of shape ${formatShape(shape)}`,
+    );
+  }
+  return axes.sort((a, b) => a - b);
+}
+
+function flagArg(op: string, value: unknown, role: string): boolean {
+  if (value === undefined || value === null) return false;
+  if (typeof value === "boolean") return value;
+  if (value === 0 || value === 1) return value === 1;
+  throw new TypeError(`${op}: ${role} must be 0, 1 or a boolean, got ${describe(value)}`);
+}
+
+/**
+ * Allocates the output on `x`'s device, runs `kernel` and returns the output;
+ * a kernel that throws does not leak the output's memory.
+ */
+function launch(
+  x: NDArray,
+  shape: readonly number[],
+  dtype: TensorDType,
+  kernel: (backend: OpBackend, out: NDArray) => void,
+): NDArray {
+  const backend = backendFor(x.device.kind);
+  const out = NDArray.empty(shape, dtype, x.device);
+  try {
+    kernel(backend, out);
+  } catch (e) {
+    out.releaseIfUnowned();
+    throw e;
+  }
+  return out;
+}
+
+/** A view of `x`'s memory with another shape of the same size (for 1-D matmul operands). */
+function reshapedView(x: NDArray, shape: readonly number[]): NDArray {
+  return new NDArray(x.storage, x.byteOffset, shape, x.dtype);
+}
+
+// ---------------------------------------------------------------------------
+// The operators.
+
+/** `vm.op.<op>(a, b)`: elementwise with NumPy broadcasting; float32 or int32. */
+function binary(op: BinaryOp, args: readonly unknown[]): NDArray {
+  const name = `vm.op.${op}`;
+  checkArgCount(name, args, 2, 2);
+  const a = tensorArg(name, args, 0, "a"), b = tensorArg(name, args, 1, "b");
+  checkSameDType(name, [a, b]);
+  checkDType(name, a, "a", NUMERIC);
+  checkSameDevice(name, [a, b]);
+  const shape = tryBroadcastShapes(a.shape, b.shape);
+  if (shape === undefined) {
+    throw new RangeError(
+      `${name}: shapes ${formatShape(a.shape)} and ${formatShape(b.shape)} do not broadcast`,
+    );
+  }
+  return launch(a, shape, a.dtype, (backend, out) => backend.binary(op, a, b, out));
+}
+
+/** `vm.op.<op>(x)`: elementwise map, same shape and dtype. */
+function unary(op: UnaryOp, args: readonly unknown[]): NDArray {
+  const name = `vm.op.${op}`;
+  checkArgCount(name, args, 1, 1);
+  const x = tensorArg(name, args, 0, "x");
+  checkDType(name, x, "x", UNARY_OPS[op]);
+  return launch(x, x.shape, x.dtype, (backend, out) => backend.unary(op, x, out));
+}
+
+/**
+ * `vm.op.matmul(a, b)`: NumPy's `matmul`. Operands of rank ≥ 2 multiply
+ * over their last two axes with the leading (batch) axes broadcast; a 1-D
+ * operand is a row (left) or column (right) vector whose axis is dropped
+ * from the result.
+ */
+function matmul(args: readonly unknown[]): NDArray {
+  const name = "vm.op.matmul";
+  checkArgCount(name, args, 2, 2);
+  const a = tensorArg(name, args, 0, "a"), b = tensorArg(name, args, 1, "b");
+  checkSameDType(name, [a, b]);
+  checkDType(name, a, "a", FLOAT);
+  checkSameDevice(name, [a, b]);
+  const shapes = `shapes ${formatShape(a.shape)} and ${formatShape(b.shape)}`;
+  if (a.shape.length === 0 || b.shape.length === 0) {
+    throw new RangeError(`${name}: operands must have at least 1 dimension, got ${shapes}`);
+  }
+  const a2 = a.shape.length === 1 ? [1, a.shape[0]] : a.shape;
+  const b2 = b.shape.length === 1 ? [b.shape[0], 1] : b.shape;
+  const [M, K] = a2.slice(-2), [Kb, N] = b2.slice(-2);
+  if (K !== Kb) {
+    throw new RangeError(`${name}: inner dimensions differ (${K} and ${Kb}) for ${shapes}`);
+  }
+  const batch = tryBroadcastShapes(a2.slice(0, -2), b2.slice(0, -2));
+  if (batch === undefined) {
+    throw new RangeError(`${name}: batch dimensions of ${shapes} do not broadcast`);
+  }
+  const outShape = [...batch];
+  if (a.shape.length > 1) outShape.push(M);
+  if (b.shape.length > 1) outShape.push(N);
+  return launch(a, outShape, a.dtype, (backend, out) => {
+    const av = a2 === a.shape ? a : reshapedView(a, a2);
+    const bv = b2 === b.shape ? b : reshapedView(b, b2);
+    const full = [...batch, M, N];
+    const ov = out.shape.length === full.length ? out : reshapedView(out, full);
+    try {
+      backend.matmul(av, bv, ov);
+    } finally {
+      // The views hold references to the operands' storage; drop them.
+      for (const v of [av, bv, ov]) if (v !== a && v !== b && v !== out) v.releaseIfUnowned();
+    }
+  });
+}
+
+/** `vm.op.<op>(x, axes?, keepdims?)`. */
+function reduce(op: ReduceOp, args: readonly unknown[]): NDArray {
+  const name = `vm.op.${op}`;
+  checkArgCount(name, args, 1, 3);
+  const x = tensorArg(name, args, 0, "x");
+  checkDType(name, x, "x", REDUCE_OPS[op]);
+  const axes = reductionAxes(name, args[1], x.shape);
+  const keepdims = flagArg(name, args[2], "keepdims");
+  const outShape: number[] = [];
+  let reducedSize = 1;
+  x.shape.forEach((d, i) => {
+    if (!axes.includes(i)) outShape.push(d);
+    else {
+      reducedSize *= d;
+      if (keepdims) outShape.push(1);
+    }
+  });
+  if (op === "max" && reducedSize === 0 && outShape.every((d) => d !== 0)) {
+    throw new RangeError(
+      `${name}: cannot take the max over zero elements (axes [${axes.join(", ")}] of shape ${
+        formatShape(x.shape)
+      })`,
+    );
+  }
+  return launch(x, outShape, x.dtype, (backend, out) => backend.reduce(op, x, axes, out));
+}
+
+/** `vm.op.softmax(x)`: over the last axis; a 0-d tensor counts as one row of one. */
+function softmax(args: readonly unknown[]): NDArray {
+  const name = "vm.op.softmax";
+  checkArgCount(name, args, 1, 1);
+  const x = tensorArg(name, args, 0, "x");
+  checkDType(name, x, "x", FLOAT);
+  return launch(x, x.shape, x.dtype, (backend, out) => backend.softmax(x, out));
+}
+
+/** `vm.op.layer_norm(x, gamma, beta, eps = 1e-5)`: over the trailing `gamma.ndim` axes. */
+function layerNorm(args: readonly unknown[]): NDArray {
+  const name = "vm.op.layer_norm";
+  checkArgCount(name, args, 3, 4);
+  const x = tensorArg(name, args, 0, "x");
+  const gamma = tensorArg(name, args, 1, "gamma");
+  const beta = tensorArg(name, args, 2, "beta");
+  const eps = args[3] ?? 1e-5;
+  for (const [t, role] of [[x, "x"], [gamma, "gamma"], [beta, "beta"]] as const) {
+    checkDType(name, t, role, FLOAT);
+  }
+  checkSameDevice(name, [x, gamma, beta]);
+  if (typeof eps !== "number" || !(eps >= 0) || eps === Infinity) {
+    throw new TypeError(`${name}: eps must be a finite non-negative number, got ${describe(eps)}`);
+  }
+  const g = gamma.shape, rank = x.shape.length;
+  const trailing = x.shape.slice(rank - g.length);
+  const fits = g.length >= 1 && g.length <= rank && g.every((d, i) => d === trailing[i]) &&
+    beta.shape.length === g.length && beta.shape.every((d, i) => d === g[i]);
+  if (!fits) {
+    throw new RangeError(
+      `${name}: gamma ${formatShape(g)} and beta ${formatShape(beta.shape)} must both equal ` +
+        `the trailing axes of x ${formatShape(x.shape)}`,
+    );
+  }
+  return launch(x, x.shape, x.dtype, (backend, out) => backend.layerNorm(x, gamma, beta, eps, out));
+}
+
+/** `vm.op.transpose(x, axes?)`: permutes axes; absent axes reverse them. Any dtype. */
+function transpose(args: readonly unknown[]): NDArray {
+  const name = "vm.op.transpose";
+  checkArgCount(name, args, 1, 2);
+  const x = tensorArg(name, args, 0, "x");
+  const rank = x.shape.length;
+  const given = axisList(name, args[1], "axes");
+  const perm = given === undefined
+    ? x.shape.map((_, i) => rank - 1 - i)
+    : given.map((a) => normalizeAxis(name, a, x.shape));
+  if (perm.length !== rank || new Set(perm).size !== rank) {
+    throw new RangeError(
+      `${name}: axes [${given?.join(", ")}] are not a permutation of the axes of shape ${
+        formatShape(x.shape)
+      }`,
+    );
+  }
+  const outShape = perm.map((p) => x.shape[p]);
+  return launch(x, outShape, x.dtype, (backend, out) => backend.transpose(x, perm, out));
+}
+
+/** `vm.op.cast(x, dtype)`: converts to any tensor dtype (a DataType or its name). */
+function cast(args: readonly unknown[]): NDArray {
+  const name = "vm.op.cast";
+  checkArgCount(name, args, 2, 2);
+  const x = tensorArg(name, args, 0, "x");
+  const target = args[1];
+  if (typeof target !== "string" && !(target instanceof DataType)) {
+    throw new TypeError(`${name}: dtype must be a DataType or a string, got ${describe(target)}`);
+  }
+  let dt: TensorDType;
+  try {
+    dt = tensorDType(target);
+  } catch (e) {
+    throw new TypeError(`${name}: cannot cast ${x.dtype} to ${target}: ${(e as Error).message}`, {
+      cause: e,
+    });
+  }
+  return launch(x, x.shape, dt, (backend, out) => backend.cast(x, out));
+}
+
+// ---------------------------------------------------------------------------
+// Registration.
+
+for (const op of BINARY_OPS) registerFunc(`vm.op.${op}`, (...args: unknown[]) => binary(op, args));
+for (const op of Object.keys(UNARY_OPS) as UnaryOp[]) {
+  registerFunc(`vm.op.${op}`, (...args: unknown[]) => unary(op, args));
+}
+for (const op of Object.keys(REDUCE_OPS) as ReduceOp[]) {
+  registerFunc(`vm.op.${op}`, (...args: unknown[]) => reduce(op, args));
+}
+registerFunc("vm.op.matmul", (...args: unknown[]) => matmul(args));
+registerFunc("vm.op.softmax", (...args: unknown[]) => softmax(args));
+registerFunc("vm.op.layer_norm", (...args: unknown[]) => layerNorm(args));
+registerFunc("vm.op.transpose", (...args: unknown[]) => transpose(args));
+registerFunc("vm.op.cast", (...args: unknown[]) => cast(args));

@@ -1,0 +1,46 @@
+/**
+ * Which allocator a new tensor comes from. Packed functions receive only
+ * their arguments, so the VM makes its allocators the active ones whenever
+ * its loop runs (on entry and after every resumed await); kernels allocate
+ * their outputs synchronously, before any await, so they always see the VM
+ * that called them. Outside any VM, tensors come from a per-device default
+ * allocator.
+ *
+ * @module
+ */
+
+import type { Device } from "./device.ts";
+import type { Allocator } from "./allocator.ts";
+import { NaiveAllocator } from "./naive_allocator.ts";
+
+/** Maps a device to the allocator that serves it. */
+export interface AllocatorSet {
+  /** The allocator for `device`. */
+  allocatorFor(device: Device): Allocator;
+}
+
+const defaults = new Map<Device, Allocator>();
+let active: AllocatorSet | null = null;
+
+/** The allocator that new tensors on `device` come from right now. */
+export function currentAllocator(device: Device): Allocator {
+  if (active !== null) return active.allocatorFor(device);
+  return defaultAllocator(device);
+}
+
+/** The allocator used outside any VM (tensors made by `tensor()`, say). */
+export function defaultAllocator(device: Device): Allocator {
+  let a = defaults.get(device);
+  if (a === undefined) {
+    a = new NaiveAllocator(device);
+    defaults.set(device, a);
+  }
+  return a;
+}
+
+/** Makes `set` the active allocators; returns the previous ones to restore later. */
+export function activateAllocators(set: AllocatorSet | null): AllocatorSet | null {
+  const previous = active;
+  active = set;
+  return previous;
+}

@@ -1,0 +1,59 @@
+/**
+ * `VMState`: what the special register `%vm` passes to builtins (seed 002):
+ * the VM's devices and their allocators, one per device, of the kind the VM
+ * was created with.
+ *
+ * @module
+ */
+
+import type { Device } from "./device.ts";
+import type { Allocator, AllocatorKind } from "./allocator.ts";
+import type { AllocatorSet } from "./allocation_context.ts";
+import { NaiveAllocator } from "./naive_allocator.ts";
+import { PooledAllocator } from "./pooled_allocator.ts";
+
+/** The VM's devices and allocators, as builtins see them through `%vm`. */
+export class VMState implements AllocatorSet {
+  /** The devices the VM was created with; index 0 is the default. */
+  readonly devices: readonly Device[];
+  /** Which allocator each device gets. */
+  readonly allocatorKind: AllocatorKind;
+  readonly #allocators = new Map<Device, Allocator>();
+
+  /** Made by the VM. @internal */
+  constructor(devices: readonly Device[], allocatorKind: AllocatorKind) {
+    this.devices = devices;
+    this.allocatorKind = allocatorKind;
+  }
+
+  /** The allocator serving `device` (created on first use). */
+  allocatorFor(device: Device): Allocator {
+    let a = this.#allocators.get(device);
+    if (a === undefined) {
+      a = this.allocatorKind === "naive" ? new NaiveAllocator(device) : new PooledAllocator(device);
+      this.#allocators.set(device, a);
+    }
+    return a;
+  }
+
+  /** The device at `index` in the VM's device list. */
+  deviceAt(index: number): Device {
+    const d = this.devices[index];
+    if (d === undefined) {
+      throw new RangeError(
+        `Device index ${index} is out of range: the VM has ${this.devices.length} device(s)`,
+      );
+    }
+    return d;
+  }
+
+  /** The first device of `kind`, if the VM has one. */
+  deviceOfType(deviceType: number, id = 0): Device | undefined {
+    return this.devices.find((d) => d.deviceType === deviceType && d.id === id);
+  }
+
+  /** Every allocator created so far. */
+  allocators(): Allocator[] {
+    return [...this.#allocators.values()];
+  }
+}

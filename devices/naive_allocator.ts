@@ -1,0 +1,48 @@
+/**
+ * The naive allocator: one new block per request, destroyed on release.
+ * The baseline the pooled allocator is measured against.
+ *
+ * @module
+ */
+
+import type { Device } from "./device.ts";
+import { type Allocator, checkAllocationSize, emptyStats, type MemoryStats } from "./allocator.ts";
+import { Storage } from "./storage.ts";
+
+/** Allocates a fresh block per request and destroys it when released. */
+export class NaiveAllocator implements Allocator {
+  readonly device: Device;
+  #stats: MemoryStats = emptyStats();
+
+  /** An allocator for `device`. */
+  constructor(device: Device) {
+    this.device = device;
+  }
+
+  alloc(nbytes: number): Storage {
+    checkAllocationSize(this.device, nbytes);
+    // Zero-byte tensors still get a distinct (4-byte) block so views stay valid everywhere.
+    const blockBytes = Math.max(4, Math.ceil(nbytes / 4) * 4);
+    const block = this.device.createBlock(blockBytes);
+    const s = this.#stats;
+    s.poolMisses++;
+    s.allocatedBytes += blockBytes;
+    s.liveBytes += blockBytes;
+    s.liveBlocks++;
+    if (s.liveBytes > s.peakBytes) s.peakBytes = s.liveBytes;
+    return new Storage(this.device, nbytes, blockBytes, block, this);
+  }
+
+  /** Called by a storage whose last reference went. */
+  reclaim(storage: Storage): void {
+    this.#stats.liveBytes -= storage.blockBytes;
+    this.#stats.liveBlocks--;
+    this.device.destroyBlock(storage.block);
+  }
+
+  stats(): MemoryStats {
+    return { ...this.#stats };
+  }
+
+  clear(): void {}
+}

@@ -1,0 +1,125 @@
+/**
+ * `Closure`: a function value with captured arguments, made by
+ * `vm.builtin.make_closure` and called by `vm.builtin.invoke_closure` or
+ * `VirtualMachine.invoke_closure`. As in TVM, the captured values are passed
+ * as the function's last parameters. A closure holds a reference to each
+ * captured value until it is released itself.
+ *
+ * @module
+ */
+
+import { releaseValue, retainValue } from "./object.ts";
+
+/** What a closure calls: the VM's entry for a VM function, or a packed function. */
+export type ClosureTarget = (...args: unknown[]) => unknown;
+
+/**
+ * A callable value returned by the VM.
+ *
+ * @example
+ * ```ts
+ * import { type Closure, ExecBuilder, VirtualMachine } from "@relaxvm/relaxvm";
+ * import { assertEquals } from "@std/assert";
+ *
+ * const ib = new ExecBuilder();
+ * ib.function("add_captured", { num_inputs: 2 }, () => {
+ *   ib.emit_call("vm.builtin.make_tuple", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+ *   ib.emit_ret(ib.r(2));
+ * });
+ * ib.function("main", { num_inputs: 1 }, () => {
+ *   ib.emit_call("vm.builtin.make_closure", [ib.f("add_captured"), ib.r(0)], { dst: ib.r(1) });
+ *   ib.emit_ret(ib.r(1));
+ * });
+ * const vm = new VirtualMachine(ib.get());
+ * using closure = await vm.invoke("main", "captured") as Closure;
+ * assertEquals(await vm.invoke_closure(closure, "arg"), ["arg", "captured"]);
+ * // Leaving the scope disposes it, releasing what it captured.
+ * ```
+ */
+export class Closure {
+  /** The function's name. */
+  readonly name: string;
+  /** The captured values, passed after the call's own arguments. */
+  readonly captured: readonly unknown[];
+  readonly #target: ClosureTarget;
+  #refs = 0;
+  #dropped = false;
+  #userHeld = false;
+
+  /** Made by `vm.builtin.make_closure` and by function references. @internal */
+  constructor(name: string, target: ClosureTarget, captured: readonly unknown[] = []) {
+    this.name = name;
+    this.#target = target;
+    this.captured = Object.freeze([...captured]);
+    for (const v of this.captured) retainValue(v);
+  }
+
+  /** Calls the function with `args` followed by the captured values. */
+  call(args: readonly unknown[]): unknown {
+    if (this.#dropped && this.captured.length > 0) {
+      throw new Error(`${this} was disposed: its captured values are released`);
+    }
+    return this.captured.length === 0
+      ? this.#target(...args)
+      : this.#target(...args, ...this.captured);
+  }
+
+  /** Adds a reference. @internal */
+  retain(): void {
+    this.#refs++;
+  }
+
+  /** Drops a reference; the last one releases the captured values. @internal */
+  release(): void {
+    if (this.#refs > 0) this.#refs--;
+    if (this.#refs === 0) this.#drop();
+  }
+
+  /** Marks one reference as the user's, so `dispose()` knows what to drop. @internal */
+  handToUser(): this {
+    if (!this.#userHeld) this.retain();
+    this.#userHeld = true;
+    return this;
+  }
+
+  /** True once the captured values are released; the closure can no longer be called. */
+  get disposed(): boolean {
+    return this.#dropped;
+  }
+
+  /**
+   * Drops the user's reference: the captured values are released now unless
+   * the VM still holds the closure. Calling it twice is harmless.
+   */
+  dispose(): void {
+    if (!this.#userHeld) return;
+    this.#userHeld = false;
+    this.release();
+  }
+
+  /** `using closure = await vm.invoke(...)` disposes it at the end of the scope. */
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  /** Back to floating without releasing. @internal */
+  disown(): void {
+    if (this.#refs > 0) this.#refs--;
+  }
+
+  /** Releases the captured values if nothing holds this closure. @internal */
+  releaseIfUnowned(): void {
+    if (this.#refs === 0) this.#drop();
+  }
+
+  #drop(): void {
+    if (this.#dropped) return;
+    this.#dropped = true;
+    for (const v of this.captured) releaseValue(v);
+  }
+
+  /** `Closure(name)`. */
+  toString(): string {
+    return `Closure(${this.name})`;
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * The CPU operator backend: TypedArray kernels over `NDArray.cpuView()`,
+ * installed for `cpu` devices on import. The operator front end
+ * (builtins/ops/operators.ts) checks arguments and allocates outputs; these
+ * kernels only compute. They are also the reference the GPU kernels are
+ * tested against.
+ *
+ * This file is browser-safe: no `Deno.*`.
+ *
+ * @module
+ */
+
+import { type OpBackend, registerBackend } from "../kernel_backend.ts";
+import { castKernel } from "./cast.ts";
+import { binaryKernel, unaryKernel } from "./elementwise.ts";
+import { layerNormKernel } from "./layer_norm.ts";
+import { matmulKernel } from "./matmul.ts";
+import { reduceKernel } from "./reduce.ts";
+import { softmaxKernel } from "./softmax.ts";
+import { transposeKernel } from "./transpose.ts";
+
+/** The CPU kernels, one per `OpBackend` method. */
+export const cpuBackend: OpBackend = {
+  unary: unaryKernel,
+  binary: binaryKernel,
+  matmul: matmulKernel,
+  reduce: reduceKernel,
+  softmax: softmaxKernel,
+  layerNorm: layerNormKernel,
+  transpose: transposeKernel,
+  cast: castKernel,
+};
+
+registerBackend("cpu", cpuBackend);

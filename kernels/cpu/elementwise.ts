@@ -1,0 +1,310 @@
+/**
+ * CPU kernels for the elementwise operators: unary maps and binary ops with
+ * NumPy broadcasting.
+ *
+ * Every loop is written out per operator so the operation is fixed before the
+ * loop starts: no per-element `switch` and no per-element closure call, which
+ * V8 would not always inline. A binary op has four loops. `flat` serves same
+ * shapes with plain `o[i] = a[i] + b[i]` indexing (measured 1.3–1.8× faster
+ * than the offset form, whose extra index additions V8 checks for overflow).
+ * The three row loops — both operands advancing (`vv`), the right one fixed
+ * (`vs`), the left one fixed (`sv`) — cover the rest: a scalar operand is one
+ * `vs`/`sv` row over the whole output, and any other broadcast walks the
+ * outer axes and runs one row per step.
+ *
+ * This file is browser-safe: no `Deno.*`.
+ *
+ * @module
+ */
+
+import type { TypedArray } from "../../ground/dtype.ts";
+import type { NDArray } from "../../devices/ndarray.ts";
+import type { BinaryOp, UnaryOp } from "../kernel_backend.ts";
+import { broadcastStrides, collapseDims } from "../broadcast.ts";
+
+/** Fills `o[0 .. n)` from `a[0 ..]` and `b[0 ..]`: same shapes, the hottest case. */
+type Flat = (a: TypedArray, b: TypedArray, o: TypedArray, n: number) => void;
+/** Fills `o[oo .. oo+n)` from `a[ao ..]` and `b[bo ..]`, both advancing. */
+type VV = (
+  a: TypedArray,
+  ao: number,
+  b: TypedArray,
+  bo: number,
+  o: TypedArray,
+  oo: number,
+  n: number,
+) => void;
+/** Fills `o[oo .. oo+n)` from `a[ao ..]` and the fixed right operand `b`. */
+type VS = (a: TypedArray, ao: number, b: number, o: TypedArray, oo: number, n: number) => void;
+/** Fills `o[oo .. oo+n)` from the fixed left operand `a` and `b[bo ..]`. */
+type SV = (a: number, b: TypedArray, bo: number, o: TypedArray, oo: number, n: number) => void;
+
+/** The loops of one binary operator. */
+interface RowLoops {
+  flat: Flat;
+  vv: VV;
+  vs: VS;
+  sv: SV;
+}
+
+// Float results are computed in double precision and rounded once on store,
+// which for + - * / gives exactly the float32 result. For int32 operands the
+// same loops are exact for + - max min (the double result is stored modulo
+// 2^32, i.e. wrapping like WGSL's i32); * and / need their own loops below.
+const FLOAT_LOOPS: Record<BinaryOp, RowLoops> = {
+  add: {
+    flat: (a, b, o, n) => {
+      for (let i = 0; i < n; i++) o[i] = a[i] + b[i];
+    },
+    vv: (a, ao, b, bo, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = a[ao + i] + b[bo + i];
+    },
+    vs: (a, ao, b, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = a[ao + i] + b;
+    },
+    sv: (a, b, bo, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = a + b[bo + i];
+    },
+  },
+  subtract: {
+    flat: (a, b, o, n) => {
+      for (let i = 0; i < n; i++) o[i] = a[i] - b[i];
+    },
+    vv: (a, ao, b, bo, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = a[ao + i] - b[bo + i];
+    },
+    vs: (a, ao, b, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = a[ao + i] - b;
+    },
+    sv: (a, b, bo, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = a - b[bo + i];
+    },
+  },
+  multiply: {
+    flat: (a, b, o, n) => {
+      for (let i = 0; i < n; i++) o[i] = a[i] * b[i];
+    },
+    vv: (a, ao, b, bo, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = a[ao + i] * b[bo + i];
+    },
+    vs: (a, ao, b, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = a[ao + i] * b;
+    },
+    sv: (a, b, bo, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = a * b[bo + i];
+    },
+  },
+  divide: {
+    flat: (a, b, o, n) => {
+      for (let i = 0; i < n; i++) o[i] = a[i] / b[i];
+    },
+    vv: (a, ao, b, bo, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = a[ao + i] / b[bo + i];
+    },
+    vs: (a, ao, b, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = a[ao + i] / b;
+    },
+    sv: (a, b, bo, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = a / b[bo + i];
+    },
+  },
+  // Math.max/min propagate NaN, as NumPy's maximum/minimum do.
+  maximum: {
+    flat: (a, b, o, n) => {
+      for (let i = 0; i < n; i++) o[i] = Math.max(a[i], b[i]);
+    },
+    vv: (a, ao, b, bo, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = Math.max(a[ao + i], b[bo + i]);
+    },
+    vs: (a, ao, b, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = Math.max(a[ao + i], b);
+    },
+    sv: (a, b, bo, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = Math.max(a, b[bo + i]);
+    },
+  },
+  minimum: {
+    flat: (a, b, o, n) => {
+      for (let i = 0; i < n; i++) o[i] = Math.min(a[i], b[i]);
+    },
+    vv: (a, ao, b, bo, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = Math.min(a[ao + i], b[bo + i]);
+    },
+    vs: (a, ao, b, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = Math.min(a[ao + i], b);
+    },
+    sv: (a, b, bo, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = Math.min(a, b[bo + i]);
+    },
+  },
+};
+
+/**
+ * int32 division as WGSL defines it, so CPU and GPU agree: truncate toward
+ * zero, and a zero divisor yields the dividend. (`-2^31 / -1` overflows to
+ * `2^31`, which `| 0` wraps back to the dividend — WGSL's rule for that case.)
+ */
+function intDivide(x: number, y: number): number {
+  return y === 0 ? x : (x / y) | 0;
+}
+
+// Products of two int32 can exceed 2^53, where doubles drop low bits;
+// Math.imul gives the exact low 32 bits (wrapping, as WGSL does).
+const INT_LOOPS: Record<BinaryOp, RowLoops> = {
+  ...FLOAT_LOOPS,
+  multiply: {
+    flat: (a, b, o, n) => {
+      for (let i = 0; i < n; i++) o[i] = Math.imul(a[i], b[i]);
+    },
+    vv: (a, ao, b, bo, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = Math.imul(a[ao + i], b[bo + i]);
+    },
+    vs: (a, ao, b, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = Math.imul(a[ao + i], b);
+    },
+    sv: (a, b, bo, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = Math.imul(a, b[bo + i]);
+    },
+  },
+  divide: {
+    flat: (a, b, o, n) => {
+      for (let i = 0; i < n; i++) o[i] = intDivide(a[i], b[i]);
+    },
+    vv: (a, ao, b, bo, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = intDivide(a[ao + i], b[bo + i]);
+    },
+    vs: (a, ao, b, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = intDivide(a[ao + i], b);
+    },
+    sv: (a, b, bo, o, oo, n) => {
+      for (let i = 0; i < n; i++) o[oo + i] = intDivide(a, b[bo + i]);
+    },
+  },
+};
+
+/**
+ * `out = op(a, b)` with NumPy broadcasting. `a` and `b` share a dtype
+ * (float32 or int32) and `out` is contiguous with the broadcast shape.
+ */
+export function binaryKernel(op: BinaryOp, a: NDArray, b: NDArray, out: NDArray): void {
+  if (out.size === 0) return;
+  const loops = (a.dtype === "float32" ? FLOAT_LOOPS : INT_LOOPS)[op];
+  const av = a.cpuView(), bv = b.cpuView(), ov = out.cpuView();
+  if (a.size === out.size && b.size === out.size) {
+    loops.flat(av, bv, ov, out.size);
+    return;
+  }
+  if (b.size === 1) {
+    loops.vs(av, 0, bv[0], ov, 0, out.size);
+    return;
+  }
+  if (a.size === 1) {
+    loops.sv(av[0], bv, 0, ov, 0, out.size);
+    return;
+  }
+  const { shape, strides: [sa, sb] } = collapseDims(out.shape, [
+    broadcastStrides(a.shape, out.shape),
+    broadcastStrides(b.shape, out.shape),
+  ]);
+  broadcastRows(loops, shape, sa, sb, av, bv, ov);
+}
+
+/**
+ * The general broadcast loop: one row loop per step over the outer axes.
+ * After `collapseDims`, each operand's innermost stride is 1 (it has that
+ * axis) or 0 (it is broadcast along it); the outer axes are walked with an
+ * odometer that keeps both read offsets current.
+ */
+function broadcastRows(
+  loops: RowLoops,
+  shape: number[],
+  sa: number[],
+  sb: number[],
+  av: TypedArray,
+  bv: TypedArray,
+  ov: TypedArray,
+): void {
+  const rank = shape.length;
+  const n = shape[rank - 1];
+  const ia = sa[rank - 1], ib = sb[rank - 1];
+  const rows = ov.length / n;
+  const index = new Array<number>(rank - 1).fill(0);
+  let ao = 0, bo = 0;
+  for (let row = 0, oo = 0; row < rows; row++, oo += n) {
+    if (ia !== 0 && ib !== 0) loops.vv(av, ao, bv, bo, ov, oo, n);
+    else if (ib === 0 && ia !== 0) loops.vs(av, ao, bv[bo], ov, oo, n);
+    else if (ia === 0 && ib !== 0) loops.sv(av[ao], bv, bo, ov, oo, n);
+    else {
+      // Both operands are fixed along this row: one value, repeated.
+      loops.vv(av, ao, bv, bo, ov, oo, 1);
+      ov.fill(ov[oo], oo + 1, oo + n);
+    }
+    // Advance the odometer over the outer axes, innermost first.
+    for (let axis = rank - 2; axis >= 0; axis--) {
+      ao += sa[axis];
+      bo += sb[axis];
+      if (++index[axis] < shape[axis]) break;
+      ao -= sa[axis] * shape[axis];
+      bo -= sb[axis] * shape[axis];
+      index[axis] = 0;
+    }
+  }
+}
+
+/**
+ * `erf` by Abramowitz & Stegun 7.1.26: absolute error below 1.5e-7, i.e. at
+ * float32 resolution; only `exp` is needed, so WGSL can use the same formula.
+ */
+function erf(x: number): number {
+  const t = 1 / (1 + 0.3275911 * Math.abs(x));
+  const y = 1 - t *
+      (0.254829592 +
+        t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))) *
+      Math.exp(-x * x);
+  return x < 0 ? -y : y;
+}
+
+/**
+ * The unary loops, one per operator.
+ *
+ * - `sigmoid(x) = 1 / (1 + exp(-x))`.
+ * - `relu(x) = max(x, 0)`; NaN stays NaN.
+ * - `gelu` is the exact (erf) form TVM's `relax.nn.gelu` and PyTorch's
+ *   default use, `0.5 * x * (1 + erf(x / sqrt(2)))`, with `erf` from
+ *   Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7); the WebGPU kernel uses the
+ *   same formula and constants.
+ */
+const UNARY_LOOPS: Record<UnaryOp, (x: TypedArray, o: TypedArray, n: number) => void> = {
+  negative: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = -x[i];
+  },
+  exp: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.exp(x[i]);
+  },
+  log: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.log(x[i]);
+  },
+  sqrt: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.sqrt(x[i]);
+  },
+  tanh: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.tanh(x[i]);
+  },
+  sigmoid: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = 1 / (1 + Math.exp(-x[i]));
+  },
+  relu: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.max(x[i], 0);
+  },
+  gelu: (x, o, n) => {
+    for (let i = 0; i < n; i++) {
+      const v = x[i];
+      o[i] = 0.5 * v * (1 + erf(v * Math.SQRT1_2));
+    }
+  },
+};
+
+/** `out[i] = op(x[i])`; `out` has x's shape and dtype. */
+export function unaryKernel(op: UnaryOp, x: NDArray, out: NDArray): void {
+  UNARY_LOOPS[op](x.cpuView(), out.cpuView(), x.size);
+}

@@ -1,0 +1,56 @@
+/**
+ * The contract between the operator front end (builtins/ops/operators.ts:
+ * argument checks, output shapes, output allocation) and the per-device
+ * kernel backends (builtins/cpu/, builtins/webgpu/). A backend receives
+ * checked inputs and an allocated output and fills the output; it may queue
+ * the work (a GPU) and return before it is done.
+ *
+ * @module
+ */
+
+import type { DeviceKind } from "../devices/device.ts";
+import type { NDArray } from "../devices/ndarray.ts";
+
+/** Elementwise unary operators. */
+export type UnaryOp = "negative" | "exp" | "log" | "sqrt" | "tanh" | "sigmoid" | "relu" | "gelu";
+/** Elementwise binary operators (NumPy broadcasting). */
+export type BinaryOp = "add" | "subtract" | "multiply" | "divide" | "maximum" | "minimum";
+/** Reductions. */
+export type ReduceOp = "sum" | "max" | "mean";
+
+/** Kernels of one device kind. Every method fills `out`, already allocated on the inputs' device. */
+export interface OpBackend {
+  /** `out[i] = op(x[i])`; `out` has x's shape and dtype. */
+  unary(op: UnaryOp, x: NDArray, out: NDArray): void;
+  /** `out = op(a, b)` with NumPy broadcasting; `out.shape` is the broadcast shape. */
+  binary(op: BinaryOp, a: NDArray, b: NDArray, out: NDArray): void;
+  /**
+   * Matrix product of the last two axes, `a: [..., M, K]`, `b: [..., K, N]`,
+   * `out: [..., M, N]`; leading (batch) axes broadcast. Inputs are at least 2-D.
+   */
+  matmul(a: NDArray, b: NDArray, out: NDArray): void;
+  /** Reduces over `axes` (sorted, unique, non-negative); `out` holds the reduced shape (keepdims or not). */
+  reduce(op: ReduceOp, x: NDArray, axes: readonly number[], out: NDArray): void;
+  /** Softmax over the last axis. */
+  softmax(x: NDArray, out: NDArray): void;
+  /** Layer normalization over the trailing `gamma.shape.length` axes: `(x - mean) / sqrt(var + eps) * gamma + beta`. */
+  layerNorm(x: NDArray, gamma: NDArray, beta: NDArray, eps: number, out: NDArray): void;
+  /** `out = transpose(x, perm)`; `out.shape[i] = x.shape[perm[i]]`. */
+  transpose(x: NDArray, perm: readonly number[], out: NDArray): void;
+  /** Converts element types; `out` has x's shape and the target dtype. */
+  cast(x: NDArray, out: NDArray): void;
+}
+
+const backends = new Map<DeviceKind, OpBackend>();
+
+/** Installs the kernels for one device kind (done by each backend module on import). */
+export function registerBackend(kind: DeviceKind, backend: OpBackend): void {
+  backends.set(kind, backend);
+}
+
+/** The kernels for `kind`; throws when none are installed. */
+export function backendFor(kind: DeviceKind): OpBackend {
+  const b = backends.get(kind);
+  if (b === undefined) throw new Error(`No operator kernels are installed for ${kind} devices`);
+  return b;
+}

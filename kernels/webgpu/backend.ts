@@ -1,0 +1,225 @@
+/**
+ * The WebGPU operator kernels: op glue implementing `OpBackend` on top of the
+ * WGSL templates, installed for `"webgpu"` devices on import.
+ *
+ * Each method turns checked tensors into a `Program` (template + uniforms)
+ * and records it in the device's open encoder; nothing waits. Layers, as in
+ * TF.js: this file (op glue) → `*_program.ts`/family files (templates) →
+ * `elementwise_ops.ts` (per-op WGSL snippets) → `program.ts` and the caches
+ * (pipelines by key and layout, uniform buffers, bind groups).
+ *
+ * This file is browser-safe: no `Deno.*`.
+ *
+ * @module
+ */
+
+import type { TensorDType } from "../../ground/dtype.ts";
+import { NDArray } from "../../devices/ndarray.ts";
+import {
+  type BinaryOp,
+  type OpBackend,
+  type ReduceOp,
+  registerBackend,
+  type UnaryOp,
+} from "../kernel_backend.ts";
+import { broadcastStrides, contiguousStrides } from "../broadcast.ts";
+import { convertProgram } from "./convert.ts";
+import { type ElementwiseFn, elementwiseProgram } from "./elementwise_program.ts";
+import { binaryFn, CAST_FN, IDENTITY_FN, unaryFn } from "./elementwise_ops.ts";
+import { layerNormProgram } from "./layer_norm.ts";
+import { matmulProgram } from "./matmul.ts";
+import {
+  bufferOf,
+  contextOf,
+  elementOffset,
+  type Program,
+  runProgram,
+  wgslType,
+} from "../../devices/webgpu/kernel_program.ts";
+import { planReduction } from "./reduce.ts";
+import { softmaxProgram } from "./softmax.ts";
+
+/**
+ * Runs `record(target)` with an output that shares no buffer with `inputs`:
+ * `out` itself normally, else a temporary copied into `out` afterwards. A
+ * dispatch cannot bind one buffer both read-only and writable, and outputs
+ * may share a storage with an input when the VM places tensors with
+ * `alloc_tensor`.
+ */
+function withDistinctOutput(
+  inputs: readonly NDArray[],
+  out: NDArray,
+  record: (target: NDArray) => void,
+): void {
+  const ob = bufferOf(out);
+  if (!inputs.some((x) => bufferOf(x) === ob)) {
+    record(out);
+    return;
+  }
+  const tmp = NDArray.empty(out.shape, out.dtype, out.device);
+  try {
+    record(tmp);
+    out.device.copyBlock(bufferOf(tmp), tmp.byteOffset, ob, out.byteOffset, out.nbytes);
+  } finally {
+    tmp.releaseIfUnowned();
+  }
+}
+
+/** Records `program` reading `inputs` and writing `out`. */
+function run(program: Program, inputs: readonly NDArray[], out: NDArray): void {
+  runProgram(contextOf(out.device), program, [...inputs.map(bufferOf), bufferOf(out)]);
+}
+
+/** An elementwise kernel of `fn` over contiguous or broadcast inputs. */
+function elementwise(
+  fn: ElementwiseFn,
+  inputs: readonly NDArray[],
+  strides: readonly (readonly number[])[],
+  out: NDArray,
+): void {
+  if (out.size === 0) return;
+  withDistinctOutput(inputs, out, (target) => {
+    const program = elementwiseProgram(
+      fn,
+      inputs.map((x, k) => ({
+        type: wgslType(x.dtype),
+        offset: elementOffset(x),
+        strides: strides[k],
+      })),
+      target.shape,
+      wgslType(target.dtype),
+      elementOffset(target),
+    );
+    run(program, inputs, target);
+  });
+}
+
+/** Dtypes WGSL stores natively (one 32-bit word per element). */
+const WORD_TYPES: ReadonlySet<TensorDType> = new Set(["float32", "int32", "uint32"]);
+
+/** Converts (and permutes, through `strides`) any dtype into any dtype. */
+function convert(x: NDArray, strides: readonly number[], out: NDArray): void {
+  if (out.size === 0) return;
+  withDistinctOutput([x], out, (target) => {
+    const program = convertProgram({
+      from: x.dtype,
+      to: target.dtype,
+      shape: target.shape,
+      strides,
+      srcByte: x.byteOffset,
+      dstByte: target.byteOffset,
+    });
+    run(program, [x], target);
+  });
+}
+
+function requireFloat32(op: string, ...ts: NDArray[]): void {
+  for (const t of ts) {
+    if (t.dtype !== "float32") {
+      throw new TypeError(`WebGPU ${op} supports float32 tensors, not ${t.dtype}`);
+    }
+  }
+}
+
+/** The WebGPU kernels. */
+export const webgpuBackend: OpBackend = {
+  unary(op: UnaryOp, x: NDArray, out: NDArray): void {
+    elementwise(unaryFn(op, wgslType(x.dtype)), [x], [contiguousStrides(x.shape)], out);
+  },
+
+  binary(op: BinaryOp, a: NDArray, b: NDArray, out: NDArray): void {
+    elementwise(
+      binaryFn(op, wgslType(a.dtype)),
+      [a, b],
+      [broadcastStrides(a.shape, out.shape), broadcastStrides(b.shape, out.shape)],
+      out,
+    );
+  },
+
+  matmul(a: NDArray, b: NDArray, out: NDArray): void {
+    requireFloat32("matmul", a, b);
+    if (out.size === 0) return;
+    withDistinctOutput([a, b], out, (target) => {
+      const program = matmulProgram({
+        aShape: a.shape,
+        bShape: b.shape,
+        offsets: [elementOffset(a), elementOffset(b), elementOffset(target)],
+      });
+      run(program, [a, b], target);
+    });
+  },
+
+  reduce(op: ReduceOp, x: NDArray, axes: readonly number[], out: NDArray): void {
+    if (out.size === 0) return;
+    withDistinctOutput([x], out, (target) => {
+      const plan = planReduction(
+        op,
+        wgslType(x.dtype),
+        x.shape,
+        axes,
+        elementOffset(x),
+        elementOffset(target),
+      );
+      // Partial results between passes live in temporaries from the active allocator;
+      // releasing them right after recording is safe because later work runs in queue order.
+      const temps = plan.temporaries.map((n) =>
+        NDArray.empty([n], x.dtype as TensorDType, x.device)
+      );
+      try {
+        const chain = [x, ...temps, target];
+        plan.passes.forEach((p, i) => run(p, [chain[i]], chain[i + 1]));
+      } finally {
+        for (const t of temps) t.releaseIfUnowned();
+      }
+    });
+  },
+
+  softmax(x: NDArray, out: NDArray): void {
+    requireFloat32("softmax", x);
+    if (out.size === 0) return;
+    const n = x.shape.length === 0 ? 1 : x.shape[x.shape.length - 1];
+    withDistinctOutput([x], out, (target) => {
+      run(softmaxProgram(x.size / n, n, elementOffset(x), elementOffset(target)), [x], target);
+    });
+  },
+
+  layerNorm(x: NDArray, gamma: NDArray, beta: NDArray, eps: number, out: NDArray): void {
+    requireFloat32("layer_norm", x, gamma, beta);
+    if (out.size === 0) return;
+    const n = gamma.size;
+    withDistinctOutput([x, gamma, beta], out, (target) => {
+      const program = layerNormProgram(x.size / n, n, eps, {
+        x: elementOffset(x),
+        gamma: elementOffset(gamma),
+        beta: elementOffset(beta),
+        out: elementOffset(target),
+      });
+      run(program, [x, gamma, beta], target);
+    });
+  },
+
+  transpose(x: NDArray, perm: readonly number[], out: NDArray): void {
+    const own = contiguousStrides(x.shape);
+    const strides = perm.map((p) => own[p]);
+    if (WORD_TYPES.has(x.dtype)) elementwise(IDENTITY_FN, [x], [strides], out);
+    else convert(x, strides, out);
+  },
+
+  cast(x: NDArray, out: NDArray): void {
+    if (out.size === 0) return;
+    if (x.dtype === out.dtype) {
+      out.device.copyBlock(bufferOf(x), x.byteOffset, bufferOf(out), out.byteOffset, out.nbytes);
+      return;
+    }
+    // WGSL's own float → integer conversion leaves NaN and out-of-range values to the
+    // implementation; the convert template spells out the saturating rule instead.
+    const floatToInt = x.dtype === "float32" && out.dtype !== "float32";
+    if (WORD_TYPES.has(x.dtype) && WORD_TYPES.has(out.dtype) && !floatToInt) {
+      elementwise(CAST_FN, [x], [contiguousStrides(x.shape)], out);
+    } else {
+      convert(x, contiguousStrides(x.shape), out);
+    }
+  },
+};
+
+registerBackend("webgpu", webgpuBackend);

@@ -1,0 +1,93 @@
+/**
+ * Per-op WGSL for the elementwise template: function bodies of
+ * `fn op(x0: T0[, x1: T1]) -> TO`, written so they compile for scalars and
+ * for `vec4`s alike (`TO(0.0)` rather than `0.0`; `|` on booleans, which
+ * WGSL defines componentwise for vectors, rather than `||`).
+ *
+ * Each formula follows the CPU reference kernel (builtins/cpu/elementwise.ts)
+ * so the two agree beyond rounding:
+ *
+ * - NaN propagates through `maximum`, `minimum` and `relu` as it does through
+ *   `Math.max`/`Math.min`; WGSL's `max`/`min` may drop it, hence the selects.
+ * - `tanh` is evaluated as `(1 - e) / (1 + e)` with `e = exp(-2|x|)`: the
+ *   textbook `(exp(2x) - 1) / (exp(2x) + 1)` turns into inf/inf = NaN for
+ *   |x| above about 44, and implementations of the builtin differ on it.
+ * - `gelu` is the erf form with erf from Abramowitz & Stegun 7.1.26, the
+ *   same constants as the CPU kernel.
+ * - int32 `divide` follows WGSL's rule: truncating, and a zero divisor yields
+ *   the dividend (so does `-2^31 / -1`); the CPU kernel implements the same.
+ *
+ * This file is browser-safe: no `Deno.*`.
+ *
+ * @module
+ */
+
+import type { BinaryOp, UnaryOp } from "../kernel_backend.ts";
+import type { ElementwiseFn, ScalarType } from "./elementwise_program.ts";
+
+const FLOAT_UNARY: Record<UnaryOp, string> = {
+  negative: "return -x0;",
+  exp: "return exp(x0);",
+  log: "return log(x0);",
+  sqrt: "return sqrt(x0);",
+  tanh: `let e = exp(-2.0 * abs(x0));
+  let t = (TO(1.0) - e) / (TO(1.0) + e);
+  return select(t, -t, x0 < TO(0.0));`,
+  sigmoid: "return TO(1.0) / (TO(1.0) + exp(-x0));",
+  relu: "return select(TO(0.0), x0, (x0 > TO(0.0)) | (x0 != x0));",
+  gelu: `let z = x0 * 0.7071067811865476;
+  let t = TO(1.0) / (TO(1.0) + 0.3275911 * abs(z));
+  let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+  let y = TO(1.0) - poly * exp(-z * z);
+  return 0.5 * x0 * (TO(1.0) + select(y, -y, z < TO(0.0)));`,
+};
+
+/** Integer unary ops; the float-only ones (exp, log, …) are absent. */
+const INT_UNARY: Partial<Record<UnaryOp, string>> = {
+  negative: "return -x0;",
+  relu: "return max(x0, TO(0));",
+};
+
+const FLOAT_BINARY: Record<BinaryOp, string> = {
+  add: "return x0 + x1;",
+  subtract: "return x0 - x1;",
+  multiply: "return x0 * x1;",
+  divide: "return x0 / x1;",
+  maximum: "return select(max(x0, x1), x0 + x1, (x0 != x0) | (x1 != x1));",
+  minimum: "return select(min(x0, x1), x0 + x1, (x0 != x0) | (x1 != x1));",
+};
+
+const INT_BINARY: Record<BinaryOp, string> = {
+  add: "return x0 + x1;",
+  subtract: "return x0 - x1;",
+  multiply: "return x0 * x1;",
+  // WGSL defines x / 0 and -2^31 / -1 as x, but implementations disagree (llvmpipe
+  // through naga returns 0 for x / 0), so the rule is spelled out.
+  divide: `let bad = (x1 == TO(0)) | ((x0 == TO(-2147483647 - 1)) & (x1 == TO(-1)));
+  return select(x0 / select(x1, TO(1), bad), x0, bad);`,
+  maximum: "return max(x0, x1);",
+  minimum: "return min(x0, x1);",
+};
+
+/** The elementwise function of unary `op` on elements of `type`. */
+export function unaryFn(op: UnaryOp, type: ScalarType): ElementwiseFn {
+  const body = type === "f32" ? FLOAT_UNARY[op] : type === "i32" ? INT_UNARY[op] : undefined;
+  if (body === undefined) {
+    throw new TypeError(
+      `WebGPU ${op} does not support ${type === "i32" ? "int32" : "uint32"} input`,
+    );
+  }
+  return { name: op, body };
+}
+
+/** The elementwise function of binary `op` on elements of `type`. */
+export function binaryFn(op: BinaryOp, type: ScalarType): ElementwiseFn {
+  if (type === "u32") throw new TypeError(`WebGPU ${op} does not support uint32 operands`);
+  return { name: op, body: type === "f32" ? FLOAT_BINARY[op] : INT_BINARY[op] };
+}
+
+/** Converts between element types (WGSL's conversions: float → int truncates toward zero). */
+export const CAST_FN: ElementwiseFn = { name: "cast", body: "return TO(x0);" };
+
+/** Returns its input: with permuted strides, a transpose. */
+export const IDENTITY_FN: ElementwiseFn = { name: "copy", body: "return x0;" };

@@ -1,0 +1,417 @@
+/**
+ * Binary serialization of an `Executable`, `save` and `load` side by side.
+ *
+ * ```text
+ * header   magic "RLXVM\0\r\n" (8 bytes; the CR LF catches text-mode mangling)
+ *          u32 format version, u32 flags (bit 0: liveness)
+ * sections in this order, each: u32 tag, u32 payload length, payload
+ *   FUNC   u32 count, then per function: u8 kind (0 vm, 1 packed), str name,
+ *          u32 start, u32 end, u32 num_args, u32 register_file_size,
+ *          u32 param count, str params…
+ *   CONS   u32 count, then per constant: u8 tag, value (see writeConstant)
+ *   CODE   u32 instruction count, u32 word count, padding to 8,
+ *          u32 instr_offset[count], padding to 8, f64 instr_data[words]
+ * ```
+ *
+ * Strings are u32 length + UTF-8; numbers little-endian. `load` checks every
+ * read, then decodes every instruction and runs the checker over the result:
+ * malformed input of any kind is a `LoadError` naming the section and offset.
+ *
+ * @module
+ */
+
+import {
+  ArgKind,
+  argKind,
+  argValue,
+  MAX_OPERAND_VALUE,
+  Opcode,
+  opcodeInfo,
+  VM_REGISTER,
+  VOID_REGISTER,
+} from "./bytecode.ts";
+import { ByteReader, ByteWriter } from "./byte_io.ts";
+import { DataType, elementBytes, tensorDType } from "../ground/dtype.ts";
+import { LoadError } from "../ground/errors.ts";
+import { type ConstantValue, Executable, type FunctionInfo } from "./executable.ts";
+import { NDArray, shapeSize } from "../devices/ndarray.ts";
+import { ShapeTuple } from "../ground/shape_tuple.ts";
+import { check } from "./verifier.ts";
+
+/** `RLXVM\0\r\n`. */
+export const MAGIC: readonly number[] = [0x52, 0x4c, 0x58, 0x56, 0x4d, 0x00, 0x0d, 0x0a];
+/** Bumped whenever the layout changes. */
+export const FORMAT_VERSION = 1;
+
+const FLAG_LIVENESS = 1;
+const Section = { FUNC: 0x434e5546, CONS: 0x534e4f43, CODE: 0x45444f43 } as const;
+const ConstTag = { Number: 0, String: 1, Shape: 2, DType: 3, Tensor: 4 } as const;
+/** Bounds that keep a hostile file from asking for absurd memory before it is checked. */
+const MAX_REGISTER_FILE = 1 << 24;
+const MAX_NDIM = 32;
+
+function writeConstant(w: ByteWriter, c: ConstantValue): void {
+  if (typeof c === "number") {
+    w.u8(ConstTag.Number);
+    w.f64(c);
+  } else if (typeof c === "string") {
+    w.u8(ConstTag.String);
+    w.string(c);
+  } else if (c instanceof ShapeTuple) {
+    w.u8(ConstTag.Shape);
+    w.u32(c.length);
+    for (const d of c) w.f64(d);
+  } else if (c instanceof DataType) {
+    w.u8(ConstTag.DType);
+    w.u8(c.code);
+    w.u8(c.bits);
+    w.u16(c.lanes);
+  } else {
+    w.u8(ConstTag.Tensor);
+    w.string(c.dtype);
+    w.u32(c.shape.length);
+    for (const d of c.shape) w.f64(d);
+    const data = c.dataSync();
+    w.u32(data.byteLength);
+    w.bytes(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+  }
+}
+
+function writeSection(w: ByteWriter, tag: number, body: () => void): void {
+  w.u32(tag);
+  const lengthAt = w.length;
+  w.u32(0);
+  body();
+  w.patchU32(lengthAt, w.length - lengthAt - 4);
+}
+
+/** The bytes of `ex`. */
+export function saveExecutable(ex: Executable): Uint8Array {
+  const w = new ByteWriter();
+  for (const b of MAGIC) w.u8(b);
+  w.u32(FORMAT_VERSION);
+  w.u32(ex.liveness ? FLAG_LIVENESS : 0);
+  writeSection(w, Section.FUNC, () => {
+    w.u32(ex.functions.length);
+    for (const f of ex.functions) {
+      w.u8(f.kind === "vm" ? 0 : 1);
+      w.string(f.name);
+      w.u32(f.start);
+      w.u32(f.end);
+      w.u32(f.numArgs);
+      w.u32(f.registerFileSize);
+      w.u32(f.paramNames.length);
+      for (const p of f.paramNames) w.string(p);
+    }
+  });
+  writeSection(w, Section.CONS, () => {
+    w.u32(ex.constants.length);
+    for (const c of ex.constants) writeConstant(w, c);
+  });
+  writeSection(w, Section.CODE, () => {
+    w.u32(ex.instrOffset.length);
+    w.u32(ex.instrData.length);
+    w.align(8);
+    w.u32Array(ex.instrOffset);
+    w.align(8);
+    w.f64Array(ex.instrData);
+  });
+  return w.finish();
+}
+
+function enterSection(r: ByteReader, tag: number, name: string): number {
+  r.section = name;
+  const at = r.position;
+  const found = r.u32("section tag");
+  if (found !== tag) throw r.fail(`expected section "${name}"`, at);
+  return r.limit(r.u32("section length"));
+}
+
+function readFunctions(r: ByteReader): FunctionInfo[] {
+  const old = enterSection(r, Section.FUNC, "functions");
+  const count = r.u32("function count");
+  const functions: FunctionInfo[] = [];
+  const names = new Set<string>();
+  for (let i = 0; i < count; i++) {
+    const at = r.position;
+    const kindByte = r.u8("function kind");
+    if (kindByte > 1) throw r.fail(`function ${i} has unknown kind ${kindByte}`, at);
+    const name = r.string("function name");
+    if (names.has(name)) throw r.fail(`duplicate function "${name}"`, at);
+    names.add(name);
+    const start = r.u32("start"), end = r.u32("end"), numArgs = r.u32("num_args");
+    const registerFileSize = r.u32("register_file_size");
+    const nparams = r.u32("param count");
+    if (nparams > r.remaining / 4) {
+      throw r.fail(`function "${name}" claims ${nparams} parameters`, at);
+    }
+    const paramNames: string[] = [];
+    for (let p = 0; p < nparams; p++) paramNames.push(r.string("parameter name"));
+    if (start > end) {
+      throw r.fail(`function "${name}" ends (${end}) before it starts (${start})`, at);
+    }
+    if (registerFileSize > MAX_REGISTER_FILE) {
+      throw r.fail(`function "${name}" asks for ${registerFileSize} registers`, at);
+    }
+    if (numArgs > registerFileSize) {
+      throw r.fail(
+        `function "${name}" has ${numArgs} inputs but ${registerFileSize} registers`,
+        at,
+      );
+    }
+    functions.push({
+      kind: kindByte === 0 ? "vm" : "packed",
+      name,
+      start,
+      end,
+      numArgs,
+      registerFileSize,
+      paramNames,
+    });
+  }
+  r.endLimit(old);
+  return functions;
+}
+
+function readConstant(r: ByteReader): ConstantValue {
+  const at = r.position;
+  const tag = r.u8("constant tag");
+  switch (tag) {
+    case ConstTag.Number:
+      return r.f64("number");
+    case ConstTag.String:
+      return r.string("string");
+    case ConstTag.Shape: {
+      const n = r.u32("shape length");
+      if (n > r.remaining / 8) throw r.fail(`shape of ${n} elements does not fit`, at);
+      const dims: number[] = [];
+      for (let i = 0; i < n; i++) {
+        const d = r.f64("shape element");
+        if (!Number.isSafeInteger(d)) {
+          throw r.fail(`shape element ${d} is not an integer`, r.position - 8);
+        }
+        dims.push(d);
+      }
+      return new ShapeTuple(dims);
+    }
+    case ConstTag.DType: {
+      const code = r.u8("dtype code"), bits = r.u8("dtype bits"), lanes = r.u16("dtype lanes");
+      const dt = new DataType(code, bits, lanes);
+      try {
+        DataType.parse(dt.toString());
+      } catch (e) {
+        throw new LoadError(
+          r.section,
+          at,
+          `invalid dtype (code ${code}, bits ${bits}, lanes ${lanes})`,
+          { cause: e },
+        );
+      }
+      return dt;
+    }
+    case ConstTag.Tensor: {
+      const dtypeText = r.string("tensor dtype");
+      let dt;
+      try {
+        dt = tensorDType(dtypeText);
+      } catch (e) {
+        throw new LoadError(r.section, at, `invalid tensor dtype "${dtypeText}"`, { cause: e });
+      }
+      const ndim = r.u32("tensor rank");
+      if (ndim > MAX_NDIM) throw r.fail(`tensor rank ${ndim} exceeds ${MAX_NDIM}`, at);
+      const dims: number[] = [];
+      for (let i = 0; i < ndim; i++) {
+        const d = r.f64("tensor dimension");
+        if (!Number.isSafeInteger(d) || d < 0) {
+          throw r.fail(`tensor dimension ${d} is invalid`, r.position - 8);
+        }
+        dims.push(d);
+      }
+      const nbytes = r.u32("tensor byte length");
+      if (nbytes !== shapeSize(dims) * elementBytes(dt)) {
+        throw r.fail(
+          `tensor of shape [${dims.join(", ")}] and dtype ${dt} cannot hold ${nbytes} bytes`,
+          at,
+        );
+      }
+      return tensorFromBytes(r.bytes(nbytes, "tensor data"), dims, dt);
+    }
+    default:
+      throw r.fail(`unknown constant tag ${tag}`, at);
+  }
+}
+
+/** A CPU tensor holding a copy of `bytes`, owned by the executable being loaded. */
+function tensorFromBytes(
+  bytes: Uint8Array,
+  dims: number[],
+  dt: ReturnType<typeof tensorDType>,
+): NDArray {
+  const out = NDArray.empty(dims, dt);
+  new Uint8Array(out.storage.block as ArrayBuffer, 0, bytes.length).set(bytes);
+  return out.handToUser();
+}
+
+function readConstants(r: ByteReader): ConstantValue[] {
+  const old = enterSection(r, Section.CONS, "constants");
+  const count = r.u32("constant count");
+  if (count > r.remaining) throw r.fail(`${count} constants cannot fit in ${r.remaining} bytes`);
+  const constants: ConstantValue[] = [];
+  for (let i = 0; i < count; i++) constants.push(readConstant(r));
+  r.endLimit(old);
+  return constants;
+}
+
+/** Checks that the words decode into whole instructions with operands in range. */
+function validateCode(
+  r: ByteReader,
+  offsets: Uint32Array,
+  data: Float64Array,
+  dataStart: number,
+  functions: readonly FunctionInfo[],
+  constantCount: number,
+): void {
+  const wordAt = (i: number) => dataStart + i * 8;
+  for (let i = 0; i < data.length; i++) {
+    if (!Number.isSafeInteger(data[i])) throw r.fail(`word ${i} is not an integer`, wordAt(i));
+  }
+  const owner = new Int32Array(offsets.length).fill(-1);
+  functions.forEach((f, fi) => {
+    if (f.kind !== "vm") return;
+    if (f.end > offsets.length) {
+      throw r.fail(`function "${f.name}" ends at instruction ${f.end} of ${offsets.length}`);
+    }
+    for (let i = f.start; i < f.end; i++) {
+      if (owner[i] !== -1) throw r.fail(`instruction ${i} belongs to two functions`);
+      owner[i] = fi;
+    }
+  });
+  for (let i = 0; i < offsets.length; i++) {
+    const at = offsets[i];
+    const next = i + 1 < offsets.length ? offsets[i + 1] : data.length;
+    if (at >= data.length || (i === 0 && at !== 0) || next <= at) {
+      throw r.fail(`instruction ${i} has an invalid offset ${at}`);
+    }
+    const info = opcodeInfo(data[at]);
+    if (info === undefined) {
+      throw r.fail(`instruction ${i} has unknown opcode ${data[at]}`, wordAt(at));
+    }
+    const fixedEnd = at + 1 + info.fixedWords;
+    const count = info.countField >= 0 ? data[at + 1 + info.countField] : 0;
+    if (fixedEnd > next || count < 0 || fixedEnd + count !== next) {
+      throw r.fail(
+        `instruction ${i} (${info.name}) does not fit its ${next - at} words`,
+        wordAt(at),
+      );
+    }
+    const fi = owner[i];
+    const regs = fi >= 0 ? functions[fi].registerFileSize : 0;
+    const reg = (w: number, what: string, allowVoid: boolean, allowVM: boolean) => {
+      if (
+        (w >= 0 && w < regs) || (allowVoid && w === VOID_REGISTER) || (allowVM && w === VM_REGISTER)
+      ) return;
+      throw r.fail(
+        `instruction ${i}: ${what} register ${w} is outside the register file (${regs})`,
+        wordAt(at),
+      );
+    };
+    switch (data[at]) {
+      case Opcode.Call: {
+        reg(data[at + 1], "destination", true, false);
+        if (data[at + 2] < 0 || data[at + 2] >= functions.length) {
+          throw r.fail(`instruction ${i}: function index ${data[at + 2]} out of range`, wordAt(at));
+        }
+        for (let k = 0; k < count; k++) {
+          const w = data[at + 4 + k], v = argValue(w);
+          switch (argKind(w)) {
+            case ArgKind.Register:
+              reg(v, "argument", true, true);
+              break;
+            case ArgKind.ConstIdx:
+              if (v < 0 || v >= constantCount) {
+                throw r.fail(`instruction ${i}: constant c[${v}] out of range`, wordAt(at + 4 + k));
+              }
+              break;
+            case ArgKind.FuncIdx:
+              if (v < 0 || v >= functions.length) {
+                throw r.fail(`instruction ${i}: function f[${v}] out of range`, wordAt(at + 4 + k));
+              }
+              break;
+            case ArgKind.Immediate:
+              if (Math.abs(v) > MAX_OPERAND_VALUE) {
+                throw r.fail(`instruction ${i}: immediate out of range`, wordAt(at + 4 + k));
+              }
+          }
+        }
+        break;
+      }
+      case Opcode.Ret:
+        reg(data[at + 1], "result", false, false);
+        break;
+      case Opcode.If:
+        reg(data[at + 1], "condition", false, false);
+        break;
+    }
+  }
+}
+
+/** Reads an executable; anything malformed is a `LoadError`. */
+export function loadExecutable(bytes: Uint8Array): Executable {
+  if (!(bytes instanceof Uint8Array)) throw new LoadError("header", 0, "expected a Uint8Array");
+  const r = new ByteReader(bytes);
+  for (let i = 0; i < MAGIC.length; i++) {
+    if (r.u8("magic number") !== MAGIC[i]) {
+      throw r.fail("not a relaxvm executable (bad magic number)", i);
+    }
+  }
+  const version = r.u32("format version");
+  if (version !== FORMAT_VERSION) {
+    throw r.fail(`format version ${version} is not supported (expected ${FORMAT_VERSION})`, 8);
+  }
+  const flags = r.u32("flags");
+  if ((flags & ~FLAG_LIVENESS) !== 0) throw r.fail(`unknown flags ${flags}`, 12);
+  const functions = readFunctions(r);
+  const constants = readConstants(r);
+  const old = enterSection(r, Section.CODE, "code");
+  const ninstr = r.u32("instruction count");
+  const nwords = r.u32("word count");
+  r.align(8);
+  const offsets = r.u32Array(ninstr, "instr_offset");
+  r.align(8);
+  const dataStart = r.position;
+  const data = r.f64Array(nwords, "instr_data");
+  r.endLimit(old);
+  if (r.remaining !== 0) {
+    r.section = "trailer";
+    throw r.fail(`${r.remaining} unexpected bytes after the last section`);
+  }
+  validateCode(r, offsets, data, dataStart, functions, constants.length);
+  const ex = new Executable({
+    functions,
+    constants,
+    instrOffset: offsets,
+    instrData: data,
+    liveness: (flags & FLAG_LIVENESS) !== 0,
+  });
+  const { errors, warnings } = check(ex);
+  if (errors.length > 0) {
+    const p = errors[0];
+    const f = ex.vmFunction(p.functionName);
+    const at = f !== undefined && p.pc >= 0
+      ? dataStart + ex.instrOffset[f.start + p.pc] * 8
+      : dataStart;
+    throw new LoadError(
+      "code",
+      at,
+      `the code does not check: ${errors.length} problem(s), first: @${p.functionName}[${p.pc}]: ${p.message}`,
+    );
+  }
+  return new Executable({
+    functions,
+    constants,
+    instrOffset: offsets,
+    instrData: data,
+    liveness: ex.liveness,
+    warnings,
+  });
+}

@@ -1,0 +1,129 @@
+/**
+ * The text dumps: `stats()` and `as_text()` in TVM's layout. One formatter
+ * per operand kind, shared by the dumps, error messages and traces.
+ *
+ * @module
+ */
+
+import {
+  ArgKind,
+  argKind,
+  argValue,
+  Opcode,
+  OPCODES,
+  VM_REGISTER,
+  VOID_REGISTER,
+} from "./bytecode.ts";
+import { DataType } from "../ground/dtype.ts";
+import type { ConstantValue, Executable, FunctionInfo } from "./executable.ts";
+import { computeReleases } from "./liveness.ts";
+import { NDArray } from "../devices/ndarray.ts";
+import { ShapeTuple } from "../ground/shape_tuple.ts";
+
+/** Options of `as_text()`. */
+export interface TextOptions {
+  /** Show where the VM releases values after their last use (liveness). */
+  releases?: boolean;
+}
+
+/** `%3`, `%void`, `%vm`. */
+export function registerText(reg: number): string {
+  if (reg === VOID_REGISTER) return "%void";
+  if (reg === VM_REGISTER) return "%vm";
+  return `%${reg}`;
+}
+
+/** The name of function-table entry `index`, or a marker for a bad index. */
+export function functionNameAt(ex: Executable, index: number): string {
+  return ex.functions[index]?.name ?? `unknown_func_index(${index})`;
+}
+
+/** One operand word as TVM prints it: `%3`, `i5`, `c[0]`, `f[name]`. */
+export function operandText(ex: Executable, word: number): string {
+  const value = argValue(word);
+  switch (argKind(word)) {
+    case ArgKind.Register:
+      return registerText(value);
+    case ArgKind.Immediate:
+      return `i${value}`;
+    case ArgKind.ConstIdx:
+      return `c[${value}]`;
+    case ArgKind.FuncIdx:
+      return `f[${functionNameAt(ex, value)}]`;
+  }
+}
+
+/** Instruction `index` (global) as one line of `as_text()`, without indentation. */
+export function instructionText(ex: Executable, index: number): string {
+  const data = ex.instrData;
+  const at = ex.instrOffset[index];
+  const op = data[at] as Opcode;
+  const text = OPCODES[op]?.text ?? `?${op}`;
+  switch (op) {
+    case Opcode.Call: {
+      const n = data[at + 3];
+      const args: string[] = [];
+      for (let k = 0; k < n; k++) args.push(operandText(ex, data[at + 4 + k]));
+      return `${text.padEnd(6)}${functionNameAt(ex, data[at + 2]).padEnd(16)} in: ${
+        args.join(", ").padEnd(12)
+      } dst: ${registerText(data[at + 1])}`;
+    }
+    case Opcode.Ret:
+      return `${"ret ".padEnd(6)}${registerText(data[at + 1])}`;
+    case Opcode.Goto:
+      return `${text.padEnd(6)}${data[at + 1]}`;
+    case Opcode.If:
+      return `${text.padEnd(6)}${registerText(data[at + 1])}, ${data[at + 2]}`;
+    default:
+      return `<invalid opcode ${op}>`;
+  }
+}
+
+/** How a constant appears in `stats()`. */
+export function constantSummary(value: ConstantValue): string {
+  if (value instanceof NDArray) {
+    return value.shape.length === 0 ? "scalar" : `[${value.shape.join(", ")}]`;
+  }
+  if (value instanceof ShapeTuple) return `shapetuple[${[...value].join(", ")}]`;
+  if (value instanceof DataType) return value.toString();
+  if (typeof value === "string") return JSON.stringify(value);
+  return Object.is(value, -0) ? "-0" : String(value);
+}
+
+/** `stats()`: the constant pool and the globals, as TVM prints them. */
+export function formatStats(ex: Executable): string {
+  const constants = ex.constants.map(constantSummary).join(", ");
+  const globals = ex.functions.map((f) => f.name).join(", ");
+  return "Relax VM executable statistics:\n" +
+    `  Constant pool (# ${ex.constants.length}): [${constants}]\n` +
+    `  Globals (#${ex.functions.length}): [${globals}]\n`;
+}
+
+function releaseNote(regs: readonly number[] | null): string {
+  return regs === null || regs.length === 0 ? "" : `release ${regs.map(registerText).join(", ")}`;
+}
+
+function formatFunction(ex: Executable, f: FunctionInfo, options: TextOptions): string {
+  if (f.kind === "packed") return `@${f.name} packed_func;\n\n`;
+  let out = `@${f.name}:\n`;
+  const releases = options.releases ? computeReleases(ex, f) : null;
+  for (let i = f.start; i < f.end; i++) {
+    const pc = i - f.start;
+    if (releases !== null) {
+      const entry = releaseNote(releases.onEntry[pc]);
+      if (entry !== "") out += `  # ${entry}\n`;
+    }
+    out += `  ${instructionText(ex, i)}`;
+    if (releases !== null) {
+      const after = releaseNote(releases.after[pc]);
+      if (after !== "") out += `  # then ${after}`;
+    }
+    out += "\n";
+  }
+  return out + "\n";
+}
+
+/** `as_text()`: every function of the table, one block each, in TVM's layout. */
+export function formatText(ex: Executable, options: TextOptions = {}): string {
+  return ex.functions.map((f) => formatFunction(ex, f, options)).join("");
+}
