@@ -5,7 +5,8 @@
  * `relax.ExecBuilder`), get a checked `Executable`, inspect it as text or
  * TypeScript, save and load it as bytes, and run it on a register VM against
  * the builtin library: shape-heap ops, allocators, and tensor kernels on the
- * CPU and, through WebGPU, on the GPU.
+ * CPU and, through WebGPU, on the GPU. Programs that only load and run
+ * executables can import the smaller `@relaxvm/relaxvm/runtime`.
  *
  * @example Build, run, read the result
  * ```ts
@@ -25,8 +26,53 @@
  * @module
  */
 
-import "./builtins/install.ts";
-
+export {
+  CheckError,
+  Closure,
+  cpu,
+  DataType,
+  Device,
+  dtype,
+  Executable,
+  getGlobalFunc,
+  listGlobalFuncNames,
+  LoadError,
+  NDArray,
+  registerFunc,
+  shape,
+  ShapeTuple,
+  tensor,
+  VirtualMachine,
+  VMError,
+  webgpu,
+  WebGPUError,
+} from "./runtime.ts";
+export type {
+  AllocatorKind,
+  CheckProblem,
+  Code,
+  ConstantValue,
+  DeviceKind,
+  FunctionInfo,
+  Instrument,
+  MemoryStats,
+  NestedNumbers,
+  PackedFunc,
+  ProgramData,
+  RegisterOptions,
+  Storage,
+  TensorDType,
+  TensorOptions,
+  TextOptions,
+  TimeEvaluatorOptions,
+  TimingResult,
+  TypedArray,
+  TypeScriptOptions,
+  VirtualMachineOptions,
+  VMErrorLocation,
+  VMObject,
+  WebGPUDevice,
+} from "./runtime.ts";
 export { ExecBuilder } from "./builder/exec_builder.ts";
 export type { CallArg, CallOptions, FunctionOptions, GetOptions } from "./builder/exec_builder.ts";
 export type { Operand, OperandKind } from "./builder/operand.ts";
@@ -34,31 +80,3 @@ export type { ConstantInput } from "./builder/constant_pool.ts";
 export { check } from "./program/verifier.ts";
 export type { CheckResult } from "./program/verifier.ts";
 export { formalize } from "./program/formalize.ts";
-export { Executable } from "./program/executable.ts";
-export type { ConstantValue, FunctionInfo } from "./program/executable.ts";
-export type { TextOptions } from "./program/text_format.ts";
-export type { TypeScriptOptions } from "./program/typescript_format.ts";
-export { VirtualMachine } from "./vm/virtual_machine.ts";
-export type {
-  TimeEvaluatorOptions,
-  TimingResult,
-  VirtualMachineOptions,
-} from "./vm/virtual_machine.ts";
-export type { Instrument } from "./vm/interpreter.ts";
-export { Closure } from "./ground/closure.ts";
-export { getGlobalFunc, listGlobalFuncNames, registerFunc } from "./ground/registry.ts";
-export type { PackedFunc, RegisterOptions } from "./ground/registry.ts";
-export { NDArray, tensor } from "./devices/ndarray.ts";
-export type { NestedNumbers, TensorOptions } from "./devices/ndarray.ts";
-export { shape, ShapeTuple } from "./ground/shape_tuple.ts";
-export { DataType, dtype } from "./ground/dtype.ts";
-export type { TensorDType, TypedArray } from "./ground/dtype.ts";
-export { cpu, Device } from "./devices/device.ts";
-export type { DeviceKind } from "./devices/device.ts";
-export { webgpu } from "./devices/webgpu/webgpu_device.ts";
-export type { WebGPUDevice } from "./devices/webgpu/webgpu_device.ts";
-export { WebGPUError } from "./devices/webgpu/command_batch.ts";
-export type { Storage } from "./devices/storage.ts";
-export type { AllocatorKind, MemoryStats } from "./devices/allocator.ts";
-export { CheckError, LoadError, VMError } from "./ground/errors.ts";
-export type { CheckProblem, VMErrorLocation } from "./ground/errors.ts";

@@ -20,15 +20,17 @@
  * @module
  */
 
-import "../builtins/operators.ts";
-import "../kernels/cpu/backend.ts";
+import { installBuiltins } from "../builtins/install.ts";
 import * as tf from "@tensorflow/tfjs-core";
 import "@tensorflow/tfjs-backend-cpu";
 import { getGlobalFunc } from "../ground/registry.ts";
-import { cpu } from "../devices/device.ts";
-import { type NDArray, tensor } from "../devices/ndarray.ts";
+import { cpu } from "../devices/cpu_device.ts";
+import type { NDArray } from "../devices/ndarray.ts";
+import { tensor } from "../devices/tensor.ts";
 import { ExecBuilder, VirtualMachine } from "../mod.ts";
 import { randomValues } from "./_random.ts";
+
+installBuiltins();
 
 // Production mode: no debug checks, and no "install tfjs-node" banner.
 tf.enableProdMode();

@@ -7,7 +7,7 @@
  */
 
 import { DataType } from "../ground/dtype.ts";
-import type { ConstantValue } from "../program/executable.ts";
+import type { ConstantValue } from "../program/program_data.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
 

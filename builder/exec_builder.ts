@@ -1,26 +1,29 @@
 /**
  * `ExecBuilder`: the DSL that writes Relax VM bytecode, mirroring TVM's
  * Python `relax.ExecBuilder` so scripts port line by line (keyword
- * arguments become an options object). It appends straight into growing
- * typed arrays, so a million instructions build in a fraction of a second.
+ * arguments become an options object). It appends straight into the growing
+ * typed arrays of a `CodeWriter`, so a million instructions build in a
+ * fraction of a second.
  * Scope state lives on the builder instance, never shared between builders.
  *
  * @module
  */
 
+import { CheckError, type CheckProblem } from "../ground/errors.ts";
 import {
   ArgKind,
   encodeArg,
   MAX_OPERAND_VALUE,
-  Opcode,
   VM_REGISTER,
   VOID_REGISTER,
 } from "../program/bytecode.ts";
-import { CheckError, type CheckProblem } from "../ground/errors.ts";
-import { Executable, type FunctionInfo } from "../program/executable.ts";
-import { check } from "../program/verifier.ts";
+import { CodeWriter } from "../program/code_writer.ts";
+import { InstructionCursor } from "../program/decoder.ts";
+import { Executable } from "../program/executable.ts";
+import { formalizeProgram } from "../program/formalize.ts";
+import type { FunctionInfo, ProgramData } from "../program/program_data.ts";
+import { verifyProgram } from "../program/verifier.ts";
 import { type ConstantInput, ConstantPool } from "./constant_pool.ts";
-import { formalizeInPlace } from "../program/formalize.ts";
 import { Operand } from "./operand.ts";
 
 /** Options of `ExecBuilder.function`. */
@@ -85,10 +88,7 @@ export class ExecBuilder {
   #functions: FunctionEntry[] = [];
   #byName = new Map<string, number>();
   #pool = new ConstantPool();
-  #data = new Float64Array(1024);
-  #dataLength = 0;
-  #offsets = new Uint32Array(256);
-  #count = 0;
+  #code = new CodeWriter();
   #open: FunctionEntry | null = null;
   #problems: CheckProblem[] = [];
   #argScratch = new Float64Array(8);
@@ -132,8 +132,8 @@ export class ExecBuilder {
     const scope: FunctionEntry = entry?.defined ? { ...entry } : (entry ?? this.#add(name, "vm"));
     Object.assign(scope, {
       kind: "vm",
-      start: this.#count,
-      end: this.#count,
+      start: this.#code.count,
+      end: this.#code.count,
       numArgs: numInputs,
       paramNames,
       defined: true,
@@ -142,7 +142,7 @@ export class ExecBuilder {
     this.#open = scope;
     const close = () => {
       if (this.#open === scope) {
-        scope.end = this.#count;
+        scope.end = this.#code.count;
         this.#open = null;
       }
     };
@@ -233,32 +233,26 @@ export class ExecBuilder {
     } else {
       this.#functions[index].onlyReferenced = false;
     }
-    const at = this.#reserve(4 + n);
-    const data = this.#data;
-    data[at] = Opcode.Call;
-    data[at + 1] = dst;
-    data[at + 2] = index;
-    data[at + 3] = n;
-    for (let k = 0; k < n; k++) data[at + 4 + k] = words[k];
+    this.#code.call(dst, index, words, n);
     void scope;
   }
 
   /** `Ret`: returns the value in register `reg`. */
   emit_ret(reg: Operand): void {
     this.#scope("emit_ret");
-    this.#emit(Opcode.Ret, this.#register(reg, "emit_ret"));
+    this.#code.ret(this.#register(reg, "emit_ret"));
   }
 
   /** `Goto`: jumps by `pc_offset` instructions. */
   emit_goto(pc_offset: number): void {
     this.#scope("emit_goto");
-    this.#emit(Opcode.Goto, this.#offset(pc_offset, "emit_goto"));
+    this.#code.goto(this.#offset(pc_offset, "emit_goto"));
   }
 
   /** `If`: when register `cond` is nonzero (or `true`) falls through, else jumps by `false_offset`. */
   emit_if(cond: Operand, false_offset: number): void {
     this.#scope("emit_if");
-    this.#emit(Opcode.If, this.#register(cond, "emit_if"), this.#offset(false_offset, "emit_if"));
+    this.#code.if(this.#register(cond, "emit_if"), this.#offset(false_offset, "emit_if"));
   }
 
   /**
@@ -287,24 +281,18 @@ export class ExecBuilder {
       }
     }
     const raw = this.#snapshot(opts.liveness ?? true);
-    const { errors, warnings } = check(raw);
-    problems.push(...errors);
+    const { errors, warnings } = verifyProgram(raw);
+    for (const { functionName, pc, message } of errors) {
+      problems.push({ functionName, pc, message });
+    }
     if (problems.length > 0) throw new CheckError(problems);
     // The snapshot is this call's own copy of the code, so formalize may rewrite it.
-    const ex = formalizeInPlace(raw, raw.instrData);
-    return new Executable({
-      functions: ex.functions,
-      constants: ex.constants,
-      instrOffset: ex.instrOffset,
-      instrData: ex.instrData,
-      liveness: ex.liveness,
-      warnings,
-    });
+    return new Executable(formalizeProgram(raw), warnings);
   }
 
-  #snapshot(liveness: boolean): Executable {
-    const data = this.#data.slice(0, this.#dataLength);
-    const offsets = this.#offsets.slice(0, this.#count);
+  #snapshot(liveness: boolean): ProgramData {
+    const code = this.#code.snapshot();
+    const cursor = new InstructionCursor(code);
     const functions: FunctionInfo[] = this.#functions.map((e) => {
       if (e.kind !== "vm" || !e.defined) {
         return {
@@ -320,22 +308,14 @@ export class ExecBuilder {
       }
       // Before formalize, the register file spans the largest register named.
       let maxReg = e.numArgs - 1;
+      const widen = (r: number) => {
+        if (r > maxReg) maxReg = r;
+      };
       // A scope still open (reported by get()) covers what was emitted so far.
-      const end = e === this.#open ? this.#count : e.end;
+      const end = e === this.#open ? this.#code.count : e.end;
       for (let i = e.start; i < end; i++) {
-        const at = offsets[i];
-        const op = data[at];
-        if (op === Opcode.Call) {
-          maxReg = Math.max(maxReg, data[at + 1]);
-          for (let k = 0; k < data[at + 3]; k++) {
-            const w = data[at + 4 + k];
-            if (((w % 4) + 4) % 4 === ArgKind.Register) {
-              maxReg = Math.max(maxReg, (w - ArgKind.Register) / 4);
-            }
-          }
-        } else if (op === Opcode.Ret || op === Opcode.If) {
-          maxReg = Math.max(maxReg, data[at + 1]);
-        }
+        cursor.seek(i).forEachRead(widen);
+        widen(cursor.dst);
       }
       return {
         kind: "vm",
@@ -347,13 +327,7 @@ export class ExecBuilder {
         paramNames: e.paramNames,
       };
     });
-    return new Executable({
-      functions,
-      constants: this.#pool.values,
-      instrOffset: offsets,
-      instrData: data,
-      liveness,
-    });
+    return { ...code, functions, constants: this.#pool.values, liveness };
   }
 
   #entry(name: string): FunctionEntry | undefined {
@@ -426,28 +400,5 @@ export class ExecBuilder {
       );
     }
     return encodeArg(ArgKind.ConstIdx, this.#pool.intern(a));
-  }
-
-  /** Starts an instruction of `size` words; returns where its words go. */
-  #reserve(size: number): number {
-    if (this.#count === this.#offsets.length) {
-      const grown = new Uint32Array(this.#offsets.length * 2);
-      grown.set(this.#offsets);
-      this.#offsets = grown;
-    }
-    const at = this.#dataLength;
-    this.#offsets[this.#count++] = at;
-    if (at + size > this.#data.length) {
-      const grown = new Float64Array(Math.max(this.#data.length * 2, at + size));
-      grown.set(this.#data);
-      this.#data = grown;
-    }
-    this.#dataLength = at + size;
-    return at;
-  }
-
-  #emit(...words: number[]): void {
-    const at = this.#reserve(words.length);
-    for (let k = 0; k < words.length; k++) this.#data[at + k] = words[k];
   }
 }

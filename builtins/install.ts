@@ -1,14 +1,27 @@
 /**
- * Installs the builtin library: importing this module registers every
- * `vm.builtin.*` and `vm.op.*` packed function and the CPU kernels. The
- * WebGPU kernels are installed by vm/webgpu_device.ts when a WebGPU device
- * is acquired.
+ * `installBuiltins()`: puts the builtin library into the global registry —
+ * every `vm.builtin.*` and `vm.op.*` packed function — and installs the
+ * operator kernels of every device kind (kernels/install.ts). The entry
+ * points (mod.ts, runtime.ts) call it once; calling it again does nothing.
  *
  * @module
  */
 
-import "./value_builtins.ts";
-import "./shape_heap.ts";
-import "./memory.ts";
-import "./operators.ts";
-import "../kernels/cpu/backend.ts";
+import { installKernels } from "../kernels/install.ts";
+import { memoryBuiltins } from "./memory.ts";
+import { operatorBuiltins } from "./operators.ts";
+import { shapeHeapBuiltins } from "./shape_heap.ts";
+import { valueBuiltins } from "./value_builtins.ts";
+
+/** Every builtin table, in registration order. */
+export const BUILTIN_TABLES = [valueBuiltins, shapeHeapBuiltins, memoryBuiltins, operatorBuiltins];
+
+let installed = false;
+
+/** Registers the builtin library and the kernels; idempotent. */
+export function installBuiltins(): void {
+  if (installed) return;
+  installed = true;
+  for (const table of BUILTIN_TABLES) table.install();
+  installKernels();
+}

@@ -8,11 +8,15 @@
 
 import { type DataType, elementBytes, tensorDType } from "../ground/dtype.ts";
 import { Storage } from "../devices/storage.ts";
+import { VMObject } from "../ground/object.ts";
 import { NDArray, shapeSize } from "../devices/ndarray.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
-import { VMState } from "../devices/memory_scope.ts";
-import { registerFunc } from "../ground/registry.ts";
-import { describe } from "./value_builtins.ts";
+import { MemoryScope } from "../devices/memory_scope.ts";
+import { BuiltinTable } from "./builtin_table.ts";
+import { describe } from "./describe.ts";
+
+/** The builtins of this module, installed by `installBuiltins()`. */
+export const memoryBuiltins = new BuiltinTable();
 
 function dims(shape: unknown, who: string): readonly number[] {
   if (shape instanceof ShapeTuple) return shape.dims;
@@ -25,10 +29,10 @@ function dims(shape: unknown, who: string): readonly number[] {
  * storage of `prod(shape) * sizeof(dtype)` bytes on the VM's device
  * `device_index`, from its allocator.
  */
-registerFunc(
+memoryBuiltins.add(
   "vm.builtin.alloc_storage",
   (vm: unknown, shape: unknown, deviceIndex: unknown, dt: unknown, _scope?: unknown) => {
-    if (!(vm instanceof VMState)) {
+    if (!(vm instanceof MemoryScope)) {
       throw new TypeError("alloc_storage: the first argument must be %vm (ib.vm_state())");
     }
     const device = vm.deviceAt(Number(deviceIndex));
@@ -39,7 +43,7 @@ registerFunc(
 );
 
 /** `vm.builtin.alloc_tensor(storage, offset, shape, dtype)`: a tensor viewing `storage` from byte `offset`. */
-registerFunc(
+memoryBuiltins.add(
   "vm.builtin.alloc_tensor",
   (storage: unknown, offset: unknown, shape: unknown, dt: unknown) => {
     if (!(storage instanceof Storage)) {
@@ -47,7 +51,7 @@ registerFunc(
         `alloc_tensor: expected a storage, got ${describe(storage)}`,
       );
     }
-    if (storage.released) {
+    if (storage.disposed) {
       throw new ReferenceError(
         "alloc_tensor: the storage was used after it was released",
       );
@@ -76,7 +80,7 @@ registerFunc(
  * `vm.builtin.kill(value)`: releases a tensor's or storage's memory to the
  * allocator now; using it afterwards is an error.
  */
-registerFunc("vm.builtin.kill", (value: unknown) => {
-  if (value instanceof NDArray || value instanceof Storage) value.kill();
+memoryBuiltins.add("vm.builtin.kill", (value: unknown) => {
+  if (value instanceof VMObject) value.kill();
   return null;
 });

@@ -23,7 +23,7 @@
 import { DataType, type TensorDType, tensorDType } from "../ground/dtype.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
-import { registerFunc } from "../ground/registry.ts";
+import { BuiltinTable } from "./builtin_table.ts";
 import {
   backendFor,
   type BinaryOp,
@@ -32,6 +32,9 @@ import {
   type UnaryOp,
 } from "../kernels/kernel_backend.ts";
 import { formatShape, tryBroadcastShapes } from "../kernels/broadcast.ts";
+
+/** The builtins of this module, installed by `installBuiltins()`. */
+export const operatorBuiltins = new BuiltinTable();
 
 const FLOAT: readonly TensorDType[] = ["float32"];
 const NUMERIC: readonly TensorDType[] = ["float32", "int32"];
@@ -382,15 +385,17 @@ function cast(args: readonly unknown[]): NDArray {
 // ---------------------------------------------------------------------------
 // Registration.
 
-for (const op of BINARY_OPS) registerFunc(`vm.op.${op}`, (...args: unknown[]) => binary(op, args));
+for (const op of BINARY_OPS) {
+  operatorBuiltins.add(`vm.op.${op}`, (...args: unknown[]) => binary(op, args));
+}
 for (const op of Object.keys(UNARY_OPS) as UnaryOp[]) {
-  registerFunc(`vm.op.${op}`, (...args: unknown[]) => unary(op, args));
+  operatorBuiltins.add(`vm.op.${op}`, (...args: unknown[]) => unary(op, args));
 }
 for (const op of Object.keys(REDUCE_OPS) as ReduceOp[]) {
-  registerFunc(`vm.op.${op}`, (...args: unknown[]) => reduce(op, args));
+  operatorBuiltins.add(`vm.op.${op}`, (...args: unknown[]) => reduce(op, args));
 }
-registerFunc("vm.op.matmul", (...args: unknown[]) => matmul(args));
-registerFunc("vm.op.softmax", (...args: unknown[]) => softmax(args));
-registerFunc("vm.op.layer_norm", (...args: unknown[]) => layerNorm(args));
-registerFunc("vm.op.transpose", (...args: unknown[]) => transpose(args));
-registerFunc("vm.op.cast", (...args: unknown[]) => cast(args));
+operatorBuiltins.add("vm.op.matmul", (...args: unknown[]) => matmul(args));
+operatorBuiltins.add("vm.op.softmax", (...args: unknown[]) => softmax(args));
+operatorBuiltins.add("vm.op.layer_norm", (...args: unknown[]) => layerNorm(args));
+operatorBuiltins.add("vm.op.transpose", (...args: unknown[]) => transpose(args));
+operatorBuiltins.add("vm.op.cast", (...args: unknown[]) => cast(args));

@@ -21,12 +21,15 @@
  * @module
  */
 
-import { cpu } from "../devices/device.ts";
+import { cpu } from "../devices/cpu_device.ts";
 import { DataType } from "../ground/dtype.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
-import { registerFunc } from "../ground/registry.ts";
-import { describe } from "./value_builtins.ts";
+import { BuiltinTable } from "./builtin_table.ts";
+import { describe } from "./describe.ts";
+
+/** The builtins of this module, installed by `installBuiltins()`. */
+export const shapeHeapBuiltins = new BuiltinTable();
 
 /** Match codes of `vm.builtin.match_shape`. */
 export const MatchShapeCode = {
@@ -63,7 +66,7 @@ function shapeOfInput(input: unknown, who: string): readonly number[] {
 }
 
 /** `vm.builtin.alloc_shape_heap(size)`: a zeroed heap of `size` integers. */
-registerFunc("vm.builtin.alloc_shape_heap", (size: unknown) => {
+shapeHeapBuiltins.add("vm.builtin.alloc_shape_heap", (size: unknown) => {
   if (typeof size !== "number" || !Number.isInteger(size) || size < 0) {
     throw new RangeError(`alloc_shape_heap: size must be a non-negative integer, got ${size}`);
   }
@@ -73,7 +76,7 @@ registerFunc("vm.builtin.alloc_shape_heap", (size: unknown) => {
 });
 
 /** `vm.builtin.shape_of(t)`: the shape of tensor `t`. */
-registerFunc("vm.builtin.shape_of", (t: unknown) => {
+shapeHeapBuiltins.add("vm.builtin.shape_of", (t: unknown) => {
   if (!(t instanceof NDArray)) {
     throw new TypeError(`shape_of: expected a tensor, got ${describe(t)}`);
   }
@@ -81,26 +84,29 @@ registerFunc("vm.builtin.shape_of", (t: unknown) => {
 });
 
 /** `vm.builtin.store_shape(shape, heap, ...indices)`: `heap[indices[i]] = shape[i]`. */
-registerFunc("vm.builtin.store_shape", (shape: unknown, heap: unknown, ...indices: unknown[]) => {
-  const dims = shapeOfInput(shape, "store_shape");
-  const h = heapView(heap, "store_shape");
-  if (indices.length !== dims.length) {
-    throw new RangeError(
-      `store_shape: ${indices.length} indices for a shape of ${dims.length} dimensions`,
-    );
-  }
-  for (let i = 0; i < dims.length; i++) h[heapIndex(h, indices[i], "store_shape")] = dims[i];
-  return null;
-});
+shapeHeapBuiltins.add(
+  "vm.builtin.store_shape",
+  (shape: unknown, heap: unknown, ...indices: unknown[]) => {
+    const dims = shapeOfInput(shape, "store_shape");
+    const h = heapView(heap, "store_shape");
+    if (indices.length !== dims.length) {
+      throw new RangeError(
+        `store_shape: ${indices.length} indices for a shape of ${dims.length} dimensions`,
+      );
+    }
+    for (let i = 0; i < dims.length; i++) h[heapIndex(h, indices[i], "store_shape")] = dims[i];
+    return null;
+  },
+);
 
 /** `vm.builtin.load_shape(heap, ...indices)`: the ShapeTuple `(heap[i0], heap[i1], …)`. */
-registerFunc("vm.builtin.load_shape", (heap: unknown, ...indices: unknown[]) => {
+shapeHeapBuiltins.add("vm.builtin.load_shape", (heap: unknown, ...indices: unknown[]) => {
   const h = heapView(heap, "load_shape");
   return new ShapeTuple(indices.map((i) => h[heapIndex(h, i, "load_shape")]));
 });
 
 /** `vm.builtin.match_shape(input, heap, ndim, code, value, …, err_ctx?)`: see the module doc. */
-registerFunc(
+shapeHeapBuiltins.add(
   "vm.builtin.match_shape",
   (input: unknown, heap: unknown, ndim: unknown, ...rest: unknown[]) => {
     const dims = shapeOfInput(input, "match_shape");
@@ -149,27 +155,30 @@ registerFunc(
 );
 
 /** `vm.builtin.make_shape(heap, ndim, code, value, …)`: a ShapeTuple; see the module doc. */
-registerFunc("vm.builtin.make_shape", (heap: unknown, ndim: unknown, ...rest: unknown[]) => {
-  const h = heap === null ? new Float64Array(0) : heapView(heap, "make_shape");
-  if (typeof ndim !== "number" || rest.length !== 2 * ndim) {
-    throw new RangeError(`make_shape: ${rest.length / 2} codes for ${ndim} dimensions`);
-  }
-  const dims: number[] = [];
-  for (let i = 0; i < ndim; i++) {
-    const code = rest[2 * i], value = rest[2 * i + 1] as number;
-    if (code === MakeShapeCode.UseImm) dims.push(value);
-    else if (code === MakeShapeCode.LoadShape) dims.push(h[heapIndex(h, value, "make_shape")]);
-    else throw new RangeError(`make_shape: unknown code ${code} for dimension ${i}`);
-  }
-  return new ShapeTuple(dims);
-});
+shapeHeapBuiltins.add(
+  "vm.builtin.make_shape",
+  (heap: unknown, ndim: unknown, ...rest: unknown[]) => {
+    const h = heap === null ? new Float64Array(0) : heapView(heap, "make_shape");
+    if (typeof ndim !== "number" || rest.length !== 2 * ndim) {
+      throw new RangeError(`make_shape: ${rest.length / 2} codes for ${ndim} dimensions`);
+    }
+    const dims: number[] = [];
+    for (let i = 0; i < ndim; i++) {
+      const code = rest[2 * i], value = rest[2 * i + 1] as number;
+      if (code === MakeShapeCode.UseImm) dims.push(value);
+      else if (code === MakeShapeCode.LoadShape) dims.push(h[heapIndex(h, value, "make_shape")]);
+      else throw new RangeError(`make_shape: unknown code ${code} for dimension ${i}`);
+    }
+    return new ShapeTuple(dims);
+  },
+);
 
 /**
  * `vm.builtin.check_tensor_info(t, ndim, dtype?, err_ctx?)`: throws unless
  * `t` is a tensor with `ndim` dimensions (-1: any) and dtype `dtype` (a
  * DataType or string; null: any).
  */
-registerFunc(
+shapeHeapBuiltins.add(
   "vm.builtin.check_tensor_info",
   (t: unknown, ndim: unknown, dt?: unknown, errCtx?: unknown) => {
     const context = typeof errCtx === "string" ? `${errCtx}: ` : "";
@@ -198,7 +207,7 @@ registerFunc(
 );
 
 /** `vm.builtin.reshape(t, shape)`: a view of `t` with a new shape of the same size (no copy). */
-registerFunc("vm.builtin.reshape", (t: unknown, shape: unknown) => {
+shapeHeapBuiltins.add("vm.builtin.reshape", (t: unknown, shape: unknown) => {
   if (!(t instanceof NDArray)) {
     throw new TypeError(`reshape: expected a tensor, got ${describe(t)}`);
   }
@@ -218,7 +227,7 @@ registerFunc("vm.builtin.reshape", (t: unknown, shape: unknown) => {
 });
 
 /** `vm.builtin.tensor_to_shape(t)`: a ShapeTuple from a 1-D integer tensor on the CPU. */
-registerFunc("vm.builtin.tensor_to_shape", (t: unknown) => {
+shapeHeapBuiltins.add("vm.builtin.tensor_to_shape", (t: unknown) => {
   if (!(t instanceof NDArray) || t.shape.length !== 1) {
     throw new TypeError(`tensor_to_shape: expected a 1-D tensor, got ${describe(t)}`);
   }

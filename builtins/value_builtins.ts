@@ -6,42 +6,50 @@
  * @module
  */
 
-import { Closure } from "../ground/closure.ts";
-import { DLDeviceType, findDevice } from "../devices/device.ts";
+import { DLDeviceType } from "../devices/device.ts";
+import { findDevice } from "../devices/find_device.ts";
+import { MemoryScope } from "../devices/memory_scope.ts";
 import { NDArray } from "../devices/ndarray.ts";
-import { makeTuple } from "../ground/object.ts";
-import { VMState } from "../devices/memory_scope.ts";
-import { registerFunc } from "../ground/registry.ts";
+import { Closure } from "../ground/closure.ts";
+import { Tuple, tupleFields } from "../ground/tuple.ts";
+import { BuiltinTable } from "./builtin_table.ts";
+import { describe } from "./describe.ts";
+
+/** The builtins of this module, installed by `installBuiltins()`. */
+export const valueBuiltins = new BuiltinTable();
 
 /** `vm.builtin.copy(x)`: the same value in another register (objects are shared, as in TVM). */
-registerFunc("vm.builtin.copy", (x: unknown) => x);
+valueBuiltins.add("vm.builtin.copy", (x: unknown) => x);
 
 /** `vm.builtin.move(x)`: like copy; the source register is expected to be dead. */
-registerFunc("vm.builtin.move", (x: unknown) => x);
+valueBuiltins.add("vm.builtin.move", (x: unknown) => x);
 
 /** `vm.builtin.print(x)`: prints a value with `console.log`; returns null. */
-registerFunc("vm.builtin.print", (x: unknown) => {
+valueBuiltins.add("vm.builtin.print", (x: unknown) => {
   console.log(x);
   return null;
 });
 
 /** `vm.builtin.null_value()`: null. */
-registerFunc("vm.builtin.null_value", () => null);
+valueBuiltins.add("vm.builtin.null_value", () => null);
 
 /** `vm.builtin.make_tuple(...fields)`: a tuple (an array) holding the fields. */
-registerFunc("vm.builtin.make_tuple", (...fields: unknown[]) => makeTuple(fields));
+valueBuiltins.add("vm.builtin.make_tuple", (...fields: unknown[]) => new Tuple(fields));
 
 /** `vm.builtin.tuple_getitem(tuple, index)`: one field. */
-registerFunc("vm.builtin.tuple_getitem", (tuple: unknown, index: unknown) => {
-  if (!Array.isArray(tuple)) {
+valueBuiltins.add("vm.builtin.tuple_getitem", (tuple: unknown, index: unknown) => {
+  const fields = tupleFields(tuple);
+  if (fields === undefined) {
     throw new TypeError(`tuple_getitem: expected a tuple, got ${describe(tuple)}`);
   }
-  if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= tuple.length) {
+  if (
+    typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= fields.length
+  ) {
     throw new RangeError(
-      `tuple_getitem: index ${index} is out of range for a tuple of ${tuple.length}`,
+      `tuple_getitem: index ${index} is out of range for a tuple of ${fields.length}`,
     );
   }
-  return tuple[index];
+  return fields[index];
 });
 
 /**
@@ -49,7 +57,7 @@ registerFunc("vm.builtin.tuple_getitem", (tuple: unknown, index: unknown) => {
  * or one-element tensor on any device (a GPU tensor is read back, so this
  * call waits for the GPU).
  */
-registerFunc("vm.builtin.read_if_cond", (x: unknown): boolean | Promise<boolean> => {
+valueBuiltins.add("vm.builtin.read_if_cond", (x: unknown): boolean | Promise<boolean> => {
   if (typeof x === "number") return x !== 0;
   if (typeof x === "boolean") return x;
   if (x instanceof NDArray) {
@@ -68,7 +76,7 @@ registerFunc("vm.builtin.read_if_cond", (x: unknown): boolean | Promise<boolean>
  * `vm.builtin.make_closure(f, ...captured)`: a closure of `f` (a function
  * reference `f[name]`) that passes `captured` as its last parameters.
  */
-registerFunc("vm.builtin.make_closure", (f: unknown, ...captured: unknown[]) => {
+valueBuiltins.add("vm.builtin.make_closure", (f: unknown, ...captured: unknown[]) => {
   if (f instanceof Closure) return new Closure(f.name, (...args) => f.call(args), captured);
   if (typeof f === "function") {
     return new Closure(f.name || "anonymous", f as (...a: unknown[]) => unknown, captured);
@@ -80,8 +88,8 @@ registerFunc("vm.builtin.make_closure", (f: unknown, ...captured: unknown[]) => 
  * `vm.builtin.invoke_closure([vm,] closure, ...args)`: calls a closure
  * (TVM passes `%vm` first; it is accepted and not needed).
  */
-registerFunc("vm.builtin.invoke_closure", (...all: unknown[]) => {
-  const [closure, ...args] = all[0] instanceof VMState ? all.slice(1) : all;
+valueBuiltins.add("vm.builtin.invoke_closure", (...all: unknown[]) => {
+  const [closure, ...args] = all[0] instanceof MemoryScope ? all.slice(1) : all;
   if (closure instanceof Closure) return closure.call(args);
   if (typeof closure === "function") return closure(...args);
   throw new TypeError(`invoke_closure: expected a closure, got ${describe(closure)}`);
@@ -92,7 +100,7 @@ registerFunc("vm.builtin.invoke_closure", (...all: unknown[]) => {
  * device with DLPack type `dev_type` (1 = CPU, 15 = WebGPU) and index
  * `dev_id`. The device must have been acquired (`await webgpu()`).
  */
-registerFunc("vm.builtin.to_device", (t: unknown, devType: unknown, devId: unknown) => {
+valueBuiltins.add("vm.builtin.to_device", (t: unknown, devType: unknown, devId: unknown) => {
   if (!(t instanceof NDArray)) {
     throw new TypeError(`to_device: expected a tensor, got ${describe(t)}`);
   }
@@ -107,13 +115,3 @@ registerFunc("vm.builtin.to_device", (t: unknown, devType: unknown, devId: unkno
   // CPU→GPU and GPU→GPU copies are queued in order; only GPU→CPU waits.
   return t.copyToFloating(device);
 });
-
-/** A short description of a value for error messages. */
-export function describe(v: unknown): string {
-  if (v === null) return "null";
-  if (v === undefined) return "undefined";
-  if (v instanceof NDArray) return v.toString();
-  if (Array.isArray(v)) return `a tuple of ${v.length}`;
-  if (typeof v === "object") return v.constructor?.name ?? "an object";
-  return `${typeof v} ${String(v)}`;
-}

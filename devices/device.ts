@@ -1,7 +1,9 @@
 /**
- * Devices: where tensor memory lives and kernels run. A `Device` knows how to
+ * `Device`: where tensor memory lives and kernels run. A device knows how to
  * create and destroy raw memory blocks and move bytes in and out of them; the
- * allocators (vm/memory/) decide when. Kernels are chosen by `kind`.
+ * allocators (devices/*_allocator.ts) decide when. Kernels are chosen by
+ * `kind`. The concrete devices: devices/cpu_device.ts and
+ * devices/webgpu/webgpu_device.ts.
  *
  * This file is browser-safe: no `Deno.*`.
  *
@@ -32,10 +34,10 @@ export abstract class Device {
   /** Index among devices of the same kind. */
   readonly id: number;
 
-  /** Called by subclasses; the device becomes findable by `findDevice`. */
+  /** Called by subclasses; the device joins `acquiredDevices()`. */
   protected constructor(id: number) {
     this.id = id;
-    knownDevices.push(this);
+    acquired.push(this);
   }
 
   /** The DLPack device type code (1 = CPU, 15 = WebGPU). */
@@ -88,89 +90,9 @@ export abstract class Device {
   }
 }
 
-const knownDevices: Device[] = [];
+const acquired: Device[] = [];
 
-/**
- * The device with DLPack type code `deviceType` and index `id` that this
- * process has acquired, if any (`vm.builtin.to_device` names devices so).
- */
-export function findDevice(deviceType: number, id: number): Device | undefined {
-  if (deviceType === DLDeviceType.CPU) return cpu(id);
-  return knownDevices.find((d) => d.deviceType === deviceType && d.id === id);
-}
-
-/** The CPU: blocks are `ArrayBuffer`s. */
-export class CpuDevice extends Device {
-  /** Always `"cpu"`. */
-  readonly kind = "cpu" as const;
-
-  /** Use `cpu(id)` instead. */
-  constructor(id: number) {
-    super(id);
-  }
-
-  /** 1, DLPack's kDLCPU. */
-  get deviceType(): number {
-    return DLDeviceType.CPU;
-  }
-
-  /** The largest ArrayBuffer V8 allows, about 8 GiB on 64-bit machines. */
-  get maxAllocationBytes(): number {
-    return 2 ** 33;
-  }
-
-  /** Makes a zeroed ArrayBuffer. */
-  createBlock(nbytes: number): ArrayBuffer {
-    return new ArrayBuffer(nbytes);
-  }
-
-  /** ArrayBuffers are collected by the garbage collector; nothing to do. */
-  destroyBlock(_block: unknown): void {}
-
-  /** Copies bytes in. */
-  writeBlock(block: unknown, byteOffset: number, bytes: Uint8Array): void {
-    new Uint8Array(block as ArrayBuffer, byteOffset, bytes.byteLength).set(bytes);
-  }
-
-  /** Copies bytes out. */
-  readBlock(block: unknown, byteOffset: number, nbytes: number): Promise<Uint8Array> {
-    return Promise.resolve(
-      new Uint8Array((block as ArrayBuffer).slice(byteOffset, byteOffset + nbytes)),
-    );
-  }
-
-  /** Copies between two ArrayBuffers. */
-  copyBlock(
-    src: unknown,
-    srcOffset: number,
-    dst: unknown,
-    dstOffset: number,
-    nbytes: number,
-  ): void {
-    new Uint8Array(dst as ArrayBuffer, dstOffset, nbytes).set(
-      new Uint8Array(src as ArrayBuffer, srcOffset, nbytes),
-    );
-  }
-}
-
-const cpuDevices = new Map<number, CpuDevice>();
-
-/**
- * The CPU device. The same object is returned for the same id.
- *
- * @example
- * ```ts
- * import { cpu } from "@relaxvm/relaxvm";
- * import { assertStrictEquals } from "@std/assert";
- *
- * assertStrictEquals(cpu(), cpu(0));
- * ```
- */
-export function cpu(id = 0): Device {
-  let dev = cpuDevices.get(id);
-  if (dev === undefined) {
-    dev = new CpuDevice(id);
-    cpuDevices.set(id, dev);
-  }
-  return dev;
+/** Every device this process has created, in order (CPU devices included once used). */
+export function acquiredDevices(): readonly Device[] {
+  return acquired;
 }

@@ -1,7 +1,9 @@
 /**
- * `VMState`: what the special register `%vm` passes to builtins (seed 002):
- * the VM's devices and their allocators, one per device, of the kind the VM
- * was created with.
+ * `MemoryScope`: the devices of one VM and their allocators, one per device,
+ * of the kind the VM was created with. It is what the special register `%vm`
+ * passes to builtins such as `alloc_storage` (seed 002's VM state), and what
+ * the allocation context makes current while the VM runs, so every tensor a
+ * kernel allocates is counted in that VM's `memory_stats()`.
  *
  * @module
  */
@@ -12,8 +14,8 @@ import type { AllocatorSet } from "./allocation_context.ts";
 import { NaiveAllocator } from "./naive_allocator.ts";
 import { PooledAllocator } from "./pooled_allocator.ts";
 
-/** The VM's devices and allocators, as builtins see them through `%vm`. */
-export class VMState implements AllocatorSet {
+/** A VM's devices and allocators, as builtins see them through `%vm`. */
+export class MemoryScope implements AllocatorSet {
   /** The devices the VM was created with; index 0 is the default. */
   readonly devices: readonly Device[];
   /** Which allocator each device gets. */

@@ -1,6 +1,5 @@
 /**
- * `Storage`: one block of device memory with a reference count (seed 004's
- * object protocol). Tensors are views into a storage and each holds one
+ * `Storage`: one block of device memory, a `VMObject` (ground/object.ts). Tensors are views into a storage and each holds one
  * reference; when the last reference goes, the block goes back to the
  * allocator that made it, at that moment rather than when the garbage
  * collector runs.
@@ -8,6 +7,7 @@
  * @module
  */
 
+import { VMObject } from "../ground/object.ts";
 import type { Device } from "./device.ts";
 
 /** Where a storage goes when its last reference is released. */
@@ -17,7 +17,7 @@ export interface StorageOwner {
 }
 
 /** A block of device memory, shared by the tensors that view it. */
-export class Storage {
+export class Storage extends VMObject {
   /** The device the block lives on. */
   readonly device: Device;
   /** Usable size in bytes (what was asked for). */
@@ -26,8 +26,7 @@ export class Storage {
   readonly blockBytes: number;
   /** The raw block: an ArrayBuffer on the CPU, a GPUBuffer on WebGPU. */
   readonly block: unknown;
-  #refs = 0;
-  #owner: StorageOwner;
+  readonly #owner: StorageOwner;
 
   /** Made by allocators. */
   constructor(
@@ -37,6 +36,7 @@ export class Storage {
     block: unknown,
     owner: StorageOwner,
   ) {
+    super();
     this.device = device;
     this.nbytes = nbytes;
     this.blockBytes = blockBytes;
@@ -44,45 +44,13 @@ export class Storage {
     this.#owner = owner;
   }
 
-  /** Current number of references. */
-  get refCount(): number {
-    return this.#refs;
-  }
-
-  /** True once the block has been given back. */
-  get released(): boolean {
-    return this.#refs < 0;
-  }
-
-  /** Adds a reference. */
-  retain(): void {
-    if (this.#refs < 0) throw new Error("Storage used after it was released");
-    this.#refs++;
-  }
-
-  /** Drops a reference; the last one gives the block back. */
-  release(): void {
-    if (this.#refs <= 0) return;
-    if (--this.#refs === 0) this.kill();
-  }
-
-  /** Drops a reference without giving the block back (back to floating). */
-  disown(): void {
-    if (this.#refs > 0) this.#refs--;
-  }
-
-  /** Gives the block back if nothing holds the storage (a discarded result). */
-  releaseIfUnowned(): void {
-    if (this.#refs === 0) this.kill();
-  }
-
-  /**
-   * Gives the block back now, whoever still holds the storage
-   * (`vm.builtin.kill`); views used afterwards throw.
-   */
-  kill(): void {
-    if (this.#refs < 0) return;
-    this.#refs = -1;
+  /** Gives the block back to the allocator that made it. */
+  protected free(): void {
     this.#owner.reclaim(this);
+  }
+
+  /** `Storage(1024 bytes, cpu(0))`. */
+  override toString(): string {
+    return `Storage(${this.nbytes} bytes, ${this.device})`;
   }
 }

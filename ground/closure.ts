@@ -8,7 +8,7 @@
  * @module
  */
 
-import { releaseValue, retainValue } from "./object.ts";
+import { releaseValue, retainValue, VMObject } from "./object.ts";
 
 /** What a closure calls: the VM's entry for a VM function, or a packed function. */
 export type ClosureTarget = (...args: unknown[]) => unknown;
@@ -36,27 +36,33 @@ export type ClosureTarget = (...args: unknown[]) => unknown;
  * // Leaving the scope disposes it, releasing what it captured.
  * ```
  */
-export class Closure {
+export class Closure extends VMObject {
   /** The function's name. */
   readonly name: string;
   /** The captured values, passed after the call's own arguments. */
   readonly captured: readonly unknown[];
   readonly #target: ClosureTarget;
-  #refs = 0;
-  #dropped = false;
-  #userHeld = false;
 
   /** Made by `vm.builtin.make_closure` and by function references. @internal */
   constructor(name: string, target: ClosureTarget, captured: readonly unknown[] = []) {
+    super();
     this.name = name;
     this.#target = target;
     this.captured = Object.freeze([...captured]);
     for (const v of this.captured) retainValue(v);
   }
 
+  /**
+   * True once the captured values are released: the closure can no longer
+   * be called. A closure that captured nothing never becomes unusable.
+   */
+  override get disposed(): boolean {
+    return super.disposed && this.captured.length > 0;
+  }
+
   /** Calls the function with `args` followed by the captured values. */
   call(args: readonly unknown[]): unknown {
-    if (this.#dropped && this.captured.length > 0) {
+    if (this.disposed) {
       throw new Error(`${this} was disposed: its captured values are released`);
     }
     return this.captured.length === 0
@@ -64,62 +70,19 @@ export class Closure {
       : this.#target(...args, ...this.captured);
   }
 
-  /** Adds a reference. @internal */
-  retain(): void {
-    this.#refs++;
-  }
-
-  /** Drops a reference; the last one releases the captured values. @internal */
-  release(): void {
-    if (this.#refs > 0) this.#refs--;
-    if (this.#refs === 0) this.#drop();
-  }
-
-  /** Marks one reference as the user's, so `dispose()` knows what to drop. @internal */
-  handToUser(): this {
-    if (!this.#userHeld) this.retain();
-    this.#userHeld = true;
+  /** The user becomes a holder (once); returns this closure. @internal */
+  override handToUser(): this {
+    super.handToUser();
     return this;
   }
 
-  /** True once the captured values are released; the closure can no longer be called. */
-  get disposed(): boolean {
-    return this.#dropped;
-  }
-
-  /**
-   * Drops the user's reference: the captured values are released now unless
-   * the VM still holds the closure. Calling it twice is harmless.
-   */
-  dispose(): void {
-    if (!this.#userHeld) return;
-    this.#userHeld = false;
-    this.release();
-  }
-
-  /** `using closure = await vm.invoke(...)` disposes it at the end of the scope. */
-  [Symbol.dispose](): void {
-    this.dispose();
-  }
-
-  /** Back to floating without releasing. @internal */
-  disown(): void {
-    if (this.#refs > 0) this.#refs--;
-  }
-
-  /** Releases the captured values if nothing holds this closure. @internal */
-  releaseIfUnowned(): void {
-    if (this.#refs === 0) this.#drop();
-  }
-
-  #drop(): void {
-    if (this.#dropped) return;
-    this.#dropped = true;
+  /** Releases the captured values; a closure that captured nothing stays callable. */
+  protected free(): void {
     for (const v of this.captured) releaseValue(v);
   }
 
   /** `Closure(name)`. */
-  toString(): string {
+  override toString(): string {
     return `Closure(${this.name})`;
   }
 }

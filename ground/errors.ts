@@ -1,6 +1,7 @@
 /**
- * The three error classes of relaxvm, one per stage: building (`CheckError`),
- * loading bytes (`LoadError`) and running (`VMError`). Each carries the facts a
+ * The error classes of relaxvm, one per stage: building (`CheckError`),
+ * loading bytes (`LoadError`) and running (`VMError`), and `WebGPUError` for
+ * what a GPU reports about queued work. Each carries the facts a
  * tool needs as readonly fields, and a message that states them.
  *
  * @module
@@ -138,5 +139,22 @@ export class VMError extends Error {
     this.pc = location.pc;
     this.instruction = location.instruction;
     this.packedFunc = location.packedFunc;
+  }
+}
+
+/** Thrown (from the next read) when WebGPU reported an error for queued work. */
+export class WebGPUError extends Error {
+  /** `"validation"`, `"out-of-memory"`, `"internal"` or `"device-lost"`. */
+  readonly kind: string;
+
+  /** Wraps the message WebGPU gave. */
+  constructor(kind: string, message: string) {
+    super(
+      `WebGPU reported ${
+        kind === "out-of-memory" ? "out of memory" : `a ${kind} error`
+      }: ${message}`,
+    );
+    this.name = "WebGPUError";
+    this.kind = kind;
   }
 }

@@ -1,91 +1,152 @@
 /**
- * The reference protocol over every value kind a register can hold (seed
- * 004: one header — here one set of functions — for all objects).
+ * The object protocol (seed 004: one object header for every runtime object).
+ * Every value that owns memory — tensors, storages, closures, tuples, and
+ * every later kind — is a `VMObject`, so the VM, the builtins and users
+ * handle all of them with the same few calls, and each kind writes only how
+ * it is freed.
  *
- * - `NDArray`, `Storage` and `Closure` count references themselves.
- * - A tuple is a plain JS array (that is what users pass and get back). One
- *   made by `vm.builtin.make_tuple` is *managed*: it holds a reference to each
- *   element and counts its own holders under a private symbol. Arrays the
- *   user passes in are not managed: the user owns them and their elements.
- * - Numbers, strings, shapes, dtypes, devices, null: nothing to count.
+ * ## Lifetime
  *
- * A fresh value (a builtin's result) has no references ("floating"); storing
- * it in a register retains it; overwriting or releasing the register, or the
- * end of the frame, releases it. A discarded result is freed at once
- * (`releaseIfUnowned`).
+ * An object counts its holders. A fresh object (a builtin's result) has
+ * none: it is *floating*. Storing it in a register, a tuple, a closure or the
+ * constant pool retains it; overwriting or releasing the holder releases it.
+ * When the last holder releases it, the object frees what it owns, at that
+ * moment rather than when the garbage collector runs.
+ *
+ * | call                 | effect                                                     |
+ * | -------------------- | ---------------------------------------------------------- |
+ * | `retain()`           | one more holder (throws once the object is freed)          |
+ * | `release()`          | one holder less; with none left, free                      |
+ * | `disown()`           | one holder less, never free: back to floating               |
+ * | `releaseIfUnowned()` | free if nobody holds it (a discarded result)               |
+ * | `kill()`             | free now, whoever holds it (`vm.builtin.kill`)             |
+ * | `handToUser()`       | the user becomes a holder (once); what the VM returns      |
+ * | `dispose()`          | the user lets go of its reference (also `using`)           |
+ *
+ * Values that own nothing (numbers, strings, shapes, dtypes, devices, null,
+ * arrays a user passes in) take part in none of this: the helpers below
+ * accept any value and do nothing for those.
  *
  * @module
  */
 
-import { Closure } from "./closure.ts";
-import { NDArray } from "../devices/ndarray.ts";
-import { Storage } from "../devices/storage.ts";
+/** A runtime object with a reference count; each kind implements `free()`. */
+export abstract class VMObject {
+  #refs = 0;
+  #freed = false;
+  #userHeld = false;
 
-const TUPLE_REFS = Symbol("relaxvm.tupleRefs");
+  /** Number of holders now. @internal */
+  get refCount(): number {
+    return this.#refs;
+  }
 
-type ManagedTuple = unknown[] & { [TUPLE_REFS]?: number };
+  /** True once the object has freed what it owns; any further use throws. */
+  get disposed(): boolean {
+    return this.#freed;
+  }
 
-/** Makes a managed tuple holding a reference to each element. */
-export function makeTuple(elements: readonly unknown[]): unknown[] {
-  const t: ManagedTuple = [...elements];
-  for (const v of t) retainValue(v);
-  Object.defineProperty(t, TUPLE_REFS, { value: 0, writable: true, enumerable: false });
-  return t;
-}
+  /** Adds a holder. @internal */
+  retain(): this {
+    if (this.disposed) throw this.usedAfterFree();
+    this.#refs++;
+    return this;
+  }
 
-function isManagedTuple(v: unknown[]): v is ManagedTuple & { [TUPLE_REFS]: number } {
-  return (v as ManagedTuple)[TUPLE_REFS] !== undefined;
-}
+  /** Drops a holder; the last one frees the object. @internal */
+  release(): void {
+    if (this.#freed) return;
+    if (this.#refs > 0) this.#refs--;
+    if (this.#refs === 0) this.#free();
+  }
 
-function dropTuple(t: ManagedTuple): void {
-  t[TUPLE_REFS] = undefined;
-  for (const v of t) releaseValue(v);
-}
+  /** Drops a holder without freeing: the object is floating again. @internal */
+  disown(): void {
+    if (this.#refs > 0) this.#refs--;
+  }
 
-/** Adds a reference to `v` (no-op for values that own no memory). */
-export function retainValue(v: unknown): void {
-  if (typeof v !== "object" || v === null) return;
-  if (v instanceof NDArray || v instanceof Closure || v instanceof Storage) v.retain();
-  else if (Array.isArray(v) && isManagedTuple(v)) v[TUPLE_REFS]++;
-}
+  /** Frees the object if nobody holds it (a result that was discarded). @internal */
+  releaseIfUnowned(): void {
+    if (!this.#freed && this.#refs === 0) this.#free();
+  }
 
-/** Drops a reference to `v`; the last one frees what it holds. */
-export function releaseValue(v: unknown): void {
-  if (typeof v !== "object" || v === null) return;
-  if (v instanceof NDArray || v instanceof Closure || v instanceof Storage) v.release();
-  else if (Array.isArray(v) && isManagedTuple(v)) {
-    if (v[TUPLE_REFS] > 0) v[TUPLE_REFS]--;
-    if (v[TUPLE_REFS] === 0) dropTuple(v);
+  /** Frees the object now, whoever still holds it; later uses throw. @internal */
+  kill(): void {
+    if (!this.#freed) this.#free();
+  }
+
+  /**
+   * Makes the user a holder (once, however often it is handed over), so
+   * `dispose()` knows what to drop; returns what the user receives. @internal
+   */
+  handToUser(): unknown {
+    if (!this.#userHeld) {
+      this.retain();
+      this.#userHeld = true;
+    }
+    return this;
+  }
+
+  /**
+   * Drops the user's reference: the object is freed now unless the VM still
+   * holds it (a constant, a saved argument, a captured value). Calling it
+   * twice is harmless.
+   */
+  dispose(): void {
+    if (!this.#userHeld || this.#freed) return;
+    this.#userHeld = false;
+    this.release();
+  }
+
+  /** `using x = ...` disposes at the end of the scope. */
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  /** Frees what this object owns; called once, by the protocol. */
+  protected abstract free(): void;
+
+  /** A short name for messages: `NDArray(float32, [2], cpu(0))`, `Closure(f)`. */
+  abstract toString(): string;
+
+  /** The error for a use after free; kinds may name themselves better. */
+  protected usedAfterFree(): Error {
+    return new ReferenceError(`${this} was used after its memory was released`);
+  }
+
+  #free(): void {
+    this.#freed = true;
+    this.free();
   }
 }
 
-/** Drops a reference without freeing (the value becomes floating again). */
+/** Adds a holder to `v` if it is an object (no-op for values that own nothing). */
+export function retainValue(v: unknown): void {
+  if (v instanceof VMObject) v.retain();
+}
+
+/** Drops a holder of `v`; the last one frees it. */
+export function releaseValue(v: unknown): void {
+  if (v instanceof VMObject) v.release();
+}
+
+/** Drops a holder of `v` without freeing it (it becomes floating again). */
 export function disownValue(v: unknown): void {
-  if (typeof v !== "object" || v === null) return;
-  if (v instanceof NDArray || v instanceof Closure || v instanceof Storage) v.disown();
-  else if (Array.isArray(v) && isManagedTuple(v) && v[TUPLE_REFS] > 0) v[TUPLE_REFS]--;
+  if (v instanceof VMObject) v.disown();
 }
 
 /** Frees `v` if nothing holds it (a result nobody stored). */
 export function releaseIfUnowned(v: unknown): void {
-  if (typeof v !== "object" || v === null) return;
-  if (v instanceof NDArray || v instanceof Closure || v instanceof Storage) v.releaseIfUnowned();
-  else if (Array.isArray(v) && isManagedTuple(v) && v[TUPLE_REFS] === 0) dropTuple(v);
+  if (v instanceof VMObject) v.releaseIfUnowned();
 }
 
 /**
- * Hands a result to the user. Tensors get a user reference (`dispose()`
- * drops it); a managed tuple becomes a plain array whose elements the user
- * owns; a closure keeps what it captured for as long as the user has it.
+ * Hands a result to the user: objects make the user a holder (a tuple
+ * becomes a plain array of exported fields); arrays the user passed in are
+ * exported field by field; everything else is returned as is.
  */
 export function exportValue(v: unknown): unknown {
-  if (typeof v !== "object" || v === null) return v;
-  if (v instanceof NDArray) return v.handToUser();
-  if (v instanceof Closure) return v.handToUser();
-  if (Array.isArray(v)) {
-    const out = v.map(exportValue);
-    releaseIfUnowned(v);
-    return out;
-  }
+  if (v instanceof VMObject) return v.handToUser();
+  if (Array.isArray(v)) return v.map(exportValue);
   return v;
 }

@@ -1,7 +1,7 @@
 /**
- * The contract between the operator front end (builtins/ops/operators.ts:
+ * The contract between the operator front end (builtins/operators.ts:
  * argument checks, output shapes, output allocation) and the per-device
- * kernel backends (builtins/cpu/, builtins/webgpu/). A backend receives
+ * kernel backends (kernels/cpu/, kernels/webgpu/). A backend receives
  * checked inputs and an allocated output and fills the output; it may queue
  * the work (a GPU) and return before it is done.
  *

@@ -73,77 +73,82 @@ export const Opcode = { Call: 1, Ret: 2, Goto: 3, If: 4 } as const;
 /** One of the `Opcode` values. */
 export type Opcode = (typeof Opcode)[keyof typeof Opcode];
 
+/** What a fixed field of an instruction holds. */
+export type FieldRole =
+  /** A register written (`%void` allowed: the result is discarded). */
+  | "write"
+  /** A register read (a value register: not `%void` or `%vm`). */
+  | "read"
+  /** An index into the function table. */
+  | "function"
+  /** How many operand words follow the fixed fields. */
+  | "count"
+  /** A relative jump, in instructions. */
+  | "jump";
+
+/** One fixed field of an instruction. */
+export interface FieldInfo {
+  /** Its name, as in TVM's `Instruction`. */
+  readonly name: string;
+  /** What it holds. */
+  readonly role: FieldRole;
+}
+
 /** What the opcode table says about one opcode. */
 export interface OpcodeInfo {
   /** Name, as in TVM's `Opcode` enum. */
   readonly name: string;
   /** Spelling in `as_text()`. */
   readonly text: string;
-  /** Words after the opcode, before any variable part. */
-  readonly fixedWords: number;
-  /** Field names of the fixed words, in order. */
-  readonly fields: readonly string[];
-  /** Which fixed field holds the count of trailing operand words, or -1. */
-  readonly countField: number;
-  /** Which fixed field is a register read (checked and renumbered), or -1. */
-  readonly readField: number;
-  /** Which fixed field is a register written, or -1. */
-  readonly writeField: number;
-  /** Which fixed field is a relative jump, or -1. */
-  readonly jumpField: number;
+  /** The fixed words after the opcode, in order. */
+  readonly fields: readonly FieldInfo[];
+  /** Whether operand words follow the fixed fields (their number is the `count` field). */
+  readonly hasOperands: boolean;
   /** Whether control can continue at the next instruction. */
   readonly fallsThrough: boolean;
   /** What it does. */
   readonly meaning: string;
 }
 
-/** The opcode table: every other module derives its view of instructions from it. */
+/**
+ * The opcode table. The decoder (program/decoder.ts) derives every field
+ * position and every query — registers read and written, successors,
+ * operands — from it; the dumps take their spellings from it.
+ */
 export const OPCODES: Readonly<Record<Opcode, OpcodeInfo>> = {
   [Opcode.Call]: {
     name: "Call",
     text: "call",
-    fixedWords: 3,
-    fields: ["dst", "func_idx", "num_args"],
-    countField: 2,
-    readField: -1,
-    writeField: 0,
-    jumpField: -1,
+    fields: [
+      { name: "dst", role: "write" },
+      { name: "func_idx", role: "function" },
+      { name: "num_args", role: "count" },
+    ],
+    hasOperands: true,
     fallsThrough: true,
     meaning: "call function func_idx with the operands that follow; write the result to dst",
   },
   [Opcode.Ret]: {
     name: "Ret",
     text: "ret",
-    fixedWords: 1,
-    fields: ["result"],
-    countField: -1,
-    readField: 0,
-    writeField: -1,
-    jumpField: -1,
+    fields: [{ name: "result", role: "read" }],
+    hasOperands: false,
     fallsThrough: false,
     meaning: "return the value of register result to the caller",
   },
   [Opcode.Goto]: {
     name: "Goto",
     text: "goto",
-    fixedWords: 1,
-    fields: ["pc_offset"],
-    countField: -1,
-    readField: -1,
-    writeField: -1,
-    jumpField: 0,
+    fields: [{ name: "pc_offset", role: "jump" }],
+    hasOperands: false,
     fallsThrough: false,
     meaning: "jump by pc_offset instructions",
   },
   [Opcode.If]: {
     name: "If",
     text: "If",
-    fixedWords: 2,
-    fields: ["cond", "false_offset"],
-    countField: -1,
-    readField: 0,
-    writeField: -1,
-    jumpField: 1,
+    fields: [{ name: "cond", role: "read" }, { name: "false_offset", role: "jump" }],
+    hasOperands: false,
     fallsThrough: true,
     meaning: "if register cond is nonzero (or true) continue, else jump by false_offset",
   },
@@ -151,11 +156,5 @@ export const OPCODES: Readonly<Record<Opcode, OpcodeInfo>> = {
 
 /** The table entry for `opcode`, or `undefined` for a word that is no opcode. */
 export function opcodeInfo(opcode: number): OpcodeInfo | undefined {
-  return OPCODES[opcode as Opcode];
-}
-
-/** Number of words of the instruction starting at `data[offset]` (assumes a valid opcode). */
-export function instructionWords(data: ArrayLike<number>, offset: number): number {
-  const info = OPCODES[data[offset] as Opcode];
-  return 1 + info.fixedWords + (info.countField >= 0 ? data[offset + 1 + info.countField] : 0);
+  return Object.hasOwn(OPCODES, opcode) ? OPCODES[opcode as Opcode] : undefined;
 }

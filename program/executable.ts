@@ -1,49 +1,15 @@
 /**
- * `Executable`: what the builder produces and the VM runs (seed 002's
- * layout). A function table (VM functions and the packed functions they
- * call, in one index space, as TVM has it), a constant pool, and the code as
- * `instr_data` words indexed by `instr_offset`. Immutable once built.
+ * `Executable`: what the builder produces and the VM runs — the program data
+ * of program/program_data.ts, verified, with the dumps and serialization as
+ * methods. Immutable once built.
  *
  * @module
  */
 
-import type { DataType } from "../ground/dtype.ts";
-import type { NDArray } from "../devices/ndarray.ts";
-import type { ShapeTuple } from "../ground/shape_tuple.ts";
+import type { ConstantValue, FunctionInfo, ProgramData } from "./program_data.ts";
+import { loadProgram, saveProgram } from "./serialize.ts";
 import { formatStats, formatText, type TextOptions } from "./text_format.ts";
 import { formatTypeScript, type TypeScriptOptions } from "./typescript_format.ts";
-import { loadExecutable, saveExecutable } from "./serialize.ts";
-
-/** A value in the constant pool. */
-export type ConstantValue = number | string | ShapeTuple | DataType | NDArray;
-
-/** One entry of the function table. */
-export interface FunctionInfo {
-  /** `"vm"`: bytecode in this executable; `"packed"`: resolved in the registry at load. */
-  readonly kind: "vm" | "packed";
-  /** The name `emit_call` and `invoke` use. */
-  readonly name: string;
-  /** First instruction (VM functions; 0 for packed). */
-  readonly start: number;
-  /** One past the last instruction (VM functions; 0 for packed). */
-  readonly end: number;
-  /** Number of inputs (VM functions). */
-  readonly numArgs: number;
-  /** Registers a frame of this function needs (VM functions). */
-  readonly registerFileSize: number;
-  /** Parameter names, when given (VM functions). */
-  readonly paramNames: readonly string[];
-}
-
-/** The parts an executable is made of. @internal */
-export interface ExecutableParts {
-  functions: readonly FunctionInfo[];
-  constants: readonly ConstantValue[];
-  instrOffset: Uint32Array;
-  instrData: Float64Array;
-  liveness: boolean;
-  warnings?: readonly string[];
-}
 
 /**
  * A checked, formalized program. Build one with `ExecBuilder.get()` or
@@ -61,14 +27,14 @@ export interface ExecutableParts {
  * assertEquals(Executable.load(ex.save()).as_text(), ex.as_text());
  * ```
  */
-export class Executable {
+export class Executable implements ProgramData {
   /** The function table: VM functions and packed functions, in index order. */
   readonly functions: readonly FunctionInfo[];
   /** The constant pool. */
   readonly constants: readonly ConstantValue[];
   /** Where each instruction starts in `instrData`. */
   readonly instrOffset: Uint32Array;
-  /** The code words (see vm/bytecode.ts for the layout). */
+  /** The code words (see program/bytecode.ts for the layout). */
   readonly instrData: Float64Array;
   /** Whether the VM releases each register's value after its last use. */
   readonly liveness: boolean;
@@ -76,25 +42,26 @@ export class Executable {
   readonly warnings: readonly string[];
   readonly #funcIndex: Map<string, number>;
 
-  /** Assembles an executable from checked parts; use the builder or `load`. @internal */
-  constructor(parts: ExecutableParts) {
-    this.functions = Object.freeze([...parts.functions]);
-    this.constants = Object.freeze([...parts.constants]);
-    this.instrOffset = parts.instrOffset;
-    this.instrData = parts.instrData;
-    this.liveness = parts.liveness;
-    this.warnings = Object.freeze([...(parts.warnings ?? [])]);
+  /** Wraps verified program data; use the builder or `load`. @internal */
+  constructor(data: ProgramData, warnings: readonly string[] = []) {
+    this.functions = Object.freeze([...data.functions]);
+    this.constants = Object.freeze([...data.constants]);
+    this.instrOffset = data.instrOffset;
+    this.instrData = data.instrData;
+    this.liveness = data.liveness;
+    this.warnings = Object.freeze([...warnings]);
     this.#funcIndex = new Map(this.functions.map((f, i) => [f.name, i]));
   }
 
   /** Reads an executable saved with `save()`; malformed bytes throw `LoadError`. */
   static load(bytes: Uint8Array): Executable {
-    return loadExecutable(bytes);
+    const { data, warnings } = loadProgram(bytes);
+    return new Executable(data, warnings);
   }
 
   /** The binary form: magic, version, then the function, constant and code sections. */
   save(): Uint8Array {
-    return saveExecutable(this);
+    return saveProgram(this);
   }
 
   /** Names of the VM functions, in table order. */

@@ -7,8 +7,9 @@
  * @module
  */
 
-import { ArgKind, argKind, argValue, encodeArg, Opcode } from "./bytecode.ts";
-import { Executable, type FunctionInfo } from "./executable.ts";
+import { InstructionCursor } from "./decoder.ts";
+import { Executable } from "./executable.ts";
+import type { FunctionInfo, ProgramData } from "./program_data.ts";
 
 /**
  * Returns a new executable whose registers are numbered in order of first use.
@@ -28,16 +29,29 @@ import { Executable, type FunctionInfo } from "./executable.ts";
  * ```
  */
 export function formalize(ex: Executable): Executable {
-  return formalizeInPlace(ex, ex.instrData.slice());
+  const data = formalizeProgram({ ...programDataOf(ex), instrData: ex.instrData.slice() });
+  return new Executable(data, ex.warnings);
+}
+
+/** The data fields of an executable. */
+function programDataOf(ex: Executable): ProgramData {
+  return {
+    functions: ex.functions,
+    constants: ex.constants,
+    instrOffset: ex.instrOffset,
+    instrData: ex.instrData,
+    liveness: ex.liveness,
+  };
 }
 
 /**
- * Formalize, writing the renumbered code into `data` (a copy of
- * `ex.instrData` that the caller owns): saves a copy of the whole code on
- * every build. @internal
+ * Formalize, rewriting `p.instrData` in place (the caller owns it: the
+ * builder passes its own snapshot, which saves a copy of the whole code on
+ * every build). Returns the program with the new register file sizes.
  */
-export function formalizeInPlace(ex: Executable, data: Float64Array): Executable {
-  const functions: FunctionInfo[] = ex.functions.map((f) => {
+export function formalizeProgram(p: ProgramData): ProgramData {
+  const cursor = new InstructionCursor(p);
+  const functions: FunctionInfo[] = p.functions.map((f) => {
     if (f.kind !== "vm") return f;
     // old register -> new register + 1 (0: not seen yet); a typed array, as this runs on every build.
     const renamed = new Int32Array(f.registerFileSize);
@@ -48,34 +62,8 @@ export function formalizeInPlace(ex: Executable, data: Float64Array): Executable
       if (renamed[reg] === 0) renamed[reg] = ++next;
       return renamed[reg] - 1;
     };
-    for (let i = f.start; i < f.end; i++) {
-      const at = ex.instrOffset[i];
-      switch (data[at]) {
-        case Opcode.Call: {
-          const n = data[at + 3];
-          for (let k = 0; k < n; k++) {
-            const w = data[at + 4 + k];
-            if (argKind(w) === ArgKind.Register) {
-              data[at + 4 + k] = encodeArg(ArgKind.Register, rename(argValue(w)));
-            }
-          }
-          data[at + 1] = rename(data[at + 1]);
-          break;
-        }
-        case Opcode.Ret:
-        case Opcode.If:
-          data[at + 1] = rename(data[at + 1]);
-          break;
-      }
-    }
+    for (let i = f.start; i < f.end; i++) cursor.seek(i).renameRegisters(rename);
     return { ...f, registerFileSize: next };
   });
-  return new Executable({
-    functions,
-    constants: ex.constants,
-    instrOffset: ex.instrOffset,
-    instrData: data,
-    liveness: ex.liveness,
-    warnings: ex.warnings,
-  });
+  return { ...p, functions };
 }

@@ -12,14 +12,14 @@
  *
  * Aliasing needs no analysis here: a release drops the register's reference,
  * and tuples, closures and other registers holding the same value keep
- * theirs (vm/value_refs.ts), so a shared value lives until its last holder
+ * theirs (ground/object.ts), so a shared value lives until its last holder
  * lets go.
  *
  * @module
  */
 
-import { ArgKind, argKind, argValue, Opcode } from "./bytecode.ts";
-import type { Executable, FunctionInfo } from "./executable.ts";
+import { InstructionCursor } from "./decoder.ts";
+import type { FunctionInfo, ProgramData } from "./program_data.ts";
 
 /** Release points of one function, indexed by instruction (relative to the function). */
 export interface Releases {
@@ -35,39 +35,22 @@ interface Access {
   succ: number[];
 }
 
-function accessOf(ex: Executable, f: FunctionInfo, pc: number): Access {
-  const data = ex.instrData;
-  const at = ex.instrOffset[f.start + pc];
-  switch (data[at]) {
-    case Opcode.Call: {
-      const uses: number[] = [];
-      const n = data[at + 3];
-      for (let k = 0; k < n; k++) {
-        const w = data[at + 4 + k];
-        if (argKind(w) === ArgKind.Register && argValue(w) >= 0) uses.push(argValue(w));
-      }
-      return { uses, def: data[at + 1] >= 0 ? data[at + 1] : -1, succ: [pc + 1] };
-    }
-    case Opcode.Ret:
-      return { uses: data[at + 1] >= 0 ? [data[at + 1]] : [], def: -1, succ: [] };
-    case Opcode.Goto:
-      return { uses: [], def: -1, succ: [pc + data[at + 1]] };
-    case Opcode.If:
-      return {
-        uses: data[at + 1] >= 0 ? [data[at + 1]] : [],
-        def: -1,
-        succ: [pc + 1, pc + data[at + 2]],
-      };
-    default:
-      throw new Error(`invalid opcode ${data[at]} at instruction ${pc} of @${f.name}`);
-  }
+/** What instruction `pc` of `f` reads, writes and where control goes next (absolute pcs). */
+function accessOf(c: InstructionCursor, f: FunctionInfo, pc: number): Access {
+  c.seek(f.start + pc);
+  const uses: number[] = [];
+  c.forEachRead((r) => {
+    if (r >= 0) uses.push(r);
+  });
+  return { uses, def: c.written(), succ: c.successors().map((d) => pc + d) };
 }
 
 /** Computes the release points of VM function `f`. */
-export function computeReleases(ex: Executable, f: FunctionInfo): Releases {
+export function computeReleases(ex: ProgramData, f: FunctionInfo): Releases {
   const n = f.end - f.start;
   const acc: Access[] = [];
-  for (let pc = 0; pc < n; pc++) acc.push(accessOf(ex, f, pc));
+  const cursor = new InstructionCursor(ex);
+  for (let pc = 0; pc < n; pc++) acc.push(accessOf(cursor, f, pc));
 
   // Basic blocks: leaders are the entry, jump targets and instructions after a branch.
   const leader = new Uint8Array(n + 1);

@@ -20,23 +20,13 @@
  * @module
  */
 
-import {
-  ArgKind,
-  argKind,
-  argValue,
-  MAX_OPERAND_VALUE,
-  Opcode,
-  opcodeInfo,
-  VM_REGISTER,
-  VOID_REGISTER,
-} from "./bytecode.ts";
 import { ByteReader, ByteWriter } from "./byte_io.ts";
 import { DataType, elementBytes, tensorDType } from "../ground/dtype.ts";
-import { LoadError } from "../ground/errors.ts";
-import { type ConstantValue, Executable, type FunctionInfo } from "./executable.ts";
+import { formatProblem, LoadError } from "../ground/errors.ts";
 import { NDArray, shapeSize } from "../devices/ndarray.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
-import { check } from "./verifier.ts";
+import type { ConstantValue, FunctionInfo, ProgramData } from "./program_data.ts";
+import { verifyProgram } from "./verifier.ts";
 
 /** `RLXVM\0\r\n`. */
 export const MAGIC: readonly number[] = [0x52, 0x4c, 0x58, 0x56, 0x4d, 0x00, 0x0d, 0x0a];
@@ -46,9 +36,10 @@ export const FORMAT_VERSION = 1;
 const FLAG_LIVENESS = 1;
 const Section = { FUNC: 0x434e5546, CONS: 0x534e4f43, CODE: 0x45444f43 } as const;
 const ConstTag = { Number: 0, String: 1, Shape: 2, DType: 3, Tensor: 4 } as const;
-/** Bounds that keep a hostile file from asking for absurd memory before it is checked. */
-const MAX_REGISTER_FILE = 1 << 24;
+/** A bound that keeps a hostile file from asking for absurd memory before it is checked. */
 const MAX_NDIM = 32;
+/** How many of the verifier's problems a `LoadError` message lists. */
+const PROBLEMS_SHOWN = 10;
 
 function writeConstant(w: ByteWriter, c: ConstantValue): void {
   if (typeof c === "number") {
@@ -85,8 +76,8 @@ function writeSection(w: ByteWriter, tag: number, body: () => void): void {
   w.patchU32(lengthAt, w.length - lengthAt - 4);
 }
 
-/** The bytes of `ex`. */
-export function saveExecutable(ex: Executable): Uint8Array {
+/** The bytes of a program. */
+export function saveProgram(ex: ProgramData): Uint8Array {
   const w = new ByteWriter();
   for (const b of MAGIC) w.u8(b);
   w.u32(FORMAT_VERSION);
@@ -149,15 +140,6 @@ function readFunctions(r: ByteReader): FunctionInfo[] {
     for (let p = 0; p < nparams; p++) paramNames.push(r.string("parameter name"));
     if (start > end) {
       throw r.fail(`function "${name}" ends (${end}) before it starts (${start})`, at);
-    }
-    if (registerFileSize > MAX_REGISTER_FILE) {
-      throw r.fail(`function "${name}" asks for ${registerFileSize} registers`, at);
-    }
-    if (numArgs > registerFileSize) {
-      throw r.fail(
-        `function "${name}" has ${numArgs} inputs but ${registerFileSize} registers`,
-        at,
-      );
     }
     functions.push({
       kind: kindByte === 0 ? "vm" : "packed",
@@ -262,101 +244,20 @@ function readConstants(r: ByteReader): ConstantValue[] {
   return constants;
 }
 
-/** Checks that the words decode into whole instructions with operands in range. */
-function validateCode(
-  r: ByteReader,
-  offsets: Uint32Array,
-  data: Float64Array,
-  dataStart: number,
-  functions: readonly FunctionInfo[],
-  constantCount: number,
-): void {
-  const wordAt = (i: number) => dataStart + i * 8;
-  for (let i = 0; i < data.length; i++) {
-    if (!Number.isSafeInteger(data[i])) throw r.fail(`word ${i} is not an integer`, wordAt(i));
-  }
-  const owner = new Int32Array(offsets.length).fill(-1);
-  functions.forEach((f, fi) => {
-    if (f.kind !== "vm") return;
-    if (f.end > offsets.length) {
-      throw r.fail(`function "${f.name}" ends at instruction ${f.end} of ${offsets.length}`);
-    }
-    for (let i = f.start; i < f.end; i++) {
-      if (owner[i] !== -1) throw r.fail(`instruction ${i} belongs to two functions`);
-      owner[i] = fi;
-    }
-  });
-  for (let i = 0; i < offsets.length; i++) {
-    const at = offsets[i];
-    const next = i + 1 < offsets.length ? offsets[i + 1] : data.length;
-    if (at >= data.length || (i === 0 && at !== 0) || next <= at) {
-      throw r.fail(`instruction ${i} has an invalid offset ${at}`);
-    }
-    const info = opcodeInfo(data[at]);
-    if (info === undefined) {
-      throw r.fail(`instruction ${i} has unknown opcode ${data[at]}`, wordAt(at));
-    }
-    const fixedEnd = at + 1 + info.fixedWords;
-    const count = info.countField >= 0 ? data[at + 1 + info.countField] : 0;
-    if (fixedEnd > next || count < 0 || fixedEnd + count !== next) {
-      throw r.fail(
-        `instruction ${i} (${info.name}) does not fit its ${next - at} words`,
-        wordAt(at),
-      );
-    }
-    const fi = owner[i];
-    const regs = fi >= 0 ? functions[fi].registerFileSize : 0;
-    const reg = (w: number, what: string, allowVoid: boolean, allowVM: boolean) => {
-      if (
-        (w >= 0 && w < regs) || (allowVoid && w === VOID_REGISTER) || (allowVM && w === VM_REGISTER)
-      ) return;
-      throw r.fail(
-        `instruction ${i}: ${what} register ${w} is outside the register file (${regs})`,
-        wordAt(at),
-      );
-    };
-    switch (data[at]) {
-      case Opcode.Call: {
-        reg(data[at + 1], "destination", true, false);
-        if (data[at + 2] < 0 || data[at + 2] >= functions.length) {
-          throw r.fail(`instruction ${i}: function index ${data[at + 2]} out of range`, wordAt(at));
-        }
-        for (let k = 0; k < count; k++) {
-          const w = data[at + 4 + k], v = argValue(w);
-          switch (argKind(w)) {
-            case ArgKind.Register:
-              reg(v, "argument", true, true);
-              break;
-            case ArgKind.ConstIdx:
-              if (v < 0 || v >= constantCount) {
-                throw r.fail(`instruction ${i}: constant c[${v}] out of range`, wordAt(at + 4 + k));
-              }
-              break;
-            case ArgKind.FuncIdx:
-              if (v < 0 || v >= functions.length) {
-                throw r.fail(`instruction ${i}: function f[${v}] out of range`, wordAt(at + 4 + k));
-              }
-              break;
-            case ArgKind.Immediate:
-              if (Math.abs(v) > MAX_OPERAND_VALUE) {
-                throw r.fail(`instruction ${i}: immediate out of range`, wordAt(at + 4 + k));
-              }
-          }
-        }
-        break;
-      }
-      case Opcode.Ret:
-        reg(data[at + 1], "result", false, false);
-        break;
-      case Opcode.If:
-        reg(data[at + 1], "condition", false, false);
-        break;
-    }
-  }
+/** What `loadProgram` returns: the verified program and the verifier's warnings. */
+export interface LoadedProgram {
+  /** The program, verified. */
+  readonly data: ProgramData;
+  /** The verifier's warnings (unused inputs, ...). */
+  readonly warnings: readonly string[];
 }
 
-/** Reads an executable; anything malformed is a `LoadError`. */
-export function loadExecutable(bytes: Uint8Array): Executable {
+/**
+ * Reads a program; anything malformed is a `LoadError`. The code is
+ * verified, and a `LoadError` for code lists every problem the verifier
+ * found (the first ten in the message) and points at the first.
+ */
+export function loadProgram(bytes: Uint8Array): LoadedProgram {
   if (!(bytes instanceof Uint8Array)) throw new LoadError("header", 0, "expected a Uint8Array");
   const r = new ByteReader(bytes);
   for (let i = 0; i < MAGIC.length; i++) {
@@ -385,33 +286,27 @@ export function loadExecutable(bytes: Uint8Array): Executable {
     r.section = "trailer";
     throw r.fail(`${r.remaining} unexpected bytes after the last section`);
   }
-  validateCode(r, offsets, data, dataStart, functions, constants.length);
-  const ex = new Executable({
+  const program: ProgramData = {
     functions,
     constants,
     instrOffset: offsets,
     instrData: data,
     liveness: (flags & FLAG_LIVENESS) !== 0,
-  });
-  const { errors, warnings } = check(ex);
+  };
+  const { errors, warnings } = verifyProgram(program);
   if (errors.length > 0) {
-    const p = errors[0];
-    const f = ex.vmFunction(p.functionName);
-    const at = f !== undefined && p.pc >= 0
-      ? dataStart + ex.instrOffset[f.start + p.pc] * 8
-      : dataStart;
+    const first = errors[0];
+    const shown = errors.slice(0, PROBLEMS_SHOWN).map(formatProblem).join("; ");
+    const more = errors.length > PROBLEMS_SHOWN
+      ? `; and ${errors.length - PROBLEMS_SHOWN} more`
+      : "";
     throw new LoadError(
       "code",
-      at,
-      `the code does not check: ${errors.length} problem(s), first: @${p.functionName}[${p.pc}]: ${p.message}`,
+      dataStart + Math.max(0, first.word) * 8,
+      `the code does not check: ${errors.length} problem${
+        errors.length === 1 ? "" : "s"
+      }: ${shown}${more}`,
     );
   }
-  return new Executable({
-    functions,
-    constants,
-    instrOffset: offsets,
-    instrData: data,
-    liveness: ex.liveness,
-    warnings,
-  });
+  return { data: program, warnings };
 }

@@ -5,20 +5,13 @@
  * @module
  */
 
-import {
-  ArgKind,
-  argKind,
-  argValue,
-  Opcode,
-  OPCODES,
-  VM_REGISTER,
-  VOID_REGISTER,
-} from "./bytecode.ts";
+import { ArgKind, argKind, argValue, Opcode, VM_REGISTER, VOID_REGISTER } from "./bytecode.ts";
+import { InstructionCursor } from "./decoder.ts";
 import { DataType } from "../ground/dtype.ts";
-import type { ConstantValue, Executable, FunctionInfo } from "./executable.ts";
 import { computeReleases } from "./liveness.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
+import type { ConstantValue, FunctionInfo, ProgramData } from "./program_data.ts";
 
 /** Options of `as_text()`. */
 export interface TextOptions {
@@ -34,12 +27,12 @@ export function registerText(reg: number): string {
 }
 
 /** The name of function-table entry `index`, or a marker for a bad index. */
-export function functionNameAt(ex: Executable, index: number): string {
-  return ex.functions[index]?.name ?? `unknown_func_index(${index})`;
+export function functionNameAt(p: ProgramData, index: number): string {
+  return p.functions[index]?.name ?? `unknown_func_index(${index})`;
 }
 
 /** One operand word as TVM prints it: `%3`, `i5`, `c[0]`, `f[name]`. */
-export function operandText(ex: Executable, word: number): string {
+export function operandText(p: ProgramData, word: number): string {
   const value = argValue(word);
   switch (argKind(word)) {
     case ArgKind.Register:
@@ -49,34 +42,33 @@ export function operandText(ex: Executable, word: number): string {
     case ArgKind.ConstIdx:
       return `c[${value}]`;
     case ArgKind.FuncIdx:
-      return `f[${functionNameAt(ex, value)}]`;
+      return `f[${functionNameAt(p, value)}]`;
+  }
+}
+
+/** The instruction under `c` as one line of `as_text()`, without indentation. */
+function cursorText(p: ProgramData, c: InstructionCursor): string {
+  const text = c.info.text;
+  switch (c.op) {
+    case Opcode.Call: {
+      const args: string[] = [];
+      for (let k = 0; k < c.argCount; k++) args.push(operandText(p, c.argWord(k)));
+      return `${text.padEnd(6)}${functionNameAt(p, c.func).padEnd(16)} in: ${
+        args.join(", ").padEnd(12)
+      } dst: ${registerText(c.dst)}`;
+    }
+    case Opcode.Ret:
+      return `${"ret ".padEnd(6)}${registerText(c.register)}`;
+    case Opcode.Goto:
+      return `${text.padEnd(6)}${c.jump}`;
+    case Opcode.If:
+      return `${text.padEnd(6)}${registerText(c.register)}, ${c.jump}`;
   }
 }
 
 /** Instruction `index` (global) as one line of `as_text()`, without indentation. */
-export function instructionText(ex: Executable, index: number): string {
-  const data = ex.instrData;
-  const at = ex.instrOffset[index];
-  const op = data[at] as Opcode;
-  const text = OPCODES[op]?.text ?? `?${op}`;
-  switch (op) {
-    case Opcode.Call: {
-      const n = data[at + 3];
-      const args: string[] = [];
-      for (let k = 0; k < n; k++) args.push(operandText(ex, data[at + 4 + k]));
-      return `${text.padEnd(6)}${functionNameAt(ex, data[at + 2]).padEnd(16)} in: ${
-        args.join(", ").padEnd(12)
-      } dst: ${registerText(data[at + 1])}`;
-    }
-    case Opcode.Ret:
-      return `${"ret ".padEnd(6)}${registerText(data[at + 1])}`;
-    case Opcode.Goto:
-      return `${text.padEnd(6)}${data[at + 1]}`;
-    case Opcode.If:
-      return `${text.padEnd(6)}${registerText(data[at + 1])}, ${data[at + 2]}`;
-    default:
-      return `<invalid opcode ${op}>`;
-  }
+export function instructionText(p: ProgramData, index: number): string {
+  return cursorText(p, new InstructionCursor(p).seek(index));
 }
 
 /** How a constant appears in `stats()`. */
@@ -91,7 +83,7 @@ export function constantSummary(value: ConstantValue): string {
 }
 
 /** `stats()`: the constant pool and the globals, as TVM prints them. */
-export function formatStats(ex: Executable): string {
+export function formatStats(ex: ProgramData): string {
   const constants = ex.constants.map(constantSummary).join(", ");
   const globals = ex.functions.map((f) => f.name).join(", ");
   return "Relax VM executable statistics:\n" +
@@ -103,7 +95,12 @@ function releaseNote(regs: readonly number[] | null): string {
   return regs === null || regs.length === 0 ? "" : `release ${regs.map(registerText).join(", ")}`;
 }
 
-function formatFunction(ex: Executable, f: FunctionInfo, options: TextOptions): string {
+function formatFunction(
+  ex: ProgramData,
+  c: InstructionCursor,
+  f: FunctionInfo,
+  options: TextOptions,
+): string {
   if (f.kind === "packed") return `@${f.name} packed_func;\n\n`;
   let out = `@${f.name}:\n`;
   const releases = options.releases ? computeReleases(ex, f) : null;
@@ -113,7 +110,7 @@ function formatFunction(ex: Executable, f: FunctionInfo, options: TextOptions): 
       const entry = releaseNote(releases.onEntry[pc]);
       if (entry !== "") out += `  # ${entry}\n`;
     }
-    out += `  ${instructionText(ex, i)}`;
+    out += `  ${cursorText(ex, c.seek(i))}`;
     if (releases !== null) {
       const after = releaseNote(releases.after[pc]);
       if (after !== "") out += `  # then ${after}`;
@@ -124,6 +121,7 @@ function formatFunction(ex: Executable, f: FunctionInfo, options: TextOptions): 
 }
 
 /** `as_text()`: every function of the table, one block each, in TVM's layout. */
-export function formatText(ex: Executable, options: TextOptions = {}): string {
-  return ex.functions.map((f) => formatFunction(ex, f, options)).join("");
+export function formatText(ex: ProgramData, options: TextOptions = {}): string {
+  const cursor = new InstructionCursor(ex);
+  return ex.functions.map((f) => formatFunction(ex, cursor, f, options)).join("");
 }

@@ -8,8 +8,9 @@
  */
 
 import { ArgKind, argKind, argValue, Opcode, VM_REGISTER, VOID_REGISTER } from "./bytecode.ts";
+import { InstructionCursor } from "./decoder.ts";
 import { DataType } from "../ground/dtype.ts";
-import type { ConstantValue, Executable } from "./executable.ts";
+import type { ConstantValue, ProgramData } from "./program_data.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
 
@@ -59,7 +60,7 @@ function registerExpr(reg: number): string {
   return `ib.r(${reg})`;
 }
 
-function operandExpr(ex: Executable, word: number): string {
+function operandExpr(ex: ProgramData, word: number): string {
   const v = argValue(word);
   switch (argKind(word)) {
     case ArgKind.Register:
@@ -74,7 +75,7 @@ function operandExpr(ex: Executable, word: number): string {
 }
 
 /** The module text. */
-export function formatTypeScript(ex: Executable, options: TypeScriptOptions = {}): string {
+export function formatTypeScript(ex: ProgramData, options: TypeScriptOptions = {}): string {
   const used = new Set<string>(["ExecBuilder"]);
   const body: string[] = ["const ib = new ExecBuilder();"];
   body.push("// The function table and constant pool, in their original order.");
@@ -82,36 +83,34 @@ export function formatTypeScript(ex: Executable, options: TypeScriptOptions = {}
     body.push(`ib.declare_function(${JSON.stringify(f.name)}, "${f.kind}");`);
   }
   for (const c of ex.constants) body.push(`ib.convert_constant(${constantLiteral(c, used)});`);
-  const data = ex.instrData;
+  const c = new InstructionCursor(ex);
   for (const f of ex.functions) {
     if (f.kind !== "vm") continue;
     const opts = [`num_inputs: ${f.numArgs}`];
     if (f.paramNames.length > 0) opts.push(`param_names: ${JSON.stringify(f.paramNames)}`);
     body.push("", `ib.function(${JSON.stringify(f.name)}, { ${opts.join(", ")} }, () => {`);
     for (let i = f.start; i < f.end; i++) {
-      const at = ex.instrOffset[i];
-      switch (data[at]) {
+      c.seek(i);
+      switch (c.op) {
         case Opcode.Call: {
           const args: string[] = [];
-          for (let k = 0; k < data[at + 3]; k++) args.push(operandExpr(ex, data[at + 4 + k]));
-          const dst = data[at + 1] === VOID_REGISTER
-            ? ""
-            : `, { dst: ${registerExpr(data[at + 1])} }`;
+          for (let k = 0; k < c.argCount; k++) args.push(operandExpr(ex, c.argWord(k)));
+          const dst = c.dst === VOID_REGISTER ? "" : `, { dst: ${registerExpr(c.dst)} }`;
           body.push(
-            `  ib.emit_call(${JSON.stringify(ex.functions[data[at + 2]].name)}, [${
+            `  ib.emit_call(${JSON.stringify(ex.functions[c.func].name)}, [${
               args.join(", ")
             }]${dst});`,
           );
           break;
         }
         case Opcode.Ret:
-          body.push(`  ib.emit_ret(${registerExpr(data[at + 1])});`);
+          body.push(`  ib.emit_ret(${registerExpr(c.register)});`);
           break;
         case Opcode.Goto:
-          body.push(`  ib.emit_goto(${data[at + 1]});`);
+          body.push(`  ib.emit_goto(${c.jump});`);
           break;
         case Opcode.If:
-          body.push(`  ib.emit_if(${registerExpr(data[at + 1])}, ${data[at + 2]});`);
+          body.push(`  ib.emit_if(${registerExpr(c.register)}, ${c.jump});`);
           break;
       }
     }

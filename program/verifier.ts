@@ -1,40 +1,85 @@
 /**
- * The checker: everything that can be wrong with an executable's code,
+ * The verifier: everything that can be wrong with a program's code,
  * collected (not stopping at the first), each problem with its function and
- * instruction index. The builder runs it before formalize, so messages use
- * the register numbers the user wrote; `Executable.load` runs it on what it
- * read.
+ * instruction index. One verifier serves both producers of code: the builder
+ * runs it before formalize, so messages use the register numbers the user
+ * wrote, and the loader runs it on what it read, reporting every problem.
  *
- * One small function per concern, all reading instructions through the
- * opcode table's layout (vm/bytecode.ts).
+ * First the layout (do the words decode into instructions? see
+ * `layoutProblems`) and the function table (do the functions' ranges fit
+ * the code, without overlapping?); only code that passes both is decoded.
+ * Then one small function per concern — control flow, operand ranges,
+ * register use — reads each VM function through the decoder.
  *
  * @module
  */
 
-import { ArgKind, argKind, argValue, Opcode, VM_REGISTER } from "./bytecode.ts";
+import { ArgKind, MAX_OPERAND_VALUE, Opcode, VM_REGISTER } from "./bytecode.ts";
+import { InstructionCursor, layoutProblems, NO_FIELD } from "./decoder.ts";
 import type { CheckProblem } from "../ground/errors.ts";
-import type { Executable, FunctionInfo } from "./executable.ts";
+import type { FunctionInfo, ProgramData } from "./program_data.ts";
 import { registerText } from "./text_format.ts";
 
-/** What `check` found. */
-export interface CheckResult {
-  /** Problems that make the executable unusable. */
-  errors: CheckProblem[];
+/** The largest register file a function may ask for (2^24 registers). */
+export const MAX_REGISTER_FILE = 1 << 24;
+
+/** A problem, with the word of the code it is about (-1: none) for loaders to point at. */
+export interface VerifierProblem extends CheckProblem {
+  /** Position in `instrData` of the instruction concerned, or -1. */
+  readonly word: number;
+}
+
+/** What the verifier found. */
+export interface VerifyResult {
+  /** Problems that make the program unusable, in program order. */
+  readonly errors: VerifierProblem[];
   /** Suspicious but runnable things, as readable sentences. */
-  warnings: string[];
+  readonly warnings: string[];
 }
 
 type Report = (pc: number, message: string) => void;
 
-function checkOperandRanges(ex: Executable, f: FunctionInfo, report: Report): void {
-  const data = ex.instrData;
+function checkControlFlow(c: InstructionCursor, f: FunctionInfo, report: Report): void {
+  const n = f.end - f.start;
+  if (n === 0) {
+    report(-1, "has no instructions, so it falls off its end without ret");
+    return;
+  }
   for (let i = f.start; i < f.end; i++) {
-    const at = ex.instrOffset[i], pc = i - f.start;
-    if (data[at] === Opcode.Call) {
-      const callee = ex.functions[data[at + 2]];
-      const n = data[at + 3];
+    c.seek(i);
+    const pc = i - f.start;
+    const offset = c.jump;
+    if (offset !== NO_FIELD) {
+      const target = pc + offset;
+      if (target < 0 || target >= n) {
+        report(
+          pc,
+          `jumps by ${offset} to ${target}, outside the function (instructions 0..${n - 1})`,
+        );
+      } else if (offset === 0) {
+        report(pc, `jumps by 0 to itself, which loops forever`);
+      }
+    }
+    if (pc === n - 1 && c.fallsThrough) {
+      report(pc, "can fall off the end of the function without ret");
+    }
+  }
+}
+
+function checkOperandRanges(
+  c: InstructionCursor,
+  p: ProgramData,
+  f: FunctionInfo,
+  report: Report,
+): void {
+  for (let i = f.start; i < f.end; i++) {
+    c.seek(i);
+    const pc = i - f.start;
+    if (c.op === Opcode.Call) {
+      const callee = p.functions[c.func];
+      const n = c.argCount;
       if (callee === undefined) {
-        report(pc, `calls function index ${data[at + 2]}, which does not exist`);
+        report(pc, `calls function index ${c.func}, which does not exist`);
       } else if (callee.kind === "vm" && callee.numArgs !== n) {
         report(
           pc,
@@ -43,24 +88,41 @@ function checkOperandRanges(ex: Executable, f: FunctionInfo, report: Report): vo
           }, but it takes ${callee.numArgs}`,
         );
       }
-      if (data[at + 1] === VM_REGISTER) report(pc, "cannot write the result to %vm");
+      const dst = c.dst;
+      if (dst === VM_REGISTER) report(pc, "cannot write the result to %vm");
+      else if (dst < VM_REGISTER) report(pc, `writes register ${dst}, which does not exist`);
       for (let k = 0; k < n; k++) {
-        const w = data[at + 4 + k], v = argValue(w);
-        if (argKind(w) === ArgKind.ConstIdx && (v < 0 || v >= ex.constants.length)) {
-          report(pc, `reads constant c[${v}], but the pool has ${ex.constants.length}`);
-        }
-        if (argKind(w) === ArgKind.FuncIdx && ex.functions[v] === undefined) {
-          report(pc, `refers to function index ${v}, which does not exist`);
+        const v = c.argValue(k);
+        switch (c.argKind(k)) {
+          case ArgKind.Register:
+            if (v < VM_REGISTER) report(pc, `reads register ${v}, which does not exist`);
+            break;
+          case ArgKind.Immediate:
+            if (Math.abs(v) > MAX_OPERAND_VALUE) report(pc, `has an immediate out of range`);
+            break;
+          case ArgKind.ConstIdx:
+            if (v < 0 || v >= p.constants.length) {
+              report(pc, `reads constant c[${v}], but the pool has ${p.constants.length}`);
+            }
+            break;
+          case ArgKind.FuncIdx:
+            if (p.functions[v] === undefined) {
+              report(pc, `refers to function index ${v}, which does not exist`);
+            }
+            break;
         }
       }
-    } else if ((data[at] === Opcode.Ret || data[at] === Opcode.If) && data[at + 1] < 0) {
-      report(pc, `needs a value register, not ${registerText(data[at + 1])}`);
+    } else {
+      const reg = c.register;
+      if (reg !== NO_FIELD && reg < 0) {
+        report(pc, `needs a value register, not ${registerText(reg)}`);
+      }
     }
   }
 }
 
 function checkRegisterUse(
-  ex: Executable,
+  c: InstructionCursor,
   f: FunctionInfo,
   report: Report,
   warn: (m: string) => void,
@@ -70,8 +132,8 @@ function checkRegisterUse(
   const written = new Uint8Array(size);
   written.fill(1, 0, Math.min(f.numArgs, size));
   const usedInput = new Uint8Array(f.numArgs);
-  const data = ex.instrData;
-  const read = (reg: number, pc: number) => {
+  let pc = 0;
+  const read = (reg: number) => {
     if (reg < 0) return;
     if (reg >= size) {
       report(pc, `reads ${registerText(reg)}, outside the register file of ${size}`);
@@ -85,24 +147,12 @@ function checkRegisterUse(
     if (reg < f.numArgs) usedInput[reg] = 1;
   };
   for (let i = f.start; i < f.end; i++) {
-    const at = ex.instrOffset[i], pc = i - f.start;
-    switch (data[at]) {
-      case Opcode.Call: {
-        const n = data[at + 3];
-        for (let k = 0; k < n; k++) {
-          const w = data[at + 4 + k];
-          if (argKind(w) === ArgKind.Register) read(argValue(w), pc);
-        }
-        const dst = data[at + 1];
-        if (dst >= size) report(pc, `writes ${registerText(dst)}, outside the register file`);
-        else if (dst >= 0) written[dst] = 1;
-        break;
-      }
-      case Opcode.Ret:
-      case Opcode.If:
-        read(data[at + 1], pc);
-        break;
-    }
+    c.seek(i);
+    pc = i - f.start;
+    c.forEachRead(read);
+    const dst = c.written();
+    if (dst >= size) report(pc, `writes ${registerText(dst)}, outside the register file`);
+    else if (dst >= 0) written[dst] = 1;
   }
   for (let r = 0; r < f.numArgs; r++) {
     if (usedInput[r] === 0) {
@@ -115,37 +165,94 @@ function checkRegisterUse(
   }
 }
 
-function checkControlFlow(ex: Executable, f: FunctionInfo, report: Report): void {
-  const n = f.end - f.start;
-  if (n === 0) {
-    report(-1, "has no instructions, so it falls off its end without ret");
-    return;
-  }
-  const data = ex.instrData;
-  for (let i = f.start; i < f.end; i++) {
-    const at = ex.instrOffset[i], pc = i - f.start;
-    const op = data[at];
-    if (op === Opcode.Goto || op === Opcode.If) {
-      const offset = op === Opcode.Goto ? data[at + 1] : data[at + 2];
-      const target = pc + offset;
-      if (target < 0 || target >= n) {
-        report(
-          pc,
-          `jumps by ${offset} to ${target}, outside the function (instructions 0..${n - 1})`,
-        );
-      } else if (offset === 0) {
-        report(pc, `jumps by 0 to itself, which loops forever`);
+/**
+ * Problems of the function table against the code: ranges that leave the
+ * code or overlap, register files out of bounds. Returns which function owns
+ * each instruction (-1: none).
+ */
+function checkFunctionTable(
+  p: ProgramData,
+  errors: VerifierProblem[],
+): Int32Array {
+  const count = p.instrOffset.length;
+  const owner = new Int32Array(count).fill(-1);
+  p.functions.forEach((f, fi) => {
+    if (f.kind !== "vm") return;
+    const problem = (message: string) =>
+      errors.push({ functionName: f.name, pc: -1, message, word: -1 });
+    if (f.start > f.end || f.end > count) {
+      problem(`spans instructions ${f.start}..${f.end}, outside the code (${count} instructions)`);
+      return;
+    }
+    if (f.registerFileSize > MAX_REGISTER_FILE) {
+      problem(`asks for ${f.registerFileSize} registers, more than ${MAX_REGISTER_FILE}`);
+    }
+    if (f.numArgs > f.registerFileSize) {
+      problem(`has ${f.numArgs} inputs but ${f.registerFileSize} registers`);
+    }
+    for (let i = f.start; i < f.end; i++) {
+      if (owner[i] !== -1) {
+        problem(`shares instruction ${i} with @${p.functions[owner[i]].name}`);
+        return;
       }
+      owner[i] = fi;
     }
-    if (pc === n - 1 && (op === Opcode.Call || op === Opcode.If)) {
-      report(pc, "can fall off the end of the function without ret");
-    }
-  }
+  });
+  return owner;
 }
 
 /**
- * Checks an executable's code. Lower-level than `ExecBuilder.get()`, which
- * calls it and throws `CheckError` on errors.
+ * Verifies a program: the layout of its code, its function table, and each
+ * VM function's control flow, operands and register use.
+ */
+export function verifyProgram(p: ProgramData): VerifyResult {
+  const errors: VerifierProblem[] = [];
+  const warnings: string[] = [];
+  const owner = checkFunctionTable(p, errors);
+  for (const lp of layoutProblems(p)) {
+    const fi = lp.index >= 0 ? owner[lp.index] : -1;
+    const f = fi >= 0 ? p.functions[fi] : undefined;
+    errors.push({
+      functionName: f?.name ?? "",
+      pc: f === undefined ? -1 : lp.index - f.start,
+      message: lp.message,
+      word: lp.word,
+    });
+  }
+  if (errors.length > 0) return { errors, warnings }; // the code cannot be decoded safely
+  const cursor = new InstructionCursor(p);
+  for (const f of p.functions) {
+    if (f.kind !== "vm") continue;
+    const start = errors.length;
+    const report: Report = (pc, message) =>
+      errors.push({
+        functionName: f.name,
+        pc,
+        message,
+        word: pc >= 0 ? p.instrOffset[f.start + pc] : -1,
+      });
+    checkControlFlow(cursor, f, report);
+    checkOperandRanges(cursor, p, f, report);
+    checkRegisterUse(cursor, f, report, (m) => warnings.push(m));
+    // Program order within the function; the sort is stable, so concerns keep their order.
+    const found = errors.splice(start).sort((a, b) => a.pc - b.pc);
+    errors.push(...found);
+  }
+  return { errors, warnings };
+}
+
+/** What `check` found. */
+export interface CheckResult {
+  /** Problems that make the executable unusable. */
+  errors: CheckProblem[];
+  /** Suspicious but runnable things, as readable sentences. */
+  warnings: string[];
+}
+
+/**
+ * Checks an executable's code: the verifier as a tool sees it. Lower-level
+ * than `ExecBuilder.get()`, which runs the same verifier and throws
+ * `CheckError` on errors.
  *
  * @example
  * ```ts
@@ -159,21 +266,10 @@ function checkControlFlow(ex: Executable, f: FunctionInfo, report: Report): void
  * assertEquals(warnings, ["@main: input %1 is never used"]);
  * ```
  */
-export function check(ex: Executable): CheckResult {
-  const errors: CheckProblem[] = [];
-  const warnings: string[] = [];
-  for (const f of ex.functions) {
-    if (f.kind !== "vm") continue;
-    const report: Report = (pc, message) => errors.push({ functionName: f.name, pc, message });
-    checkControlFlow(ex, f, report);
-    checkOperandRanges(ex, f, report);
-    checkRegisterUse(ex, f, report, (m) => warnings.push(m));
-  }
-  errors.sort((a, b) => {
-    if (a.functionName !== b.functionName) {
-      return ex.functionIndex(a.functionName) - ex.functionIndex(b.functionName);
-    }
-    return a.pc - b.pc;
-  });
-  return { errors, warnings };
+export function check(ex: ProgramData): CheckResult {
+  const { errors, warnings } = verifyProgram(ex);
+  return {
+    errors: errors.map(({ functionName, pc, message }) => ({ functionName, pc, message })),
+    warnings,
+  };
 }

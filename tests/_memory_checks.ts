@@ -1,6 +1,6 @@
 /**
  * Memory checks shared by the CPU tests (`memory_test.ts`) and the WebGPU
- * suite (`webgpu/memory.ts`), so both devices are held to the same figures.
+ * suite (`webgpu/memory_suite.ts`), so both devices are held to the same figures.
  *
  * @module
  */

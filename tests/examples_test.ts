@@ -15,8 +15,8 @@ Deno.test("examples/func0_func1.ts adds and multiplies two tensors", async () =>
   assertLine(out, "func0(a, b) = a + b = [11, 22, 33, 44]");
 });
 
-Deno.test("examples/shape_heap.ts loads (32, 16) from the heap and derives (1, n, m)", async () => {
-  const out = await runExample("shape_heap");
+Deno.test("examples/dynamic_shapes.ts loads (32, 16) from the heap and derives (1, n, m)", async () => {
+  const out = await runExample("dynamic_shapes");
   assertStringIncludes(out, "call  vm.builtin.store_shape in: %1, %0, i0, i1");
   assertLine(out, "main() = (32, 16)  (the shape of the constant tensor)");
   assertLine(out, "derived_shape(tensor of shape (2, 3)) = (1, 3, 2)");
@@ -34,8 +34,8 @@ Deno.test("examples/if_goto.ts sums with a loop and picks a branch", async () =>
   assertLine(out, "pick(0, [1, 5, 3], [4, 2, 6]) = [1, 2, 3]  (minimum)");
 });
 
-Deno.test("examples/closure.ts calls a closure from TypeScript and inside the VM", async () => {
-  const out = await runExample("closure");
+Deno.test("examples/closures.ts calls a closure from TypeScript and inside the VM", async () => {
+  const out = await runExample("closures");
   assertStringIncludes(out, "in: f[scale], %0");
   assertLine(out, "make_scaler([10]) returned Closure(scale)");
   assertLine(out, "vm.invoke_closure(closure, [1, 2, 3]) = [10, 20, 30]");

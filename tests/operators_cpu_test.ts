@@ -4,7 +4,7 @@
  * @module
  */
 
-import { cpu } from "../devices/device.ts";
+import { cpu } from "../devices/cpu_device.ts";
 import { defineOperatorTests } from "./operators_suite.ts";
 
 defineOperatorTests("cpu", () => Promise.resolve(cpu()));

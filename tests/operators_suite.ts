@@ -9,14 +9,15 @@
  * @module
  */
 
-import "../builtins/operators.ts";
-import "../kernels/cpu/backend.ts";
 import { assert, assertEquals, AssertionError, assertThrows } from "@std/assert";
+import { installBuiltins } from "../builtins/install.ts";
 import { OPERATOR_NAMES } from "../builtins/operators.ts";
 import { getGlobalFunc } from "../ground/registry.ts";
-import { cpu, type Device } from "../devices/device.ts";
+import { cpu } from "../devices/cpu_device.ts";
+import type { Device } from "../devices/device.ts";
 import { dtype } from "../ground/dtype.ts";
-import { NDArray, tensor } from "../devices/ndarray.ts";
+import { NDArray } from "../devices/ndarray.ts";
+import { tensor } from "../devices/tensor.ts";
 import { shape, ShapeTuple } from "../ground/shape_tuple.ts";
 import {
   type Ref,
@@ -33,6 +34,8 @@ import {
   refUnary,
   sizeOf,
 } from "./_operator_reference.ts";
+
+installBuiltins();
 
 /** Registers one test case: `Deno.test` for the CPU, `gpuTest` for WebGPU (run in a child process). */
 export type RegisterTest = (name: string, fn: () => Promise<void>) => void;

@@ -151,6 +151,28 @@ Deno.test("load: code that does not check is rejected", () => {
   assertEquals(e.section, "code");
 });
 
+Deno.test("load: every problem in the code is reported, not only the first", () => {
+  const ib = new ExecBuilder();
+  ib.function("f", 1, () => {
+    ib.emit_goto(2);
+    ib.emit_call("vm.builtin.copy", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  const bytes = ib.get().save();
+  const view = new DataView(bytes.buffer);
+  // Rewrite the goto's offset (2 → 40) and the ret's register (%1 → %0 is fine; %1 → %9 is not).
+  let patched = 0;
+  for (let at = 0; at + 16 <= bytes.length; at += 8) {
+    const word = view.getFloat64(at, true), next = view.getFloat64(at + 8, true);
+    if (word === 3 && next === 2) view.setFloat64(at + 8, 40, true), patched++;
+    if (word === 2 && next === 1) view.setFloat64(at + 8, 9, true), patched++;
+  }
+  assertEquals(patched, 2);
+  const e: LoadError = assertThrows(() => Executable.load(bytes), LoadError, "2 problems");
+  assert(e.message.includes("@f[0]: jumps by 40"), e.message);
+  assert(e.message.includes("@f[2]: reads %9, outside the register file"), e.message);
+});
+
 Deno.test("save + load of 1,000,000 instructions round-trips", () => {
   const ib = new ExecBuilder();
   ib.function("big", 2, () => {

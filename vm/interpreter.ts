@@ -1,8 +1,8 @@
 /**
  * The dispatch loop. A frame is a register array (registers, then the
- * operand slots of vm/compiled_function.ts) and a pc. The loop is a
+ * operand slots of vm/loaded_function.ts) and a pc. The loop is a
  * `switch` over the four opcodes; `Call` reads its arguments from slots
- * and stores the result with the reference protocol of vm/value_refs.ts.
+ * and stores the result with the object protocol (vm/registers.ts).
  *
  * Promises. A packed function (or a VM function that awaited inside) may
  * return a Promise. The loop is synchronous and never awaits per
@@ -20,13 +20,14 @@
  * @module
  */
 
-import { type CompiledFunction, DecodedOp, type Instr, instrText } from "./loaded_function.ts";
-import { VMError } from "../ground/errors.ts";
-import { type DispatchHelpers, specialize } from "./specialized_dispatch.ts";
-import type { Executable } from "../program/executable.ts";
 import { activateAllocators, type AllocatorSet } from "../devices/allocation_context.ts";
 import { NDArray } from "../devices/ndarray.ts";
-import { disownValue, releaseIfUnowned, releaseValue, retainValue } from "../ground/object.ts";
+import { VMError } from "../ground/errors.ts";
+import { VMObject } from "../ground/object.ts";
+import type { ProgramData } from "../program/program_data.ts";
+import { DecodedOp, type Instr, instrText, type LoadedFunction } from "./loaded_function.ts";
+import { releaseAllRegisters, releaseRegisters, storeResult } from "./registers.ts";
+import { type DispatchHelpers, specialize } from "./specialized_dispatch.ts";
 
 /** Deepest nesting of VM function calls before a call fails with `VMError`. */
 export const MAX_CALL_DEPTH = 1000;
@@ -46,52 +47,22 @@ export type Instrument = (
 ) => unknown;
 
 class Frame {
-  readonly fn: CompiledFunction;
+  readonly fn: LoadedFunction;
   readonly regs: unknown[];
   pc = 0;
   pending: Promise<unknown> | null = null;
   /** The arguments of the call in progress, when an instrument is set. */
   instrumentArgs: unknown[] = [];
 
-  constructor(fn: CompiledFunction, args: readonly unknown[]) {
+  constructor(fn: LoadedFunction, args: readonly unknown[]) {
     this.fn = fn;
     const regs = fn.template.slice();
     for (let i = 0; i < args.length; i++) {
       const v = args[i];
       regs[i] = v;
-      if (typeof v === "object" && v !== null) retainValue(v);
+      if (v instanceof VMObject) v.retain();
     }
     this.regs = regs;
-  }
-}
-
-function releaseRegisters(regs: unknown[], which: Int32Array): void {
-  for (let k = 0; k < which.length; k++) {
-    const r = which[k];
-    const v = regs[r];
-    regs[r] = undefined;
-    if (typeof v === "object" && v !== null) releaseValue(v);
-  }
-}
-
-/** Stores an object result in `dst`: retain the new value, then release the old. */
-function storeObject(regs: unknown[], dst: number, v: unknown): void {
-  const old = regs[dst];
-  regs[dst] = v;
-  retainValue(v);
-  if (typeof old === "object" && old !== null) releaseValue(old);
-}
-
-function storeResult(regs: unknown[], ins: Instr, v: unknown): void {
-  if (v === SKIPPED) return;
-  const dst = ins.dst;
-  if (dst >= 0) {
-    const old = regs[dst];
-    regs[dst] = v;
-    if (typeof v === "object" && v !== null) retainValue(v);
-    if (typeof old === "object" && old !== null) releaseValue(old);
-  } else if (typeof v === "object" && v !== null) {
-    releaseIfUnowned(v);
   }
 }
 
@@ -109,14 +80,14 @@ function isTruthy(v: unknown): boolean {
 
 /** Runs the compiled functions of one executable. */
 export class Interpreter {
-  readonly #ex: Executable;
+  readonly #ex: ProgramData;
   readonly #allocators: AllocatorSet;
   /** Compiled functions by function-table index (VM functions only). */
-  readonly functions: (CompiledFunction | undefined)[] = [];
+  readonly functions: (LoadedFunction | undefined)[] = [];
   instrument: Instrument | null = null;
   #depth = 0;
 
-  constructor(ex: Executable, allocators: AllocatorSet) {
+  constructor(ex: ProgramData, allocators: AllocatorSet) {
     this.#ex = ex;
     this.#allocators = allocators;
   }
@@ -161,8 +132,10 @@ export class Interpreter {
         const v = await frame.pending;
         frame.pending = null;
         const ins = frame.fn.code[frame.pc];
-        storeResult(frame.regs, ins, v);
-        if (this.instrument !== null && v !== SKIPPED) this.#instrumentAfter(ins, frame, v);
+        if (v !== SKIPPED) {
+          storeResult(frame.regs, ins.dst, v);
+          if (this.instrument !== null) this.#instrumentAfter(ins, frame, v);
+        }
         if (ins.after !== null) releaseRegisters(frame.regs, ins.after);
         frame.pc++;
         result = this.#run(frame);
@@ -178,15 +151,10 @@ export class Interpreter {
 
   /** Ends a frame: the result survives (floating), every register is released. */
   #teardown(frame: Frame, result: unknown): unknown {
-    const held = typeof result === "object" && result !== null;
-    if (held) retainValue(result);
-    const regs = frame.regs;
-    for (let r = 0; r < frame.fn.registers; r++) {
-      const v = regs[r];
-      regs[r] = undefined;
-      if (typeof v === "object" && v !== null) releaseValue(v);
-    }
-    if (held) disownValue(result);
+    const held = result instanceof VMObject;
+    if (held) result.retain();
+    releaseAllRegisters(frame.regs, frame.fn.registers);
+    if (held) result.disown();
     return result;
   }
 
@@ -225,17 +193,16 @@ export class Interpreter {
   /** Emits the specialized loop of every function (see vm/specialized_dispatch.ts). */
   specializeAll(): void {
     const helpers: DispatchHelpers = {
-      objectResult(frame, pc, dst, v) {
-        if (v instanceof Promise) {
-          frame.pc = pc;
-          frame.pending = v;
-          return true;
-        }
-        if (dst >= 0) storeObject(frame.regs, dst, v);
-        else releaseIfUnowned(v);
-        return false;
+      parks(frame, pc, v) {
+        if (!(v instanceof Promise)) return false;
+        frame.pc = pc;
+        frame.pending = v;
+        return true;
       },
-      release: releaseValue,
+      store: storeResult,
+      release(v) {
+        if (v instanceof VMObject) v.release();
+      },
       isTruthy,
       suspended: SUSPENDED,
     };
@@ -308,19 +275,12 @@ export class Interpreter {
           pc++;
           continue;
         }
-        const dst = ins.dst;
-        if (typeof v === "object" && v !== null) {
-          if (v instanceof Promise) {
-            frame.pc = pc;
-            frame.pending = v;
-            return SUSPENDED;
-          }
-          storeResult(regs, ins, v);
-        } else if (dst >= 0) {
-          const old = regs[dst];
-          regs[dst] = v;
-          if (typeof old === "object" && old !== null) releaseValue(old);
+        if (v instanceof Promise) {
+          frame.pc = pc;
+          frame.pending = v;
+          return SUSPENDED;
         }
+        storeResult(regs, ins.dst, v);
         if (instrumented) this.#instrumentAfter(ins, frame, v);
         if (ins.after !== null) releaseRegisters(regs, ins.after);
         pc++;

@@ -1,7 +1,7 @@
 /**
  * Load-time decoding. When a VM loads an executable it turns each VM
- * function's words into `Instr` records once, so the dispatch loop never
- * decodes operands:
+ * function's instructions (read through program/decoder.ts) into `Instr`
+ * records once, so the dispatch loop never decodes operands:
  *
  * - every operand becomes a slot of the frame's register array: registers
  *   are slots `0..R-1`, and each distinct constant, immediate, function
@@ -18,9 +18,17 @@
  * @module
  */
 
-import { ArgKind, argKind, argValue, Opcode, VM_REGISTER, VOID_REGISTER } from "../program/bytecode.ts";
-import type { Executable, FunctionInfo } from "../program/executable.ts";
+import {
+  ArgKind,
+  argKind,
+  argValue,
+  Opcode,
+  VM_REGISTER,
+  VOID_REGISTER,
+} from "../program/bytecode.ts";
+import { InstructionCursor } from "../program/decoder.ts";
 import type { Releases } from "../program/liveness.ts";
+import type { FunctionInfo, ProgramData } from "../program/program_data.ts";
 import { instructionText } from "../program/text_format.ts";
 
 /**
@@ -99,7 +107,7 @@ export class Instr {
 }
 
 /** A VM function ready to run. */
-export interface CompiledFunction {
+export interface LoadedFunction {
   /** Its table entry. */
   readonly info: FunctionInfo;
   /** Decoded instructions. */
@@ -133,12 +141,12 @@ const noCallee: Callee = () => {
 };
 
 /** Decodes `f` for the loop. */
-export function compileFunction(
-  ex: Executable,
+export function loadFunction(
+  ex: ProgramData,
   f: FunctionInfo,
   resolve: OperandResolver,
   releases: Releases | null,
-): CompiledFunction {
+): LoadedFunction {
   // Built by push, not `new Array(n)`: a holey array would make every register read check for holes.
   const template: unknown[] = [];
   for (let r = 0; r < f.registerFileSize; r++) template.push(undefined);
@@ -177,18 +185,18 @@ export function compileFunction(
     const all = [...new Set(lists.flat())].sort((a, b) => a - b);
     return all.length > 0 ? Int32Array.from(all) : null;
   };
-  const data = ex.instrData;
+  const cursor = new InstructionCursor(ex);
   const code: Instr[] = [];
   for (let i = f.start; i < f.end; i++) {
-    const at = ex.instrOffset[i];
+    const c = cursor.seek(i);
     const pc = i - f.start;
-    switch (data[at]) {
+    switch (c.op) {
       case Opcode.Call: {
-        const count = data[at + 3];
+        const count = c.argCount;
         const args = new Int32Array(count);
-        for (let k = 0; k < count; k++) args[k] = operandSlot(data[at + 4 + k]);
-        const fi = data[at + 2];
-        let dst = data[at + 1] >= 0 ? data[at + 1] : -1;
+        for (let k = 0; k < count; k++) args[k] = operandSlot(c.argWord(k));
+        const fi = c.func;
+        let dst = c.dst >= 0 ? c.dst : -1;
         const op = count <= 4 ? DecodedOp.Call0 + count : DecodedOp.CallN;
         let released = [...after(pc), ...entry(pc + 1)];
         if (dst >= 0 && released.includes(dst) && !Array.from(args).includes(dst)) {
@@ -205,11 +213,11 @@ export function compileFunction(
       }
       case Opcode.Ret:
         code.push(
-          new Instr(DecodedOp.Ret, -1, noCallee, "", Int32Array.of(data[at + 1]), 0, null, null, i),
+          new Instr(DecodedOp.Ret, -1, noCallee, "", Int32Array.of(c.register), 0, null, null, i),
         );
         break;
       case Opcode.If: {
-        const jump = data[at + 2];
+        const jump = c.jump;
         const rel = toInt32(after(pc), entry(pc + 1));
         const relJump = toInt32(after(pc), entry(pc + jump));
         code.push(
@@ -218,7 +226,7 @@ export function compileFunction(
             -1,
             noCallee,
             "",
-            Int32Array.of(data[at + 1]),
+            Int32Array.of(c.register),
             jump,
             rel,
             relJump,
@@ -228,7 +236,7 @@ export function compileFunction(
         break;
       }
       case Opcode.Goto: {
-        const jump = data[at + 1];
+        const jump = c.jump;
         code.push(
           new Instr(
             DecodedOp.Goto,
@@ -258,6 +266,6 @@ export function compileFunction(
 }
 
 /** The text of a decoded instruction, for error messages. */
-export function instrText(ex: Executable, ins: Instr): string {
+export function instrText(ex: ProgramData, ins: Instr): string {
   return instructionText(ex, ins.index).trimEnd();
 }

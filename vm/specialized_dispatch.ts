@@ -14,7 +14,7 @@
  * functions are emitted in chunks (see `CHUNK_INSTRUCTIONS`).
  *
  * Semantics are the generic loop's, instruction for instruction: results
- * are stored with the reference protocol, liveness releases run at the
+ * are stored by the same function (vm/registers.ts), liveness releases run at the
  * same points, a Promise parks the frame at its pc, and `frame.pc` names the
  * failing instruction when anything throws. The generic loop remains the
  * path for instrumented runs, for functions too large to be worth emitting,
@@ -24,17 +24,17 @@
  * @module
  */
 
-import { type CompiledFunction, DecodedOp } from "./loaded_function.ts";
+import { DecodedOp, type LoadedFunction } from "./loaded_function.ts";
 
 /** What a specialized function needs from the interpreter. */
 export interface DispatchHelpers {
   /**
-   * Handles an object result of the call at `pc`: a Promise parks the frame
-   * (returns true: the caller returns `suspended`); anything else is stored
-   * in `dst` with the reference protocol, or freed if `dst` is -1 and nobody
-   * holds it (returns false).
+   * Parks the frame at `pc` if the object result `v` is a Promise (returns
+   * true: the caller returns `suspended`); returns false otherwise.
    */
-  objectResult(frame: DispatchFrame, pc: number, dst: number, v: unknown): boolean;
+  parks(frame: DispatchFrame, pc: number, v: unknown): boolean;
+  /** Stores a result in a register with the object protocol (vm/registers.ts). */
+  store(regs: unknown[], dst: number, v: unknown): void;
   /** Drops a register value's reference. */
   release(v: unknown): void;
   /** `If`'s truth test. */
@@ -80,7 +80,7 @@ function releases(list: Int32Array | null): string {
 }
 
 /** Emits the specialized loop for `fn`, or returns null where that is not possible. */
-export function specialize(fn: CompiledFunction, helpers: DispatchHelpers): SpecializedRun | null {
+export function specialize(fn: LoadedFunction, helpers: DispatchHelpers): SpecializedRun | null {
   const code = fn.code;
   if (code.length > MAX_SPECIALIZED_INSTRUCTIONS) return null;
   const callees: unknown[] = [];
@@ -111,17 +111,15 @@ export function specialize(fn: CompiledFunction, helpers: DispatchHelpers): Spec
       callees.push(ins.fn);
       const args = Array.from(ins.args, (s) => `r[${s}]`).join(", ");
       body += `v = c${callee}(${args});\n`;
-      // Primitive results (shape code, counters) are stored inline; objects go through
-      // one helper, which keeps each instruction's code small enough for V8 to optimize
-      // the whole chunk.
+      // Objects go through the helpers (park a Promise, else vm/registers.ts's store), which
+      // keeps each instruction's code small. A primitive result (shape code, counters) owns
+      // nothing, so its store is written out here: a call per instruction would spend V8's
+      // inlining budget for the chunk, and the packed functions would no longer be inlined.
+      body +=
+        `if (typeof v === "object" && v !== null) { if (h.parks(frame, ${pc}, v)) return ${PARKED}; store(r, ${ins.dst}, v); }`;
       if (ins.dst >= 0) {
         body +=
-          `if (typeof v === "object" && v !== null) { if (h.objectResult(frame, ${pc}, ${ins.dst}, v)) return ${PARKED}; }`;
-        body +=
           ` else { old = r[${ins.dst}]; r[${ins.dst}] = v; if (typeof old === "object" && old !== null) h.release(old); }`;
-      } else {
-        body +=
-          `if (typeof v === "object" && v !== null && h.objectResult(frame, ${pc}, -1, v)) return ${PARKED};`;
       }
       body += "\n" + releases(ins.after);
     }
@@ -143,6 +141,7 @@ ${body}        return ${hi};
   }
   const bindings = callees.map((_, i) => `const c${i} = callees[${i}];`).join("\n");
   const source = `"use strict";
+const store = h.store;
 ${bindings}
 let retval;
 ${chunks.join("\n")}

@@ -8,33 +8,22 @@
  * @module
  */
 
-import { ArgKind, argKind, argValue, Opcode } from "../program/bytecode.ts";
-import { compileFunction, type OperandResolver } from "./loaded_function.ts";
-import { Closure } from "../ground/closure.ts";
-import { cpu, type Device } from "../devices/device.ts";
-import { VMError } from "../ground/errors.ts";
-import type { Executable } from "../program/executable.ts";
-import { type Instrument, Interpreter } from "./interpreter.ts";
-import { computeReleases } from "../program/liveness.ts";
-import type { AllocatorKind, MemoryStats } from "../devices/allocator.ts";
 import { activateAllocators } from "../devices/allocation_context.ts";
+import type { AllocatorKind, MemoryStats } from "../devices/allocator.ts";
+import { cpu } from "../devices/cpu_device.ts";
+import type { Device } from "../devices/device.ts";
+import { MemoryScope } from "../devices/memory_scope.ts";
 import { NDArray } from "../devices/ndarray.ts";
+import { Closure } from "../ground/closure.ts";
+import { VMError } from "../ground/errors.ts";
 import { exportValue, releaseValue, retainValue } from "../ground/object.ts";
-import { VMState } from "../devices/memory_scope.ts";
 import { getGlobalFunc } from "../ground/registry.ts";
+import { InstructionCursor } from "../program/decoder.ts";
+import type { Executable } from "../program/executable.ts";
+import { computeReleases } from "../program/liveness.ts";
 import { instructionText } from "../program/text_format.ts";
-
-/** Whether instruction `i` calls or refers to function-table entry `index`. */
-function instructionUses(ex: Executable, i: number, index: number): boolean {
-  const data = ex.instrData, at = ex.instrOffset[i];
-  if (data[at] !== Opcode.Call) return false;
-  if (data[at + 2] === index) return true;
-  for (let k = 0; k < data[at + 3]; k++) {
-    const w = data[at + 4 + k];
-    if (argKind(w) === ArgKind.FuncIdx && argValue(w) === index) return true;
-  }
-  return false;
-}
+import { type Instrument, Interpreter } from "./interpreter.ts";
+import { loadFunction, type OperandResolver } from "./loaded_function.ts";
 
 /** Options of `new VirtualMachine`. */
 export interface VirtualMachineOptions {
@@ -96,7 +85,7 @@ export class VirtualMachine {
   readonly executable: Executable;
   /** The devices; the first is the default. */
   readonly devices: readonly Device[];
-  readonly #state: VMState;
+  readonly #state: MemoryScope;
   readonly #interp: Interpreter;
   readonly #constants: unknown[];
   readonly #functionRefs = new Map<number, Closure>();
@@ -121,7 +110,7 @@ export class VirtualMachine {
     }
     this.executable = ex;
     this.devices = Object.freeze(list);
-    this.#state = new VMState(this.devices, allocator);
+    this.#state = new MemoryScope(this.devices, allocator);
     this.#interp = new Interpreter(ex, this.#state);
     this.#checkPackedFunctions();
     this.#constants = this.#placeConstants();
@@ -134,7 +123,7 @@ export class VirtualMachine {
     ex.functions.forEach((f, i) => {
       if (f.kind !== "vm") return;
       const releases = ex.liveness ? computeReleases(ex, f) : null;
-      this.#interp.functions[i] = compileFunction(ex, f, resolver, releases);
+      this.#interp.functions[i] = loadFunction(ex, f, resolver, releases);
     });
     if (options.dispatch !== "generic") this.#interp.specializeAll();
   }
@@ -146,9 +135,10 @@ export class VirtualMachine {
       if (f.kind !== "packed" || getGlobalFunc(f.name) !== undefined) return;
       const reason =
         `Unknown packed function "${f.name}": register it with registerFunc before loading`;
+      const cursor = new InstructionCursor(ex);
       for (const g of ex.functions) {
         for (let i = g.start; i < g.end; i++) {
-          if (instructionUses(ex, i, index)) {
+          if (cursor.seek(i).refersToFunction(index)) {
             const where = {
               functionName: g.name,
               pc: i - g.start,

@@ -34,6 +34,8 @@
  * @module
  */
 
+import { WebGPUError } from "../../ground/errors.ts";
+
 /** One workgroup count per dimension at most; larger dispatches are folded into 2-D. */
 export const MAX_WORKGROUPS_PER_DIMENSION = 65535;
 
@@ -50,23 +52,6 @@ export function dispatchSize(
   if (workgroups <= limit) return [Math.max(1, workgroups), 1];
   const y = Math.ceil(workgroups / limit);
   return [Math.ceil(workgroups / y), y];
-}
-
-/** Thrown (from the next read) when WebGPU reported an error for queued work. */
-export class WebGPUError extends Error {
-  /** `"validation"`, `"out-of-memory"`, `"internal"` or `"device-lost"`. */
-  readonly kind: string;
-
-  /** Wraps the message WebGPU gave. */
-  constructor(kind: string, message: string) {
-    super(
-      `WebGPU reported ${
-        kind === "out-of-memory" ? "out of memory" : `a ${kind} error`
-      }: ${message}`,
-    );
-    this.name = "WebGPUError";
-    this.kind = kind;
-  }
 }
 
 /** The open encoder of one `GPUDevice`, with submission and error tracking. */

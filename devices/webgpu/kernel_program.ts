@@ -24,7 +24,7 @@ import type { BindingCache } from "./binding_cache.ts";
 import { type CommandBatch, dispatchSize } from "./command_batch.ts";
 import type { PipelineCache } from "./pipeline_cache.ts";
 
-/** What kernels need from a WebGPU device. @internal */
+/** What kernels record into: a WebGPU device's encoder and caches (`kernelContext(device)`). */
 export interface GPUContext {
   /** The open encoder. */
   readonly batch: CommandBatch;
@@ -32,20 +32,6 @@ export interface GPUContext {
   readonly pipelines: PipelineCache;
   /** Uniform buffers and bind groups. */
   readonly bindings: BindingCache;
-}
-
-const contexts = new WeakMap<object, GPUContext>();
-
-/** Associates a WebGPU device with its context (done by its constructor). @internal */
-export function attachContext(device: object, context: GPUContext): void {
-  contexts.set(device, context);
-}
-
-/** The context of a WebGPU device: what its kernels record into. @internal */
-export function contextOf(device: object): GPUContext {
-  const context = contexts.get(device);
-  if (context === undefined) throw new TypeError(`${device} is not a WebGPU device`);
-  return context;
 }
 
 /** One kernel launch, before it is bound to buffers. */

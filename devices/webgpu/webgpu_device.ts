@@ -1,9 +1,7 @@
 /**
  * The WebGPU device: tensor memory in `GPUBuffer`s, kernels recorded into one
- * open command encoder (builtins/webgpu/command_batch.ts) and submitted by
+ * open command encoder (devices/webgpu/command_batch.ts) and submitted by
  * `flush()` or by a read, so a whole VM call costs a single wait for the GPU.
- *
- * Importing this module installs the WebGPU operator kernels.
  *
  * This file is browser-safe: no `Deno.*` calls (it only checks whether
  * `globalThis.Deno` exists, to pick how results are read back).
@@ -11,12 +9,12 @@
  * @module
  */
 
-import "../../kernels/webgpu/backend.ts";
 import { BindingCache } from "./binding_cache.ts";
 import { byteCopyProgram } from "./byte_copy.ts";
-import { CommandBatch, WebGPUError } from "./command_batch.ts";
+import { WebGPUError } from "../../ground/errors.ts";
+import { CommandBatch } from "./command_batch.ts";
 import { PipelineCache } from "./pipeline_cache.ts";
-import { attachContext, type GPUContext, runProgram } from "./kernel_program.ts";
+import { type GPUContext, runProgram } from "./kernel_program.ts";
 import { ReadbackPool } from "./readback_pool.ts";
 import { Device, DLDeviceType } from "../device.ts";
 
@@ -37,6 +35,9 @@ const PRIVATE_READ_MAPPINGS =
 function ceil4(n: number): number {
   return Math.ceil(n / 4) * 4;
 }
+
+/** Set by `WebGPUDevice`'s static block: reads a device's private kernel context. */
+let contextOfDevice: (device: WebGPUDevice) => GPUContext;
 
 /**
  * A WebGPU device. Obtain one with `await webgpu()`.
@@ -88,14 +89,11 @@ export class WebGPUDevice extends Device {
     this.adapter = adapter;
     this.gpu = gpu;
     this.#batch = new CommandBatch(gpu);
-    // The kernels reach the encoder and caches through contextOf(device), which keeps
-    // them out of this class's public surface.
     this.#context = {
       batch: this.#batch,
       pipelines: new PipelineCache(gpu),
       bindings: new BindingCache(this.#batch),
     };
-    attachContext(this, this.#context);
     this.#readback = new ReadbackPool(gpu);
     // Kernels bind whole buffers as storage, so a block may not exceed the binding limit either.
     this.#maxAllocation = Math.min(
@@ -219,7 +217,7 @@ export class WebGPUDevice extends Device {
     // the buffer's memory itself and need a copy (`slice`). Deno already copies a range
     // mapped for reading into a private ArrayBuffer, so `transfer()` keeps that copy
     // without a second one: 40 ms saved per 64 MiB read on the machine this was measured
-    // on. tests/webgpu_device_test.ts checks that a transferred range keeps its bytes
+    // on. tests/webgpu/device_suite.ts checks that a transferred range keeps its bytes
     // after the staging buffer is mapped again, in case a later Deno maps in place.
     const bytes = PRIVATE_READ_MAPPINGS
       ? new Uint8Array(mapped.transfer(), byteOffset - lo, nbytes)
@@ -274,6 +272,21 @@ export class WebGPUDevice extends Device {
   #assertAlive(): void {
     if (this.#lost !== null) throw new WebGPUError("device-lost", this.#lost);
   }
+
+  static {
+    // The kernels' way in: a module function rather than a public member keeps
+    // the encoder and caches off this class's documented surface.
+    contextOfDevice = (device) => device.#context;
+  }
+}
+
+/**
+ * What the kernels of a WebGPU device record into: its open encoder, its
+ * pipeline cache and its uniform and bind group caches.
+ */
+export function kernelContext(device: Device): GPUContext {
+  if (!(device instanceof WebGPUDevice)) throw new TypeError(`${device} is not a WebGPU device`);
+  return contextOfDevice(device);
 }
 
 const devices = new Map<number, Promise<WebGPUDevice>>();

@@ -1,7 +1,7 @@
 /**
  * The CPU operator backend: TypedArray kernels over `NDArray.cpuView()`,
- * installed for `cpu` devices on import. The operator front end
- * (builtins/ops/operators.ts) checks arguments and allocates outputs; these
+ * installed for `cpu` devices by kernels/install.ts. The operator front end
+ * (builtins/operators.ts) checks arguments and allocates outputs; these
  * kernels only compute. They are also the reference the GPU kernels are
  * tested against.
  *
@@ -10,7 +10,7 @@
  * @module
  */
 
-import { type OpBackend, registerBackend } from "../kernel_backend.ts";
+import type { OpBackend } from "../kernel_backend.ts";
 import { castKernel } from "./cast.ts";
 import { binaryKernel, unaryKernel } from "./elementwise.ts";
 import { layerNormKernel } from "./layer_norm.ts";
@@ -30,5 +30,3 @@ export const cpuBackend: OpBackend = {
   transpose: transposeKernel,
   cast: castKernel,
 };
-
-registerBackend("cpu", cpuBackend);

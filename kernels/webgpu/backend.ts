@@ -1,12 +1,13 @@
 /**
  * The WebGPU operator kernels: op glue implementing `OpBackend` on top of the
- * WGSL templates, installed for `"webgpu"` devices on import.
+ * WGSL templates, installed for `"webgpu"` devices by kernels/install.ts.
  *
  * Each method turns checked tensors into a `Program` (template + uniforms)
  * and records it in the device's open encoder; nothing waits. Layers, as in
  * TF.js: this file (op glue) → `*_program.ts`/family files (templates) →
- * `elementwise_ops.ts` (per-op WGSL snippets) → `program.ts` and the caches
- * (pipelines by key and layout, uniform buffers, bind groups).
+ * `elementwise_ops.ts` (per-op WGSL snippets) → the device's plumbing in
+ * devices/webgpu/ (kernel_program.ts and the caches: pipelines by key and
+ * layout, uniform buffers, bind groups).
  *
  * This file is browser-safe: no `Deno.*`.
  *
@@ -15,13 +16,7 @@
 
 import type { TensorDType } from "../../ground/dtype.ts";
 import { NDArray } from "../../devices/ndarray.ts";
-import {
-  type BinaryOp,
-  type OpBackend,
-  type ReduceOp,
-  registerBackend,
-  type UnaryOp,
-} from "../kernel_backend.ts";
+import type { BinaryOp, OpBackend, ReduceOp, UnaryOp } from "../kernel_backend.ts";
 import { broadcastStrides, contiguousStrides } from "../broadcast.ts";
 import { convertProgram } from "./convert.ts";
 import { type ElementwiseFn, elementwiseProgram } from "./elementwise_program.ts";
@@ -30,12 +25,12 @@ import { layerNormProgram } from "./layer_norm.ts";
 import { matmulProgram } from "./matmul.ts";
 import {
   bufferOf,
-  contextOf,
   elementOffset,
   type Program,
   runProgram,
   wgslType,
 } from "../../devices/webgpu/kernel_program.ts";
+import { kernelContext } from "../../devices/webgpu/webgpu_device.ts";
 import { planReduction } from "./reduce.ts";
 import { softmaxProgram } from "./softmax.ts";
 
@@ -67,7 +62,7 @@ function withDistinctOutput(
 
 /** Records `program` reading `inputs` and writing `out`. */
 function run(program: Program, inputs: readonly NDArray[], out: NDArray): void {
-  runProgram(contextOf(out.device), program, [...inputs.map(bufferOf), bufferOf(out)]);
+  runProgram(kernelContext(out.device), program, [...inputs.map(bufferOf), bufferOf(out)]);
 }
 
 /** An elementwise kernel of `fn` over contiguous or broadcast inputs. */
@@ -221,5 +216,3 @@ export const webgpuBackend: OpBackend = {
     }
   },
 };
-
-registerBackend("webgpu", webgpuBackend);

@@ -12,7 +12,7 @@
  *   float32 → float64 is exact, float64 → float32 rounds to nearest even
  *   (with float32 subnormals), float64 → integer truncates and saturates.
  *
- * The conversion rules are the CPU kernel's (builtins/cpu/cast.ts): float →
+ * The conversion rules are the CPU kernel's (kernels/cpu/cast.ts): float →
  * integer truncates toward zero, saturates at the target's range and maps
  * NaN to 0; anything → bool is `x != 0`; integer → integer wraps; integer →
  * float rounds to nearest.

@@ -4,7 +4,7 @@
  * for `vec4`s alike (`TO(0.0)` rather than `0.0`; `|` on booleans, which
  * WGSL defines componentwise for vectors, rather than `||`).
  *
- * Each formula follows the CPU reference kernel (builtins/cpu/elementwise.ts)
+ * Each formula follows the CPU reference kernel (kernels/cpu/elementwise.ts)
  * so the two agree beyond rounding:
  *
  * - NaN propagates through `maximum`, `minimum` and `relu` as it does through

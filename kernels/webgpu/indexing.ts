@@ -1,6 +1,6 @@
 /**
  * WGSL index arithmetic shared by the templates. Spaces come from
- * `collapseDims` (builtins/ops/broadcast.ts, the rules the CPU kernels use
+ * `collapseDims` (kernels/broadcast.ts, the rules the CPU kernels use
  * too), so shaders index with as few div/mod steps as possible: a contiguous
  * `[64, 128, 3]` add is a flat loop of 24576, a bias add `[64, 128] + [128]`
  * needs two dimensions, not more.

@@ -35,7 +35,13 @@
 
 import { broadcastShapes, broadcastStrides, collapseDims } from "../broadcast.ts";
 import { indexFields, indexValues, wgslIndices } from "./indexing.ts";
-import { mainHeader, type Program, storage, Uniforms, uniformStruct } from "../../devices/webgpu/kernel_program.ts";
+import {
+  mainHeader,
+  type Program,
+  storage,
+  Uniforms,
+  uniformStruct,
+} from "../../devices/webgpu/kernel_program.ts";
 
 const WORKGROUP = 64;
 /** Threads per workgroup row; 8 × 8 threads. */

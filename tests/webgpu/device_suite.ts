@@ -6,14 +6,15 @@ import {
   assertStrictEquals,
 } from "@std/assert";
 import { backendFor } from "../../kernels/kernel_backend.ts";
-import { WebGPUError } from "../../devices/webgpu/command_batch.ts";
-import { contextOf, runProgram } from "../../devices/webgpu/kernel_program.ts";
+import { WebGPUError } from "../../ground/errors.ts";
+import { runProgram } from "../../devices/webgpu/kernel_program.ts";
 import { DLDeviceType } from "../../devices/device.ts";
 import { activateAllocators } from "../../devices/allocation_context.ts";
 import { NaiveAllocator } from "../../devices/naive_allocator.ts";
 import { PooledAllocator } from "../../devices/pooled_allocator.ts";
-import { NDArray, tensor } from "../../devices/ndarray.ts";
-import { webgpu } from "../../devices/webgpu/webgpu_device.ts";
+import { NDArray } from "../../devices/ndarray.ts";
+import { tensor } from "../../devices/tensor.ts";
+import { kernelContext, webgpu } from "../../devices/webgpu/webgpu_device.ts";
 import { ExecBuilder, VirtualMachine } from "../../mod.ts";
 import { gpuTest } from "./suite_registry.ts";
 
@@ -158,7 +159,7 @@ gpuTest(
   "a GPU validation error rejects the next read, then the device works again",
   async (gpu) => {
     using a = tensor([1, 2], { device: gpu });
-    runProgram(contextOf(gpu), {
+    runProgram(kernelContext(gpu), {
       key: "test:broken-shader",
       source: () => "this is not WGSL",
       inputs: 0,

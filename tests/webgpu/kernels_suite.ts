@@ -9,15 +9,17 @@
  * @module
  */
 
-import "../../builtins/operators.ts";
+import { installBuiltins } from "../../builtins/install.ts";
 import { assert, assertAlmostEquals, assertEquals } from "@std/assert";
 import { backendFor } from "../../kernels/kernel_backend.ts";
-import { contextOf } from "../../devices/webgpu/kernel_program.ts";
 import { getGlobalFunc } from "../../ground/registry.ts";
-import { NDArray, tensor } from "../../devices/ndarray.ts";
+import { NDArray } from "../../devices/ndarray.ts";
+import { tensor } from "../../devices/tensor.ts";
 import { shape } from "../../ground/shape_tuple.ts";
-import type { WebGPUDevice } from "../../devices/webgpu/webgpu_device.ts";
+import { kernelContext, type WebGPUDevice } from "../../devices/webgpu/webgpu_device.ts";
 import { gpuTest } from "./suite_registry.ts";
+
+installBuiltins();
 
 const be = () => backendFor("webgpu");
 
@@ -304,12 +306,12 @@ gpuTest("pipelines and bind groups are reused when a program runs again", async 
   try {
     be().binary("add", a, b, out);
     await out.data();
-    const compiles = contextOf(gpu).pipelines.compileCount;
-    const groups = contextOf(gpu).bindings.bindGroupCount;
+    const compiles = kernelContext(gpu).pipelines.compileCount;
+    const groups = kernelContext(gpu).bindings.bindGroupCount;
     for (let i = 0; i < 5; i++) be().binary("add", a, b, out);
     await out.data();
-    assertEquals(contextOf(gpu).pipelines.compileCount, compiles);
-    assertEquals(contextOf(gpu).bindings.bindGroupCount, groups);
+    assertEquals(kernelContext(gpu).pipelines.compileCount, compiles);
+    assertEquals(kernelContext(gpu).bindings.bindGroupCount, groups);
     assertAlmostEquals((await out.data())[0], ramp(1000)[0] + ramp(100)[0]);
   } finally {
     out.releaseIfUnowned();

@@ -3,5 +3,5 @@
 import "./device_suite.ts";
 import "./kernels_suite.ts";
 import "./memory_suite.ts";
-import "./operators_suite.ts";
+import "./ops_suite.ts";
 import "./vm_suite.ts";

@@ -3,7 +3,7 @@
  * VM keeps the integers of shape arithmetic in an array, the shape heap:
  * builtins store a tensor's dimensions into it and build new shapes from it.
  *
- * Run: `deno run examples/shape_heap.ts`
+ * Run: `deno run examples/dynamic_shapes.ts`
  *
  * @module
  */

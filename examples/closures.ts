@@ -6,7 +6,7 @@
  * TypeScript (`vm.invoke_closure`), or be called inside the VM
  * (`vm.builtin.invoke_closure`).
  *
- * Run: `deno run examples/closure.ts`
+ * Run: `deno run examples/closures.ts`
  *
  * @module
  */

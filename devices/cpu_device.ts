@@ -1,0 +1,86 @@
+/**
+ * The CPU device: blocks are `ArrayBuffer`s, and every copy is synchronous.
+ * It is also the host every other device copies through.
+ *
+ * This file is browser-safe: no `Deno.*`.
+ *
+ * @module
+ */
+
+import { Device, DLDeviceType } from "./device.ts";
+
+/** The CPU: blocks are `ArrayBuffer`s. */
+export class CpuDevice extends Device {
+  /** Always `"cpu"`. */
+  readonly kind = "cpu" as const;
+
+  /** Use `cpu(id)` instead. */
+  constructor(id: number) {
+    super(id);
+  }
+
+  /** 1, DLPack's kDLCPU. */
+  get deviceType(): number {
+    return DLDeviceType.CPU;
+  }
+
+  /** The largest ArrayBuffer V8 allows, about 8 GiB on 64-bit machines. */
+  get maxAllocationBytes(): number {
+    return 2 ** 33;
+  }
+
+  /** Makes a zeroed ArrayBuffer. */
+  createBlock(nbytes: number): ArrayBuffer {
+    return new ArrayBuffer(nbytes);
+  }
+
+  /** ArrayBuffers are collected by the garbage collector; nothing to do. */
+  destroyBlock(_block: unknown): void {}
+
+  /** Copies bytes in. */
+  writeBlock(block: unknown, byteOffset: number, bytes: Uint8Array): void {
+    new Uint8Array(block as ArrayBuffer, byteOffset, bytes.byteLength).set(bytes);
+  }
+
+  /** Copies bytes out. */
+  readBlock(block: unknown, byteOffset: number, nbytes: number): Promise<Uint8Array> {
+    return Promise.resolve(
+      new Uint8Array((block as ArrayBuffer).slice(byteOffset, byteOffset + nbytes)),
+    );
+  }
+
+  /** Copies between two ArrayBuffers. */
+  copyBlock(
+    src: unknown,
+    srcOffset: number,
+    dst: unknown,
+    dstOffset: number,
+    nbytes: number,
+  ): void {
+    new Uint8Array(dst as ArrayBuffer, dstOffset, nbytes).set(
+      new Uint8Array(src as ArrayBuffer, srcOffset, nbytes),
+    );
+  }
+}
+
+const cpuDevices = new Map<number, CpuDevice>();
+
+/**
+ * The CPU device. The same object is returned for the same id.
+ *
+ * @example
+ * ```ts
+ * import { cpu } from "@relaxvm/relaxvm";
+ * import { assertStrictEquals } from "@std/assert";
+ *
+ * assertStrictEquals(cpu(), cpu(0));
+ * ```
+ */
+export function cpu(id = 0): Device {
+  let dev = cpuDevices.get(id);
+  if (dev === undefined) {
+    dev = new CpuDevice(id);
+    cpuDevices.set(id, dev);
+  }
+  return dev;
+}

@@ -1,0 +1,68 @@
+/**
+ * `Tuple`: the VM's tuple object (`vm.builtin.make_tuple`), a fixed list of
+ * values that holds a reference to each field for as long as it lives. Users
+ * never see one: the VM hands tuples out as plain arrays, and a plain array
+ * passed in stays the user's (the VM holds no references through it). The
+ * builtins that take tuples accept both forms (`tupleFields`).
+ *
+ * @module
+ */
+
+import { exportValue, releaseValue, retainValue, VMObject } from "./object.ts";
+
+/** A tuple made inside the VM. */
+export class Tuple extends VMObject {
+  /** The fields, in order. */
+  readonly fields: readonly unknown[];
+
+  /** Holds a reference to each field. */
+  constructor(fields: readonly unknown[]) {
+    super();
+    this.fields = Object.freeze([...fields]);
+    for (const v of this.fields) retainValue(v);
+  }
+
+  /** Number of fields. */
+  get length(): number {
+    return this.fields.length;
+  }
+
+  /** Field `index` (negative counts from the end). */
+  at(index: number): unknown {
+    return this.fields.at(index);
+  }
+
+  /** The fields, in order. */
+  [Symbol.iterator](): Iterator<unknown> {
+    return this.fields[Symbol.iterator]();
+  }
+
+  /** The user receives a plain array of the exported fields; the tuple itself goes. */
+  override handToUser(): unknown[] {
+    const out = this.fields.map(exportValue);
+    this.releaseIfUnowned();
+    return out;
+  }
+
+  /** Releases every field. */
+  protected free(): void {
+    for (const v of this.fields) releaseValue(v);
+  }
+
+  /** `Tuple(1, "two", (3))`. */
+  override toString(): string {
+    return `Tuple(${this.fields.map(String).join(", ")})`;
+  }
+
+  /** Shown by `console.log` like the array users get. */
+  [Symbol.for("Deno.customInspect")](inspect: (v: unknown) => string): string {
+    return `Tuple(${this.fields.length}) ${inspect([...this.fields])}`;
+  }
+}
+
+/** The fields of a tuple: a VM `Tuple` or an array a user passed in; undefined for anything else. */
+export function tupleFields(v: unknown): readonly unknown[] | undefined {
+  if (v instanceof Tuple) return v.fields;
+  if (Array.isArray(v)) return v;
+  return undefined;
+}

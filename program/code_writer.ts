@@ -1,0 +1,86 @@
+/**
+ * `CodeWriter`: appends instructions in the layout of program/bytecode.ts to
+ * growing typed arrays, the encoding side of program/decoder.ts. The builder
+ * writes code only through it, so instruction layout is known in this layer
+ * alone.
+ *
+ * @module
+ */
+
+import { Opcode } from "./bytecode.ts";
+import type { Code } from "./program_data.ts";
+
+/** Appends encoded instructions. */
+export class CodeWriter {
+  #data = new Float64Array(1024);
+  #length = 0;
+  #offsets = new Uint32Array(256);
+  #count = 0;
+
+  /** Number of instructions written so far (the index of the next one). */
+  get count(): number {
+    return this.#count;
+  }
+
+  /**
+   * `Call`: calls function-table entry `func` with the first `argc` operand
+   * words of `args` (already encoded) and writes the result to `dst`.
+   */
+  call(dst: number, func: number, args: Float64Array, argc: number): void {
+    const at = this.#reserve(4 + argc);
+    const data = this.#data;
+    data[at] = Opcode.Call;
+    data[at + 1] = dst;
+    data[at + 2] = func;
+    data[at + 3] = argc;
+    for (let k = 0; k < argc; k++) data[at + 4 + k] = args[k];
+  }
+
+  /** `Ret`: returns register `result`. */
+  ret(result: number): void {
+    const at = this.#reserve(2);
+    this.#data[at] = Opcode.Ret;
+    this.#data[at + 1] = result;
+  }
+
+  /** `Goto`: jumps by `offset` instructions. */
+  goto(offset: number): void {
+    const at = this.#reserve(2);
+    this.#data[at] = Opcode.Goto;
+    this.#data[at + 1] = offset;
+  }
+
+  /** `If`: falls through when register `cond` holds a true value, else jumps by `falseOffset`. */
+  if(cond: number, falseOffset: number): void {
+    const at = this.#reserve(3);
+    this.#data[at] = Opcode.If;
+    this.#data[at + 1] = cond;
+    this.#data[at + 2] = falseOffset;
+  }
+
+  /** A copy of the code written so far; later writes do not change it. */
+  snapshot(): Code {
+    return {
+      instrOffset: this.#offsets.slice(0, this.#count),
+      instrData: this.#data.slice(0, this.#length),
+    };
+  }
+
+  /** Starts an instruction of `size` words; returns where its words go. */
+  #reserve(size: number): number {
+    if (this.#count === this.#offsets.length) {
+      const grown = new Uint32Array(this.#offsets.length * 2);
+      grown.set(this.#offsets);
+      this.#offsets = grown;
+    }
+    const at = this.#length;
+    this.#offsets[this.#count++] = at;
+    if (at + size > this.#data.length) {
+      const grown = new Float64Array(Math.max(this.#data.length * 2, at + size));
+      grown.set(this.#data);
+      this.#data = grown;
+    }
+    this.#length = at + size;
+    return at;
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * relaxvm's runtime alone: load executables and run them, without the
+ * builder DSL. Import this entry point (`@relaxvm/relaxvm/runtime`) in
+ * programs that only run `.rvm` files; the full library (`@relaxvm/relaxvm`)
+ * adds `ExecBuilder`, `check` and `formalize`.
+ *
+ * @example Load and run saved bytes
+ * ```ts
+ * import { ExecBuilder } from "@relaxvm/relaxvm";
+ * import { Executable, type NDArray, tensor, VirtualMachine } from "@relaxvm/relaxvm/runtime";
+ * import { assertEquals } from "@std/assert";
+ *
+ * const ib = new ExecBuilder(); // elsewhere: the program that writes the .rvm file
+ * ib.function("double", { num_inputs: 1 }, () => {
+ *   ib.emit_call("vm.op.add", [ib.r(0), ib.r(0)], { dst: ib.r(1) });
+ *   ib.emit_ret(ib.r(1));
+ * });
+ * const bytes = ib.get().save();
+ *
+ * const vm = new VirtualMachine(Executable.load(bytes));
+ * using out = await vm.invoke("double", tensor([1, 2])) as NDArray;
+ * assertEquals([...out.dataSync()], [2, 4]);
+ * ```
+ *
+ * @module
+ */
+
+import { installBuiltins } from "./builtins/install.ts";
+
+installBuiltins();
+
+export { Executable } from "./program/executable.ts";
+export type { Code, ConstantValue, FunctionInfo, ProgramData } from "./program/program_data.ts";
+export type { TextOptions } from "./program/text_format.ts";
+export type { TypeScriptOptions } from "./program/typescript_format.ts";
+export { VirtualMachine } from "./vm/virtual_machine.ts";
+export type {
+  TimeEvaluatorOptions,
+  TimingResult,
+  VirtualMachineOptions,
+} from "./vm/virtual_machine.ts";
+export type { Instrument } from "./vm/interpreter.ts";
+export { Closure } from "./ground/closure.ts";
+export { getGlobalFunc, listGlobalFuncNames, registerFunc } from "./ground/registry.ts";
+export type { PackedFunc, RegisterOptions } from "./ground/registry.ts";
+export type { VMObject } from "./ground/object.ts";
+export { NDArray } from "./devices/ndarray.ts";
+export { tensor } from "./devices/tensor.ts";
+export type { NestedNumbers, TensorOptions } from "./devices/tensor.ts";
+export { shape, ShapeTuple } from "./ground/shape_tuple.ts";
+export { DataType, dtype } from "./ground/dtype.ts";
+export type { TensorDType, TypedArray } from "./ground/dtype.ts";
+export { Device } from "./devices/device.ts";
+export type { DeviceKind } from "./devices/device.ts";
+export { cpu } from "./devices/cpu_device.ts";
+export { webgpu } from "./devices/webgpu/webgpu_device.ts";
+export type { WebGPUDevice } from "./devices/webgpu/webgpu_device.ts";
+export type { Storage } from "./devices/storage.ts";
+export type { AllocatorKind, MemoryStats } from "./devices/allocator.ts";
+export { CheckError, LoadError, VMError, WebGPUError } from "./ground/errors.ts";
+export type { CheckProblem, VMErrorLocation } from "./ground/errors.ts";

@@ -1,0 +1,150 @@
+/**
+ * The layer rules of relaxvm, checked on the real import graph (`deno info`).
+ *
+ * ```text
+ * cli                                   the command line tool
+ * mod.ts, runtime.ts                    entry points: install builtins, export the API
+ * builtins ──▶ kernels                  vm.* packed functions; per-device op kernels
+ * builder   vm                          the DSL; the virtual machine
+ * program                               bytecode, decoder, executable, verifier, formats
+ * devices                               CPU and WebGPU devices, memory, tensors
+ * ground                                registry, errors, the object protocol, values
+ * ```
+ *
+ * A module may import from its own layer and the layers its entry lists
+ * below, never upward, and the module graph has no cycles. Only the program
+ * layer reads instruction words (`instrData`, `instrOffset`): everything else
+ * goes through its decoder.
+ *
+ * Run by `deno task check`; `tests/layers_test.ts` runs it under `deno test`.
+ *
+ * @module
+ */
+
+/** Which layers each layer may import from (besides itself). */
+export const ALLOWED_IMPORTS: Readonly<Record<string, readonly string[]>> = {
+  ground: [],
+  devices: ["ground"],
+  program: ["ground", "devices"],
+  builder: ["ground", "devices", "program"],
+  vm: ["ground", "devices", "program"],
+  kernels: ["ground", "devices"],
+  builtins: ["ground", "devices", "kernels"],
+  entry: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins"],
+  cli: ["entry"],
+};
+
+/** The library's entry points: everything reachable from them is checked. */
+const ENTRY_POINTS = ["mod.ts", "runtime.ts", "cli/main.ts"];
+
+/** The layer of a repository-relative path, or undefined outside the library. */
+export function layerOf(path: string): string | undefined {
+  if (path === "mod.ts" || path === "runtime.ts") return "entry";
+  const top = path.split("/")[0];
+  return top in ALLOWED_IMPORTS ? top : undefined;
+}
+
+interface ModuleInfo {
+  specifier: string;
+  dependencies?: { code?: { specifier: string }; type?: { specifier: string } }[];
+}
+
+/** The repository's module graph: file path → the repository files it imports. */
+async function importGraph(root: URL): Promise<Map<string, string[]>> {
+  const graph = new Map<string, string[]>();
+  const relative = (specifier: string) =>
+    specifier.startsWith(root.href) ? decodeURIComponent(specifier.slice(root.href.length)) : null;
+  for (const entry of ENTRY_POINTS) {
+    const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: ["info", "--json", entry],
+      cwd: root,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (code !== 0) {
+      throw new Error(`deno info ${entry} failed: ${new TextDecoder().decode(stderr)}`);
+    }
+    const info = JSON.parse(new TextDecoder().decode(stdout)) as { modules: ModuleInfo[] };
+    for (const module of info.modules) {
+      const from = relative(module.specifier);
+      if (from === null || !from.endsWith(".ts")) continue;
+      const targets = new Set<string>();
+      for (const dep of module.dependencies ?? []) {
+        for (const resolved of [dep.code?.specifier, dep.type?.specifier]) {
+          const to = resolved === undefined ? null : relative(resolved);
+          if (to !== null && to.endsWith(".ts")) targets.add(to);
+        }
+      }
+      graph.set(from, [...targets].sort());
+    }
+  }
+  return graph;
+}
+
+/** Cycles in `graph`, each as the list of files on it (Tarjan's strongly connected components). */
+function cycles(graph: Map<string, string[]>): string[][] {
+  let counter = 0;
+  const index = new Map<string, number>(), low = new Map<string, number>();
+  const stack: string[] = [], onStack = new Set<string>(), found: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, counter);
+    low.set(v, counter++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) {
+        low.set(v, Math.min(low.get(v)!, index.get(w)!));
+      }
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1 || (graph.get(v) ?? []).includes(v)) found.push(component.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+/** Every broken rule, as readable lines; empty when the layering holds. */
+export async function layerViolations(root: URL): Promise<string[]> {
+  const graph = await importGraph(root);
+  const problems: string[] = [];
+  for (const [from, targets] of graph) {
+    const layer = layerOf(from);
+    if (layer === undefined) continue;
+    for (const to of targets) {
+      const target = layerOf(to);
+      if (target === undefined) {
+        problems.push(`${from} imports ${to}, which is outside the library`);
+      } else if (target !== layer && !ALLOWED_IMPORTS[layer].includes(target)) {
+        problems.push(`${from} (${layer}) imports ${to} (${target}): not allowed`);
+      }
+    }
+    if (layer !== "program") {
+      const source = await Deno.readTextFile(new URL(from, root));
+      if (/\binstr(Data|Offset)\b/.test(source)) {
+        problems.push(`${from} reads instruction words; use the program layer's decoder`);
+      }
+    }
+  }
+  for (const cycle of cycles(graph)) problems.push(`import cycle: ${cycle.join(" → ")}`);
+  return problems;
+}
+
+if (import.meta.main) {
+  const problems = await layerViolations(new URL("../", import.meta.url));
+  if (problems.length > 0) {
+    console.error(`Layer rules broken (${problems.length}):\n${problems.join("\n")}`);
+    Deno.exit(1);
+  }
+  console.log("Layers: no upward import, no cycle, one decoder");
+}

@@ -1,0 +1,47 @@
+/**
+ * Register writes and releases under the object protocol (ground/object.ts):
+ * the one implementation every dispatch path — the generic loop, the
+ * specialized loop and the VM's entry and exit — uses, so a value is held by
+ * a register exactly while it is there.
+ *
+ * @module
+ */
+
+import { VMObject } from "../ground/object.ts";
+
+/**
+ * Stores a call's result in register `dst` (-1: discard it). The new value
+ * gains its holder before the old one loses its own, so storing a value over
+ * itself is safe; a discarded object that nobody holds is freed at once.
+ */
+export function storeResult(regs: unknown[], dst: number, v: unknown): void {
+  // `typeof` first: numbers and strings (shape code, counters) skip the prototype walk.
+  const isObject = typeof v === "object" && v !== null;
+  if (dst >= 0) {
+    const old = regs[dst];
+    regs[dst] = v;
+    if (isObject && v instanceof VMObject) v.retain();
+    if (typeof old === "object" && old !== null && old instanceof VMObject) old.release();
+  } else if (isObject && v instanceof VMObject) {
+    v.releaseIfUnowned();
+  }
+}
+
+/** Clears the registers in `which` (liveness release points), releasing their values. */
+export function releaseRegisters(regs: unknown[], which: Int32Array): void {
+  for (let k = 0; k < which.length; k++) {
+    const r = which[k];
+    const v = regs[r];
+    regs[r] = undefined;
+    if (v instanceof VMObject) v.release();
+  }
+}
+
+/** Clears registers `0..count-1` (a frame's end), releasing their values. */
+export function releaseAllRegisters(regs: unknown[], count: number): void {
+  for (let r = 0; r < count; r++) {
+    const v = regs[r];
+    regs[r] = undefined;
+    if (v instanceof VMObject) v.release();
+  }
+}
