@@ -1,19 +1,35 @@
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
-import { ExecBuilder, type Executable, tensor } from "../mod.ts";
+import { ExecBuilder, Executable, tensor } from "../mod.ts";
+import { saveProgram } from "../program/serialize.ts";
 import { designDocProgram, everythingProgram, shapeHeapProgram } from "./_programs.ts";
+import { randomProgram } from "./_random_programs.ts";
 
 const modUrl = new URL("../mod.ts", import.meta.url).href;
 
-async function rebuild(ex: Executable): Promise<Executable> {
+/** Writes each executable's `as_typescript()` to a module, imports them all, returns their `ex`. */
+async function rebuildAll(exs: readonly Executable[]): Promise<Executable[]> {
   const dir = await Deno.makeTempDir();
   try {
-    const file = `${dir}/rebuilt.ts`;
-    await Deno.writeTextFile(file, ex.as_typescript({ importFrom: modUrl }));
-    const mod = await import(`file://${file}`);
-    return mod.ex as Executable;
+    const out: Executable[] = [];
+    for (const [i, ex] of exs.entries()) {
+      const file = `${dir}/rebuilt_${i}.ts`;
+      await Deno.writeTextFile(file, ex.as_typescript({ importFrom: modUrl }));
+      out.push((await import(`file://${file}`)).ex as Executable);
+    }
+    return out;
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+async function rebuild(ex: Executable): Promise<Executable> {
+  return (await rebuildAll([ex]))[0];
+}
+
+/** Asserts that every executable's TypeScript dump rebuilds its exact bytes. */
+async function assertRoundTrips(exs: readonly Executable[], what: (i: number) => string) {
+  const back = await rebuildAll(exs);
+  exs.forEach((ex, i) => assertEquals(back[i].save(), ex.save(), what(i)));
 }
 
 Deno.test("as_typescript: the module rebuilds a byte-identical executable", async () => {
@@ -51,4 +67,83 @@ Deno.test("as_typescript: imports from jsr by default and reads like the builder
   assertStringIncludes(text, `ib.emit_call("vm.op.add", [ib.r(0), ib.r(1)], { dst: ib.r(2) });`);
   assertStringIncludes(text, `ib.emit_call("vm.builtin.print", [ib.r(3)]);`);
   assertStringIncludes(text, "export const ex = ib.get();");
+});
+
+Deno.test("as_typescript: a function declared before its callers keeps its table index and code position", async () => {
+  const ib = new ExecBuilder();
+  ib.declare_function("helper", "vm"); // first in the table, last in the code
+  ib.declare_function("vm.builtin.copy");
+  ib.function("main", 1, () => {
+    ib.emit_call("helper", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  ib.function("helper", 1, () => {
+    ib.emit_call("vm.builtin.copy", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  const ex = ib.get();
+  assertEquals(ex.functions.map((f) => f.name), ["helper", "vm.builtin.copy", "main"]);
+  const text = ex.as_typescript({ importFrom: modUrl });
+  assert(text.indexOf(`ib.function("main"`) < text.indexOf(`ib.function("helper"`), text);
+  await assertRoundTrips([ex, Executable.load(ex.save())], (i) => ["built", "loaded"][i]);
+});
+
+Deno.test("as_typescript: random programs, built and loaded, rebuild byte-identically", async () => {
+  const seeds = Array.from({ length: 60 }, (_, i) => i + 1);
+  const built = seeds.map(randomProgram);
+  const loaded = built.map((ex) => Executable.load(ex.save()));
+  for (const ex of loaded) {
+    assert(!ex.as_typescript().includes("Executable.load("), "rebuilt with ExecBuilder, not bytes");
+  }
+  await assertRoundTrips([...built, ...loaded], (i) => `seed ${seeds[i % seeds.length]}`);
+});
+
+Deno.test("as_typescript: every testdata/*.rvm file rebuilds byte-identically", async () => {
+  const dir = new URL("../testdata/", import.meta.url);
+  const files: string[] = [];
+  for await (const e of Deno.readDir(dir)) if (e.name.endsWith(".rvm")) files.push(e.name);
+  assert(files.length >= 3, `found ${files}`);
+  const exs = await Promise.all(
+    files.map(async (f) => Executable.load(await Deno.readFile(new URL(f, dir)))),
+  );
+  await assertRoundTrips(exs, (i) => files[i]);
+});
+
+Deno.test("as_typescript: what the builder cannot write is embedded as bytes, still identical", async () => {
+  const base = designDocProgram();
+  const data = {
+    functions: base.functions,
+    constants: base.constants,
+    instrOffset: base.instrOffset,
+    instrData: base.instrData,
+    liveness: base.liveness,
+  };
+  const variants: [string, Executable][] = [
+    // A register file larger than the registers used: get() would shrink it.
+    [
+      "not numbered in order of first use",
+      Executable.load(saveProgram({
+        ...data,
+        functions: data.functions.map((f) =>
+          f.kind === "vm" ? { ...f, registerFileSize: f.registerFileSize + 2 } : f
+        ),
+      })),
+    ],
+    // Two equal constants: convert_constant would share one entry.
+    ["c[0] and c[1] are equal", Executable.load(saveProgram({ ...data, constants: [5, 5] }))],
+    // A packed entry with code fields set.
+    [
+      "has code fields set",
+      Executable.load(saveProgram({
+        ...data,
+        functions: data.functions.map((f) => f.kind === "packed" ? { ...f, numArgs: 3 } : f),
+      })),
+    ],
+  ];
+  for (const [reason, ex] of variants) {
+    const text = ex.as_typescript({ importFrom: modUrl });
+    assertStringIncludes(text, reason);
+    assertStringIncludes(text, "Executable.load(");
+  }
+  await assertRoundTrips(variants.map(([, ex]) => ex), (i) => variants[i][0]);
 });
