@@ -8,13 +8,16 @@
 import { assert, assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
 import {
   CheckError,
+  cpu,
   ExecBuilder,
   Executable,
   type FunctionInfo,
   LoadError,
   type ProgramData,
+  tensor,
   VirtualMachine,
 } from "../mod.ts";
+import { defaultAllocator } from "../devices/allocation_context.ts";
 import { saveProgram } from "../program/serialize.ts";
 
 /** The data of a small valid program: `main(x) = copy(x)`, calling one packed function. */
@@ -111,4 +114,18 @@ Deno.test("security: hand-made function tables are verified too", async () => {
   assertThrows(() => new Executable(badConstant), CheckError, "constant c[0] is not");
   const vm = new VirtualMachine(new Executable(p));
   assertEquals(await vm.invoke("main", 21), 21);
+});
+
+Deno.test("security: a rejected load frees the tensor constants it had already read", () => {
+  const host = defaultAllocator(cpu());
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 0 }, () => {
+    ib.emit_call("vm.builtin.copy", [tensor(new Float32Array(256))], { dst: ib.r(0) });
+    ib.emit_ret(ib.r(0));
+  });
+  const bytes = ib.get().save();
+  const before = host.stats().liveBytes;
+  // Cut inside the code section: the constants were read, the code was not.
+  assertThrows(() => Executable.load(bytes.subarray(0, bytes.length - 8)), LoadError);
+  assertEquals(host.stats().liveBytes, before);
 });
