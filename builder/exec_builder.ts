@@ -19,7 +19,7 @@ import {
 } from "../program/bytecode.ts";
 import { CodeWriter } from "../program/code_writer.ts";
 import { InstructionCursor } from "../program/decoder.ts";
-import { Executable } from "../program/executable.ts";
+import { type Executable, executableFromVerified } from "../program/executable.ts";
 import { formalizeProgram } from "../program/formalize.ts";
 import type { FunctionInfo, ProgramData } from "../program/program_data.ts";
 import { verifyProgram } from "../program/verifier.ts";
@@ -283,7 +283,7 @@ export class ExecBuilder {
     }
     if (problems.length > 0) throw new CheckError(problems);
     // The snapshot is this call's own copy of the code, so formalize may rewrite it.
-    return new Executable(formalizeProgram(raw), warnings);
+    return executableFromVerified(formalizeProgram(raw), warnings);
   }
 
   /**

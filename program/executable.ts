@@ -6,10 +6,29 @@
  * @module
  */
 
+import { CheckError } from "../ground/errors.ts";
 import type { ConstantValue, FunctionInfo, ProgramData } from "./program_data.ts";
 import { loadProgram, saveProgram } from "./serialize.ts";
 import { formatStats, formatText, type TextOptions } from "./text_format.ts";
 import { formatTypeScript, type TypeScriptOptions } from "./typescript_format.ts";
+import { verifyProgram } from "./verifier.ts";
+
+/** Marks construction from data this layer verified (module-private). */
+const TRUSTED: unique symbol = Symbol("verified program data");
+
+/** Set by `Executable`'s static block: wraps data this layer has verified, without copying it. */
+let wrapVerified: (data: ProgramData, warnings: readonly string[]) => Executable;
+
+/**
+ * An executable from program data that the builder or the loader has just
+ * verified and owns: no copy, no second verification. @internal
+ */
+export function executableFromVerified(
+  data: ProgramData,
+  warnings: readonly string[] = [],
+): Executable {
+  return wrapVerified(data, warnings);
+}
 
 /**
  * A checked, formalized program. Build one with `ExecBuilder.get()` or
@@ -42,21 +61,67 @@ export class Executable implements ProgramData {
   readonly warnings: readonly string[];
   readonly #funcIndex: Map<string, number>;
 
-  /** Wraps verified program data; use the builder or `load`. @internal */
-  constructor(data: ProgramData, warnings: readonly string[] = []) {
-    this.functions = Object.freeze([...data.functions]);
-    this.constants = Object.freeze([...data.constants]);
-    this.instrOffset = data.instrOffset;
-    this.instrData = data.instrData;
-    this.liveness = data.liveness;
+  /**
+   * An executable from program data made anywhere (tools usually use the
+   * builder or `load` instead). The data is copied — later changes to the
+   * caller's arrays do not reach it — and verified like loaded bytes: a
+   * `CheckError` lists every problem, so whatever built the data, the VM
+   * only ever sees verified code.
+   *
+   * @example
+   * ```ts
+   * import { CheckError, Executable, ExecBuilder } from "@relaxvm/relaxvm";
+   * import { assertThrows } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("main", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));
+   * const ex = ib.get();
+   * const copy = new Executable(ex); // fine: the same program
+   * const broken = { ...ex, functions: ex.functions, instrData: ex.instrData.map(() => 7) };
+   * assertThrows(() => new Executable(broken), CheckError);
+   * void copy;
+   * ```
+   */
+  constructor(data: ProgramData, warnings?: readonly string[]);
+  constructor(data: ProgramData, warnings: readonly string[] = [], trusted?: typeof TRUSTED) {
+    const own: ProgramData = trusted === TRUSTED ? data : {
+      functions: data.functions.map((f) => ({ ...f, paramNames: [...f.paramNames] })),
+      constants: [...data.constants],
+      instrOffset: Uint32Array.from(data.instrOffset),
+      instrData: Float64Array.from(data.instrData),
+      liveness: Boolean(data.liveness),
+    };
+    if (trusted !== TRUSTED) {
+      const { errors, warnings: found } = verifyProgram(own);
+      if (errors.length > 0) {
+        throw new CheckError(
+          errors.map(({ functionName, pc, message }) => ({ functionName, pc, message })),
+        );
+      }
+      warnings = found;
+    }
+    this.functions = Object.freeze(own.functions.map((f) => Object.freeze({ ...f })));
+    this.constants = Object.freeze([...own.constants]);
+    this.instrOffset = own.instrOffset;
+    this.instrData = own.instrData;
+    this.liveness = own.liveness;
     this.warnings = Object.freeze([...warnings]);
     this.#funcIndex = new Map(this.functions.map((f, i) => [f.name, i]));
+  }
+
+  static {
+    wrapVerified = (data, warnings) =>
+      new (Executable as unknown as new (
+        d: ProgramData,
+        w: readonly string[],
+        t: typeof TRUSTED,
+      ) => Executable)(data, warnings, TRUSTED);
   }
 
   /** Reads an executable saved with `save()`; malformed bytes throw `LoadError`. */
   static load(bytes: Uint8Array): Executable {
     const { data, warnings } = loadProgram(bytes);
-    return new Executable(data, warnings);
+    return executableFromVerified(data, warnings);
   }
 
   /** The binary form: magic, version, then the function, constant and code sections. */

@@ -8,7 +8,7 @@
  */
 
 import { InstructionCursor } from "./decoder.ts";
-import { Executable } from "./executable.ts";
+import { type Executable, executableFromVerified } from "./executable.ts";
 import type { FunctionInfo, ProgramData } from "./program_data.ts";
 
 /**
@@ -30,7 +30,7 @@ import type { FunctionInfo, ProgramData } from "./program_data.ts";
  */
 export function formalize(ex: Executable): Executable {
   const data = formalizeProgram({ ...programDataOf(ex), instrData: ex.instrData.slice() });
-  return new Executable(data, ex.warnings);
+  return executableFromVerified(data, ex.warnings);
 }
 
 /** The data fields of an executable. */

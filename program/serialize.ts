@@ -234,14 +234,13 @@ function tensorFromBytes(
   return out.handToUser();
 }
 
-function readConstants(r: ByteReader): ConstantValue[] {
+/** Reads the constant pool into `constants` (so a caller can free what was read if a later read fails). */
+function readConstants(r: ByteReader, constants: ConstantValue[]): void {
   const old = enterSection(r, Section.CONS, "constants");
   const count = r.u32("constant count");
   if (count > r.remaining) throw r.fail(`${count} constants cannot fit in ${r.remaining} bytes`);
-  const constants: ConstantValue[] = [];
   for (let i = 0; i < count; i++) constants.push(readConstant(r));
   r.endLimit(old);
-  return constants;
 }
 
 /** What `loadProgram` returns: the verified program and the verifier's warnings. */
@@ -272,41 +271,48 @@ export function loadProgram(bytes: Uint8Array): LoadedProgram {
   const flags = r.u32("flags");
   if ((flags & ~FLAG_LIVENESS) !== 0) throw r.fail(`unknown flags ${flags}`, 12);
   const functions = readFunctions(r);
-  const constants = readConstants(r);
-  const old = enterSection(r, Section.CODE, "code");
-  const ninstr = r.u32("instruction count");
-  const nwords = r.u32("word count");
-  r.align(8);
-  const offsets = r.u32Array(ninstr, "instr_offset");
-  r.align(8);
-  const dataStart = r.position;
-  const data = r.f64Array(nwords, "instr_data");
-  r.endLimit(old);
-  if (r.remaining !== 0) {
-    r.section = "trailer";
-    throw r.fail(`${r.remaining} unexpected bytes after the last section`);
+  // Tensor constants own memory: a load that fails after reading them frees them at once.
+  const constants: ConstantValue[] = [];
+  try {
+    readConstants(r, constants);
+    const old = enterSection(r, Section.CODE, "code");
+    const ninstr = r.u32("instruction count");
+    const nwords = r.u32("word count");
+    r.align(8);
+    const offsets = r.u32Array(ninstr, "instr_offset");
+    r.align(8);
+    const dataStart = r.position;
+    const data = r.f64Array(nwords, "instr_data");
+    r.endLimit(old);
+    if (r.remaining !== 0) {
+      r.section = "trailer";
+      throw r.fail(`${r.remaining} unexpected bytes after the last section`);
+    }
+    const program: ProgramData = {
+      functions,
+      constants,
+      instrOffset: offsets,
+      instrData: data,
+      liveness: (flags & FLAG_LIVENESS) !== 0,
+    };
+    const { errors, warnings } = verifyProgram(program);
+    if (errors.length > 0) {
+      const first = errors[0];
+      const shown = errors.slice(0, PROBLEMS_SHOWN).map(formatProblem).join("; ");
+      const more = errors.length > PROBLEMS_SHOWN
+        ? `; and ${errors.length - PROBLEMS_SHOWN} more`
+        : "";
+      throw new LoadError(
+        "code",
+        dataStart + Math.max(0, first.word) * 8,
+        `the code does not check: ${errors.length} problem${
+          errors.length === 1 ? "" : "s"
+        }: ${shown}${more}`,
+      );
+    }
+    return { data: program, warnings };
+  } catch (e) {
+    for (const c of constants) if (c instanceof NDArray) c.dispose();
+    throw e;
   }
-  const program: ProgramData = {
-    functions,
-    constants,
-    instrOffset: offsets,
-    instrData: data,
-    liveness: (flags & FLAG_LIVENESS) !== 0,
-  };
-  const { errors, warnings } = verifyProgram(program);
-  if (errors.length > 0) {
-    const first = errors[0];
-    const shown = errors.slice(0, PROBLEMS_SHOWN).map(formatProblem).join("; ");
-    const more = errors.length > PROBLEMS_SHOWN
-      ? `; and ${errors.length - PROBLEMS_SHOWN} more`
-      : "";
-    throw new LoadError(
-      "code",
-      dataStart + Math.max(0, first.word) * 8,
-      `the code does not check: ${errors.length} problem${
-        errors.length === 1 ? "" : "s"
-      }: ${shown}${more}`,
-    );
-  }
-  return { data: program, warnings };
 }

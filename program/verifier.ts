@@ -17,6 +17,9 @@
 import { ArgKind, MAX_OPERAND_VALUE, Opcode, VM_REGISTER } from "./bytecode.ts";
 import { InstructionCursor, layoutProblems, NO_FIELD } from "./decoder.ts";
 import type { CheckProblem } from "../ground/errors.ts";
+import { DataType } from "../ground/dtype.ts";
+import { ShapeTuple } from "../ground/shape_tuple.ts";
+import { NDArray } from "../devices/ndarray.ts";
 import type { FunctionInfo, ProgramData } from "./program_data.ts";
 import { registerText } from "./text_format.ts";
 
@@ -165,10 +168,14 @@ function checkRegisterUse(
   }
 }
 
+const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+
 /**
- * Problems of the function table against the code: ranges that leave the
- * code or overlap, register files out of bounds. Returns which function owns
- * each instruction (-1: none).
+ * Problems of the function table itself and against the code: every field
+ * of an entry is in range for its kind (a packed function's code fields are
+ * unused, so they must be 0), names are unique, ranges fit the code without
+ * overlapping, register files are bounded. Returns which function owns each
+ * instruction (-1: none).
  */
 function checkFunctionTable(
   p: ProgramData,
@@ -176,10 +183,43 @@ function checkFunctionTable(
 ): Int32Array {
   const count = p.instrOffset.length;
   const owner = new Int32Array(count).fill(-1);
+  const names = new Set<string>();
   p.functions.forEach((f, fi) => {
-    if (f.kind !== "vm") return;
+    const name = typeof f.name === "string" ? f.name : "";
     const problem = (message: string) =>
-      errors.push({ functionName: f.name, pc: -1, message, word: -1 });
+      errors.push({ functionName: name, pc: -1, message, word: -1 });
+    if (typeof f.name !== "string" || f.name === "") problem(`entry ${fi} has no name`);
+    else if (names.has(f.name)) problem(`is in the function table twice`);
+    names.add(name);
+    if (f.kind !== "vm" && f.kind !== "packed") {
+      problem(`has unknown kind ${JSON.stringify(String(f.kind))}`);
+      return;
+    }
+    const fields = {
+      start: f.start,
+      end: f.end,
+      numArgs: f.numArgs,
+      registerFileSize: f.registerFileSize,
+    };
+    for (const [field, value] of Object.entries(fields)) {
+      if (!isCount(value)) problem(`has ${field} ${String(value)}, not a non-negative integer`);
+    }
+    if (!Array.isArray(f.paramNames) || !f.paramNames.every((n) => typeof n === "string")) {
+      problem("has parameter names that are not strings");
+      return;
+    }
+    if (Object.values(fields).some((v) => !isCount(v))) return;
+    if (f.kind === "packed") {
+      // A packed function is resolved by name; fields that describe code must be unused.
+      for (const [field, value] of Object.entries(fields)) {
+        if (value !== 0) problem(`is a packed function but has ${field} ${value} (must be 0)`);
+      }
+      if (f.paramNames.length > 0) problem("is a packed function but has parameter names");
+      return;
+    }
+    if (f.paramNames.length !== 0 && f.paramNames.length !== f.numArgs) {
+      problem(`has ${f.paramNames.length} parameter names for ${f.numArgs} inputs`);
+    }
     if (f.start > f.end || f.end > count) {
       problem(`spans instructions ${f.start}..${f.end}, outside the code (${count} instructions)`);
       return;
@@ -201,6 +241,45 @@ function checkFunctionTable(
   return owner;
 }
 
+/** Constants must be values a program can hold: numbers, strings, shapes, dtypes, CPU tensors. */
+function checkConstants(p: ProgramData, errors: VerifierProblem[]): void {
+  p.constants.forEach((c, i) => {
+    const ok = typeof c === "number" || typeof c === "string" || c instanceof ShapeTuple ||
+      c instanceof DataType || (c instanceof NDArray && c.device.kind === "cpu" && !c.disposed);
+    if (!ok) {
+      errors.push({
+        functionName: "",
+        pc: -1,
+        message: `constant c[${i}] is not a number, string, shape, dtype or live CPU tensor`,
+        word: -1,
+      });
+    }
+  });
+}
+
+/**
+ * A register file larger than the registers the code names would let a few
+ * bytes of program ask for any amount of memory per call: the register file
+ * must be what the code needs, at most the inputs or the highest register
+ * named, plus one.
+ */
+function checkRegisterFileSize(c: InstructionCursor, f: FunctionInfo, report: Report): void {
+  let highest = f.numArgs - 1;
+  const widen = (r: number) => {
+    if (r > highest) highest = r;
+  };
+  for (let i = f.start; i < f.end; i++) {
+    c.seek(i).forEachRead(widen);
+    widen(c.written());
+  }
+  if (f.registerFileSize > highest + 1) {
+    report(
+      -1,
+      `declares ${f.registerFileSize} registers, but its inputs and code use ${highest + 1}`,
+    );
+  }
+}
+
 /**
  * Verifies a program: the layout of its code, its function table, and each
  * VM function's control flow, operands and register use.
@@ -209,6 +288,7 @@ export function verifyProgram(p: ProgramData): VerifyResult {
   const errors: VerifierProblem[] = [];
   const warnings: string[] = [];
   const owner = checkFunctionTable(p, errors);
+  checkConstants(p, errors);
   for (const lp of layoutProblems(p)) {
     const fi = lp.index >= 0 ? owner[lp.index] : -1;
     const f = fi >= 0 ? p.functions[fi] : undefined;
@@ -231,6 +311,7 @@ export function verifyProgram(p: ProgramData): VerifyResult {
         message,
         word: pc >= 0 ? p.instrOffset[f.start + pc] : -1,
       });
+    checkRegisterFileSize(cursor, f, report);
     checkControlFlow(cursor, f, report);
     checkOperandRanges(cursor, p, f, report);
     checkRegisterUse(cursor, f, report, (m) => warnings.push(m));
