@@ -14,8 +14,8 @@
  * A loaded executable may hold what `ExecBuilder` cannot write: registers not
  * numbered in order of first use (`get()` always formalizes), two equal
  * constants (`convert_constant` shares one entry), code that belongs to no
- * function, packed entries with code fields set, a NaN constant with a
- * payload. Such an executable is written as its saved bytes
+ * function, a NaN constant with a payload (everything else the verifier
+ * accepts, the builder can write). Such an executable is written as its saved bytes
  * (`Executable.load(...)`), with a comment saying why, so the round trip
  * stays byte-identical for every executable.
  *
@@ -148,30 +148,19 @@ function vmFunctionsInCodeOrder(ex: ProgramData): FunctionInfo[] {
 }
 
 /**
- * Why `ExecBuilder` cannot write `ex` byte for byte, or null when it can:
- * what a builder's `get()` always produces, checked field by field.
+ * Why `ExecBuilder` cannot write `ex` byte for byte, or null when it can.
+ * The verifier already holds every executable to the builder's function
+ * table rules (packed entries without code fields, parameter names for every
+ * input or none, register files no larger than the code needs).
  */
 function notBuildable(ex: ProgramData): string | null {
   let next = 0;
   for (const f of vmFunctionsInCodeOrder(ex)) {
     if (f.start !== next) return `instructions ${next}..${f.start - 1} belong to no function`;
     next = f.end;
-    if (f.paramNames.length > 0 && f.paramNames.length !== f.numArgs) {
-      return `@${f.name} has ${f.paramNames.length} parameter names for ${f.numArgs} inputs`;
-    }
   }
   if (next !== ex.instrOffset.length) {
     return `instructions ${next}..${ex.instrOffset.length - 1} belong to no function`;
-  }
-  for (const f of ex.functions) {
-    if (f.name === "") return "a function has an empty name";
-    if (
-      f.kind === "packed" &&
-      (f.start !== 0 || f.end !== 0 || f.numArgs !== 0 || f.registerFileSize !== 0 ||
-        f.paramNames.length > 0)
-    ) {
-      return `the packed function entry ${JSON.stringify(f.name)} has code fields set`;
-    }
   }
   const seen: ConstantValue[] = [];
   for (const [i, value] of ex.constants.entries()) {
