@@ -8,13 +8,24 @@
  */
 
 import { installKernels } from "../kernels/install.ts";
+import { callBuiltins } from "./calls.ts";
 import { memoryBuiltins } from "./memory.ts";
 import { operatorBuiltins } from "./operators.ts";
+import { primValueBuiltins } from "./prim_values.ts";
+import { runtimeCheckBuiltins } from "./runtime_checks.ts";
 import { shapeHeapBuiltins } from "./shape_heap.ts";
 import { valueBuiltins } from "./value_builtins.ts";
 
 /** Every builtin table, in registration order. */
-export const BUILTIN_TABLES = [valueBuiltins, shapeHeapBuiltins, memoryBuiltins, operatorBuiltins];
+export const BUILTIN_TABLES = [
+  valueBuiltins,
+  shapeHeapBuiltins,
+  primValueBuiltins,
+  runtimeCheckBuiltins,
+  memoryBuiltins,
+  callBuiltins,
+  operatorBuiltins,
+];
 
 let installed = false;
 

@@ -84,3 +84,23 @@ memoryBuiltins.add("vm.builtin.kill", (value: unknown) => {
   if (value instanceof VMObject) value.kill();
   return null;
 });
+
+/**
+ * `vm.builtin.ensure_zero_offset(t)`: `t` itself when it starts at byte 0
+ * of its storage, else a copy of it in a new storage on the same device (for
+ * kernels that cannot take a byte offset). The copy is a device copy, queued
+ * in order on a GPU (no readback).
+ * Errors: `TypeError` (not a tensor).
+ * TVM: `vm.builtin.ensure_zero_offset` (builtin.cc); TVM also aliases a
+ * 64-byte-aligned CPU view without copying, which relaxvm's (storage,
+ * offset) tensors cannot express.
+ */
+memoryBuiltins.add("vm.builtin.ensure_zero_offset", (t: unknown) => {
+  if (!(t instanceof NDArray)) {
+    throw new TypeError(`ensure_zero_offset: expected a tensor, got ${describe(t)}`);
+  }
+  if (t.byteOffset === 0) return t;
+  const out = NDArray.empty(t.shape, t.dtype, t.device);
+  t.device.copyBlock(t.storage.block, t.byteOffset, out.storage.block, 0, t.nbytes);
+  return out;
+});

@@ -22,11 +22,11 @@
  */
 
 import { cpu } from "../devices/cpu_device.ts";
-import { DataType } from "../ground/dtype.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
 import { BuiltinTable } from "./builtin_table.ts";
-import { describe } from "./describe.ts";
+import { MemoryScope } from "../devices/memory_scope.ts";
+import { contextPrefix, describe } from "./describe.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const shapeHeapBuiltins = new BuiltinTable();
@@ -41,7 +41,8 @@ export const MatchShapeCode = {
 /** Codes of `vm.builtin.make_shape`. */
 export const MakeShapeCode = { UseImm: 0, LoadShape: 1 } as const;
 
-function heapView(heap: unknown, who: string): Float64Array {
+/** The elements of a shape heap; anything else is a `TypeError` naming `who`. */
+export function heapView(heap: unknown, who: string): Float64Array {
   if (!(heap instanceof NDArray) || heap.dtype !== "float64" || heap.device.kind !== "cpu") {
     throw new TypeError(
       `${who}: expected a shape heap (from alloc_shape_heap), got ${describe(heap)}`,
@@ -50,7 +51,8 @@ function heapView(heap: unknown, who: string): Float64Array {
   return heap.cpuView() as Float64Array;
 }
 
-function heapIndex(heap: Float64Array, index: unknown, who: string): number {
+/** `index` if it is a valid position in `heap`, else a `RangeError` naming `who`. */
+export function heapIndex(heap: Float64Array, index: unknown, who: string): number {
   if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= heap.length) {
     throw new RangeError(
       `${who}: heap index ${index} is out of range for a heap of ${heap.length}`,
@@ -65,8 +67,13 @@ function shapeOfInput(input: unknown, who: string): readonly number[] {
   throw new TypeError(`${who}: expected a tensor or ShapeTuple, got ${describe(input)}`);
 }
 
-/** `vm.builtin.alloc_shape_heap(size)`: a zeroed heap of `size` integers. */
-shapeHeapBuiltins.add("vm.builtin.alloc_shape_heap", (size: unknown) => {
+/**
+ * `vm.builtin.alloc_shape_heap([vm,] size)`: a zeroed heap of `size`
+ * integers on the CPU. TVM's compiler passes `%vm` first
+ * (`call_builtin_with_ctx`); it is accepted and not needed.
+ */
+shapeHeapBuiltins.add("vm.builtin.alloc_shape_heap", (...args: unknown[]) => {
+  const size = args[0] instanceof MemoryScope ? args[1] : args[0];
   if (typeof size !== "number" || !Number.isInteger(size) || size < 0) {
     throw new RangeError(`alloc_shape_heap: size must be a non-negative integer, got ${size}`);
   }
@@ -110,7 +117,7 @@ shapeHeapBuiltins.add(
   "vm.builtin.match_shape",
   (input: unknown, heap: unknown, ndim: unknown, ...rest: unknown[]) => {
     const dims = shapeOfInput(input, "match_shape");
-    const context = rest.length % 2 === 1 ? `${rest.pop()}: ` : "";
+    const context = rest.length % 2 === 1 ? contextPrefix(rest.pop()) : "";
     const h = heap === null ? new Float64Array(0) : heapView(heap, "match_shape");
     if (dims.length !== ndim) {
       throw new RangeError(
@@ -170,39 +177,6 @@ shapeHeapBuiltins.add(
       else throw new RangeError(`make_shape: unknown code ${code} for dimension ${i}`);
     }
     return new ShapeTuple(dims);
-  },
-);
-
-/**
- * `vm.builtin.check_tensor_info(t, ndim, dtype?, err_ctx?)`: throws unless
- * `t` is a tensor with `ndim` dimensions (-1: any) and dtype `dtype` (a
- * DataType or string; null: any).
- */
-shapeHeapBuiltins.add(
-  "vm.builtin.check_tensor_info",
-  (t: unknown, ndim: unknown, dt?: unknown, errCtx?: unknown) => {
-    const context = typeof errCtx === "string" ? `${errCtx}: ` : "";
-    if (!(t instanceof NDArray)) {
-      throw new TypeError(
-        `${context}check_tensor_info: expected a tensor, got ${describe(t)}`,
-      );
-    }
-    if (typeof ndim === "number" && ndim !== -1 && t.shape.length !== ndim) {
-      throw new RangeError(
-        `${context}check_tensor_info: expected ${ndim} dimensions, got shape [${
-          t.shape.join(", ")
-        }]`,
-      );
-    }
-    if (dt !== undefined && dt !== null) {
-      const want = dt instanceof DataType ? dt.toString() : String(dt);
-      if (want !== t.dtype) {
-        throw new TypeError(
-          `${context}check_tensor_info: expected dtype ${want}, got ${t.dtype}`,
-        );
-      }
-    }
-    return null;
   },
 );
 

@@ -53,6 +53,34 @@ valueBuiltins.add("vm.builtin.tuple_getitem", (tuple: unknown, index: unknown) =
 });
 
 /**
+ * `vm.builtin.tuple_reset_item(tuple, index)`: sets field `index` to null,
+ * in place, releasing what it held (TVM's `LiftTransformParams` drops each
+ * weight from the bundled parameter tuple once it is consumed). Every holder
+ * of the tuple sees the null. Returns null.
+ * Errors: `TypeError` (not a tuple, a frozen array), `RangeError` (index out
+ * of range).
+ * TVM: `vm.builtin.tuple_reset_item` (builtin.cc).
+ */
+valueBuiltins.add("vm.builtin.tuple_reset_item", (tuple: unknown, index: unknown) => {
+  const fields = tupleFields(tuple);
+  if (fields === undefined) {
+    throw new TypeError(`tuple_reset_item: expected a tuple, got ${describe(tuple)}`);
+  }
+  if (
+    typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= fields.length
+  ) {
+    throw new RangeError(
+      `tuple_reset_item: index ${index} is out of range for a tuple of ${fields.length}`,
+    );
+  }
+  if (tuple instanceof Tuple) tuple.resetItem(index);
+  else if (Object.isFrozen(tuple)) {
+    throw new TypeError("tuple_reset_item: the tuple is a frozen array");
+  } else (tuple as unknown[])[index] = null;
+  return null;
+});
+
+/**
  * `vm.builtin.read_if_cond(x)`: a boolean for `If` from a number, boolean
  * or one-element tensor on any device (a GPU tensor is read back, so this
  * call waits for the GPU).

@@ -101,12 +101,14 @@ Deno.test("shape builtins: check_tensor_info, reshape, tensor_to_shape", () => {
   assertThrows(
     () => call("vm.builtin.check_tensor_info", x, 3, null, "arg x"),
     RangeError,
-    "arg x: check_tensor_info: expected 3 dimensions",
+    "arg x: check_tensor_info: expected a tensor with ndim 3, got ndim 2 (shape [2, 3])",
   );
+  // As in TVM, the 3-argument form's third argument is the error context, not a dtype.
+  assertEquals(call("vm.builtin.check_tensor_info", x, 2, "int32"), null);
   assertThrows(
-    () => call("vm.builtin.check_tensor_info", x, 2, "int32"),
+    () => call("vm.builtin.check_tensor_info", x, 2, "int32", ""),
     TypeError,
-    "expected dtype int32, got float32",
+    "expected a tensor with dtype int32, got float32",
   );
   assertThrows(() => call("vm.builtin.check_tensor_info", "x", 2), TypeError, "expected a tensor");
   const r = call("vm.builtin.reshape", x, shape(3, 2)) as NDArray;
