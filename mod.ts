@@ -49,6 +49,7 @@ export {
 } from "./runtime.ts";
 export type {
   AllocatorKind,
+  AttentionKVCache,
   CheckProblem,
   Code,
   ConstantValue,

@@ -56,6 +56,7 @@ export { cpu } from "./devices/cpu_device.ts";
 export { webgpu } from "./devices/webgpu/webgpu_device.ts";
 export type { WebGPUDevice } from "./devices/webgpu/webgpu_device.ts";
 export type { Storage } from "./devices/storage.ts";
+export type { AttentionKVCache } from "./devices/attention_kv_cache.ts";
 export type { AllocatorKind, MemoryStats } from "./devices/allocator.ts";
 export { CheckError, LoadError, VMError, WebGPUError } from "./ground/errors.ts";
 export type { CheckProblem, VMErrorLocation } from "./ground/errors.ts";

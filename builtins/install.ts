@@ -9,6 +9,7 @@
 
 import { installKernels } from "../kernels/install.ts";
 import { callBuiltins } from "./calls.ts";
+import { kvCacheBuiltins } from "./kv_cache.ts";
 import { memoryBuiltins } from "./memory.ts";
 import { operatorBuiltins } from "./operators.ts";
 import { primValueBuiltins } from "./prim_values.ts";
@@ -24,6 +25,7 @@ export const BUILTIN_TABLES = [
   runtimeCheckBuiltins,
   memoryBuiltins,
   callBuiltins,
+  kvCacheBuiltins,
   operatorBuiltins,
 ];
 

@@ -1,7 +1,24 @@
 // The builtins that touch device memory, on WebGPU: ensure_zero_offset, the
 // KV cache, the tensor cache. Each checks the GPU's bytes against the CPU's.
 import { assert, assertEquals } from "@std/assert";
-import { cpu, ExecBuilder, type NDArray, registerFunc, tensor, VirtualMachine } from "../../mod.ts";
+import {
+  type AttentionKVCache,
+  cpu,
+  ExecBuilder,
+  getGlobalFunc,
+  type NDArray,
+  registerFunc,
+  tensor,
+  VirtualMachine,
+} from "../../mod.ts";
+import {
+  checkCreateAppendView,
+  checkErrors,
+  checkGrowthPopClear,
+  checkInVM,
+  checkWindowOverride,
+  checkWindowSinks,
+} from "../_kv_cache_checks.ts";
 import { gpuTest } from "./suite_registry.ts";
 
 gpuTest("ensure_zero_offset copies an offset WebGPU tensor on the device", async (gpu) => {
@@ -31,4 +48,36 @@ gpuTest("ensure_zero_offset copies an offset WebGPU tensor on the device", async
   assertEquals(gpu.submitCount, submits + 1, "no readback inside the call");
   assertEquals([...await out.data()], [2, 4, 6]);
   assert(vm.memory_stats(gpu).liveBytes >= 12);
+});
+
+gpuTest("TVM test_attention_kv_cache on WebGPU", (gpu) => checkCreateAppendView(gpu));
+gpuTest(
+  "KV cache on WebGPU: growth, popn, update, clear, aliasing views",
+  (gpu) => checkGrowthPopClear(gpu),
+);
+gpuTest("TVM test_attention_kv_cache_window_override on WebGPU", (gpu) => checkWindowOverride(gpu));
+gpuTest("TVM window_override_with_sinks on WebGPU", (gpu) => checkWindowSinks(gpu));
+gpuTest("KV cache errors on WebGPU", (gpu) => checkErrors(gpu));
+gpuTest("KV cache in a WebGPU VM: device copies only, counted, freed", (gpu) => checkInVM(gpu));
+
+gpuTest("KV cache on WebGPU takes CPU rows and CPU caches take GPU rows", async (gpu) => {
+  const call = (name: string, ...args: unknown[]) => getGlobalFunc(name)!(...args);
+  using init = tensor(new Float32Array(2), { shape: [1, 2], device: gpu });
+  const onGpu = call("vm.builtin.attention_kv_cache_create", init, [1, 2], 0) as AttentionKVCache;
+  using cpuRow = tensor([3, 4], { shape: [1, 2] });
+  await call("vm.builtin.attention_kv_cache_append", onGpu, cpuRow);
+  using cpuInit = tensor(new Float32Array(2), { shape: [1, 2] });
+  const onCpu = call(
+    "vm.builtin.attention_kv_cache_create",
+    cpuInit,
+    [1, 2],
+    0,
+  ) as AttentionKVCache;
+  using gpuRow = tensor([5, 6], { shape: [1, 2], device: gpu });
+  await call("vm.builtin.attention_kv_cache_append", onCpu, gpuRow); // waits for the GPU
+  const a = call("vm.builtin.attention_kv_cache_view", onGpu) as NDArray;
+  const b = call("vm.builtin.attention_kv_cache_view", onCpu) as NDArray;
+  assertEquals([a.device, b.device], [gpu, cpu()]);
+  assertEquals([...await a.data(), ...await b.data()], [3, 4, 5, 6]);
+  for (const v of [a, b, onGpu, onCpu]) v.releaseIfUnowned();
 });
