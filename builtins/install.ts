@@ -14,6 +14,7 @@ import { memoryBuiltins } from "./memory.ts";
 import { operatorBuiltins } from "./operators.ts";
 import { primValueBuiltins } from "./prim_values.ts";
 import { runtimeCheckBuiltins } from "./runtime_checks.ts";
+import { samplingBuiltins } from "./sampling.ts";
 import { shapeHeapBuiltins } from "./shape_heap.ts";
 import { valueBuiltins } from "./value_builtins.ts";
 
@@ -26,6 +27,7 @@ export const BUILTIN_TABLES = [
   memoryBuiltins,
   callBuiltins,
   kvCacheBuiltins,
+  samplingBuiltins,
   operatorBuiltins,
 ];
 

@@ -1,6 +1,6 @@
 // The builtins that touch device memory, on WebGPU: ensure_zero_offset, the
 // KV cache, the tensor cache. Each checks the GPU's bytes against the CPU's.
-import { assert, assertEquals } from "@std/assert";
+import { assert, assertEquals, assertThrows } from "@std/assert";
 import {
   type AttentionKVCache,
   cpu,
@@ -80,4 +80,22 @@ gpuTest("KV cache on WebGPU takes CPU rows and CPU caches take GPU rows", async 
   assertEquals([a.device, b.device], [gpu, cpu()]);
   assertEquals([...await a.data(), ...await b.data()], [3, 4, 5, 6]);
   for (const v of [a, b, onGpu, onCpu]) v.releaseIfUnowned();
+});
+
+gpuTest("sampling reads WebGPU tensors back; in-place processing wants the CPU", async (gpu) => {
+  const call = (name: string, ...args: unknown[]) => getGlobalFunc(name)!(...args);
+  using logits = tensor([1, 2, 3, 4], { device: gpu });
+  assertEquals(await call("vm.builtin.sample_top_p_from_logits", logits, 1, 0.9, 0.7), 2);
+  using prob = tensor([0.1, 0.2, 0.3, 0.4], { device: gpu });
+  assertEquals(await call("vm.builtin.sample_top_p_from_prob", prob, 0.9, 0.5), 2);
+  using probs = tensor([[0.1, 0.2, 0.3, 0.4]], { device: gpu });
+  using u = tensor([[0.35]], { device: gpu });
+  const out = await call("vm.builtin.multinomial_from_uniform", probs, u) as NDArray;
+  assertEquals([out.device, [...out.dataSync()]], [cpu(), [2]]);
+  out.releaseIfUnowned();
+  assertThrows(
+    () => call("vm.builtin.apply_softmax_with_temperature", logits, 1),
+    TypeError,
+    "must be on the CPU",
+  );
 });
