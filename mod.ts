@@ -37,11 +37,13 @@ export {
   getGlobalFunc,
   listGlobalFuncNames,
   LoadError,
+  loadTensorCache,
   NDArray,
   registerFunc,
   shape,
   ShapeTuple,
   tensor,
+  TensorCacheError,
   VirtualMachine,
   VMError,
   webgpu,
@@ -56,12 +58,19 @@ export type {
   DeviceKind,
   FunctionInfo,
   Instrument,
+  LoadedTensorCache,
+  LoadTensorCacheOptions,
   MemoryStats,
   NestedNumbers,
   PackedFunc,
+  ParamModule,
   ProgramData,
   RegisterOptions,
   Storage,
+  TensorCacheIndex,
+  TensorCacheProgress,
+  TensorCacheRecord,
+  TensorCacheShard,
   TensorDType,
   TensorOptions,
   TextOptions,
@@ -81,3 +90,10 @@ export type { ConstantInput } from "./builder/constant_pool.ts";
 export { check } from "./program/verifier.ts";
 export type { CheckResult } from "./program/verifier.ts";
 export { formalize } from "./program/formalize.ts";
+export { dumpTensorCache, encodeTensorCache } from "./builtins/tensor_cache_writer.ts";
+export type {
+  EncodedTensorCache,
+  EncodeTensorCacheOptions,
+  ExistingTensorCache,
+  TensorCacheParams,
+} from "./builtins/tensor_cache_writer.ts";

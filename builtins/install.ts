@@ -16,6 +16,7 @@ import { primValueBuiltins } from "./prim_values.ts";
 import { runtimeCheckBuiltins } from "./runtime_checks.ts";
 import { samplingBuiltins } from "./sampling.ts";
 import { shapeHeapBuiltins } from "./shape_heap.ts";
+import { tensorCacheBuiltins } from "./tensor_cache.ts";
 import { valueBuiltins } from "./value_builtins.ts";
 
 /** Every builtin table, in registration order. */
@@ -28,6 +29,7 @@ export const BUILTIN_TABLES = [
   callBuiltins,
   kvCacheBuiltins,
   samplingBuiltins,
+  tensorCacheBuiltins,
   operatorBuiltins,
 ];
 

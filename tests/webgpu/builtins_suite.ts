@@ -99,3 +99,24 @@ gpuTest("sampling reads WebGPU tensors back; in-place processing wants the CPU",
     "must be on the CPU",
   );
 });
+
+gpuTest("tensor_cache.load puts a TVM-written cache on WebGPU", async (gpu) => {
+  const call = (name: string, ...args: unknown[]) => getGlobalFunc(name)!(...args);
+  call("vm.builtin.tensor_cache.clear");
+  const fixture = new URL("../../testdata/tensor_cache/", import.meta.url).href;
+  const ib = new ExecBuilder();
+  ib.function("main", 0, () => {
+    ib.emit_call("vm.builtin.tensor_cache.load", [fixture, ib.imm(15), ib.imm(0)]);
+    ib.emit_call("vm.builtin.param_array_from_cache", ["x", ib.imm(-1)], { dst: ib.r(0) });
+    ib.emit_call("vm.builtin.tuple_getitem", [ib.r(0), ib.imm(1)], { dst: ib.r(1) });
+    ib.emit_call("vm.op.add", [ib.r(1), ib.r(1)], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(2));
+  });
+  using doubled = await new VirtualMachine(ib.get(), gpu).invoke("main") as NDArray;
+  assertEquals(doubled.device, gpu);
+  const x0 = call("vm.builtin.tensor_cache.get", "x_0") as NDArray;
+  assertEquals([x0.device, [...await x0.data()]], [gpu, [1, 2, 3]]);
+  assertEquals([...await doubled.data()].slice(1, 4), [-5, 6.28125, 131072]);
+  call("vm.builtin.tensor_cache.clear");
+  assert(x0.disposed, "clearing the cache frees its GPU tensors");
+});
