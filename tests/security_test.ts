@@ -16,7 +16,6 @@ import {
   type ProgramData,
   tensor,
   VirtualMachine,
-  VMError,
 } from "../mod.ts";
 import { defaultAllocator } from "../devices/allocation_context.ts";
 import { saveProgram } from "../program/serialize.ts";
