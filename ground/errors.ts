@@ -7,6 +7,8 @@
  * @module
  */
 
+import { printable } from "./printable.ts";
+
 /** One problem found by the checker. */
 export interface CheckProblem {
   /** The VM function the problem is in (empty for whole-executable problems). */
@@ -54,7 +56,7 @@ export class CheckError extends Error {
 
 /** Formats one problem as `@func[pc]: message`. */
 export function formatProblem(p: CheckProblem): string {
-  const where = p.functionName === "" ? "executable" : `@${p.functionName}`;
+  const where = p.functionName === "" ? "executable" : `@${printable(p.functionName)}`;
   return p.pc >= 0 ? `${where}[${p.pc}]: ${p.message}` : `${where}: ${p.message}`;
 }
 
@@ -129,10 +131,10 @@ export class VMError extends Error {
 
   /** Builds the error from where it happened and what went wrong. */
   constructor(location: VMErrorLocation, reason: string, options?: ErrorOptions) {
-    const parts = location.functionName === "" ? [] : [`in @${location.functionName}`];
+    const parts = location.functionName === "" ? [] : [`in @${printable(location.functionName)}`];
     if (location.pc >= 0) parts.push(`instruction ${location.pc}`);
     if (location.instruction !== "") parts.push(`\`${location.instruction}\``);
-    if (location.packedFunc !== "") parts.push(`calling ${location.packedFunc}`);
+    if (location.packedFunc !== "") parts.push(`calling ${printable(location.packedFunc)}`);
     super(parts.length === 0 ? reason : `${reason} (${parts.join(", ")})`, options);
     this.name = "VMError";
     this.functionName = location.functionName;

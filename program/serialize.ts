@@ -23,6 +23,7 @@
 import { ByteReader, ByteWriter } from "./byte_io.ts";
 import { DataType, elementBytes, tensorDType } from "../ground/dtype.ts";
 import { formatProblem, LoadError } from "../ground/errors.ts";
+import { printable } from "../ground/printable.ts";
 import { NDArray, shapeSize } from "../devices/ndarray.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
 import type { ConstantValue, FunctionInfo, ProgramData } from "./program_data.ts";
@@ -128,18 +129,18 @@ function readFunctions(r: ByteReader): FunctionInfo[] {
     const kindByte = r.u8("function kind");
     if (kindByte > 1) throw r.fail(`function ${i} has unknown kind ${kindByte}`, at);
     const name = r.string("function name");
-    if (names.has(name)) throw r.fail(`duplicate function "${name}"`, at);
+    if (names.has(name)) throw r.fail(`duplicate function "${printable(name)}"`, at);
     names.add(name);
     const start = r.u32("start"), end = r.u32("end"), numArgs = r.u32("num_args");
     const registerFileSize = r.u32("register_file_size");
     const nparams = r.u32("param count");
     if (nparams > r.remaining / 4) {
-      throw r.fail(`function "${name}" claims ${nparams} parameters`, at);
+      throw r.fail(`function "${printable(name)}" claims ${nparams} parameters`, at);
     }
     const paramNames: string[] = [];
     for (let p = 0; p < nparams; p++) paramNames.push(r.string("parameter name"));
     if (start > end) {
-      throw r.fail(`function "${name}" ends (${end}) before it starts (${start})`, at);
+      throw r.fail(`function "${printable(name)}" ends (${end}) before it starts (${start})`, at);
     }
     functions.push({
       kind: kindByte === 0 ? "vm" : "packed",

@@ -8,6 +8,7 @@
 import { ArgKind, argKind, argValue, Opcode, VM_REGISTER, VOID_REGISTER } from "./bytecode.ts";
 import { InstructionCursor } from "./decoder.ts";
 import { DataType } from "../ground/dtype.ts";
+import { printable } from "../ground/printable.ts";
 import { computeReleases } from "./liveness.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
@@ -28,7 +29,8 @@ export function registerText(reg: number): string {
 
 /** The name of function-table entry `index`, or a marker for a bad index. */
 export function functionNameAt(p: ProgramData, index: number): string {
-  return p.functions[index]?.name ?? `unknown_func_index(${index})`;
+  const f = p.functions[index];
+  return f === undefined ? `unknown_func_index(${index})` : printable(f.name);
 }
 
 /** One operand word as TVM prints it: `%3`, `i5`, `c[0]`, `f[name]`. */
@@ -85,7 +87,7 @@ export function constantSummary(value: ConstantValue): string {
 /** `stats()`: the constant pool and the globals, as TVM prints them. */
 export function formatStats(ex: ProgramData): string {
   const constants = ex.constants.map(constantSummary).join(", ");
-  const globals = ex.functions.map((f) => f.name).join(", ");
+  const globals = ex.functions.map((f) => printable(f.name)).join(", ");
   return "Relax VM executable statistics:\n" +
     `  Constant pool (# ${ex.constants.length}): [${constants}]\n` +
     `  Globals (#${ex.functions.length}): [${globals}]\n`;
@@ -101,8 +103,8 @@ function formatFunction(
   f: FunctionInfo,
   options: TextOptions,
 ): string {
-  if (f.kind === "packed") return `@${f.name} packed_func;\n\n`;
-  let out = `@${f.name}:\n`;
+  if (f.kind === "packed") return `@${printable(f.name)} packed_func;\n\n`;
+  let out = `@${printable(f.name)}:\n`;
   const releases = options.releases ? computeReleases(ex, f) : null;
   for (let i = f.start; i < f.end; i++) {
     const pc = i - f.start;

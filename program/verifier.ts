@@ -17,6 +17,7 @@
 import { ArgKind, MAX_OPERAND_VALUE, Opcode, VM_REGISTER } from "./bytecode.ts";
 import { InstructionCursor, layoutProblems, NO_FIELD } from "./decoder.ts";
 import type { CheckProblem } from "../ground/errors.ts";
+import { printable } from "../ground/printable.ts";
 import { DataType } from "../ground/dtype.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
 import { NDArray } from "../devices/ndarray.ts";
@@ -86,7 +87,7 @@ function checkOperandRanges(
       } else if (callee.kind === "vm" && callee.numArgs !== n) {
         report(
           pc,
-          `calls @${callee.name} with ${n} argument${
+          `calls @${printable(callee.name)} with ${n} argument${
             n === 1 ? "" : "s"
           }, but it takes ${callee.numArgs}`,
         );
@@ -232,7 +233,7 @@ function checkFunctionTable(
     }
     for (let i = f.start; i < f.end; i++) {
       if (owner[i] !== -1) {
-        problem(`shares instruction ${i} with @${p.functions[owner[i]].name}`);
+        problem(`shares instruction ${i} with @${printable(p.functions[owner[i]].name)}`);
         return;
       }
       owner[i] = fi;

@@ -31,7 +31,7 @@ export const ALLOWED_IMPORTS: Readonly<Record<string, readonly string[]>> = {
   kernels: ["ground", "devices"],
   builtins: ["ground", "devices", "kernels"],
   entry: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins"],
-  cli: ["entry"],
+  cli: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "entry"],
 };
 
 /** The library's entry points: everything reachable from them is checked. */

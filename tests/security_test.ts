@@ -129,3 +129,19 @@ Deno.test("security: a rejected load frees the tensor constants it had already r
   assertThrows(() => Executable.load(bytes.subarray(0, bytes.length - 8)), LoadError);
   assertEquals(host.stats().liveBytes, before);
 });
+
+Deno.test("security: names print escaped in dumps and errors, never as raw control characters", () => {
+  // Finding 11: a crafted name faked instructions in `as_text` and injected terminal escapes.
+  const fake = "evil\n  ret   %0\n@fake:\u001b[2J\u202e";
+  const ib = new ExecBuilder();
+  ib.function(fake, { num_inputs: 1 }, () => {
+    ib.emit_call(fake + "_packed", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  const ex = ib.get();
+  const text = ex.as_text() + ex.stats();
+  // deno-lint-ignore no-control-regex
+  assert(!/[\u0000-\u0008\u000b-\u001f\u007f\u202e]/.test(text), JSON.stringify(text));
+  assertEquals(text.split("\n").filter((l) => l.startsWith("@")).length, 2, "no fake function");
+  assertStringIncludes(text, "@evil\\n  ret   %0\\n@fake:\\x1b[2J\\u202e:");
+});

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { printable } from "../../ground/printable.ts";
 import type { CommandSpec } from "../arguments.ts";
 import { importExecutable, writeExecutable } from "../executable_file.ts";
 
@@ -27,7 +28,7 @@ export const buildCommand: CommandSpec = {
     const output = args.value("output")!;
     const ex = await importExecutable(args.requiredArgument("module"));
     const size = await writeExecutable(output, ex);
-    const names = ex.function_names.join(", ");
+    const names = ex.function_names.map(printable).join(", ");
     console.log(`Wrote ${output} (${size} bytes; functions: ${names})`);
   },
 };

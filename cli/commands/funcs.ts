@@ -6,6 +6,7 @@
  */
 
 import { listGlobalFuncNames } from "../../mod.ts";
+import { printable } from "../../ground/printable.ts";
 import type { CommandSpec } from "../arguments.ts";
 import { importModule } from "../executable_file.ts";
 
@@ -28,6 +29,6 @@ export const funcsCommand: CommandSpec = {
     for (const module of args.values("preload")) await importModule(module);
     const prefix = args.argument("prefix") ?? "";
     const names = listGlobalFuncNames().filter((n) => n.startsWith(prefix)).sort();
-    for (const name of names) console.log(name);
+    for (const name of names) console.log(printable(name));
   },
 };

@@ -8,7 +8,9 @@
  * so the two agree beyond rounding:
  *
  * - NaN propagates through `maximum`, `minimum` and `relu` as it does through
- *   `Math.max`/`Math.min`; WGSL's `max`/`min` may drop it, hence the selects.
+ *   `Math.max`/`Math.min`; WGSL's `max`/`min` may drop it, hence the selects
+ *   on `is_nan`, a test of the bits that compilers cannot fold away as they
+ *   fold `x != x` (see workgroup_reduce.ts).
  * - `tanh` is evaluated as `(1 - e) / (1 + e)` with `e = exp(-2|x|)`: the
  *   textbook `(exp(2x) - 1) / (exp(2x) + 1)` turns into inf/inf = NaN for
  *   |x| above about 44, and implementations of the builtin differ on it.
@@ -34,7 +36,7 @@ const FLOAT_UNARY: Record<UnaryOp, string> = {
   let t = (TO(1.0) - e) / (TO(1.0) + e);
   return select(t, -t, x0 < TO(0.0));`,
   sigmoid: "return TO(1.0) / (TO(1.0) + exp(-x0));",
-  relu: "return select(TO(0.0), x0, (x0 > TO(0.0)) | (x0 != x0));",
+  relu: "return select(TO(0.0), x0, (x0 > TO(0.0)) | is_nan(x0));",
   gelu: `let z = x0 * 0.7071067811865476;
   let t = TO(1.0) / (TO(1.0) + 0.3275911 * abs(z));
   let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
@@ -53,8 +55,8 @@ const FLOAT_BINARY: Record<BinaryOp, string> = {
   subtract: "return x0 - x1;",
   multiply: "return x0 * x1;",
   divide: "return x0 / x1;",
-  maximum: "return select(max(x0, x1), x0 + x1, (x0 != x0) | (x1 != x1));",
-  minimum: "return select(min(x0, x1), x0 + x1, (x0 != x0) | (x1 != x1));",
+  maximum: "return select(select(max(x0, x1), x1, is_nan(x1)), x0, is_nan(x0));",
+  minimum: "return select(select(min(x0, x1), x1, is_nan(x1)), x0, is_nan(x0));",
 };
 
 const INT_BINARY: Record<BinaryOp, string> = {

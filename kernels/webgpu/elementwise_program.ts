@@ -23,6 +23,7 @@
 
 import { collapseDims } from "../broadcast.ts";
 import { indexFields, indexValues, wgslIndices } from "./indexing.ts";
+import { isNanSource } from "./workgroup_reduce.ts";
 import {
   groupsFor,
   mainHeader,
@@ -121,6 +122,7 @@ function prelude(
   src += storage(types.length, "out", t(outType), true);
   types.forEach((ty, k) => (src += `alias T${k} = ${t(ty)};\n`));
   src += `alias TO = ${t(outType)};\n`;
+  if (types.includes("f32")) src += isNanSource(vec4 ? 4 : 1);
   const params = types.map((_, k) => `x${k}: T${k}`).join(", ");
   src += `fn op(${params}) -> TO {\n${fn.body}\n}\n`;
   return src;

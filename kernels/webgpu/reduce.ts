@@ -34,7 +34,7 @@ import {
   uniformStruct,
 } from "../../devices/webgpu/kernel_program.ts";
 import type { ScalarType } from "./elementwise_program.ts";
-import { groupReduceSource, nanMaxSource, NEG_INF_F32 } from "./workgroup_reduce.ts";
+import { groupReduceSource, isNanSource, nanMaxSource, NEG_INF_F32 } from "./workgroup_reduce.ts";
 
 const THREAD_WORKGROUP = 64;
 const GROUP_WORKGROUP = 64;
@@ -164,7 +164,7 @@ function commonSource(spec: PassSpec): string {
   // A function, not a `const`: naga cannot evaluate `bitcast` (the -inf) in a constant.
   let src = `alias T = ${t};\nfn identity() -> T { return ${identity}; }\n`;
   if (spec.combine === "sum") src += "fn combine(a: T, b: T) -> T { return a + b; }\n";
-  else if (t === "f32") src += nanMaxSource("combine");
+  else if (t === "f32") src += isNanSource() + nanMaxSource("combine");
   else src += "fn combine(a: T, b: T) -> T { return max(a, b); }\n";
   // A mean divides once at the end: float division rounds like the CPU's sum / n;
   // an integer mean truncates toward zero, as int32 division does.

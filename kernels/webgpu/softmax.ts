@@ -22,6 +22,7 @@ import {
 } from "../../devices/webgpu/kernel_program.ts";
 import {
   groupReduceSource,
+  isNanSource,
   nanMaxSource,
   NEG_INF_F32,
   rowsNeedWorkgroups,
@@ -39,7 +40,7 @@ export function softmaxProgram(
   const group = rowsNeedWorkgroups(rows, n);
   const uniforms = new Uniforms().u32s([rows, n, inOffset, outOffset]).words();
   const header = storage(0, "x", "f32", false) + storage(1, "out", "f32", true) +
-    uniformStruct(["rows", "n", "offIn", "offOut"], 2) + nanMaxSource("maxNaN") +
+    uniformStruct(["rows", "n", "offIn", "offOut"], 2) + isNanSource() + nanMaxSource("maxNaN") +
     "fn add(a: f32, b: f32) -> f32 { return a + b; }\n";
   if (!group) {
     return {

@@ -50,9 +50,25 @@ fn ${name}(v: ${type}, lid: u32) -> ${type} {
 `;
 }
 
-/** WGSL for a NaN-propagating float max named `name` (WGSL's `max` may drop a NaN). */
+/**
+ * WGSL testing a float (scalar or vector of `lanes`) for NaN by its bits:
+ * NaN is any exponent of all ones with a nonzero mantissa. `x != x` says the
+ * same to IEEE arithmetic, but shader compilers that assume no NaN (NVIDIA's
+ * among them) fold it to `false`; a bit pattern cannot be folded away.
+ */
+export function isNanSource(lanes: 1 | 4 = 1): string {
+  const u = lanes === 1 ? "u32" : "vec4<u32>", f = lanes === 1 ? "f32" : "vec4<f32>";
+  const b = lanes === 1 ? "bool" : "vec4<bool>";
+  return `fn is_nan(x: ${f}) -> ${b} { return (bitcast<${u}>(x) & ${u}(0x7fffffffu)) > ${u}(0x7f800000u); }\n`;
+}
+
+/**
+ * WGSL for a NaN-propagating float max named `name` (WGSL's `max` may drop a
+ * NaN): a NaN operand is the result, as with `Math.max`. Needs `is_nan`
+ * (`isNanSource`) in the same shader.
+ */
 export function nanMaxSource(name = "maxNaN", type = "f32"): string {
-  return `fn ${name}(a: ${type}, b: ${type}) -> ${type} { return select(max(a, b), a + b, (a != a) | (b != b)); }\n`;
+  return `fn ${name}(a: ${type}, b: ${type}) -> ${type} { return select(select(max(a, b), b, is_nan(b)), a, is_nan(a)); }\n`;
 }
 
 /** The WGSL expression for -infinity as an f32. */

@@ -133,6 +133,35 @@ gpuTest("reductions split long axes across workgroups and passes", async (gpu) =
   assertEquals(await op("max", ti, shape(1)), [ints.reduce((m, v) => Math.max(m, v), -Infinity)]);
 });
 
+gpuTest(
+  "NaN and infinities through maximum, minimum, relu and softmax: the CPU's special values",
+  async (gpu) => {
+    const a = [NaN, 1, -Infinity, Infinity, NaN, 5, -2, 7];
+    const b = [2, NaN, 3, -Infinity, NaN, Infinity, -Infinity, -1];
+    // Exact bits, -0 told from 0; every NaN reads as one NaN (JavaScript has one, whatever
+    // sign bit the hardware that produced it chose).
+    const bits = (
+      x: ArrayLike<number>,
+    ) => [
+      ...new Uint32Array(new Float32Array(Array.from(x, (v) => Number.isNaN(v) ? NaN : v)).buffer),
+    ];
+    const both = async (name: string, ...inputs: number[][]) => {
+      using c0 = tensor(inputs[0]), c1 = tensor(inputs[1] ?? inputs[0]);
+      using g0 = tensor(inputs[0], { device: gpu }),
+        g1 = tensor(inputs[1] ?? inputs[0], { device: gpu });
+      const cpuArgs = inputs.length === 1 ? [c0] : [c0, c1];
+      const gpuArgs = inputs.length === 1 ? [g0] : [g0, g1];
+      assertEquals(bits(await op(name, ...gpuArgs)), bits(await op(name, ...cpuArgs)), name);
+    };
+    await both("maximum", a, b); // 8 elements: the vec4 template
+    await both("minimum", a, b);
+    await both("maximum", a.slice(0, 7), b.slice(0, 7)); // 7: the scalar template
+    await both("relu", a);
+    await both("softmax", [1, NaN, 2]);
+    await both("softmax", [1, Infinity, 2]);
+  },
+);
+
 gpuTest("max propagates NaN as the CPU does", async (gpu) => {
   using t = tensor([1, NaN, 3], { device: gpu });
   assert(Number.isNaN((await op("max", t))[0]));

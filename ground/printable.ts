@@ -1,0 +1,30 @@
+/**
+ * `printable()`: how names from an executable are shown. Function names and
+ * other strings in a loaded file are data an attacker may choose; printed
+ * raw, a name holding a newline fakes instructions in a listing, and one
+ * holding terminal escapes rewrites the user's screen. Every place that
+ * shows such a name (dumps, error messages, the CLI) passes it through
+ * here: ordinary names are unchanged, invisible and control characters
+ * become `\n`, `\x1b`, `\u202e`, … escapes.
+ *
+ * @module
+ */
+
+/** C0 and C1 controls, DEL, line and paragraph separators, bidirectional overrides and isolates. */
+// deno-lint-ignore no-control-regex
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/g;
+
+const NAMED: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\" };
+
+/** `name` with every unprintable character escaped (and `\` doubled when anything was escaped). */
+export function printable(name: string): string {
+  UNPRINTABLE.lastIndex = 0;
+  if (!UNPRINTABLE.test(name)) return name;
+  return name.replace(/[\\]/g, "\\\\").replace(UNPRINTABLE, (c) => {
+    if (NAMED[c] !== undefined) return NAMED[c];
+    const code = c.charCodeAt(0);
+    return code <= 0xff
+      ? `\\x${code.toString(16).padStart(2, "0")}`
+      : `\\u${code.toString(16).padStart(4, "0")}`;
+  });
+}
