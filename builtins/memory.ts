@@ -28,6 +28,8 @@ function dims(shape: unknown, who: string): readonly number[] {
  * `vm.builtin.alloc_storage(vm, shape, device_index, dtype, scope?)`: a
  * storage of `prod(shape) * sizeof(dtype)` bytes on the VM's device
  * `device_index`, from its allocator.
+ * Errors: `TypeError` (no `%vm`), `RangeError` (no such device, too large).
+ * TVM: `vm.builtin.alloc_storage` (builtin.cc).
  */
 memoryBuiltins.add(
   "vm.builtin.alloc_storage",
@@ -42,7 +44,12 @@ memoryBuiltins.add(
   },
 );
 
-/** `vm.builtin.alloc_tensor(storage, offset, shape, dtype)`: a tensor viewing `storage` from byte `offset`. */
+/**
+ * `vm.builtin.alloc_tensor(storage, offset, shape, dtype)`: a tensor viewing
+ * `storage` from byte `offset`. Errors: `TypeError`, `ReferenceError` (a
+ * released storage), `RangeError` (offset not aligned to the element size,
+ * does not fit). TVM: `vm.builtin.alloc_tensor` (builtin.cc).
+ */
 memoryBuiltins.add(
   "vm.builtin.alloc_tensor",
   (storage: unknown, offset: unknown, shape: unknown, dt: unknown) => {
@@ -78,7 +85,8 @@ memoryBuiltins.add(
 
 /**
  * `vm.builtin.kill(value)`: releases a tensor's or storage's memory to the
- * allocator now; using it afterwards is an error.
+ * allocator now; using it afterwards is an error. relaxvm only (TVM
+ * overwrites the register with `null_value` and counts references).
  */
 memoryBuiltins.add("vm.builtin.kill", (value: unknown) => {
   if (value instanceof VMObject) value.kill();

@@ -71,6 +71,8 @@ function shapeOfInput(input: unknown, who: string): readonly number[] {
  * `vm.builtin.alloc_shape_heap([vm,] size)`: a zeroed heap of `size`
  * integers on the CPU. TVM's compiler passes `%vm` first
  * (`call_builtin_with_ctx`); it is accepted and not needed.
+ * Errors: `RangeError` (size not a non-negative integer).
+ * TVM: `vm.builtin.alloc_shape_heap` (builtin.cc).
  */
 shapeHeapBuiltins.add("vm.builtin.alloc_shape_heap", (...args: unknown[]) => {
   const size = args[0] instanceof MemoryScope ? args[1] : args[0];
@@ -82,7 +84,10 @@ shapeHeapBuiltins.add("vm.builtin.alloc_shape_heap", (...args: unknown[]) => {
   return heap;
 });
 
-/** `vm.builtin.shape_of(t)`: the shape of tensor `t`. */
+/**
+ * `vm.builtin.shape_of(t)`: the shape of tensor `t`.
+ * Errors: `TypeError` (not a tensor). TVM: `vm.builtin.shape_of` (builtin.cc).
+ */
 shapeHeapBuiltins.add("vm.builtin.shape_of", (t: unknown) => {
   if (!(t instanceof NDArray)) {
     throw new TypeError(`shape_of: expected a tensor, got ${describe(t)}`);
@@ -90,7 +95,11 @@ shapeHeapBuiltins.add("vm.builtin.shape_of", (t: unknown) => {
   return new ShapeTuple(t.shape);
 });
 
-/** `vm.builtin.store_shape(shape, heap, ...indices)`: `heap[indices[i]] = shape[i]`. */
+/**
+ * `vm.builtin.store_shape(shape, heap, ...indices)`: `heap[indices[i]] =
+ * shape[i]`. Errors: `TypeError` (not a shape or heap), `RangeError`
+ * (index count or range). relaxvm only (TVM: `match_shape` with StoreToHeap).
+ */
 shapeHeapBuiltins.add(
   "vm.builtin.store_shape",
   (shape: unknown, heap: unknown, ...indices: unknown[]) => {
@@ -106,13 +115,23 @@ shapeHeapBuiltins.add(
   },
 );
 
-/** `vm.builtin.load_shape(heap, ...indices)`: the ShapeTuple `(heap[i0], heap[i1], …)`. */
+/**
+ * `vm.builtin.load_shape(heap, ...indices)`: the ShapeTuple `(heap[i0],
+ * heap[i1], …)`. Errors: `TypeError`, `RangeError` (index out of range).
+ * relaxvm only (TVM: `make_shape` with LoadShape).
+ */
 shapeHeapBuiltins.add("vm.builtin.load_shape", (heap: unknown, ...indices: unknown[]) => {
   const h = heapView(heap, "load_shape");
   return new ShapeTuple(indices.map((i) => h[heapIndex(h, i, "load_shape")]));
 });
 
-/** `vm.builtin.match_shape(input, heap, ndim, code, value, …, err_ctx?)`: see the module doc. */
+/**
+ * `vm.builtin.match_shape(input, heap, ndim, code, value, …, err_ctx?)`:
+ * see the module doc; returns null.
+ * Errors: `TypeError` (input not a tensor or shape), `RangeError` (a
+ * dimension that does not match, prefixed with `err_ctx`; an unknown code).
+ * TVM: `vm.builtin.match_shape` (builtin.cc).
+ */
 shapeHeapBuiltins.add(
   "vm.builtin.match_shape",
   (input: unknown, heap: unknown, ndim: unknown, ...rest: unknown[]) => {
@@ -161,7 +180,11 @@ shapeHeapBuiltins.add(
   },
 );
 
-/** `vm.builtin.make_shape(heap, ndim, code, value, …)`: a ShapeTuple; see the module doc. */
+/**
+ * `vm.builtin.make_shape(heap, ndim, code, value, …)`: a ShapeTuple; see
+ * the module doc. Errors: `RangeError` (code count, unknown code, heap index).
+ * TVM: `vm.builtin.make_shape` (builtin.cc).
+ */
 shapeHeapBuiltins.add(
   "vm.builtin.make_shape",
   (heap: unknown, ndim: unknown, ...rest: unknown[]) => {
@@ -180,7 +203,11 @@ shapeHeapBuiltins.add(
   },
 );
 
-/** `vm.builtin.reshape(t, shape)`: a view of `t` with a new shape of the same size (no copy). */
+/**
+ * `vm.builtin.reshape(t, shape)`: a view of `t` with a new shape of the same
+ * size (no copy). Errors: `TypeError`, `RangeError` (sizes differ).
+ * TVM: `vm.builtin.reshape` (builtin.cc), which also allows a smaller view.
+ */
 shapeHeapBuiltins.add("vm.builtin.reshape", (t: unknown, shape: unknown) => {
   if (!(t instanceof NDArray)) {
     throw new TypeError(`reshape: expected a tensor, got ${describe(t)}`);
@@ -200,7 +227,11 @@ shapeHeapBuiltins.add("vm.builtin.reshape", (t: unknown, shape: unknown) => {
   return new NDArray(t.storage, t.byteOffset, dims, t.dtype);
 });
 
-/** `vm.builtin.tensor_to_shape(t)`: a ShapeTuple from a 1-D integer tensor on the CPU. */
+/**
+ * `vm.builtin.tensor_to_shape(t)`: a ShapeTuple from the values of a 1-D
+ * tensor (read back from a GPU). Errors: `TypeError` (not 1-D, values not
+ * integers). TVM: `vm.builtin.tensor_to_shape` (builtin.cc).
+ */
 shapeHeapBuiltins.add("vm.builtin.tensor_to_shape", (t: unknown) => {
   if (!(t instanceof NDArray) || t.shape.length !== 1) {
     throw new TypeError(`tensor_to_shape: expected a 1-D tensor, got ${describe(t)}`);
