@@ -8,6 +8,22 @@
  * tensor gives its storage reference back, and the memory returns to its
  * allocator with the storage's last reference.
  *
+ * Garbage-collection safety net: a tensor the user drops without
+ * `dispose()` still gives its storage back when it is collected, through a
+ * `FinalizationRegistry`. Registering costs about as much as a small kernel
+ * (register plus unregister ≈ 100 ns), so a tensor registers only once it
+ * can be dropped that way: when it is made outside a running VM, handed to
+ * the user, or held by a tuple, a closure or a saved argument
+ * (`heldBeyondFrames`). A tensor that only ever sits in frame registers is
+ * always released by the protocol and never registers.
+ *
+ * Hot-path costs avoided per tensor (measured with the 200-op chain of
+ * bench/small_ops_bench.ts): the shape array is shared when it is already
+ * frozen (another tensor's shape), and `cpuView()` reuses a TypedArray view
+ * cached on the tensor, or on the storage for views at offset 0 — which the
+ * pooled allocator keeps with the block, so a reused block comes with its
+ * view.
+ *
  * This file is browser-safe: no `Deno.*`.
  *
  * @module
@@ -17,7 +33,7 @@ import { VMObject } from "../ground/object.ts";
 import { cpu } from "./cpu_device.ts";
 import type { Device } from "./device.ts";
 import { elementBytes, type TensorDType, TYPED_ARRAYS, type TypedArray } from "../ground/dtype.ts";
-import { currentAllocator } from "./allocation_context.ts";
+import { allocatorsActive, currentAllocator } from "./allocation_context.ts";
 import type { Storage } from "./storage.ts";
 
 /** Releases the storage reference of tensors collected without having been freed. */
@@ -26,7 +42,7 @@ const collected = new FinalizationRegistry<Storage>((storage) => storage.release
 /** Number of elements of a shape. */
 export function shapeSize(shape: readonly number[]): number {
   let n = 1;
-  for (const d of shape) n *= d;
+  for (let i = 0; i < shape.length; i++) n *= shape[i];
   return n;
 }
 
@@ -56,18 +72,38 @@ export class NDArray extends VMObject {
   /** Number of elements. */
   readonly size: number;
 
-  /** Makes a view of `storage`; use `tensor()` or `NDArray.empty()` instead. @internal */
-  constructor(storage: Storage, byteOffset: number, shape: readonly number[], dtype: TensorDType) {
+  /** The TypedArray view `cpuView()` made, kept for the next call. */
+  #view: TypedArray | undefined = undefined;
+  /** Registered with the garbage-collection safety net. */
+  #collectable = false;
+
+  /**
+   * Makes a view of `storage`; use `tensor()` or `NDArray.empty()` instead.
+   * `shape` is copied, unless the caller passes `size`: then it vouches that
+   * `shape` is frozen (another tensor's shape, a cached plan's) and has
+   * `size` elements, and the array is shared. @internal
+   */
+  constructor(
+    storage: Storage,
+    byteOffset: number,
+    shape: readonly number[],
+    dtype: TensorDType,
+    size?: number,
+  ) {
     super();
     this.storage = storage;
     this.byteOffset = byteOffset;
-    this.shape = Object.freeze([...shape]);
+    if (size === undefined) {
+      this.shape = Object.freeze(shape.slice());
+      this.size = shapeSize(shape);
+    } else {
+      this.shape = shape;
+      this.size = size;
+    }
     this.dtype = dtype;
-    this.size = shapeSize(shape);
     storage.retain();
-    // A tensor that is dropped without dispose() still gives its storage back
-    // when the garbage collector finds it: later than dispose(), but never never.
-    collected.register(this, storage, this);
+    // Outside a VM nothing but the caller can hold it.
+    if (!allocatorsActive()) this.heldBeyondFrames();
   }
 
   /**
@@ -83,6 +119,21 @@ export class NDArray extends VMObject {
     const nbytes = shapeSize(shape) * elementBytes(dtype);
     const storage = currentAllocator(device).alloc(nbytes);
     return new NDArray(storage, 0, shape, dtype);
+  }
+
+  /**
+   * `empty` for callers that already checked the shape: `shape` is frozen
+   * (an input's shape, a cached plan's) and has `size` elements. The
+   * operators' output path. @internal
+   */
+  static emptyChecked(
+    shape: readonly number[],
+    size: number,
+    dtype: TensorDType,
+    device: Device,
+  ): NDArray {
+    const storage = currentAllocator(device).alloc(size * elementBytes(dtype));
+    return new NDArray(storage, 0, shape, dtype, size);
   }
 
   /** The device holding the data. */
@@ -101,6 +152,15 @@ export class NDArray extends VMObject {
     return this;
   }
 
+  /** Joins the garbage-collection safety net (once). @internal */
+  override heldBeyondFrames(): void {
+    if (this.#collectable) return;
+    this.#collectable = true;
+    // A tensor that is dropped without dispose() still gives its storage back
+    // when the garbage collector finds it: later than dispose(), but never never.
+    collected.register(this, this.storage, this);
+  }
+
   /** True once the memory has been released; any further use throws. */
   override get disposed(): boolean {
     return super.disposed || this.storage.disposed;
@@ -111,12 +171,28 @@ export class NDArray extends VMObject {
    * kernels read and write. @internal
    */
   cpuView(): TypedArray {
+    const view = this.#view;
+    if (view !== undefined && !this.disposed) return view;
+    return this.#makeView();
+  }
+
+  #makeView(): TypedArray {
     this.#assertLive();
     if (this.device.kind !== "cpu") {
       throw new TypeError(`Tensor is on ${this.device}, not on the CPU`);
     }
     const Ctor = TYPED_ARRAYS[this.dtype];
-    return new Ctor(this.storage.block as ArrayBuffer, this.byteOffset, this.size);
+    const storage = this.storage;
+    let view = storage.hostView;
+    if (
+      view === null || view.constructor !== Ctor || view.byteOffset !== this.byteOffset ||
+      view.length !== this.size
+    ) {
+      view = new Ctor(storage.block as ArrayBuffer, this.byteOffset, this.size);
+      if (this.byteOffset === 0) storage.hostView = view;
+    }
+    this.#view = view;
+    return view;
   }
 
   /** A copy of the elements (CPU tensors only; use `await data()` for any device). */
@@ -180,7 +256,8 @@ export class NDArray extends VMObject {
 
   /** Gives the storage reference back: the block returns to its allocator with the last one. */
   protected free(): void {
-    collected.unregister(this);
+    if (this.#collectable) collected.unregister(this);
+    this.#view = undefined;
     this.storage.release();
   }
 }

@@ -8,6 +8,7 @@
  */
 
 import { VMObject } from "../ground/object.ts";
+import type { TypedArray } from "../ground/dtype.ts";
 import type { Device } from "./device.ts";
 
 /** Where a storage goes when its last reference is released. */
@@ -26,15 +27,23 @@ export class Storage extends VMObject {
   readonly blockBytes: number;
   /** The raw block: an ArrayBuffer on the CPU, a GPUBuffer on WebGPU. */
   readonly block: unknown;
+  /**
+   * A TypedArray view of a CPU block from offset 0, made by
+   * `NDArray.cpuView()` and kept so that the next tensor viewing the block
+   * the same way reuses it; a pooled allocator keeps it with the block.
+   * @internal
+   */
+  hostView: TypedArray | null;
   readonly #owner: StorageOwner;
 
-  /** Made by allocators. */
+  /** Made by allocators; `hostView` is a view the block already had. */
   constructor(
     device: Device,
     nbytes: number,
     blockBytes: number,
     block: unknown,
     owner: StorageOwner,
+    hostView: TypedArray | null = null,
   ) {
     super();
     this.device = device;
@@ -42,6 +51,7 @@ export class Storage extends VMObject {
     this.blockBytes = blockBytes;
     this.block = block;
     this.#owner = owner;
+    this.hostView = hostView;
   }
 
   /** Gives the block back to the allocator that made it. */
