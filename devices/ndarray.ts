@@ -1,15 +1,22 @@
 /**
- * `NDArray`: an n-dimensional tensor viewing a `Storage` on some device.
+ * `NDArray`: an n-dimensional tensor viewing a block of device memory.
  *
  * Lifetime: an NDArray is a `VMObject` (ground/object.ts). A tensor made
  * by a builtin starts floating; registers, tuples, closures and the constant
  * pool hold it. A tensor made by `tensor()` or handed out by the VM carries
  * one reference for the user, dropped by `dispose()` (or `using`). Freeing a
- * tensor gives its storage reference back, and the memory returns to its
- * allocator with the storage's last reference.
+ * tensor gives its memory back: at once when it owns its block, or as one
+ * reference to the `Storage` it shares with other views, whose last
+ * reference returns the block.
+ *
+ * Ownership: a tensor made by `NDArray.empty` owns its `MemoryBlock`
+ * directly and makes a `Storage` for it only when something asks for one
+ * (`storage`: a second view of the block, a GPU kernel binding the buffer,
+ * the garbage-collection safety net). A tensor made as a view of a storage
+ * (`new NDArray(storage, …)`) holds a reference to that storage.
  *
  * Garbage-collection safety net: a tensor the user drops without
- * `dispose()` still gives its storage back when it is collected, through a
+ * `dispose()` still gives its memory back when it is collected, through a
  * `FinalizationRegistry`. Registering costs about as much as a small kernel
  * (register plus unregister ≈ 100 ns), so a tensor registers only once it
  * can be dropped that way: when it is made outside a running VM, handed to
@@ -17,12 +24,14 @@
  * (`heldBeyondFrames`). A tensor that only ever sits in frame registers is
  * always released by the protocol and never registers.
  *
- * Hot-path costs avoided per tensor (measured with the 200-op chain of
- * bench/small_ops_bench.ts): the shape array is shared when it is already
- * frozen (another tensor's shape), and `cpuView()` reuses a TypedArray view
- * cached on the tensor, or on the storage for views at offset 0 — which the
- * pooled allocator keeps with the block, so a reused block comes with its
- * view.
+ * These choices come from profiles of the 200-op chain of
+ * bench/small_ops_bench.ts (4-element operands, where everything but the
+ * arithmetic is overhead): per op, registering cost ~100 ns, freezing a copy
+ * of the shape ~70 ns, a Storage object plus its reference counting ~25 ns
+ * (more with the garbage it leaves), each TypedArray view ~25 ns. So the
+ * shape array is shared when the caller vouches it is frozen, the Storage is
+ * lazy, and `cpuView()` reuses a view cached on the tensor, or the one the
+ * block kept from its previous tensor.
  *
  * This file is browser-safe: no `Deno.*`.
  *
@@ -34,7 +43,7 @@ import { cpu } from "./cpu_device.ts";
 import type { Device } from "./device.ts";
 import { elementBytes, type TensorDType, TYPED_ARRAYS, type TypedArray } from "../ground/dtype.ts";
 import { allocatorsActive, currentAllocator } from "./allocation_context.ts";
-import type { Storage } from "./storage.ts";
+import { type MemoryBlock, Storage } from "./storage.ts";
 
 /** Releases the storage reference of tensors collected without having been freed. */
 const collected = new FinalizationRegistry<Storage>((storage) => storage.release());
@@ -65,33 +74,44 @@ export class NDArray extends VMObject {
   readonly shape: readonly number[];
   /** Element type, e.g. `"float32"`. */
   readonly dtype: TensorDType;
-  /** The memory this tensor views. @internal */
-  readonly storage: Storage;
-  /** Where the view starts in the storage, in bytes. @internal */
+  /** Where the view starts in its block, in bytes. @internal */
   readonly byteOffset: number;
   /** Number of elements. */
   readonly size: number;
 
+  /** The block this tensor views. */
+  readonly #memory: MemoryBlock;
+  /** The storage this tensor holds a reference to; null while it owns `#memory` alone. */
+  #storage: Storage | null;
   /** The TypedArray view `cpuView()` made, kept for the next call. */
   #view: TypedArray | undefined = undefined;
   /** Registered with the garbage-collection safety net. */
   #collectable = false;
 
   /**
-   * Makes a view of `storage`; use `tensor()` or `NDArray.empty()` instead.
-   * `shape` is copied, unless the caller passes `size`: then it vouches that
-   * `shape` is frozen (another tensor's shape, a cached plan's) and has
-   * `size` elements, and the array is shared. @internal
+   * Makes a tensor viewing `source`; use `tensor()` or `NDArray.empty()`
+   * instead. A `Storage` is shared: the tensor holds a reference to it. A
+   * `MemoryBlock` (fresh from an allocator, `byteOffset` 0) becomes the
+   * tensor's own. `shape` is copied, unless the caller passes `size`: then
+   * it vouches that `shape` is frozen (another tensor's shape, a cached
+   * plan's) and has `size` elements, and the array is shared. @internal
    */
   constructor(
-    storage: Storage,
+    source: Storage | MemoryBlock,
     byteOffset: number,
     shape: readonly number[],
     dtype: TensorDType,
     size?: number,
   ) {
     super();
-    this.storage = storage;
+    if (source instanceof Storage) {
+      source.retain();
+      this.#storage = source;
+      this.#memory = source.memory;
+    } else {
+      this.#storage = null;
+      this.#memory = source;
+    }
     this.byteOffset = byteOffset;
     if (size === undefined) {
       this.shape = Object.freeze(shape.slice());
@@ -101,7 +121,6 @@ export class NDArray extends VMObject {
       this.size = size;
     }
     this.dtype = dtype;
-    storage.retain();
     // Outside a VM nothing but the caller can hold it.
     if (!allocatorsActive()) this.heldBeyondFrames();
   }
@@ -117,8 +136,7 @@ export class NDArray extends VMObject {
       }
     }
     const nbytes = shapeSize(shape) * elementBytes(dtype);
-    const storage = currentAllocator(device).alloc(nbytes);
-    return new NDArray(storage, 0, shape, dtype);
+    return new NDArray(currentAllocator(device).allocBlock(nbytes), 0, shape, dtype);
   }
 
   /**
@@ -132,13 +150,26 @@ export class NDArray extends VMObject {
     dtype: TensorDType,
     device: Device,
   ): NDArray {
-    const storage = currentAllocator(device).alloc(size * elementBytes(dtype));
-    return new NDArray(storage, 0, shape, dtype, size);
+    const memory = currentAllocator(device).allocBlock(size * elementBytes(dtype));
+    return new NDArray(memory, 0, shape, dtype, size);
+  }
+
+  /**
+   * The storage this tensor views, made now if the tensor owned its block
+   * alone (the tensor then holds the storage's first reference). Throws
+   * once the tensor is released. @internal
+   */
+  get storage(): Storage {
+    if (this.#storage === null) {
+      if (super.disposed) throw this.usedAfterFree();
+      this.#storage = new Storage(this.#memory, this.size * elementBytes(this.dtype)).retain();
+    }
+    return this.#storage;
   }
 
   /** The device holding the data. */
   get device(): Device {
-    return this.storage.device;
+    return this.#memory.device;
   }
 
   /** Size of the data in bytes. */
@@ -163,7 +194,7 @@ export class NDArray extends VMObject {
 
   /** True once the memory has been released; any further use throws. */
   override get disposed(): boolean {
-    return super.disposed || this.storage.disposed;
+    return super.disposed || (this.#storage !== null && this.#storage.disposed);
   }
 
   /**
@@ -182,14 +213,14 @@ export class NDArray extends VMObject {
       throw new TypeError(`Tensor is on ${this.device}, not on the CPU`);
     }
     const Ctor = TYPED_ARRAYS[this.dtype];
-    const storage = this.storage;
-    let view = storage.hostView;
+    const memory = this.#memory;
+    let view = memory.hostView;
     if (
       view === null || view.constructor !== Ctor || view.byteOffset !== this.byteOffset ||
       view.length !== this.size
     ) {
-      view = new Ctor(storage.block as ArrayBuffer, this.byteOffset, this.size);
-      if (this.byteOffset === 0) storage.hostView = view;
+      view = new Ctor(memory.handle as ArrayBuffer, this.byteOffset, this.size);
+      if (this.byteOffset === 0) memory.hostView = view;
     }
     this.#view = view;
     return view;
@@ -204,7 +235,7 @@ export class NDArray extends VMObject {
   async data(): Promise<TypedArray> {
     this.#assertLive();
     if (this.device.kind === "cpu") return this.dataSync();
-    const bytes = await this.device.readBlock(this.storage.block, this.byteOffset, this.nbytes);
+    const bytes = await this.device.readBlock(this.#memory.handle, this.byteOffset, this.nbytes);
     const Ctor = TYPED_ARRAYS[this.dtype];
     return new Ctor(bytes.buffer as ArrayBuffer, bytes.byteOffset, this.size);
   }
@@ -221,17 +252,14 @@ export class NDArray extends VMObject {
   async copyToFloating(device: Device): Promise<NDArray> {
     this.#assertLive();
     const out = NDArray.empty(this.shape, this.dtype, device);
+    const from = this.#memory.handle, to = out.#memory.handle;
     if (device === this.device) {
-      device.copyBlock(this.storage.block, this.byteOffset, out.storage.block, 0, this.nbytes);
+      device.copyBlock(from, this.byteOffset, to, 0, this.nbytes);
     } else if (this.device.kind === "cpu") {
-      device.writeBlock(
-        out.storage.block,
-        0,
-        new Uint8Array(this.storage.block as ArrayBuffer, this.byteOffset, this.nbytes),
-      );
+      device.writeBlock(to, 0, new Uint8Array(from as ArrayBuffer, this.byteOffset, this.nbytes));
     } else {
-      const bytes = await this.device.readBlock(this.storage.block, this.byteOffset, this.nbytes);
-      device.writeBlock(out.storage.block, 0, bytes);
+      const bytes = await this.device.readBlock(from, this.byteOffset, this.nbytes);
+      device.writeBlock(to, 0, bytes);
     }
     return out;
   }
@@ -254,10 +282,14 @@ export class NDArray extends VMObject {
     if (this.disposed) throw this.usedAfterFree();
   }
 
-  /** Gives the storage reference back: the block returns to its allocator with the last one. */
+  /**
+   * Gives the memory back: an owned block to its allocator now, or the
+   * storage reference (the block returns with the storage's last one).
+   */
   protected free(): void {
     if (this.#collectable) collected.unregister(this);
     this.#view = undefined;
-    this.storage.release();
+    if (this.#storage !== null) this.#storage.release();
+    else this.#memory.owner.reclaim(this.#memory);
   }
 }

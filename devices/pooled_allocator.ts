@@ -7,19 +7,20 @@
  * waste stays under half a block for small tensors and under 1 MiB for big
  * ones.
  *
- * A pooled block keeps the TypedArray view a tensor last made of it
- * (`Storage.hostView`): creating a view costs more than a small kernel, and
- * the next tensor on the block usually wants the same one. The free lists of
- * the power-of-two classes are an array indexed by the class's exponent, so
- * a small allocation does no hashing.
+ * A block is represented by the same `MemoryBlock` object for its whole
+ * life, so taking one from the pool allocates nothing, and it keeps the
+ * TypedArray view a tensor last made of it (`MemoryBlock.hostView`):
+ * creating a view costs more than a small kernel, and the next tensor on the
+ * block usually wants the same one. The free lists of the power-of-two
+ * classes are an array indexed by the class's exponent, so a small
+ * allocation does no hashing.
  *
  * @module
  */
 
-import type { TypedArray } from "../ground/dtype.ts";
 import type { Device } from "./device.ts";
 import { type Allocator, checkAllocationSize, emptyStats, type MemoryStats } from "./allocator.ts";
-import { Storage } from "./storage.ts";
+import { MemoryBlock, Storage } from "./storage.ts";
 
 const MIB = 1 << 20;
 
@@ -30,23 +31,13 @@ export function sizeClass(nbytes: number): number {
   return Math.ceil(nbytes / MIB) * MIB;
 }
 
-/**
- * Released blocks of one size class, each with the view it had or null.
- * (Null, not undefined: V8 pushes and pops `undefined` in an array about
- * five times slower than an object or null.)
- */
-class FreeList {
-  readonly blocks: unknown[] = [];
-  readonly views: (TypedArray | null)[] = [];
-}
-
 /** Reuses released blocks of the same size class. */
 export class PooledAllocator implements Allocator {
   readonly device: Device;
   /** Free lists of the classes up to 1 MiB, by exponent (16 bytes: 4, 1 MiB: 20). */
-  readonly #small: FreeList[] = Array.from({ length: 21 }, () => new FreeList());
+  readonly #small: MemoryBlock[][] = Array.from({ length: 21 }, () => []);
   /** Free lists of the classes above 1 MiB, by size. */
-  readonly #large = new Map<number, FreeList>();
+  readonly #large = new Map<number, MemoryBlock[]>();
   readonly #maxBytes: number;
   #stats: MemoryStats = emptyStats();
 
@@ -56,47 +47,48 @@ export class PooledAllocator implements Allocator {
     this.#maxBytes = device.maxAllocationBytes;
   }
 
-  #list(blockBytes: number, create: boolean): FreeList | undefined {
+  #list(blockBytes: number, create: boolean): MemoryBlock[] | undefined {
     if (blockBytes <= MIB) return this.#small[31 - Math.clz32(blockBytes)];
     let list = this.#large.get(blockBytes);
     if (list === undefined && create) {
-      list = new FreeList();
+      list = [];
       this.#large.set(blockBytes, list);
     }
     return list;
   }
 
   alloc(nbytes: number): Storage {
-    // The common request (a whole number of bytes the device can hold) takes no calls.
+    return new Storage(this.allocBlock(nbytes), nbytes);
+  }
+
+  allocBlock(nbytes: number): MemoryBlock {
+    // The common request (a whole number of bytes the device can hold) makes no calls.
     if (!(nbytes >= 0 && nbytes <= this.#maxBytes && Number.isSafeInteger(nbytes))) {
       checkAllocationSize(this.device, nbytes);
     }
     const blockBytes = sizeClass(nbytes);
     const s = this.#stats;
     const list = this.#list(blockBytes, false);
-    let block: unknown, view: TypedArray | null = null;
-    if (list !== undefined && list.blocks.length > 0) {
-      block = list.blocks.pop();
-      view = list.views.pop()!;
+    let block: MemoryBlock;
+    if (list !== undefined && list.length > 0) {
+      block = list.pop()!;
       s.poolHits++;
     } else {
       checkAllocationSize(this.device, blockBytes);
-      block = this.device.createBlock(blockBytes);
+      block = new MemoryBlock(this.device, blockBytes, this.device.createBlock(blockBytes), this);
       s.poolMisses++;
       s.allocatedBytes += blockBytes;
       s.liveBlocks++;
     }
     s.liveBytes += blockBytes;
     if (s.liveBytes > s.peakBytes) s.peakBytes = s.liveBytes;
-    return new Storage(this.device, nbytes, blockBytes, block, this, view);
+    return block;
   }
 
-  /** Called by a storage whose last reference went: its block joins the free list. */
-  reclaim(storage: Storage): void {
-    this.#stats.liveBytes -= storage.blockBytes;
-    const list = this.#list(storage.blockBytes, true)!;
-    list.blocks.push(storage.block);
-    list.views.push(storage.hostView);
+  /** Called by the block's owner when it is done with it: the block joins its free list. */
+  reclaim(block: MemoryBlock): void {
+    this.#stats.liveBytes -= block.bytes;
+    this.#list(block.bytes, true)!.push(block);
   }
 
   stats(): MemoryStats {
@@ -106,12 +98,11 @@ export class PooledAllocator implements Allocator {
   /** Destroys every pooled block. */
   clear(): void {
     for (const list of [...this.#small, ...this.#large.values()]) {
-      for (const block of list.blocks) {
-        this.device.destroyBlock(block);
+      for (const block of list) {
+        this.device.destroyBlock(block.handle);
         this.#stats.liveBlocks--;
       }
-      list.blocks.length = 0;
-      list.views.length = 0;
+      list.length = 0;
     }
     this.#large.clear();
   }
