@@ -175,7 +175,19 @@ export function collapseDims(
   return { shape: outShape, strides: outStrides };
 }
 
-/** True when two shapes have the same dimensions. */
+/**
+ * True when two shapes have the same dimensions (identical arrays first: tensor shapes are frozen
+ * and often shared).
+ *
+ * @example
+ * ```ts
+ * import { sameShape } from "./broadcast.ts";
+ * import { assertEquals } from "@std/assert";
+ *
+ * assertEquals(sameShape([2, 3], [2, 3]), true);
+ * assertEquals(sameShape([2, 3], [3, 2]), false);
+ * ```
+ */
 export function sameShape(a: readonly number[], b: readonly number[]): boolean {
   if (a === b) return true;
   if (a.length !== b.length) return false;
