@@ -167,6 +167,16 @@ export class NDArray extends VMObject {
     return this.#storage;
   }
 
+  /**
+   * The raw block this tensor views (an `ArrayBuffer`, a `GPUBuffer`), read
+   * without making a storage: what kernels bind. Throws once the tensor is
+   * released. @internal
+   */
+  get block(): unknown {
+    if (this.disposed) throw this.usedAfterFree();
+    return this.#memory.handle;
+  }
+
   /** The device holding the data. */
   get device(): Device {
     return this.#memory.device;
