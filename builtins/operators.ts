@@ -31,7 +31,7 @@ import {
   type ReduceOp,
   type UnaryOp,
 } from "../kernels/kernel_backend.ts";
-import { formatShape, tryBroadcastShapes } from "../kernels/broadcast.ts";
+import { broadcastPlan, formatShape, sameShape, tryBroadcastShapes } from "../kernels/broadcast.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const operatorBuiltins = new BuiltinTable();
@@ -98,8 +98,8 @@ function checkArgCount(op: string, args: readonly unknown[], min: number, max: n
   throw new TypeError(`${op}: expected ${expected} ${noun}, got ${args.length}`);
 }
 
-function tensorArg(op: string, args: readonly unknown[], index: number, role: string): NDArray {
-  const value = args[index];
+/** `value`, argument `index`, checked to be a live NDArray. */
+function tensorArg(op: string, value: unknown, index: number, role: string): NDArray {
   if (!(value instanceof NDArray)) {
     throw new TypeError(
       `${op}: argument ${index} (${role}) must be an NDArray, got ${describe(value)}`,
@@ -207,30 +207,72 @@ function reshapedView(x: NDArray, shape: readonly number[]): NDArray {
 // ---------------------------------------------------------------------------
 // The operators.
 
-/** `vm.op.<op>(a, b)`: elementwise with NumPy broadcasting; float32 or int32. */
-function binary(op: BinaryOp, args: readonly unknown[]): NDArray {
+/**
+ * `vm.op.<op>(a, b)`: elementwise with NumPy broadcasting; float32 or int32.
+ *
+ * This is the hot path of programs of many small ops, so it is written for
+ * the common case: the checks compare fields and allocate nothing (the
+ * helpers above build messages only when a check fails), same-shaped
+ * operands give the output `a`'s frozen shape array, and any other pair
+ * takes its output shape from the cached broadcast plan
+ * (`broadcastPlan`), which the CPU kernel then reuses for its walk.
+ * Messages and their order are those of the general checks.
+ */
+function makeBinary(op: BinaryOp): (a: unknown, b: unknown) => NDArray {
   const name = `vm.op.${op}`;
-  checkArgCount(name, args, 2, 2);
-  const a = tensorArg(name, args, 0, "a"), b = tensorArg(name, args, 1, "b");
-  checkSameDType(name, [a, b]);
-  checkDType(name, a, "a", NUMERIC);
-  checkSameDevice(name, [a, b]);
-  const shape = tryBroadcastShapes(a.shape, b.shape);
-  if (shape === undefined) {
-    throw new RangeError(
-      `${name}: shapes ${formatShape(a.shape)} and ${formatShape(b.shape)} do not broadcast`,
-    );
-  }
-  return launch(a, shape, a.dtype, (backend, out) => backend.binary(op, a, b, out));
+  return function binary(a: unknown, b: unknown): NDArray {
+    if (arguments.length !== 2) checkArgCount(name, Array.from(arguments), 2, 2);
+    const x = tensorArg(name, a, 0, "a"), y = tensorArg(name, b, 1, "b");
+    const dtype = x.dtype;
+    if (y.dtype !== dtype) checkSameDType(name, [x, y]);
+    if (dtype !== "float32" && dtype !== "int32") checkDType(name, x, "a", NUMERIC);
+    const device = x.device;
+    if (y.device !== device) checkSameDevice(name, [x, y]);
+    let shape: readonly number[], size: number;
+    if (sameShape(x.shape, y.shape)) {
+      shape = x.shape;
+      size = x.size;
+    } else {
+      const plan = broadcastPlan(x.shape, y.shape);
+      if (plan === undefined) {
+        throw new RangeError(
+          `${name}: shapes ${formatShape(x.shape)} and ${formatShape(y.shape)} do not broadcast`,
+        );
+      }
+      shape = plan.shape;
+      size = plan.size;
+    }
+    const backend = backendFor(device.kind);
+    const out = NDArray.emptyChecked(shape, size, dtype, device);
+    try {
+      backend.binary(op, x, y, out);
+    } catch (e) {
+      out.releaseIfUnowned();
+      throw e;
+    }
+    return out;
+  };
 }
 
-/** `vm.op.<op>(x)`: elementwise map, same shape and dtype. */
-function unary(op: UnaryOp, args: readonly unknown[]): NDArray {
+/** `vm.op.<op>(x)`: elementwise map, same shape and dtype; the output shares `x`'s shape array. */
+function makeUnary(op: UnaryOp): (x: unknown) => NDArray {
   const name = `vm.op.${op}`;
-  checkArgCount(name, args, 1, 1);
-  const x = tensorArg(name, args, 0, "x");
-  checkDType(name, x, "x", UNARY_OPS[op]);
-  return launch(x, x.shape, x.dtype, (backend, out) => backend.unary(op, x, out));
+  const dtypes = UNARY_OPS[op];
+  return function unary(value: unknown): NDArray {
+    if (arguments.length !== 1) checkArgCount(name, Array.from(arguments), 1, 1);
+    const x = tensorArg(name, value, 0, "x");
+    if (!dtypes.includes(x.dtype)) checkDType(name, x, "x", dtypes);
+    const device = x.device;
+    const backend = backendFor(device.kind);
+    const out = NDArray.emptyChecked(x.shape, x.size, x.dtype, device);
+    try {
+      backend.unary(op, x, out);
+    } catch (e) {
+      out.releaseIfUnowned();
+      throw e;
+    }
+    return out;
+  };
 }
 
 /**
@@ -242,7 +284,7 @@ function unary(op: UnaryOp, args: readonly unknown[]): NDArray {
 function matmul(args: readonly unknown[]): NDArray {
   const name = "vm.op.matmul";
   checkArgCount(name, args, 2, 2);
-  const a = tensorArg(name, args, 0, "a"), b = tensorArg(name, args, 1, "b");
+  const a = tensorArg(name, args[0], 0, "a"), b = tensorArg(name, args[1], 1, "b");
   checkSameDType(name, [a, b]);
   checkDType(name, a, "a", FLOAT);
   checkSameDevice(name, [a, b]);
@@ -281,7 +323,7 @@ function matmul(args: readonly unknown[]): NDArray {
 function reduce(op: ReduceOp, args: readonly unknown[]): NDArray {
   const name = `vm.op.${op}`;
   checkArgCount(name, args, 1, 3);
-  const x = tensorArg(name, args, 0, "x");
+  const x = tensorArg(name, args[0], 0, "x");
   checkDType(name, x, "x", REDUCE_OPS[op]);
   const axes = reductionAxes(name, args[1], x.shape);
   const keepdims = flagArg(name, args[2], "keepdims");
@@ -308,7 +350,7 @@ function reduce(op: ReduceOp, args: readonly unknown[]): NDArray {
 function softmax(args: readonly unknown[]): NDArray {
   const name = "vm.op.softmax";
   checkArgCount(name, args, 1, 1);
-  const x = tensorArg(name, args, 0, "x");
+  const x = tensorArg(name, args[0], 0, "x");
   checkDType(name, x, "x", FLOAT);
   return launch(x, x.shape, x.dtype, (backend, out) => backend.softmax(x, out));
 }
@@ -317,9 +359,9 @@ function softmax(args: readonly unknown[]): NDArray {
 function layerNorm(args: readonly unknown[]): NDArray {
   const name = "vm.op.layer_norm";
   checkArgCount(name, args, 3, 4);
-  const x = tensorArg(name, args, 0, "x");
-  const gamma = tensorArg(name, args, 1, "gamma");
-  const beta = tensorArg(name, args, 2, "beta");
+  const x = tensorArg(name, args[0], 0, "x");
+  const gamma = tensorArg(name, args[1], 1, "gamma");
+  const beta = tensorArg(name, args[2], 2, "beta");
   const eps = args[3] ?? 1e-5;
   for (const [t, role] of [[x, "x"], [gamma, "gamma"], [beta, "beta"]] as const) {
     checkDType(name, t, role, FLOAT);
@@ -345,7 +387,7 @@ function layerNorm(args: readonly unknown[]): NDArray {
 function transpose(args: readonly unknown[]): NDArray {
   const name = "vm.op.transpose";
   checkArgCount(name, args, 1, 2);
-  const x = tensorArg(name, args, 0, "x");
+  const x = tensorArg(name, args[0], 0, "x");
   const rank = x.shape.length;
   const given = axisList(name, args[1], "axes");
   const perm = given === undefined
@@ -366,7 +408,7 @@ function transpose(args: readonly unknown[]): NDArray {
 function cast(args: readonly unknown[]): NDArray {
   const name = "vm.op.cast";
   checkArgCount(name, args, 2, 2);
-  const x = tensorArg(name, args, 0, "x");
+  const x = tensorArg(name, args[0], 0, "x");
   const target = args[1];
   if (typeof target !== "string" && !(target instanceof DataType)) {
     throw new TypeError(`${name}: dtype must be a DataType or a string, got ${describe(target)}`);
@@ -385,11 +427,9 @@ function cast(args: readonly unknown[]): NDArray {
 // ---------------------------------------------------------------------------
 // Registration.
 
-for (const op of BINARY_OPS) {
-  operatorBuiltins.add(`vm.op.${op}`, (...args: unknown[]) => binary(op, args));
-}
+for (const op of BINARY_OPS) operatorBuiltins.add(`vm.op.${op}`, makeBinary(op));
 for (const op of Object.keys(UNARY_OPS) as UnaryOp[]) {
-  operatorBuiltins.add(`vm.op.${op}`, (...args: unknown[]) => unary(op, args));
+  operatorBuiltins.add(`vm.op.${op}`, makeUnary(op));
 }
 for (const op of Object.keys(REDUCE_OPS) as ReduceOp[]) {
   operatorBuiltins.add(`vm.op.${op}`, (...args: unknown[]) => reduce(op, args));

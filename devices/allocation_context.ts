@@ -38,6 +38,14 @@ export function defaultAllocator(device: Device): Allocator {
   return a;
 }
 
+/**
+ * True while a VM's allocators are active, i.e. while its loop runs: what
+ * is made then is held by the VM's protocol unless handed on.
+ */
+export function allocatorsActive(): boolean {
+  return active !== null;
+}
+
 /** Makes `set` the active allocators; returns the previous ones to restore later. */
 export function activateAllocators(set: AllocatorSet | null): AllocatorSet | null {
   const previous = active;

@@ -7,7 +7,7 @@
  */
 
 import type { Device } from "./device.ts";
-import type { Storage } from "./storage.ts";
+import type { MemoryBlock, Storage } from "./storage.ts";
 
 /** Counters reported by `VirtualMachine.memory_stats()`. */
 export interface MemoryStats {
@@ -34,6 +34,12 @@ export interface Allocator {
   readonly device: Device;
   /** A storage of at least `nbytes` usable bytes, with no references yet. */
   alloc(nbytes: number): Storage;
+  /**
+   * A block of at least `nbytes` bytes for one owner, who gives it back with
+   * `block.owner.reclaim(block)`: what a new tensor owns until it needs a
+   * `Storage`. Counted like `alloc`. @internal
+   */
+  allocBlock(nbytes: number): MemoryBlock;
   /** The counters so far. */
   stats(): MemoryStats;
   /** Gives every pooled block back to the device. */

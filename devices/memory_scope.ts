@@ -21,6 +21,9 @@ export class MemoryScope implements AllocatorSet {
   /** Which allocator each device gets. */
   readonly allocatorKind: AllocatorKind;
   readonly #allocators = new Map<Device, Allocator>();
+  /** The last device asked for and its allocator: most VMs allocate on one device. */
+  #lastDevice: Device | undefined = undefined;
+  #lastAllocator: Allocator | undefined = undefined;
 
   /** Made by the VM. @internal */
   constructor(devices: readonly Device[], allocatorKind: AllocatorKind) {
@@ -30,11 +33,14 @@ export class MemoryScope implements AllocatorSet {
 
   /** The allocator serving `device` (created on first use). */
   allocatorFor(device: Device): Allocator {
+    if (device === this.#lastDevice) return this.#lastAllocator!;
     let a = this.#allocators.get(device);
     if (a === undefined) {
       a = this.allocatorKind === "naive" ? new NaiveAllocator(device) : new PooledAllocator(device);
       this.#allocators.set(device, a);
     }
+    this.#lastDevice = device;
+    this.#lastAllocator = a;
     return a;
   }
 

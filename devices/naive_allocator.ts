@@ -7,7 +7,7 @@
 
 import type { Device } from "./device.ts";
 import { type Allocator, checkAllocationSize, emptyStats, type MemoryStats } from "./allocator.ts";
-import { Storage } from "./storage.ts";
+import { MemoryBlock, Storage } from "./storage.ts";
 
 /** Allocates a fresh block per request and destroys it when released. */
 export class NaiveAllocator implements Allocator {
@@ -20,24 +20,28 @@ export class NaiveAllocator implements Allocator {
   }
 
   alloc(nbytes: number): Storage {
+    return new Storage(this.allocBlock(nbytes), nbytes);
+  }
+
+  allocBlock(nbytes: number): MemoryBlock {
     checkAllocationSize(this.device, nbytes);
     // Zero-byte tensors still get a distinct (4-byte) block so views stay valid everywhere.
     const blockBytes = Math.max(4, Math.ceil(nbytes / 4) * 4);
-    const block = this.device.createBlock(blockBytes);
+    const handle = this.device.createBlock(blockBytes);
     const s = this.#stats;
     s.poolMisses++;
     s.allocatedBytes += blockBytes;
     s.liveBytes += blockBytes;
     s.liveBlocks++;
     if (s.liveBytes > s.peakBytes) s.peakBytes = s.liveBytes;
-    return new Storage(this.device, nbytes, blockBytes, block, this);
+    return new MemoryBlock(this.device, blockBytes, handle, this);
   }
 
-  /** Called by a storage whose last reference went. */
-  reclaim(storage: Storage): void {
-    this.#stats.liveBytes -= storage.blockBytes;
+  /** Called by the block's owner when it is done with it: the block is destroyed. */
+  reclaim(block: MemoryBlock): void {
+    this.#stats.liveBytes -= block.bytes;
     this.#stats.liveBlocks--;
-    this.device.destroyBlock(storage.block);
+    this.device.destroyBlock(block.handle);
   }
 
   stats(): MemoryStats {

@@ -1,12 +1,37 @@
 /**
- * `NDArray`: an n-dimensional tensor viewing a `Storage` on some device.
+ * `NDArray`: an n-dimensional tensor viewing a block of device memory.
  *
  * Lifetime: an NDArray is a `VMObject` (ground/object.ts). A tensor made
  * by a builtin starts floating; registers, tuples, closures and the constant
  * pool hold it. A tensor made by `tensor()` or handed out by the VM carries
  * one reference for the user, dropped by `dispose()` (or `using`). Freeing a
- * tensor gives its storage reference back, and the memory returns to its
- * allocator with the storage's last reference.
+ * tensor gives its memory back: at once when it owns its block, or as one
+ * reference to the `Storage` it shares with other views, whose last
+ * reference returns the block.
+ *
+ * Ownership: a tensor made by `NDArray.empty` owns its `MemoryBlock`
+ * directly and makes a `Storage` for it only when something asks for one
+ * (`storage`: a second view of the block, a GPU kernel binding the buffer,
+ * the garbage-collection safety net). A tensor made as a view of a storage
+ * (`new NDArray(storage, …)`) holds a reference to that storage.
+ *
+ * Garbage-collection safety net: a tensor the user drops without
+ * `dispose()` still gives its memory back when it is collected, through a
+ * `FinalizationRegistry`. Registering costs about as much as a small kernel
+ * (register plus unregister ≈ 100 ns), so a tensor registers only once it
+ * can be dropped that way: when it is made outside a running VM, handed to
+ * the user, or held by a tuple, a closure or a saved argument
+ * (`heldBeyondFrames`). A tensor that only ever sits in frame registers is
+ * always released by the protocol and never registers.
+ *
+ * These choices come from profiles of the 200-op chain of
+ * bench/small_ops_bench.ts (4-element operands, where everything but the
+ * arithmetic is overhead): per op, registering cost ~100 ns, freezing a copy
+ * of the shape ~70 ns, a Storage object plus its reference counting ~25 ns
+ * (more with the garbage it leaves), each TypedArray view ~25 ns. So the
+ * shape array is shared when the caller vouches it is frozen, the Storage is
+ * lazy, and `cpuView()` reuses a view cached on the tensor, or the one the
+ * block kept from its previous tensor.
  *
  * This file is browser-safe: no `Deno.*`.
  *
@@ -17,8 +42,8 @@ import { VMObject } from "../ground/object.ts";
 import { cpu } from "./cpu_device.ts";
 import type { Device } from "./device.ts";
 import { elementBytes, type TensorDType, TYPED_ARRAYS, type TypedArray } from "../ground/dtype.ts";
-import { currentAllocator } from "./allocation_context.ts";
-import type { Storage } from "./storage.ts";
+import { allocatorsActive, currentAllocator } from "./allocation_context.ts";
+import { type MemoryBlock, Storage } from "./storage.ts";
 
 /** Releases the storage reference of tensors collected without having been freed. */
 const collected = new FinalizationRegistry<Storage>((storage) => storage.release());
@@ -26,7 +51,7 @@ const collected = new FinalizationRegistry<Storage>((storage) => storage.release
 /** Number of elements of a shape. */
 export function shapeSize(shape: readonly number[]): number {
   let n = 1;
-  for (const d of shape) n *= d;
+  for (let i = 0; i < shape.length; i++) n *= shape[i];
   return n;
 }
 
@@ -49,25 +74,55 @@ export class NDArray extends VMObject {
   readonly shape: readonly number[];
   /** Element type, e.g. `"float32"`. */
   readonly dtype: TensorDType;
-  /** The memory this tensor views. @internal */
-  readonly storage: Storage;
-  /** Where the view starts in the storage, in bytes. @internal */
+  /** Where the view starts in its block, in bytes. @internal */
   readonly byteOffset: number;
   /** Number of elements. */
   readonly size: number;
 
-  /** Makes a view of `storage`; use `tensor()` or `NDArray.empty()` instead. @internal */
-  constructor(storage: Storage, byteOffset: number, shape: readonly number[], dtype: TensorDType) {
+  /** The block this tensor views. */
+  readonly #memory: MemoryBlock;
+  /** The storage this tensor holds a reference to; null while it owns `#memory` alone. */
+  #storage: Storage | null;
+  /** The TypedArray view `cpuView()` made, kept for the next call. */
+  #view: TypedArray | undefined = undefined;
+  /** Registered with the garbage-collection safety net. */
+  #collectable = false;
+
+  /**
+   * Makes a tensor viewing `source`; use `tensor()` or `NDArray.empty()`
+   * instead. A `Storage` is shared: the tensor holds a reference to it. A
+   * `MemoryBlock` (fresh from an allocator, `byteOffset` 0) becomes the
+   * tensor's own. `shape` is copied, unless the caller passes `size`: then
+   * it vouches that `shape` is frozen (another tensor's shape, a cached
+   * plan's) and has `size` elements, and the array is shared. @internal
+   */
+  constructor(
+    source: Storage | MemoryBlock,
+    byteOffset: number,
+    shape: readonly number[],
+    dtype: TensorDType,
+    size?: number,
+  ) {
     super();
-    this.storage = storage;
+    if (source instanceof Storage) {
+      source.retain();
+      this.#storage = source;
+      this.#memory = source.memory;
+    } else {
+      this.#storage = null;
+      this.#memory = source;
+    }
     this.byteOffset = byteOffset;
-    this.shape = Object.freeze([...shape]);
+    if (size === undefined) {
+      this.shape = Object.freeze(shape.slice());
+      this.size = shapeSize(shape);
+    } else {
+      this.shape = shape;
+      this.size = size;
+    }
     this.dtype = dtype;
-    this.size = shapeSize(shape);
-    storage.retain();
-    // A tensor that is dropped without dispose() still gives its storage back
-    // when the garbage collector finds it: later than dispose(), but never never.
-    collected.register(this, storage, this);
+    // Outside a VM nothing but the caller can hold it.
+    if (!allocatorsActive()) this.heldBeyondFrames();
   }
 
   /**
@@ -81,13 +136,50 @@ export class NDArray extends VMObject {
       }
     }
     const nbytes = shapeSize(shape) * elementBytes(dtype);
-    const storage = currentAllocator(device).alloc(nbytes);
-    return new NDArray(storage, 0, shape, dtype);
+    return new NDArray(currentAllocator(device).allocBlock(nbytes), 0, shape, dtype);
+  }
+
+  /**
+   * `empty` for callers that already checked the shape: `shape` is frozen
+   * (an input's shape, a cached plan's) and has `size` elements. The
+   * operators' output path. @internal
+   */
+  static emptyChecked(
+    shape: readonly number[],
+    size: number,
+    dtype: TensorDType,
+    device: Device,
+  ): NDArray {
+    const memory = currentAllocator(device).allocBlock(size * elementBytes(dtype));
+    return new NDArray(memory, 0, shape, dtype, size);
+  }
+
+  /**
+   * The storage this tensor views, made now if the tensor owned its block
+   * alone (the tensor then holds the storage's first reference). Throws
+   * once the tensor is released. @internal
+   */
+  get storage(): Storage {
+    if (this.#storage === null) {
+      if (super.disposed) throw this.usedAfterFree();
+      this.#storage = new Storage(this.#memory, this.size * elementBytes(this.dtype)).retain();
+    }
+    return this.#storage;
+  }
+
+  /**
+   * The raw block this tensor views (an `ArrayBuffer`, a `GPUBuffer`), read
+   * without making a storage: what kernels bind. Throws once the tensor is
+   * released. @internal
+   */
+  get block(): unknown {
+    if (this.disposed) throw this.usedAfterFree();
+    return this.#memory.handle;
   }
 
   /** The device holding the data. */
   get device(): Device {
-    return this.storage.device;
+    return this.#memory.device;
   }
 
   /** Size of the data in bytes. */
@@ -101,9 +193,18 @@ export class NDArray extends VMObject {
     return this;
   }
 
+  /** Joins the garbage-collection safety net (once). @internal */
+  override heldBeyondFrames(): void {
+    if (this.#collectable) return;
+    this.#collectable = true;
+    // A tensor that is dropped without dispose() still gives its storage back
+    // when the garbage collector finds it: later than dispose(), but never never.
+    collected.register(this, this.storage, this);
+  }
+
   /** True once the memory has been released; any further use throws. */
   override get disposed(): boolean {
-    return super.disposed || this.storage.disposed;
+    return super.disposed || (this.#storage !== null && this.#storage.disposed);
   }
 
   /**
@@ -111,12 +212,28 @@ export class NDArray extends VMObject {
    * kernels read and write. @internal
    */
   cpuView(): TypedArray {
+    const view = this.#view;
+    if (view !== undefined && !this.disposed) return view;
+    return this.#makeView();
+  }
+
+  #makeView(): TypedArray {
     this.#assertLive();
     if (this.device.kind !== "cpu") {
       throw new TypeError(`Tensor is on ${this.device}, not on the CPU`);
     }
     const Ctor = TYPED_ARRAYS[this.dtype];
-    return new Ctor(this.storage.block as ArrayBuffer, this.byteOffset, this.size);
+    const memory = this.#memory;
+    let view = memory.hostView;
+    if (
+      view === null || view.constructor !== Ctor || view.byteOffset !== this.byteOffset ||
+      view.length !== this.size
+    ) {
+      view = new Ctor(memory.handle as ArrayBuffer, this.byteOffset, this.size);
+      if (this.byteOffset === 0) memory.hostView = view;
+    }
+    this.#view = view;
+    return view;
   }
 
   /** A copy of the elements (CPU tensors only; use `await data()` for any device). */
@@ -128,7 +245,7 @@ export class NDArray extends VMObject {
   async data(): Promise<TypedArray> {
     this.#assertLive();
     if (this.device.kind === "cpu") return this.dataSync();
-    const bytes = await this.device.readBlock(this.storage.block, this.byteOffset, this.nbytes);
+    const bytes = await this.device.readBlock(this.#memory.handle, this.byteOffset, this.nbytes);
     const Ctor = TYPED_ARRAYS[this.dtype];
     return new Ctor(bytes.buffer as ArrayBuffer, bytes.byteOffset, this.size);
   }
@@ -145,17 +262,14 @@ export class NDArray extends VMObject {
   async copyToFloating(device: Device): Promise<NDArray> {
     this.#assertLive();
     const out = NDArray.empty(this.shape, this.dtype, device);
+    const from = this.#memory.handle, to = out.#memory.handle;
     if (device === this.device) {
-      device.copyBlock(this.storage.block, this.byteOffset, out.storage.block, 0, this.nbytes);
+      device.copyBlock(from, this.byteOffset, to, 0, this.nbytes);
     } else if (this.device.kind === "cpu") {
-      device.writeBlock(
-        out.storage.block,
-        0,
-        new Uint8Array(this.storage.block as ArrayBuffer, this.byteOffset, this.nbytes),
-      );
+      device.writeBlock(to, 0, new Uint8Array(from as ArrayBuffer, this.byteOffset, this.nbytes));
     } else {
-      const bytes = await this.device.readBlock(this.storage.block, this.byteOffset, this.nbytes);
-      device.writeBlock(out.storage.block, 0, bytes);
+      const bytes = await this.device.readBlock(from, this.byteOffset, this.nbytes);
+      device.writeBlock(to, 0, bytes);
     }
     return out;
   }
@@ -178,9 +292,14 @@ export class NDArray extends VMObject {
     if (this.disposed) throw this.usedAfterFree();
   }
 
-  /** Gives the storage reference back: the block returns to its allocator with the last one. */
+  /**
+   * Gives the memory back: an owned block to its allocator now, or the
+   * storage reference (the block returns with the storage's last one).
+   */
   protected free(): void {
-    collected.unregister(this);
-    this.storage.release();
+    if (this.#collectable) collected.unregister(this);
+    this.#view = undefined;
+    if (this.#storage !== null) this.#storage.release();
+    else this.#memory.owner.reclaim(this.#memory);
   }
 }

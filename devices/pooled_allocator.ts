@@ -7,63 +7,88 @@
  * waste stays under half a block for small tensors and under 1 MiB for big
  * ones.
  *
+ * A block is represented by the same `MemoryBlock` object for its whole
+ * life, so taking one from the pool allocates nothing, and it keeps the
+ * TypedArray view a tensor last made of it (`MemoryBlock.hostView`):
+ * creating a view costs more than a small kernel, and the next tensor on the
+ * block usually wants the same one. The free lists of the power-of-two
+ * classes are an array indexed by the class's exponent, so a small
+ * allocation does no hashing.
+ *
  * @module
  */
 
 import type { Device } from "./device.ts";
 import { type Allocator, checkAllocationSize, emptyStats, type MemoryStats } from "./allocator.ts";
-import { Storage } from "./storage.ts";
+import { MemoryBlock, Storage } from "./storage.ts";
 
 const MIB = 1 << 20;
 
 /** The block size a request of `nbytes` is served with. */
 export function sizeClass(nbytes: number): number {
   if (nbytes <= 16) return 16;
-  if (nbytes <= MIB) return 2 ** Math.ceil(Math.log2(nbytes));
+  if (nbytes <= MIB) return 2 ** (32 - Math.clz32(nbytes - 1));
   return Math.ceil(nbytes / MIB) * MIB;
 }
 
 /** Reuses released blocks of the same size class. */
 export class PooledAllocator implements Allocator {
   readonly device: Device;
-  #free = new Map<number, unknown[]>();
+  /** Free lists of the classes up to 1 MiB, by exponent (16 bytes: 4, 1 MiB: 20). */
+  readonly #small: MemoryBlock[][] = Array.from({ length: 21 }, () => []);
+  /** Free lists of the classes above 1 MiB, by size. */
+  readonly #large = new Map<number, MemoryBlock[]>();
+  readonly #maxBytes: number;
   #stats: MemoryStats = emptyStats();
 
   /** An allocator for `device`. */
   constructor(device: Device) {
     this.device = device;
+    this.#maxBytes = device.maxAllocationBytes;
+  }
+
+  #list(blockBytes: number, create: boolean): MemoryBlock[] | undefined {
+    if (blockBytes <= MIB) return this.#small[31 - Math.clz32(blockBytes)];
+    let list = this.#large.get(blockBytes);
+    if (list === undefined && create) {
+      list = [];
+      this.#large.set(blockBytes, list);
+    }
+    return list;
   }
 
   alloc(nbytes: number): Storage {
-    checkAllocationSize(this.device, nbytes);
+    return new Storage(this.allocBlock(nbytes), nbytes);
+  }
+
+  allocBlock(nbytes: number): MemoryBlock {
+    // The common request (a whole number of bytes the device can hold) makes no calls.
+    if (!(nbytes >= 0 && nbytes <= this.#maxBytes && Number.isSafeInteger(nbytes))) {
+      checkAllocationSize(this.device, nbytes);
+    }
     const blockBytes = sizeClass(nbytes);
     const s = this.#stats;
-    const pooled = this.#free.get(blockBytes)?.pop();
-    let block: unknown;
-    if (pooled !== undefined) {
-      block = pooled;
+    const list = this.#list(blockBytes, false);
+    let block: MemoryBlock;
+    if (list !== undefined && list.length > 0) {
+      block = list.pop()!;
       s.poolHits++;
     } else {
       checkAllocationSize(this.device, blockBytes);
-      block = this.device.createBlock(blockBytes);
+      block = new MemoryBlock(this.device, blockBytes, this.device.createBlock(blockBytes), this);
       s.poolMisses++;
       s.allocatedBytes += blockBytes;
       s.liveBlocks++;
     }
     s.liveBytes += blockBytes;
     if (s.liveBytes > s.peakBytes) s.peakBytes = s.liveBytes;
-    return new Storage(this.device, nbytes, blockBytes, block, this);
+    return block;
   }
 
-  /** Called by a storage whose last reference went: its block joins the free list. */
-  reclaim(storage: Storage): void {
-    this.#stats.liveBytes -= storage.blockBytes;
-    let list = this.#free.get(storage.blockBytes);
-    if (list === undefined) {
-      list = [];
-      this.#free.set(storage.blockBytes, list);
-    }
-    list.push(storage.block);
+  /** Called by the block's owner when it is done with it: the block joins its free list. */
+  reclaim(block: MemoryBlock): void {
+    this.#stats.liveBytes -= block.bytes;
+    this.#list(block.bytes, true)!.push(block);
   }
 
   stats(): MemoryStats {
@@ -72,12 +97,13 @@ export class PooledAllocator implements Allocator {
 
   /** Destroys every pooled block. */
   clear(): void {
-    for (const list of this.#free.values()) {
+    for (const list of [...this.#small, ...this.#large.values()]) {
       for (const block of list) {
-        this.device.destroyBlock(block);
+        this.device.destroyBlock(block.handle);
         this.#stats.liveBlocks--;
       }
+      list.length = 0;
     }
-    this.#free.clear();
+    this.#large.clear();
   }
 }

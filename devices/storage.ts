@@ -1,52 +1,103 @@
 /**
- * `Storage`: one block of device memory, a `VMObject` (ground/object.ts). Tensors are views into a storage and each holds one
- * reference; when the last reference goes, the block goes back to the
- * allocator that made it, at that moment rather than when the garbage
- * collector runs.
+ * Device memory as tensors hold it.
+ *
+ * - A `MemoryBlock` is one raw block from an allocator (an `ArrayBuffer`, a
+ *   `GPUBuffer`) together with what travels with it: its size class, the
+ *   allocator it goes back to, and the TypedArray view last made of it. It
+ *   is plain data, not reference-counted: exactly one owner holds it at a
+ *   time and gives it back with `block.owner.reclaim(block)`. A pooled
+ *   allocator keeps the same `MemoryBlock` object for the block's whole life,
+ *   so taking a block from the pool allocates nothing.
+ * - A `Storage` is a `VMObject` (ground/object.ts) that owns one block and
+ *   counts the tensors (and other holders) that share it; when the last
+ *   reference goes, the block goes back to its allocator, at that moment
+ *   rather than when the garbage collector runs.
+ *
+ * A tensor made by `NDArray.empty` owns its block directly and makes its
+ * `Storage` only when something asks for one (a second view, a GPU kernel
+ * binding the buffer, the garbage-collection safety net): most tensors of a
+ * program of small ops never need one, and making one per tensor cost about
+ * a fifth of each op of the 200-op chain in bench/small_ops_bench.ts (CPU
+ * time per op ~178 → ~145 ns without it; see devices/ndarray.ts).
+ *
+ * This file is browser-safe: no `Deno.*`.
  *
  * @module
  */
 
 import { VMObject } from "../ground/object.ts";
+import type { TypedArray } from "../ground/dtype.ts";
 import type { Device } from "./device.ts";
 
-/** Where a storage goes when its last reference is released. */
-export interface StorageOwner {
+/** Where a block goes when its owner is done with it. */
+export interface BlockOwner {
   /** Takes the block back (to a pool, or to the device). */
-  reclaim(storage: Storage): void;
+  reclaim(block: MemoryBlock): void;
+}
+
+/** One raw block of device memory and what travels with it. @internal */
+export class MemoryBlock {
+  /** The device the block lives on. */
+  readonly device: Device;
+  /** Size of the block in bytes (a pool rounds requests up to a size class). */
+  readonly bytes: number;
+  /** The raw block: an ArrayBuffer on the CPU, a GPUBuffer on WebGPU. */
+  readonly handle: unknown;
+  /** The allocator that made the block and takes it back. */
+  readonly owner: BlockOwner;
+  /**
+   * A TypedArray view of a CPU block from offset 0, made by
+   * `NDArray.cpuView()` and kept so that the next tensor viewing the block
+   * the same way reuses it (creating a view costs more than a small kernel).
+   * Null when there is none.
+   */
+  hostView: TypedArray | null = null;
+
+  /** Made by allocators. */
+  constructor(device: Device, bytes: number, handle: unknown, owner: BlockOwner) {
+    this.device = device;
+    this.bytes = bytes;
+    this.handle = handle;
+    this.owner = owner;
+  }
 }
 
 /** A block of device memory, shared by the tensors that view it. */
 export class Storage extends VMObject {
-  /** The device the block lives on. */
-  readonly device: Device;
   /** Usable size in bytes (what was asked for). */
   readonly nbytes: number;
-  /** Size of the underlying block (a pool may round up). */
-  readonly blockBytes: number;
-  /** The raw block: an ArrayBuffer on the CPU, a GPUBuffer on WebGPU. */
-  readonly block: unknown;
-  readonly #owner: StorageOwner;
+  /**
+   * The block, owned by this storage until its last reference goes.
+   *
+   * @ignore
+   */
+  readonly memory: MemoryBlock;
 
-  /** Made by allocators. */
-  constructor(
-    device: Device,
-    nbytes: number,
-    blockBytes: number,
-    block: unknown,
-    owner: StorageOwner,
-  ) {
+  /** Made by allocators and by tensors that owned `memory` until now. @internal */
+  constructor(memory: MemoryBlock, nbytes: number) {
     super();
-    this.device = device;
+    this.memory = memory;
     this.nbytes = nbytes;
-    this.blockBytes = blockBytes;
-    this.block = block;
-    this.#owner = owner;
+  }
+
+  /** The device the block lives on. */
+  get device(): Device {
+    return this.memory.device;
+  }
+
+  /** Size of the underlying block (a pool may round up). */
+  get blockBytes(): number {
+    return this.memory.bytes;
+  }
+
+  /** The raw block: an ArrayBuffer on the CPU, a GPUBuffer on WebGPU. */
+  get block(): unknown {
+    return this.memory.handle;
   }
 
   /** Gives the block back to the allocator that made it. */
   protected free(): void {
-    this.#owner.reclaim(this);
+    this.memory.owner.reclaim(this.memory);
   }
 
   /** `Storage(1024 bytes, cpu(0))`. */

@@ -103,7 +103,7 @@ export function tensor(
     const host = new TYPED_ARRAYS[dt](flat.length);
     host.set(flat);
     device.writeBlock(
-      out.storage.block,
+      out.block,
       out.byteOffset,
       new Uint8Array(host.buffer, 0, host.byteLength),
     );

@@ -83,9 +83,23 @@ export abstract class VMObject {
     if (!this.#userHeld) {
       this.retain();
       this.#userHeld = true;
+      this.heldBeyondFrames();
     }
     return this;
   }
+
+  /**
+   * Called once a holder other than a frame register takes a reference: the
+   * user (`handToUser`), a tuple, a closure, a saved argument
+   * (`retainValue`). Such a holder can be dropped without releasing its
+   * references (a user forgets `dispose()`, a closure handed out is
+   * collected), while frame registers are always released by the protocol,
+   * whether the call returns or throws. Kinds that keep a garbage-collection
+   * safety net install it here instead of on every object, because the
+   * safety net costs more than a small kernel (see devices/ndarray.ts).
+   * Called once or more; never on a freed object. @internal
+   */
+  heldBeyondFrames(): void {}
 
   /**
    * Drops the user's reference: the object is freed now unless the VM still
@@ -120,9 +134,17 @@ export abstract class VMObject {
   }
 }
 
-/** Adds a holder to `v` if it is an object (no-op for values that own nothing). */
+/**
+ * Adds a holder to `v` if it is an object (no-op for values that own
+ * nothing). This is how holders that outlive a frame — tuples, closures,
+ * saved and stateful arguments — take their reference; frame registers call
+ * `retain()` itself.
+ */
 export function retainValue(v: unknown): void {
-  if (v instanceof VMObject) v.retain();
+  if (v instanceof VMObject) {
+    v.retain();
+    v.heldBeyondFrames();
+  }
 }
 
 /** Drops a holder of `v`; the last one frees it. */

@@ -174,3 +174,115 @@ export function collapseDims(
   }
   return { shape: outShape, strides: outStrides };
 }
+
+/**
+ * True when two shapes have the same dimensions (identical arrays first: tensor shapes are frozen
+ * and often shared).
+ *
+ * @example
+ * ```ts
+ * import { sameShape } from "./broadcast.ts";
+ * import { assertEquals } from "@std/assert";
+ *
+ * assertEquals(sameShape([2, 3], [2, 3]), true);
+ * assertEquals(sameShape([2, 3], [3, 2]), false);
+ * ```
+ */
+export function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * Everything about broadcasting two operand shapes that does not depend on
+ * their values, dtype or device: the output shape and the collapsed walk
+ * (`collapseDims` of both operands' broadcast strides) a kernel follows.
+ */
+export interface BroadcastPlan {
+  /** The left operand's shape (frozen). */
+  readonly a: readonly number[];
+  /** The right operand's shape (frozen). */
+  readonly b: readonly number[];
+  /** The broadcast output shape (frozen, so tensors can share it). */
+  readonly shape: readonly number[];
+  /** Elements of the output. */
+  readonly size: number;
+  /** The iteration space (`collapseDims`), with the strides of `a` then `b`; frozen. */
+  readonly walk: {
+    readonly shape: readonly number[];
+    readonly strides: readonly (readonly number[])[];
+  };
+}
+
+/** Plans kept by `broadcastPlan`: a small ring, most programs use a handful of shape pairs. */
+const PLAN_SLOTS = 16;
+const plans: (BroadcastPlan | undefined)[] = new Array(PLAN_SLOTS).fill(undefined);
+let lastPlan = 0;
+let nextSlot = 0;
+
+function frozenCopy(shape: readonly number[]): readonly number[] {
+  return Object.isFrozen(shape) ? shape : Object.freeze([...shape]);
+}
+
+function planFor(a: readonly number[], b: readonly number[]): BroadcastPlan | undefined {
+  const shape = tryBroadcastShapes(a, b);
+  if (shape === undefined) return undefined;
+  let size = 1;
+  for (const d of shape) size *= d;
+  const walk = collapseDims(shape, [broadcastStrides(a, shape), broadcastStrides(b, shape)]);
+  Object.freeze(walk.shape);
+  walk.strides.forEach(Object.freeze);
+  return {
+    a: frozenCopy(a),
+    b: frozenCopy(b),
+    shape: Object.freeze(shape),
+    size,
+    walk: Object.freeze(walk),
+  };
+}
+
+/**
+ * The broadcast plan for operand shapes `a` and `b`, or `undefined` when
+ * they do not broadcast. Plans are cached (the last 16 shape pairs), so an
+ * operator called again on the same shapes — every iteration of a program,
+ * and the kernel after the front end — computes nothing: a hit compares the
+ * shapes, by identity first (tensor shapes are frozen) and else element by
+ * element. Keys are frozen copies, so a caller mutating its array later
+ * cannot make a stale plan match.
+ *
+ * @example
+ * ```ts
+ * import { broadcastPlan } from "./broadcast.ts";
+ * import { assertEquals, assertStrictEquals } from "@std/assert";
+ *
+ * const plan = broadcastPlan([2, 3, 4], [4])!;
+ * assertEquals(plan.shape, [2, 3, 4]);
+ * assertEquals(plan.walk, { shape: [6, 4], strides: [[4, 1], [0, 1]] });
+ * assertStrictEquals(broadcastPlan([2, 3, 4], [4]), plan); // cached
+ * assertEquals(broadcastPlan([2, 3], [4]), undefined);
+ * ```
+ */
+export function broadcastPlan(
+  a: readonly number[],
+  b: readonly number[],
+): BroadcastPlan | undefined {
+  const last = plans[lastPlan];
+  if (last !== undefined && sameShape(last.a, a) && sameShape(last.b, b)) return last;
+  for (let i = 0; i < PLAN_SLOTS; i++) {
+    const p = plans[i];
+    if (p === undefined) break;
+    if (sameShape(p.a, a) && sameShape(p.b, b)) {
+      lastPlan = i;
+      return p;
+    }
+  }
+  const plan = planFor(a, b);
+  if (plan !== undefined) {
+    lastPlan = nextSlot;
+    plans[nextSlot] = plan;
+    nextSlot = (nextSlot + 1) % PLAN_SLOTS;
+  }
+  return plan;
+}

@@ -41,16 +41,17 @@ export interface OpBackend {
   cast(x: NDArray, out: NDArray): void;
 }
 
-const backends = new Map<DeviceKind, OpBackend>();
+/** Installed backends by device kind; a plain record, so the lookup on every op is one property load. */
+const backends: Partial<Record<DeviceKind, OpBackend>> = {};
 
 /** Installs the kernels for one device kind (done by each backend module on import). */
 export function registerBackend(kind: DeviceKind, backend: OpBackend): void {
-  backends.set(kind, backend);
+  backends[kind] = backend;
 }
 
 /** The kernels for `kind`; throws when none are installed. */
 export function backendFor(kind: DeviceKind): OpBackend {
-  const b = backends.get(kind);
+  const b = backends[kind];
   if (b === undefined) throw new Error(`No operator kernels are installed for ${kind} devices`);
   return b;
 }

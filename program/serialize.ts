@@ -231,7 +231,7 @@ function tensorFromBytes(
   dt: ReturnType<typeof tensorDType>,
 ): NDArray {
   const out = NDArray.empty(dims, dt);
-  new Uint8Array(out.storage.block as ArrayBuffer, 0, bytes.length).set(bytes);
+  new Uint8Array(out.block as ArrayBuffer, 0, bytes.length).set(bytes);
   return out.handToUser();
 }
 

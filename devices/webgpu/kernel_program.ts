@@ -116,7 +116,7 @@ export function wgslType(dtype: TensorDType): "f32" | "i32" | "u32" {
 
 /** The tensor's GPU buffer. */
 export function bufferOf(t: NDArray): GPUBuffer {
-  return t.storage.block as GPUBuffer;
+  return t.block as GPUBuffer;
 }
 
 /** The tensor's offset in its buffer, in elements of its (4-byte) dtype. */

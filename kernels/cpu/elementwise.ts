@@ -20,7 +20,7 @@
 import type { TypedArray } from "../../ground/dtype.ts";
 import type { NDArray } from "../../devices/ndarray.ts";
 import type { BinaryOp, UnaryOp } from "../kernel_backend.ts";
-import { broadcastStrides, collapseDims } from "../broadcast.ts";
+import { broadcastPlan } from "../broadcast.ts";
 
 /** Fills `o[0 .. n)` from `a[0 ..]` and `b[0 ..]`: same shapes, the hottest case. */
 type Flat = (a: TypedArray, b: TypedArray, o: TypedArray, n: number) => void;
@@ -202,10 +202,9 @@ export function binaryKernel(op: BinaryOp, a: NDArray, b: NDArray, out: NDArray)
     loops.sv(av[0], bv, 0, ov, 0, out.size);
     return;
   }
-  const { shape, strides: [sa, sb] } = collapseDims(out.shape, [
-    broadcastStrides(a.shape, out.shape),
-    broadcastStrides(b.shape, out.shape),
-  ]);
+  const plan = broadcastPlan(a.shape, b.shape);
+  if (plan === undefined) throw new RangeError("binaryKernel: the operands do not broadcast");
+  const { shape, strides: [sa, sb] } = plan.walk;
   broadcastRows(loops, shape, sa, sb, av, bv, ov);
 }
 
@@ -217,9 +216,9 @@ export function binaryKernel(op: BinaryOp, a: NDArray, b: NDArray, out: NDArray)
  */
 function broadcastRows(
   loops: RowLoops,
-  shape: number[],
-  sa: number[],
-  sb: number[],
+  shape: readonly number[],
+  sa: readonly number[],
+  sb: readonly number[],
   av: TypedArray,
   bv: TypedArray,
   ov: TypedArray,

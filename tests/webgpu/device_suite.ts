@@ -136,13 +136,10 @@ gpuTest(
       be.unary("negative", a, first);
       const out = NDArray.empty([4], "float32", gpu);
       be.binary("add", first, a, out); // reads `first` (recorded, not run)
+      const firstBlock = first.block;
       first.releaseIfUnowned();
       const second = NDArray.empty([4], "float32", gpu);
-      assertStrictEquals(
-        second.storage.block,
-        first.storage.block,
-        "the pool hands the block out again",
-      );
+      assertStrictEquals(second.block, firstBlock, "the pool hands the block out again");
       be.binary("multiply", a, a, second); // overwrites it after the reader
       assertEquals(await out.data(), new Float32Array([0, 0, 0, 0]));
       assertEquals(await second.data(), new Float32Array([1, 4, 9, 16]));
@@ -164,7 +161,7 @@ gpuTest(
       source: () => "this is not WGSL",
       inputs: 0,
       workgroups: 1,
-    }, [a.storage.block as GPUBuffer]);
+    }, [a.block as GPUBuffer]);
     const e = await assertRejects(() => a.data(), WebGPUError);
     assertEquals(e.kind, "validation");
     assertEquals(await a.data(), new Float32Array([1, 2]));
