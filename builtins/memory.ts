@@ -109,6 +109,6 @@ memoryBuiltins.add("vm.builtin.ensure_zero_offset", (t: unknown) => {
   }
   if (t.byteOffset === 0) return t;
   const out = NDArray.empty(t.shape, t.dtype, t.device);
-  t.device.copyBlock(t.storage.block, t.byteOffset, out.storage.block, 0, t.nbytes);
+  t.device.copyBlock(t.block, t.byteOffset, out.block, 0, t.nbytes);
   return out;
 });

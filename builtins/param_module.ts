@@ -8,7 +8,7 @@
  */
 
 import type { NDArray } from "../devices/ndarray.ts";
-import { VMObject } from "../ground/object.ts";
+import { retainValue, VMObject } from "../ground/object.ts";
 import { Tuple } from "../ground/tuple.ts";
 
 /**
@@ -21,7 +21,8 @@ export class ParamModule extends VMObject {
   /** Holds `params`. @internal */
   constructor(params: readonly NDArray[]) {
     super();
-    this.#params = new Tuple(params).retain();
+    this.#params = new Tuple(params);
+    retainValue(this.#params);
   }
 
   /** The parameters, in order (the module still holds them). */

@@ -118,8 +118,8 @@ async function fetchIndex(
 function tensorFor(record: TensorCacheRecord, bytes: Uint8Array, device: Device): NDArray {
   const dtype = record.dtype as TensorDType;
   const nbytes = shapeSize(record.shape) * elementBytes(dtype);
-  const out = new NDArray(defaultAllocator(device).alloc(nbytes), 0, record.shape, dtype);
-  device.writeBlock(out.storage.block, 0, decodeRecord(bytes, record));
+  const out = new NDArray(defaultAllocator(device).allocBlock(nbytes), 0, record.shape, dtype);
+  device.writeBlock(out.block, 0, decodeRecord(bytes, record));
   return out;
 }
 

@@ -10,6 +10,7 @@
  */
 
 import type { NDArray } from "../devices/ndarray.ts";
+import { retainValue } from "../ground/object.ts";
 
 const entries = new Map<string, NDArray>();
 
@@ -29,7 +30,7 @@ export function cacheUpdate(name: string, tensor: NDArray, override: boolean): v
       `tensor_cache.update: "${name}" is already in the cache; pass override = true to replace it`,
     );
   }
-  tensor.retain();
+  retainValue(tensor);
   entries.set(name, tensor);
   old?.release();
 }

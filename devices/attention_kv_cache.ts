@@ -25,7 +25,7 @@
  */
 
 import { elementBytes, type TensorDType } from "../ground/dtype.ts";
-import { VMObject } from "../ground/object.ts";
+import { retainValue, VMObject } from "../ground/object.ts";
 import type { Device } from "./device.ts";
 import { NDArray, shapeSize } from "./ndarray.ts";
 
@@ -42,16 +42,16 @@ function copyRows(
   if (nbytes === 0) return;
   const from = src.byteOffset + srcRow * rowBytes, to = dst.byteOffset + dstRow * rowBytes;
   if (src.device === dst.device) {
-    dst.device.copyBlock(src.storage.block, from, dst.storage.block, to, nbytes);
+    dst.device.copyBlock(src.block, from, dst.block, to, nbytes);
   } else if (src.device.kind === "cpu") {
     dst.device.writeBlock(
-      dst.storage.block,
+      dst.block,
       to,
-      new Uint8Array(src.storage.block as ArrayBuffer, from, nbytes),
+      new Uint8Array(src.block as ArrayBuffer, from, nbytes),
     );
   } else {
-    return src.device.readBlock(src.storage.block, from, nbytes).then((bytes) =>
-      dst.device.writeBlock(dst.storage.block, to, bytes)
+    return src.device.readBlock(src.block, from, nbytes).then((bytes) =>
+      dst.device.writeBlock(dst.block, to, bytes)
     );
   }
 }
@@ -91,7 +91,8 @@ export class AttentionKVCache extends VMObject {
   constructor(data: NDArray) {
     super();
     if (data.shape.length === 0) throw new RangeError("A KV cache needs at least one dimension");
-    this.#data = data.retain();
+    retainValue(data); // a holder beyond frames: the tensor joins the GC safety net
+    this.#data = data;
   }
 
   /**
@@ -298,8 +299,9 @@ export class AttentionKVCache extends VMObject {
     if (rows <= old.shape[0]) return;
     let capacity = Math.max(old.shape[0], 1);
     while (capacity < rows) capacity *= 2;
-    const grown = NDArray.empty([capacity, ...this.rowShape], old.dtype, old.device).retain();
-    old.device.copyBlock(old.storage.block, old.byteOffset, grown.storage.block, 0, old.nbytes);
+    const grown = NDArray.empty([capacity, ...this.rowShape], old.dtype, old.device);
+    retainValue(grown);
+    old.device.copyBlock(old.block, old.byteOffset, grown.block, 0, old.nbytes);
     this.#data = grown;
     old.release();
   }

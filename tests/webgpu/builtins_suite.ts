@@ -38,7 +38,7 @@ gpuTest("ensure_zero_offset copies an offset WebGPU tensor on the device", async
     ib.emit_ret(ib.r(5));
   });
   registerFunc("test.gpu.copy_into", (src: NDArray, dst: NDArray) => {
-    src.device.copyBlock(src.storage.block, src.byteOffset, dst.storage.block, dst.byteOffset, 12);
+    src.device.copyBlock(src.block, src.byteOffset, dst.block, dst.byteOffset, 12);
   }, { override: true });
   const vm = new VirtualMachine(ib.get(), [cpu(), gpu]);
   using x = tensor([1, 2, 3]);
