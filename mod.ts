@@ -62,6 +62,7 @@ export type {
   LoadTensorCacheOptions,
   MemoryStats,
   NestedNumbers,
+  NumberArray,
   PackedFunc,
   ParamModule,
   ProgramData,

@@ -49,7 +49,7 @@ export { tensor } from "./devices/tensor.ts";
 export type { NestedNumbers, TensorOptions } from "./devices/tensor.ts";
 export { shape, ShapeTuple } from "./ground/shape_tuple.ts";
 export { DataType, dtype } from "./ground/dtype.ts";
-export type { TensorDType, TypedArray } from "./ground/dtype.ts";
+export type { NumberArray, TensorDType, TypedArray } from "./ground/dtype.ts";
 export { Device } from "./devices/device.ts";
 export type { DeviceKind } from "./devices/device.ts";
 export { cpu } from "./devices/cpu_device.ts";

@@ -42,7 +42,7 @@ function callValue(f: unknown, args: unknown[], who: string): unknown {
  *
  * // The stand-in writes its output in place, as a TIR function does.
  * registerFunc("doc.tir.fill", (out: NDArray, n: number) => {
- *   out.cpuView().fill(n);
+ *   (out.cpuView() as Float32Array).fill(n);
  * }, { override: true });
  * const ib = new ExecBuilder();
  * ib.declare_function("doc.tir.fill");

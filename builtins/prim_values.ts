@@ -20,7 +20,13 @@
 
 import { BuiltinTable } from "./builtin_table.ts";
 import { contextPrefix, describe } from "./describe.ts";
-import { heapIndex, heapView, MakeShapeCode, MatchShapeCode } from "./shape_heap.ts";
+import {
+  heapIndex,
+  heapView,
+  MakeShapeCode,
+  MatchShapeCode,
+  type ShapeHeapView,
+} from "./shape_heap.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const primValueBuiltins = new BuiltinTable();
@@ -28,11 +34,12 @@ export const primValueBuiltins = new BuiltinTable();
 function integer(v: unknown, what: string, who: string): number {
   if (typeof v === "boolean") return v ? 1 : 0;
   if (typeof v === "number" && Number.isSafeInteger(v)) return v;
+  if (typeof v === "bigint" && Number.isSafeInteger(Number(v))) return Number(v);
   throw new TypeError(`${who}: ${what} must be an integer, got ${describe(v)}`);
 }
 
 /** The heap, which codes that read or write it need; null stands for "no heap". */
-function heapFor(heap: unknown, who: string): Float64Array {
+function heapFor(heap: unknown, who: string): ShapeHeapView {
   if (heap === null) {
     throw new TypeError(`${who}: this code needs a shape heap, got null`);
   }
@@ -63,14 +70,14 @@ primValueBuiltins.add(
         return null;
       case MatchShapeCode.StoreToHeap: {
         const h = heapFor(heap, who);
-        h[heapIndex(h, r, who)] = v;
+        h.set(heapIndex(h, r, who), v);
         return null;
       }
       case MatchShapeCode.NoOp:
         return null;
       case MatchShapeCode.AssertEqualToLoad: {
         const h = heapFor(heap, who);
-        const expected = h[heapIndex(h, r, who)];
+        const expected = h.get(heapIndex(h, r, who), who);
         if (v !== expected) {
           throw new RangeError(
             `${ctx}${who}: the value is ${v}, expected ${expected} (heap[${r}], populated earlier)`,
@@ -99,7 +106,7 @@ primValueBuiltins.add(
     if (code === MakeShapeCode.UseImm) return r;
     if (code === MakeShapeCode.LoadShape) {
       const h = heapFor(heap, who);
-      return h[heapIndex(h, r, who)];
+      return h.get(heapIndex(h, r, who), who);
     }
     throw new RangeError(`${who}: unknown shape code ${describe(code)}`);
   },

@@ -146,8 +146,8 @@ runtimeCheckBuiltins.add("vm.builtin.check_func_info", (f: unknown, errCtx?: unk
 /**
  * `vm.builtin.check_prim_value_info(v, dtype, err_ctx)`: throws unless `v`
  * is a scalar (not an object) that `dtype` can hold: for `bool`, a boolean
- * or an integer; for `int*`/`uint*`, an integer or a boolean; for `float*`,
- * any number or a boolean. As in TVM, the width is not range-checked (300
+ * or an integer; for `int*`/`uint*`, an integer (a number or a bigint) or a
+ * boolean; for `float*`, any number, bigint or boolean. As in TVM, the width is not range-checked (300
  * passes an `int8` check). Returns null.
  * Errors: `TypeError` (an object or null, a value of the wrong kind, a dtype
  * prim values cannot have).
@@ -162,7 +162,7 @@ runtimeCheckBuiltins.add(
     if (v === null || typeof v === "object" || typeof v === "function") {
       throw new TypeError(`${ctx}${who}: expected a value of dtype ${dt}, got ${describe(v)}`);
     }
-    const isInteger = typeof v === "number" && Number.isInteger(v);
+    const isInteger = (typeof v === "number" && Number.isInteger(v)) || typeof v === "bigint";
     let ok: boolean;
     switch (dt.code) {
       case DTypeCode.Bool:
@@ -171,7 +171,7 @@ runtimeCheckBuiltins.add(
         ok = typeof v === "boolean" || isInteger;
         break;
       case DTypeCode.Float:
-        ok = typeof v === "boolean" || typeof v === "number";
+        ok = typeof v === "boolean" || typeof v === "number" || typeof v === "bigint";
         break;
       default:
         throw new TypeError(`${ctx}${who}: prim values of dtype ${dt} are not supported`);

@@ -170,11 +170,10 @@ samplingBuiltins.add(
  * `vm.builtin.multinomial_from_uniform(prob, uniform)`: for each row `b` of
  * float32 probabilities `prob[batch, V]`, the first index whose cumulative
  * probability exceeds `uniform[b, 0]` (strictly), or `V - 1` when none does.
- * Returns a new CPU tensor of shape `[batch, 1]`, wherever the inputs live.
+ * Returns a new int64 CPU tensor of shape `[batch, 1]`, wherever the inputs live.
  * Errors: `TypeError` (not float32 tensors), `RangeError` (shapes that do not
  * pair one uniform sample with each row).
- * TVM: `vm.builtin.multinomial_from_uniform` (lm_support.cc); TVM returns
- * int64 indices, relaxvm int32 until its int64 dtype lands.
+ * TVM: `vm.builtin.multinomial_from_uniform` (lm_support.cc).
  */
 samplingBuiltins.add("vm.builtin.multinomial_from_uniform", (prob: unknown, uniform: unknown) => {
   const who = "multinomial_from_uniform";
@@ -191,9 +190,9 @@ samplingBuiltins.add("vm.builtin.multinomial_from_uniform", (prob: unknown, unif
     );
   }
   // Allocated before any wait, so the running VM's allocator counts it.
-  const out = NDArray.empty([batch, 1], "int32", cpu());
+  const out = NDArray.empty([batch, 1], "int64", cpu());
   const sample = (p: TypedArray, u: TypedArray) => {
-    const indices = out.cpuView();
+    const indices = out.cpuView() as BigInt64Array;
     for (let b = 0; b < batch; b++) {
       let cum = 0, index = 0;
       for (let j = 0; j < v; j++) {
@@ -201,7 +200,7 @@ samplingBuiltins.add("vm.builtin.multinomial_from_uniform", (prob: unknown, unif
         cum = f32(cum + (p[b * v + j] as number));
         if (cum > (u[b] as number)) break;
       }
-      indices[b] = index;
+      indices[b] = BigInt(index);
     }
     return out;
   };

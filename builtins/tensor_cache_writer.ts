@@ -66,15 +66,18 @@ function entriesOf(params: TensorCacheParams): Iterable<readonly [string, NDArra
   return Object.entries(params as Record<string, NDArray>);
 }
 
-/** A tensor's bytes as stored in a record of `format`. */
+/** A tensor's bytes as stored in a record of `format` (raw: its own bytes, bfloat16 bits included). */
 async function encodeTensor(t: NDArray, format: string): Promise<Uint8Array> {
-  const values = t.device.kind === "cpu" ? t.dataSync() : await t.data();
+  const raw = t.device.kind === "cpu"
+    ? new Uint8Array(t.cpuView().buffer, t.cpuView().byteOffset, t.nbytes).slice()
+    : await t.device.readBlock(t.block, t.byteOffset, t.nbytes);
   if (format === "f32-to-bf16" && t.dtype === "float32") {
+    const values = new Float32Array(raw.buffer, raw.byteOffset, t.size);
     const out = new Uint16Array(values.length);
-    for (let i = 0; i < values.length; i++) out[i] = float32ToBfloat16Bits(values[i] as number);
+    for (let i = 0; i < values.length; i++) out[i] = float32ToBfloat16Bits(values[i]);
     return new Uint8Array(out.buffer);
   }
-  return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+  return raw;
 }
 
 function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {

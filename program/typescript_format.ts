@@ -25,7 +25,7 @@
 import { ArgKind, argKind, argValue, Opcode, VM_REGISTER, VOID_REGISTER } from "./bytecode.ts";
 import { InstructionCursor } from "./decoder.ts";
 import { saveProgram } from "./serialize.ts";
-import { DataType } from "../ground/dtype.ts";
+import { DataType, type NumberArray, type TensorDType } from "../ground/dtype.ts";
 import type { ConstantValue, FunctionInfo, ProgramData } from "./program_data.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
@@ -46,14 +46,40 @@ function numberLiteral(v: number): string {
 
 function tensorLiteral(t: NDArray, used: Set<string>): string {
   used.add("tensor");
+  const options = `{ shape: [${t.shape.join(", ")}], dtype: "${t.dtype}" }`;
   const values = t.dataSync();
+  if (values instanceof BigInt64Array) {
+    return `tensor(new BigInt64Array([${
+      Array.from(values, (v) => `${v}n`).join(", ")
+    }]), ${options})`;
+  }
+  if (t.dtype === "float16" || t.dtype === "bfloat16") {
+    // Their values are float32 values, written so on any runtime; tensor() rounds them back
+    // to the same bits (NaN to the canonical NaN, which notBuildable made sure they are).
+    const list = Array.from(values as NumberArray, numberLiteral).join(", ");
+    return `tensor(new Float32Array([${list}]), ${options})`;
+  }
   const ctor = values.constructor.name;
   // Numbers print and parse back to the same bits, except NaN, whose payload
   // would be lost: a tensor holding NaN is written as raw bytes instead.
-  const data = values.some((v) => Number.isNaN(v))
+  const data = (values as NumberArray).some((v) => Number.isNaN(v))
     ? `new ${ctor}(new Uint8Array([${new Uint8Array(values.buffer).join(", ")}]).buffer)`
-    : `new ${ctor}([${Array.from(values, (v) => numberLiteral(Number(v))).join(", ")}])`;
-  return `tensor(${data}, { shape: [${t.shape.join(", ")}], dtype: "${t.dtype}" })`;
+    : `new ${ctor}([${Array.from(values as NumberArray, numberLiteral).join(", ")}])`;
+  return `tensor(${data}, ${options})`;
+}
+
+/** The NaN a float16 or bfloat16 tensor gets from tensor(NaN): other NaN bits cannot be written. */
+const CANONICAL_NAN: Partial<Record<TensorDType, number>> = { float16: 0x7e00, bfloat16: 0x7fc0 };
+
+/** Whether a 16-bit float tensor holds a NaN that `tensor()` would not give back bit for bit. */
+function hasOddNaN(t: NDArray): boolean {
+  const canonical = CANONICAL_NAN[t.dtype];
+  if (canonical === undefined) return false;
+  const bits = new Uint16Array(bytesOf(t).slice().buffer);
+  const exponent = t.dtype === "float16" ? 0x7c00 : 0x7f80;
+  return bits.some((b) =>
+    (b & exponent) === exponent && (b & ~exponent & 0x7fff) !== 0 && b !== canonical
+  );
 }
 
 function constantLiteral(value: ConstantValue, used: Set<string>): string {
@@ -167,6 +193,9 @@ function notBuildable(ex: ProgramData): string | null {
     if (typeof value === "number" && Number.isNaN(value) && !isCanonicalNaN(value)) {
       return `constant c[${i}] is a NaN with a payload`;
     }
+    if (value instanceof NDArray && hasOddNaN(value)) {
+      return `constant c[${i}] is a ${value.dtype} tensor holding a NaN with a payload`;
+    }
     const same = seen.findIndex((other) => sameConstant(other, value));
     if (same >= 0) return `constants c[${same}] and c[${i}] are equal`;
     seen.push(value);
@@ -223,8 +252,9 @@ function sameConstant(a: ConstantValue, b: ConstantValue): boolean {
   return false;
 }
 
+/** The tensor's element bytes as stored. */
 function bytesOf(t: NDArray): Uint8Array {
-  const v = t.dataSync();
+  const v = t.cpuView();
   return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 }
 

@@ -26,7 +26,10 @@ async function chainPeaks(device: Device) {
   for (const liveness of [true, false]) {
     const vm = new VirtualMachine(chainProgram(layers, liveness), device);
     using out = await vm.invoke("chain", ...inputs) as NDArray;
-    results[String(liveness)] = { peak: vm.memory_stats().peakBytes, out: await out.data() };
+    results[String(liveness)] = {
+      peak: vm.memory_stats().peakBytes,
+      out: await out.data() as Float32Array,
+    };
   }
   inputs.forEach((t) => t.dispose());
   return results;

@@ -94,8 +94,8 @@ Deno.test("multinomial_from_uniform: the reference vectors, strict comparison", 
     using prob = tensor(p);
     using uniform = tensor(u.map((x) => [x]));
     const out = call("vm.builtin.multinomial_from_uniform", prob, uniform) as NDArray;
-    assertEquals(out.shape, [p.length, 1]);
-    const values = [...out.dataSync()];
+    assertEquals([out.dtype, out.shape], ["int64", [p.length, 1]]);
+    const values = [...out.dataSync()].map(Number);
     out.releaseIfUnowned();
     return values;
   };
@@ -129,8 +129,12 @@ Deno.test("TVM test_multinomial_from_uniform: through a VM", async () => {
   using y = tensor([[1.0], [0], [1]]);
   const vm = new VirtualMachine(ib.get());
   using out = await vm.invoke("foo", x, y) as NDArray;
-  assertEquals(out.shape, [3, 1]);
-  assertEquals([...out.dataSync()], [4, 1, 4], "u = 1: the last index; u = 0: the first positive");
+  assertEquals([out.dtype, out.shape], ["int64", [3, 1]]);
+  assertEquals(
+    [...out.dataSync()],
+    [4n, 1n, 4n],
+    "u = 1: the last index; u = 0: the first positive",
+  );
 });
 
 Deno.test("apply_repetition_penalty: in place, repeated ids penalized again", () => {
@@ -170,7 +174,7 @@ Deno.test("apply_softmax_with_temperature: TVM's values, and exact for very nega
   const softmax = (values: number[], temperature: number) => {
     using t = tensor(values);
     call("vm.builtin.apply_softmax_with_temperature", t, temperature);
-    return [...t.dataSync()];
+    return [...t.dataSync() as Float32Array];
   };
   const close = (actual: number[], expected: number[]) =>
     expected.forEach((e, i) => assertAlmostEquals(actual[i], e, 1e-7));
@@ -183,7 +187,7 @@ Deno.test("apply_softmax_with_temperature: TVM's values, and exact for very nega
   // Every row of a batch.
   using batch = tensor([[1, 2, 3], [-1, -2, -3]]);
   call("vm.builtin.apply_softmax_with_temperature", batch, 1);
-  close([...batch.dataSync()], [
+  close([...batch.dataSync() as Float32Array], [
     0.09003057,
     0.24472846,
     0.66524094,

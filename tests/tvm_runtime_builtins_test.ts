@@ -21,9 +21,9 @@ const call = (name: string, ...args: unknown[]) => getGlobalFunc(name)!(...args)
 const { AssertEqualToImm, StoreToHeap, NoOp, AssertEqualToLoad } = MatchShapeCode;
 const { UseImm, LoadShape } = MakeShapeCode;
 
-/** A shape heap holding `values`. */
+/** A shape heap holding `values`: an int64 tensor, as TVM's tests make it. */
 function heapOf(values: number[]): NDArray {
-  return tensor(values, { dtype: "float64" });
+  return tensor(values, { dtype: "int64" });
 }
 
 Deno.test("TVM test_make_shape: immediates and heap loads", () => {
@@ -42,7 +42,7 @@ Deno.test("TVM test_match_shape: store, assert, and the two mismatches", () => {
   const s = shape(1, 2, 3);
   using x = tensor(new Float64Array(6), { shape: [1, 2, 3] });
   call("vm.builtin.match_shape", s, heap, 3, AssertEqualToImm, 1, StoreToHeap, 2, NoOp, 0, "");
-  assertEquals(heap.dataSync()[2], 2);
+  assertEquals(heap.dataSync()[2], 2n);
   call("vm.builtin.match_shape", x, heap, 3, AssertEqualToImm, 1, AssertEqualToLoad, 2, 0, 3, "");
   assertThrows(
     () => call("vm.builtin.match_shape", s, heap, 2, AssertEqualToImm, 1, StoreToHeap, 2, ""),
@@ -65,7 +65,7 @@ Deno.test("alloc_shape_heap accepts %vm first, as TVM's compiler emits it", asyn
   });
   using heap = await new VirtualMachine(ib.get()).invoke("main") as NDArray;
   assertEquals(heap.shape, [3]);
-  assertEquals([...heap.dataSync()], [0, 0, 0]);
+  assertEquals([heap.dtype, ...heap.dataSync()], ["int64", 0n, 0n, 0n]);
 });
 
 Deno.test("match_prim_value and make_prim_value: every code, and their errors", () => {
@@ -81,7 +81,7 @@ Deno.test("match_prim_value and make_prim_value: every code, and their errors", 
   assertThrows(() => call("vm.builtin.make_prim_value", heap, LoadShape, 4), RangeError, "heap");
 
   assertEquals(call("vm.builtin.match_prim_value", 4, heap, StoreToHeap, 1, ""), null);
-  assertEquals(heap.dataSync()[1], 4);
+  assertEquals(heap.dataSync()[1], 4n);
   call("vm.builtin.match_prim_value", 4, heap, AssertEqualToLoad, 1, "");
   call("vm.builtin.match_prim_value", 9, null, AssertEqualToImm, 9, "");
   call("vm.builtin.match_prim_value", 123, null, NoOp, 0);
@@ -245,7 +245,7 @@ Deno.test("call_tir_dyn unpacks the trailing shape into scalar arguments", async
   assertThrows(() => call("vm.builtin.call_tir_dyn", 3, shape()), TypeError, "expected a function");
   // Through a VM, with a packed function standing for the TIR kernel.
   registerFunc("test.tir.scale", (x: NDArray, out: NDArray, n: number) => {
-    const src = x.cpuView(), dst = out.cpuView();
+    const src = x.cpuView() as Float32Array, dst = out.cpuView() as Float32Array;
     for (let i = 0; i < n; i++) dst[i] = 2 * src[i];
   }, { override: true });
   const ib = new ExecBuilder();
@@ -333,8 +333,56 @@ Deno.test("ensure_zero_offset: the tensor itself at offset 0, else a copy at off
   assertEquals([view.byteOffset, copied.byteOffset], [8, 0]);
   assert(copied.storage !== view.storage, "a copy in its own storage");
   assertStrictEquals(same, zero);
-  view.cpuView().set([5, 6]);
+  (view.cpuView() as Float32Array).set([5, 6]);
   assertEquals([...copied.dataSync()], [0, 0], "copied before the write");
   assertThrows(() => call("vm.builtin.ensure_zero_offset", 3), TypeError, "expected a tensor");
   for (const t of [view, zero, copied]) t.dispose();
+});
+
+Deno.test("shape heaps: int64 as TVM's, float64 still accepted, other dtypes and huge values rejected", () => {
+  using legacy = tensor([0, 0], { dtype: "float64" });
+  call("vm.builtin.match_shape", shape(7, 8), legacy, 2, StoreToHeap, 0, StoreToHeap, 1, "");
+  assertEquals([...legacy.dataSync()], [7, 8]);
+  assertEquals([...call("vm.builtin.make_shape", legacy, 1, LoadShape, 1) as ShapeTuple], [8]);
+  using int32 = tensor([0], { dtype: "int32" });
+  assertThrows(
+    () => call("vm.builtin.make_shape", int32, 1, LoadShape, 0),
+    TypeError,
+    "expected a shape heap (an int64 CPU tensor",
+  );
+  using huge = tensor([2n ** 60n]);
+  assertThrows(
+    () => call("vm.builtin.make_prim_value", huge, LoadShape, 0),
+    RangeError,
+    "heap[0] = 1152921504606846976 is beyond 2^53",
+  );
+});
+
+Deno.test("tensor_to_shape: int64 input (TVM's shape_to_tensor output), any integer dtype", () => {
+  using i64 = tensor([2n, 3n]);
+  assertEquals([...call("vm.builtin.tensor_to_shape", i64) as ShapeTuple], [2, 3]);
+  using i16 = tensor([-1], { dtype: "int16" });
+  assertEquals([...call("vm.builtin.tensor_to_shape", i16) as ShapeTuple], [-1]);
+  using huge = tensor([2n ** 62n]);
+  assertThrows(
+    () => call("vm.builtin.tensor_to_shape", huge),
+    RangeError,
+    "element 0 (4611686018427387904) is not an integer below 2^53",
+  );
+  using frac = tensor([1.5]);
+  assertThrows(() => call("vm.builtin.tensor_to_shape", frac), RangeError, "element 0 (1.5)");
+  using two = tensor([[1n]]);
+  assertThrows(() => call("vm.builtin.tensor_to_shape", two), TypeError, "1-D");
+});
+
+Deno.test("prim values take bigints (int64 scalars) as integers", () => {
+  using heap = heapOf([0, 0]);
+  call("vm.builtin.match_prim_value", 5n, heap, StoreToHeap, 1n, "");
+  assertEquals(call("vm.builtin.make_prim_value", heap, LoadShape, 1), 5);
+  assertEquals(call("vm.builtin.check_prim_value_info", 2n ** 62n, "int64", ""), null);
+  assertThrows(
+    () => call("vm.builtin.match_prim_value", 2n ** 62n, heap, StoreToHeap, 0, ""),
+    TypeError,
+    "must be an integer",
+  );
 });

@@ -91,7 +91,7 @@ gpuTest("sampling reads WebGPU tensors back; in-place processing wants the CPU",
   using probs = tensor([[0.1, 0.2, 0.3, 0.4]], { device: gpu });
   using u = tensor([[0.35]], { device: gpu });
   const out = await call("vm.builtin.multinomial_from_uniform", probs, u) as NDArray;
-  assertEquals([out.device, [...out.dataSync()]], [cpu(), [2]]);
+  assertEquals([out.device, out.dtype, [...out.dataSync()]], [cpu(), "int64", [2n]]);
   out.releaseIfUnowned();
   assertThrows(
     () => call("vm.builtin.apply_softmax_with_temperature", logits, 1),

@@ -100,11 +100,11 @@ gpuTest("kernels read and write tensors at offsets inside a shared buffer", asyn
     );
     be().binary("multiply", a, b, out);
     const want = Array.from({ length: 12 }, (_, i) => (1 + i) * (16 + (i % 4)));
-    assertEquals(Array.from(await out.data()), want);
+    assertEquals(Array.from(await out.data() as Float32Array), want);
     // The output shares a buffer with its inputs: computed via a temporary, inputs intact.
     be().unary("negative", a, out);
-    assertEquals(Array.from(await out.data()), want.map((_, i) => -(1 + i)));
-    assertEquals(Array.from(await a.data()), want.map((_, i) => 1 + i));
+    assertEquals(Array.from(await out.data() as Float32Array), want.map((_, i) => -(1 + i)));
+    assertEquals(Array.from(await a.data() as Float32Array), want.map((_, i) => 1 + i));
     for (const t of [a, b, out]) t.releaseIfUnowned();
   } finally {
     base.releaseIfUnowned();
@@ -228,7 +228,7 @@ gpuTest("matmul: vec4 and scalar variants, edges, offsets and broadcast batches"
     using tb = tensor(a, { shape: [8, 8], device: gpu });
     const out = NDArray.empty([8, 8], "float32", gpu);
     be().matmul(va, tb, out);
-    assertClose(await out.data(), refMatmul(a, a, 8, 8, 8), 1e-5);
+    assertClose(await out.data() as Float32Array, refMatmul(a, a, 8, 8, 8), 1e-5);
     out.releaseIfUnowned();
     va.releaseIfUnowned();
   } finally {
@@ -309,7 +309,7 @@ gpuTest("casts round float64 to float32 exactly and keep neighbouring bytes", as
     const out = view(base, 1, [3], "uint8");
     using x = tensor([1.9, 300, -4], { device: gpu });
     be().cast(x, out);
-    assertEquals(Array.from(await base.data()), [9, 1, 255, 0, 9, 9, 9, 9]);
+    assertEquals(Array.from(await base.data() as Uint8Array), [9, 1, 255, 0, 9, 9, 9, 9]);
     out.releaseIfUnowned();
   } finally {
     base.releaseIfUnowned();
