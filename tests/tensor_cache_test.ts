@@ -78,10 +78,15 @@ Deno.test("TVM test_tensor_cache: dump with f32-to-bf16, load, param_array_from_
     assertEquals([...res.fields[0].dataSync()], [1, 2, 3]);
     assertEquals(res.fields[1].shape, [10, 20]);
     assertEquals([...res.fields[1].dataSync()], bf16Round(x1.dataSync() as Float32Array));
-    // The b16 index describes the same bytes as bfloat16 tensors.
+    // The b16 index describes the same bytes as bfloat16 tensors, which load as such.
     const b16 = JSON.parse(await Deno.readTextFile(`${dir}/tensor-cache-b16.json`));
     assertEquals(b16.records[0].records[1].dtype, "bfloat16");
     assertEquals(b16.records[0].records[1].format, "raw");
+    call("vm.builtin.tensor_cache.clear");
+    await loadTensorCache(`${dir}/tensor-cache-b16.json`);
+    const asBf16 = cached("x_1")!;
+    assertEquals(asBf16.dtype, "bfloat16");
+    assertEquals([...asBf16.dataSync()], bf16Round(x1.dataSync() as Float32Array));
   }));
 
 Deno.test("TVM test_tensor_cache_update: rewrite in place, add a shard", () =>
@@ -117,7 +122,19 @@ Deno.test("TVM test_tensor_cache_update: rewrite in place, add a shard", () =>
 
 Deno.test("TVM test_save_load: every dtype round-trips exactly, raw and f32-to-bf16", () =>
   withDir(async (dir) => {
-    const dtypes = ["int8", "int16", "int32", "uint8", "uint16", "uint32", "float32", "float64"];
+    const dtypes = [
+      "int8",
+      "int16",
+      "int32",
+      "int64",
+      "uint8",
+      "uint16",
+      "uint32",
+      "float16",
+      "bfloat16",
+      "float32",
+      "float64",
+    ];
     for (const encodeFormat of ["raw", "f32-to-bf16"] as const) {
       for (const dtype of dtypes) {
         using arr = tensor(Array.from({ length: 16 }, (_, i) => i), { dtype });

@@ -1,5 +1,5 @@
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
-import { ExecBuilder, Executable, tensor } from "../mod.ts";
+import { dtype, ExecBuilder, Executable, tensor } from "../mod.ts";
 import { InstructionCursor } from "../program/decoder.ts";
 import { saveProgram } from "../program/serialize.ts";
 import { designDocProgram, everythingProgram, shapeHeapProgram } from "./_programs.ts";
@@ -144,4 +144,41 @@ Deno.test("as_typescript: what the builder cannot write is embedded as bytes, st
     assertStringIncludes(text, "Executable.load(");
   }
   await assertRoundTrips(variants.map(([, ex]) => ex), (i) => variants[i][0]);
+});
+
+Deno.test("as_typescript: int64, float16 and bfloat16 constants rebuild byte-identically", async () => {
+  const ib = new ExecBuilder();
+  ib.function("f", 0, () => {
+    ib.emit_call("vm.builtin.make_tuple", [
+      tensor([2n ** 63n - 1n, -(2n ** 63n), 0n]),
+      tensor([0.1, NaN, -0, Infinity, 6e-8], { dtype: "float16" }),
+      tensor([Math.PI, NaN, -0, 3e38], { dtype: "bfloat16" }),
+      dtype("bfloat16"),
+    ], { dst: ib.r(0) });
+    ib.emit_ret(ib.r(0));
+  });
+  const ex = ib.get();
+  const text = ex.as_typescript({ importFrom: modUrl });
+  assertStringIncludes(
+    text,
+    "new BigInt64Array([9223372036854775807n, -9223372036854775808n, 0n])",
+  );
+  assertStringIncludes(text, `dtype: "bfloat16"`);
+  assert(!text.includes("Executable.load("), "written with the builder");
+  await assertRoundTrips([ex, Executable.load(ex.save())], (i) => ["built", "loaded"][i]);
+  // A bfloat16 NaN other than tensor()'s own cannot be written as a value: embedded as bytes.
+  const odd = tensor([NaN], { dtype: "bfloat16" });
+  (odd.cpuView() as Uint16Array)[0] = 0xffc1;
+  const ib2 = new ExecBuilder();
+  ib2.function("g", 0, () => {
+    ib2.emit_call("vm.builtin.copy", [odd], { dst: ib2.r(0) });
+    ib2.emit_ret(ib2.r(0));
+  });
+  const withOddNaN = ib2.get();
+  assertStringIncludes(
+    withOddNaN.as_typescript(),
+    "constant c[0] is a bfloat16 tensor holding a NaN with a payload",
+  );
+  await assertRoundTrips([withOddNaN], () => "odd NaN");
+  odd.dispose();
 });
