@@ -73,6 +73,18 @@ export interface TensorCacheIndex {
  * field, a shard of the wrong length, records outside their shard or
  * overlapping, a name used twice. Names the file and, where one is at fault,
  * the record.
+ *
+ * @example
+ * ```ts
+ * import { loadTensorCache, TensorCacheError } from "@relaxvm/relaxvm";
+ * import { assertEquals, assertRejects } from "@std/assert";
+ *
+ * const dir = await Deno.makeTempDir();
+ * await Deno.writeTextFile(`${dir}/tensor-cache.json`, "{ not json");
+ * const e = await assertRejects(() => loadTensorCache(dir), TensorCacheError, "malformed JSON");
+ * assertEquals(e.file.endsWith("tensor-cache.json"), true);
+ * await Deno.remove(dir, { recursive: true });
+ * ```
  */
 export class TensorCacheError extends Error {
   /** The file (JSON index or shard) at fault. */
