@@ -112,8 +112,9 @@ valueBuiltins.add("vm.builtin.read_if_cond", (x: unknown): boolean | Promise<boo
         `read_if_cond: expected a one-element tensor, got shape [${x.shape.join(", ")}]`,
       );
     }
-    if (x.device.kind === "cpu") return x.cpuView()[0] !== 0;
-    return x.data().then((d) => d[0] !== 0);
+    // Number(): an int64 element is a bigint (0n !== 0); dataSync/data give bfloat16 values.
+    if (x.device.kind === "cpu") return Number(x.dataSync()[0]) !== 0;
+    return x.data().then((d) => Number(d[0]) !== 0);
   }
   throw new TypeError(`read_if_cond: expected a number, boolean or tensor, got ${describe(x)}`);
 });

@@ -1,5 +1,6 @@
 // int64, float16 and bfloat16 on the CPU; tests/webgpu/dtypes_suite.ts runs the same checks on WebGPU.
-import { cpu } from "../mod.ts";
+import { assertEquals } from "@std/assert";
+import { cpu, getGlobalFunc, tensor } from "../mod.ts";
 import {
   checkCasts,
   checkCopies,
@@ -21,3 +22,12 @@ Deno.test("int64 arithmetic wraps, divides as int32 does, broadcasts and reduces
   checkInt64Arithmetic(cpu()));
 Deno.test("float16 and bfloat16 operands: an error that says to cast to float32", () =>
   checkHalfArithmetic(cpu()));
+
+Deno.test("read_if_cond reads int64 and bfloat16 conditions by value", () => {
+  const read = getGlobalFunc("vm.builtin.read_if_cond")!;
+  using zero = tensor([0n]);
+  using one = tensor([1n]);
+  using negZero = tensor([-0], { dtype: "bfloat16" });
+  using half = tensor([0.5], { dtype: "float16" });
+  assertEquals([read(zero), read(one), read(negZero), read(half)], [false, true, false, true]);
+});
