@@ -447,8 +447,9 @@ function targetBody(base: Base, to: TensorDType): [string, string[]] {
     case "f32bits": {
       const cast = t.kind === "signed" ? "bitcast<u32>(i32(y))" : "u32(y)";
       return [
-        `let y = bitcast<f32>(v);
-  if (y != y) { return 0u; }
+        // NaN by its bits: compilers that assume no NaN fold `y != y` to false.
+        `if ((v & 0x7fffffffu) > 0x7f800000u) { return 0u; }
+  let y = bitcast<f32>(v);
   if (y <= ${lo}.0) { return ${loBits}; }
   if (y >= ${hi}.0) { return ${hiBits}; }
   return ${cast};`,
