@@ -15,6 +15,20 @@
  * theirs (ground/object.ts), so a shared value lives until its last holder
  * lets go.
  *
+ * Cost. Live sets are bitsets over the function's registers, and the
+ * worklist starts from the last block, so code without loops settles in one
+ * visit per block and each loop adds a visit per block it contains: time is
+ * the number of blocks times the register words, plus the size of the code.
+ * (Visiting first blocks first, as an earlier version did, made a function
+ * of K branches over K registers cost K³.)
+ *
+ * What the VM relies on. Every register that holds a value at a program
+ * point is live there: a value is released after its last read, a result
+ * nobody reads is released at once, and on entry to a block everything live
+ * out of a predecessor but not live into the block is released. So a `Call`
+ * that writes a register it does not read finds that register empty, and a
+ * `Ret` finds every register but its result empty.
+ *
  * @module
  */
 
@@ -23,19 +37,28 @@ import type { FunctionInfo, ProgramData } from "./program_data.ts";
 
 /** Release points of one function, indexed by instruction (relative to the function). */
 export interface Releases {
-  /** Registers to release right after instruction pc runs (null: none). */
+  /**
+   * Registers to release right after instruction pc runs (null: none): those
+   * it read or wrote that are dead afterwards. Never more than the registers
+   * the instruction names, so the lists together are as long as the code.
+   */
   readonly after: (readonly number[] | null)[];
-  /** Registers to release on entering instruction pc (live out of a predecessor, dead here). */
+  /**
+   * Registers to release on entering instruction pc, which starts a block
+   * (null: none): live out of a predecessor (or an input, for pc 0) and dead
+   * here. Releasing one that holds nothing does nothing, so the list is the
+   * same whichever predecessor control came from.
+   */
   readonly onEntry: (readonly number[] | null)[];
 }
 
+/** What one instruction reads, writes and where control goes next (relative pcs made absolute). */
 interface Access {
   uses: number[];
   def: number;
   succ: number[];
 }
 
-/** What instruction `pc` of `f` reads, writes and where control goes next (absolute pcs). */
 function accessOf(c: InstructionCursor, f: FunctionInfo, pc: number): Access {
   c.seek(f.start + pc);
   const uses: number[] = [];
@@ -43,6 +66,34 @@ function accessOf(c: InstructionCursor, f: FunctionInfo, pc: number): Access {
     if (r >= 0) uses.push(r);
   });
   return { uses, def: c.written(), succ: c.successors().map((d) => pc + d) };
+}
+
+/** Registers of `words` 32-bit words per set, `count` sets in one array. */
+class BitSets {
+  readonly words: number;
+  readonly bits: Uint32Array;
+  constructor(registers: number, count: number) {
+    this.words = (registers + 31) >>> 5;
+    this.bits = new Uint32Array(this.words * count);
+  }
+  add(set: number, r: number): void {
+    this.bits[set * this.words + (r >>> 5)] |= 1 << (r & 31);
+  }
+  remove(set: number, r: number): void {
+    this.bits[set * this.words + (r >>> 5)] &= ~(1 << (r & 31));
+  }
+  has(set: number, r: number): boolean {
+    return (this.bits[set * this.words + (r >>> 5)] & (1 << (r & 31))) !== 0;
+  }
+}
+
+/** The registers of bit word `w` set in `bits` (w-th word holds registers 32w..32w+31), appended to `out`. */
+function pushBits(bits: number, w: number, out: number[]): void {
+  while (bits !== 0) {
+    const low = bits & -bits;
+    out.push(w * 32 + 31 - Math.clz32(low));
+    bits ^= low;
+  }
 }
 
 /** Computes the release points of VM function `f`. */
@@ -81,38 +132,42 @@ export function computeReleases(ex: ProgramData, f: FunctionInfo): Releases {
   }
 
   // gen (read before written in the block) and kill (written) per block.
-  const gen: Set<number>[] = [];
-  const kill: Set<number>[] = [];
+  const registers = f.registerFileSize;
+  const gen = new BitSets(registers, nb), kill = new BitSets(registers, nb);
   for (let b = 0; b < nb; b++) {
-    const g = new Set<number>(), k = new Set<number>();
     for (let pc = blockEnd(b) - 1; pc >= starts[b]; pc--) {
       const a = acc[pc];
       if (a.def >= 0) {
-        g.delete(a.def);
-        k.add(a.def);
+        gen.remove(b, a.def);
+        kill.add(b, a.def);
       }
-      for (const u of a.uses) g.add(u);
+      for (const u of a.uses) gen.add(b, u);
     }
-    gen.push(g);
-    kill.push(k);
   }
 
-  // Backward dataflow to a fixed point: liveIn = gen ∪ (liveOut − kill).
-  const liveIn: Set<number>[] = gen.map((g) => new Set(g));
-  const liveOut: Set<number>[] = Array.from({ length: nb }, () => new Set<number>());
+  // Backward dataflow to a fixed point: liveIn = gen ∪ (liveOut − kill). The
+  // worklist pops the last block first, so a block is usually visited after
+  // its successors.
+  const W = gen.words;
+  const liveIn = new BitSets(registers, nb), liveOut = new BitSets(registers, nb);
+  const inBits = liveIn.bits, outBits = liveOut.bits, genBits = gen.bits, killBits = kill.bits;
+  inBits.set(genBits);
   const queued = new Uint8Array(nb).fill(1);
   const work: number[] = [];
-  for (let b = nb - 1; b >= 0; b--) work.push(b);
+  for (let b = 0; b < nb; b++) work.push(b);
   while (work.length > 0) {
     const b = work.pop()!;
     queued[b] = 0;
-    const out = liveOut[b];
-    for (const s of succs[b]) for (const r of liveIn[s]) out.add(r);
-    const inn = liveIn[b];
+    const base = b * W;
+    for (const s of succs[b]) {
+      for (let w = 0; w < W; w++) outBits[base + w] |= inBits[s * W + w];
+    }
     let grew = false;
-    for (const r of out) {
-      if (!kill[b].has(r) && !inn.has(r)) {
-        inn.add(r);
+    for (let w = 0; w < W; w++) {
+      // `>>> 0`: bitwise results are int32, the array's elements uint32.
+      const next = (inBits[base + w] | (outBits[base + w] & ~killBits[base + w])) >>> 0;
+      if (next !== inBits[base + w]) {
+        inBits[base + w] = next;
         grew = true;
       }
     }
@@ -128,24 +183,32 @@ export function computeReleases(ex: ProgramData, f: FunctionInfo): Releases {
 
   const after: (number[] | null)[] = new Array(n).fill(null);
   const onEntry: (number[] | null)[] = new Array(n).fill(null);
+  const live = new BitSets(registers, 1);
   for (let b = 0; b < nb; b++) {
-    const live = new Set(liveOut[b]);
+    live.bits.set(outBits.subarray(b * W, b * W + W));
     for (let pc = blockEnd(b) - 1; pc >= starts[b]; pc--) {
       const a = acc[pc];
       if (a.succ.length > 0) {
         // Ret is skipped: its value goes to the caller and the frame ends anyway.
-        const dead: number[] = [];
-        const touched = a.def >= 0 ? [...a.uses, a.def] : a.uses;
-        for (const r of touched) if (!live.has(r) && !dead.includes(r)) dead.push(r);
-        if (dead.length > 0) after[pc] = dead.sort((x, y) => x - y);
+        let dead: number[] | null = null;
+        const touch = (r: number) => {
+          if (!live.has(0, r) && !(dead ??= []).includes(r)) dead.push(r);
+        };
+        for (const u of a.uses) touch(u);
+        if (a.def >= 0) touch(a.def);
+        if (dead !== null) after[pc] = (dead as number[]).sort((x, y) => x - y);
       }
-      if (a.def >= 0) live.delete(a.def);
-      for (const u of a.uses) live.add(u);
+      if (a.def >= 0) live.remove(0, a.def);
+      for (const u of a.uses) live.add(0, u);
     }
-    const incoming = new Set<number>();
-    if (b === 0) { for (let r = 0; r < f.numArgs; r++) incoming.add(r); }
-    for (const p of preds[b]) for (const r of liveOut[p]) incoming.add(r);
-    const dead = [...incoming].filter((r) => !liveIn[b].has(r)).sort((x, y) => x - y);
+    // Dead on entry: live out of some predecessor (or an input, at pc 0), not live in here.
+    const incoming = live.bits.fill(0);
+    if (b === 0) { for (let r = 0; r < f.numArgs; r++) live.add(0, r); }
+    for (const p of preds[b]) {
+      for (let w = 0; w < W; w++) incoming[w] |= outBits[p * W + w];
+    }
+    const dead: number[] = [];
+    for (let w = 0; w < W; w++) pushBits(incoming[w] & ~inBits[b * W + w], w, dead);
     if (dead.length > 0) onEntry[starts[b]] = dead;
   }
   return { after, onEntry };
