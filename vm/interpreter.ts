@@ -23,10 +23,10 @@
 import { activateAllocators, type AllocatorSet } from "../devices/allocation_context.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { VMError } from "../ground/errors.ts";
-import { VMObject } from "../ground/object.ts";
+import { releaseValue, VMObject } from "../ground/object.ts";
 import type { ProgramData } from "../program/program_data.ts";
 import { DecodedOp, type Instr, instrText, type LoadedFunction } from "./loaded_function.ts";
-import { releaseAllRegisters, releaseRegisters, storeResult } from "./registers.ts";
+import { releaseAllRegisters, releaseRegisters, storeFresh, storeResult } from "./registers.ts";
 import { type DispatchHelpers, specialize } from "./specialized_dispatch.ts";
 
 /** Deepest nesting of VM function calls before a call fails with `VMError`. */
@@ -54,15 +54,21 @@ class Frame {
   /** The arguments of the call in progress, when an instrument is set. */
   instrumentArgs: unknown[] = [];
 
-  constructor(fn: LoadedFunction, args: readonly unknown[]) {
+  /** A frame over `regs` (a copy of `fn.template` whose registers it now holds). */
+  constructor(fn: LoadedFunction, regs: unknown[]) {
     this.fn = fn;
+    this.regs = regs;
+  }
+
+  /** A new frame for a call: the arguments become registers `0..n-1`, each holding its value. */
+  static enter(fn: LoadedFunction, args: readonly unknown[]): Frame {
     const regs = fn.template.slice();
     for (let i = 0; i < args.length; i++) {
       const v = args[i];
       regs[i] = v;
       if (v instanceof VMObject) v.retain();
     }
-    this.regs = regs;
+    return new Frame(fn, regs);
   }
 }
 
@@ -109,9 +115,8 @@ export class Interpreter {
         `Call stack overflow: more than ${MAX_CALL_DEPTH} nested VM function calls`,
       );
     }
-    const frame = new Frame(fn, args);
-    if (fn.entryReleases !== null) releaseRegisters(frame.regs, fn.entryReleases);
     this.#depth++;
+    const frame = Frame.enter(fn, args);
     let result: unknown;
     try {
       result = this.#run(frame);
@@ -158,7 +163,7 @@ export class Interpreter {
     return result;
   }
 
-  #wrap(frame: Frame, e: unknown): VMError {
+  #wrap(frame: { fn: LoadedFunction; pc: number }, e: unknown): VMError {
     if (e instanceof VMError) return e;
     const ins = frame.fn.code[frame.pc];
     const reason = e instanceof RangeError && /call stack/i.test(e.message)
@@ -200,9 +205,8 @@ export class Interpreter {
         return true;
       },
       store: storeResult,
-      release(v) {
-        if (v instanceof VMObject) v.release();
-      },
+      release: releaseValue,
+      releaseList: releaseRegisters,
       isTruthy,
       suspended: SUSPENDED,
     };
@@ -223,6 +227,7 @@ export class Interpreter {
     try {
       for (;;) {
         ins = code[pc];
+        if (ins.entry !== null) releaseRegisters(regs, ins.entry);
         let v: unknown;
         switch (ins.op) {
           case DecodedOp.Call0:
@@ -256,15 +261,12 @@ export class Interpreter {
             if (ins.after !== null) releaseRegisters(regs, ins.after);
             pc += ins.jump;
             continue;
-          case DecodedOp.If:
-            if (isTruthy(regs[ins.a0])) {
-              if (ins.after !== null) releaseRegisters(regs, ins.after);
-              pc++;
-            } else {
-              if (ins.afterJump !== null) releaseRegisters(regs, ins.afterJump);
-              pc += ins.jump;
-            }
+          case DecodedOp.If: {
+            const truthy = isTruthy(regs[ins.a0]);
+            if (ins.after !== null) releaseRegisters(regs, ins.after);
+            pc += truthy ? 1 : ins.jump;
             continue;
+          }
           default:
             throw new Error(`invalid decoded opcode ${ins.op}`);
         }
@@ -280,7 +282,8 @@ export class Interpreter {
           frame.pending = v;
           return SUSPENDED;
         }
-        storeResult(regs, ins.dst, v);
+        if (ins.fresh && !instrumented) storeFresh(regs, ins.dst, v);
+        else storeResult(regs, ins.dst, v);
         if (instrumented) this.#instrumentAfter(ins, frame, v);
         if (ins.after !== null) releaseRegisters(regs, ins.after);
         pc++;

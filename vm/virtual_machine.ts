@@ -40,6 +40,44 @@ export interface VirtualMachineOptions {
   dispatch?: "specialized" | "generic";
 }
 
+/** How one VM function of a loaded executable runs (`loadReport`). */
+export interface FunctionLoadReport {
+  /** The function's name. */
+  readonly name: string;
+  /** Its instructions. */
+  readonly instructions: number;
+  /** Its code words. */
+  readonly words: number;
+  /**
+   * `"specialized"` (specialized dispatch) or `"generic"` (the generic loop):
+   * the form a call without an instrument runs in.
+   */
+  readonly runsAs: "specialized" | "generic";
+  /** Characters of JavaScript generated for it at load. */
+  readonly sourceLength: number;
+}
+
+let interpreterOf: (vm: VirtualMachine) => Interpreter;
+
+/**
+ * How each VM function of `vm` runs and how much source was generated for
+ * it. For tests and benchmarks; not part of the public API.
+ */
+export function loadReport(vm: VirtualMachine): FunctionLoadReport[] {
+  const out: FunctionLoadReport[] = [];
+  for (const fn of interpreterOf(vm).functions) {
+    if (fn === undefined) continue;
+    out.push({
+      name: fn.info.name,
+      instructions: fn.code.length,
+      words: fn.words,
+      runsAs: fn.specialized !== null ? "specialized" : "generic",
+      sourceLength: fn.sourceLength,
+    });
+  }
+  return out;
+}
+
 /** Options of `time_evaluator`. */
 export interface TimeEvaluatorOptions {
   /** Runs per measurement (the time is their mean). Default 1. */
@@ -93,6 +131,10 @@ export class VirtualMachine {
   readonly #inputs = new Map<string, unknown[]>();
   readonly #outputs = new Map<string, unknown>();
 
+  static {
+    interpreterOf = (vm) => vm.#interp;
+  }
+
   /** Loads `ex` for `devices` (default `cpu()`). */
   constructor(
     ex: Executable,
@@ -105,8 +147,13 @@ export class VirtualMachine {
     if (allocator !== "pooled" && allocator !== "naive") {
       throw new TypeError(`Unknown allocator "${allocator}": use "pooled" or "naive"`);
     }
-    if ((options.mode ?? "interpret") !== "interpret") {
-      throw new TypeError(`Unknown mode "${options.mode}": only "interpret" is available`);
+    const mode = options.mode ?? "interpret";
+    if (mode !== "interpret") {
+      throw new TypeError(`Unknown mode "${mode}": only "interpret" is available`);
+    }
+    const dispatch = options.dispatch ?? "specialized";
+    if (dispatch !== "specialized" && dispatch !== "generic") {
+      throw new TypeError(`Unknown dispatch "${dispatch}": use "specialized" or "generic"`);
     }
     this.executable = ex;
     this.devices = Object.freeze(list);
@@ -125,7 +172,7 @@ export class VirtualMachine {
       const releases = ex.liveness ? computeReleases(ex, f) : null;
       this.#interp.functions[i] = loadFunction(ex, f, resolver, releases);
     });
-    if (options.dispatch !== "generic") this.#interp.specializeAll();
+    if (dispatch === "specialized") this.#interp.specializeAll();
   }
 
   /** Every packed function must be registered: an unknown one fails here, naming its first use. */
