@@ -70,6 +70,7 @@ if (import.meta.main) {
   const modes: [string, VirtualMachineOptions][] = [
     ["generic loop", { dispatch: "generic" }],
     ["specialized (default)", {}],
+    ["compiled mode", { mode: "compiled" }],
   ];
   // Warm the loader up, so the table shows steady-state times rather than V8's first runs.
   const small = branchingProgram(250);

@@ -165,6 +165,12 @@ if (import.meta.main) {
       run: vmFor({}, false),
       baseline: "table",
     },
+    { name: "compiled mode", run: vmFor({ mode: "compiled" }), baseline: "straight" },
+    {
+      name: "compiled mode, liveness off",
+      run: vmFor({ mode: "compiled" }, false),
+      baseline: "straight",
+    },
   ];
   const expected = variants[0].run(7, 3);
   for (const v of variants) {

@@ -19,6 +19,7 @@ Deno.test("liveness of the branching program: each exit releases once, on entry"
 
 const FORMS: Record<string, VirtualMachineOptions> = {
   specialized: {},
+  compiled: { mode: "compiled" },
 };
 
 /**

@@ -10,6 +10,7 @@ import {
   Closure,
   cpu,
   ExecBuilder,
+  type Executable,
   type NDArray,
   registerFunc,
   ShapeTuple,
@@ -18,6 +19,7 @@ import {
   type VirtualMachineOptions,
   VMError,
 } from "../mod.ts";
+import { loadReport } from "../vm/virtual_machine.ts";
 import { everythingProgram } from "./_programs.ts";
 import { CHUNK_INSTRUCTIONS } from "../vm/specialized_dispatch.ts";
 
@@ -49,15 +51,27 @@ function fibProgram() {
   return ib.get();
 }
 
-/** The ways a VM runs code; every test runs under each, and they must behave identically. */
+/** The three ways a VM runs code; every test runs under each, and they must behave identically. */
 export const FORMS = {
   specialized: {},
   generic: { dispatch: "generic" },
+  compiled: { mode: "compiled" },
 } as const satisfies Record<string, VirtualMachineOptions>;
+
+/**
+ * A VM for `ex` in `form`, checked to run in that form: a function that fell
+ * back to the interpreter would make the compiled-mode tests test nothing.
+ */
+export function loadIn(ex: Executable, form: keyof typeof FORMS): VirtualMachine {
+  const vm = new VirtualMachine(ex, cpu(), FORMS[form]);
+  for (const f of loadReport(vm)) {
+    assertEquals(f.runsAs, form, `@${f.name} runs as ${f.runsAs}, not ${form}`);
+  }
+  return vm;
+}
 
 /** Every test runs under each form. */
 function defineVMTests(form: keyof typeof FORMS) {
-  const options: VirtualMachineOptions = FORMS[form];
   Deno.test(`invoke and get run VM functions on tensors (func0/func1) [${form}]`, async () => {
     const ib = new ExecBuilder();
     ib.function("func0", 2, () => {
@@ -68,7 +82,7 @@ function defineVMTests(form: keyof typeof FORMS) {
       ib.emit_call("vm.op.multiply", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
       ib.emit_ret(ib.r(2));
     });
-    const vm = new VirtualMachine(ib.get(), cpu(), options);
+    const vm = loadIn(ib.get(), form);
     using a = tensor([1, 2, 3, 4]);
     using b = tensor([5, 6, 7, 8]);
     using sum = await vm.invoke("func0", a, b) as NDArray;
@@ -79,7 +93,7 @@ function defineVMTests(form: keyof typeof FORMS) {
   });
 
   Deno.test(`recursion: VM functions call VM functions [${form}]`, async () => {
-    const vm = new VirtualMachine(fibProgram(), cpu(), options);
+    const vm = loadIn(fibProgram(), form);
     assertEquals(await vm.invoke("fib", 20), 6765);
   });
 
@@ -90,7 +104,7 @@ function defineVMTests(form: keyof typeof FORMS) {
       ib.emit_ret(ib.r(1));
     });
     ib.function("ok", 1, () => ib.emit_ret(ib.r(0)));
-    const vm = new VirtualMachine(ib.get(), cpu(), options);
+    const vm = loadIn(ib.get(), form);
     const e: VMError = await assertRejects(
       () => vm.invoke("forever", 1),
       VMError,
@@ -102,7 +116,7 @@ function defineVMTests(form: keyof typeof FORMS) {
   });
 
   Deno.test(`loops with If and Goto [${form}]`, async () => {
-    const vm = new VirtualMachine(everythingProgram(), cpu(), options);
+    const vm = loadIn(everythingProgram(), form);
     const out = await vm.invoke("main", 10) as unknown[];
     assertEquals(out[0], 45);
     assertEquals(out.length, 15);
@@ -123,7 +137,7 @@ function defineVMTests(form: keyof typeof FORMS) {
       ib.emit_call("main", [ib.r(0)], { dst: ib.r(1) });
       ib.emit_ret(ib.r(1));
     });
-    const vm = new VirtualMachine(ib.get(), cpu(), options);
+    const vm = loadIn(ib.get(), form);
     for (const entry of ["main", "outer"]) {
       const e: VMError = await assertRejects(() => vm.invoke(entry, 1), VMError);
       assertEquals(e.functionName, "main", "the innermost VM function is named");
@@ -136,7 +150,7 @@ function defineVMTests(form: keyof typeof FORMS) {
   });
 
   Deno.test(`wrong argument counts and unknown functions are VMErrors [${form}]`, async () => {
-    const vm = new VirtualMachine(fibProgram(), cpu(), options);
+    const vm = loadIn(fibProgram(), form);
     await assertRejects(() => vm.invoke("fib"), VMError, "takes 1 argument, got 0");
     await assertRejects(() => vm.invoke("fib", 1, 2), VMError, "got 2");
     await assertRejects(() => vm.invoke("nope"), VMError, 'No VM function named "nope"');
@@ -152,7 +166,7 @@ function defineVMTests(form: keyof typeof FORMS) {
     });
     const ex = ib.get();
     const e: VMError = assertThrows(
-      () => new VirtualMachine(ex, cpu(), options),
+      () => loadIn(ex, form),
       VMError,
       '"no.such.function"',
     );
@@ -172,7 +186,7 @@ function defineVMTests(form: keyof typeof FORMS) {
       ib.emit_call("test.vm.inc", [ib.r(1)], { dst: ib.r(2) });
       ib.emit_ret(ib.r(2));
     });
-    const vm = new VirtualMachine(ib.get(), cpu(), options);
+    const vm = loadIn(ib.get(), form);
     assertEquals(await vm.invoke("main", 3), 14);
     assertEquals(await vm.invoke("outer", 3), 15);
     const [x, y] = await Promise.all([vm.invoke("outer", 1), vm.invoke("outer", 2)]);
@@ -200,7 +214,7 @@ function defineVMTests(form: keyof typeof FORMS) {
       ib.emit_call("test.vm.fail", [ib.r(0)], { dst: ib.r(1) }); // pc 200
       ib.emit_ret(ib.r(1));
     });
-    const vm = new VirtualMachine(ib.get(), cpu(), options);
+    const vm = loadIn(ib.get(), form);
     let expected = 0;
     for (let i = 0; i < 3; i++) expected = (expected + 150) * 2 + 150;
     assertEquals(await vm.invoke("long", 3), expected);
@@ -219,7 +233,7 @@ function defineVMTests(form: keyof typeof FORMS) {
       ib.emit_call("test.vm.async_fail", [], { dst: ib.r(0) });
       ib.emit_ret(ib.r(0));
     });
-    const vm = new VirtualMachine(ib.get(), cpu(), options);
+    const vm = loadIn(ib.get(), form);
     const e: VMError = await assertRejects(() => vm.invoke("main"), VMError, "later");
     assertEquals([e.pc, e.packedFunc], [0, "test.vm.async_fail"]);
   });
@@ -240,7 +254,7 @@ function defineVMTests(form: keyof typeof FORMS) {
       });
       ib.emit_ret(ib.r(2));
     });
-    const vm = new VirtualMachine(ib.get(), cpu(), options);
+    const vm = loadIn(ib.get(), form);
     const minus10 = await vm.invoke("make", 10);
     assertInstanceOf(minus10, Closure);
     assertEquals(await vm.invoke_closure(minus10, 25), 15);
@@ -249,7 +263,7 @@ function defineVMTests(form: keyof typeof FORMS) {
   });
 
   Deno.test(`save_function pre-binds arguments [${form}]`, async () => {
-    const vm = new VirtualMachine(fibProgram(), cpu(), options);
+    const vm = loadIn(fibProgram(), form);
     vm.save_function("fib", "fib_15", 15);
     assertEquals(await vm.get("fib_15")(), 610);
     assertEquals(await vm.invoke("fib_15"), 610);
@@ -263,7 +277,7 @@ function defineVMTests(form: keyof typeof FORMS) {
       ib.emit_call("test.vm.inc", [ib.r(1)], { dst: ib.r(1) });
       ib.emit_ret(ib.r(1));
     });
-    const vm = new VirtualMachine(ib.get(), cpu(), options);
+    const vm = loadIn(ib.get(), form);
     const seen: string[] = [];
     vm.set_instrument((_f, name, before, ret, args) => {
       seen.push(
@@ -285,7 +299,7 @@ function defineVMTests(form: keyof typeof FORMS) {
   });
 
   Deno.test(`stateful interface: set_input, invoke_stateful, get_outputs [${form}]`, async () => {
-    const vm = new VirtualMachine(fibProgram(), cpu(), options);
+    const vm = loadIn(fibProgram(), form);
     assertThrows(() => vm.get_outputs("fib"), VMError, "invoke_stateful first");
     await assertRejects(() => vm.invoke_stateful("fib"), VMError, "set_input first");
     vm.set_input("fib", 12);
@@ -295,7 +309,7 @@ function defineVMTests(form: keyof typeof FORMS) {
   });
 
   Deno.test(`time_evaluator reports mean, median, min, max and per-repeat results [${form}]`, async () => {
-    const vm = new VirtualMachine(fibProgram(), cpu(), options);
+    const vm = loadIn(fibProgram(), form);
     const timer = vm.time_evaluator("fib", { number: 3, repeat: 4 });
     const r = await timer(10);
     assertEquals(r.results.length, 4);
@@ -311,7 +325,18 @@ function defineVMTests(form: keyof typeof FORMS) {
       "Unknown allocator",
     );
     assertThrows(() => new VirtualMachine(ex, [], {}), TypeError);
+    assertThrows(
+      () => new VirtualMachine(ex, cpu(), { mode: "jit" as "compiled" }),
+      TypeError,
+      'Unknown mode "jit": use "interpret" or "compiled"',
+    );
+    assertThrows(
+      () => new VirtualMachine(ex, cpu(), { dispatch: "fast" as "generic" }),
+      TypeError,
+      'Unknown dispatch "fast"',
+    );
     new VirtualMachine(ex, [cpu()], { allocator: "naive", mode: "interpret" });
+    new VirtualMachine(ex, [cpu()], { mode: "compiled", dispatch: "generic" });
   });
 
   Deno.test(`If accepts numbers, booleans and one-element CPU tensors; anything else is a VMError [${form}]`, async () => {
@@ -323,7 +348,7 @@ function defineVMTests(form: keyof typeof FORMS) {
       ib.emit_call("vm.builtin.copy", ["no"], { dst: ib.r(1) });
       ib.emit_ret(ib.r(1));
     });
-    const vm = new VirtualMachine(ib.get(), cpu(), options);
+    const vm = loadIn(ib.get(), form);
     assertEquals(await vm.invoke("pick", 1), "yes");
     assertEquals(await vm.invoke("pick", 0), "no");
     assertEquals(await vm.invoke("pick", true), "yes");
@@ -341,3 +366,4 @@ function defineVMTests(form: keyof typeof FORMS) {
 
 defineVMTests("specialized");
 defineVMTests("generic");
+defineVMTests("compiled");

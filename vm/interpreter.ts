@@ -23,10 +23,11 @@
 import { activateAllocators, type AllocatorSet } from "../devices/allocation_context.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { VMError } from "../ground/errors.ts";
-import { releaseValue, VMObject } from "../ground/object.ts";
+import { disownValue, releaseValue, retainValue, VMObject } from "../ground/object.ts";
 import type { ProgramData } from "../program/program_data.ts";
 import { DecodedOp, type Instr, instrText, type LoadedFunction } from "./loaded_function.ts";
 import { releaseAllRegisters, releaseRegisters, storeFresh, storeResult } from "./registers.ts";
+import { compile, type CompiledHelpers, type CompiledRun, PARK } from "./compiled_mode.ts";
 import { type DispatchHelpers, specialize } from "./specialized_dispatch.ts";
 
 /** Deepest nesting of VM function calls before a call fails with `VMError`. */
@@ -92,6 +93,8 @@ export class Interpreter {
   readonly functions: (LoadedFunction | undefined)[] = [];
   instrument: Instrument | null = null;
   #depth = 0;
+  /** The frame a compiled function just parked, until `#callCompiled` takes it. */
+  #parked: Frame | null = null;
 
   constructor(ex: ProgramData, allocators: AllocatorSet) {
     this.#ex = ex;
@@ -116,6 +119,9 @@ export class Interpreter {
       );
     }
     this.#depth++;
+    if (fn.compiled !== null && this.instrument === null) {
+      return this.#callCompiled(fn.compiled, args);
+    }
     const frame = Frame.enter(fn, args);
     let result: unknown;
     try {
@@ -128,6 +134,32 @@ export class Interpreter {
     if (result === SUSPENDED) return this.#resume(frame);
     this.#depth--;
     return this.#teardown(frame, result);
+  }
+
+  /**
+   * Runs a compiled function (vm/compiled_mode.ts). It releases its registers
+   * and wraps errors itself; when a call inside it returns a Promise, it hands
+   * its registers over in a frame (`parkFrame`) and the rest of this call runs
+   * in the interpreter, from the instruction after the one that parked.
+   */
+  #callCompiled(compiled: CompiledRun, args: readonly unknown[]): unknown {
+    const previous = activateAllocators(this.#allocators);
+    let result: unknown;
+    try {
+      result = compiled(args);
+    } catch (e) {
+      this.#depth--;
+      throw e;
+    } finally {
+      activateAllocators(previous);
+    }
+    if (result === SUSPENDED) {
+      const frame = this.#parked!;
+      this.#parked = null;
+      return this.#resume(frame);
+    }
+    this.#depth--;
+    return result;
   }
 
   async #resume(frame: Frame): Promise<unknown> {
@@ -211,6 +243,50 @@ export class Interpreter {
       suspended: SUSPENDED,
     };
     for (const fn of this.functions) if (fn !== undefined) fn.specialized = specialize(fn, helpers);
+  }
+
+  /** Compiles every function (see vm/compiled_mode.ts); those that cannot be stay interpreted. */
+  compileAll(): void {
+    let pending: Promise<unknown> | null = null;
+    const helpers: CompiledHelpers = {
+      hold(v) {
+        if (v instanceof VMObject) v.retain();
+        else if (v instanceof Promise) {
+          pending = v;
+          throw PARK;
+        }
+      },
+      drop(v) {
+        if (v instanceof VMObject) v.releaseIfUnowned();
+        else if (v instanceof Promise) {
+          pending = v;
+          throw PARK;
+        }
+      },
+      retain: retainValue,
+      release: releaseValue,
+      disown: disownValue,
+      isTruthy,
+      park: (fn, pc, registers) => {
+        if (pending === null) throw new Error("compiled function parked without a Promise");
+        const regs = fn.template.slice();
+        for (let r = 0; r < registers.length; r++) regs[r] = registers[r];
+        // A fresh store put the Promise in its register before `hold` saw it.
+        const dst = fn.code[pc].dst;
+        if (dst >= 0 && regs[dst] === pending) regs[dst] = undefined;
+        const frame = new Frame(fn, regs);
+        frame.pc = pc;
+        frame.pending = pending;
+        pending = null;
+        this.#parked = frame;
+        return SUSPENDED;
+      },
+      fail: (fn, pc, e, registers) => {
+        for (const v of registers) releaseValue(v);
+        return this.#wrap({ fn, pc }, e);
+      },
+    };
+    for (const fn of this.functions) if (fn !== undefined) fn.compiled = compile(fn, helpers);
   }
 
   /**

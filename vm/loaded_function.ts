@@ -140,7 +140,9 @@ export interface LoadedFunction {
   specialized:
     | ((frame: { regs: unknown[]; pc: number; pending: Promise<unknown> | null }) => unknown)
     | null;
-  /** Characters of JavaScript generated for this function. */
+  /** The compiled form, when the VM runs in compiled mode and could compile it (vm/compiled_mode.ts). */
+  compiled: ((args: readonly unknown[]) => unknown) | null;
+  /** Characters of JavaScript generated for this function (specialized and compiled forms). */
   sourceLength: number;
 }
 
@@ -288,6 +290,7 @@ export function loadFunction(
     words,
     entryReleaseCount,
     specialized: null,
+    compiled: null,
     sourceLength: 0,
   };
 }

@@ -29,8 +29,14 @@ import { loadFunction, type OperandResolver } from "./loaded_function.ts";
 export interface VirtualMachineOptions {
   /** `"pooled"` (default): reuse freed blocks; `"naive"`: allocate and free each time. */
   allocator?: AllocatorKind;
-  /** `"interpret"` (default). A compiled mode comes later. */
-  mode?: "interpret";
+  /**
+   * `"interpret"` (default): run functions on the interpreter. `"compiled"`:
+   * write each VM function out as one JavaScript function at load
+   * (vm/compiled_mode.ts), with the interpreter's semantics; functions that
+   * cannot be compiled, calls with an instrument set, and the rest of a call
+   * after a packed function returned a Promise run on the interpreter.
+   */
+  mode?: "interpret" | "compiled";
   /**
    * How the interpreter dispatches: `"specialized"` (default) writes each
    * function's loop out as JavaScript at load, falling back to the generic
@@ -49,11 +55,11 @@ export interface FunctionLoadReport {
   /** Its code words. */
   readonly words: number;
   /**
-   * `"specialized"` (specialized dispatch) or `"generic"` (the generic loop):
-   * the form a call without an instrument runs in.
+   * `"compiled"` (compiled mode), `"specialized"` (specialized dispatch) or
+   * `"generic"` (the generic loop): the form a call without an instrument starts in.
    */
-  readonly runsAs: "specialized" | "generic";
-  /** Characters of JavaScript generated for it at load. */
+  readonly runsAs: "compiled" | "specialized" | "generic";
+  /** Characters of JavaScript generated for it at load (all forms together). */
   readonly sourceLength: number;
 }
 
@@ -71,7 +77,11 @@ export function loadReport(vm: VirtualMachine): FunctionLoadReport[] {
       name: fn.info.name,
       instructions: fn.code.length,
       words: fn.words,
-      runsAs: fn.specialized !== null ? "specialized" : "generic",
+      runsAs: fn.compiled !== null
+        ? "compiled"
+        : fn.specialized !== null
+        ? "specialized"
+        : "generic",
       sourceLength: fn.sourceLength,
     });
   }
@@ -148,8 +158,8 @@ export class VirtualMachine {
       throw new TypeError(`Unknown allocator "${allocator}": use "pooled" or "naive"`);
     }
     const mode = options.mode ?? "interpret";
-    if (mode !== "interpret") {
-      throw new TypeError(`Unknown mode "${mode}": only "interpret" is available`);
+    if (mode !== "interpret" && mode !== "compiled") {
+      throw new TypeError(`Unknown mode "${mode}": use "interpret" or "compiled"`);
     }
     const dispatch = options.dispatch ?? "specialized";
     if (dispatch !== "specialized" && dispatch !== "generic") {
@@ -173,6 +183,7 @@ export class VirtualMachine {
       this.#interp.functions[i] = loadFunction(ex, f, resolver, releases);
     });
     if (dispatch === "specialized") this.#interp.specializeAll();
+    if (mode === "compiled") this.#interp.compileAll();
   }
 
   /** Every packed function must be registered: an unknown one fails here, naming its first use. */
