@@ -268,6 +268,13 @@ function defineVMTests(form: keyof typeof FORMS) {
     assertEquals(await vm.get("fib_15")(), 610);
     assertEquals(await vm.invoke("fib_15"), 610);
     assertThrows(() => vm.save_function("fib", "bad"), VMError, "takes 1 argument, got 0");
+    // get() resolves its function once, yet a function saved later under its name takes over.
+    const fib = vm.get("fib");
+    assertEquals(await fib(10), 55);
+    vm.save_function("fib", "fib", 12);
+    assertEquals(await fib(), 144);
+    assertEquals(await fib(10), 55, "with arguments, the VM function itself");
+    await assertRejects(() => fib(1, 2), VMError, "takes 1 argument, got 2");
   });
 
   Deno.test(`set_instrument sees every call before and after; 'skip' skips [${form}]`, async () => {
