@@ -140,6 +140,29 @@ export async function measureInTurns(
   return samples.map(median);
 }
 
+/**
+ * From load to full speed: runs `run` in batches of `batch` for `ms`, and
+ * returns the time from the start until a batch first ran within 1.25× of
+ * the speed of the last second's batches, with the invocations it took.
+ */
+export async function timeToSpeed(
+  run: () => unknown,
+  { ms = 4000, batch = 20 } = {},
+): Promise<{ ms: number; invocations: number; steadyNs: number }> {
+  const series: { at: number; ns: number }[] = [];
+  const t0 = performance.now();
+  let now = t0;
+  while (now - t0 < ms) {
+    const start = performance.now();
+    for (let i = 0; i < batch; i++) await run();
+    now = performance.now();
+    series.push({ at: now - t0, ns: ((now - start) * 1e6) / (batch * CALLS) });
+  }
+  const steadyNs = median(series.filter((p) => p.at > ms - 1000).map((p) => p.ns));
+  const first = series.findIndex((p) => p.ns <= 1.25 * steadyNs);
+  return { ms: series[first].at, invocations: (first + 1) * batch, steadyNs };
+}
+
 interface Variant {
   name: string;
   run: (x: number, y: number) => unknown;
@@ -149,6 +172,35 @@ interface Variant {
 
 if (import.meta.main) {
   const calls = callList();
+  // First, before V8 has seen any of the generated code: what loading costs.
+  console.log("From load to full speed (the register-traffic program, liveness on)");
+  console.log("| form | new VirtualMachine (median of 7) | until within 1.25× of full speed |");
+  console.log("| --- | ---: | ---: |");
+  const forms: [string, VirtualMachineOptions][] = [
+    ["specialized dispatch", {}],
+    ["compiled mode", { mode: "compiled" }],
+  ];
+  // Loads alternate between the forms, so that neither pays alone for warming up the loader.
+  const ex = trafficProgram();
+  const loads: number[][] = forms.map(() => []);
+  for (let i = 0; i < 7; i++) {
+    forms.forEach(([, options], k) => {
+      const t0 = performance.now();
+      new VirtualMachine(ex, undefined, options);
+      loads[k].push(performance.now() - t0);
+    });
+  }
+  for (const [k, [form, options]] of forms.entries()) {
+    const f = new VirtualMachine(ex, undefined, options).get("traffic");
+    const warm = await timeToSpeed(() => f(7, 3));
+    console.log(
+      `| ${form} | ${median(loads[k]).toFixed(1)} ms | ${
+        warm.ms.toFixed(0)
+      } ms (${warm.invocations} runs; then ${warm.steadyNs.toFixed(2)} ns per call) |`,
+    );
+  }
+  console.log();
+
   const vmFor = (options: VirtualMachineOptions, liveness = true) =>
     new VirtualMachine(trafficProgram(liveness), undefined, options).get("traffic");
   const variants: Variant[] = [
