@@ -4,6 +4,18 @@
  * `switch` over the four opcodes; `Call` reads its arguments from slots
  * and stores the result with the object protocol (vm/registers.ts).
  *
+ * Liveness. Releases after an instruction run right after it; releases on
+ * entry to a block run at its first instruction, however control arrives
+ * (falling through, jumping, resuming). A register a `Call` writes but does
+ * not read is empty when liveness is on (program/liveness.ts), so the store
+ * skips the old value (`fresh`).
+ *
+ * Three forms run the same frames: this generic loop, the specialized loop
+ * of each function (vm/specialized_dispatch.ts), used unless an instrument is
+ * set, and in compiled mode the compiled function (vm/compiled_mode.ts),
+ * which starts each call and hands its registers to a frame here when a call
+ * inside it returns a Promise.
+ *
  * Promises. A packed function (or a VM function that awaited inside) may
  * return a Promise. The loop is synchronous and never awaits per
  * instruction (an `await` per instruction costs about 5× here): when a call
@@ -93,6 +105,8 @@ export class Interpreter {
   readonly functions: (LoadedFunction | undefined)[] = [];
   instrument: Instrument | null = null;
   #depth = 0;
+  /** Functions already offered to `specialize` on demand, or null when all were at load. */
+  #onDemand: Set<LoadedFunction> | null = null;
   /** The frame a compiled function just parked, until `#callCompiled` takes it. */
   #parked: Frame | null = null;
 
@@ -218,7 +232,12 @@ export class Interpreter {
   #run(frame: Frame): unknown {
     const previous = activateAllocators(this.#allocators);
     try {
-      const specialized = frame.fn.specialized;
+      const fn = frame.fn;
+      if (this.#onDemand !== null && fn.specialized === null && !this.#onDemand.has(fn)) {
+        this.#onDemand.add(fn);
+        fn.specialized = specialize(fn, this.#dispatchHelpers());
+      }
+      const specialized = fn.specialized;
       return specialized !== null && this.instrument === null
         ? specialized(frame)
         : this.#loop(frame);
@@ -229,7 +248,20 @@ export class Interpreter {
 
   /** Emits the specialized loop of every function (see vm/specialized_dispatch.ts). */
   specializeAll(): void {
-    const helpers: DispatchHelpers = {
+    const helpers = this.#dispatchHelpers();
+    for (const fn of this.functions) if (fn !== undefined) fn.specialized = specialize(fn, helpers);
+  }
+
+  /**
+   * Emits a function's specialized loop when a frame of it first runs here
+   * (compiled mode: only calls that parked, or that could not be compiled).
+   */
+  specializeOnDemand(): void {
+    this.#onDemand = new Set();
+  }
+
+  #dispatchHelpers(): DispatchHelpers {
+    return {
       parks(frame, pc, v) {
         if (!(v instanceof Promise)) return false;
         frame.pc = pc;
@@ -242,7 +274,6 @@ export class Interpreter {
       isTruthy,
       suspended: SUSPENDED,
     };
-    for (const fn of this.functions) if (fn !== undefined) fn.specialized = specialize(fn, helpers);
   }
 
   /** Compiles every function (see vm/compiled_mode.ts); those that cannot be stay interpreted. */

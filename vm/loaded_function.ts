@@ -130,8 +130,6 @@ export interface LoadedFunction {
   readonly registers: number;
   /** Initial slot values: registers undefined, then the operand slots. */
   readonly template: unknown[];
-  /** Whether liveness release points are attached (the executable's flag). */
-  readonly liveness: boolean;
   /** Number of code words of the function (the size generated source is bounded by). */
   readonly words: number;
   /** Total length of the release lists attached to block entries. */
@@ -286,7 +284,6 @@ export function loadFunction(
     code,
     registers: f.registerFileSize,
     template,
-    liveness: releases !== null,
     words,
     entryReleaseCount,
     specialized: null,

@@ -56,7 +56,9 @@ export interface FunctionLoadReport {
   readonly words: number;
   /**
    * `"compiled"` (compiled mode), `"specialized"` (specialized dispatch) or
-   * `"generic"` (the generic loop): the form a call without an instrument starts in.
+   * `"generic"` (the generic loop): the form a call without an instrument
+   * starts in. In compiled mode a function that could not be compiled shows
+   * `"generic"` until its first call writes its specialized loop.
    */
   readonly runsAs: "compiled" | "specialized" | "generic";
   /** Characters of JavaScript generated for it at load (all forms together). */
@@ -182,8 +184,14 @@ export class VirtualMachine {
       const releases = ex.liveness ? computeReleases(ex, f) : null;
       this.#interp.functions[i] = loadFunction(ex, f, resolver, releases);
     });
-    if (dispatch === "specialized") this.#interp.specializeAll();
-    if (mode === "compiled") this.#interp.compileAll();
+    if (mode === "compiled") {
+      this.#interp.compileAll();
+      // The interpreter runs a compiled function only after a call in it parked (or when it
+      // could not be compiled): its specialized loop is written then, not at load.
+      if (dispatch === "specialized") this.#interp.specializeOnDemand();
+    } else if (dispatch === "specialized") {
+      this.#interp.specializeAll();
+    }
   }
 
   /** Every packed function must be registered: an unknown one fails here, naming its first use. */
