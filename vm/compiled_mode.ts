@@ -19,8 +19,8 @@
  * however the call ends. When a call returns a Promise, the function hands
  * its registers over in an interpreter frame parked at that instruction and
  * returns; the interpreter awaits the Promise and runs the rest of that call
- * (specialized dispatch or the generic loop), so a compiled function never
- * awaits and has a single entry. With an instrument set, calls run in the
+ * (specialized dispatch, whose loop for the function it writes then, or the
+ * generic loop), so a compiled function never awaits and has a single entry. With an instrument set, calls run in the
  * interpreter, which reports every `Call`.
  *
  * Only numbers become source text, and only integers checked against the
