@@ -25,10 +25,10 @@
 
 import { AttentionKVCache } from "../devices/attention_kv_cache.ts";
 import { NDArray } from "../devices/ndarray.ts";
-import { ShapeTuple } from "../ground/shape_tuple.ts";
 import { tupleFields } from "../ground/tuple.ts";
 import { BuiltinTable } from "./builtin_table.ts";
 import { describe } from "./describe.ts";
+import { shapeArg } from "./validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const kvCacheBuiltins = new BuiltinTable();
@@ -48,12 +48,6 @@ function tensorArg(v: unknown, who: string): NDArray {
 function integerArg(v: unknown, what: string, who: string): number {
   if (typeof v === "number" && Number.isSafeInteger(v)) return v;
   throw new TypeError(`${who}: ${what} must be an integer, got ${describe(v)}`);
-}
-
-function shapeArg(v: unknown, who: string): readonly number[] {
-  if (v instanceof ShapeTuple) return v.dims;
-  if (Array.isArray(v) && v.every((d) => Number.isSafeInteger(d))) return v;
-  throw new TypeError(`${who}: expected a shape, got ${describe(v)}`);
 }
 
 function cachesArg(v: unknown, who: string): AttentionKVCache[] {

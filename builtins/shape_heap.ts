@@ -28,6 +28,7 @@ import { ShapeTuple } from "../ground/shape_tuple.ts";
 import { BuiltinTable } from "./builtin_table.ts";
 import { MemoryScope } from "../devices/memory_scope.ts";
 import { contextPrefix, describe } from "./describe.ts";
+import { checkDims, shapeArg } from "./validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const shapeHeapBuiltins = new BuiltinTable();
@@ -122,9 +123,12 @@ function shapeOfInput(input: unknown, who: string): readonly number[] {
  */
 shapeHeapBuiltins.add("vm.builtin.alloc_shape_heap", (...args: unknown[]) => {
   const size = args[0] instanceof MemoryScope ? args[1] : args[0];
-  if (typeof size !== "number" || !Number.isInteger(size) || size < 0) {
-    throw new RangeError(`alloc_shape_heap: size must be a non-negative integer, got ${size}`);
+  if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 0) {
+    throw new RangeError(
+      `alloc_shape_heap: size must be a non-negative integer, got ${describe(size)}`,
+    );
   }
+  // Allocated (or refused by the VM's memory limit) before anything is written.
   const heap = NDArray.empty([size], "int64", cpu());
   (heap.cpuView() as BigInt64Array).fill(0n);
   return heap;
@@ -168,7 +172,8 @@ shapeHeapBuiltins.add(
  */
 shapeHeapBuiltins.add("vm.builtin.load_shape", (heap: unknown, ...indices: unknown[]) => {
   const h = heapView(heap, "load_shape");
-  return new ShapeTuple(indices.map((i) => h.get(heapIndex(h, i, "load_shape"), "load_shape")));
+  const dims = indices.map((i) => h.get(heapIndex(h, i, "load_shape"), "load_shape"));
+  return new ShapeTuple(checkDims(dims, "load_shape"));
 });
 
 /**
@@ -235,7 +240,7 @@ shapeHeapBuiltins.add(
   "vm.builtin.make_shape",
   (heap: unknown, ndim: unknown, ...rest: unknown[]) => {
     const h = heap === null ? NO_HEAP : heapView(heap, "make_shape");
-    if (typeof ndim !== "number" || rest.length !== 2 * ndim) {
+    if (typeof ndim !== "number" || !Number.isSafeInteger(ndim) || rest.length !== 2 * ndim) {
       throw new RangeError(`make_shape: ${rest.length / 2} codes for ${ndim} dimensions`);
     }
     const dims: number[] = [];
@@ -246,25 +251,21 @@ shapeHeapBuiltins.add(
         dims.push(h.get(heapIndex(h, value, "make_shape"), "make_shape"));
       } else throw new RangeError(`make_shape: unknown code ${code} for dimension ${i}`);
     }
-    return new ShapeTuple(dims);
+    return new ShapeTuple(checkDims(dims, "make_shape"));
   },
 );
 
 /**
  * `vm.builtin.reshape(t, shape)`: a view of `t` with a new shape of the same
- * size (no copy). Errors: `TypeError`, `RangeError` (sizes differ).
+ * size (no copy). Errors: `TypeError` (not a tensor or shape), `RangeError`
+ * (a dimension that is not a non-negative integer, sizes differ).
  * TVM: `vm.builtin.reshape` (builtin.cc), which also allows a smaller view.
  */
 shapeHeapBuiltins.add("vm.builtin.reshape", (t: unknown, shape: unknown) => {
   if (!(t instanceof NDArray)) {
     throw new TypeError(`reshape: expected a tensor, got ${describe(t)}`);
   }
-  const dims = shape instanceof ShapeTuple
-    ? [...shape]
-    : Array.isArray(shape)
-    ? shape as number[]
-    : null;
-  if (dims === null) throw new TypeError(`reshape: expected a shape, got ${describe(shape)}`);
+  const dims = shapeArg(shape, "reshape");
   const size = dims.reduce((a, b) => a * b, 1);
   if (size !== t.size) {
     throw new RangeError(
@@ -294,7 +295,7 @@ shapeHeapBuiltins.add("vm.builtin.tensor_to_shape", (t: unknown) => {
         `tensor_to_shape: element ${bad} (${values[bad]}) is not an integer below 2^53`,
       );
     }
-    return new ShapeTuple(dims);
+    return new ShapeTuple(checkDims(dims, "tensor_to_shape"));
   };
   return t.device.kind === "cpu" ? toShape(t.dataSync()) : t.data().then(toShape);
 });

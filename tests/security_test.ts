@@ -5,15 +5,23 @@
  * the builder) writes whatever it is given.
  */
 
-import { assert, assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
+import {
+  assert,
+  assertEquals,
+  assertRejects,
+  assertStringIncludes,
+  assertThrows,
+} from "@std/assert";
 import {
   CheckError,
   cpu,
+  dtype,
   ExecBuilder,
   Executable,
   type FunctionInfo,
   LoadError,
   type ProgramData,
+  shape,
   tensor,
   VirtualMachine,
   VMError,
@@ -149,4 +157,37 @@ Deno.test("security: names print escaped in dumps and errors, never as raw contr
   const e = assertThrows(() => new VirtualMachine(ex), VMError, "Unknown packed function");
   // deno-lint-ignore no-control-regex
   assert(!/[\u0000-\u0008\u000b-\u001f\u007f\u202e]/.test(e.message), JSON.stringify(e.message));
+});
+
+Deno.test("finding 9: reshape and alloc_tensor reject malformed shapes and dtypes", async () => {
+  const ib = new ExecBuilder();
+  ib.function("reshape", { num_inputs: 2 }, () => {
+    ib.emit_call("vm.builtin.reshape", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(2));
+  });
+  ib.function("alloc", { num_inputs: 2 }, () => {
+    ib.emit_call(
+      "vm.builtin.alloc_storage",
+      [ib.vm_state(), shape(64), ib.imm(0), dtype("uint8")],
+      {
+        dst: ib.r(2),
+      },
+    );
+    ib.emit_call("vm.builtin.alloc_tensor", [ib.r(2), ib.imm(0), ib.r(0), ib.r(1)], {
+      dst: ib.r(3),
+    });
+    ib.emit_ret(ib.r(3));
+  });
+  const vm = new VirtualMachine(ib.get());
+  using t = tensor([1, 2, 3, 4, 5, 6, 7, 8]);
+  for (const bad of [[-1, -8], [0.5, 16], [-8], ["x"], [NaN], [2 ** 53, 0], [Infinity, 0]]) {
+    await assertRejects(() => vm.invoke("reshape", t, bad), VMError, "reshape:");
+    await assertRejects(() => vm.invoke("alloc", bad, "float32"), VMError, "alloc_tensor:");
+  }
+  for (const bad of ["float31", "", 7, null]) {
+    await assertRejects(() => vm.invoke("alloc", [2], bad), VMError, "alloc_tensor:");
+  }
+  using ok = await vm.invoke("reshape", t, [2, 4]) as { shape: readonly number[] } & Disposable;
+  assertEquals(ok.shape, [2, 4]);
+  assertEquals(vm.memory_stats().liveBytes, 0);
 });
