@@ -89,11 +89,21 @@ memoryBuiltins.add(
 
 /**
  * `vm.builtin.kill(value)`: releases a tensor's or storage's memory to the
- * allocator now; using it afterwards is an error. relaxvm only (TVM
- * overwrites the register with `null_value` and counts references).
+ * allocator now; using it afterwards is an error. Constants of the executable
+ * are shared by every VM running it and cannot be killed.
+ * Errors: `TypeError` (a constant).
+ * relaxvm only (TVM overwrites the register with `null_value` and counts
+ * references).
  */
 memoryBuiltins.add("vm.builtin.kill", (value: unknown) => {
-  if (value instanceof VMObject) value.kill();
+  if (value instanceof VMObject) {
+    if (value.pinned) {
+      throw new TypeError(
+        `kill: ${value} is a constant of the executable, shared by every VM that runs it`,
+      );
+    }
+    value.kill();
+  }
   return null;
 });
 

@@ -19,7 +19,8 @@
  * | `release()`          | one holder less; with none left, free                      |
  * | `disown()`           | one holder less, never free: back to floating               |
  * | `releaseIfUnowned()` | free if nobody holds it (a discarded result)               |
- * | `kill()`             | free now, whoever holds it (`vm.builtin.kill`)             |
+ * | `kill()`             | free now, whoever holds it (`vm.builtin.kill`); not pinned  |
+ * | `pin()`              | `kill()` refuses from now on (a constant of an executable) |
  * | `handToUser()`       | the user becomes a holder (once); what the VM returns      |
  * | `dispose()`          | the user lets go of its reference (also `using`)           |
  *
@@ -35,6 +36,7 @@ export abstract class VMObject {
   #refs = 0;
   #freed = false;
   #userHeld = false;
+  #pinned = false;
 
   /** Number of holders now. @internal */
   get refCount(): number {
@@ -70,9 +72,32 @@ export abstract class VMObject {
     if (!this.#freed && this.#refs === 0) this.#free();
   }
 
-  /** Frees the object now, whoever still holds it; later uses throw. @internal */
+  /**
+   * Frees the object now, whoever still holds it; later uses throw. A pinned
+   * object (`pin()`) is not freed: this throws a `TypeError` instead. @internal
+   */
   kill(): void {
+    if (this.#pinned) {
+      throw new TypeError(
+        `${this} is a constant of the executable, which every VM running it shares: it cannot be killed`,
+      );
+    }
     if (!this.#freed) this.#free();
+  }
+
+  /**
+   * Marks the object as belonging to something that outlives any one run (an
+   * executable's constant pool): `kill()` refuses it from now on. Holders
+   * still count as usual, so the owner's own release frees it. @internal
+   */
+  pin(): this {
+    this.#pinned = true;
+    return this;
+  }
+
+  /** Whether `pin()` was called. @internal */
+  get pinned(): boolean {
+    return this.#pinned;
   }
 
   /**

@@ -20,6 +20,7 @@ import {
   Executable,
   type FunctionInfo,
   LoadError,
+  type NDArray,
   type ProgramData,
   shape,
   tensor,
@@ -157,6 +158,30 @@ Deno.test("security: names print escaped in dumps and errors, never as raw contr
   const e = assertThrows(() => new VirtualMachine(ex), VMError, "Unknown packed function");
   // deno-lint-ignore no-control-regex
   assert(!/[\u0000-\u0008\u000b-\u001f\u007f\u202e]/.test(e.message), JSON.stringify(e.message));
+});
+
+Deno.test("finding 8: a program cannot kill its executable's constants", async () => {
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 0 }, () => {
+    ib.emit_call("vm.builtin.kill", [tensor([1, 2, 3])], { dst: ib.r(0) });
+    ib.emit_ret(ib.r(0));
+  });
+  ib.function("read", { num_inputs: 0 }, () => {
+    ib.emit_call("vm.builtin.copy", [ib.c(0)], { dst: ib.r(0) });
+    ib.emit_ret(ib.r(0));
+  });
+  const ex = ib.get();
+  const vm = new VirtualMachine(ex);
+  const e = await assertRejects(() => vm.invoke("main"), VMError, "constant");
+  assertEquals(e.packedFunc, "vm.builtin.kill");
+  // The executable is intact: other VMs, save and as_typescript still work.
+  const other = new VirtualMachine(ex);
+  using t = await other.invoke("read") as NDArray;
+  assertEquals([...t.dataSync()], [1, 2, 3]);
+  assertEquals(Executable.load(ex.save()).as_text(), ex.as_text());
+  assertStringIncludes(ex.as_typescript(), "tensor(");
+  using again = await vm.invoke("read") as NDArray;
+  assertEquals([...again.dataSync()], [1, 2, 3], "the VM that tried still has it");
 });
 
 Deno.test("finding 9: reshape and alloc_tensor reject malformed shapes and dtypes", async () => {

@@ -19,7 +19,7 @@ import { MemoryScope } from "../devices/memory_scope.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { Closure } from "../ground/closure.ts";
 import { VMError } from "../ground/errors.ts";
-import { exportValue, releaseValue, retainValue } from "../ground/object.ts";
+import { exportValue, releaseValue, retainValue, VMObject } from "../ground/object.ts";
 import { printable } from "../ground/printable.ts";
 import { getGlobalFunc } from "../ground/registry.ts";
 import { InstructionCursor } from "../program/decoder.ts";
@@ -257,12 +257,17 @@ export class VirtualMachine {
     });
   }
 
-  /** Tensor constants move to the first device once, here; the VM holds them for its lifetime. */
+  /**
+   * Tensor constants move to the first device once, here; the VM holds them
+   * for its lifetime. Every tensor constant is pinned: it belongs to the
+   * executable (or, moved, to this VM), so a program cannot `kill` it.
+   */
   #placeConstants(): unknown[] {
     const target = this.devices[0];
     const previous = activateAllocators(this.#state);
     try {
       return this.executable.constants.map((c) => {
+        if (c instanceof VMObject) c.pin();
         if (!(c instanceof NDArray) || c.device === target) {
           retainValue(c);
           return c;
@@ -275,7 +280,7 @@ export class VirtualMachine {
           moved.byteOffset,
           new Uint8Array(stored.buffer, stored.byteOffset, c.nbytes),
         );
-        return moved.retain();
+        return moved.pin().retain();
       });
     } finally {
       activateAllocators(previous);
