@@ -160,6 +160,45 @@ Deno.test("security: names print escaped in dumps and errors, never as raw contr
   assert(!/[\u0000-\u0008\u000b-\u001f\u007f\u202e]/.test(e.message), JSON.stringify(e.message));
 });
 
+Deno.test("finding 6: a VM's allocations stay under its memory limit (maxMemoryBytes)", async () => {
+  // One instruction asked for 8 GiB: a shape heap of 2^30 - 1 int64s, rejected before any is touched.
+  const ib = new ExecBuilder();
+  ib.function("heap", { num_inputs: 1 }, () => {
+    ib.emit_call("vm.builtin.alloc_shape_heap", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  ib.function("add", { num_inputs: 2 }, () => {
+    ib.emit_call("vm.op.add", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(2));
+  });
+  const ex = ib.get();
+  const vm = new VirtualMachine(ex);
+  const t0 = performance.now();
+  const e = await assertRejects(() => vm.invoke("heap", 2 ** 30 - 1), VMError);
+  assertStringIncludes(e.message, "8589934584 bytes");
+  assertStringIncludes(e.message, "memory limit of 1073741824 bytes (maxMemoryBytes)");
+  assertEquals(e.packedFunc, "vm.builtin.alloc_shape_heap");
+  assert(performance.now() - t0 < 1000, "rejected before touching memory");
+  // A broadcast add of 160 KiB of inputs would make 1.5 GiB.
+  using col = tensor(new Float32Array(24576), { shape: [24576, 1] });
+  using row = tensor(new Float32Array(16384), { shape: [1, 16384] });
+  await assertRejects(() => vm.invoke("add", col, row), VMError, "memory limit");
+  assertEquals(vm.memory_stats().liveBytes, 0);
+  // A small limit counts every block the VM holds, pooled ones too, and trims the pool first.
+  const small = new VirtualMachine(ex, cpu(), { maxMemoryBytes: 64 * 1024 });
+  for (const n of [1000, 2000, 3000, 4000, 5000, 6000, 7000]) {
+    const out = await small.invoke("heap", n) as { dispose(): void };
+    out.dispose();
+  }
+  await assertRejects(() => small.invoke("heap", 9000), VMError, "65536");
+  assertEquals(small.memory_stats().liveBytes, 0);
+  assertThrows(
+    () => new VirtualMachine(ex, cpu(), { maxMemoryBytes: -1 }),
+    RangeError,
+    "maxMemoryBytes",
+  );
+});
+
 Deno.test("finding 8: a program cannot kill its executable's constants", async () => {
   const ib = new ExecBuilder();
   ib.function("main", { num_inputs: 0 }, () => {

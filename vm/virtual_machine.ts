@@ -60,7 +60,18 @@ export interface VirtualMachineOptions {
    * loop (same results, slower; for comparison and debugging).
    */
   dispatch?: "specialized" | "generic";
+  /**
+   * Bytes of device memory the VM may hold at once, on all its devices
+   * together: live tensors and storages, and blocks its pools keep for reuse
+   * (which it gives back before refusing a request). A request past it fails
+   * with a `VMError` naming the request and the limit, before any memory is
+   * touched. Default 1 GiB.
+   */
+  maxMemoryBytes?: number;
 }
+
+/** The memory a VM may hold by default (`maxMemoryBytes`): 1 GiB. */
+export const DEFAULT_MAX_MEMORY_BYTES = 2 ** 30;
 
 /** How one VM function of a loaded executable runs (`loadReport`). */
 export interface FunctionLoadReport {
@@ -205,9 +216,15 @@ export class VirtualMachine {
     if (dispatch !== "specialized" && dispatch !== "generic") {
       throw new TypeError(`Unknown dispatch "${dispatch}": use "specialized" or "generic"`);
     }
+    const maxMemoryBytes = options.maxMemoryBytes ?? DEFAULT_MAX_MEMORY_BYTES;
+    if (!(typeof maxMemoryBytes === "number" && maxMemoryBytes >= 0)) {
+      throw new RangeError(
+        `maxMemoryBytes must be a non-negative number of bytes, got ${String(maxMemoryBytes)}`,
+      );
+    }
     this.executable = ex;
     this.devices = Object.freeze(list);
-    this.#state = new MemoryScope(this.devices, allocator);
+    this.#state = new MemoryScope(this.devices, allocator, maxMemoryBytes);
     this.#interp = new Interpreter(ex, this.#state);
     this.#checkPackedFunctions();
     this.#constants = this.#placeConstants();
@@ -282,6 +299,14 @@ export class VirtualMachine {
         );
         return moved.pin().retain();
       });
+    } catch (e) {
+      throw new VMError(
+        { functionName: "", pc: -1, instruction: "", packedFunc: "" },
+        `Cannot place the executable's constants on ${target}: ${
+          e instanceof Error ? e.message : String(e)
+        }`,
+        { cause: e },
+      );
     } finally {
       activateAllocators(previous);
     }
