@@ -26,7 +26,10 @@
  *
  * Values that own nothing (numbers, strings, shapes, dtypes, devices, null,
  * arrays a user passes in) take part in none of this: the helpers below
- * accept any value and do nothing for those.
+ * accept any value and do nothing for those. They recognize objects by a
+ * private brand (`isVMObject`), not `instanceof`, so a value from a packed
+ * function — a revoked Proxy, an object whose prototype lookup throws — never
+ * runs code or throws while the VM releases it.
  *
  * @module
  */
@@ -37,6 +40,15 @@ export abstract class VMObject {
   #freed = false;
   #userHeld = false;
   #pinned = false;
+
+  /**
+   * Whether `v` is a `VMObject`, by its private brand: unlike `instanceof`,
+   * this runs no Proxy trap and never throws (a Proxy of an object is not
+   * the object). @internal
+   */
+  static is(v: object): v is VMObject {
+    return #refs in v;
+  }
 
   /** Number of holders now. @internal */
   get refCount(): number {
@@ -159,6 +171,11 @@ export abstract class VMObject {
   }
 }
 
+/** Whether `v` is a `VMObject` (by brand: never runs a Proxy trap, never throws). */
+export function isVMObject(v: unknown): v is VMObject {
+  return typeof v === "object" && v !== null && VMObject.is(v);
+}
+
 /**
  * Adds a holder to `v` if it is an object (no-op for values that own
  * nothing). This is how holders that outlive a frame — tuples, closures,
@@ -166,7 +183,7 @@ export abstract class VMObject {
  * `retain()` itself.
  */
 export function retainValue(v: unknown): void {
-  if (v instanceof VMObject) {
+  if (isVMObject(v)) {
     v.retain();
     v.heldBeyondFrames();
   }
@@ -174,26 +191,33 @@ export function retainValue(v: unknown): void {
 
 /** Drops a holder of `v`; the last one frees it. */
 export function releaseValue(v: unknown): void {
-  if (v instanceof VMObject) v.release();
+  if (isVMObject(v)) v.release();
 }
 
 /** Drops a holder of `v` without freeing it (it becomes floating again). */
 export function disownValue(v: unknown): void {
-  if (v instanceof VMObject) v.disown();
+  if (isVMObject(v)) v.disown();
 }
 
 /** Frees `v` if nothing holds it (a result nobody stored). */
 export function releaseIfUnowned(v: unknown): void {
-  if (v instanceof VMObject) v.releaseIfUnowned();
+  if (isVMObject(v)) v.releaseIfUnowned();
 }
 
 /**
  * Hands a result to the user: objects make the user a holder (a tuple
  * becomes a plain array of exported fields); arrays the user passed in are
- * exported field by field; everything else is returned as is.
+ * exported field by field; everything else is returned as is (a revoked
+ * Proxy included: it is not inspected).
  */
 export function exportValue(v: unknown): unknown {
-  if (v instanceof VMObject) return v.handToUser();
-  if (Array.isArray(v)) return v.map(exportValue);
-  return v;
+  if (typeof v !== "object" || v === null) return v;
+  if (VMObject.is(v)) return v.handToUser();
+  let array = false;
+  try {
+    array = Array.isArray(v);
+  } catch {
+    // A revoked Proxy: returned as it is.
+  }
+  return array ? (v as unknown[]).map(exportValue) : v;
 }

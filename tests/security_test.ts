@@ -22,6 +22,7 @@ import {
   LoadError,
   type NDArray,
   type ProgramData,
+  registerFunc,
   shape,
   tensor,
   VirtualMachine,
@@ -199,6 +200,24 @@ Deno.test("finding 6: a VM's allocations stay under its memory limit (maxMemoryB
   );
 });
 
+Deno.test("finding 7: a disposed argument is a VMError and leaks none of the others", async () => {
+  const host = defaultAllocator(cpu());
+  const ib = new ExecBuilder();
+  ib.function("two", { num_inputs: 2 }, () => ib.emit_ret(ib.r(0)));
+  const vm = new VirtualMachine(ib.get());
+  const before = host.stats().liveBytes;
+  const good = tensor([1, 2, 3, 4]);
+  const dead = tensor([5, 6]);
+  dead.dispose();
+  const e = await assertRejects(() => vm.invoke("two", good, dead), VMError, "Argument 1");
+  assertStringIncludes(e.message, "disposed");
+  assertThrows(() => vm.save_function("two", "saved", good, dead), VMError, "Argument 1");
+  assertThrows(() => vm.set_input("two", good, dead), VMError, "Argument 1");
+  good.dispose();
+  assert(good.disposed, "nothing kept a reference to the good argument");
+  assertEquals(host.stats().liveBytes, before);
+});
+
 Deno.test("finding 8: a program cannot kill its executable's constants", async () => {
   const ib = new ExecBuilder();
   ib.function("main", { num_inputs: 0 }, () => {
@@ -254,4 +273,96 @@ Deno.test("finding 9: reshape and alloc_tensor reject malformed shapes and dtype
   using ok = await vm.invoke("reshape", t, [2, 4]) as { shape: readonly number[] } & Disposable;
   assertEquals(ok.shape, [2, 4]);
   assertEquals(vm.memory_stats().liveBytes, 0);
+});
+
+Deno.test("finding 11: odd thrown values become VMErrors; wrapping calls no user code unguarded", async () => {
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  const throwingMessage = new Error("x");
+  Object.defineProperty(throwingMessage, "message", {
+    get() {
+      throw new Error("message getter");
+    },
+  });
+  const throwingToString = {
+    toString() {
+      throw new Error("toString");
+    },
+  };
+  const hostileProto = new Proxy({}, {
+    getPrototypeOf() {
+      throw new Error("getPrototypeOf trap");
+    },
+  });
+  const thrown: unknown[] = [
+    proxy,
+    throwingMessage,
+    throwingToString,
+    hostileProto,
+    Symbol("s"),
+    undefined,
+    null,
+    Object.create(null),
+  ];
+  let which = 0;
+  registerFunc("test.security.throw_odd", () => {
+    throw thrown[which];
+  }, { override: true });
+  registerFunc("test.security.reject_odd", () => Promise.reject(thrown[which]), { override: true });
+  registerFunc("test.security.return_revoked", () => proxy, { override: true });
+  const ib = new ExecBuilder();
+  for (const name of ["throw_odd", "reject_odd", "return_revoked"]) {
+    ib.function(name, { num_inputs: 0 }, () => {
+      ib.emit_call(`test.security.${name}`, [], { dst: ib.r(0) });
+      ib.emit_ret(ib.r(0));
+    });
+  }
+  const ex = ib.get();
+  for (const options of [{}, { dispatch: "generic" }, { mode: "compiled" }] as const) {
+    const vm = new VirtualMachine(ex, cpu(), options);
+    for (which = 0; which < thrown.length; which++) {
+      await assertRejects(() => vm.invoke("throw_odd"), VMError);
+      await assertRejects(() => vm.invoke("reject_odd"), VMError);
+    }
+    await assertRejects(() => vm.invoke("return_revoked"), VMError);
+    // A revoked Proxy passed in is a VMError too.
+    await assertRejects(() => vm.invoke("throw_odd", proxy), VMError);
+  }
+});
+
+Deno.test("finding 11: a thenable result is awaited like a Promise", async () => {
+  registerFunc("test.security.thenable", (x: number) => ({
+    then(resolve: (v: unknown) => void) {
+      setTimeout(() => resolve(x * 2), 1);
+    },
+  }), { override: true });
+  registerFunc("test.security.bad_then", () => ({
+    get then() {
+      throw new Error("then getter");
+    },
+  }), { override: true });
+  registerFunc("test.security.then_throws", () => ({
+    then() {
+      throw new Error("then throws");
+    },
+  }), { override: true });
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 1 }, () => {
+    ib.emit_call("test.security.thenable", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_call("test.security.thenable", [ib.r(1)]); // discarded
+    ib.emit_ret(ib.r(1));
+  });
+  for (const name of ["bad_then", "then_throws"]) {
+    ib.function(name, { num_inputs: 0 }, () => {
+      ib.emit_call(`test.security.${name}`, [], { dst: ib.r(0) });
+      ib.emit_ret(ib.r(0));
+    });
+  }
+  const ex = ib.get();
+  for (const options of [{}, { dispatch: "generic" }, { mode: "compiled" }] as const) {
+    const vm = new VirtualMachine(ex, cpu(), options);
+    assertEquals(await vm.invoke("main", 21), 42);
+    await assertRejects(() => vm.invoke("bad_then"), VMError, "then getter");
+    await assertRejects(() => vm.invoke("then_throws"), VMError, "then throws");
+  }
 });
