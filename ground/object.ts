@@ -11,7 +11,11 @@
  * none: it is *floating*. Storing it in a register, a tuple, a closure or the
  * constant pool retains it; overwriting or releasing the holder releases it.
  * When the last holder releases it, the object frees what it owns, at that
- * moment rather than when the garbage collector runs.
+ * moment rather than when the garbage collector runs. Freeing is iterative:
+ * objects freed while another is being freed (the fields of a tuple, the
+ * captured values of a closure) wait in a queue that the outermost free
+ * drains, so a chain of a million nested tuples frees without exhausting the
+ * JavaScript stack.
  *
  * | call                 | effect                                                     |
  * | -------------------- | ---------------------------------------------------------- |
@@ -167,9 +171,24 @@ export abstract class VMObject {
 
   #free(): void {
     this.#freed = true;
-    this.free();
+    if (draining) {
+      waiting.push(this);
+      return;
+    }
+    draining = true;
+    try {
+      this.free();
+      for (let next = waiting.pop(); next !== undefined; next = waiting.pop()) next.free();
+    } finally {
+      draining = false;
+    }
   }
 }
+
+/** Whether a free is running: objects it frees wait in `waiting` instead of recursing. */
+let draining = false;
+/** Objects marked freed whose `free()` has not run yet. */
+const waiting: VMObject[] = [];
 
 /** Whether `v` is a `VMObject` (by brand: never runs a Proxy trap, never throws). */
 export function isVMObject(v: unknown): v is VMObject {

@@ -366,3 +366,32 @@ Deno.test("finding 11: a thenable result is awaited like a Promise", async () =>
     await assertRejects(() => vm.invoke("then_throws"), VMError, "then throws");
   }
 });
+
+Deno.test("bombs: a chain of a million nested tuples frees without exhausting the stack", async () => {
+  registerFunc("test.security.lt", (a: number, b: number) => a < b, { override: true });
+  registerFunc("test.security.inc", (a: number) => a + 1, { override: true });
+  const ib = new ExecBuilder();
+  // nest(n, leaf, keep): wraps `leaf` in n tuples; returns the chain when keep, else drops it.
+  ib.function("nest", { num_inputs: 3 }, () => {
+    ib.emit_call("vm.builtin.copy", [ib.imm(0)], { dst: ib.r(3) }); // 0: i = 0
+    ib.emit_call("test.security.lt", [ib.r(3), ib.r(0)], { dst: ib.r(4) }); // 1
+    ib.emit_if(ib.r(4), 4); // 2
+    ib.emit_call("vm.builtin.make_tuple", [ib.r(1)], { dst: ib.r(1) }); // 3
+    ib.emit_call("test.security.inc", [ib.r(3)], { dst: ib.r(3) }); // 4
+    ib.emit_goto(-4); // 5
+    ib.emit_if(ib.r(2), 2); // 6
+    ib.emit_ret(ib.r(1)); // 7
+    ib.emit_ret(ib.r(3)); // 8
+  });
+  const vm = new VirtualMachine(ib.get());
+  using leaf = tensor([1, 2, 3]);
+  const host = defaultAllocator(cpu()).stats().liveBytes;
+  assertEquals(await vm.invoke("nest", 1_000_000, leaf, 0), 1_000_000);
+  // Handing out is recursive: a result nested too deeply is refused, and released.
+  const e = await assertRejects(() => vm.invoke("nest", 5000, leaf, 1), VMError, "nested more");
+  assertStringIncludes(e.message, "1000");
+  const ok = await vm.invoke("nest", 3, leaf, 1) as unknown[][][];
+  assertEquals(ok[0][0][0], leaf, "the user's own tensor, handed back");
+  assertEquals(defaultAllocator(cpu()).stats().liveBytes, host);
+  assertEquals(vm.memory_stats().liveBytes, 0);
+});

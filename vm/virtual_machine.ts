@@ -482,18 +482,19 @@ export class VirtualMachine {
 
   /**
    * Hands a result to the user. A result that holds a freed object (the
-   * program killed it, then returned it) is a `VMError`, and what it holds
-   * is released: handing out part of it would leave the rest held forever.
+   * program killed it, then returned it) or nests too deeply is a `VMError`,
+   * and what it holds is released: handing out part of it would leave the
+   * rest held forever.
    */
   #export(index: number | string, v: unknown): unknown {
     if (typeof v !== "object" || v === null) return v;
-    const dead = freedIn(v);
-    if (dead !== null) {
+    const problem = resultProblem(v);
+    if (problem !== null) {
       const name = typeof index === "string" ? index : this.executable.functions[index].name;
       releaseIfUnowned(v);
       throw new VMError(
         { functionName: name, pc: -1, instruction: "", packedFunc: "" },
-        `@${name} returned ${dead}, whose memory was already released`,
+        `@${name} returned ${problem}`,
       );
     }
     return exportValue(v);
@@ -695,29 +696,50 @@ export class VirtualMachine {
 }
 
 /**
- * A freed object in `v` or in the tuples and arrays it holds, described, or
- * null when there is none. Walks without recursion, each object once.
+ * How deeply tuples and arrays may nest in a result handed to the user:
+ * handing out is recursive, and a program can build a chain of a million
+ * nested tuples in a loop.
  */
-function freedIn(v: unknown): string | null {
-  if (typeof v !== "object" || v === null) return null;
+export const MAX_RESULT_DEPTH = 1000;
+
+/**
+ * What makes `v` impossible to hand out — a freed object in it or in the
+ * tuples and arrays it holds, or nesting deeper than `MAX_RESULT_DEPTH` —
+ * described, or null. Walks without recursion, each object once.
+ */
+function resultProblem(v: unknown): string | null {
   const seen = new Set<object>();
-  const todo: unknown[] = [v];
+  const todo: [unknown, number][] = [[v, 0]];
   while (todo.length > 0) {
-    const x = todo.pop();
+    const [x, depth] = todo.pop()!;
     if (typeof x !== "object" || x === null || seen.has(x)) continue;
     seen.add(x);
+    let fields: readonly unknown[] | null = null;
     if (isVMObject(x)) {
-      if (x.disposed) return String(x);
-      if (x instanceof Tuple) { for (const f of x.fields) todo.push(f); }
+      if (x.disposed) return `${shortText(x)}, whose memory was already released`;
+      if (x instanceof Tuple) fields = x.fields;
     } else {
-      let fields: readonly unknown[] | null = null;
       try {
         if (Array.isArray(x)) fields = x;
       } catch {
         // A revoked Proxy: not a container.
       }
-      if (fields !== null) { for (const f of fields) todo.push(f); }
     }
+    if (fields === null) continue;
+    if (depth >= MAX_RESULT_DEPTH) {
+      return `tuples nested more than ${MAX_RESULT_DEPTH} deep, which cannot be handed out`;
+    }
+    for (const f of fields) todo.push([f, depth + 1]);
   }
   return null;
+}
+
+/** A short name for an object in a message (a tuple's own `toString` recurses into its fields). */
+function shortText(x: object): string {
+  if (x instanceof Tuple) return `a tuple of ${x.length}`;
+  try {
+    return String(x);
+  } catch {
+    return "an object";
+  }
 }
