@@ -139,7 +139,8 @@ export function specialize(fn: LoadedFunction, helpers: DispatchHelpers): Specia
           body += releases(ins.after) + charge(ins.jump) + jump(pc + ins.jump) + "\n";
           continue;
         case DecodedOp.If:
-          body += `v = h.isTruthy(r[${ins.a0}]);\n${releases(ins.after)}if (!v) { ${
+          // The condition gets its own variable: the releases after the If use `v`.
+          body += `cond = h.isTruthy(r[${ins.a0}]);\n${releases(ins.after)}if (!cond) { ${
             charge(ins.jump)
           }${jump(pc + ins.jump)} }\n`;
           if (pc + 1 === hi) body += `return ${hi};\n`;
@@ -166,7 +167,7 @@ export function specialize(fn: LoadedFunction, helpers: DispatchHelpers): Specia
     }
     chunks.push(`function chunk${chunks.length}(frame, pc) {
   const r = frame.regs, b = frame.inv;
-  let v, old;
+  let v, old, cond;
   try {
     for (;;) {
       switch (pc) {
