@@ -78,9 +78,13 @@ kvCacheBuiltins.add(
   "vm.builtin.attention_kv_cache_create",
   (init: unknown, reserveShape: unknown, initFillCount: unknown) => {
     const who = "attention_kv_cache_create";
+    const reserve = shapeArg(reserveShape, who, "reserve_shape");
+    if (reserve.length === 0) {
+      throw new RangeError(`${who}: reserve_shape needs at least one dimension (the rows)`);
+    }
     return AttentionKVCache.create(
       tensorArg(init, who),
-      shapeArg(reserveShape, who),
+      reserve,
       integerArg(initFillCount, "init_fill_count", who),
     );
   },

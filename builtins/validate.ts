@@ -12,6 +12,7 @@
  */
 
 import { DataType, type TensorDType, tensorDType } from "../ground/dtype.ts";
+import { isVMObject } from "../ground/object.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
 import { describe } from "./describe.ts";
 
@@ -85,4 +86,21 @@ export function integerArg(v: unknown, what: string, who: string, min = -Infinit
   }
   if (v < min) throw new RangeError(`${who}: ${what} must be at least ${min}, got ${v}`);
   return v;
+}
+
+/**
+ * Throws a `ReferenceError` naming `who` if one of `values` is an object
+ * whose memory was released: a builtin that holds its arguments (a tuple, a
+ * closure) checks them all before it holds any, or the ones before a freed
+ * one would stay held forever.
+ */
+export function checkLive(values: readonly unknown[], who: string, what = "argument"): void {
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (isVMObject(v) && v.disposed) {
+      throw new ReferenceError(
+        `${who}: ${what} ${i}, ${v}, was used after its memory was released`,
+      );
+    }
+  }
 }

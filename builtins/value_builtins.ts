@@ -14,6 +14,7 @@ import { Closure } from "../ground/closure.ts";
 import { Tuple, tupleFields } from "../ground/tuple.ts";
 import { BuiltinTable } from "./builtin_table.ts";
 import { describe } from "./describe.ts";
+import { checkLive } from "./validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const valueBuiltins = new BuiltinTable();
@@ -41,9 +42,13 @@ valueBuiltins.add("vm.builtin.null_value", () => null);
 
 /**
  * `vm.builtin.make_tuple(...fields)`: a tuple holding the fields (users
- * receive it as an array). TVM: `vm.builtin.make_tuple` (builtin.cc).
+ * receive it as an array). Errors: `ReferenceError` (a field whose memory
+ * was released). TVM: `vm.builtin.make_tuple` (builtin.cc).
  */
-valueBuiltins.add("vm.builtin.make_tuple", (...fields: unknown[]) => new Tuple(fields));
+valueBuiltins.add("vm.builtin.make_tuple", (...fields: unknown[]) => {
+  checkLive(fields, "make_tuple", "field");
+  return new Tuple(fields);
+});
 
 /**
  * `vm.builtin.tuple_getitem(tuple, index)`: field `index` (the object
@@ -122,10 +127,12 @@ valueBuiltins.add("vm.builtin.read_if_cond", (x: unknown): boolean | Promise<boo
 /**
  * `vm.builtin.make_closure(f, ...captured)`: a closure of `f` (a function
  * reference `f[name]`) that passes `captured` as its last parameters.
- * Errors: `TypeError` (not a function).
+ * Errors: `TypeError` (not a function), `ReferenceError` (a captured value
+ * whose memory was released).
  * TVM: `vm.builtin.make_closure` (builtin.cc); TVM accepts only VM functions.
  */
 valueBuiltins.add("vm.builtin.make_closure", (f: unknown, ...captured: unknown[]) => {
+  checkLive(captured, "make_closure", "captured value");
   if (f instanceof Closure) return new Closure(f.name, (...args) => f.call(args), captured);
   if (typeof f === "function") {
     return new Closure(f.name || "anonymous", f as (...a: unknown[]) => unknown, captured);

@@ -19,6 +19,7 @@ import {
   ExecBuilder,
   Executable,
   type FunctionInfo,
+  getGlobalFunc,
   LoadError,
   type NDArray,
   type ProgramData,
@@ -28,7 +29,8 @@ import {
   VirtualMachine,
   VMError,
 } from "../mod.ts";
-import { defaultAllocator } from "../devices/allocation_context.ts";
+import { activateAllocators, defaultAllocator } from "../devices/allocation_context.ts";
+import { MemoryScope } from "../devices/memory_scope.ts";
 import { saveProgram } from "../program/serialize.ts";
 
 /** The data of a small valid program: `main(x) = copy(x)`, calling one packed function. */
@@ -394,4 +396,43 @@ Deno.test("bombs: a chain of a million nested tuples frees without exhausting th
   assertEquals(ok[0][0][0], leaf, "the user's own tensor, handed back");
   assertEquals(defaultAllocator(cpu()).stats().liveBytes, host);
   assertEquals(vm.memory_stats().liveBytes, 0);
+});
+
+Deno.test("builtins: failures found by the builtin fuzz family are named and leak nothing", () => {
+  const call = (name: string, ...args: unknown[]) => getGlobalFunc(name)!(...args);
+  const host = defaultAllocator(cpu());
+  const before = host.stats().liveBytes;
+  // A tuple or closure over a freed value used to hold the values before it forever.
+  const good = tensor([1, 2, 3, 4]);
+  const dead = tensor([5]);
+  dead.dispose();
+  assertThrows(() => call("vm.builtin.make_tuple", good, dead), ReferenceError, "make_tuple:");
+  assertThrows(
+    () => call("vm.builtin.make_closure", () => 0, good, dead),
+    ReferenceError,
+    "make_closure:",
+  );
+  good.dispose();
+  assert(good.disposed, "nothing else holds the good value");
+  assertEquals(host.stats().liveBytes, before);
+  // A KV cache without rows allocated its tensor, then failed, unnamed.
+  const scope = new MemoryScope([cpu()], "pooled", 1 << 20);
+  using init = tensor([1, 2]);
+  const previous = activateAllocators(scope);
+  try {
+    assertThrows(
+      () => call("vm.builtin.attention_kv_cache_create", init, shape(), 0),
+      RangeError,
+      "attention_kv_cache_create: reserve_shape needs at least one dimension",
+    );
+  } finally {
+    activateAllocators(previous);
+  }
+  assertEquals(scope.allocators().reduce((n, a) => n + a.stats().liveBytes, 0), 0);
+  // A dtype that does not parse is the check's own error.
+  assertThrows(
+    () => call("vm.builtin.check_prim_value_info", 1, "float31", ""),
+    TypeError,
+    "check_prim_value_info:",
+  );
 });
