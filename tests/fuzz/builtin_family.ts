@@ -37,7 +37,7 @@ import { getGlobalFunc } from "../../ground/registry.ts";
 import { releaseIfUnowned } from "../../ground/object.ts";
 import type { Random } from "./random.ts";
 import { Random as CaseRandom } from "./random.ts";
-import { caseSeeds, emptyReport, type FamilyReport, recordBug } from "./report.ts";
+import { caseSeeds, emptyReport, type FamilyReport, recordBug, settle } from "./report.ts";
 import { Made, malformed, memoryRecipe, randomRecipe, type Recipe } from "./values.ts";
 import { signatureRecipes } from "./builtin_signatures.ts";
 
@@ -93,22 +93,6 @@ function argumentRecipe(rand: Random, scope: MemoryScope): Recipe {
     return () => n;
   }
   return randomRecipe(rand);
-}
-
-/** Settles `p` or gives up after `ms`: "hang". */
-async function settle(p: Promise<unknown>, ms: number): Promise<
-  { value: unknown } | { error: unknown } | "hang"
-> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<"hang">((resolve) => timer = setTimeout(() => resolve("hang"), ms));
-  try {
-    return await Promise.race([
-      p.then((value) => ({ value }), (error) => ({ error })),
-      late,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Runs `cases` builtin calls from `rand`'s sequence. */
@@ -172,7 +156,7 @@ export async function builtinFamily(rand: Random, cases: number): Promise<Family
       made.cleanUp();
       const scopeLive = scope.allocators().reduce((n, a) => n + a.stats().liveBytes, 0);
       const hostLive = host.stats().liveBytes - hostBefore;
-      if (scopeLive !== 0 || hostLive !== 0) {
+      if (scopeLive !== 0 || hostLive > 0) {
         recordBug(
           report,
           "leaks",

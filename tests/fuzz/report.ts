@@ -20,7 +20,11 @@ export interface FamilyReport {
   otherExceptions: number;
   /** Cases that took longer than the family's time budget: a bug. */
   hangs: number;
-  /** Cases after which memory stayed allocated: a bug. */
+  /**
+   * Cases after which memory stayed allocated: a bug. (Host memory is
+   * checked for growth only: the garbage collector's safety net may free
+   * tensors of earlier cases at any time.)
+   */
   leaks: number;
   /** VM constructions over their time budget: a bug. */
   overBudget: number;
@@ -89,5 +93,21 @@ export function* caseSeeds(
   for (let i = 0; i < cases; i++) {
     const seed = rand.int(2 ** 31);
     if (Number.isNaN(only) || only === i) yield [i, seed];
+  }
+}
+
+/** Settles `p` or gives up after `ms`: "hang". */
+export async function settle(p: Promise<unknown>, ms: number): Promise<
+  { value: unknown } | { error: unknown } | "hang"
+> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"hang">((resolve) => timer = setTimeout(() => resolve("hang"), ms));
+  try {
+    return await Promise.race([
+      p.then((value) => ({ value }), (error) => ({ error })),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -10,7 +10,9 @@
  * @module
  */
 
+import { bombFamily } from "./bomb_family.ts";
 import { builtinFamily } from "./builtin_family.ts";
+import { hostileFamily } from "./hostile_family.ts";
 import { loaderFamily } from "./loader_family.ts";
 import { runFamily } from "./run_family.ts";
 import { Random } from "./random.ts";
@@ -21,6 +23,8 @@ export const FAMILIES: Record<string, (rand: Random, cases: number) => Promise<F
   loader: loaderFamily,
   run: runFamily,
   builtins: builtinFamily,
+  hostile: hostileFamily,
+  bombs: bombFamily,
 };
 
 /** Runs the chosen families and returns their reports. */
