@@ -26,6 +26,7 @@ import { NDArray } from "../devices/ndarray.ts";
 import type { TypedArray } from "../ground/dtype.ts";
 import { BuiltinTable } from "./builtin_table.ts";
 import { describe } from "./describe.ts";
+import { checkWritable } from "./validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const samplingBuiltins = new BuiltinTable();
@@ -229,6 +230,7 @@ samplingBuiltins.add(
     const factor = numberArg(penalty, "penalty", who);
     onCpu(l, who, "logits");
     onCpu(ids, who, "token_ids");
+    checkWritable(l, who, "logits");
     const values = l.cpuView(), idView = ids.cpuView();
     const n = ids.shape.length === 0 ? 1 : ids.shape[ids.shape.length - 1];
     for (let i = 0; i < n; i++) {
@@ -262,6 +264,7 @@ samplingBuiltins.add(
     for (const [t, what] of [[l, "logits"], [ids, "token_ids"], [freqs, "token_freqs"]] as const) {
       onCpu(t, who, what);
     }
+    checkWritable(l, who, "logits");
     const n = ids.shape.length === 0 ? 1 : ids.shape[ids.shape.length - 1];
     if (freqs.size < n) {
       throw new RangeError(`${who}: ${n} token ids but ${freqs.size} frequencies`);
@@ -302,6 +305,7 @@ samplingBuiltins.add(
     const who = "apply_softmax_with_temperature";
     const l = tensorArg(logits, "float32", who, "logits");
     onCpu(l, who, "logits");
+    checkWritable(l, who, "logits");
     const inv = f32(1 / numberArg(temperature, "temperature", who));
     const values = l.cpuView() as Float32Array;
     const v = l.shape.length === 0 ? 1 : l.shape[l.shape.length - 1];

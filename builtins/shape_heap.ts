@@ -28,7 +28,7 @@ import { ShapeTuple } from "../ground/shape_tuple.ts";
 import { BuiltinTable } from "./builtin_table.ts";
 import { MemoryScope } from "../devices/memory_scope.ts";
 import { contextPrefix, describe } from "./describe.ts";
-import { checkDims, shapeArg } from "./validate.ts";
+import { checkDims, checkWritable, shapeArg } from "./validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const shapeHeapBuiltins = new BuiltinTable();
@@ -54,9 +54,13 @@ export class ShapeHeapView {
   readonly length: number;
   readonly #ints: BigInt64Array | null;
   readonly #floats: Float64Array | null;
+  readonly #heap: NDArray | null;
+  readonly #who: string;
 
-  /** Views `heap`'s elements; null: no heap (no slots). */
-  constructor(heap: NDArray | null) {
+  /** Views `heap`'s elements (for builtin `who`); null: no heap (no slots). */
+  constructor(heap: NDArray | null, who = "shape heap") {
+    this.#heap = heap;
+    this.#who = who;
     const view = heap === null ? new Float64Array(0) : heap.cpuView();
     this.length = view.length;
     this.#ints = view instanceof BigInt64Array ? view : null;
@@ -73,8 +77,12 @@ export class ShapeHeapView {
     return v;
   }
 
-  /** Stores integer `v` in slot `i`. */
+  /**
+   * Stores integer `v` in slot `i`. A heap that is a constant of the
+   * executable is shared by every VM running it: writing it is a `TypeError`.
+   */
   set(i: number, v: number): void {
+    if (this.#heap !== null) checkWritable(this.#heap, this.#who, "the shape heap");
     if (this.#floats !== null) this.#floats[i] = v;
     else this.#ints![i] = BigInt(v);
   }
@@ -95,7 +103,7 @@ export function heapView(heap: unknown, who: string): ShapeHeapView {
       }`,
     );
   }
-  return new ShapeHeapView(heap);
+  return new ShapeHeapView(heap, who);
 }
 
 /** `index` if it is a valid position in `heap`, else a `RangeError` naming `who`. */

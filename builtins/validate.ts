@@ -104,3 +104,17 @@ export function checkLive(values: readonly unknown[], who: string, what = "argum
     }
   }
 }
+
+/**
+ * Throws a `TypeError` naming `who` if tensor `t` is a constant of the
+ * executable (pinned, see ground/object.ts): every VM that runs the
+ * executable shares it, so a builtin that writes in place (a shape heap, the
+ * logits a sampling step changes) must not write into it.
+ */
+export function checkWritable(t: { readonly pinned: boolean }, who: string, what: string): void {
+  if (t.pinned) {
+    throw new TypeError(
+      `${who}: ${what} is a constant of the executable, shared by every VM that runs it: it cannot be changed in place`,
+    );
+  }
+}

@@ -436,3 +436,36 @@ Deno.test("builtins: failures found by the builtin fuzz family are named and lea
     "check_prim_value_info:",
   );
 });
+
+Deno.test("finding 8: builtins that write in place refuse the executable's constants", async () => {
+  const heap = tensor([0n, 0n], { dtype: "int64" });
+  const logits = tensor([1, 2, 3, 4]);
+  const ib = new ExecBuilder();
+  ib.function("store", { num_inputs: 0 }, () => {
+    ib.emit_call("vm.builtin.store_shape", [shape(7, 8), heap, ib.imm(0), ib.imm(1)], {
+      dst: ib.r(0),
+    });
+    ib.emit_ret(ib.r(0));
+  });
+  ib.function("softmax", { num_inputs: 0 }, () => {
+    ib.emit_call("vm.builtin.apply_softmax_with_temperature", [logits, ib.convert_constant(1)], {
+      dst: ib.r(0),
+    });
+    ib.emit_ret(ib.r(0));
+  });
+  const ex = ib.get();
+  heap.dispose();
+  logits.dispose();
+  const vm = new VirtualMachine(ex);
+  await assertRejects(
+    () => vm.invoke("store"),
+    VMError,
+    "store_shape: the shape heap is a constant",
+  );
+  await assertRejects(() => vm.invoke("softmax"), VMError, "logits is a constant");
+  const [c0, c1] = ex.constants.filter((c) =>
+    typeof c === "object" && "dataSync" in c
+  ) as NDArray[];
+  assertEquals([...c0.dataSync()], [0n, 0n], "the heap constant is unchanged");
+  assertEquals([...c1.dataSync()], [1, 2, 3, 4], "the logits constant is unchanged");
+});
