@@ -4,7 +4,14 @@
  * every form the VM runs code in. Each test names the finding it holds to.
  */
 
-import { assert, assertEquals, assertLess, assertRejects, assertStringIncludes } from "@std/assert";
+import {
+  assert,
+  assertEquals,
+  assertInstanceOf,
+  assertLess,
+  assertRejects,
+  assertStringIncludes,
+} from "@std/assert";
 import {
   cpu,
   ExecBuilder,
@@ -271,4 +278,26 @@ Deno.test("finding 5: vm.with(...) offers get and invoke_closure under the same 
   await assertRejects(() => limited.get("spin")(1), VMError, "Out of fuel");
   using closure = await vm.invoke("closure") as Disposable;
   await assertRejects(() => limited.invoke_closure(closure, 1), VMError, "Out of fuel");
+});
+
+Deno.test("finding 5: a call aborted by the packed function it waits on does not wait forever", async () => {
+  // The signal fires before the frame parks: the abort event has come and gone.
+  const controller = new AbortController();
+  registerFunc("test.limits.abort_and_hang", () => {
+    controller.abort();
+    return new Promise(() => {});
+  }, { override: true });
+  const ex = waitProgram("test.limits.abort_and_hang");
+  for (const form of Object.keys(FORMS) as Form[]) {
+    const vm = loadIn(ex, form);
+    using x = tensor([1]);
+    const base = vm.memory_stats().liveBytes;
+    const outcome = await Promise.race([
+      vm.with({ signal: controller.signal }).invoke("outer", x).catch((e) => e),
+      new Promise((resolve) => setTimeout(() => resolve("still waiting"), 1000)),
+    ]);
+    assertInstanceOf(outcome, VMError, String(outcome));
+    assertStringIncludes((outcome as VMError).message, "Aborted");
+    assertEquals(vm.memory_stats().liveBytes, base);
+  }
 });

@@ -238,6 +238,10 @@ export class Invocation {
    */
   race<T>(pending: Promise<T>): Promise<T | typeof STOPPED> {
     if (!this.#watched) return pending;
+    // The signal may have fired while the call ran (its abort event is gone by the time a
+    // listener is added), and the deadline may have passed: check both before waiting.
+    if (this.#stop === null && this.limits.signal?.aborted) this.#stop = this.#aborted();
+    if (this.#stop === null && performance.now() >= this.#deadline) this.#stop = this.#timedOut();
     if (this.#stop !== null) return Promise.resolve(STOPPED);
     this.#watch();
     const waiting = this.#waiting ??= new Set();
