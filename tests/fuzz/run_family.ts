@@ -49,7 +49,8 @@ async function outcome(
 ): Promise<{ text: string; raw?: unknown; bad?: string }> {
   try {
     const v = await vm.with({ fuel: FUEL, timeoutMs: TIMEOUT_MS }).invoke(name, ...args);
-    const bad = malformed(v, args) ?? undefined;
+    // A shape constant may hold anything (axes are negative): only what builtins made counts.
+    const bad = malformed(v, [...args, ...vm.executable.constants]) ?? undefined;
     const text = `= ${canonical(v)}`;
     disposeResult(v);
     return { text, bad };
