@@ -469,3 +469,39 @@ Deno.test("finding 8: builtins that write in place refuse the executable's const
   assertEquals([...c0.dataSync()], [0n, 0n], "the heap constant is unchanged");
   assertEquals([...c1.dataSync()], [1, 2, 3, 4], "the logits constant is unchanged");
 });
+
+Deno.test("bombs: inputs and high register numbers cost a file nothing, so they cannot cost the VM", async () => {
+  // Found by the bombs fuzz family: 2^24 declared inputs took seconds to load and to construct.
+  const inputs = saveProgram(withFunction("main", { numArgs: 1 << 24, registerFileSize: 1 << 24 }));
+  let t0 = performance.now();
+  assertThrows(() => Executable.load(inputs), LoadError, "takes 16777216 inputs, more than 65536");
+  assert(performance.now() - t0 < 500, `${performance.now() - t0} ms`);
+  // One instruction naming register 2^24 - 1 asked for a register file of 2^24 slots: every
+  // call copied it, and construction scanned it per block. The VM renumbers such a program.
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 1 }, () => {
+    for (let i = 0; i < 200; i++) ib.emit_if(ib.r(0), 1);
+    ib.emit_call("vm.builtin.copy", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  const p = validProgram();
+  const built = ib.get();
+  const code = Float64Array.from(built.instrData);
+  code[code.length - 6] = (1 << 24) - 1; // the copy's destination
+  code[code.length - 1] = (1 << 24) - 1; // the register returned
+  const high = saveProgram({
+    ...p,
+    functions: built.functions.map((f) =>
+      f.kind === "vm" ? { ...f, registerFileSize: 1 << 24 } : f
+    ),
+    instrOffset: built.instrOffset,
+    instrData: code,
+  });
+  assert(high.length < 6000, `${high.length} bytes`);
+  const ex = Executable.load(high);
+  assertStringIncludes(ex.as_text(), "dst: %16777215");
+  t0 = performance.now();
+  const vm = new VirtualMachine(ex);
+  assertEquals(await vm.invoke("main", 5), 5);
+  assert(performance.now() - t0 < 300, `${performance.now() - t0} ms to construct and call`);
+});

@@ -31,6 +31,8 @@ import { printable } from "../ground/printable.ts";
 import { getGlobalFunc } from "../ground/registry.ts";
 import { InstructionCursor } from "../program/decoder.ts";
 import type { Executable } from "../program/executable.ts";
+import { formalize } from "../program/formalize.ts";
+import { Opcode } from "../program/bytecode.ts";
 import { computeReleases } from "../program/liveness.ts";
 import { instructionText } from "../program/text_format.ts";
 import {
@@ -309,7 +311,11 @@ export class VirtualMachine {
     this.executable = ex;
     this.devices = Object.freeze(list);
     this.#state = new MemoryScope(this.devices, allocator, maxMemoryBytes);
-    this.#interp = new Interpreter(ex, this.#state);
+    // A file may name a high register once (r(2^24 - 1)) and so ask for a register file far
+    // larger than its code: every call would copy it, and liveness would scan it per block.
+    // The VM runs such a program renumbered densely (as the builder always does).
+    const run = sparseRegisters(ex) ? formalize(ex) : ex;
+    this.#interp = new Interpreter(run, this.#state);
     this.#interp.limits = this.#limits;
     this.#checkPackedFunctions();
     this.#constants = this.#placeConstants();
@@ -319,10 +325,10 @@ export class VirtualMachine {
       callee: (i) => this.#callee(i),
       vmState: () => this.#state,
     };
-    ex.functions.forEach((f, i) => {
+    run.functions.forEach((f, i) => {
       if (f.kind !== "vm") return;
-      const releases = ex.liveness ? computeReleases(ex, f) : null;
-      this.#interp.functions[i] = loadFunction(ex, f, resolver, releases);
+      const releases = run.liveness ? computeReleases(run, f) : null;
+      this.#interp.functions[i] = loadFunction(run, f, resolver, releases);
     });
     if (mode === "compiled") {
       this.#interp.compileAll();
@@ -693,6 +699,28 @@ export class VirtualMachine {
   memory_stats(device?: Device): MemoryStats {
     return this.#state.allocatorFor(device ?? this.devices[0]).stats();
   }
+}
+
+/**
+ * Whether a VM function of `ex` declares more registers than its inputs and
+ * the register operands of its code could name: its registers are not
+ * numbered densely (a crafted file), and its register file is not bounded by
+ * its size. Counts operands, not distinct registers, so a dense program never
+ * qualifies and the test is one pass over the instructions.
+ */
+function sparseRegisters(ex: Executable): boolean {
+  const cursor = new InstructionCursor(ex);
+  for (const f of ex.functions) {
+    if (f.kind !== "vm") continue;
+    let named = f.numArgs;
+    for (let i = f.start; i < f.end && named < f.registerFileSize; i++) {
+      const c = cursor.seek(i);
+      if (c.op === Opcode.Call) named += 1 + c.argCount;
+      else if (c.op !== Opcode.Goto) named += 1;
+    }
+    if (f.registerFileSize > named) return true;
+  }
+  return false;
 }
 
 /**
