@@ -7,6 +7,9 @@
  *   (legitimately used), against `maxStackSlots`;
  * - ranges: function tables whose entries claim any start, end, argument
  *   count or register file (the verifier must reject them at once);
+ * - sparse: one instruction naming a register as high as 2^24 - 1, in a
+ *   function of up to 2000 blocks (the VM renumbers it: construction stays
+ *   linear in the file);
  * - branching: K `If`s over K live registers, K up to 4000 (construction
  *   must stay linear: the loader family's budget);
  * - recursion: endless self and mutual recursion, and exponential recursion;
@@ -114,6 +117,31 @@ function rangesBomb(rand: Random): Bomb {
     kind: "ranges",
     program: saveProgram({ ...ex, functions }),
     call: { name: "main", args: () => [1] },
+    options: {},
+  };
+}
+
+/** A function of up to 2000 blocks that names one register as high as 2^24 - 1. */
+function sparseBomb(rand: Random): Bomb {
+  const blocks = rand.pick([1, 10, 300, 2000]);
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 1 }, () => {
+    for (let i = 0; i < blocks; i++) ib.emit_if(ib.r(0), 1);
+    ib.emit_call("vm.builtin.copy", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  const built = ib.get();
+  const high = rand.pick([2 ** 24 - 1, 2 ** 20, 65_536, 2]);
+  const code = Float64Array.from(built.instrData);
+  code[code.length - 6] = high; // the copy's destination
+  code[code.length - 1] = high; // the register returned
+  const functions = built.functions.map((f) =>
+    f.kind === "vm" ? { ...f, registerFileSize: rand.chance(0.9) ? high + 1 : high + 2 } : f
+  );
+  return {
+    kind: "sparse",
+    program: saveProgram({ ...built, functions, instrData: code }),
+    call: { name: "main", args: () => [rand.pick([0, 1])] },
     options: {},
   };
 }
@@ -285,6 +313,7 @@ function constantBomb(rand: Random): Bomb {
 
 const BOMBS = [
   registersBomb,
+  sparseBomb,
   rangesBomb,
   branchingBomb,
   recursionBomb,
