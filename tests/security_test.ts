@@ -217,7 +217,8 @@ Deno.test("finding 7: a disposed argument is a VMError and leaks none of the oth
   assertThrows(() => vm.set_input("two", good, dead), VMError, "Argument 1");
   good.dispose();
   assert(good.disposed, "nothing kept a reference to the good argument");
-  assertEquals(host.stats().liveBytes, before);
+  // At most: the garbage collector may free tensors other tests dropped meanwhile.
+  assert(host.stats().liveBytes <= before, `${host.stats().liveBytes - before} bytes left`);
 });
 
 Deno.test("finding 8: a program cannot kill its executable's constants", async () => {
@@ -394,7 +395,8 @@ Deno.test("bombs: a chain of a million nested tuples frees without exhausting th
   assertStringIncludes(e.message, "1000");
   const ok = await vm.invoke("nest", 3, leaf, 1) as unknown[][][];
   assertEquals(ok[0][0][0], leaf, "the user's own tensor, handed back");
-  assertEquals(defaultAllocator(cpu()).stats().liveBytes, host);
+  assert(defaultAllocator(cpu()).stats().liveBytes <= host, "nothing left outside the VM");
+  assert(!leaf.disposed);
   assertEquals(vm.memory_stats().liveBytes, 0);
 });
 
@@ -414,7 +416,8 @@ Deno.test("builtins: failures found by the builtin fuzz family are named and lea
   );
   good.dispose();
   assert(good.disposed, "nothing else holds the good value");
-  assertEquals(host.stats().liveBytes, before);
+  // At most: the garbage collector may free tensors other tests dropped meanwhile.
+  assert(host.stats().liveBytes <= before, `${host.stats().liveBytes - before} bytes left`);
   // A KV cache without rows allocated its tensor, then failed, unnamed.
   const scope = new MemoryScope([cpu()], "pooled", 1 << 20);
   using init = tensor([1, 2]);

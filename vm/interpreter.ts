@@ -258,28 +258,37 @@ export class Interpreter {
   /** Runs function `index` as a new invocation under `limits` (`run`, without a closure). */
   invoke(limits: ResolvedLimits, index: number, args: readonly unknown[]): unknown {
     let inv = this.#spare;
-    if (inv !== null && inv.limits === limits) {
-      this.#spare = null;
-      inv.restart();
-    } else {
-      inv = new Invocation(limits);
-    }
+    if (inv !== null && inv.limits === limits) this.#spare = null;
+    else inv = new Invocation(limits);
     const previous = this.#current;
     this.#current = inv;
     let out: unknown;
     try {
       out = this.#enter(inv, index, args);
     } catch (e) {
-      inv.finish();
-      throw e;
-    } finally {
       this.#current = previous;
+      this.#end(inv);
+      throw e;
     }
+    this.#current = previous;
     // #enter returns a Promise only for a call that parked.
     if (out instanceof Promise) return this.#finishLater(inv, out);
-    inv.finish();
-    if (inv.reusable) this.#spare = inv;
+    this.#end(inv);
     return out;
+  }
+
+  /**
+   * A call returned or threw without waiting: its invocation ends, and serves
+   * the next call when it can (`Invocation.reusable`: no clock, no signal, no
+   * frame left waiting).
+   */
+  #end(inv: Invocation): void {
+    if (inv.reusable) {
+      inv.restart();
+      this.#spare = inv;
+    } else {
+      inv.finish();
+    }
   }
 
   #finishLater(inv: Invocation, p: Promise<unknown>): Promise<unknown> {

@@ -180,11 +180,13 @@ export class Invocation {
 
   /**
    * Whether a finished invocation can serve the next call under the same
-   * limits (`restart`): one without a clock or signal, which holds nothing.
+   * limits (`restart`): one without a clock or signal, with no frame left.
    * Saves an allocation per call, a good part of a small call's cost.
    */
   get reusable(): boolean {
-    return !this.#watched;
+    // A frame still waiting (a packed function dropped the Promise of a VM call it made)
+    // keeps its invocation: its depth is not back to 0.
+    return !this.#watched && this.depth === 0;
   }
 
   /** Makes a finished, reusable invocation new again. */
