@@ -301,3 +301,22 @@ Deno.test("finding 5: a call aborted by the packed function it waits on does not
     assertEquals(vm.memory_stats().liveBytes, base);
   }
 });
+
+Deno.test("finding 5: an abort's reason is the VMError's cause; fuel and time have none", async () => {
+  const vm = new VirtualMachine(spinProgram());
+  using x = tensor([1]);
+  const controller = new AbortController();
+  const reason = new Error("the user left");
+  controller.abort(reason);
+  const aborted = await assertRejects(
+    () => vm.with({ signal: controller.signal }).invoke("spin", x),
+    VMError,
+    "Aborted",
+  );
+  assertEquals(aborted.cause, reason);
+  const fuel = await assertRejects(
+    () => vm.with({ fuel: 10 }).invoke("spin", tensor([1])),
+    VMError,
+  );
+  assertEquals(fuel.cause, undefined);
+});

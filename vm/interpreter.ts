@@ -60,6 +60,7 @@ import {
   DEFAULT_MAX_CALL_DEPTH,
   DEFAULT_MAX_STACK_SLOTS,
   Invocation,
+  LimitExceeded,
   type ResolvedLimits,
   STOPPED,
 } from "./invocation.ts";
@@ -192,6 +193,15 @@ export function asPromise(v: object): Promise<unknown> | null {
   return Promise.resolve().then(() =>
     new Promise((resolve, reject) => Reflect.apply(then as () => void, v, [resolve, reject]))
   );
+}
+
+/** `e` if it is the VM's own `LimitExceeded`, else null (never running a Proxy's traps unguarded). */
+function limitOf(e: unknown): LimitExceeded | null {
+  try {
+    return e instanceof LimitExceeded ? e : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Whether `e` is a `VMError`, without running a Proxy's traps unguarded. */
@@ -474,6 +484,9 @@ export class Interpreter {
     if (isVMError(e)) return e;
     const ins = frame.pc >= 0 ? frame.fn.code[frame.pc] : undefined;
     const reason = reasonOf(e);
+    // A limit that stopped the call says which in the message; the cause is the abort's reason
+    // (none for fuel and time), not the VM's internal error.
+    const limit = limitOf(e);
     return new VMError(
       {
         functionName: frame.fn.info.name,
@@ -482,7 +495,7 @@ export class Interpreter {
         packedFunc: ins?.fnName ?? "",
       },
       reason,
-      { cause: e },
+      limit === null ? { cause: e } : limit.cause === undefined ? {} : { cause: limit.cause },
     );
   }
 

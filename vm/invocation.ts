@@ -5,13 +5,13 @@
  * a Promise never count against other calls (issue 9, finding 4), and a
  * frame knows its invocation wherever it resumes.
  *
- * | limit                      | counted                                      | on exhaustion     |
- * | -------------------------- | -------------------------------------------- | ----------------- |
- * | `maxCallDepth` (1000)      | nested VM function calls                     | "Call stack overflow" |
- * | `maxStackSlots` (2^24)     | register slots of the frames on the stack    | "Stack overflow"  |
- * | `fuel` (none)              | instructions, charged on backward jumps and calls | "Out of fuel" |
- * | `timeoutMs` (none)         | wall-clock time since the call started       | "Timed out"       |
- * | `signal` (none)            | an `AbortSignal`                             | "Aborted"         |
+ * | limit                   | counted                                            | stops with            |
+ * | ----------------------- | -------------------------------------------------- | --------------------- |
+ * | `maxCallDepth` (1000)   | nested VM function calls                           | "Call stack overflow" |
+ * | `maxStackSlots` (2^24)  | register slots of the frames on the stack          | "Stack overflow"      |
+ * | `fuel` (none)           | instructions, charged on backward jumps and calls  | "Out of fuel"         |
+ * | `timeoutMs` (none)      | wall-clock time since the call started             | "Timed out"           |
+ * | `signal` (none)         | an `AbortSignal`                                   | "Aborted"             |
  *
  * Fuel, time and the signal are checked where a program can run on without
  * end: on backward jumps and on VM function calls (Lua's count hook, the fuel
@@ -39,7 +39,7 @@ export interface CallLimits {
   fuel?: number;
   /** Milliseconds the call may take, waiting on Promises included. Default: no limit. */
   timeoutMs?: number;
-  /** Stops the call when aborted (its `reason` becomes the `cause`). */
+  /** Stops the call when aborted; the `VMError`'s `cause` is the signal's `reason`. */
   signal?: AbortSignal;
 }
 
