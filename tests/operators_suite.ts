@@ -345,6 +345,24 @@ export function defineOperatorTests(
     [[2, 0], [0, 3]],
     [[0, 3], [3, 4]],
     [[1, 1], [1, 1]],
+    // Attention shapes: [B, H, T, D] × [B, H, D, S], a shared weight, a broadcast batch.
+    [[2, 3, 5, 8], [2, 3, 8, 6]],
+    [[2, 3, 1, 8], [2, 3, 8, 7]],
+    [[3, 5, 8], [8, 6]],
+    [[6, 1, 16], [16, 12]],
+    [[1, 5, 8], [4, 8, 6]],
+    [[2, 1, 5, 8], [1, 3, 8, 4]],
+    [[2, 3, 4, 8], [8]],
+    [[8], [2, 3, 8, 4]],
+    [[2, 0, 4, 8], [1, 8, 4]],
+    // One-row products (matrix-vector on the GPU's vec4 path), batches folded into rows.
+    [[1, 64], [64, 136]],
+    [[3, 8], [8, 260]],
+    [[2, 3, 1, 64], [2, 3, 64, 64]],
+    [[6, 1, 64], [64, 256]],
+    [[2, 2, 1, 8], [1, 1, 8, 12]],
+    [[5, 3, 16], [1, 16, 8]],
+    [[2, 70, 8], [8, 4]],
   ];
   test("vm.op.matmul 2-D, 1-D and batched with broadcasting", async (dev) => {
     for (const [i, [sa, sb]] of MATMUL_CASES.entries()) {
