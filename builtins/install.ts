@@ -8,13 +8,20 @@
  */
 
 import { installKernels } from "../kernels/install.ts";
+import { indexingBuiltins } from "./indexing_operators.ts";
 import { memoryBuiltins } from "./memory.ts";
 import { operatorBuiltins } from "./operators.ts";
 import { shapeHeapBuiltins } from "./shape_heap.ts";
 import { valueBuiltins } from "./value_builtins.ts";
 
 /** Every builtin table, in registration order. */
-export const BUILTIN_TABLES = [valueBuiltins, shapeHeapBuiltins, memoryBuiltins, operatorBuiltins];
+export const BUILTIN_TABLES = [
+  valueBuiltins,
+  shapeHeapBuiltins,
+  memoryBuiltins,
+  operatorBuiltins,
+  indexingBuiltins,
+];
 
 let installed = false;
 

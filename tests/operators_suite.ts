@@ -12,6 +12,8 @@
 import { assert, assertEquals, AssertionError, assertThrows } from "@std/assert";
 import { installBuiltins } from "../builtins/install.ts";
 import { OPERATOR_NAMES } from "../builtins/operators.ts";
+import { INDEXING_OPERATOR_NAMES } from "../builtins/indexing_operators.ts";
+import { Tuple } from "../ground/tuple.ts";
 import { getGlobalFunc } from "../ground/registry.ts";
 import { cpu } from "../devices/cpu_device.ts";
 import type { Device } from "../devices/device.ts";
@@ -26,10 +28,13 @@ import {
   REF_UNARY,
   refBinary,
   refCastValue,
+  refConcat,
   refLayerNorm,
   refMatmul,
   refReduce,
   refSoftmax,
+  refStridedSlice,
+  refTake,
   refTranspose,
   refUnary,
   sizeOf,
@@ -156,7 +161,11 @@ export function defineOperatorTests(
     tensor(ref.data, { shape: ref.shape, dtype: dt, device: dev });
 
   test("every operator is registered and returns its output on the input device", async (dev) => {
-    for (const name of OPERATOR_NAMES) assert(getGlobalFunc(name) !== undefined, name);
+    for (
+      const name of [...OPERATOR_NAMES, ...INDEXING_OPERATOR_NAMES]
+    ) {
+      assert(getGlobalFunc(name) !== undefined, name);
+    }
     using x = put(dev, randomRef([2, 3], 1));
     const out = await call("vm.op.exp", x);
     assertEquals(out.device, dev);
@@ -558,6 +567,225 @@ export function defineOperatorTests(
     assertResult(got, { shape: [], data: [3] }, "int32", EXACT, "cast 0-d");
   });
 
+  // ------------------------------------------------------------------ take
+
+  test("vm.op.take gathers rows along an axis (embedding lookup)", async (dev) => {
+    const cases: [number[], number[], number[], number | undefined][] = [
+      // [x shape, indices shape, index values, axis]
+      [[7, 5], [3], [3, 0, 6], 0],
+      [[7, 5], [2, 3], [1, -1, -7, 6, 0, 2], 0],
+      [[7, 5], [], [4], 0], // a 0-d index removes the axis
+      [[3, 4, 5], [2], [3, -4], 1],
+      [[3, 4, 5], [4], [4, 0, -1, 2], -1],
+      [[3, 4], [5], [11, 0, -12, 5, 7], undefined], // flattened
+      [[6], [2, 2], [5, 0, -6, 3], 0],
+      [[50, 64], [9], [49, 0, 7, 7, 13, 25, 48, 1, 30], 0], // whole-vec4 rows on the GPU
+      [[7, 0], [3], [1, 2, 3], 0],
+      [[0, 5], [0], [], 0],
+      [[7, 5], [0, 2], [], 0],
+    ];
+    for (const [i, [xs, is, values, axis]] of cases.entries()) {
+      const rx = randomRef(xs, 1400 + i);
+      const ri: Ref = { shape: is, data: values };
+      using x = put(dev, rx);
+      for (const where of [dev, cpu()]) {
+        using idx = tensor(values, { shape: is, dtype: "int32", device: where });
+        const got = await call("vm.op.take", x, idx, ...(axis === undefined ? [] : [axis]));
+        assertResult(
+          got,
+          refTake(rx, ri, axis),
+          "float32",
+          EXACT,
+          `take ${fmt(xs)} axis ${axis} indices on ${where.kind}`,
+        );
+        assertEquals(got.device, dev);
+      }
+    }
+  });
+
+  test("vm.op.take of int32 and uint8 tensors, and a 0-d tensor flattened", async (dev) => {
+    const rx = randomIntRef([5, 3], 1450);
+    using x = put(dev, rx, "int32");
+    using idx = tensor([4, 4, 0], { dtype: "int32", device: dev });
+    const ri: Ref = { shape: [3], data: [4, 4, 0] };
+    assertResult(await call("vm.op.take", x, idx, 0), refTake(rx, ri, 0), "int32", EXACT, "int32");
+    const bytes: Ref = {
+      shape: [5, 8],
+      data: Array.from({ length: 40 }, (_, i) => (i * 37) % 256),
+    };
+    using b = put(dev, bytes, "uint8");
+    assertResult(
+      await call("vm.op.take", b, idx, 0),
+      refTake(bytes, ri, 0),
+      "uint8",
+      EXACT,
+      "uint8",
+    );
+    using s = tensor(2.5, { device: dev });
+    using zero = tensor([0, -1, 0], { dtype: "int32", device: dev });
+    const got = await call("vm.op.take", s, zero);
+    assertResult(got, { shape: [3], data: [2.5, 2.5, 2.5] }, "float32", EXACT, "0-d");
+  });
+
+  test("vm.op.take clip and wrap modes map out-of-range indices", async (dev) => {
+    const rx = randomRef([4, 3], 1460);
+    const values = [-9, -5, -1, 0, 3, 4, 7, 2147483647, -2147483648];
+    const ri: Ref = { shape: [values.length], data: values };
+    using x = put(dev, rx);
+    for (const mode of ["clip", "wrap"]) {
+      for (const where of [dev, cpu()]) {
+        using idx = tensor(values, { dtype: "int32", device: where });
+        assertResult(
+          await call("vm.op.take", x, idx, 0, mode),
+          refTake(rx, ri, 0, mode),
+          "float32",
+          EXACT,
+          `take mode ${mode}, indices on ${where.kind}`,
+        );
+      }
+    }
+    // null skips the axis: x is read flattened.
+    using idx = tensor([13, -13], { dtype: "int32", device: dev });
+    assertResult(
+      await call("vm.op.take", x, idx, null, "wrap"),
+      refTake(rx, { shape: [2], data: [13, -13] }, undefined, "wrap"),
+      "float32",
+      EXACT,
+      "wrap flattened",
+    );
+  });
+
+  // --------------------------------------------------------- strided_slice
+
+  test("vm.op.strided_slice with NumPy bounds, negative indices and strides", async (dev) => {
+    const big = 2 ** 40;
+    const cases: [number[], number[], number[], number[], number[] | undefined][] = [
+      // [x shape, axes, begin, end, strides]
+      [[2, 3, 4], [0], [1], [2], undefined],
+      [[2, 3, 4], [1, 2], [0, 1], [2, 3], undefined],
+      [[2, 3, 4], [-1], [-3], [big], undefined],
+      [[2, 3, 4], [2, 0], [-big, 0], [-1, 5], [1, 1]],
+      [[2, 3, 4], [2], [0], [4], [2]],
+      [[2, 3, 4], [2], [3], [-big], [-1]], // reversed
+      [[2, 3, 4], [1, 2], [-1, 3], [-5, 0], [-2, -2]],
+      [[2, 3, 4], [0, 1, 2], [0, 0, 0], [big, big, big], [1, 1, 1]], // a full copy
+      [[2, 3, 4], [1], [2], [1], undefined], // empty
+      [[2, 3, 4], [1], [5], [9], undefined], // begin past the end: empty
+      [[2, 3, 4], [2], [-1], [-1], [-1]], // empty, backwards
+      [[2, 3, 4], [], [], [], undefined],
+      [[1, 2, 10, 8], [2], [0], [5], undefined], // a KV cache's filled rows
+      [[1, 2, 10, 8], [2], [9], [10], undefined], // the newest row
+      [[5, 70], [1], [3], [68], [3]],
+      [[0, 4], [1], [1], [3], undefined],
+      [[], [], [], [], undefined],
+    ];
+    for (const [i, [xs, axes, begin, end, strides]] of cases.entries()) {
+      for (const dt of ["float32", "int32"]) {
+        const rx = dt === "int32" ? randomIntRef(xs, 1500 + i) : randomRef(xs, 1500 + i);
+        using x = put(dev, rx, dt);
+        const extra = strides === undefined ? [] : [shape(...strides)];
+        const got = await call(
+          "vm.op.strided_slice",
+          x,
+          shape(...axes),
+          shape(...begin),
+          shape(...end),
+          ...extra,
+        );
+        assertResult(
+          got,
+          refStridedSlice(rx, axes, begin, end, strides),
+          dt,
+          EXACT,
+          `strided_slice ${fmt(xs)} case ${i} ${dt}`,
+        );
+      }
+    }
+  });
+
+  test("vm.op.strided_slice known results and 8-bit and 64-bit dtypes", async (dev) => {
+    using x = tensor([[1, 2, 3, 4], [5, 6, 7, 8]], { device: dev });
+    // x[:, ::-2], x[-1:, 1:3], arrays as well as ShapeTuples.
+    assertEquals((await call("vm.op.strided_slice", x, [1], [-1], [-5], [-2])).data, [4, 2, 8, 6]);
+    assertEquals((await call("vm.op.strided_slice", x, [0, 1], [-1, 1], [2, 3])).data, [6, 7]);
+    assertEquals(
+      (await call("vm.op.strided_slice", x, shape(1), shape(1), shape(3), null)).shape,
+      [2, 2],
+    );
+    for (const dt of ["uint8", "int16", "float64", "bool"]) {
+      const values = [1, 0, 3, 4, 5, 0, 7, 8, 9, 10, 11, 12].map((
+        v,
+      ) => (dt === "bool" ? v % 2 : v));
+      const rx: Ref = { shape: [3, 4], data: values };
+      using t = put(dev, rx, dt);
+      const got = await call("vm.op.strided_slice", t, [1, 0], [3, -1], [0, 0], [-1, -2]);
+      assertResult(
+        got,
+        refStridedSlice(rx, [1, 0], [3, -1], [0, 0], [-1, -2]),
+        dt,
+        EXACT,
+        `strided_slice ${dt}`,
+      );
+    }
+  });
+
+  // ---------------------------------------------------------------- concat
+
+  test("vm.op.concat along any axis, from a tuple or an array", async (dev) => {
+    const cases: [number[][], number][] = [
+      [[[2, 3], [2, 5]], 1],
+      [[[2, 3], [4, 3], [1, 3]], 0],
+      [[[2, 3, 4], [2, 1, 4], [2, 2, 4]], -2],
+      [[[1, 2, 5, 8], [1, 2, 1, 8]], 2], // a KV cache growing by one token
+      [[[3, 4]], 1],
+      [[[2, 0], [2, 3], [2, 0]], 1],
+      [[[0, 3], [0, 3]], 1],
+      [[[5], [7]], 0],
+      [[[2, 3, 6], [2, 3, 10]], -1],
+    ];
+    for (const [i, [shapes, axis]] of cases.entries()) {
+      for (const dt of ["float32", "int32"]) {
+        const refs = shapes.map((s, k) =>
+          dt === "int32" ? randomIntRef(s, 1600 + 10 * i + k) : randomRef(s, 1600 + 10 * i + k)
+        );
+        const xs = refs.map((r) => put(dev, r, dt));
+        try {
+          const want = refConcat(refs, axis);
+          const what = `concat ${shapes.map(fmt).join(" ")} axis ${axis} ${dt}`;
+          assertResult(await call("vm.op.concat", xs, axis), want, dt, EXACT, what);
+          const tuple = new Tuple(xs);
+          try {
+            assertResult(await call("vm.op.concat", tuple, axis), want, dt, EXACT, `${what} tuple`);
+          } finally {
+            tuple.releaseIfUnowned();
+          }
+        } finally {
+          for (const x of xs) x.dispose();
+        }
+      }
+    }
+    // The axis defaults to 0.
+    using a = tensor([[1, 2]], { device: dev });
+    using b = tensor([[3, 4], [5, 6]], { device: dev });
+    assertEquals((await call("vm.op.concat", [a, b])).data, [1, 2, 3, 4, 5, 6]);
+  });
+
+  test("vm.op.concat of 8-bit and 64-bit rows", async (dev) => {
+    for (const dt of ["uint8", "int16", "float64"]) {
+      const ra: Ref = { shape: [3, 3], data: [1, 2, 3, 4, 5, 6, 7, 8, 9] };
+      const rb: Ref = { shape: [3, 2], data: [10, 11, 12, 13, 14, 15] };
+      using a = put(dev, ra, dt);
+      using b = put(dev, rb, dt);
+      assertResult(
+        await call("vm.op.concat", [a, b, a], 1),
+        refConcat([ra, rb, ra], 1),
+        dt,
+        EXACT,
+        `concat ${dt}`,
+      );
+    }
+  });
+
   // ---------------------------------------------------------------- errors
 
   /** Asserts that calling `name` throws `ErrorClass` with every one of `parts` in the message. */
@@ -617,11 +845,68 @@ export function defineOperatorTests(
     assertOpThrows(TypeError, ["dtype", "number 5"], "vm.op.cast", a23, 5);
   });
 
+  test("bad take, strided_slice and concat arguments throw errors naming the operator", (dev) => {
+    using x = tensor([[0, 1], [10, 11], [20, 21]], { device: dev });
+    using i32 = tensor([[1, 2, 3], [4, 5, 6]], { dtype: "int32", device: dev });
+    using idx = tensor([0, 2], { dtype: "int32", device: dev });
+    using far = tensor([0, 3], { dtype: "int32" });
+    using below = tensor([-4], { dtype: "int32" });
+    using six = tensor([6], { dtype: "int32" });
+    using fidx = tensor([0, 1], { device: dev });
+    using f33 = tensor(new Float32Array(9), { shape: [3, 3], device: dev });
+    using empty = tensor(new Float32Array(0), { shape: [0, 2], device: dev });
+    using s = tensor(1, { device: dev });
+    assertOpThrows(TypeError, ["expected 2 to 4 arguments, got 1"], "vm.op.take", x);
+    assertOpThrows(TypeError, ["argument 0 (x)", "NDArray"], "vm.op.take", "x", idx);
+    assertOpThrows(TypeError, ["indices", "float32", "int32"], "vm.op.take", x, fidx, 0);
+    assertOpThrows(RangeError, ["axis 2", "[3, 2]"], "vm.op.take", x, idx, 2);
+    assertOpThrows(RangeError, ["axis -3"], "vm.op.take", x, idx, -3);
+    assertOpThrows(TypeError, ["axis", "number 0.5"], "vm.op.take", x, idx, 0.5);
+    assertOpThrows(TypeError, ["axis", 'string "0"'], "vm.op.take", x, idx, "0");
+    assertOpThrows(TypeError, ["mode", '"nan"'], "vm.op.take", x, idx, 0, "nan");
+    // Indices in CPU memory are checked, whatever device x is on.
+    assertOpThrows(RangeError, ["index 3", "axis 0", "length 3"], "vm.op.take", x, far, 0);
+    assertOpThrows(RangeError, ["index -4", "-3 to 2"], "vm.op.take", x, below, 0);
+    assertOpThrows(RangeError, ["index 6", "length 6"], "vm.op.take", x, six); // flattened
+    assertOpThrows(RangeError, ["axis 0 of length 0", "[0, 2]"], "vm.op.take", empty, idx, 0);
+
+    const SS = "vm.op.strided_slice";
+    assertOpThrows(TypeError, ["expected 4 to 5 arguments, got 3"], SS, x, [0], [0]);
+    assertOpThrows(RangeError, ["lengths 1, 2, 1 and 1"], SS, x, [0], [0, 1], [1]);
+    assertOpThrows(RangeError, ["lengths 1, 1, 1 and 2"], SS, x, [0], [0], [1], [1, 1]);
+    assertOpThrows(RangeError, ["stride 0 on axis 1"], SS, x, [1], [0], [1], [0]);
+    assertOpThrows(RangeError, ["repeat", "[3, 2]"], SS, x, [1, -1], [0, 0], [1, 1]);
+    assertOpThrows(RangeError, ["axis 2", "[3, 2]"], SS, x, [2], [0], [1]);
+    assertOpThrows(TypeError, ["axes", 'string "0"'], SS, x, "0", [0], [1]);
+    assertOpThrows(TypeError, ["begin", "1.5"], SS, x, [0], [1.5], [2]);
+    assertOpThrows(TypeError, ["end"], SS, x, [0], [0], null);
+    assertOpThrows(TypeError, ["strides"], SS, x, [0], [0], [1], 2);
+
+    const C = "vm.op.concat";
+    assertOpThrows(TypeError, ["expected 1 to 2 arguments, got 0"], C);
+    assertOpThrows(TypeError, ["tuple", "NDArray(float32, [3, 2]"], C, x, 0);
+    assertOpThrows(RangeError, ["at least one tensor"], C, [], 0);
+    assertOpThrows(TypeError, ["tensor 1 of the tuple", "NDArray", "number 3"], C, [x, 3], 0);
+    assertOpThrows(TypeError, ["float32", "int32"], C, [x, i32], 0);
+    assertOpThrows(RangeError, ["[3, 2]", "[3, 3]", "outside axis 0"], C, [x, f33], 0);
+    assertOpThrows(RangeError, ["[3, 2]", "[2]", "outside axis 1"], C, [x, fidx], 1);
+    assertOpThrows(RangeError, ["0-d"], C, [s, s], 0);
+    assertOpThrows(RangeError, ["axis 2", "[3, 2]"], C, [x, x], 2);
+    assertOpThrows(TypeError, ["axis", "number 0.5"], C, [x, x], 0.5);
+  });
+
   test("operands on different devices are rejected, naming both", (dev) => {
     const other = dev.kind === "cpu" && dev.id === 0 ? cpu(1) : cpu(0);
     using a = tensor([1, 2], { device: dev });
     using b = tensor([1, 2], { device: other });
     assertOpThrows(TypeError, ["different devices", String(dev), String(other)], "vm.op.add", a, b);
     assertOpThrows(TypeError, ["different devices"], "vm.op.matmul", a, b);
+    assertOpThrows(TypeError, ["different devices"], "vm.op.concat", [a, b]);
+    if (dev.kind !== "cpu") {
+      // take reads indices from CPU memory (checked, then uploaded), never from another GPU
+      // tensor's device into a CPU x.
+      using idx = tensor([0], { dtype: "int32", device: dev });
+      assertOpThrows(TypeError, ["different devices"], "vm.op.take", b, idx);
+    }
   });
 }

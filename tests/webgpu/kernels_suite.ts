@@ -10,7 +10,7 @@
  */
 
 import { installBuiltins } from "../../builtins/install.ts";
-import { assert, assertAlmostEquals, assertEquals } from "@std/assert";
+import { assert, assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
 import { backendFor } from "../../kernels/kernel_backend.ts";
 import { getGlobalFunc } from "../../ground/registry.ts";
 import { NDArray } from "../../devices/ndarray.ts";
@@ -18,6 +18,8 @@ import { tensor } from "../../devices/tensor.ts";
 import { shape } from "../../ground/shape_tuple.ts";
 import { kernelContext, type WebGPUDevice } from "../../devices/webgpu/webgpu_device.ts";
 import { gpuTest } from "./suite_registry.ts";
+import { ExecBuilder } from "../../builder/exec_builder.ts";
+import { VirtualMachine } from "../../vm/virtual_machine.ts";
 
 installBuiltins();
 
@@ -344,5 +346,75 @@ gpuTest("pipelines and bind groups are reused when a program runs again", async 
     assertAlmostEquals((await out.data())[0], ramp(1000)[0] + ramp(100)[0]);
   } finally {
     out.releaseIfUnowned();
+  }
+});
+
+gpuTest("take clamps out-of-range indices that live in GPU memory", async (gpu) => {
+  using x = tensor([[0, 1], [10, 11], [20, 21]], { device: gpu });
+  // -1 counts from the end (row 2); 3 and 100 clamp to row 2, -4 and -100 to row 0.
+  using idx = tensor([-1, 3, 100, -4, -100, 1], { dtype: "int32", device: gpu });
+  assertEquals(await op("take", x, idx, 0), [20, 21, 20, 21, 20, 21, 0, 1, 0, 1, 10, 11]);
+  // The same indices from CPU memory are checked before anything runs.
+  using host = tensor([-1, 3], { dtype: "int32" });
+  assertThrows(() => getGlobalFunc("vm.op.take")!(x, host, 0), RangeError, "index 3");
+});
+
+gpuTest("take uploads CPU indices as a counted temporary and frees it", async (gpu) => {
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 2 }, () => {
+    ib.emit_call("vm.op.take", [ib.r(0), ib.r(1), ib.imm(0)], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(2));
+  });
+  const vm = new VirtualMachine(ib.get(), gpu);
+  using x = tensor(ramp(40 * 64), { shape: [40, 64], device: gpu });
+  using ids = tensor([7, 39, 0], { dtype: "int32" });
+  const before = gpu.dispatchCount;
+  const out = await vm.invoke("main", x, ids) as NDArray;
+  assertEquals(gpu.dispatchCount, before + 1);
+  assertEquals(out.device, gpu);
+  const src = ramp(40 * 64);
+  const want = [7, 39, 0].flatMap((r) => Array.from(src.subarray(r * 64, r * 64 + 64)));
+  assertEquals(Array.from(await out.data()), want);
+  const stats = vm.memory_stats(gpu);
+  // Live: the output's block (rounded up by the allocator); the peak also counts the indices.
+  assert(stats.liveBytes >= out.nbytes, JSON.stringify(stats));
+  assert(stats.peakBytes > stats.liveBytes, JSON.stringify(stats));
+  out.dispose();
+  assertEquals(vm.memory_stats(gpu).liveBytes, 0);
+});
+
+gpuTest("take rejects rows that are not whole 4-byte words", (gpu) => {
+  using bytes = tensor([1, 2, 3, 4, 5], { dtype: "uint8", device: gpu });
+  using idx = tensor([0, 4], { dtype: "int32", device: gpu });
+  assertThrows(
+    () => getGlobalFunc("vm.op.take")!(bytes, idx, 0),
+    TypeError,
+    "WebGPU take copies 4-byte words: rows of 1 uint8 elements (1 bytes)",
+  );
+});
+
+gpuTest("indexing kernels read tensors at offsets inside a shared buffer", async (
+  gpu,
+) => {
+  const values = new Float32Array(256).map((_, i) => (i % 17) / 8 - 1);
+  const base = NDArray.empty([256], "float32", gpu);
+  gpu.writeBlock(base.storage.block, 0, new Uint8Array(values.buffer));
+  const at = (element: number, dims: number[]) => view(base, element * 4, dims);
+  // Element offset 1: no vec4 path applies.
+  const x = at(1, [6, 4]), idxBase = tensor([5, 0, 2], { dtype: "int32", device: gpu });
+  try {
+    const row = (r: number) => Array.from(values.subarray(1 + r * 4, 5 + r * 4));
+    assertEquals(await op("take", x, idxBase, 0), [...row(5), ...row(0), ...row(2)]);
+    assertEquals(
+      await op("strided_slice", x, shape(0, 1), shape(4, 3), shape(0, 0), shape(-2, -3)),
+      [values[1 + 16 + 3], values[1 + 8 + 3]],
+    );
+    assertEquals(await op("concat", [x, x], 0), [
+      ...values.subarray(1, 25),
+      ...values.subarray(1, 25),
+    ]);
+  } finally {
+    for (const t of [x, idxBase]) t.releaseIfUnowned();
+    base.releaseIfUnowned();
   }
 });
