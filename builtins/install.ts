@@ -8,6 +8,7 @@
  */
 
 import { installKernels } from "../kernels/install.ts";
+import { attentionBuiltins } from "./attention_operator.ts";
 import { indexingBuiltins } from "./indexing_operators.ts";
 import { memoryBuiltins } from "./memory.ts";
 import { operatorBuiltins } from "./operators.ts";
@@ -21,6 +22,7 @@ export const BUILTIN_TABLES = [
   memoryBuiltins,
   operatorBuiltins,
   indexingBuiltins,
+  attentionBuiltins,
 ];
 
 let installed = false;

@@ -68,6 +68,27 @@ export interface OpBackend {
    * Any dtype.
    */
   concat(inputs: readonly NDArray[], axis: number, out: NDArray): void;
+  /**
+   * `out = x` with `x[..., i, j] = -Infinity` where `j > i + offset`, over the
+   * last two axes (`x` float32, rank ≥ 2).
+   */
+  causalMask(x: NDArray, offset: number, out: NDArray): void;
+  /**
+   * Fused scaled dot-product attention over the last two axes:
+   * `q [..., Tq, D]`, `k [..., Tk, D]`, `v [..., Tk, Dv]` with equal leading
+   * axes, `out [..., Tq, Dv]`, all float32; `out[i] = Σ_j p_ij v[j]` with
+   * `p_i = softmax_j(scale · q[i]·k[j])` over the keys `j` query `i` sees:
+   * every key when `causalOffset` is null, else `j <= i + causalOffset`
+   * (`causalOffset >= 0`, `Tk >= 1`, so every query sees at least one key).
+   */
+  attention(
+    q: NDArray,
+    k: NDArray,
+    v: NDArray,
+    scale: number,
+    causalOffset: number | null,
+    out: NDArray,
+  ): void;
 }
 
 /** Installed backends by device kind; a plain record, so the lookup on every op is one property load. */

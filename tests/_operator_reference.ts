@@ -318,3 +318,49 @@ export function refConcat(tensors: readonly Ref[], axis: number): Ref {
   }
   return { shape, data };
 }
+
+/** `x` with `x[..., i, j] = -Infinity` where `j > i + offset` over the last two axes. */
+export function refCausalMask(x: Ref, offset: number): Ref {
+  const rank = x.shape.length;
+  const data = x.data.map((v, i) => {
+    const idx = unravel(i, x.shape);
+    return idx[rank - 1] > idx[rank - 2] + offset ? -Infinity : v;
+  });
+  return { shape: [...x.shape], data };
+}
+
+/**
+ * Scaled dot-product attention over the last two axes, textbook form:
+ * scores, mask (`causalOffset` null: none), softmax, weighted sum of `v`.
+ */
+export function refAttention(
+  q: Ref,
+  k: Ref,
+  v: Ref,
+  scale: number,
+  causalOffset: number | null,
+): Ref {
+  const rank = q.shape.length;
+  const [Tq, D] = q.shape.slice(-2), Tk = k.shape[rank - 2], Dv = v.shape[rank - 1];
+  const heads = sizeOf(q.shape.slice(0, -2));
+  const data: number[] = [];
+  for (let h = 0; h < heads; h++) {
+    for (let i = 0; i < Tq; i++) {
+      const scores: number[] = [];
+      for (let j = 0; j < Tk; j++) {
+        let s = 0;
+        for (let d = 0; d < D; d++) {
+          s += q.data[(h * Tq + i) * D + d] * k.data[(h * Tk + j) * D + d];
+        }
+        scores.push(causalOffset !== null && j > i + causalOffset ? -Infinity : s * scale);
+      }
+      const p = refSoftmax({ shape: [Tk], data: scores }).data;
+      for (let d = 0; d < Dv; d++) {
+        let o = 0;
+        for (let j = 0; j < Tk; j++) o += p[j] * v.data[(h * Tk + j) * Dv + d];
+        data.push(o);
+      }
+    }
+  }
+  return { shape: [...q.shape.slice(0, -1), Dv], data };
+}

@@ -13,7 +13,10 @@ import { assert, assertEquals, AssertionError, assertThrows } from "@std/assert"
 import { installBuiltins } from "../builtins/install.ts";
 import { OPERATOR_NAMES } from "../builtins/operators.ts";
 import { INDEXING_OPERATOR_NAMES } from "../builtins/indexing_operators.ts";
+import { ATTENTION_OPERATOR_NAMES } from "../builtins/attention_operator.ts";
 import { Tuple } from "../ground/tuple.ts";
+import { ExecBuilder } from "../builder/exec_builder.ts";
+import { VirtualMachine } from "../vm/virtual_machine.ts";
 import { getGlobalFunc } from "../ground/registry.ts";
 import { cpu } from "../devices/cpu_device.ts";
 import type { Device } from "../devices/device.ts";
@@ -26,8 +29,10 @@ import {
   REF_BINARY_FLOAT,
   REF_BINARY_INT,
   REF_UNARY,
+  refAttention,
   refBinary,
   refCastValue,
+  refCausalMask,
   refConcat,
   refLayerNorm,
   refMatmul,
@@ -162,7 +167,7 @@ export function defineOperatorTests(
 
   test("every operator is registered and returns its output on the input device", async (dev) => {
     for (
-      const name of [...OPERATOR_NAMES, ...INDEXING_OPERATOR_NAMES]
+      const name of [...OPERATOR_NAMES, ...INDEXING_OPERATOR_NAMES, ...ATTENTION_OPERATOR_NAMES]
     ) {
       assert(getGlobalFunc(name) !== undefined, name);
     }
@@ -786,6 +791,153 @@ export function defineOperatorTests(
     }
   });
 
+  // --------------------------------------------------- causal_mask, attention
+
+  test("vm.op.causal_mask hides keys after each query's position", async (dev) => {
+    const cases: [number[], number | undefined][] = [
+      [[3, 3], undefined],
+      [[2, 3, 5], undefined], // default offset n - m = 2
+      [[4, 4], 0],
+      [[4, 4], -1],
+      [[2, 5], 10],
+      [[3, 5], -10],
+      [[2, 1, 4], undefined], // decode: one query sees every key
+      [[2, 2, 67, 67], undefined],
+      [[0, 3], undefined],
+    ];
+    for (const [i, [xs, offset]] of cases.entries()) {
+      const rx = randomRef(xs, 1700 + i);
+      using x = put(dev, rx);
+      const m = xs[xs.length - 2], n = xs[xs.length - 1];
+      const got = await call("vm.op.causal_mask", x, ...(offset === undefined ? [] : [offset]));
+      assertResult(
+        got,
+        refCausalMask(rx, offset ?? n - m),
+        "float32",
+        EXACT,
+        `causal_mask ${fmt(xs)} offset ${offset}`,
+      );
+    }
+  });
+
+  /** Attention cases: q, k, v shapes, the `causal` argument, the scale, and the reference's offset. */
+  const ATTENTION_CASES: [number[], number[], number[], unknown, number | undefined][] = [
+    [[2, 3, 5, 8], [2, 3, 5, 8], [2, 3, 5, 8], undefined, undefined],
+    [[2, 3, 5, 8], [2, 3, 5, 8], [2, 3, 5, 8], 1, undefined],
+    [[1, 6, 1, 64], [1, 6, 1, 64], [1, 6, 1, 64], 1, undefined], // first decode step, Tk = 1
+    [[1, 6, 1, 64], [1, 6, 37, 64], [1, 6, 37, 64], 1, undefined], // decode
+    [[4, 9, 8], [4, 9, 8], [4, 9, 8], true, undefined], // [H, T, D]
+    [[4, 9, 8], [4, 13, 8], [4, 13, 8], "BottomRight", 0.5],
+    [[6, 8], [9, 8], [9, 8], "TopLeft", undefined], // [T, D]
+    [[2, 5, 4], [2, 3, 4], [2, 3, 4], "TopLeft", undefined], // more queries than keys
+    [[3, 2, 5, 6], [3, 2, 7, 6], [3, 2, 7, 3], 0, undefined], // D = 6 (no vec4), Dv = 3
+    [[2, 3, 7, 128], [2, 3, 7, 128], [2, 3, 7, 128], 1, undefined],
+    [[2, 3, 160], [2, 70, 160], [2, 70, 136], 1, undefined], // head sizes above 128
+    [[1, 2, 3, 64], [1, 2, 1500, 64], [1, 2, 1500, 64], 1, undefined], // two chunks on the GPU
+    [[1, 2, 2, 12], [1, 2, 2100, 12], [1, 2, 2100, 20], false, 0.3], // three chunks
+    [[2, 0, 8], [2, 4, 8], [2, 4, 8], 1, undefined], // no queries
+    [[0, 3, 8], [0, 5, 8], [0, 5, 8], undefined, undefined], // no heads
+    [[2, 3, 8], [2, 5, 8], [2, 5, 0], undefined, undefined], // Dv = 0
+    [[2, 3, 0], [2, 5, 0], [2, 5, 4], undefined, undefined], // D = 0: uniform weights
+  ];
+
+  test("vm.op.attention matches softmax(q kᵀ · scale) v, causal or not", async (dev) => {
+    for (const [i, [qs, ks, vs, causal, scale]] of ATTENTION_CASES.entries()) {
+      const rq = randomRef(qs, 1800 + i, -2, 2), rk = randomRef(ks, 1900 + i, -2, 2);
+      const rv = randomRef(vs, 2000 + i);
+      using q = put(dev, rq);
+      using k = put(dev, rk);
+      using v = put(dev, rv);
+      const D = qs[qs.length - 1], Tq = qs[qs.length - 2], Tk = ks[ks.length - 2];
+      const offset = causal === "TopLeft"
+        ? 0
+        : causal === 1 || causal === true || causal === "BottomRight"
+        ? Tk - Tq
+        : null;
+      const args = scale === undefined ? (causal === undefined ? [] : [causal]) : [causal, scale];
+      const got = await call("vm.op.attention", q, k, v, ...args);
+      assertResult(
+        got,
+        refAttention(rq, rk, rv, scale ?? (D === 0 ? 1 : 1 / Math.sqrt(D)), offset),
+        "float32",
+        { rtol: 1e-4, atol: 1e-5 },
+        `attention q ${fmt(qs)} k ${fmt(ks)} v ${fmt(vs)} causal ${causal}`,
+      );
+    }
+  });
+
+  test("vm.op.attention stays finite for large scores", async (dev) => {
+    const rq: Ref = { shape: [1, 2, 4], data: [30, 30, 30, 30, -30, 30, -30, 30] };
+    const rk: Ref = {
+      shape: [1, 3, 4],
+      data: [30, 30, 30, 30, 30, -30, 30, -30, -30, 30, -30, 30],
+    };
+    const rv: Ref = { shape: [1, 3, 2], data: [1, 2, 3, 4, 5, 6] };
+    using q = put(dev, rq);
+    using k = put(dev, rk);
+    using v = put(dev, rv);
+    // Scores reach ±3600 · scale: exp would overflow without the max subtraction.
+    const got = await call("vm.op.attention", q, k, v, 0, 1);
+    assertResult(got, refAttention(rq, rk, rv, 1, null), "float32", FLOAT_TOL, "large scores");
+    assert(got.data.every(Number.isFinite), `${got.data}`);
+  });
+
+  test("vm.op.attention equals the unfused matmul, causal_mask, softmax, matmul path", async (dev) => {
+    const [H, Tq, Tk, D] = [3, 4, 11, 16];
+    const rq = randomRef([1, H, Tq, D], 2100), rk = randomRef([1, H, Tk, D], 2101);
+    const rv = randomRef([1, H, Tk, D], 2102);
+    using q = put(dev, rq);
+    using k = put(dev, rk);
+    using v = put(dev, rv);
+    const op = (name: string, ...args: unknown[]) => getGlobalFunc(name)!(...args) as NDArray;
+    using kt = op("vm.op.transpose", k, shape(0, 1, 3, 2));
+    using scores = op("vm.op.matmul", q, kt);
+    using scale = tensor(1 / Math.sqrt(D), { device: dev });
+    using scaled = op("vm.op.multiply", scores, scale);
+    using masked = op("vm.op.causal_mask", scaled);
+    using p = op("vm.op.softmax", masked);
+    const unfused = await call("vm.op.matmul", p, v);
+    const fused = await call("vm.op.attention", q, k, v, 1);
+    assertResult(
+      fused,
+      { shape: unfused.shape, data: unfused.data },
+      "float32",
+      FLOAT_TOL,
+      "fused",
+    );
+  });
+
+  test("the new operators run inside a VM program, outputs counted by memory_stats", async (dev) => {
+    // A decode step's plumbing: embed a token, grow a cache by concat, slice it, attend.
+    const ib = new ExecBuilder();
+    ib.function("step", { num_inputs: 3 }, () => {
+      ib.emit_call("vm.op.take", [ib.r(0), ib.r(1), ib.imm(0)], { dst: ib.r(3) }); // [1, 4]
+      ib.emit_call("vm.builtin.make_tuple", [ib.r(2), ib.r(3)], { dst: ib.r(4) });
+      ib.emit_call("vm.op.concat", [ib.r(4), ib.imm(0)], { dst: ib.r(5) }); // [3, 4]
+      ib.emit_call("vm.op.strided_slice", [ib.r(5), [0], [-2], [1000]], { dst: ib.r(6) });
+      ib.emit_call("vm.op.attention", [ib.r(3), ib.r(6), ib.r(6), ib.imm(1)], { dst: ib.r(7) });
+      ib.emit_ret(ib.r(7));
+    });
+    const vm = new VirtualMachine(ib.get(), dev);
+    const rt = randomRef([5, 4], 2200), rc = randomRef([2, 4], 2201);
+    using table = put(dev, rt);
+    using cache = put(dev, rc);
+    using token = tensor([3], { dtype: "int32" });
+    using out = await vm.invoke("step", table, token, cache) as NDArray;
+    const q = refTake(rt, { shape: [1], data: [3] }, 0);
+    const kv = refStridedSlice(refConcat([rc, q], 0), [0], [-2], [1000]);
+    assertResult(
+      { shape: [...out.shape], dtype: out.dtype, device: out.device, data: [...await out.data()] },
+      refAttention(q, kv, kv, 0.5, 1),
+      "float32",
+      FLOAT_TOL,
+      "step",
+    );
+    const stats = vm.memory_stats(dev);
+    assert(stats.peakBytes >= (4 + 12 + 8 + 4) * 4, JSON.stringify(stats));
+    assert(stats.liveBytes >= out.nbytes, JSON.stringify(stats));
+  });
+
   // ---------------------------------------------------------------- errors
 
   /** Asserts that calling `name` throws `ErrorClass` with every one of `parts` in the message. */
@@ -895,6 +1047,38 @@ export function defineOperatorTests(
     assertOpThrows(TypeError, ["axis", "number 0.5"], C, [x, x], 0.5);
   });
 
+  test("bad causal_mask and attention arguments throw errors naming the operator", (dev) => {
+    using q = tensor(new Float32Array(2 * 5 * 4), { shape: [2, 5, 4], device: dev });
+    using k = tensor(new Float32Array(2 * 3 * 4), { shape: [2, 3, 4], device: dev });
+    using k8 = tensor(new Float32Array(2 * 3 * 8), { shape: [2, 3, 8], device: dev });
+    using k0 = tensor(new Float32Array(0), { shape: [2, 0, 4], device: dev });
+    using h3 = tensor(new Float32Array(3 * 3 * 4), { shape: [3, 3, 4], device: dev });
+    using v4 = tensor(new Float32Array(2 * 4 * 4), { shape: [2, 4, 4], device: dev });
+    using rank4 = tensor(new Float32Array(2 * 3 * 4), { shape: [1, 2, 3, 4], device: dev });
+    using iq = tensor(new Int32Array(2 * 5 * 4), { shape: [2, 5, 4], dtype: "int32", device: dev });
+    using row = tensor([1, 2, 3], { device: dev });
+    const CM = "vm.op.causal_mask", A = "vm.op.attention";
+    assertOpThrows(TypeError, ["expected 1 to 2 arguments, got 0"], CM);
+    assertOpThrows(RangeError, ["at least 2 dimensions", "[3]"], CM, row);
+    assertOpThrows(TypeError, ["scores", "int32"], CM, iq);
+    assertOpThrows(TypeError, ["offset", "number 0.5"], CM, q, 0.5);
+    assertOpThrows(TypeError, ["expected 3 to 5 arguments, got 2"], A, q, k);
+    assertOpThrows(TypeError, ["argument 2 (v)", "NDArray"], A, q, k, "v");
+    assertOpThrows(TypeError, ["q", "int32"], A, iq, k, k);
+    assertOpThrows(RangeError, ["one rank", "[3]"], A, row, row, row);
+    assertOpThrows(RangeError, ["one rank", "[1, 2, 3, 4]"], A, q, rank4, k);
+    assertOpThrows(RangeError, ["leading axes", "[3, 3, 4]"], A, q, h3, h3);
+    assertOpThrows(RangeError, ["head size", "[2, 3, 8]"], A, q, k8, k);
+    assertOpThrows(RangeError, ["number of keys", "[2, 4, 4]"], A, q, k, v4);
+    assertOpThrows(RangeError, ["at least one key", "[2, 0, 4]"], A, q, k0, k0);
+    assertOpThrows(RangeError, ["bottom-right", "Tq 5 and Tk 3"], A, q, k, k, 1);
+    assertOpThrows(RangeError, ["bottom-right"], A, q, k, k, "BottomRight");
+    assertOpThrows(TypeError, ["causal", "number 2"], A, q, k, k, 2);
+    assertOpThrows(TypeError, ["causal", '"topleft"'], A, q, k, k, "topleft");
+    assertOpThrows(TypeError, ["scale", "NaN"], A, q, k, k, 0, NaN);
+    assertOpThrows(TypeError, ["scale", 'string "1"'], A, q, k, k, 0, "1");
+  });
+
   test("operands on different devices are rejected, naming both", (dev) => {
     const other = dev.kind === "cpu" && dev.id === 0 ? cpu(1) : cpu(0);
     using a = tensor([1, 2], { device: dev });
@@ -902,6 +1086,7 @@ export function defineOperatorTests(
     assertOpThrows(TypeError, ["different devices", String(dev), String(other)], "vm.op.add", a, b);
     assertOpThrows(TypeError, ["different devices"], "vm.op.matmul", a, b);
     assertOpThrows(TypeError, ["different devices"], "vm.op.concat", [a, b]);
+    assertOpThrows(TypeError, ["different devices"], "vm.op.attention", a, a, b);
     if (dev.kind !== "cpu") {
       // take reads indices from CPU memory (checked, then uploaded), never from another GPU
       // tensor's device into a CPU x.

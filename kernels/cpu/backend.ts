@@ -11,6 +11,7 @@
  */
 
 import type { OpBackend } from "../kernel_backend.ts";
+import { attentionKernel, causalMaskKernel } from "./attention.ts";
 import { castKernel } from "./cast.ts";
 import { concatKernel } from "./concat.ts";
 import { binaryKernel, unaryKernel } from "./elementwise.ts";
@@ -35,4 +36,6 @@ export const cpuBackend: OpBackend = {
   take: takeKernel,
   stridedSlice: stridedSliceKernel,
   concat: concatKernel,
+  causalMask: causalMaskKernel,
+  attention: attentionKernel,
 };

@@ -19,6 +19,7 @@ import { NDArray } from "../../devices/ndarray.ts";
 import type { BinaryOp, OpBackend, ReduceOp, TakeMode, UnaryOp } from "../kernel_backend.ts";
 import { broadcastStrides, contiguousStrides } from "../broadcast.ts";
 import { concatLayout, sliceWindow } from "../indexing_layout.ts";
+import { attentionPerThread, attentionProgram, causalMaskProgram } from "./attention.ts";
 import { convertProgram } from "./convert.ts";
 import { type ElementwiseFn, elementwiseProgram } from "./elementwise_program.ts";
 import { binaryFn, CAST_FN, IDENTITY_FN, unaryFn } from "./elementwise_ops.ts";
@@ -32,7 +33,7 @@ import {
   runProgram,
   wgslType,
 } from "../../devices/webgpu/kernel_program.ts";
-import { kernelContext } from "../../devices/webgpu/webgpu_device.ts";
+import { kernelContext, type WebGPUDevice } from "../../devices/webgpu/webgpu_device.ts";
 import { planReduction } from "./reduce.ts";
 import { softmaxProgram } from "./softmax.ts";
 
@@ -120,6 +121,15 @@ function convert(x: NDArray, strides: readonly number[], out: NDArray, start = 0
 /** `bytes` in 32-bit words, or undefined when it is not a whole number of them. */
 function wordsOf(bytes: number): number | undefined {
   return bytes % 4 === 0 ? bytes / 4 : undefined;
+}
+
+/**
+ * Whether the device's adapter is a fallback (software) one, such as Mesa
+ * llvmpipe: `GPUAdapterInfo.isFallbackAdapter`, absent (false) in older
+ * runtimes.
+ */
+function isFallbackAdapter(device: WebGPUDevice): boolean {
+  return (device.adapter.info as { isFallbackAdapter?: boolean }).isFallbackAdapter === true;
 }
 
 function requireFloat32(op: string, ...ts: NDArray[]): void {
@@ -296,6 +306,53 @@ export const webgpuBackend: OpBackend = {
           );
         }
       });
+    });
+  },
+
+  causalMask(x: NDArray, offset: number, out: NDArray): void {
+    requireFloat32("causal_mask", x);
+    if (out.size === 0) return;
+    const rank = x.shape.length;
+    const m = x.shape[rank - 2], n = x.shape[rank - 1];
+    withDistinctOutput([x], out, (target) => {
+      const program = causalMaskProgram({
+        size: x.size,
+        m,
+        n,
+        offset,
+        offsets: [elementOffset(x), elementOffset(target)],
+      });
+      run(program, [x], target);
+    });
+  },
+
+  attention(
+    q: NDArray,
+    k: NDArray,
+    v: NDArray,
+    scale: number,
+    causalOffset: number | null,
+    out: NDArray,
+  ): void {
+    requireFloat32("attention", q, k, v);
+    if (out.size === 0) return;
+    const rank = q.shape.length;
+    const Tq = q.shape[rank - 2], D = q.shape[rank - 1], Dv = v.shape[rank - 1];
+    const rows = out.size / Dv;
+    const fallback = isFallbackAdapter(out.device as WebGPUDevice);
+    withDistinctOutput([q, k, v], out, (target) => {
+      const program = attentionProgram({
+        rows,
+        Tq,
+        Tk: k.shape[rank - 2],
+        D,
+        Dv,
+        scale,
+        causalOffset,
+        offsets: [elementOffset(q), elementOffset(k), elementOffset(v), elementOffset(target)],
+        perThread: attentionPerThread(rows, D, Dv, fallback),
+      });
+      run(program, [q, k, v], target);
     });
   },
 };
