@@ -22,8 +22,10 @@
  *
  * `take` on a GPU tensor accepts indices in CPU memory (a token id sampled
  * on the host, say): they are checked, uploaded as a temporary and gathered
- * on the GPU; the result is on the GPU. Index dtype: int32 (int64 joins by
- * adding it to `INDEX_DTYPES` and converting to int32 on upload).
+ * on the GPU; the result is on the GPU. Index dtype: int32. int64 joins by
+ * adding it to `INDEX_DTYPES`: CPU kernels and checks read indices through
+ * `Number()` and the upload converts to int32; int64 indices already in GPU
+ * memory would need the WebGPU kernel to read `vec2<u32>` words.
  *
  * Errors: `TypeError` (wrong kind of value or dtype), `RangeError` (shapes,
  * axes, indices), messages starting with the operator name.
@@ -137,9 +139,16 @@ function checkIndices(op: string, indices: NDArray, axis: number, n: number): vo
   }
 }
 
-/** A temporary int32 copy of CPU `indices` on `device`; the caller releases it. */
+/**
+ * A temporary int32 copy of CPU `indices` on `device`; the caller releases
+ * it. Indices of another integer dtype (int64) are converted; they were
+ * checked to lie within the axis, so they fit.
+ */
 function uploadIndices(indices: NDArray, device: Device): NDArray {
-  const values = indices.cpuView();
+  const view = indices.cpuView();
+  const values = view instanceof Int32Array
+    ? view
+    : Int32Array.from(view as ArrayLike<number | bigint>, (v) => Number(v));
   const copy = NDArray.empty(indices.shape, "int32", device);
   try {
     device.writeBlock(
