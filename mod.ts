@@ -37,11 +37,13 @@ export {
   getGlobalFunc,
   listGlobalFuncNames,
   LoadError,
+  loadTensorCache,
   NDArray,
   registerFunc,
   shape,
   ShapeTuple,
   tensor,
+  TensorCacheError,
   VirtualMachine,
   VMError,
   webgpu,
@@ -49,18 +51,27 @@ export {
 } from "./runtime.ts";
 export type {
   AllocatorKind,
+  AttentionKVCache,
   CheckProblem,
   Code,
   ConstantValue,
   DeviceKind,
   FunctionInfo,
   Instrument,
+  LoadedTensorCache,
+  LoadTensorCacheOptions,
   MemoryStats,
   NestedNumbers,
+  NumberArray,
   PackedFunc,
+  ParamModule,
   ProgramData,
   RegisterOptions,
   Storage,
+  TensorCacheIndex,
+  TensorCacheProgress,
+  TensorCacheRecord,
+  TensorCacheShard,
   TensorDType,
   TensorOptions,
   TextOptions,
@@ -80,3 +91,10 @@ export type { ConstantInput } from "./builder/constant_pool.ts";
 export { check } from "./program/verifier.ts";
 export type { CheckResult } from "./program/verifier.ts";
 export { formalize } from "./program/formalize.ts";
+export { dumpTensorCache, encodeTensorCache } from "./builtins/tensor_cache_writer.ts";
+export type {
+  EncodedTensorCache,
+  EncodeTensorCacheOptions,
+  ExistingTensorCache,
+  TensorCacheParams,
+} from "./builtins/tensor_cache_writer.ts";

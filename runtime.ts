@@ -49,13 +49,27 @@ export { tensor } from "./devices/tensor.ts";
 export type { NestedNumbers, TensorOptions } from "./devices/tensor.ts";
 export { shape, ShapeTuple } from "./ground/shape_tuple.ts";
 export { DataType, dtype } from "./ground/dtype.ts";
-export type { TensorDType, TypedArray } from "./ground/dtype.ts";
+export type { NumberArray, TensorDType, TypedArray } from "./ground/dtype.ts";
 export { Device } from "./devices/device.ts";
 export type { DeviceKind } from "./devices/device.ts";
 export { cpu } from "./devices/cpu_device.ts";
 export { webgpu } from "./devices/webgpu/webgpu_device.ts";
 export type { WebGPUDevice } from "./devices/webgpu/webgpu_device.ts";
 export type { Storage } from "./devices/storage.ts";
+export type { AttentionKVCache } from "./devices/attention_kv_cache.ts";
+export { loadTensorCache } from "./builtins/tensor_cache_loader.ts";
+export type {
+  LoadedTensorCache,
+  LoadTensorCacheOptions,
+  TensorCacheProgress,
+} from "./builtins/tensor_cache_loader.ts";
+export { TensorCacheError } from "./builtins/tensor_cache_format.ts";
+export type {
+  TensorCacheIndex,
+  TensorCacheRecord,
+  TensorCacheShard,
+} from "./builtins/tensor_cache_format.ts";
+export type { ParamModule } from "./builtins/param_module.ts";
 export type { AllocatorKind, MemoryStats } from "./devices/allocator.ts";
 export { CheckError, LoadError, VMError, WebGPUError } from "./ground/errors.ts";
 export type { CheckProblem, VMErrorLocation } from "./ground/errors.ts";

@@ -78,7 +78,7 @@ export async function measureSmallOps(rounds = 31): Promise<{
   const runJs = () => plainChain(jx, ja, jb);
   const runTf = () => tfChain(tx, ta, tb);
   const results = {
-    relaxvm: [...await runVm()],
+    relaxvm: [...await runVm() as Float32Array],
     plainJs: [...runJs()],
     tfjs: [...runTf()],
   };

@@ -265,13 +265,10 @@ export class ExecBuilder {
     if (this.#open !== null) {
       problems.push({ functionName: this.#open.name, pc: -1, message: "scope was never closed" });
     }
-    for (const e of this.#functions) {
+    const raw = this.#snapshot(opts.liveness ?? true);
+    this.#functions.forEach((e, index) => {
       if (e.onlyReferenced) {
-        problems.push({
-          functionName: "",
-          pc: -1,
-          message: `f("${e.name}") refers to an unknown VM function`,
-        });
+        problems.push(...this.#unknownReferences(raw, index));
       } else if (e.kind === "vm" && !e.defined) {
         problems.push({
           functionName: e.name,
@@ -279,8 +276,7 @@ export class ExecBuilder {
           message: "was declared as a VM function but never defined",
         });
       }
-    }
-    const raw = this.#snapshot(opts.liveness ?? true);
+    });
     const { errors, warnings } = verifyProgram(raw);
     for (const { functionName, pc, message } of errors) {
       problems.push({ functionName, pc, message });
@@ -288,6 +284,29 @@ export class ExecBuilder {
     if (problems.length > 0) throw new CheckError(problems);
     // The snapshot is this call's own copy of the code, so formalize may rewrite it.
     return executableFromVerified(formalizeProgram(raw), warnings);
+  }
+
+  /**
+   * One problem per instruction that passes `f(name)` for a name no
+   * `function()` defined and no `declare_function` declared, naming the
+   * function and instruction, as the verifier's problems do.
+   */
+  #unknownReferences(code: ProgramData, index: number): CheckProblem[] {
+    const name = this.#functions[index].name;
+    const message =
+      `f("${name}") refers to an unknown VM function; define it with ib.function("${name}", ...) or declare it with ib.declare_function("${name}")`;
+    const found: CheckProblem[] = [];
+    const cursor = new InstructionCursor(code);
+    for (const owner of code.functions) {
+      if (owner.kind !== "vm") continue;
+      for (let i = owner.start; i < owner.end; i++) {
+        if (cursor.seek(i).refersToFunction(index)) {
+          found.push({ functionName: owner.name, pc: i - owner.start, message });
+        }
+      }
+    }
+    // A reference from a duplicate definition (built detached, see function()) has no owner.
+    return found.length > 0 ? found : [{ functionName: "", pc: -1, message }];
   }
 
   #snapshot(liveness: boolean): ProgramData {

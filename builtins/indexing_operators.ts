@@ -7,7 +7,7 @@
  *
  * | call | result |
  * | --- | --- |
- * | `take(x, indices, axis?, mode?)` | `x` gathered along `axis` by int32 `indices` of any shape: `x.shape` with axis `axis` replaced by `indices.shape`. `axis` is an `imm` (negative counts from the end); absent or null: `x` is read flattened, as NumPy does (TVM requires a 1-D `x` then, which is the same). `mode` is a string: `"fast"` (default), `"clip"` or `"wrap"` (see below). |
+ * | `take(x, indices, axis?, mode?)` | `x` gathered along `axis` by int32 or int64 `indices` of any shape: `x.shape` with axis `axis` replaced by `indices.shape`. `axis` is an `imm` (negative counts from the end); absent or null: `x` is read flattened, as NumPy does (TVM requires a 1-D `x` then, which is the same). `mode` is a string: `"fast"` (default), `"clip"` or `"wrap"` (see below). |
  * | `strided_slice(x, axes, begin, end, strides?)` | a contiguous copy of `x[begin:end:stride]` on each axis of `axes`; the other axes whole. `axes`, `begin`, `end`, `strides` are shapes (`ShapeTuple` or `number[]`) of equal length; `strides` absent: all 1. Negative `begin`/`end` count from the end of the axis, out-of-range values clamp (Python's `slice.indices`); a negative stride walks backwards; stride 0 is an error. |
  * | `concat(tensors, axis?)` | the tensors of a tuple (a VM tuple from `vm.builtin.make_tuple`, or an array) laid one after another along `axis` (an `imm`, default 0, negative counts from the end). Same dtype, device and rank; equal sizes on every other axis. |
  *
@@ -21,11 +21,10 @@
  * `"nan"` mode is not supported.
  *
  * `take` on a GPU tensor accepts indices in CPU memory (a token id sampled
- * on the host, say): they are checked, uploaded as a temporary and gathered
- * on the GPU; the result is on the GPU. Index dtype: int32. int64 joins by
- * adding it to `INDEX_DTYPES`: CPU kernels and checks read indices through
- * `Number()` and the upload converts to int32; int64 indices already in GPU
- * memory would need the WebGPU kernel to read `vec2<u32>` words.
+ * on the host, say): they are checked, mapped by the mode, uploaded as a
+ * temporary and gathered on the GPU; the result is on the GPU. Index
+ * dtypes: int32 and int64. int64 indices already in GPU memory are narrowed
+ * to int32 there first (their low 32 bits) and then mapped as above.
  *
  * Errors: `TypeError` (wrong kind of value or dtype), `RangeError` (shapes,
  * axes, indices), messages starting with the operator name.
@@ -72,9 +71,9 @@ import type { Device } from "../devices/device.ts";
 import { BuiltinTable } from "./builtin_table.ts";
 import type { TakeMode } from "../kernels/kernel_backend.ts";
 import { formatShape } from "../kernels/broadcast.ts";
+import { mapIndex } from "../kernels/cpu/take.ts";
 import {
   checkArgCount,
-  checkDType,
   checkSameDevice,
   checkSameDType,
   describe,
@@ -95,7 +94,7 @@ export const INDEXING_OPERATOR_NAMES: readonly string[] = [
 ];
 
 /** Dtypes `take` accepts for its indices. */
-const INDEX_DTYPES: readonly TensorDType[] = ["int32"];
+const INDEX_DTYPES: readonly TensorDType[] = ["int32", "int64"];
 const TAKE_MODES: readonly TakeMode[] = ["fast", "clip", "wrap"];
 
 /** An integer immediate argument; `fallback` when absent or null. */
@@ -140,15 +139,13 @@ function checkIndices(op: string, indices: NDArray, axis: number, n: number): vo
 }
 
 /**
- * A temporary int32 copy of CPU `indices` on `device`; the caller releases
- * it. Indices of another integer dtype (int64) are converted; they were
- * checked to lie within the axis, so they fit.
+ * A temporary int32 copy of CPU `indices` on `device`, already mapped into
+ * `[0, n)` by `mode` on the host (exactly, int64 included), so the GPU
+ * kernel reads rows it need not map; the caller releases it.
  */
-function uploadIndices(indices: NDArray, device: Device): NDArray {
-  const view = indices.cpuView();
-  const values = view instanceof Int32Array
-    ? view
-    : Int32Array.from(view as ArrayLike<number | bigint>, (v) => Number(v));
+function uploadIndices(indices: NDArray, n: number, mode: TakeMode, device: Device): NDArray {
+  const view = indices.cpuView() as ArrayLike<number | bigint>;
+  const values = Int32Array.from(view, (v) => mapIndex(v, n, mode));
   const copy = NDArray.empty(indices.shape, "int32", device);
   try {
     device.writeBlock(
@@ -169,7 +166,12 @@ function take(args: readonly unknown[]): NDArray {
   checkArgCount(name, args, 2, 4);
   const x = tensorArg(name, args[0], 0, "x");
   const indices = tensorArg(name, args[1], 1, "indices");
-  checkDType(name, indices, "indices", INDEX_DTYPES);
+  // Not checkDType: int64 indices are read (or narrowed) on any device, no arithmetic needed.
+  if (!INDEX_DTYPES.includes(indices.dtype)) {
+    throw new TypeError(
+      `${name}: indices has dtype ${indices.dtype}, expected ${INDEX_DTYPES.join(" or ")}`,
+    );
+  }
   const flat = args[2] === undefined || args[2] === null;
   const shape = flat ? [x.size] : x.shape;
   const axis = normalizeAxis(name, intArg(name, args[2], "axis", 0), shape);
@@ -191,7 +193,15 @@ function take(args: readonly unknown[]): NDArray {
     const source = flat && x.shape.length !== 1 ? reshapedView(x, shape) : x;
     let idx: NDArray | undefined;
     try {
-      idx = fromHost ? uploadIndices(indices, x.device) : indices;
+      if (fromHost) {
+        idx = uploadIndices(indices, n, mode as TakeMode, x.device);
+      } else if (indices.dtype !== "int32" && x.device.kind !== "cpu") {
+        // GPU kernels read int32: int64 indices there keep their low 32 bits.
+        idx = NDArray.empty(indices.shape, "int32", x.device);
+        backend.cast(indices, idx);
+      } else {
+        idx = indices;
+      }
       backend.take(source, idx, axis, mode as TakeMode, out);
     } finally {
       if (source !== x) source.releaseIfUnowned();

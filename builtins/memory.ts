@@ -28,6 +28,8 @@ function dims(shape: unknown, who: string): readonly number[] {
  * `vm.builtin.alloc_storage(vm, shape, device_index, dtype, scope?)`: a
  * storage of `prod(shape) * sizeof(dtype)` bytes on the VM's device
  * `device_index`, from its allocator.
+ * Errors: `TypeError` (no `%vm`), `RangeError` (no such device, too large).
+ * TVM: `vm.builtin.alloc_storage` (builtin.cc).
  */
 memoryBuiltins.add(
   "vm.builtin.alloc_storage",
@@ -42,7 +44,12 @@ memoryBuiltins.add(
   },
 );
 
-/** `vm.builtin.alloc_tensor(storage, offset, shape, dtype)`: a tensor viewing `storage` from byte `offset`. */
+/**
+ * `vm.builtin.alloc_tensor(storage, offset, shape, dtype)`: a tensor viewing
+ * `storage` from byte `offset`. Errors: `TypeError`, `ReferenceError` (a
+ * released storage), `RangeError` (offset not aligned to the element size,
+ * does not fit). TVM: `vm.builtin.alloc_tensor` (builtin.cc).
+ */
 memoryBuiltins.add(
   "vm.builtin.alloc_tensor",
   (storage: unknown, offset: unknown, shape: unknown, dt: unknown) => {
@@ -78,9 +85,30 @@ memoryBuiltins.add(
 
 /**
  * `vm.builtin.kill(value)`: releases a tensor's or storage's memory to the
- * allocator now; using it afterwards is an error.
+ * allocator now; using it afterwards is an error. relaxvm only (TVM
+ * overwrites the register with `null_value` and counts references).
  */
 memoryBuiltins.add("vm.builtin.kill", (value: unknown) => {
   if (value instanceof VMObject) value.kill();
   return null;
+});
+
+/**
+ * `vm.builtin.ensure_zero_offset(t)`: `t` itself when it starts at byte 0
+ * of its storage, else a copy of it in a new storage on the same device (for
+ * kernels that cannot take a byte offset). The copy is a device copy, queued
+ * in order on a GPU (no readback).
+ * Errors: `TypeError` (not a tensor).
+ * TVM: `vm.builtin.ensure_zero_offset` (builtin.cc); TVM also aliases a
+ * 64-byte-aligned CPU view without copying, which relaxvm's (storage,
+ * offset) tensors cannot express.
+ */
+memoryBuiltins.add("vm.builtin.ensure_zero_offset", (t: unknown) => {
+  if (!(t instanceof NDArray)) {
+    throw new TypeError(`ensure_zero_offset: expected a tensor, got ${describe(t)}`);
+  }
+  if (t.byteOffset === 0) return t;
+  const out = NDArray.empty(t.shape, t.dtype, t.device);
+  t.device.copyBlock(t.block, t.byteOffset, out.block, 0, t.nbytes);
+  return out;
 });

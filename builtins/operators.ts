@@ -37,7 +37,8 @@ import { broadcastPlan, formatShape, sameShape, tryBroadcastShapes } from "../ke
 export const operatorBuiltins = new BuiltinTable();
 
 const FLOAT: readonly TensorDType[] = ["float32"];
-const NUMERIC: readonly TensorDType[] = ["float32", "int32"];
+/** int64 computes on the CPU only (WGSL has no 64-bit integers; see `checkDevice`). */
+const NUMERIC: readonly TensorDType[] = ["float32", "int32", "int64"];
 
 const BINARY_OPS: readonly BinaryOp[] = [
   "add",
@@ -125,7 +126,35 @@ export function checkDType(
   allowed: readonly TensorDType[],
 ): void {
   if (!allowed.includes(x.dtype)) {
-    throw new TypeError(`${op}: ${role} has dtype ${x.dtype}, expected ${allowed.join(" or ")}`);
+    const hint = x.dtype === "float16" || x.dtype === "bfloat16"
+      ? ` (relaxvm's operators compute ${x.dtype} tensors as float32: cast them with vm.op.cast first${
+        shaderF16Note(x)
+      })`
+      : "";
+    throw new TypeError(
+      `${op}: ${role} has dtype ${x.dtype}, expected ${allowed.join(" or ")}${hint}`,
+    );
+  }
+  checkDevice(op, x);
+}
+
+/** What a WebGPU device offers for float16 code of one's own, for messages. */
+function shaderF16Note(x: NDArray): string {
+  const device = x.device as { kind: string; shaderF16?: boolean };
+  if (device.kind !== "webgpu") return "";
+  return device.shaderF16
+    ? `; this adapter offers shader-f16 to WGSL of your own`
+    : `; this adapter does not offer shader-f16 either`;
+}
+
+/** int64 arithmetic runs on the CPU only: WGSL has no 64-bit integers. */
+function checkDevice(op: string, x: NDArray): void {
+  if (x.dtype === "int64" && x.device.kind !== "cpu") {
+    throw new TypeError(
+      `${op}: int64 arithmetic is not available on ${x.device}: WGSL has no 64-bit integers ` +
+        `(int64 tensors there can be stored, copied, moved with to_device and cast; ` +
+        `compute on the CPU or cast to int32)`,
+    );
   }
 }
 
@@ -218,7 +247,8 @@ export function reshapedView(x: NDArray, shape: readonly number[]): NDArray {
 // The operators.
 
 /**
- * `vm.op.<op>(a, b)`: elementwise with NumPy broadcasting; float32 or int32.
+ * `vm.op.<op>(a, b)`: elementwise with NumPy broadcasting; float32, int32 or
+ * int64 (int64 on the CPU only).
  *
  * This is the hot path of programs of many small ops, so it is written for
  * the common case: the checks compare fields and allocate nothing (the
@@ -271,7 +301,7 @@ function makeUnary(op: UnaryOp): (x: unknown) => NDArray {
   return function unary(value: unknown): NDArray {
     if (arguments.length !== 1) checkArgCount(name, Array.from(arguments), 1, 1);
     const x = tensorArg(name, value, 0, "x");
-    if (!dtypes.includes(x.dtype)) checkDType(name, x, "x", dtypes);
+    if (x.dtype !== "float32") checkDType(name, x, "x", dtypes);
     const device = x.device;
     const backend = backendFor(device.kind);
     const out = NDArray.emptyChecked(x.shape, x.size, x.dtype, device);

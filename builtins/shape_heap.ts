@@ -15,18 +15,19 @@
  *   1 LoadShape          heap[value_i]
  * ```
  *
- * The heap is a CPU `float64` tensor: JS numbers hold integers exactly up
- * to 2^53, which covers every shape, and kernels need no BigInt path.
+ * The heap is a CPU int64 tensor, as in TVM (a float64 tensor works too);
+ * the builtins read and write it as numbers, exact up to 2^53, which covers
+ * every shape.
  *
  * @module
  */
 
 import { cpu } from "../devices/cpu_device.ts";
-import { DataType } from "../ground/dtype.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
 import { BuiltinTable } from "./builtin_table.ts";
-import { describe } from "./describe.ts";
+import { MemoryScope } from "../devices/memory_scope.ts";
+import { contextPrefix, describe } from "./describe.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const shapeHeapBuiltins = new BuiltinTable();
@@ -41,16 +42,63 @@ export const MatchShapeCode = {
 /** Codes of `vm.builtin.make_shape`. */
 export const MakeShapeCode = { UseImm: 0, LoadShape: 1 } as const;
 
-function heapView(heap: unknown, who: string): Float64Array {
-  if (!(heap instanceof NDArray) || heap.dtype !== "float64" || heap.device.kind !== "cpu") {
-    throw new TypeError(
-      `${who}: expected a shape heap (from alloc_shape_heap), got ${describe(heap)}`,
-    );
+/**
+ * A shape heap's elements as numbers: an int64 tensor (what
+ * `alloc_shape_heap` makes, as TVM does) or a float64 one (relaxvm's heaps
+ * before int64 existed), on the CPU. Values are shape extents and symbolic
+ * integers, exact as numbers below 2^53.
+ */
+export class ShapeHeapView {
+  /** Number of slots. */
+  readonly length: number;
+  readonly #ints: BigInt64Array | null;
+  readonly #floats: Float64Array | null;
+
+  /** Views `heap`'s elements; null: no heap (no slots). */
+  constructor(heap: NDArray | null) {
+    const view = heap === null ? new Float64Array(0) : heap.cpuView();
+    this.length = view.length;
+    this.#ints = view instanceof BigInt64Array ? view : null;
+    this.#floats = view instanceof BigInt64Array ? null : view as Float64Array;
   }
-  return heap.cpuView() as Float64Array;
+
+  /** Slot `i` as a number; a value beyond 2^53 is a `RangeError` naming `who`. */
+  get(i: number, who: string): number {
+    if (this.#floats !== null) return this.#floats[i];
+    const v = Number(this.#ints![i]);
+    if (!Number.isSafeInteger(v)) {
+      throw new RangeError(`${who}: heap[${i}] = ${this.#ints![i]} is beyond 2^53`);
+    }
+    return v;
+  }
+
+  /** Stores integer `v` in slot `i`. */
+  set(i: number, v: number): void {
+    if (this.#floats !== null) this.#floats[i] = v;
+    else this.#ints![i] = BigInt(v);
+  }
 }
 
-function heapIndex(heap: Float64Array, index: unknown, who: string): number {
+/** What codes that need no heap see when the heap argument is null. */
+const NO_HEAP = new ShapeHeapView(null);
+
+/** The elements of a shape heap; anything else is a `TypeError` naming `who`. */
+export function heapView(heap: unknown, who: string): ShapeHeapView {
+  if (
+    !(heap instanceof NDArray) || (heap.dtype !== "int64" && heap.dtype !== "float64") ||
+    heap.device.kind !== "cpu"
+  ) {
+    throw new TypeError(
+      `${who}: expected a shape heap (an int64 CPU tensor, from alloc_shape_heap), got ${
+        describe(heap)
+      }`,
+    );
+  }
+  return new ShapeHeapView(heap);
+}
+
+/** `index` if it is a valid position in `heap`, else a `RangeError` naming `who`. */
+export function heapIndex(heap: ShapeHeapView, index: unknown, who: string): number {
   if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= heap.length) {
     throw new RangeError(
       `${who}: heap index ${index} is out of range for a heap of ${heap.length}`,
@@ -65,17 +113,27 @@ function shapeOfInput(input: unknown, who: string): readonly number[] {
   throw new TypeError(`${who}: expected a tensor or ShapeTuple, got ${describe(input)}`);
 }
 
-/** `vm.builtin.alloc_shape_heap(size)`: a zeroed heap of `size` integers. */
-shapeHeapBuiltins.add("vm.builtin.alloc_shape_heap", (size: unknown) => {
+/**
+ * `vm.builtin.alloc_shape_heap([vm,] size)`: a zeroed heap of `size`
+ * integers on the CPU. TVM's compiler passes `%vm` first
+ * (`call_builtin_with_ctx`); it is accepted and not needed.
+ * Errors: `RangeError` (size not a non-negative integer).
+ * TVM: `vm.builtin.alloc_shape_heap` (builtin.cc).
+ */
+shapeHeapBuiltins.add("vm.builtin.alloc_shape_heap", (...args: unknown[]) => {
+  const size = args[0] instanceof MemoryScope ? args[1] : args[0];
   if (typeof size !== "number" || !Number.isInteger(size) || size < 0) {
     throw new RangeError(`alloc_shape_heap: size must be a non-negative integer, got ${size}`);
   }
-  const heap = NDArray.empty([size], "float64", cpu());
-  (heap.cpuView() as Float64Array).fill(0);
+  const heap = NDArray.empty([size], "int64", cpu());
+  (heap.cpuView() as BigInt64Array).fill(0n);
   return heap;
 });
 
-/** `vm.builtin.shape_of(t)`: the shape of tensor `t`. */
+/**
+ * `vm.builtin.shape_of(t)`: the shape of tensor `t`.
+ * Errors: `TypeError` (not a tensor). TVM: `vm.builtin.shape_of` (builtin.cc).
+ */
 shapeHeapBuiltins.add("vm.builtin.shape_of", (t: unknown) => {
   if (!(t instanceof NDArray)) {
     throw new TypeError(`shape_of: expected a tensor, got ${describe(t)}`);
@@ -83,7 +141,11 @@ shapeHeapBuiltins.add("vm.builtin.shape_of", (t: unknown) => {
   return new ShapeTuple(t.shape);
 });
 
-/** `vm.builtin.store_shape(shape, heap, ...indices)`: `heap[indices[i]] = shape[i]`. */
+/**
+ * `vm.builtin.store_shape(shape, heap, ...indices)`: `heap[indices[i]] =
+ * shape[i]`. Errors: `TypeError` (not a shape or heap), `RangeError`
+ * (index count or range). relaxvm only (TVM: `match_shape` with StoreToHeap).
+ */
 shapeHeapBuiltins.add(
   "vm.builtin.store_shape",
   (shape: unknown, heap: unknown, ...indices: unknown[]) => {
@@ -94,24 +156,34 @@ shapeHeapBuiltins.add(
         `store_shape: ${indices.length} indices for a shape of ${dims.length} dimensions`,
       );
     }
-    for (let i = 0; i < dims.length; i++) h[heapIndex(h, indices[i], "store_shape")] = dims[i];
+    for (let i = 0; i < dims.length; i++) h.set(heapIndex(h, indices[i], "store_shape"), dims[i]);
     return null;
   },
 );
 
-/** `vm.builtin.load_shape(heap, ...indices)`: the ShapeTuple `(heap[i0], heap[i1], …)`. */
+/**
+ * `vm.builtin.load_shape(heap, ...indices)`: the ShapeTuple `(heap[i0],
+ * heap[i1], …)`. Errors: `TypeError`, `RangeError` (index out of range).
+ * relaxvm only (TVM: `make_shape` with LoadShape).
+ */
 shapeHeapBuiltins.add("vm.builtin.load_shape", (heap: unknown, ...indices: unknown[]) => {
   const h = heapView(heap, "load_shape");
-  return new ShapeTuple(indices.map((i) => h[heapIndex(h, i, "load_shape")]));
+  return new ShapeTuple(indices.map((i) => h.get(heapIndex(h, i, "load_shape"), "load_shape")));
 });
 
-/** `vm.builtin.match_shape(input, heap, ndim, code, value, …, err_ctx?)`: see the module doc. */
+/**
+ * `vm.builtin.match_shape(input, heap, ndim, code, value, …, err_ctx?)`:
+ * see the module doc; returns null.
+ * Errors: `TypeError` (input not a tensor or shape), `RangeError` (a
+ * dimension that does not match, prefixed with `err_ctx`; an unknown code).
+ * TVM: `vm.builtin.match_shape` (builtin.cc).
+ */
 shapeHeapBuiltins.add(
   "vm.builtin.match_shape",
   (input: unknown, heap: unknown, ndim: unknown, ...rest: unknown[]) => {
     const dims = shapeOfInput(input, "match_shape");
-    const context = rest.length % 2 === 1 ? `${rest.pop()}: ` : "";
-    const h = heap === null ? new Float64Array(0) : heapView(heap, "match_shape");
+    const context = rest.length % 2 === 1 ? contextPrefix(rest.pop()) : "";
+    const h = heap === null ? NO_HEAP : heapView(heap, "match_shape");
     if (dims.length !== ndim) {
       throw new RangeError(
         `${context}match_shape: expected ${ndim} dimensions, got shape [${dims.join(", ")}]`,
@@ -133,12 +205,12 @@ shapeHeapBuiltins.add(
           }
           break;
         case MatchShapeCode.StoreToHeap:
-          h[heapIndex(h, value, "match_shape")] = dims[i];
+          h.set(heapIndex(h, value, "match_shape"), dims[i]);
           break;
         case MatchShapeCode.NoOp:
           break;
         case MatchShapeCode.AssertEqualToLoad: {
-          const expected = h[heapIndex(h, value, "match_shape")];
+          const expected = h.get(heapIndex(h, value, "match_shape"), "match_shape");
           if (dims[i] !== expected) {
             throw new RangeError(
               `${context}match_shape: dimension ${i} is ${dims[i]}, expected ${expected}`,
@@ -154,11 +226,15 @@ shapeHeapBuiltins.add(
   },
 );
 
-/** `vm.builtin.make_shape(heap, ndim, code, value, …)`: a ShapeTuple; see the module doc. */
+/**
+ * `vm.builtin.make_shape(heap, ndim, code, value, …)`: a ShapeTuple; see
+ * the module doc. Errors: `RangeError` (code count, unknown code, heap index).
+ * TVM: `vm.builtin.make_shape` (builtin.cc).
+ */
 shapeHeapBuiltins.add(
   "vm.builtin.make_shape",
   (heap: unknown, ndim: unknown, ...rest: unknown[]) => {
-    const h = heap === null ? new Float64Array(0) : heapView(heap, "make_shape");
+    const h = heap === null ? NO_HEAP : heapView(heap, "make_shape");
     if (typeof ndim !== "number" || rest.length !== 2 * ndim) {
       throw new RangeError(`make_shape: ${rest.length / 2} codes for ${ndim} dimensions`);
     }
@@ -166,47 +242,19 @@ shapeHeapBuiltins.add(
     for (let i = 0; i < ndim; i++) {
       const code = rest[2 * i], value = rest[2 * i + 1] as number;
       if (code === MakeShapeCode.UseImm) dims.push(value);
-      else if (code === MakeShapeCode.LoadShape) dims.push(h[heapIndex(h, value, "make_shape")]);
-      else throw new RangeError(`make_shape: unknown code ${code} for dimension ${i}`);
+      else if (code === MakeShapeCode.LoadShape) {
+        dims.push(h.get(heapIndex(h, value, "make_shape"), "make_shape"));
+      } else throw new RangeError(`make_shape: unknown code ${code} for dimension ${i}`);
     }
     return new ShapeTuple(dims);
   },
 );
 
 /**
- * `vm.builtin.check_tensor_info(t, ndim, dtype?, err_ctx?)`: throws unless
- * `t` is a tensor with `ndim` dimensions (-1: any) and dtype `dtype` (a
- * DataType or string; null: any).
+ * `vm.builtin.reshape(t, shape)`: a view of `t` with a new shape of the same
+ * size (no copy). Errors: `TypeError`, `RangeError` (sizes differ).
+ * TVM: `vm.builtin.reshape` (builtin.cc), which also allows a smaller view.
  */
-shapeHeapBuiltins.add(
-  "vm.builtin.check_tensor_info",
-  (t: unknown, ndim: unknown, dt?: unknown, errCtx?: unknown) => {
-    const context = typeof errCtx === "string" ? `${errCtx}: ` : "";
-    if (!(t instanceof NDArray)) {
-      throw new TypeError(
-        `${context}check_tensor_info: expected a tensor, got ${describe(t)}`,
-      );
-    }
-    if (typeof ndim === "number" && ndim !== -1 && t.shape.length !== ndim) {
-      throw new RangeError(
-        `${context}check_tensor_info: expected ${ndim} dimensions, got shape [${
-          t.shape.join(", ")
-        }]`,
-      );
-    }
-    if (dt !== undefined && dt !== null) {
-      const want = dt instanceof DataType ? dt.toString() : String(dt);
-      if (want !== t.dtype) {
-        throw new TypeError(
-          `${context}check_tensor_info: expected dtype ${want}, got ${t.dtype}`,
-        );
-      }
-    }
-    return null;
-  },
-);
-
-/** `vm.builtin.reshape(t, shape)`: a view of `t` with a new shape of the same size (no copy). */
 shapeHeapBuiltins.add("vm.builtin.reshape", (t: unknown, shape: unknown) => {
   if (!(t instanceof NDArray)) {
     throw new TypeError(`reshape: expected a tensor, got ${describe(t)}`);
@@ -226,13 +274,27 @@ shapeHeapBuiltins.add("vm.builtin.reshape", (t: unknown, shape: unknown) => {
   return new NDArray(t.storage, t.byteOffset, dims, t.dtype);
 });
 
-/** `vm.builtin.tensor_to_shape(t)`: a ShapeTuple from a 1-D integer tensor on the CPU. */
+/**
+ * `vm.builtin.tensor_to_shape(t)`: a ShapeTuple from the values of a 1-D
+ * tensor (read back from a GPU), int64 as TVM makes them, or any other
+ * dtype holding integers. Errors: `TypeError` (not 1-D), `RangeError`
+ * (a value that is not an integer below 2^53). TVM:
+ * `vm.builtin.tensor_to_shape` (builtin.cc), which takes only int16, int32
+ * and int64.
+ */
 shapeHeapBuiltins.add("vm.builtin.tensor_to_shape", (t: unknown) => {
   if (!(t instanceof NDArray) || t.shape.length !== 1) {
     throw new TypeError(`tensor_to_shape: expected a 1-D tensor, got ${describe(t)}`);
   }
-  if (t.device.kind !== "cpu") {
-    return t.data().then((d) => new ShapeTuple(Array.from(d, Number)));
-  }
-  return new ShapeTuple(Array.from(t.cpuView(), Number));
+  const toShape = (values: ArrayLike<number | bigint>) => {
+    const dims = Array.from(values, Number);
+    const bad = dims.findIndex((d) => !Number.isSafeInteger(d));
+    if (bad >= 0) {
+      throw new RangeError(
+        `tensor_to_shape: element ${bad} (${values[bad]}) is not an integer below 2^53`,
+      );
+    }
+    return new ShapeTuple(dims);
+  };
+  return t.device.kind === "cpu" ? toShape(t.dataSync()) : t.data().then(toShape);
 });

@@ -18,25 +18,40 @@ import { describe } from "./describe.ts";
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const valueBuiltins = new BuiltinTable();
 
-/** `vm.builtin.copy(x)`: the same value in another register (objects are shared, as in TVM). */
+/**
+ * `vm.builtin.copy(x)`: the same value in another register (objects are
+ * shared, not copied). TVM: `vm.builtin.copy` (builtin.cc).
+ */
 valueBuiltins.add("vm.builtin.copy", (x: unknown) => x);
 
-/** `vm.builtin.move(x)`: like copy; the source register is expected to be dead. */
+/** `vm.builtin.move(x)`: like copy; the source register is expected to be dead. relaxvm only. */
 valueBuiltins.add("vm.builtin.move", (x: unknown) => x);
 
-/** `vm.builtin.print(x)`: prints a value with `console.log`; returns null. */
+/**
+ * `vm.builtin.print(x)`: prints a value with `console.log`; returns null.
+ * relaxvm only (TVM: `invoke_debug_func` with `vm.builtin.debug_print`).
+ */
 valueBuiltins.add("vm.builtin.print", (x: unknown) => {
   console.log(x);
   return null;
 });
 
-/** `vm.builtin.null_value()`: null. */
+/** `vm.builtin.null_value()`: null. TVM: `vm.builtin.null_value` (builtin.cc). */
 valueBuiltins.add("vm.builtin.null_value", () => null);
 
-/** `vm.builtin.make_tuple(...fields)`: a tuple (an array) holding the fields. */
+/**
+ * `vm.builtin.make_tuple(...fields)`: a tuple holding the fields (users
+ * receive it as an array). TVM: `vm.builtin.make_tuple` (builtin.cc).
+ */
 valueBuiltins.add("vm.builtin.make_tuple", (...fields: unknown[]) => new Tuple(fields));
 
-/** `vm.builtin.tuple_getitem(tuple, index)`: one field. */
+/**
+ * `vm.builtin.tuple_getitem(tuple, index)`: field `index` (the object
+ * itself, not a copy).
+ * Errors: `TypeError` (not a tuple), `RangeError` (index out of range; no
+ * negative indices, as in TVM).
+ * TVM: `vm.builtin.tuple_getitem` (builtin.cc).
+ */
 valueBuiltins.add("vm.builtin.tuple_getitem", (tuple: unknown, index: unknown) => {
   const fields = tupleFields(tuple);
   if (fields === undefined) {
@@ -53,9 +68,40 @@ valueBuiltins.add("vm.builtin.tuple_getitem", (tuple: unknown, index: unknown) =
 });
 
 /**
+ * `vm.builtin.tuple_reset_item(tuple, index)`: sets field `index` to null,
+ * in place, releasing what it held (TVM's `LiftTransformParams` drops each
+ * weight from the bundled parameter tuple once it is consumed). Every holder
+ * of the tuple sees the null. Returns null.
+ * Errors: `TypeError` (not a tuple, a frozen array), `RangeError` (index out
+ * of range).
+ * TVM: `vm.builtin.tuple_reset_item` (builtin.cc).
+ */
+valueBuiltins.add("vm.builtin.tuple_reset_item", (tuple: unknown, index: unknown) => {
+  const fields = tupleFields(tuple);
+  if (fields === undefined) {
+    throw new TypeError(`tuple_reset_item: expected a tuple, got ${describe(tuple)}`);
+  }
+  if (
+    typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= fields.length
+  ) {
+    throw new RangeError(
+      `tuple_reset_item: index ${index} is out of range for a tuple of ${fields.length}`,
+    );
+  }
+  if (tuple instanceof Tuple) tuple.resetItem(index);
+  else if (Object.isFrozen(tuple)) {
+    throw new TypeError("tuple_reset_item: the tuple is a frozen array");
+  } else (tuple as unknown[])[index] = null;
+  return null;
+});
+
+/**
  * `vm.builtin.read_if_cond(x)`: a boolean for `If` from a number, boolean
  * or one-element tensor on any device (a GPU tensor is read back, so this
  * call waits for the GPU).
+ * Errors: `TypeError` (another kind of value, a tensor of more than one element).
+ * TVM: `vm.builtin.read_if_cond` (builtin.cc), which also reads element 0 of
+ * larger integer tensors and rejects float tensors and float numbers.
  */
 valueBuiltins.add("vm.builtin.read_if_cond", (x: unknown): boolean | Promise<boolean> => {
   if (typeof x === "number") return x !== 0;
@@ -66,8 +112,9 @@ valueBuiltins.add("vm.builtin.read_if_cond", (x: unknown): boolean | Promise<boo
         `read_if_cond: expected a one-element tensor, got shape [${x.shape.join(", ")}]`,
       );
     }
-    if (x.device.kind === "cpu") return x.cpuView()[0] !== 0;
-    return x.data().then((d) => d[0] !== 0);
+    // Number(): an int64 element is a bigint (0n !== 0); dataSync/data give bfloat16 values.
+    if (x.device.kind === "cpu") return Number(x.dataSync()[0]) !== 0;
+    return x.data().then((d) => Number(d[0]) !== 0);
   }
   throw new TypeError(`read_if_cond: expected a number, boolean or tensor, got ${describe(x)}`);
 });
@@ -75,6 +122,8 @@ valueBuiltins.add("vm.builtin.read_if_cond", (x: unknown): boolean | Promise<boo
 /**
  * `vm.builtin.make_closure(f, ...captured)`: a closure of `f` (a function
  * reference `f[name]`) that passes `captured` as its last parameters.
+ * Errors: `TypeError` (not a function).
+ * TVM: `vm.builtin.make_closure` (builtin.cc); TVM accepts only VM functions.
  */
 valueBuiltins.add("vm.builtin.make_closure", (f: unknown, ...captured: unknown[]) => {
   if (f instanceof Closure) return new Closure(f.name, (...args) => f.call(args), captured);
@@ -86,7 +135,9 @@ valueBuiltins.add("vm.builtin.make_closure", (f: unknown, ...captured: unknown[]
 
 /**
  * `vm.builtin.invoke_closure([vm,] closure, ...args)`: calls a closure
- * (TVM passes `%vm` first; it is accepted and not needed).
+ * (TVM passes `%vm` first; it is accepted and not needed) or a packed function.
+ * Errors: `TypeError` (not callable).
+ * TVM: `vm.builtin.invoke_closure` (builtin.cc).
  */
 valueBuiltins.add("vm.builtin.invoke_closure", (...all: unknown[]) => {
   const [closure, ...args] = all[0] instanceof MemoryScope ? all.slice(1) : all;
@@ -99,6 +150,9 @@ valueBuiltins.add("vm.builtin.invoke_closure", (...all: unknown[]) => {
  * `vm.builtin.to_device(t, dev_type, dev_id)`: a copy of tensor `t` on the
  * device with DLPack type `dev_type` (1 = CPU, 15 = WebGPU) and index
  * `dev_id`. The device must have been acquired (`await webgpu()`).
+ * Errors: `TypeError` (not a tensor), `Error` (no such device).
+ * TVM: `vm.builtin.to_device` (builtin.cc); TVM copies even to the same
+ * device, relaxvm returns the tensor itself then.
  */
 valueBuiltins.add("vm.builtin.to_device", (t: unknown, devType: unknown, devId: unknown) => {
   if (!(t instanceof NDArray)) {

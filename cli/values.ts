@@ -9,17 +9,37 @@ import { Closure, NDArray, ShapeTuple, tensor, type TensorDType } from "../mod.t
 import { UsageError } from "./failure.ts";
 
 /**
+ * The JSON reviver for int64 arguments: integers become bigints read from
+ * their source text, so values beyond 2^53 stay exact (JSON.parse alone
+ * would round them to the nearest double).
+ */
+function exactIntegers(
+  this: unknown,
+  _key: string,
+  value: unknown,
+  context?: { source?: string },
+): unknown {
+  const source = context?.source;
+  if (typeof value !== "number" || source === undefined || !/^-?\d+$/.test(source)) return value;
+  return BigInt(source);
+}
+
+/**
  * Parses one argument of `relaxvm run`. JSON numbers, booleans and `null`
  * stay as they are, JSON arrays become tensors of `dtype` (nested arrays
- * give the shape), JSON strings become strings. Text that does not start
- * like JSON (`[`, `{`, `"`, a digit, `-`) is passed as a plain string.
+ * give the shape; with int64, integers are read exactly, beyond 2^53 too),
+ * JSON strings become strings. Text that does not start like JSON (`[`,
+ * `{`, `"`, a digit, `-`) is passed as a plain string.
  */
 export function parseArg(text: string, dtype: TensorDType): unknown {
   const looksLikeJson = /^\s*([[{"\-0-9]|true$|false$|null$)/.test(text);
   if (!looksLikeJson) return text;
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = JSON.parse(
+      text,
+      dtype === "int64" && text.trim().startsWith("[") ? exactIntegers : undefined,
+    );
   } catch {
     throw new UsageError(`Cannot parse argument ${JSON.stringify(text)} as JSON`);
   }

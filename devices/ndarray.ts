@@ -41,7 +41,13 @@
 import { VMObject } from "../ground/object.ts";
 import { cpu } from "./cpu_device.ts";
 import type { Device } from "./device.ts";
-import { elementBytes, type TensorDType, TYPED_ARRAYS, type TypedArray } from "../ground/dtype.ts";
+import {
+  elementBytes,
+  type TensorDType,
+  TYPED_ARRAYS,
+  type TypedArray,
+  valuesOf,
+} from "../ground/dtype.ts";
 import { allocatorsActive, currentAllocator } from "./allocation_context.ts";
 import { type MemoryBlock, Storage } from "./storage.ts";
 
@@ -238,16 +244,23 @@ export class NDArray extends VMObject {
 
   /** A copy of the elements (CPU tensors only; use `await data()` for any device). */
   dataSync(): TypedArray {
-    return this.cpuView().slice();
+    const view = this.cpuView();
+    const values = valuesOf(this.dtype, view);
+    return values === view ? view.slice() : values;
   }
 
-  /** A copy of the elements, from any device (waits for queued GPU work). */
+  /**
+   * A copy of the elements, from any device (waits for queued GPU work): a
+   * TypedArray of the dtype — `BigInt64Array` for int64, `Float16Array` for
+   * float16 (a `Float32Array` where the runtime has none), a `Float32Array`
+   * of the values for bfloat16.
+   */
   async data(): Promise<TypedArray> {
     this.#assertLive();
     if (this.device.kind === "cpu") return this.dataSync();
     const bytes = await this.device.readBlock(this.#memory.handle, this.byteOffset, this.nbytes);
     const Ctor = TYPED_ARRAYS[this.dtype];
-    return new Ctor(bytes.buffer as ArrayBuffer, bytes.byteOffset, this.size);
+    return valuesOf(this.dtype, new Ctor(bytes.buffer as ArrayBuffer, bytes.byteOffset, this.size));
   }
 
   /** A copy of this tensor on `device`, owned by the caller. */
@@ -283,7 +296,8 @@ export class NDArray extends VMObject {
   [Symbol.for("Deno.customInspect")](): string {
     if (this.disposed) return `NDArray(released)`;
     if (this.device.kind !== "cpu") return this.toString();
-    const values = [...this.cpuView().subarray(0, 8)].map((v) => Number(v.toPrecision(6)));
+    const head = valuesOf(this.dtype, this.cpuView().subarray(0, 8));
+    const values = [...head].map((v) => typeof v === "bigint" ? v : Number(v.toPrecision(6)));
     const more = this.size > 8 ? ", …" : "";
     return `${this.toString().slice(0, -1)}, [${values.join(", ")}${more}])`;
   }

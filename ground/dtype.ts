@@ -6,12 +6,35 @@
  * @module
  */
 
+import { bfloat16BitsToFloat32, float16BitsToFloat32 } from "./float_formats.ts";
+
 /** DLPack type codes. */
-export const DTypeCode = { Int: 0, UInt: 1, Float: 2, Bool: 6 } as const;
+export const DTypeCode = { Int: 0, UInt: 1, Float: 2, BFloat: 4, Bool: 6 } as const;
 
-const CODE_NAMES: Record<number, string> = { 0: "int", 1: "uint", 2: "float", 6: "bool" };
+const CODE_NAMES: Record<number, string> = {
+  0: "int",
+  1: "uint",
+  2: "float",
+  4: "bfloat",
+  6: "bool",
+};
 
-/** The TypedArray classes that hold tensor elements, keyed by dtype string. */
+/**
+ * `Float16Array` where the runtime has one (Deno 2, recent browsers); where
+ * it does not, float16 tensors are stored in a `Uint16Array` of IEEE half
+ * bits and converted when written and read (ground/float_formats.ts).
+ */
+const Float16Storage = (globalThis as { Float16Array?: typeof Float16Array }).Float16Array ??
+  Uint16Array;
+
+/** Whether float16 tensors are stored in a `Float16Array` (else: `Uint16Array` of bits). */
+export const NATIVE_FLOAT16: boolean = Float16Storage !== Uint16Array;
+
+/**
+ * The TypedArray classes that hold tensor elements, keyed by dtype string:
+ * what `cpuView()` returns. `int64` is a `BigInt64Array`; `bfloat16` (and
+ * `float16` without `Float16Array`) a `Uint16Array` of the raw bits.
+ */
 export const TYPED_ARRAYS: Readonly<
   Record<
     TensorDType,
@@ -24,37 +47,60 @@ export const TYPED_ARRAYS: Readonly<
 > = {
   float32: Float32Array,
   float64: Float64Array,
+  float16: Float16Storage,
+  bfloat16: Uint16Array,
   int8: Int8Array,
   int16: Int16Array,
   int32: Int32Array,
+  int64: BigInt64Array,
   uint8: Uint8Array,
   uint16: Uint16Array,
   uint32: Uint32Array,
   bool: Uint8Array,
 };
 
+/**
+ * What `data()` returns for elements stored as `stored`: the array itself,
+ * except that bfloat16 (and float16 without `Float16Array`) bits become a
+ * `Float32Array` of their values (exact). `stored` may be reused.
+ */
+export function valuesOf(dt: TensorDType, stored: TypedArray): TypedArray {
+  if (dt === "bfloat16") return Float32Array.from(stored as Uint16Array, bfloat16BitsToFloat32);
+  if (dt === "float16" && !NATIVE_FLOAT16) {
+    return Float32Array.from(stored as Uint16Array, float16BitsToFloat32);
+  }
+  return stored;
+}
+
 /** A dtype string that tensors can hold. */
 export type TensorDType =
   | "float32"
   | "float64"
+  | "float16"
+  | "bfloat16"
   | "int8"
   | "int16"
   | "int32"
+  | "int64"
   | "uint8"
   | "uint16"
   | "uint32"
   | "bool";
 
-/** Any of the TypedArrays backing a tensor. */
-export type TypedArray =
+/** The TypedArrays whose elements are numbers: every dtype's storage but int64's. */
+export type NumberArray =
   | Float32Array
   | Float64Array
+  | Float16Array
   | Int8Array
   | Int16Array
   | Int32Array
   | Uint8Array
   | Uint16Array
   | Uint32Array;
+
+/** Any of the TypedArrays backing a tensor, or returned by `data()`. */
+export type TypedArray = NumberArray | BigInt64Array;
 
 /**
  * A data type such as `float32`, as DLPack's code/bits/lanes triple.
@@ -71,7 +117,7 @@ export type TypedArray =
  * ```
  */
 export class DataType {
-  /** DLPack type code: 0 int, 1 uint, 2 float, 6 bool. */
+  /** DLPack type code: 0 int, 1 uint, 2 float, 4 bfloat, 6 bool. */
   readonly code: number;
   /** Bits per lane. */
   readonly bits: number;
@@ -85,9 +131,9 @@ export class DataType {
     this.lanes = lanes;
   }
 
-  /** Parses a TVM dtype string: `float32`, `int64`, `uint8`, `bool`, `float32x4`. */
+  /** Parses a TVM dtype string: `float32`, `int64`, `uint8`, `bool`, `bfloat16`, `float32x4`. */
   static parse(text: string): DataType {
-    const m = /^(int|uint|float|bool)(\d*)(?:x(\d+))?$/.exec(text);
+    const m = /^(int|uint|float|bfloat|bool)(\d*)(?:x(\d+))?$/.exec(text);
     if (m === null) throw new TypeError(`Unknown dtype "${text}"`);
     const [, kind, bitsText, lanesText] = m;
     const code = kind === "int"
@@ -96,9 +142,16 @@ export class DataType {
       ? DTypeCode.UInt
       : kind === "float"
       ? DTypeCode.Float
+      : kind === "bfloat"
+      ? DTypeCode.BFloat
       : DTypeCode.Bool;
-    const bits = bitsText === "" ? (kind === "bool" ? 8 : 32) : Number(bitsText);
-    if (![8, 16, 32, 64].includes(bits) || (kind === "bool" && bits !== 8)) {
+    const bits = bitsText === ""
+      ? (kind === "bool" ? 8 : kind === "bfloat" ? 16 : 32)
+      : Number(bitsText);
+    if (
+      ![8, 16, 32, 64].includes(bits) || (kind === "bool" && bits !== 8) ||
+      (kind === "bfloat" && bits !== 16)
+    ) {
       throw new TypeError(`Unsupported dtype "${text}": ${bits} bits`);
     }
     return new DataType(code, bits, lanesText === undefined ? 1 : Number(lanesText));

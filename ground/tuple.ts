@@ -12,14 +12,25 @@ import { exportValue, releaseValue, retainValue, VMObject } from "./object.ts";
 
 /** A tuple made inside the VM. */
 export class Tuple extends VMObject {
-  /** The fields, in order. */
+  /** The fields, in order (only `resetItem` changes them). */
   readonly fields: readonly unknown[];
 
   /** Holds a reference to each field. */
   constructor(fields: readonly unknown[]) {
     super();
-    this.fields = Object.freeze([...fields]);
+    this.fields = [...fields];
     for (const v of this.fields) retainValue(v);
+  }
+
+  /**
+   * Sets field `index` to null and releases what it held
+   * (`vm.builtin.tuple_reset_item`): every holder of the tuple sees null.
+   */
+  resetItem(index: number): void {
+    if (this.disposed) throw this.usedAfterFree();
+    const old = this.fields[index];
+    (this.fields as unknown[])[index] = null;
+    releaseValue(old);
   }
 
   /** Number of fields. */

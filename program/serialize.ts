@@ -63,7 +63,7 @@ function writeConstant(w: ByteWriter, c: ConstantValue): void {
     w.string(c.dtype);
     w.u32(c.shape.length);
     for (const d of c.shape) w.f64(d);
-    const data = c.dataSync();
+    const data = c.cpuView(); // the stored bytes: bfloat16 bits, not their float32 values
     w.u32(data.byteLength);
     w.bytes(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
   }

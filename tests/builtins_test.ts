@@ -58,7 +58,7 @@ Deno.test("runtime: tuples, null, copy/move, read_if_cond", async () => {
 
 Deno.test("shape heap: store, load, match and make shapes", () => {
   const heap = call("vm.builtin.alloc_shape_heap", 4) as NDArray;
-  assertEquals([...heap.dataSync()], [0, 0, 0, 0]);
+  assertEquals([heap.dtype, ...heap.dataSync()], ["int64", 0n, 0n, 0n, 0n]); // int64, as TVM
   using x = tensor(new Float32Array(6), { shape: [2, 3] });
   const s = call("vm.builtin.shape_of", x) as ShapeTuple;
   assertEquals([...s], [2, 3]);
@@ -66,7 +66,7 @@ Deno.test("shape heap: store, load, match and make shapes", () => {
   assertEquals([...(call("vm.builtin.load_shape", heap, 0, 1) as ShapeTuple)], [3, 2]);
   // match_shape: dim 0 must equal 2 (imm), store dim 1 at heap[2]; then make (heap[2], 7).
   call("vm.builtin.match_shape", x, heap, 2, 0, 2, 1, 2, "matching x");
-  assertEquals(heap.dataSync()[2], 3);
+  assertEquals(heap.dataSync()[2], 3n);
   const made = call("vm.builtin.make_shape", heap, 2, 1, 2, 0, 7) as ShapeTuple;
   assertEquals([...made], [3, 7]);
   assertThrows(
@@ -101,12 +101,14 @@ Deno.test("shape builtins: check_tensor_info, reshape, tensor_to_shape", () => {
   assertThrows(
     () => call("vm.builtin.check_tensor_info", x, 3, null, "arg x"),
     RangeError,
-    "arg x: check_tensor_info: expected 3 dimensions",
+    "arg x: check_tensor_info: expected a tensor with ndim 3, got ndim 2 (shape [2, 3])",
   );
+  // As in TVM, the 3-argument form's third argument is the error context, not a dtype.
+  assertEquals(call("vm.builtin.check_tensor_info", x, 2, "int32"), null);
   assertThrows(
-    () => call("vm.builtin.check_tensor_info", x, 2, "int32"),
+    () => call("vm.builtin.check_tensor_info", x, 2, "int32", ""),
     TypeError,
-    "expected dtype int32, got float32",
+    "expected a tensor with dtype int32, got float32",
   );
   assertThrows(() => call("vm.builtin.check_tensor_info", "x", 2), TypeError, "expected a tensor");
   const r = call("vm.builtin.reshape", x, shape(3, 2)) as NDArray;

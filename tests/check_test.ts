@@ -36,7 +36,7 @@ Deno.test("check: every problem is collected, in program order, with the user's 
   const e: CheckError = assertThrows(() => ib.get(), CheckError);
   const summary = e.problems.map((p) => `${p.functionName}[${p.pc}] ${p.message}`);
   assertEquals(summary, [
-    `[-1] f("nowhere") refers to an unknown VM function`,
+    `b[0] f("nowhere") refers to an unknown VM function; define it with ib.function("nowhere", ...) or declare it with ib.declare_function("nowhere")`,
     "a[0] reads %9 before any write (the inputs are none)",
     "a[1] jumps by 7 to 8, outside the function (instructions 0..1)",
     "b[0] can fall off the end of the function without ret",
@@ -137,4 +137,26 @@ Deno.test("formalize: registers are renumbered in order of first use; idempotent
     "  ret   %3",
   ]);
   assertEquals(formalize(ex).save(), ex.save());
+});
+
+Deno.test("check: f() of an unknown function names every function and instruction that refers to it", () => {
+  const ib = new ExecBuilder();
+  ib.function("main", 1, () => {
+    ib.emit_call("vm.builtin.make_closure", [ib.f("missing")], { dst: ib.r(1) });
+    ib.emit_call("vm.builtin.make_tuple", [ib.r(0), ib.f("missing")], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(2));
+  });
+  ib.function("other", 0, () => {
+    ib.emit_call("vm.builtin.copy", [ib.f("missing")], { dst: ib.r(0) });
+    ib.emit_ret(ib.r(0));
+  });
+  const e: CheckError = assertThrows(() => ib.get(), CheckError);
+  assertEquals(e.problems.map((p) => [p.functionName, p.pc]), [["main", 0], ["main", 1], [
+    "other",
+    0,
+  ]]);
+  assert(e.message.includes(`@main[1]: f("missing") refers to an unknown VM function`), e.message);
+  // Declaring it as a packed function (resolved when a VM loads) makes the program check.
+  ib.declare_function("missing");
+  assertEquals(ib.get().function_names, ["main", "other"]);
 });

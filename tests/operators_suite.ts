@@ -111,7 +111,8 @@ async function call(name: string, ...args: unknown[]): Promise<Result> {
     throw new AssertionError(`${name} returned ${out}, not an NDArray`);
   }
   try {
-    const data = Array.from(await out.data() as ArrayLike<number>);
+    // int64 results are bigints; every value the suite uses is exact as a number.
+    const data = Array.from(await out.data() as ArrayLike<number | bigint>, Number);
     return { shape: [...out.shape], dtype: out.dtype, device: out.device, data };
   } finally {
     out.releaseIfUnowned();
@@ -594,21 +595,23 @@ export function defineOperatorTests(
       const ri: Ref = { shape: is, data: values };
       using x = put(dev, rx);
       for (const where of [dev, cpu()]) {
-        using idx = tensor(values, { shape: is, dtype: "int32", device: where });
-        const got = await call("vm.op.take", x, idx, ...(axis === undefined ? [] : [axis]));
-        assertResult(
-          got,
-          refTake(rx, ri, axis),
-          "float32",
-          EXACT,
-          `take ${fmt(xs)} axis ${axis} indices on ${where.kind}`,
-        );
-        assertEquals(got.device, dev);
+        for (const dt of ["int32", "int64"]) {
+          using idx = tensor(values, { shape: is, dtype: dt, device: where });
+          const got = await call("vm.op.take", x, idx, ...(axis === undefined ? [] : [axis]));
+          assertResult(
+            got,
+            refTake(rx, ri, axis),
+            "float32",
+            EXACT,
+            `take ${fmt(xs)} axis ${axis}, ${dt} indices on ${where.kind}`,
+          );
+          assertEquals(got.device, dev);
+        }
       }
     }
   });
 
-  test("vm.op.take of int32 and uint8 tensors, and a 0-d tensor flattened", async (dev) => {
+  test("vm.op.take of integer, 8-, 16- and 64-bit tensors, and a 0-d tensor flattened", async (dev) => {
     const rx = randomIntRef([5, 3], 1450);
     using x = put(dev, rx, "int32");
     using idx = tensor([4, 4, 0], { dtype: "int32", device: dev });
@@ -626,6 +629,12 @@ export function defineOperatorTests(
       EXACT,
       "uint8",
     );
+    // 64-bit elements, and 16-bit ones in rows of whole 4-byte words.
+    for (const dt of ["int64", "float64", "float16", "bfloat16"]) {
+      const r: Ref = { shape: [5, 2], data: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] };
+      using t = put(dev, r, dt);
+      assertResult(await call("vm.op.take", t, idx, 0), refTake(r, ri, 0), dt, EXACT, dt);
+    }
     using s = tensor(2.5, { device: dev });
     using zero = tensor([0, -1, 0], { dtype: "int32", device: dev });
     const got = await call("vm.op.take", s, zero);
@@ -639,15 +648,29 @@ export function defineOperatorTests(
     using x = put(dev, rx);
     for (const mode of ["clip", "wrap"]) {
       for (const where of [dev, cpu()]) {
-        using idx = tensor(values, { dtype: "int32", device: where });
-        assertResult(
-          await call("vm.op.take", x, idx, 0, mode),
-          refTake(rx, ri, 0, mode),
-          "float32",
-          EXACT,
-          `take mode ${mode}, indices on ${where.kind}`,
-        );
+        for (const dt of ["int32", "int64"]) {
+          using idx = tensor(values, { dtype: dt, device: where });
+          assertResult(
+            await call("vm.op.take", x, idx, 0, mode),
+            refTake(rx, ri, 0, mode),
+            "float32",
+            EXACT,
+            `take mode ${mode}, ${dt} indices on ${where.kind}`,
+          );
+        }
       }
+    }
+    // int64 indices in CPU memory map exactly, far outside the int32 range too.
+    const wide = [2 ** 40, -(2 ** 40) - 1, 2 ** 53 - 1, -5];
+    using wideIdx = tensor(wide, { dtype: "int64" });
+    for (const mode of ["clip", "wrap"]) {
+      assertResult(
+        await call("vm.op.take", x, wideIdx, 0, mode),
+        refTake(rx, { shape: [4], data: wide }, 0, mode),
+        "float32",
+        EXACT,
+        `take mode ${mode}, wide int64 indices`,
+      );
     }
     // null skips the axis: x is read flattened.
     using idx = tensor([13, -13], { dtype: "int32", device: dev });
@@ -708,7 +731,7 @@ export function defineOperatorTests(
     }
   });
 
-  test("vm.op.strided_slice known results and 8-bit and 64-bit dtypes", async (dev) => {
+  test("vm.op.strided_slice known results and 8-, 16- and 64-bit dtypes", async (dev) => {
     using x = tensor([[1, 2, 3, 4], [5, 6, 7, 8]], { device: dev });
     // x[:, ::-2], x[-1:, 1:3], arrays as well as ShapeTuples.
     assertEquals((await call("vm.op.strided_slice", x, [1], [-1], [-5], [-2])).data, [4, 2, 8, 6]);
@@ -717,7 +740,7 @@ export function defineOperatorTests(
       (await call("vm.op.strided_slice", x, shape(1), shape(1), shape(3), null)).shape,
       [2, 2],
     );
-    for (const dt of ["uint8", "int16", "float64", "bool"]) {
+    for (const dt of ["uint8", "int16", "float16", "bfloat16", "float64", "int64", "bool"]) {
       const values = [1, 0, 3, 4, 5, 0, 7, 8, 9, 10, 11, 12].map((
         v,
       ) => (dt === "bool" ? v % 2 : v));
@@ -775,8 +798,8 @@ export function defineOperatorTests(
     assertEquals((await call("vm.op.concat", [a, b])).data, [1, 2, 3, 4, 5, 6]);
   });
 
-  test("vm.op.concat of 8-bit and 64-bit rows", async (dev) => {
-    for (const dt of ["uint8", "int16", "float64"]) {
+  test("vm.op.concat of 8-, 16- and 64-bit rows", async (dev) => {
+    for (const dt of ["uint8", "int16", "float16", "bfloat16", "float64", "int64"]) {
       const ra: Ref = { shape: [3, 3], data: [1, 2, 3, 4, 5, 6, 7, 8, 9] };
       const rb: Ref = { shape: [3, 2], data: [10, 11, 12, 13, 14, 15] };
       using a = put(dev, ra, dt);
@@ -927,7 +950,12 @@ export function defineOperatorTests(
     const q = refTake(rt, { shape: [1], data: [3] }, 0);
     const kv = refStridedSlice(refConcat([rc, q], 0), [0], [-2], [1000]);
     assertResult(
-      { shape: [...out.shape], dtype: out.dtype, device: out.device, data: [...await out.data()] },
+      {
+        shape: [...out.shape],
+        dtype: out.dtype,
+        device: out.device,
+        data: Array.from(await out.data() as Float32Array),
+      },
       refAttention(q, kv, kv, 0.5, 1),
       "float32",
       FLOAT_TOL,
@@ -1010,7 +1038,7 @@ export function defineOperatorTests(
     using s = tensor(1, { device: dev });
     assertOpThrows(TypeError, ["expected 2 to 4 arguments, got 1"], "vm.op.take", x);
     assertOpThrows(TypeError, ["argument 0 (x)", "NDArray"], "vm.op.take", "x", idx);
-    assertOpThrows(TypeError, ["indices", "float32", "int32"], "vm.op.take", x, fidx, 0);
+    assertOpThrows(TypeError, ["indices", "float32", "int32 or int64"], "vm.op.take", x, fidx, 0);
     assertOpThrows(RangeError, ["axis 2", "[3, 2]"], "vm.op.take", x, idx, 2);
     assertOpThrows(RangeError, ["axis -3"], "vm.op.take", x, idx, -3);
     assertOpThrows(TypeError, ["axis", "number 0.5"], "vm.op.take", x, idx, 0.5);

@@ -98,7 +98,7 @@ Deno.test("pooled allocator: a bad size throws the same errors as before", () =>
 Deno.test("cpuView: a reused block brings its view; the old tensor's use throws", () => {
   withPool(() => {
     const first = NDArray.empty([4], "float32").retain();
-    const view = first.cpuView();
+    const view = first.cpuView() as Float32Array;
     assertStrictEquals(first.cpuView(), view, "cached on the tensor");
     view.set([1, 2, 3, 4]);
     first.release();
@@ -133,7 +133,7 @@ Deno.test("cpuView: a reused block's view is replaced when the dtype, length or 
     assertEquals(short.size, 3);
     // A view at an offset into the same storage gets its own TypedArray.
     const tail = new NDArray(short.storage, 4, [2], "int32").retain();
-    short.cpuView().set([7, 8, 9]);
+    (short.cpuView() as Float32Array).set([7, 8, 9]);
     assertEquals([...tail.cpuView()], [8, 9]);
     assertEquals(tail.cpuView().byteOffset, 4);
     assertEquals(short.cpuView().byteOffset, 0);

@@ -7,11 +7,14 @@ import {
 } from "@std/assert";
 import {
   type DataType,
+  dtype,
   ExecBuilder,
   Executable,
   LoadError,
   NDArray,
   type ShapeTuple,
+  tensor,
+  VirtualMachine,
 } from "../mod.ts";
 import { designDocProgram, everythingProgram, shapeHeapProgram } from "./_programs.ts";
 
@@ -184,4 +187,53 @@ Deno.test("save + load of 1,000,000 instructions round-trips", () => {
   const ex = ib.get();
   const bytes = ex.save();
   assertEquals(Executable.load(bytes).save(), bytes);
+});
+
+/** A program with int64, float16 and bfloat16 constants that uses each. */
+function newDTypesProgram(): Executable {
+  const ib = new ExecBuilder();
+  ib.function("main", 0, () => {
+    ib.emit_call("vm.op.add", [tensor([2n ** 60n + 1n, -3n]), tensor([1n, 1n])], {
+      dst: ib.r(0),
+    });
+    ib.emit_call("vm.op.cast", [tensor([0.1, 65504], { dtype: "float16" }), "float32"], {
+      dst: ib.r(1),
+    });
+    ib.emit_call("vm.op.cast", [tensor([Math.PI, -0], { dtype: "bfloat16" }), dtype("float32")], {
+      dst: ib.r(2),
+    });
+    ib.emit_call("vm.builtin.make_tuple", [ib.r(0), ib.r(1), ib.r(2), dtype("bfloat16")], {
+      dst: ib.r(3),
+    });
+    ib.emit_ret(ib.r(3));
+  });
+  return ib.get();
+}
+
+Deno.test("save/load: int64, float16 and bfloat16 constants keep their exact bits and run", async () => {
+  const ex = newDTypesProgram();
+  const back = Executable.load(ex.save());
+  assertEquals(back.save(), ex.save());
+  const tensors = back.constants.filter((c) => c instanceof NDArray) as NDArray[];
+  assertEquals(tensors.map((t) => t.dtype), ["int64", "int64", "float16", "bfloat16"]);
+  assertEquals([...tensors[0].dataSync()], [2n ** 60n + 1n, -3n]);
+  assertEquals([...new Uint16Array(tensors[3].cpuView().buffer, tensors[3].byteOffset, 2)], [
+    0x4049,
+    0x8000,
+  ]);
+  assertEquals(
+    back.constants.filter((c) => !(c instanceof NDArray) && typeof c !== "string").map(String),
+    ["float32", "bfloat16"],
+  );
+  const [sum, half, bf, dt] = await new VirtualMachine(back).invoke("main") as [
+    NDArray,
+    NDArray,
+    NDArray,
+    DataType,
+  ];
+  assertEquals([...sum.dataSync()], [2n ** 60n + 2n, -2n]);
+  assertEquals([...half.dataSync()], [0.0999755859375, 65504]);
+  assertEquals([...bf.dataSync()], [3.140625, -0]);
+  assertEquals([dt.code, dt.bits, dt.lanes], [4, 16, 1]);
+  for (const t of [sum, half, bf]) t.dispose();
 });

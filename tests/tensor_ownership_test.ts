@@ -39,7 +39,7 @@ for (const kind of ["pooled", "naive"] as const) {
   Deno.test(`ownership (${kind}): asking for the storage moves the block into it; views share it`, () => {
     inScope(kind, (live) => {
       const t = NDArray.empty([2, 2], "float32").retain();
-      t.cpuView().set([1, 2, 3, 4]);
+      (t.cpuView() as Float32Array).set([1, 2, 3, 4]);
       const storage = t.storage;
       assertStrictEquals(t.storage, storage, "made once");
       assertEquals([storage.refCount, storage.nbytes], [1, 16]);

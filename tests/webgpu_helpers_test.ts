@@ -3,6 +3,7 @@
 import { assert, assertEquals, assertRejects } from "@std/assert";
 import { dispatchSize } from "../devices/webgpu/command_batch.ts";
 import { webgpu } from "../devices/webgpu/webgpu_device.ts";
+import { convertProgram } from "../kernels/webgpu/convert.ts";
 import { binaryFn, unaryFn } from "../kernels/webgpu/elementwise_ops.ts";
 import { elementwiseProgram } from "../kernels/webgpu/elementwise_program.ts";
 import { planReduction } from "../kernels/webgpu/reduce.ts";
@@ -53,5 +54,17 @@ Deno.test("NaN-aware WGSL tests bits, never `x != x`, which NVIDIA's compiler fo
   for (const source of sources) {
     assert(!/\((\w+) != \1\)/.test(source), source);
     assert(source.includes("fn is_nan("), source);
+  }
+  // Conversions from float32 saturate and send NaN to 0 (to true for bool), by the bits.
+  for (const to of ["int32", "uint32", "int8", "uint8", "int16", "uint16", "bool"] as const) {
+    const source = convertProgram({
+      from: "float32",
+      to,
+      shape: [8],
+      strides: [1],
+      srcByte: 0,
+      dstByte: 0,
+    }).source();
+    assert(!/\b(\w+) != \1\b/.test(source), source);
   }
 });

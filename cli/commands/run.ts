@@ -13,9 +13,12 @@ import { formatValue, parseArg } from "../values.ts";
 const DTYPES = [
   "float32",
   "float64",
+  "float16",
+  "bfloat16",
   "int8",
   "int16",
   "int32",
+  "int64",
   "uint8",
   "uint16",
   "uint32",

@@ -116,6 +116,18 @@ export class WebGPUDevice extends Device {
     return this.#maxAllocation;
   }
 
+  /**
+   * Whether the device has WGSL's `f16` type (`enable f16;`): true when the
+   * adapter offers the `shader-f16` feature, which `webgpu()` then requests.
+   * relaxvm's own float16 support does not need it — float16 tensors are
+   * stored, copied, moved and cast bit by bit on every adapter, and
+   * operators compute in float32 — it is for WGSL kernels of your own
+   * (packed functions that run on this device's `gpu`).
+   */
+  get shaderF16(): boolean {
+    return this.gpu.features.has("shader-f16");
+  }
+
   /** Command buffers submitted so far: one per `flush()` or read that found work recorded. */
   get submitCount(): number {
     return this.#batch.submitCount;
@@ -354,8 +366,13 @@ async function acquire(id: number): Promise<WebGPUDevice> {
   }
   // Ask for the adapter's own limits where tensors need them; the defaults cap a binding at 128 MiB.
   const a = adapter.limits;
+  // shader-f16 can only be had at creation: ask whenever the adapter offers it (see shaderF16).
+  const requiredFeatures: GPUFeatureName[] = adapter.features.has("shader-f16")
+    ? ["shader-f16"]
+    : [];
   const device = await adapter.requestDevice({
     label: `relaxvm webgpu(${id})`,
+    requiredFeatures,
     requiredLimits: {
       maxBufferSize: a.maxBufferSize,
       maxStorageBufferBindingSize: a.maxStorageBufferBindingSize,

@@ -11,18 +11,20 @@
  * @module
  */
 
+import type { NumberArray } from "../../ground/dtype.ts";
 import type { NDArray } from "../../devices/ndarray.ts";
 import { concatLayout } from "../indexing_layout.ts";
 
 /** `out = concat(inputs, axis)`. */
 export function concatKernel(inputs: readonly NDArray[], axis: number, out: NDArray): void {
   if (out.size === 0) return;
-  const ov = out.cpuView();
+  // Any element type, int64 included: elements are copied as they are.
+  const ov = out.cpuView() as NumberArray;
   const { outer, outRow, rows, starts } = concatLayout(inputs, axis, out);
   inputs.forEach((x, k) => {
     const row = rows[k];
     if (row === 0) return;
-    const xv = x.cpuView();
+    const xv = x.cpuView() as NumberArray;
     if (outer === 1) {
       ov.set(xv, starts[k]);
       return;

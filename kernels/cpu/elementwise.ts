@@ -17,35 +17,12 @@
  * @module
  */
 
-import type { TypedArray } from "../../ground/dtype.ts";
+import type { NumberArray } from "../../ground/dtype.ts";
 import type { NDArray } from "../../devices/ndarray.ts";
 import type { BinaryOp, UnaryOp } from "../kernel_backend.ts";
 import { broadcastPlan } from "../broadcast.ts";
-
-/** Fills `o[0 .. n)` from `a[0 ..]` and `b[0 ..]`: same shapes, the hottest case. */
-type Flat = (a: TypedArray, b: TypedArray, o: TypedArray, n: number) => void;
-/** Fills `o[oo .. oo+n)` from `a[ao ..]` and `b[bo ..]`, both advancing. */
-type VV = (
-  a: TypedArray,
-  ao: number,
-  b: TypedArray,
-  bo: number,
-  o: TypedArray,
-  oo: number,
-  n: number,
-) => void;
-/** Fills `o[oo .. oo+n)` from `a[ao ..]` and the fixed right operand `b`. */
-type VS = (a: TypedArray, ao: number, b: number, o: TypedArray, oo: number, n: number) => void;
-/** Fills `o[oo .. oo+n)` from the fixed left operand `a` and `b[bo ..]`. */
-type SV = (a: number, b: TypedArray, bo: number, o: TypedArray, oo: number, n: number) => void;
-
-/** The loops of one binary operator. */
-interface RowLoops {
-  flat: Flat;
-  vv: VV;
-  vs: VS;
-  sv: SV;
-}
+import { INT64_LOOPS, unaryInt64 } from "./int64.ts";
+import type { RowLoops } from "./row_loops.ts";
 
 // Float results are computed in double precision and rounded once on store,
 // which for + - * / gives exactly the float32 result. For int32 operands the
@@ -184,22 +161,33 @@ const INT_LOOPS: Record<BinaryOp, RowLoops> = {
 
 /**
  * `out = op(a, b)` with NumPy broadcasting. `a` and `b` share a dtype
- * (float32 or int32) and `out` is contiguous with the broadcast shape.
+ * (float32, int32 or int64) and `out` is contiguous with the broadcast shape.
  */
 export function binaryKernel(op: BinaryOp, a: NDArray, b: NDArray, out: NDArray): void {
   if (out.size === 0) return;
-  const loops = (a.dtype === "float32" ? FLOAT_LOOPS : INT_LOOPS)[op];
-  const av = a.cpuView(), bv = b.cpuView(), ov = out.cpuView();
+  if (a.dtype === "float32") binaryLoops(FLOAT_LOOPS[op], a, b, out);
+  else if (a.dtype === "int64") binaryLoops(INT64_LOOPS[op], a, b, out);
+  else binaryLoops(INT_LOOPS[op], a, b, out);
+}
+
+/** Runs `loops` over the operands: flat, one operand a scalar, or a general broadcast. */
+function binaryLoops<A extends NumberArray | BigInt64Array, S>(
+  loops: RowLoops<A, S>,
+  a: NDArray,
+  b: NDArray,
+  out: NDArray,
+): void {
+  const av = a.cpuView() as A, bv = b.cpuView() as A, ov = out.cpuView() as A;
   if (a.size === out.size && b.size === out.size) {
     loops.flat(av, bv, ov, out.size);
     return;
   }
   if (b.size === 1) {
-    loops.vs(av, 0, bv[0], ov, 0, out.size);
+    loops.vs(av, 0, bv[0] as S, ov, 0, out.size);
     return;
   }
   if (a.size === 1) {
-    loops.sv(av[0], bv, 0, ov, 0, out.size);
+    loops.sv(av[0] as S, bv, 0, ov, 0, out.size);
     return;
   }
   const plan = broadcastPlan(a.shape, b.shape);
@@ -214,14 +202,14 @@ export function binaryKernel(op: BinaryOp, a: NDArray, b: NDArray, out: NDArray)
  * axis) or 0 (it is broadcast along it); the outer axes are walked with an
  * odometer that keeps both read offsets current.
  */
-function broadcastRows(
-  loops: RowLoops,
+function broadcastRows<A extends NumberArray | BigInt64Array, S>(
+  loops: RowLoops<A, S>,
   shape: readonly number[],
   sa: readonly number[],
   sb: readonly number[],
-  av: TypedArray,
-  bv: TypedArray,
-  ov: TypedArray,
+  av: A,
+  bv: A,
+  ov: A,
 ): void {
   const rank = shape.length;
   const n = shape[rank - 1];
@@ -231,12 +219,12 @@ function broadcastRows(
   let ao = 0, bo = 0;
   for (let row = 0, oo = 0; row < rows; row++, oo += n) {
     if (ia !== 0 && ib !== 0) loops.vv(av, ao, bv, bo, ov, oo, n);
-    else if (ib === 0 && ia !== 0) loops.vs(av, ao, bv[bo], ov, oo, n);
-    else if (ia === 0 && ib !== 0) loops.sv(av[ao], bv, bo, ov, oo, n);
+    else if (ib === 0 && ia !== 0) loops.vs(av, ao, bv[bo] as S, ov, oo, n);
+    else if (ia === 0 && ib !== 0) loops.sv(av[ao] as S, bv, bo, ov, oo, n);
     else {
       // Both operands are fixed along this row: one value, repeated.
       loops.vv(av, ao, bv, bo, ov, oo, 1);
-      ov.fill(ov[oo], oo + 1, oo + n);
+      (ov as NumberArray).fill(ov[oo] as number, oo + 1, oo + n); // any element type
     }
     // Advance the odometer over the outer axes, innermost first.
     for (let axis = rank - 2; axis >= 0; axis--) {
@@ -273,7 +261,7 @@ function erf(x: number): number {
  *   Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7); the WebGPU kernel uses the
  *   same formula and constants.
  */
-const UNARY_LOOPS: Record<UnaryOp, (x: TypedArray, o: TypedArray, n: number) => void> = {
+const UNARY_LOOPS: Record<UnaryOp, (x: NumberArray, o: NumberArray, n: number) => void> = {
   negative: (x, o, n) => {
     for (let i = 0; i < n; i++) o[i] = -x[i];
   },
@@ -305,5 +293,7 @@ const UNARY_LOOPS: Record<UnaryOp, (x: TypedArray, o: TypedArray, n: number) => 
 
 /** `out[i] = op(x[i])`; `out` has x's shape and dtype. */
 export function unaryKernel(op: UnaryOp, x: NDArray, out: NDArray): void {
-  UNARY_LOOPS[op](x.cpuView(), out.cpuView(), x.size);
+  if (x.dtype === "int64") {
+    unaryInt64(op, x.cpuView() as BigInt64Array, out.cpuView() as BigInt64Array, x.size);
+  } else UNARY_LOOPS[op](x.cpuView() as NumberArray, out.cpuView() as NumberArray, x.size);
 }

@@ -10,6 +10,7 @@
  * @module
  */
 
+import type { NumberArray } from "../../ground/dtype.ts";
 import type { NDArray } from "../../devices/ndarray.ts";
 
 /** `out = (x - mean) / sqrt(var + eps) * gamma + beta` per row of `gamma.size` elements. */
@@ -20,7 +21,8 @@ export function layerNormKernel(
   eps: number,
   out: NDArray,
 ): void {
-  const xv = x.cpuView(), gv = gamma.cpuView(), bv = beta.cpuView(), ov = out.cpuView();
+  const xv = x.cpuView() as NumberArray, gv = gamma.cpuView() as NumberArray;
+  const bv = beta.cpuView() as NumberArray, ov = out.cpuView() as NumberArray;
   const n = gamma.size;
   if (n === 0) return;
   for (let row = 0; row < xv.length; row += n) {

@@ -14,10 +14,11 @@
  * @module
  */
 
-import type { TypedArray } from "../../ground/dtype.ts";
+import type { NumberArray } from "../../ground/dtype.ts";
 import type { NDArray } from "../../devices/ndarray.ts";
 import type { ReduceOp } from "../kernel_backend.ts";
 import { collapseDims, contiguousStrides } from "../broadcast.ts";
+import { reduceInt64 } from "./int64.ts";
 
 /**
  * Reduces `x` over `axes` (sorted, unique, non-negative) into `out`, which
@@ -30,21 +31,21 @@ export function reduceKernel(
   axes: readonly number[],
   out: NDArray,
 ): void {
-  const xv = x.cpuView(), ov = out.cpuView();
   const isMax = op === "max";
-  const acc = new Float64Array(out.size).fill(isMax ? -Infinity : 0);
-  if (x.size > 0) {
-    // Output strides over x's axes: contiguous over the kept axes, 0 over the reduced ones.
-    const outStrides = new Array<number>(x.shape.length).fill(0);
-    let s = 1;
-    for (let axis = x.shape.length - 1; axis >= 0; axis--) {
-      if (axes.includes(axis)) continue;
-      outStrides[axis] = s;
-      s *= x.shape[axis];
-    }
+  if (x.dtype === "int64") {
     const { shape, strides: [, so] } = collapseDims(x.shape, [
       contiguousStrides(x.shape),
-      outStrides,
+      outputStrides(x.shape, axes),
+    ]);
+    reduceInt64(isMax, x.cpuView() as BigInt64Array, out.cpuView() as BigInt64Array, shape, so);
+    return;
+  }
+  const xv = x.cpuView() as NumberArray, ov = out.cpuView() as NumberArray;
+  const acc = new Float64Array(out.size).fill(isMax ? -Infinity : 0);
+  if (x.size > 0) {
+    const { shape, strides: [, so] } = collapseDims(x.shape, [
+      contiguousStrides(x.shape),
+      outputStrides(x.shape, axes),
     ]);
     accumulate(isMax, xv, acc, shape, so);
   }
@@ -56,10 +57,22 @@ export function reduceKernel(
   }
 }
 
+/** Output strides over x's axes: contiguous over the kept axes, 0 over the reduced ones. */
+function outputStrides(shape: readonly number[], axes: readonly number[]): number[] {
+  const strides = new Array<number>(shape.length).fill(0);
+  let s = 1;
+  for (let axis = shape.length - 1; axis >= 0; axis--) {
+    if (axes.includes(axis)) continue;
+    strides[axis] = s;
+    s *= shape[axis];
+  }
+  return strides;
+}
+
 /** Folds every element of `xv` (contiguous, walked in order) into `acc` at the offsets `so` gives. */
 function accumulate(
   isMax: boolean,
-  xv: TypedArray,
+  xv: NumberArray,
   acc: Float64Array,
   shape: number[],
   so: number[],

@@ -12,6 +12,7 @@
  * @module
  */
 
+import type { NumberArray } from "../../ground/dtype.ts";
 import type { NDArray } from "../../devices/ndarray.ts";
 import { collapseDims } from "../broadcast.ts";
 import { sliceWindow } from "../indexing_layout.ts";
@@ -24,7 +25,8 @@ export function stridedSliceKernel(
   out: NDArray,
 ): void {
   if (out.size === 0) return;
-  const xv = x.cpuView(), ov = out.cpuView();
+  // Any element type, int64 included: elements are copied as they are.
+  const xv = x.cpuView() as NumberArray, ov = out.cpuView() as NumberArray;
   const window = sliceWindow(x.shape, start, step);
   const { shape, strides: [sx] } = collapseDims(out.shape, [window.strides]);
   const rank = shape.length;

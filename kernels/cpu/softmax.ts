@@ -10,11 +10,12 @@
  * @module
  */
 
+import type { NumberArray } from "../../ground/dtype.ts";
 import type { NDArray } from "../../devices/ndarray.ts";
 
 /** `out = exp(x - max) / sum(exp(x - max))` per row of the last axis; a 0-d tensor is one row of one. */
 export function softmaxKernel(x: NDArray, out: NDArray): void {
-  const xv = x.cpuView(), ov = out.cpuView();
+  const xv = x.cpuView() as NumberArray, ov = out.cpuView() as NumberArray;
   const n = x.shape.length === 0 ? 1 : x.shape[x.shape.length - 1];
   if (n === 0) return;
   for (let row = 0; row < xv.length; row += n) {

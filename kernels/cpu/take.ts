@@ -6,26 +6,33 @@
  * `inner` elements is one `TypedArray.set` from the row the index names (an
  * embedding lookup is `outer = 1`: one block copy per token).
  *
- * Index values are read through `Number()`, so an int64 index tensor
- * (`BigInt64Array`) needs no change here.
+ * Indices are int32 or int64 (`BigInt64Array`), mapped by `mapIndex`.
  *
  * This file is browser-safe: no `Deno.*`.
  *
  * @module
  */
 
+import type { NumberArray } from "../../ground/dtype.ts";
 import type { NDArray } from "../../devices/ndarray.ts";
 import type { TakeMode } from "../kernel_backend.ts";
 
 /**
- * Maps index `i` of an axis of length `n > 0` by `mode` into `[0, n)`. In
- * `"fast"` mode an index outside `[-n, n)` — which the front end rejects
- * before a CPU kernel runs — is clamped, so no read leaves the axis.
+ * Maps index `v` (an int32 number or an int64 bigint) of an axis of length
+ * `n > 0` by `mode` into `[0, n)`. In `"fast"` mode an index outside
+ * `[-n, n)` — which the front end rejects before a CPU kernel runs — is
+ * clamped, so no read leaves the axis. A bigint wraps exactly; for the other
+ * modes its value as a number is close enough (beyond ±2^53 it clamps the
+ * same way).
  */
-export function mapIndex(i: number, n: number, mode: TakeMode): number {
-  if (mode === "wrap") return ((i % n) + n) % n;
-  if (mode === "fast" && i < 0) i += n;
-  return i < 0 ? 0 : i >= n ? n - 1 : i;
+export function mapIndex(v: number | bigint, n: number, mode: TakeMode): number {
+  if (typeof v === "bigint") {
+    if (mode === "wrap") return Number(((v % BigInt(n)) + BigInt(n)) % BigInt(n));
+    v = Number(v);
+  }
+  if (mode === "wrap") return ((v % n) + n) % n;
+  if (mode === "fast" && v < 0) v += n;
+  return v < 0 ? 0 : v >= n ? n - 1 : v;
 }
 
 /** `out = take(x, indices, axis)` with `indices` mapped by `mode`. */
@@ -43,10 +50,11 @@ export function takeKernel(
   for (let d = axis + 1; d < shape.length; d++) inner *= shape[d];
   const m = indices.size;
   const outer = out.size / (m * inner);
-  const xv = x.cpuView(), ov = out.cpuView();
+  // Any element type, int64 included: elements are copied as they are.
+  const xv = x.cpuView() as NumberArray, ov = out.cpuView() as NumberArray;
   const iv = indices.cpuView() as ArrayLike<number | bigint>;
   const rows = new Int32Array(m);
-  for (let t = 0; t < m; t++) rows[t] = mapIndex(Number(iv[t]), n, mode);
+  for (let t = 0; t < m; t++) rows[t] = mapIndex(iv[t], n, mode);
   let o = 0;
   for (let p = 0; p < outer; p++) {
     const base = p * n * inner;

@@ -11,13 +11,15 @@
  * @module
  */
 
+import type { NumberArray } from "../../ground/dtype.ts";
 import type { NDArray } from "../../devices/ndarray.ts";
 import { collapseDims, contiguousStrides } from "../broadcast.ts";
 
 /** `out = transpose(x, perm)` with `out.shape[i] = x.shape[perm[i]]`. */
 export function transposeKernel(x: NDArray, perm: readonly number[], out: NDArray): void {
   if (out.size === 0) return;
-  const xv = x.cpuView(), ov = out.cpuView();
+  // Any element type, int64 included: elements are copied as they are.
+  const xv = x.cpuView() as NumberArray, ov = out.cpuView() as NumberArray;
   const inStrides = contiguousStrides(x.shape);
   const { shape, strides: [sx] } = collapseDims(out.shape, [perm.map((p) => inStrides[p])]);
   const rank = shape.length;

@@ -211,7 +211,7 @@ gpuTest("one VM call of many GPU ops submits once, and its read waits once", asy
   for (let i = 1; i <= 20; i++) {
     want = want.map((v, k) => (i % 2 === 0 ? v + [1, 2][k] : v * [1, 2][k]));
   }
-  assertEquals(Array.from(await out.data()), want);
+  assertEquals(Array.from(await out.data() as Float32Array), want);
   assertEquals(gpu.submitCount - submits, 2, "the read submits its copy");
   await gpu.synchronize();
 });

@@ -105,11 +105,11 @@ gpuTest("kernels read and write tensors at offsets inside a shared buffer", asyn
     );
     be().binary("multiply", a, b, out);
     const want = Array.from({ length: 12 }, (_, i) => (1 + i) * (16 + (i % 4)));
-    assertEquals(Array.from(await out.data()), want);
+    assertEquals(Array.from(await out.data() as Float32Array), want);
     // The output shares a buffer with its inputs: computed via a temporary, inputs intact.
     be().unary("negative", a, out);
-    assertEquals(Array.from(await out.data()), want.map((_, i) => -(1 + i)));
-    assertEquals(Array.from(await a.data()), want.map((_, i) => 1 + i));
+    assertEquals(Array.from(await out.data() as Float32Array), want.map((_, i) => -(1 + i)));
+    assertEquals(Array.from(await a.data() as Float32Array), want.map((_, i) => 1 + i));
     for (const t of [a, b, out]) t.releaseIfUnowned();
   } finally {
     base.releaseIfUnowned();
@@ -233,7 +233,7 @@ gpuTest("matmul: vec4 and scalar variants, edges, offsets and broadcast batches"
     using tb = tensor(a, { shape: [8, 8], device: gpu });
     const out = NDArray.empty([8, 8], "float32", gpu);
     be().matmul(va, tb, out);
-    assertClose(await out.data(), refMatmul(a, a, 8, 8, 8), 1e-5);
+    assertClose(await out.data() as Float32Array, refMatmul(a, a, 8, 8, 8), 1e-5);
     out.releaseIfUnowned();
     va.releaseIfUnowned();
   } finally {
@@ -314,7 +314,7 @@ gpuTest("casts round float64 to float32 exactly and keep neighbouring bytes", as
     const out = view(base, 1, [3], "uint8");
     using x = tensor([1.9, 300, -4], { device: gpu });
     be().cast(x, out);
-    assertEquals(Array.from(await base.data()), [9, 1, 255, 0, 9, 9, 9, 9]);
+    assertEquals(Array.from(await base.data() as Uint8Array), [9, 1, 255, 0, 9, 9, 9, 9]);
     out.releaseIfUnowned();
   } finally {
     base.releaseIfUnowned();
@@ -377,7 +377,7 @@ gpuTest("take uploads CPU indices as a counted temporary and frees it", async (g
   assertEquals(out.device, gpu);
   const src = ramp(40 * 64);
   const want = [7, 39, 0].flatMap((r) => Array.from(src.subarray(r * 64, r * 64 + 64)));
-  assertEquals(Array.from(await out.data()), want);
+  assertEquals(Array.from(await out.data() as Float32Array), want);
   const stats = vm.memory_stats(gpu);
   // Live: the output's block (rounded up by the allocator); the peak also counts the indices.
   assert(stats.liveBytes >= out.nbytes, JSON.stringify(stats));
@@ -499,7 +499,7 @@ gpuTest("attention: the per-thread and the workgroup variants agree with the ref
         });
         runProgram(kernelContext(gpu), program, [q, k, v, out].map((t) => t.block as GPUBuffer));
         const what = `heads ${heads} Tq ${Tq} Tk ${Tk} D ${D} Dv ${Dv} perThread ${perThread}`;
-        const got = await out.data();
+        const got = await out.data() as Float32Array;
         assertEquals(got.length, want.length, what);
         for (let i = 0; i < want.length; i++) {
           assert(Math.abs(got[i] - want[i]) <= 1e-5 + 1e-4 * Math.abs(want[i]), `${what}: ${i}`);

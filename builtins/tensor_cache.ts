@@ -1,0 +1,216 @@
+/**
+ * The tensor cache builtins of TVM's `tensor_cache_support.cc`: the
+ * process-wide cache of named tensors (builtins/tensor_cache_store.ts),
+ * filled by `tensor_cache.load` (builtins/tensor_cache_loader.ts), and the
+ * `param_*_from_cache` builtins that gather a model's weights from it.
+ *
+ * ```text
+ * tensor_cache.load(path_or_url, device_type, device_id[, on_progress])  async
+ * tensor_cache.get(name) -> tensor | null
+ * tensor_cache.update(name, tensor[, override = false])
+ * tensor_cache.remove(name)        tensor_cache.clear()
+ * param_array_from_cache(prefix, n) -> (prefix_0, …, prefix_{n-1})   n = -1: up to the first gap
+ * param_array_from_cache_by_name(names) -> tuple
+ * param_array_from_cache_by_name_unpacked(name_0, name_1, …) -> tuple
+ * param_module_from_cache(prefix, n) -> ParamModule
+ * param_module_from_cache_by_name(names) -> ParamModule
+ * ```
+ *
+ * The tensors returned are the cached ones (shared, not copied).
+ *
+ * @module
+ */
+
+import type { Device } from "../devices/device.ts";
+import { findDevice } from "../devices/find_device.ts";
+import { NDArray } from "../devices/ndarray.ts";
+import { Tuple, tupleFields } from "../ground/tuple.ts";
+import { BuiltinTable } from "./builtin_table.ts";
+import { describe } from "./describe.ts";
+import { ParamModule } from "./param_module.ts";
+import { loadTensorCache, type TensorCacheProgress } from "./tensor_cache_loader.ts";
+import { cacheClear, cacheGet, cacheRemove, cacheUpdate } from "./tensor_cache_store.ts";
+
+/** The builtins of this module, installed by `installBuiltins()`. */
+export const tensorCacheBuiltins = new BuiltinTable();
+
+function stringArg(v: unknown, what: string, who: string): string {
+  if (typeof v !== "string") {
+    throw new TypeError(`${who}: ${what} must be a string, got ${describe(v)}`);
+  }
+  return v;
+}
+
+function integerArg(v: unknown, what: string, who: string): number {
+  if (typeof v === "number" && Number.isSafeInteger(v)) return v;
+  throw new TypeError(`${who}: ${what} must be an integer, got ${describe(v)}`);
+}
+
+/**
+ * `vm.builtin.tensor_cache.load(path_or_url, device_type, device_id[, on_progress])`:
+ * loads a tvmjs tensor cache (a directory or URL with `tensor-cache.json`)
+ * onto the device with DLPack type `device_type` (1 CPU, 15 WebGPU; the
+ * device must have been acquired) and index `device_id`, replacing cached
+ * tensors of the same names. `on_progress`, a function, receives a
+ * `TensorCacheProgress` at the start and after each shard. Resolves to null.
+ * All or nothing: see `loadTensorCache`.
+ * Errors: `TypeError` (arguments), `Error` (no such device),
+ * `TensorCacheError` (a malformed or incomplete cache, naming file and record).
+ * TVM: `vm.builtin.tensor_cache.load` (tensor_cache_support.cc).
+ */
+tensorCacheBuiltins.add(
+  "vm.builtin.tensor_cache.load",
+  async (path: unknown, deviceType: unknown, deviceId: unknown, onProgress?: unknown) => {
+    const who = "tensor_cache.load";
+    const location = stringArg(path, "path_or_url", who);
+    const type = integerArg(deviceType, "device_type", who);
+    const id = integerArg(deviceId, "device_id", who);
+    const device: Device | undefined = findDevice(type, id);
+    if (device === undefined) {
+      throw new Error(`${who}: no device of type ${type} with id ${id} has been acquired`);
+    }
+    if (onProgress !== undefined && onProgress !== null && typeof onProgress !== "function") {
+      throw new TypeError(`${who}: on_progress must be a function, got ${describe(onProgress)}`);
+    }
+    await loadTensorCache(location, {
+      device,
+      onProgress: onProgress as ((p: TensorCacheProgress) => void) | undefined ?? undefined,
+    });
+    return null;
+  },
+);
+
+/**
+ * `vm.builtin.tensor_cache.get(name)`: the cached tensor, or null.
+ * TVM: `vm.builtin.tensor_cache.get`.
+ */
+tensorCacheBuiltins.add("vm.builtin.tensor_cache.get", (name: unknown) => {
+  return cacheGet(stringArg(name, "name", "tensor_cache.get")) ?? null;
+});
+
+/**
+ * `vm.builtin.tensor_cache.update(name, tensor[, override])`: caches
+ * `tensor` under `name` (by reference; the cache holds it). `override`
+ * (boolean or 0/1, default false) allows replacing an existing entry.
+ * Returns null.
+ * Errors: `TypeError` (arguments), `Error` (the name exists and no override).
+ * TVM: `vm.builtin.tensor_cache.update`.
+ */
+tensorCacheBuiltins.add(
+  "vm.builtin.tensor_cache.update",
+  (name: unknown, t: unknown, override?: unknown) => {
+    const who = "tensor_cache.update";
+    if (!(t instanceof NDArray)) {
+      throw new TypeError(`${who}: expected a tensor, got ${describe(t)}`);
+    }
+    cacheUpdate(stringArg(name, "name", who), t, Boolean(override));
+    return null;
+  },
+);
+
+/**
+ * `vm.builtin.tensor_cache.remove(name)`: drops the entry (absent: nothing
+ * happens). Returns null. TVM: `vm.builtin.tensor_cache.remove`.
+ */
+tensorCacheBuiltins.add("vm.builtin.tensor_cache.remove", (name: unknown) => {
+  cacheRemove(stringArg(name, "name", "tensor_cache.remove"));
+  return null;
+});
+
+/** `vm.builtin.tensor_cache.clear()`: drops every entry. TVM: `vm.builtin.tensor_cache.clear`. */
+tensorCacheBuiltins.add("vm.builtin.tensor_cache.clear", () => {
+  cacheClear();
+  return null;
+});
+
+/** The tensors named `<prefix>_0, <prefix>_1, …`: `count` of them, or up to the first gap (-1). */
+function byPrefix(prefix: unknown, count: unknown, who: string): NDArray[] {
+  const p = stringArg(prefix, "prefix", who);
+  const n = integerArg(count, "num_params", who);
+  if (n < -1) throw new RangeError(`${who}: num_params must be -1 or more, got ${n}`);
+  const out: NDArray[] = [];
+  for (let i = 0; n === -1 || i < n; i++) {
+    const t = cacheGet(`${p}_${i}`);
+    if (t === undefined) {
+      if (n === -1) break;
+      throw new ReferenceError(`${who}: "${p}_${i}" is not in the tensor cache`);
+    }
+    out.push(t);
+  }
+  return out;
+}
+
+/** The tensors named in `names`, in order. */
+function byName(names: readonly unknown[], who: string): NDArray[] {
+  return names.map((name, i) => {
+    if (typeof name !== "string") {
+      throw new TypeError(`${who}: name ${i} must be a string, got ${describe(name)}`);
+    }
+    const t = cacheGet(name);
+    if (t === undefined) throw new ReferenceError(`${who}: "${name}" is not in the tensor cache`);
+    return t;
+  });
+}
+
+function namesArg(v: unknown, who: string): readonly unknown[] {
+  const fields = tupleFields(v);
+  if (fields === undefined) {
+    throw new TypeError(`${who}: expected a tuple of names, got ${describe(v)}`);
+  }
+  return fields;
+}
+
+/**
+ * `vm.builtin.param_array_from_cache(prefix, num_params)`: a tuple of the
+ * cached tensors `<prefix>_0` … `<prefix>_{num_params-1}`; with -1, as many
+ * as are consecutively there (possibly none).
+ * Errors: `ReferenceError` (a name missing with num_params >= 0), `TypeError`.
+ * TVM: `vm.builtin.param_array_from_cache`.
+ */
+tensorCacheBuiltins.add(
+  "vm.builtin.param_array_from_cache",
+  (prefix: unknown, count: unknown) => new Tuple(byPrefix(prefix, count, "param_array_from_cache")),
+);
+
+/**
+ * `vm.builtin.param_array_from_cache_by_name(names)`: a tuple of the cached
+ * tensors named in the tuple (or array) `names`, in order.
+ * Errors: `ReferenceError` (a name missing), `TypeError`.
+ * TVM: `vm.builtin.param_array_from_cache_by_name`.
+ */
+tensorCacheBuiltins.add("vm.builtin.param_array_from_cache_by_name", (names: unknown) => {
+  const who = "param_array_from_cache_by_name";
+  return new Tuple(byName(namesArg(names, who), who));
+});
+
+/**
+ * `vm.builtin.param_array_from_cache_by_name_unpacked(name_0, name_1, …)`:
+ * as `param_array_from_cache_by_name`, with the names as arguments.
+ * Errors: `TypeError` (an argument not a string), `ReferenceError` (missing).
+ * TVM: `vm.builtin.param_array_from_cache_by_name_unpacked`.
+ */
+tensorCacheBuiltins.add(
+  "vm.builtin.param_array_from_cache_by_name_unpacked",
+  (...names: unknown[]) => new Tuple(byName(names, "param_array_from_cache_by_name_unpacked")),
+);
+
+/**
+ * `vm.builtin.param_module_from_cache(prefix, num_params)`: a `ParamModule`
+ * whose `get_params()` returns the tensors `param_array_from_cache` would
+ * return now (later cache changes do not reach it).
+ * TVM: `vm.builtin.param_module_from_cache`.
+ */
+tensorCacheBuiltins.add(
+  "vm.builtin.param_module_from_cache",
+  (prefix: unknown, count: unknown) =>
+    new ParamModule(byPrefix(prefix, count, "param_module_from_cache")),
+);
+
+/**
+ * `vm.builtin.param_module_from_cache_by_name(names)`: a `ParamModule` of the
+ * tensors named in `names`. TVM: `vm.builtin.param_module_from_cache_by_name`.
+ */
+tensorCacheBuiltins.add("vm.builtin.param_module_from_cache_by_name", (names: unknown) => {
+  const who = "param_module_from_cache_by_name";
+  return new ParamModule(byName(namesArg(names, who), who));
+});
