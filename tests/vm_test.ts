@@ -324,6 +324,36 @@ function defineVMTests(form: keyof typeof FORMS) {
     assert(Math.abs(r.mean - r.results.reduce((a, b) => a + b) / 4) < 1e-9);
   });
 
+  Deno.test(`time_evaluator times a function saved with save_function [${form}]`, async () => {
+    const vm = loadIn(fibProgram(), form);
+    let calls = 0;
+    vm.set_instrument((_f, name, before, _ret, args) => {
+      if (before && name === "test.vm.lt_num" && args[0] === 10) calls++;
+      return undefined;
+    });
+    vm.save_function("fib", "fib10", 10);
+    const r = await vm.time_evaluator("fib10", { number: 2, repeat: 3 })();
+    assertEquals(r.results.length, 3);
+    assertEquals(calls, 6, "each of the 6 runs called fib(10)");
+  });
+
+  Deno.test(`If on an int64 or bfloat16 tensor reads its value: zero is false [${form}]`, async () => {
+    const ib = new ExecBuilder();
+    ib.function("choose", { num_inputs: 1 }, () => {
+      ib.emit_if(ib.r(0), 2);
+      ib.emit_ret(ib.r(0));
+      ib.emit_call("vm.builtin.null_value", [], { dst: ib.r(1) });
+      ib.emit_ret(ib.r(1));
+    });
+    const vm = loadIn(ib.get(), form);
+    for (const [value, dtype] of [[0n, "int64"], [-0, "bfloat16"], [0, "float16"]] as const) {
+      using zero = tensor([value], { dtype });
+      assertEquals(await vm.invoke("choose", zero), null, `${dtype} zero`);
+    }
+    using one = tensor([1n], { dtype: "int64" });
+    assertStrictEquals(await vm.invoke("choose", one), one);
+  });
+
   Deno.test(`VM options are checked [${form}]`, () => {
     const ex = fibProgram();
     assertThrows(

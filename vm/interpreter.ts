@@ -35,7 +35,7 @@
 import { activateAllocators, type AllocatorSet } from "../devices/allocation_context.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { VMError } from "../ground/errors.ts";
-import { disownValue, releaseValue, retainValue, VMObject } from "../ground/object.ts";
+import { disownValue, releaseValue, VMObject } from "../ground/object.ts";
 import type { ProgramData } from "../program/program_data.ts";
 import { DecodedOp, type Instr, instrText, type LoadedFunction } from "./loaded_function.ts";
 import { releaseAllRegisters, releaseRegisters, storeFresh, storeResult } from "./registers.ts";
@@ -89,7 +89,10 @@ function isTruthy(v: unknown): boolean {
   if (typeof v === "number") return v !== 0;
   if (typeof v === "boolean") return v;
   if (typeof v === "bigint") return v !== 0n;
-  if (v instanceof NDArray && v.size === 1 && v.device.kind === "cpu") return v.cpuView()[0] !== 0;
+  if (v instanceof NDArray && v.size === 1 && v.device.kind === "cpu") {
+    // dataSync(), not cpuView(): an int64 element is a bigint (0n !== 0), a bfloat16 one stored bits.
+    return Number(v.dataSync()[0]) !== 0;
+  }
   throw new TypeError(
     `If needs a number, boolean or 1-element CPU tensor as its condition, got ${
       v instanceof NDArray ? v.toString() : v === undefined ? "undefined" : typeof v
@@ -294,7 +297,11 @@ export class Interpreter {
           throw PARK;
         }
       },
-      retain: retainValue,
+      // A frame's registers hold with retain() alone: they never join the GC safety net
+      // (ground/object.ts heldBeyondFrames), as the protocol always releases them.
+      retain(v) {
+        if (v instanceof VMObject) v.retain();
+      },
       release: releaseValue,
       disown: disownValue,
       isTruthy,

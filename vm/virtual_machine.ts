@@ -20,6 +20,7 @@ import { NDArray } from "../devices/ndarray.ts";
 import { Closure } from "../ground/closure.ts";
 import { VMError } from "../ground/errors.ts";
 import { exportValue, releaseValue, retainValue } from "../ground/object.ts";
+import { printable } from "../ground/printable.ts";
 import { getGlobalFunc } from "../ground/registry.ts";
 import { InstructionCursor } from "../program/decoder.ts";
 import type { Executable } from "../program/executable.ts";
@@ -236,8 +237,9 @@ export class VirtualMachine {
     const ex = this.executable;
     ex.functions.forEach((f, index) => {
       if (f.kind !== "packed" || getGlobalFunc(f.name) !== undefined) return;
-      const reason =
-        `Unknown packed function "${f.name}": register it with registerFunc before loading`;
+      const reason = `Unknown packed function "${
+        printable(f.name)
+      }": register it with registerFunc before loading`;
       const cursor = new InstructionCursor(ex);
       for (const g of ex.functions) {
         for (let i = g.start; i < g.end; i++) {
@@ -266,10 +268,12 @@ export class VirtualMachine {
           return c;
         }
         const moved = NDArray.empty(c.shape, c.dtype, target);
+        // The stored bytes: dataSync() of a bfloat16 or fallback float16 tensor gives values.
+        const stored = c.cpuView();
         target.writeBlock(
-          moved.storage.block,
+          moved.block,
           moved.byteOffset,
-          new Uint8Array(c.dataSync().buffer),
+          new Uint8Array(stored.buffer, stored.byteOffset, c.nbytes),
         );
         return moved.retain();
       });
@@ -300,8 +304,8 @@ export class VirtualMachine {
     if (index < 0 || this.executable.functions[index].kind !== "vm") {
       throw new VMError(
         { functionName: "", pc: -1, instruction: "", packedFunc: "" },
-        `No VM function named "${name}" (have: ${
-          this.executable.function_names.join(", ") || "none"
+        `No VM function named "${printable(name)}" (have: ${
+          this.executable.function_names.map(printable).join(", ") || "none"
         })`,
       );
     }
@@ -473,8 +477,11 @@ export class VirtualMachine {
     if (!(number >= 1 && repeat >= 1)) {
       throw new RangeError("time_evaluator: number and repeat must be at least 1");
     }
-    const index = this.#vmFunctionIndex(name);
-    return async (...args: unknown[]) => {
+    // A name made by save_function times the saved function with its bound arguments.
+    const saved = this.#saved.get(name);
+    const index = this.#vmFunctionIndex(saved?.name ?? name);
+    return async (...given: unknown[]) => {
+      const args = saved !== undefined && given.length === 0 ? saved.args : given;
       const results: number[] = [];
       for (let r = 0; r < repeat; r++) {
         const t0 = performance.now();
