@@ -6,14 +6,16 @@
  *
  * | call | result |
  * | --- | --- |
- * | `attention(q, k, v, causal?, scale?)` | `softmax(scale · q kᵀ, masked) v` over the last two axes: `q [..., Tq, D]`, `k [..., Tk, D]`, `v [..., Tk, Dv]` with equal leading axes (e.g. `[B, H]` or `[H]`) → `[..., Tq, Dv]`, float32. `causal`: absent, null, 0 or false: every query sees every key; 1, true or `"BottomRight"`: query `i` sees keys `j <= i + (Tk - Tq)` (the KV-cache alignment: the last query is the newest token; needs `Tk >= Tq`); `"TopLeft"`: keys `j <= i`. `scale`: a numeric constant, default `1 / sqrt(D)`. |
+ * | `attention(q, k, v, causal?, scale?, layout?)` | `softmax(scale · q kᵀ, masked) v` over the tokens of each head: with `layout` `"BHSD"` (default) `q [..., Tq, D]`, `k [..., Tk, D]`, `v [..., Tk, Dv]` with equal leading axes (e.g. `[B, H]` or `[H]`) → `[..., Tq, Dv]`; with `"BSHD"` `q [..., Tq, H, D]`, `k [..., Tk, H, D]`, `v [..., Tk, H, Dv]` → `[..., Tq, H, Dv]`; float32. `causal`: absent, null, 0 or false: every query sees every key; 1, true or `"BottomRight"`: query `i` sees keys `j <= i + (Tk - Tq)` (the KV-cache alignment: the last query is the newest token; needs `Tk >= Tq`); `"TopLeft"`: keys `j <= i`. `scale`: a numeric constant (null: the default), default `1 / sqrt(D)`. |
  * | `causal_mask(scores, offset?)` | `scores` with `scores[..., i, j] = -Infinity` where `j > i + offset`, over the last two axes `[..., m, n]` (float32, rank ≥ 2). `offset` is an `imm`, default `n - m` (the alignment `attention` uses with `causal` 1). |
  *
- * The layout is `[..., heads, tokens, head size]`, the one a KV cache
- * appends to along the token axis; TVM's `relax.op.nn.attention` takes
- * `[batch, tokens, heads, head size]` instead, so a TVM program transposes
- * its operands (`vm.op.transpose(x, [0, 2, 1, 3])`) before the call. `causal`
- * accepts TVM's `causal_mask` strings.
+ * The default layout, `"BHSD"`, is `[..., heads, tokens, head size]`;
+ * `"BSHD"` is TVM's `relax.op.nn.attention` layout `[batch, tokens, heads,
+ * head size]`, which is also how a projection's output `[tokens, d_model]`
+ * reshapes to heads and how `attention_kv_cache_view` returns cached rows
+ * `[tokens, heads, head size]`: a decoder passes them as they are, with no
+ * transpose. Both kernels index either layout directly. `causal` accepts
+ * TVM's `causal_mask` strings.
  *
  * The softmax is numerically stable (the row maximum is subtracted before
  * `exp`); keys a causal query cannot see are skipped, not multiplied by zero.
@@ -48,6 +50,7 @@
 import type { TensorDType } from "../ground/dtype.ts";
 import type { NDArray } from "../devices/ndarray.ts";
 import { BuiltinTable } from "./builtin_table.ts";
+import type { AttentionLayout } from "../kernels/kernel_backend.ts";
 import { formatShape } from "../kernels/broadcast.ts";
 import {
   checkArgCount,
@@ -110,10 +113,12 @@ function causalOffset(name: string, causal: unknown, Tq: number, Tk: number): nu
   );
 }
 
-/** `vm.op.attention(q, k, v, causal?, scale?)`. */
+const LAYOUTS: readonly AttentionLayout[] = ["BHSD", "BSHD"];
+
+/** `vm.op.attention(q, k, v, causal?, scale?, layout?)`. */
 function attention(args: readonly unknown[]): NDArray {
   const name = "vm.op.attention";
-  checkArgCount(name, args, 3, 5);
+  checkArgCount(name, args, 3, 6);
   const q = tensorArg(name, args[0], 0, "q");
   const k = tensorArg(name, args[1], 1, "k");
   const v = tensorArg(name, args[2], 2, "v");
@@ -122,21 +127,35 @@ function attention(args: readonly unknown[]): NDArray {
   const shapes = `q ${formatShape(q.shape)}, k ${formatShape(k.shape)} and v ${
     formatShape(v.shape)
   }`;
-  const rank = q.shape.length;
-  if (rank < 2 || k.shape.length !== rank || v.shape.length !== rank) {
-    throw new RangeError(`${name}: ${shapes} must have one rank, at least 2`);
+  const layout = args[5] ?? "BHSD";
+  if (!LAYOUTS.includes(layout as AttentionLayout)) {
+    throw new TypeError(`${name}: layout must be "BHSD" or "BSHD", got ${describe(layout)}`);
   }
-  const lead = q.shape.slice(0, -2);
+  // BSHD: the token axis sits before the head axis; the axes before both are batches.
+  const tokensFirst = layout === "BSHD";
+  const minRank = tokensFirst ? 3 : 2;
+  const rank = q.shape.length;
+  if (rank < minRank || k.shape.length !== rank || v.shape.length !== rank) {
+    throw new RangeError(`${name}: ${shapes} must have one rank, at least ${minRank}`);
+  }
+  const t = tokensFirst ? rank - 3 : rank - 2; // the token axis
+  const lead = q.shape.slice(0, t);
   const sameLead = (s: readonly number[]) => lead.every((d, i) => s[i] === d);
   if (!sameLead(k.shape) || !sameLead(v.shape)) {
     throw new RangeError(`${name}: the leading axes of ${shapes} differ`);
   }
-  const Tq = q.shape[rank - 2], D = q.shape[rank - 1];
-  const Tk = k.shape[rank - 2], Dv = v.shape[rank - 1];
+  if (
+    tokensFirst &&
+    (k.shape[rank - 2] !== q.shape[rank - 2] || v.shape[rank - 2] !== q.shape[rank - 2])
+  ) {
+    throw new RangeError(`${name}: the head axes of ${shapes} differ`);
+  }
+  const Tq = q.shape[t], D = q.shape[rank - 1];
+  const Tk = k.shape[t], Dv = v.shape[rank - 1];
   if (k.shape[rank - 1] !== D) {
     throw new RangeError(`${name}: q and k must have one head size, got ${shapes}`);
   }
-  if (v.shape[rank - 2] !== Tk) {
+  if (v.shape[t] !== Tk) {
     throw new RangeError(`${name}: k and v must have one number of keys, got ${shapes}`);
   }
   if (Tk === 0) throw new RangeError(`${name}: needs at least one key, got ${shapes}`);
@@ -147,9 +166,9 @@ function attention(args: readonly unknown[]): NDArray {
   }
   return launch(
     q,
-    [...lead, Tq, Dv],
+    [...q.shape.slice(0, -1), Dv],
     "float32",
-    (backend, out) => backend.attention(q, k, v, scale, offset, out),
+    (backend, out) => backend.attention(q, k, v, scale, offset, out, layout as AttentionLayout),
   );
 }
 

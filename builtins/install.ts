@@ -17,6 +17,7 @@ import { operatorBuiltins } from "./operators.ts";
 import { primValueBuiltins } from "./prim_values.ts";
 import { runtimeCheckBuiltins } from "./runtime_checks.ts";
 import { samplingBuiltins } from "./sampling.ts";
+import { samplingOperatorBuiltins } from "./sampling_operators.ts";
 import { shapeHeapBuiltins } from "./shape_heap.ts";
 import { tensorCacheBuiltins } from "./tensor_cache.ts";
 import { valueBuiltins } from "./value_builtins.ts";
@@ -35,6 +36,7 @@ export const BUILTIN_TABLES = [
   operatorBuiltins,
   indexingBuiltins,
   attentionBuiltins,
+  samplingOperatorBuiltins,
 ];
 
 let installed = false;

@@ -70,6 +70,7 @@ export const OPERATOR_NAMES: readonly string[] = [
   ...BINARY_OPS,
   ...Object.keys(UNARY_OPS),
   "matmul",
+  "linear",
   ...Object.keys(REDUCE_OPS),
   "softmax",
   "layer_norm",
@@ -359,6 +360,53 @@ function matmul(args: readonly unknown[]): NDArray {
   });
 }
 
+/**
+ * `vm.op.linear(x, weight, bias?)`: `x @ weightᵀ + bias`, TVM's
+ * `relax.op.linear` (PyTorch's `nn.Linear`): `weight` is `[N, K]` (out
+ * features × in features), `x` is `[..., K]`, `bias` (absent or null: none)
+ * is `[N]`; the result is `[..., N]`. float32. One kernel on each device:
+ * the transposed weight is never materialized, and the bias is added as the
+ * outputs are stored.
+ */
+function linear(args: readonly unknown[]): NDArray {
+  const name = "vm.op.linear";
+  checkArgCount(name, args, 2, 3);
+  const x = tensorArg(name, args[0], 0, "x"), w = tensorArg(name, args[1], 1, "weight");
+  const bias = args[2] === undefined || args[2] === null
+    ? null
+    : tensorArg(name, args[2], 2, "bias");
+  const all = bias === null ? [x, w] : [x, w, bias];
+  for (const [t, role] of [[x, "x"], [w, "weight"], [bias, "bias"]] as const) {
+    if (t !== null) checkDType(name, t, role, FLOAT);
+  }
+  checkSameDevice(name, all);
+  if (x.shape.length === 0 || w.shape.length !== 2) {
+    throw new RangeError(
+      `${name}: expected x [..., K] and weight [N, K], got shapes ${formatShape(x.shape)} and ${
+        formatShape(w.shape)
+      }`,
+    );
+  }
+  const [N, K] = w.shape;
+  if (x.shape[x.shape.length - 1] !== K) {
+    throw new RangeError(
+      `${name}: x ${formatShape(x.shape)} must end in the weight's in-features (${K}), ` +
+        `weight ${formatShape(w.shape)}`,
+    );
+  }
+  if (bias !== null && (bias.shape.length !== 1 || bias.shape[0] !== N)) {
+    throw new RangeError(
+      `${name}: bias ${formatShape(bias.shape)} must be [${N}], the weight's out-features`,
+    );
+  }
+  return launch(
+    x,
+    [...x.shape.slice(0, -1), N],
+    "float32",
+    (backend, out) => backend.linear(x, w, bias, out),
+  );
+}
+
 /** `vm.op.<op>(x, axes?, keepdims?)`. */
 function reduce(op: ReduceOp, args: readonly unknown[]): NDArray {
   const name = `vm.op.${op}`;
@@ -475,6 +523,7 @@ for (const op of Object.keys(REDUCE_OPS) as ReduceOp[]) {
   operatorBuiltins.add(`vm.op.${op}`, (...args: unknown[]) => reduce(op, args));
 }
 operatorBuiltins.add("vm.op.matmul", (...args: unknown[]) => matmul(args));
+operatorBuiltins.add("vm.op.linear", (...args: unknown[]) => linear(args));
 operatorBuiltins.add("vm.op.softmax", (...args: unknown[]) => softmax(args));
 operatorBuiltins.add("vm.op.layer_norm", (...args: unknown[]) => layerNorm(args));
 operatorBuiltins.add("vm.op.transpose", (...args: unknown[]) => transpose(args));

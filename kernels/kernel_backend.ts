@@ -26,6 +26,13 @@ export type ReduceOp = "sum" | "max" | "mean";
  */
 export type TakeMode = "fast" | "clip" | "wrap";
 
+/**
+ * Axis order of `attention`'s operands: `"BHSD"`, `[..., heads, tokens, head
+ * size]`, or `"BSHD"`, `[..., tokens, heads, head size]` (TVM's
+ * `relax.op.nn.attention`, and the rows of a KV cache).
+ */
+export type AttentionLayout = "BHSD" | "BSHD";
+
 /** Kernels of one device kind. Every method fills `out`, already allocated on the inputs' device. */
 export interface OpBackend {
   /** `out[i] = op(x[i])`; `out` has x's shape and dtype. */
@@ -37,6 +44,12 @@ export interface OpBackend {
    * `out: [..., M, N]`; leading (batch) axes broadcast. Inputs are at least 2-D.
    */
   matmul(a: NDArray, b: NDArray, out: NDArray): void;
+  /**
+   * `out[..., N] = x[..., K] @ wᵀ + bias` with `w` stored `[N, K]` (a
+   * `linear` layer's weight); `bias` is `[N]` or null; all float32, `out`
+   * has x's leading axes and N.
+   */
+  linear(x: NDArray, w: NDArray, bias: NDArray | null, out: NDArray): void;
   /** Reduces over `axes` (sorted, unique, non-negative); `out` holds the reduced shape (keepdims or not). */
   reduce(op: ReduceOp, x: NDArray, axes: readonly number[], out: NDArray): void;
   /** Softmax over the last axis. */
@@ -69,6 +82,24 @@ export interface OpBackend {
    */
   concat(inputs: readonly NDArray[], axis: number, out: NDArray): void;
   /**
+   * `out[o, i] = argmax_j x[o, j, i]` for `x` viewed as `[outer, n, inner]`
+   * (`n > 0`): the first maximal element, NaN beating every number; `out`
+   * int32 with `outer · inner` elements.
+   */
+  argmax(x: NDArray, outer: number, n: number, inner: number, out: NDArray): void;
+  /**
+   * Top-p sampling of each row of float32 `logits` (`[..., V]`, `V > 0`)
+   * with one float32 uniform sample per row from `uniform` (`out.size` of
+   * them) into int32 `out`: see kernels/cpu/sampling.ts.
+   */
+  sampleTopP(
+    logits: NDArray,
+    uniform: NDArray,
+    temperature: number,
+    topP: number,
+    out: NDArray,
+  ): void;
+  /**
    * `out = x` with `x[..., i, j] = -Infinity` where `j > i + offset`, over the
    * last two axes (`x` float32, rank ≥ 2).
    */
@@ -80,6 +111,8 @@ export interface OpBackend {
    * `p_i = softmax_j(scale · q[i]·k[j])` over the keys `j` query `i` sees:
    * every key when `causalOffset` is null, else `j <= i + causalOffset`
    * (`causalOffset >= 0`, `Tk >= 1`, so every query sees at least one key).
+   * With `layout` `"BSHD"` the token axis comes before the head axis in
+   * every operand (`q [..., Tq, H, D]`, `out [..., Tq, H, Dv]`).
    */
   attention(
     q: NDArray,
@@ -88,6 +121,7 @@ export interface OpBackend {
     scale: number,
     causalOffset: number | null,
     out: NDArray,
+    layout: AttentionLayout,
   ): void;
 }
 

@@ -150,6 +150,21 @@ export function refMatmul(a: Ref, b: Ref): Ref {
   return { shape, data };
 }
 
+/** `x @ wᵀ + bias` for `x [..., K]`, `w [N, K]`, `bias [N]` or null. */
+export function refLinear(x: Ref, w: Ref, bias: Ref | null): Ref {
+  const [N, K] = w.shape;
+  const M = K === 0 ? sizeOf(x.shape.slice(0, -1)) : x.data.length / K;
+  const data: number[] = [];
+  for (let m = 0; m < M; m++) {
+    for (let n = 0; n < N; n++) {
+      let s = 0;
+      for (let k = 0; k < K; k++) s += x.data[m * K + k] * w.data[n * K + k];
+      data.push(s + (bias === null ? 0 : bias.data[n]));
+    }
+  }
+  return { shape: [...x.shape.slice(0, -1), N], data };
+}
+
 /** `sum`, `max` or `mean` over `axes` (non-negative; all when empty). */
 export function refReduce(op: string, x: Ref, axes: readonly number[], keepdims: boolean): Ref {
   const all = axes.length === 0 ? x.shape.map((_, k) => k) : axes;
@@ -363,4 +378,77 @@ export function refAttention(
     }
   }
   return { shape: [...q.shape.slice(0, -1), Dv], data };
+}
+
+/** NumPy's `argmax` along `axis` (null: flattened): the first maximal element, NaN the largest. */
+export function refArgmax(x: Ref, axis: number | null, keepdims: boolean): Ref {
+  const dims = axis === null ? [x.data.length] : x.shape;
+  const ax = axis === null ? 0 : axis;
+  const outer = sizeOf(dims.slice(0, ax)), n = dims[ax], inner = sizeOf(dims.slice(ax + 1));
+  const data: number[] = [];
+  for (let o = 0; o < outer; o++) {
+    for (let i = 0; i < inner; i++) {
+      let best = 0;
+      for (let j = 0; j < n; j++) {
+        const v = x.data[(o * n + j) * inner + i], b = x.data[(o * n + best) * inner + i];
+        if (Number.isNaN(v)) {
+          if (!Number.isNaN(b)) best = j;
+          break;
+        }
+        if (!Number.isNaN(b) && v > b) best = j;
+      }
+      if (Number.isNaN(x.data[(o * n) * inner + i])) best = 0;
+      data.push(best);
+    }
+  }
+  const shape = axis === null
+    ? (keepdims ? x.shape.map(() => 1) : [])
+    : keepdims
+    ? x.shape.map((d, k) => (k === axis ? 1 : d))
+    : x.shape.filter((_, k) => k !== axis);
+  return { shape, data };
+}
+
+/**
+ * The probabilities `softmax(logits / temperature)` of one row, NaN logits
+ * given 0, sorted largest first (ties by index) with their cumulative sums:
+ * what a top-p sampler walks.
+ */
+export function refNucleusOrder(
+  logits: readonly number[],
+  temperature: number,
+): { order: number[]; probs: number[]; cums: number[] } {
+  const finite = logits.filter((v) => !Number.isNaN(v));
+  const max = Math.max(...finite);
+  const w = logits.map((v) => (Number.isNaN(v) ? 0 : Math.exp((v - max) / temperature)));
+  const Z = w.reduce((a, b) => a + b, 0);
+  const probs = w.map((v) => v / Z);
+  const order = probs.map((_, i) => i).filter((i) => probs[i] > 0)
+    .sort((a, b) => probs[b] - probs[a] || a - b);
+  let cum = 0;
+  const cums = order.map((i) => (cum += probs[i]));
+  return { order, probs, cums };
+}
+
+/**
+ * TVM's top-p rule on one row (`sample_top_p_from_logits`): the first
+ * maximal logit below temperature 1e-6; the most probable token when
+ * `u < p_max / top_p`; else, in the shortest prefix of the sorted tokens
+ * whose mass reaches `top_p`, the first whose cumulative mass exceeds `u`
+ * times the prefix's mass. NaN logits never chosen; a row of NaN gives 0.
+ */
+export function refSampleTopP(
+  logits: readonly number[],
+  u: number,
+  temperature: number,
+  topP: number,
+): number {
+  if (logits.every(Number.isNaN)) return 0;
+  const { order, probs, cums } = refNucleusOrder(logits, Math.max(temperature, 1e-30));
+  if (temperature < 1e-6 || u < probs[order[0]] / topP) return order[0];
+  let k = 0;
+  while (k < order.length - 1 && cums[k] < topP) k++;
+  const nucleus = cums[k];
+  for (let j = 0; j <= k; j++) if (cums[j] > u * nucleus) return order[j];
+  return order[k];
 }

@@ -14,6 +14,7 @@ import { installBuiltins } from "../builtins/install.ts";
 import { OPERATOR_NAMES } from "../builtins/operators.ts";
 import { INDEXING_OPERATOR_NAMES } from "../builtins/indexing_operators.ts";
 import { ATTENTION_OPERATOR_NAMES } from "../builtins/attention_operator.ts";
+import { SAMPLING_OPERATOR_NAMES } from "../builtins/sampling_operators.ts";
 import { Tuple } from "../ground/tuple.ts";
 import { ExecBuilder } from "../builder/exec_builder.ts";
 import { VirtualMachine } from "../vm/virtual_machine.ts";
@@ -29,14 +30,18 @@ import {
   REF_BINARY_FLOAT,
   REF_BINARY_INT,
   REF_UNARY,
+  refArgmax,
   refAttention,
   refBinary,
   refCastValue,
   refCausalMask,
   refConcat,
   refLayerNorm,
+  refLinear,
   refMatmul,
+  refNucleusOrder,
   refReduce,
+  refSampleTopP,
   refSoftmax,
   refStridedSlice,
   refTake,
@@ -100,6 +105,13 @@ function divisorRef(dims: number[], seed: number): Ref {
 
 function fmt(dims: readonly number[]): string {
   return `[${dims.join(", ")}]`;
+}
+
+/** The permutation swapping the two axes before the last of a rank-`n` tensor. */
+function swapLast(n: number): number[] {
+  const p = Array.from({ length: n }, (_, i) => i);
+  [p[n - 3], p[n - 2]] = [p[n - 2], p[n - 3]];
+  return p;
 }
 
 /** Calls a registered operator and reads the result back. */
@@ -168,7 +180,12 @@ export function defineOperatorTests(
 
   test("every operator is registered and returns its output on the input device", async (dev) => {
     for (
-      const name of [...OPERATOR_NAMES, ...INDEXING_OPERATOR_NAMES, ...ATTENTION_OPERATOR_NAMES]
+      const name of [
+        ...OPERATOR_NAMES,
+        ...INDEXING_OPERATOR_NAMES,
+        ...ATTENTION_OPERATOR_NAMES,
+        ...SAMPLING_OPERATOR_NAMES,
+      ]
     ) {
       assert(getGlobalFunc(name) !== undefined, name);
     }
@@ -389,6 +406,151 @@ export function defineOperatorTests(
       const K = sa[sa.length - 1];
       const tol = { rtol: 1e-4, atol: 1e-6 * (K + 1) };
       assertResult(got, refMatmul(ra, rb), "float32", tol, `matmul ${fmt(sa)} ${fmt(sb)}`);
+    }
+  });
+
+  // ---------------------------------------------------------------- linear
+
+  const LINEAR_CASES: [number[], number[], boolean][] = [
+    // [x shape, weight shape [N, K], bias]
+    [[2, 3], [4, 3], true],
+    [[1, 64], [136, 64], true], // a decode step: one row, vec4 along K
+    [[1, 9], [7, 9], false], // K not a multiple of 4: scalar loads
+    [[3, 8], [260, 8], true],
+    [[9], [5, 9], true], // a bare vector
+    [[2, 3, 16], [6, 16], false], // leading axes are rows
+    [[67, 45], [33, 45], true], // packed 4×4 tiles and edges on the CPU
+    [[64, 128], [384, 128], true], // a prefill's projection
+    [[5, 130], [3, 130], true],
+    [[0, 8], [4, 8], true],
+    [[3, 0], [4, 0], true], // K = 0: the bias alone
+    [[4, 8], [0, 8], false],
+  ];
+  test("vm.op.linear is x @ wᵀ + bias for a weight stored [out, in]", async (dev) => {
+    for (const [i, [sx, sw, hasBias]] of LINEAR_CASES.entries()) {
+      const rx = randomRef(sx, 3500 + i), rw = randomRef(sw, 3600 + i);
+      const rb = hasBias ? randomRef([sw[0]], 3700 + i) : null;
+      using x = put(dev, rx);
+      using w = put(dev, rw);
+      using b = rb === null ? null : put(dev, rb);
+      const got = await call("vm.op.linear", x, w, ...(b === null ? [] : [b]));
+      const tol = { rtol: 1e-4, atol: 1e-6 * (sw[1] + 1) };
+      assertResult(
+        got,
+        refLinear(rx, rw, rb),
+        "float32",
+        tol,
+        `linear ${fmt(sx)} ${fmt(sw)}${hasBias ? " + bias" : ""}`,
+      );
+    }
+  });
+
+  test("vm.op.linear reads tensors at offsets and leaves a null bias out", async (dev) => {
+    // Views into one storage (as alloc_tensor places them): x and w at odd element offsets.
+    const rx = randomRef([2, 12], 3800), rw = randomRef([5, 12], 3801);
+    using all = put(dev, { shape: [1 + 24 + 3 + 60], data: [0, ...rx.data, 0, 0, 0, ...rw.data] });
+    const view = (at: number, dims: number[]) => new NDArray(all.storage, at * 4, dims, "float32");
+    using x = view(1, [2, 12]);
+    using w = view(28, [5, 12]);
+    const got = await call("vm.op.linear", x, w, null);
+    assertResult(got, refLinear(rx, rw, null), "float32", FLOAT_TOL, "linear at offsets");
+  });
+
+  // ------------------------------------------------------- argmax, sampling
+
+  const ARGMAX_CASES: [number[], number | null, boolean][] = [
+    [[1, 512], -1, false], // one row of logits
+    [[3, 4096], 1, false],
+    [[2, 3, 5], 1, true],
+    [[4, 7], 0, false],
+    [[5], null, false],
+    [[2, 3], null, true],
+    [[300, 3], -1, false],
+  ];
+  test("vm.op.argmax picks the first maximal element along an axis", async (dev) => {
+    for (const [i, [dims, axis, keepdims]] of ARGMAX_CASES.entries()) {
+      // Few distinct values, so ties are common and the first one must win.
+      const rx = randomRef(dims, 3900 + i, -4, 4);
+      rx.data = rx.data.map(Math.round);
+      using x = put(dev, rx);
+      const got = await call("vm.op.argmax", x, axis, keepdims ? 1 : 0);
+      const norm = axis === null ? null : axis < 0 ? axis + dims.length : axis;
+      assertResult(got, refArgmax(rx, norm, keepdims), "int32", EXACT, `argmax ${fmt(dims)}`);
+    }
+    for (const dt of ["int32", "float32"]) {
+      const r: Ref = { shape: [2, 5], data: [3, 9, 9, -1, 2, -7, -7, -7, -8, -9] };
+      using x = put(dev, r, dt);
+      assertEquals((await call("vm.op.argmax", x, 1)).data, [1, 0], dt);
+    }
+    // NaN is the largest (NumPy), the first NaN wins.
+    const nan: Ref = { shape: [3, 4], data: [1, NaN, 5, NaN, NaN, 2, 3, 4, 1, 2, 3, 4] };
+    using xn = put(dev, nan);
+    assertEquals((await call("vm.op.argmax", xn, -1)).data, [1, 0, 3]);
+  });
+
+  test("vm.op.sample_top_p follows TVM's top-p rule, greedy below temperature 1e-6", async (dev) => {
+    // Rows whose uniform samples sit halfway between two cumulative boundaries, so float32
+    // sums in any order choose the same token.
+    const V = 300, rows: number[][] = [], us: number[] = [], want: number[] = [];
+    const settings: [number, number][] = [[1, 1], [0.7, 0.9], [1.5, 0.5], [0.3, 0.95]];
+    for (const [s, [temperature, topP]] of settings.entries()) {
+      for (let r = 0; r < 4; r++) {
+        const logits = randomValues(V, 4000 + 10 * s + r, -3, 3);
+        const { cums, order, probs } = refNucleusOrder(logits, temperature);
+        let k = 0;
+        while (k < order.length - 1 && cums[k] < topP) k++;
+        // A token inside the nucleus, r-th of four spread over it, past TVM's shortcut.
+        const j = Math.min(k, Math.floor(((r + 1) * k) / 4));
+        const lower = Math.max(j === 0 ? 0 : cums[j - 1], probs[order[0]] / topP * cums[k]);
+        const u = Math.fround(((lower + cums[j]) / 2) / cums[k]);
+        rows.push(logits);
+        us.push(u);
+        want.push(refSampleTopP(logits, u, temperature, topP));
+      }
+    }
+    for (const [s, [temperature, topP]] of settings.entries()) {
+      const block = rows.slice(4 * s, 4 * s + 4);
+      using logits = put(dev, { shape: [4, V], data: block.flat() });
+      using u = put(dev, { shape: [4], data: us.slice(4 * s, 4 * s + 4) });
+      const got = await call("vm.op.sample_top_p", logits, u, temperature, topP);
+      assertEquals(got.shape, [4]);
+      assertEquals(got.dtype, "int32");
+      assertEquals(
+        got.data,
+        want.slice(4 * s, 4 * s + 4),
+        `temperature ${temperature}, top_p ${topP}`,
+      );
+    }
+    // Greedy: the first maximal logit, whatever the uniform.
+    const tie: Ref = { shape: [1, 6], data: [0, 5, 1, 5, NaN, 2] };
+    using lt = put(dev, tie);
+    using u9 = put(dev, { shape: [1, 1], data: [0.99] });
+    assertEquals((await call("vm.op.sample_top_p", lt, u9, 0, 0.9)).data, [1]);
+    // TVM's shortcut: u < p_max / top_p takes the most probable token; NaN is never chosen.
+    using u0 = put(dev, { shape: [1], data: [0.01] });
+    assertEquals((await call("vm.op.sample_top_p", lt, u0, 1, 0.9)).data, [1]);
+    // Two tied weights 1 and smaller ones: top_p 0.5 keeps both ties, u = 0.9 takes the second.
+    using ties = put(dev, { shape: [1, 4], data: [1, 3, 2, 3] });
+    using u90 = put(dev, { shape: [1], data: [0.9] });
+    assertEquals((await call("vm.op.sample_top_p", ties, u90, 1, 0.5)).data, [3]);
+    // A row of NaN gives 0.
+    using nan = put(dev, { shape: [2, 3], data: [NaN, NaN, NaN, 1, 2, 3] });
+    using u2 = put(dev, { shape: [2], data: [0.5, 0.5] });
+    assertEquals((await call("vm.op.sample_top_p", nan, u2, 1, 1)).data[0], 0);
+  });
+
+  test("vm.op.sample_top_p draws tokens with their probabilities", async (dev) => {
+    // 400 evenly spaced uniforms over one row: each token is drawn about p · 400 times.
+    const logits = [2, 1, 0.5, 0, -1, -3];
+    const n = 400;
+    const us = Array.from({ length: n }, (_, i) => Math.fround((i + 0.5) / n));
+    using x = put(dev, { shape: [n, logits.length], data: us.flatMap(() => logits) });
+    using u = put(dev, { shape: [n], data: us });
+    const got = (await call("vm.op.sample_top_p", x, u, 1, 1)).data;
+    const { probs } = refNucleusOrder(logits, 1);
+    for (let t = 0; t < logits.length; t++) {
+      const count = got.filter((g) => g === t).length;
+      assert(Math.abs(count - probs[t] * n) <= 2, `token ${t}: ${count} of ${n}, p ${probs[t]}`);
     }
   });
 
@@ -889,6 +1051,41 @@ export function defineOperatorTests(
     }
   });
 
+  const BSHD_CASES: [number[], number[], number[], unknown][] = [
+    // [q, k, v] as [..., tokens, heads, head size]
+    [[1, 4, 16], [9, 4, 16], [9, 4, 16], 1], // a decode step against a KV cache's rows
+    [[7, 4, 16], [7, 4, 16], [7, 4, 16], 1], // a causal prefill
+    [[5, 3, 8], [12, 3, 8], [12, 3, 6], 1], // Dv ≠ D, a prefill after cached tokens
+    [[2, 3, 2, 12], [2, 5, 2, 12], [2, 5, 2, 12], undefined], // batches
+    [[3, 2, 5], [4, 2, 5], [4, 2, 3], "TopLeft"], // D not a multiple of 4
+    [[64, 6, 64], [64, 6, 64], [64, 6, 64], 1],
+  ];
+  test('vm.op.attention with layout "BSHD" equals "BHSD" on transposed operands', async (dev) => {
+    for (const [i, [qs, ks, vs, causal]] of BSHD_CASES.entries()) {
+      const rq = randomRef(qs, 2300 + i, -2, 2), rk = randomRef(ks, 2400 + i, -2, 2);
+      const rv = randomRef(vs, 2500 + i);
+      using q = put(dev, rq);
+      using k = put(dev, rk);
+      using v = put(dev, rv);
+      // The reference attends over [..., heads, tokens, size]: swap the token and head axes.
+      const swap = (r: Ref) => refTranspose(r, swapLast(r.shape.length));
+      const rank = qs.length, Tq = qs[rank - 3], Tk = ks[rank - 3];
+      const offset = causal === 1 ? Tk - Tq : causal === "TopLeft" ? 0 : null;
+      const D = qs[rank - 1];
+      const expected = swap(
+        refAttention(swap(rq), swap(rk), swap(rv), 1 / Math.sqrt(D), offset),
+      );
+      const got = await call("vm.op.attention", q, k, v, causal ?? 0, null, "BSHD");
+      assertResult(
+        got,
+        expected,
+        "float32",
+        { rtol: 1e-4, atol: 1e-5 },
+        `attention BSHD q ${fmt(qs)} k ${fmt(ks)} v ${fmt(vs)} causal ${causal}`,
+      );
+    }
+  });
+
   test("vm.op.attention stays finite for large scores", async (dev) => {
     const rq: Ref = { shape: [1, 2, 4], data: [30, 30, 30, 30, -30, 30, -30, 30] };
     const rk: Ref = {
@@ -998,6 +1195,24 @@ export function defineOperatorTests(
     assertOpThrows(TypeError, ["int32"], "vm.op.matmul", i4, i4);
     assertOpThrows(RangeError, ["[2, 3]", "[4, 5]", "3", "4"], "vm.op.matmul", a23, m45);
     assertOpThrows(RangeError, ["[]"], "vm.op.matmul", s, a4);
+    assertOpThrows(TypeError, ["int32"], "vm.op.linear", i4, m45);
+    assertOpThrows(RangeError, ["[2, 3]", "[4, 5]", "in-features (5)"], "vm.op.linear", a23, m45);
+    assertOpThrows(RangeError, ["weight [N, K]", "[4]"], "vm.op.linear", a4, a4);
+    assertOpThrows(RangeError, ["bias [4]", "must be [2]"], "vm.op.linear", a23, a23, a4);
+    assertOpThrows(TypeError, ["expected 2 to 3 arguments, got 1"], "vm.op.linear", a4);
+    assertOpThrows(RangeError, ["axis 2", "[2, 3]"], "vm.op.argmax", a23, 2);
+    assertOpThrows(TypeError, ["float64"], "vm.op.argmax", f64);
+    assertOpThrows(RangeError, ["top_p", "number 0"], "vm.op.sample_top_p", a23, a4, 1, 0);
+    assertOpThrows(RangeError, ["temperature", "number -1"], "vm.op.sample_top_p", a23, a4, -1, 1);
+    assertOpThrows(
+      RangeError,
+      ["2 rows", "2 uniform samples", "[4]"],
+      "vm.op.sample_top_p",
+      a23,
+      a4,
+      1,
+      1,
+    );
     assertOpThrows(TypeError, ["expected 2 arguments, got 1"], "vm.op.add", a4);
     assertOpThrows(TypeError, ["expected 1 argument, got 2"], "vm.op.exp", a4, a4);
     assertOpThrows(TypeError, ["argument 1", "NDArray", "number 3"], "vm.op.add", a4, 3);
@@ -1090,7 +1305,10 @@ export function defineOperatorTests(
     assertOpThrows(RangeError, ["at least 2 dimensions", "[3]"], CM, row);
     assertOpThrows(TypeError, ["scores", "int32"], CM, iq);
     assertOpThrows(TypeError, ["offset", "number 0.5"], CM, q, 0.5);
-    assertOpThrows(TypeError, ["expected 3 to 5 arguments, got 2"], A, q, k);
+    assertOpThrows(TypeError, ["expected 3 to 6 arguments, got 2"], A, q, k);
+    assertOpThrows(TypeError, ["layout", 'string "BHDS"'], A, q, k, k, 0, null, "BHDS");
+    assertOpThrows(RangeError, ["at least 3", "[3]"], A, row, row, row, 0, null, "BSHD");
+    assertOpThrows(RangeError, ["head axes", "[2, 3, 8]"], A, q, k8, k8, 0, null, "BSHD");
     assertOpThrows(TypeError, ["argument 2 (v)", "NDArray"], A, q, k, "v");
     assertOpThrows(TypeError, ["q", "int32"], A, iq, k, k);
     assertOpThrows(RangeError, ["one rank", "[3]"], A, row, row, row);

@@ -16,8 +16,10 @@ import { castKernel } from "./cast.ts";
 import { concatKernel } from "./concat.ts";
 import { binaryKernel, unaryKernel } from "./elementwise.ts";
 import { layerNormKernel } from "./layer_norm.ts";
+import { linearKernel } from "./linear.ts";
 import { matmulKernel } from "./matmul.ts";
 import { reduceKernel } from "./reduce.ts";
+import { argmaxKernel, sampleTopPKernel } from "./sampling.ts";
 import { stridedSliceKernel } from "./slice.ts";
 import { softmaxKernel } from "./softmax.ts";
 import { takeKernel } from "./take.ts";
@@ -28,6 +30,7 @@ export const cpuBackend: OpBackend = {
   unary: unaryKernel,
   binary: binaryKernel,
   matmul: matmulKernel,
+  linear: linearKernel,
   reduce: reduceKernel,
   softmax: softmaxKernel,
   layerNorm: layerNormKernel,
@@ -36,6 +39,8 @@ export const cpuBackend: OpBackend = {
   take: takeKernel,
   stridedSlice: stridedSliceKernel,
   concat: concatKernel,
+  argmax: argmaxKernel,
+  sampleTopP: sampleTopPKernel,
   causalMask: causalMaskKernel,
   attention: attentionKernel,
 };

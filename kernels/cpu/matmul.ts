@@ -100,10 +100,12 @@ export function matmulKernel(a: NDArray, b: NDArray, out: NDArray): void {
 
 /**
  * One product `c[M, N] = a[M, K] @ b[K, N]` of contiguous row-major matrices
- * at the given element offsets. `repackB` is false when the previous call
- * multiplied by the same B (a shared weight across a batch).
+ * at the given element offsets; with `transB`, `b` is stored `[N, K]` and
+ * the product is `a @ bᵀ` (a `linear` layer's weight). `repackB` is false
+ * when the previous call multiplied by the same B (a shared weight across a
+ * batch).
  */
-function gemm(
+export function gemm(
   a: Float32Array,
   aOff: number,
   b: Float32Array,
@@ -114,15 +116,18 @@ function gemm(
   K: number,
   N: number,
   repackB: boolean,
+  transB = false,
 ): void {
   if (M < MR || N < NR || K === 0) {
-    gemmRows(a, aOff, b, bOff, c, cOff, M, K, N);
+    if (transB) gemvRowsT(a, aOff, b, bOff, c, cOff, M, K, N);
+    else gemmRows(a, aOff, b, bOff, c, cOff, M, K, N);
     return;
   }
   const nPanels = Math.ceil(N / NR);
   if (repackB) {
     packB = ensurePack(packB, nPanels * NR * K);
-    packBPanels(b, bOff, K, N, packB);
+    if (transB) packBPanelsT(b, bOff, K, N, packB);
+    else packBPanels(b, bOff, K, N, packB);
   }
   const mc = Math.max(MR, Math.floor(A_BLOCK_ELEMENTS / K / MR) * MR);
   packA = ensurePack(packA, mc * K);
@@ -163,6 +168,33 @@ function packBPanels(b: Float32Array, bOff: number, K: number, N: number, bp: Fl
         bp[o + 3] = b[src + 3];
       } else {
         for (let s = 0; s < NR; s++) bp[o + s] = s < w ? b[src + s] : 0;
+      }
+    }
+  }
+}
+
+/** As `packBPanels` for a B stored transposed, `[N, K]`: panel `j0` holds rows `j0..j0+3`. */
+function packBPanelsT(
+  b: Float32Array,
+  bOff: number,
+  K: number,
+  N: number,
+  bp: Float64Array,
+): void {
+  let o = 0;
+  for (let j0 = 0; j0 < N; j0 += NR) {
+    const w = Math.min(NR, N - j0);
+    if (w === NR) {
+      const r0 = bOff + j0 * K, r1 = r0 + K, r2 = r1 + K, r3 = r2 + K;
+      for (let k = 0; k < K; k++, o += NR) {
+        bp[o] = b[r0 + k];
+        bp[o + 1] = b[r1 + k];
+        bp[o + 2] = b[r2 + k];
+        bp[o + 3] = b[r3 + k];
+      }
+    } else {
+      for (let k = 0; k < K; k++, o += NR) {
+        for (let s = 0; s < NR; s++) bp[o + s] = s < w ? b[bOff + (j0 + s) * K + k] : 0;
       }
     }
   }
@@ -294,5 +326,91 @@ function gemmRows(
     }
     const ci = cOff + i * N;
     for (let j = 0; j < N; j++) c[ci + j] = acc[j];
+  }
+}
+
+/**
+ * `c[M, N] = a[M, K] @ bᵀ` for B stored `[N, K]` and few rows (a decode
+ * step's matrix-vector products): every output is the dot product of a row
+ * of A and a row of B, both contiguous. Four rows of B per pass, so each
+ * element of A is loaded once per four multiply-adds, and the four sums stay
+ * in registers (double precision) until they are stored; two rows of A per
+ * pass where there are two, so each element of B serves both. Each weight
+ * is read once per pair of rows.
+ */
+function gemvRowsT(
+  a: Float32Array,
+  aOff: number,
+  b: Float32Array,
+  bOff: number,
+  c: Float32Array,
+  cOff: number,
+  M: number,
+  K: number,
+  N: number,
+): void {
+  let i = 0;
+  for (; i + 2 <= M; i += 2) {
+    const x = aOff + i * K, y = x + K, ci = cOff + i * N;
+    let j = 0;
+    for (; j + 4 <= N; j += 4) {
+      const r0 = bOff + j * K, r1 = r0 + K, r2 = r1 + K, r3 = r2 + K;
+      let s0 = 0, s1 = 0, s2 = 0, s3 = 0, t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+      for (let k = 0; k < K; k++) {
+        const u = a[x + k], v = a[y + k];
+        const w0 = b[r0 + k], w1 = b[r1 + k], w2 = b[r2 + k], w3 = b[r3 + k];
+        s0 += u * w0;
+        s1 += u * w1;
+        s2 += u * w2;
+        s3 += u * w3;
+        t0 += v * w0;
+        t1 += v * w1;
+        t2 += v * w2;
+        t3 += v * w3;
+      }
+      c[ci + j] = s0;
+      c[ci + j + 1] = s1;
+      c[ci + j + 2] = s2;
+      c[ci + j + 3] = s3;
+      c[ci + N + j] = t0;
+      c[ci + N + j + 1] = t1;
+      c[ci + N + j + 2] = t2;
+      c[ci + N + j + 3] = t3;
+    }
+    for (; j < N; j++) {
+      const r = bOff + j * K;
+      let s = 0, t = 0;
+      for (let k = 0; k < K; k++) {
+        s += a[x + k] * b[r + k];
+        t += a[y + k] * b[r + k];
+      }
+      c[ci + j] = s;
+      c[ci + N + j] = t;
+    }
+  }
+  for (; i < M; i++) {
+    const x = aOff + i * K, ci = cOff + i * N;
+    let j = 0;
+    for (; j + 4 <= N; j += 4) {
+      const r0 = bOff + j * K, r1 = r0 + K, r2 = r1 + K, r3 = r2 + K;
+      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (let k = 0; k < K; k++) {
+        const u = a[x + k];
+        s0 += u * b[r0 + k];
+        s1 += u * b[r1 + k];
+        s2 += u * b[r2 + k];
+        s3 += u * b[r3 + k];
+      }
+      c[ci + j] = s0;
+      c[ci + j + 1] = s1;
+      c[ci + j + 2] = s2;
+      c[ci + j + 3] = s3;
+    }
+    for (; j < N; j++) {
+      const r = bOff + j * K;
+      let s = 0;
+      for (let k = 0; k < K; k++) s += a[x + k] * b[r + k];
+      c[ci + j] = s;
+    }
   }
 }

@@ -37,22 +37,15 @@ import {
   Uniforms,
   uniformStruct,
 } from "../../devices/webgpu/kernel_program.ts";
+import type { AttentionGeometry } from "../attention_layout.ts";
 import { groupReduceSource, isNanSource, nanMaxSource, NEG_INF_F32 } from "./workgroup_reduce.ts";
 
 const WORKGROUP = 64;
 
 /** Shapes, options and element offsets of one attention call. */
 export interface AttentionArgs {
-  /** Query rows over all heads: the product of the leading axes times `Tq`. */
-  rows: number;
-  /** Queries per head. */
-  Tq: number;
-  /** Keys per head. */
-  Tk: number;
-  /** Head size of q and k. */
-  D: number;
-  /** Head size of v and the output. */
-  Dv: number;
+  /** Where the rows of q, k, v and the output are (either layout). */
+  geometry: AttentionGeometry;
   /** Scale of the scores. */
   scale: number;
   /** Query `i` sees keys `j <= i + causalOffset`; null: every key. */
@@ -89,7 +82,9 @@ export function attentionPerThread(
 
 /** Fused attention; bindings q, k, v, out. */
 export function attentionProgram(args: AttentionArgs): Program {
-  const { rows, Tq, Tk, D, Dv, scale, causalOffset, offsets, perThread } = args;
+  const { geometry: g, scale, causalOffset, offsets, perThread } = args;
+  const { Tq, Tk, D, Dv } = g;
+  const rows = g.batches * g.heads * Tq;
   const [offQ, offK, offV, offOut] = offsets;
   // q·k in vec4s when D and both offsets allow; v and out too (per-thread variant only).
   const qk4 = D % 4 === 0 && offQ % 4 === 0 && offK % 4 === 0;
@@ -108,6 +103,8 @@ export function attentionProgram(args: AttentionArgs): Program {
     "causal",
     "offset",
     "scale",
+    "H",
+    ...["q", "k", "v", "o"].flatMap((t) => [`${t}B`, `${t}H`, `${t}T`]),
   ];
   const header = (qkType: string, voType: string) =>
     storage(0, "q", qkType, false) + storage(1, "k", qkType, false) +
@@ -127,6 +124,11 @@ export function attentionProgram(args: AttentionArgs): Program {
       .u32(causalOffset === null ? 0 : 1)
       .u32(causalOffset ?? 0)
       .f32(scale)
+      .u32(g.heads)
+      .u32s(g.q.map((x) => x / qkLanes))
+      .u32s(g.k.map((x) => x / qkLanes))
+      .u32s(g.v.map((x) => x / voLanes))
+      .u32s(g.out.map((x) => x / voLanes))
       .words(),
     workgroups: perThread ? groupsFor(rows, WORKGROUP) : rows,
   };
@@ -134,12 +136,13 @@ export function attentionProgram(args: AttentionArgs): Program {
 
 /** WGSL locating a row's query, keys, values and output, and its number of keys. */
 const LOCATE = `
-  let head = row / u.Tq;
   let i = row % u.Tq;
-  let qo = u.offQ + row * u.Dqk;
-  let ko = u.offK + head * u.Tk * u.Dqk;
-  let vo = u.offV + head * u.Tk * u.Dv;
-  let oo = u.offOut + row * u.Dv;
+  let head = (row / u.Tq) % u.H;
+  let batch = row / (u.Tq * u.H);
+  let qo = u.offQ + batch * u.qB + head * u.qH + i * u.qT;
+  let ko = u.offK + batch * u.kB + head * u.kH;
+  let vo = u.offV + batch * u.vB + head * u.vH;
+  let oo = u.offOut + batch * u.oB + head * u.oH + i * u.oT;
   let scale = bitcast<f32>(u.scale);
   var keys = u.Tk;
   if (u.causal != 0u) { keys = min(u.Tk, i + u.offset + 1u); }
@@ -163,7 +166,7 @@ function groupSource(qkType: string): string {
     let n = min(${WORKGROUP}u, keys - c0);
     var s = ${NEG_INF_F32};
     if (lid < n) {
-      let kr = ko + (c0 + lid) * u.Dqk;
+      let kr = ko + (c0 + lid) * u.kT;
       var a = ${qkType}(0.0);
       for (var d = 0u; d < u.Dqk; d++) { a += q[qo + d] * k[kr + d]; }
       s = total(a) * scale;
@@ -176,10 +179,10 @@ function groupSource(qkType: string): string {
     l = l * alpha + groupSum(e, lid);
     for (var d = lid; d < u.Dv; d += ${WORKGROUP}u) {
       var acc = 0.0;
-      var vj = vo + c0 * u.Dv + d;
+      var vj = vo + c0 * u.vT + d;
       for (var j = 0u; j < n; j++) {
         acc += weights[j] * v[vj];
-        vj += u.Dv;
+        vj += u.vT;
       }
       if (c0 == 0u) { out[oo + d] = acc; } else { out[oo + d] = out[oo + d] * alpha + acc; }
     }
@@ -210,7 +213,7 @@ function threadSource(qkType: string, voType: string): string {
   var m = ${NEG_INF_F32};
   var l = 0.0;
   for (var j = 0u; j < keys; j++) {
-    let kr = ko + j * u.Dqk;
+    let kr = ko + j * u.kT;
     var a = ${qkType}(0.0);
     for (var d = 0u; d < u.Dqk; d++) { a += qr[d] * k[kr + d]; }
     let s = total(a) * scale;
@@ -218,7 +221,7 @@ function threadSource(qkType: string, voType: string): string {
     let alpha = exp(m - mNew);
     let p = exp(s - mNew);
     l = l * alpha + p;
-    let vr = vo + j * u.Dv;
+    let vr = vo + j * u.vT;
     for (var d = 0u; d < u.Dv; d++) { acc[d] = acc[d] * alpha + p * v[vr + d]; }
     m = mNew;
   }

@@ -16,7 +16,15 @@
 
 import { elementBytes, type TensorDType } from "../../ground/dtype.ts";
 import { NDArray } from "../../devices/ndarray.ts";
-import type { BinaryOp, OpBackend, ReduceOp, TakeMode, UnaryOp } from "../kernel_backend.ts";
+import type {
+  AttentionLayout,
+  BinaryOp,
+  OpBackend,
+  ReduceOp,
+  TakeMode,
+  UnaryOp,
+} from "../kernel_backend.ts";
+import { attentionGeometry } from "../attention_layout.ts";
 import { broadcastStrides, contiguousStrides } from "../broadcast.ts";
 import { concatLayout, sliceWindow } from "../indexing_layout.ts";
 import { attentionPerThread, attentionProgram, causalMaskProgram } from "./attention.ts";
@@ -26,6 +34,7 @@ import { binaryFn, CAST_FN, IDENTITY_FN, unaryFn } from "./elementwise_ops.ts";
 import { rowCopyProgram, takeProgram } from "./gather.ts";
 import { layerNormProgram } from "./layer_norm.ts";
 import { matmulProgram } from "./matmul.ts";
+import { linearProgram } from "./linear.ts";
 import {
   bufferOf,
   elementOffset,
@@ -36,6 +45,7 @@ import {
 import { kernelContext, type WebGPUDevice } from "../../devices/webgpu/webgpu_device.ts";
 import { planReduction } from "./reduce.ts";
 import { softmaxProgram } from "./softmax.ts";
+import { argmaxProgram, sampleTopPProgram } from "./sampling.ts";
 
 /**
  * Runs `record(target)` with an output that shares no buffer with `inputs`:
@@ -165,6 +175,28 @@ export const webgpuBackend: OpBackend = {
         offsets: [elementOffset(a), elementOffset(b), elementOffset(target)],
       });
       run(program, [a, b], target);
+    });
+  },
+
+  linear(x: NDArray, w: NDArray, bias: NDArray | null, out: NDArray): void {
+    requireFloat32("linear", x, w, ...(bias === null ? [] : [bias]));
+    if (out.size === 0) return;
+    const [N, K] = w.shape;
+    const inputs = bias === null ? [x, w, x] : [x, w, bias];
+    withDistinctOutput(inputs, out, (target) => {
+      const program = linearProgram({
+        M: out.size / N,
+        K,
+        N,
+        bias: bias !== null,
+        offsets: [
+          elementOffset(x),
+          elementOffset(w),
+          bias === null ? 0 : elementOffset(bias),
+          elementOffset(target),
+        ],
+      });
+      run(program, inputs, target);
     });
   },
 
@@ -309,6 +341,54 @@ export const webgpuBackend: OpBackend = {
     });
   },
 
+  argmax(x: NDArray, outer: number, n: number, inner: number, out: NDArray): void {
+    if (out.size === 0) return;
+    withDistinctOutput([x], out, (target) => {
+      const program = argmaxProgram({
+        outer,
+        n,
+        inner,
+        type: wgslType(x.dtype),
+        offsets: [elementOffset(x), elementOffset(target)],
+      });
+      run(program, [x], target);
+    });
+  },
+
+  sampleTopP(
+    logits: NDArray,
+    uniform: NDArray,
+    temperature: number,
+    topP: number,
+    out: NDArray,
+  ): void {
+    requireFloat32("sample_top_p", logits, uniform);
+    if (out.size === 0) return;
+    const V = logits.shape[logits.shape.length - 1];
+    withDistinctOutput([logits, uniform], out, (target) => {
+      // The weights of every row, written and re-read by the kernel; released once recorded
+      // (later work runs in queue order).
+      const scratch = NDArray.empty([out.size * V], "float32", out.device);
+      try {
+        const program = sampleTopPProgram({
+          rows: out.size,
+          V,
+          temperature,
+          topP,
+          offsets: [elementOffset(logits), elementOffset(uniform), elementOffset(target), 0],
+        });
+        runProgram(kernelContext(out.device), program, [
+          bufferOf(logits),
+          bufferOf(uniform),
+          bufferOf(target),
+          bufferOf(scratch),
+        ]);
+      } finally {
+        scratch.releaseIfUnowned();
+      }
+    });
+  },
+
   causalMask(x: NDArray, offset: number, out: NDArray): void {
     requireFloat32("causal_mask", x);
     if (out.size === 0) return;
@@ -333,20 +413,17 @@ export const webgpuBackend: OpBackend = {
     scale: number,
     causalOffset: number | null,
     out: NDArray,
+    layout: AttentionLayout,
   ): void {
     requireFloat32("attention", q, k, v);
     if (out.size === 0) return;
-    const rank = q.shape.length;
-    const Tq = q.shape[rank - 2], D = q.shape[rank - 1], Dv = v.shape[rank - 1];
+    const geometry = attentionGeometry(q.shape, k.shape, v.shape, layout);
+    const { D, Dv } = geometry;
     const rows = out.size / Dv;
     const fallback = isFallbackAdapter(out.device as WebGPUDevice);
     withDistinctOutput([q, k, v], out, (target) => {
       const program = attentionProgram({
-        rows,
-        Tq,
-        Tk: k.shape[rank - 2],
-        D,
-        Dv,
+        geometry,
         scale,
         causalOffset,
         offsets: [elementOffset(q), elementOffset(k), elementOffset(v), elementOffset(target)],

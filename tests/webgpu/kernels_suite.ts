@@ -23,6 +23,7 @@ import { VirtualMachine } from "../../vm/virtual_machine.ts";
 import { runProgram } from "../../devices/webgpu/kernel_program.ts";
 import { attentionPerThread, attentionProgram } from "../../kernels/webgpu/attention.ts";
 import { refAttention } from "../_operator_reference.ts";
+import { attentionGeometry } from "../../kernels/attention_layout.ts";
 
 installBuiltins();
 
@@ -487,11 +488,7 @@ gpuTest("attention: the per-thread and the workgroup variants agree with the ref
       const out = NDArray.empty([heads, Tq, Dv], "float32", gpu);
       try {
         const program = attentionProgram({
-          rows: heads * Tq,
-          Tq,
-          Tk,
-          D,
-          Dv,
+          geometry: attentionGeometry(rq.shape, rk.shape, rv.shape, "BHSD"),
           scale: 0.25,
           causalOffset,
           offsets: [0, 0, 0, 0],
