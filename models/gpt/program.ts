@@ -140,11 +140,9 @@ export function buildGPT(c: GPTConfig): Executable {
       ),
     ]);
   /** `heap[dst] = heap[a] + heap[b]`, through prim values and `gpt.add`. */
-  const heapAdd = (regs: Registers, heap: Operand, dst: number, a: number, b: number | Operand) => {
+  const heapAdd = (regs: Registers, heap: Operand, dst: number, a: number, b: number) => {
     const x = call(regs, "vm.builtin.make_prim_value", [heap, ib.imm(LOAD_SHAPE), ib.imm(a)]);
-    const y = typeof b === "number"
-      ? call(regs, "vm.builtin.make_prim_value", [heap, ib.imm(LOAD_SHAPE), ib.imm(b)])
-      : b;
+    const y = call(regs, "vm.builtin.make_prim_value", [heap, ib.imm(LOAD_SHAPE), ib.imm(b)]);
     const sum = call(regs, "gpt.add", [x, y]);
     ib.emit_call("vm.builtin.match_prim_value", [sum, heap, ib.imm(STORE_TO_HEAP), ib.imm(dst)]);
   };

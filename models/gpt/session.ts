@@ -141,8 +141,8 @@ export class GPTSession {
   /**
    * Generates `n` tokens after `token` in one VM call (`decode_n`): each is
    * chosen on the device and fed to the next step there; only the `n` ids
-   * are read back. `uniforms` (n numbers in [0, 1)) drive top-p sampling
-   * when `temperature` is not 0.
+   * are read back. `uniforms` (n numbers in [0, 1); default `Math.random()`)
+   * drive top-p sampling when `temperature` is not 0.
    */
   async decodeN(
     token: number,
@@ -154,7 +154,7 @@ export class GPTSession {
     } = {},
   ): Promise<Int32Array> {
     this.#reserve(n);
-    const u = uniforms ?? new Array(n).fill(0);
+    const u = uniforms ?? Array.from({ length: n }, () => (temperature === 0 ? 0 : Math.random()));
     if (u.length !== n) throw new RangeError(`decodeN: ${u.length} uniforms for ${n} tokens`);
     using id = tensor([token], { dtype: "int32" });
     using samples = tensor(Float32Array.from(u), { device: this.device });
