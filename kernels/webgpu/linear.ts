@@ -46,7 +46,11 @@ export interface LinearArgs {
   offsets: readonly [number, number, number, number];
 }
 
-/** The program for one `linear`; bindings x, w, bias, out (bind x as the bias when there is none). */
+/**
+ * The program for one `linear`; bindings x, w, bias, out (bind x as the
+ * bias when there is none). `tile` overrides `chooseTile`'s blocks (to
+ * measure others).
+ */
 export function linearProgram(
   { M, K, N, bias, offsets }: LinearArgs,
   tile?: { R: number; C: number; width: number; wg?: number },
@@ -81,7 +85,9 @@ export function linearProgram(
  *   and 0.49 for 384 → 1536 (2.4 GFLOP/s, about 4.8 GB/s of weights); `1×4` in
  *   workgroups of 64 took 0.30 and 0.53, and left the 384-column products
  *   one workgroup, one core;
- * - 64 rows: `8×8` blocks, 8 × 8 threads: 14–18 GFLOP/s; `4×4` gave 10.
+ * - 64 rows: `8×8` (or `8×4`) blocks, 8 × 8 threads, led at 13–18 GFLOP/s
+ *   depending on the shape and the load of the shared machine; `4×4` blocks
+ *   reached 10, one row per thread 5.
  */
 function chooseTile(M: number): [number, number, number, number] {
   if (M < 4) return [1, 8, 32, 32];
