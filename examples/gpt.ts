@@ -108,9 +108,10 @@ const prompt = Array.from(
   (_, i) => (i * 7919 + 13) % config.vocab,
 );
 
-// Warm up once (shaders compile, the memory pool fills), then forget it.
-await session.prefill(prompt.slice(0, Math.min(prompt.length, 8)));
-await session.decode(0);
+// Warm up once with the same shapes (shaders compile, the memory pool fills), then forget it.
+await session.prefill(prompt);
+if (options.batch > 0) await session.decodeN(0, Math.min(options.batch, options.newTokens || 1));
+else await session.decode(0);
 session.reset();
 
 console.log(`prompt (${prompt.length} tokens): ${prompt.join(" ")}`);

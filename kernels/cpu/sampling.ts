@@ -18,7 +18,13 @@ const f32 = Math.fround;
  * (`n > 0`): the first maximal element, NaN counting as larger than any
  * number (NumPy's rule). `out` is int32.
  */
-export function argmaxKernel(x: NDArray, outer: number, n: number, inner: number, out: NDArray) {
+export function argmaxKernel(
+  x: NDArray,
+  outer: number,
+  n: number,
+  inner: number,
+  out: NDArray,
+): void {
   const xv = x.cpuView() as NumberArray, ov = out.cpuView() as Int32Array;
   for (let o = 0; o < outer; o++) {
     for (let i = 0; i < inner; i++) {
@@ -73,7 +79,12 @@ export function sampleTopPKernel(
  * the first element outright when `u < p_max / topP`) applied to
  * `softmax(logits / temperature)`.
  */
-export function sampleTopPRow(x: Float32Array, u: number, temperature: number, topP: number) {
+export function sampleTopPRow(
+  x: Float32Array,
+  u: number,
+  temperature: number,
+  topP: number,
+): number {
   const V = x.length;
   let best = -1;
   for (let i = 0; i < V; i++) if (!Number.isNaN(x[i]) && (best < 0 || x[i] > x[best])) best = i;
