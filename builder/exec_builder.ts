@@ -15,7 +15,10 @@
  * @module
  */
 
-import { CheckError, type CheckProblem } from "../ground/errors.ts";
+import { CheckError, type CheckProblem, formatProblem } from "../ground/errors.ts";
+import { getGlobalFunc, listGlobalFuncNames } from "../ground/registry.ts";
+import { suggestName } from "../ground/suggest.ts";
+import { printable } from "../ground/printable.ts";
 import {
   ArgKind,
   encodeArg,
@@ -154,6 +157,44 @@ function checkInteger(v: unknown, min: number, limit: number, what: string): ass
       } of magnitude at most ${limit}`,
     );
   }
+}
+
+/**
+ * A warning per packed function `code` uses that the registry does not
+ * hold now, naming its first use and the registered name it most likely
+ * misspells. A warning, not an error: the function may be registered later,
+ * before a VM loads the executable (which fails then, as now, if it is not).
+ */
+function unregisteredWarnings(code: ProgramData): string[] {
+  const warnings: string[] = [];
+  let names: string[] | undefined;
+  code.functions.forEach((f, index) => {
+    if (f.kind !== "packed" || getGlobalFunc(f.name) !== undefined) return;
+    names ??= listGlobalFuncNames();
+    const guess = suggestName(f.name, names);
+    const hint = guess === undefined ? "" : `; did you mean ${guess}?`;
+    const where = firstUse(code, index);
+    warnings.push(
+      `${where}packed function ${
+        printable(f.name)
+      } is not registered${hint} (register it before a VM loads this executable)`,
+    );
+  });
+  return warnings;
+}
+
+/** `@func[pc]: ` of the first instruction that refers to function `index`, or "" for none. */
+function firstUse(code: ProgramData, index: number): string {
+  const cursor = new InstructionCursor(code);
+  for (const owner of code.functions) {
+    if (owner.kind !== "vm") continue;
+    for (let i = owner.start; i < owner.end; i++) {
+      if (cursor.seek(i).refersToFunction(index)) {
+        return `${formatProblem({ functionName: owner.name, pc: i - owner.start, message: "" })}`;
+      }
+    }
+  }
+  return "";
 }
 
 /**
@@ -441,6 +482,26 @@ export class ExecBuilder {
    * Finishes: checks the program (throws `CheckError` listing every problem),
    * formalizes it and returns the `Executable`. The builder is unchanged, so
    * calling `get()` again returns an equivalent executable.
+   *
+   * What is suspicious but not wrong becomes a line of `ex.warnings`: an
+   * input never used, or a packed function the registry does not hold yet
+   * (with the registered name it most likely misspells, e.g. `vm.op.reluu`:
+   * "did you mean vm.op.relu?"). A VM loading the executable fails on a name
+   * that is still not registered then.
+   *
+   * @example A misspelt packed function
+   * ```ts
+   * import { ExecBuilder } from "@relaxvm/relaxvm";
+   * import { assertStringIncludes } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("main", { num_inputs: 1 }, () => {
+   *   ib.emit_call("vm.op.reluu", [ib.r(0)], { dst: ib.r(1) });
+   *   ib.emit_ret(ib.r(1));
+   * });
+   * const ex = ib.get();
+   * assertStringIncludes(ex.warnings[0], "did you mean vm.op.relu?");
+   * ```
    */
   get(opts: GetOptions = {}): Executable {
     checkOptions(opts, ["liveness"], "get");
@@ -473,8 +534,9 @@ export class ExecBuilder {
       problems.push({ functionName, pc, message });
     }
     if (problems.length > 0) throw new CheckError(problems);
+    const unregistered = unregisteredWarnings(raw);
     // The snapshot is this call's own copy of the code, so formalize may rewrite it.
-    return executableFromVerified(formalizeProgram(raw), warnings);
+    return executableFromVerified(formalizeProgram(raw), [...warnings, ...unregistered]);
   }
 
   /**
