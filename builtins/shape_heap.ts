@@ -32,15 +32,70 @@ import { contextPrefix, describe } from "./describe.ts";
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const shapeHeapBuiltins = new BuiltinTable();
 
-/** Match codes of `vm.builtin.match_shape`. */
-export const MatchShapeCode = {
+/**
+ * The per-dimension codes of `vm.builtin.match_shape(input, heap, ndim,
+ * code_0, value_0, …, err_ctx?)`, TVM's `MatchShapeCode`: pass them with
+ * `ib.imm(...)` instead of writing their numbers.
+ *
+ * - `AssertEqualToImm`: the dimension must equal `value`
+ * - `StoreToHeap`: `heap[value]` = the dimension
+ * - `NoOp`: nothing
+ * - `AssertEqualToLoad`: the dimension must equal `heap[value]`
+ *
+ * @example Bind a 2-D input's dimensions into the shape heap
+ * ```ts
+ * import { ExecBuilder, MakeShapeCode, MatchShapeCode, tensor, VirtualMachine } from "@relaxvm/relaxvm";
+ * import { assertEquals } from "@std/assert";
+ *
+ * const ib = new ExecBuilder();
+ * ib.function("transposed_shape", { num_inputs: 1 }, () => {
+ *   ib.emit_call("vm.builtin.alloc_shape_heap", [ib.imm(2)], { dst: ib.r(1) });
+ *   ib.emit_call("vm.builtin.match_shape", [
+ *     ib.r(0), ib.r(1), ib.imm(2),
+ *     ib.imm(MatchShapeCode.StoreToHeap), ib.imm(0), // heap[0] = rows
+ *     ib.imm(MatchShapeCode.StoreToHeap), ib.imm(1), // heap[1] = columns
+ *   ]);
+ *   ib.emit_call("vm.builtin.make_shape", [
+ *     ib.r(1), ib.imm(2),
+ *     ib.imm(MakeShapeCode.LoadShape), ib.imm(1),
+ *     ib.imm(MakeShapeCode.LoadShape), ib.imm(0),
+ *   ], { dst: ib.r(2) });
+ *   ib.emit_ret(ib.r(2));
+ * });
+ * using x = tensor(new Float32Array(6), { shape: [2, 3] });
+ * const out = await new VirtualMachine(ib.get()).invoke("transposed_shape", x);
+ * assertEquals(String(out), "(3, 2)");
+ * ```
+ */
+export const MatchShapeCode: {
+  readonly AssertEqualToImm: 0;
+  readonly StoreToHeap: 1;
+  readonly NoOp: 2;
+  readonly AssertEqualToLoad: 3;
+} = {
   AssertEqualToImm: 0,
   StoreToHeap: 1,
   NoOp: 2,
   AssertEqualToLoad: 3,
 } as const;
-/** Codes of `vm.builtin.make_shape`. */
-export const MakeShapeCode = { UseImm: 0, LoadShape: 1 } as const;
+
+/**
+ * The per-dimension codes of `vm.builtin.make_shape(heap, ndim, code_0,
+ * value_0, …)`, TVM's `MakeShapeCode`: `UseImm` makes the dimension `value`,
+ * `LoadShape` makes it `heap[value]`. See `MatchShapeCode` for an example.
+ *
+ * @example
+ * ```ts
+ * import { MakeShapeCode } from "@relaxvm/relaxvm";
+ * import { assertEquals } from "@std/assert";
+ *
+ * assertEquals([MakeShapeCode.UseImm, MakeShapeCode.LoadShape], [0, 1]);
+ * ```
+ */
+export const MakeShapeCode: { readonly UseImm: 0; readonly LoadShape: 1 } = {
+  UseImm: 0,
+  LoadShape: 1,
+} as const;
 
 /**
  * A shape heap's elements as numbers: an int64 tensor (what
