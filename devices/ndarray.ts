@@ -132,14 +132,62 @@ export class NDArray extends VMObject {
   }
 
   /**
-   * A new tensor with uninitialized contents on `device`, from the active
-   * allocator (the running VM's, or the device default). @internal
+   * A new tensor of `shape` and `dtype` on `device` (default `cpu()`), with
+   * zeroed or leftover contents: write every element before reading. This
+   * is how a packed function allocates its result. Inside a running VM the
+   * memory comes from that VM's allocator (pooled, and counted in its
+   * `memory_stats()`); outside, from the device's default allocator.
+   *
+   * The tensor is *floating*: nobody holds it yet. Returned from a packed
+   * function, the VM takes it and frees it after its last use; a temporary
+   * is freed by `dispose()` (or `using`); one dropped outside a VM is freed
+   * by the garbage collector at the latest. On the CPU, fill it through
+   * `cpuView()`.
+   *
+   * Ownership rule for packed functions: a result the function creates is
+   * floating (make it with `NDArray.empty`) and the VM takes it. `tensor()`
+   * makes a tensor the caller owns: right for a value the function keeps
+   * across calls, wrong for a result, which would then stay live until
+   * the garbage collector finds it. Arguments are lent for the call: read
+   * them or return them, never dispose them.
+   *
+   * @example A packed function that allocates its result
+   * ```ts
+   * import { ExecBuilder, NDArray, registerFunc, tensor, VirtualMachine } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * registerFunc("doc.example.square", (x: NDArray) => {
+   *   const out = NDArray.empty(x.shape, "float32", x.device); // floating: the VM takes it
+   *   const src = x.cpuView() as Float32Array, dst = out.cpuView() as Float32Array;
+   *   for (let i = 0; i < dst.length; i++) dst[i] = src[i] * src[i];
+   *   return out;
+   * }, { override: true });
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("main", { num_inputs: 1 }, () => {
+   *   ib.emit_call("doc.example.square", [ib.r(0)], { dst: ib.r(1) });
+   *   ib.emit_ret(ib.r(1));
+   * });
+   * const vm = new VirtualMachine(ib.get());
+   * using x = tensor([1, 2, 3]);
+   * {
+   *   using y = await vm.invoke("main", x) as NDArray;
+   *   assertEquals([...y.dataSync()], [1, 4, 9]);
+   * }
+   * assertEquals(vm.memory_stats().liveBytes, 0); // nothing left behind
+   * ```
    */
   static empty(shape: readonly number[], dtype: TensorDType, device: Device = cpu()): NDArray {
+    if (!Array.isArray(shape)) {
+      throw new TypeError(`NDArray.empty: shape must be an array of integers, got ${typeof shape}`);
+    }
     for (const d of shape) {
       if (!Number.isSafeInteger(d) || d < 0) {
         throw new RangeError(`Invalid tensor shape [${shape.join(", ")}]`);
       }
+    }
+    if (!Object.hasOwn(TYPED_ARRAYS, dtype)) {
+      throw new TypeError(`NDArray.empty: unknown dtype ${JSON.stringify(dtype)}`);
     }
     const nbytes = shapeSize(shape) * elementBytes(dtype);
     return new NDArray(currentAllocator(device).allocBlock(nbytes), 0, shape, dtype);
@@ -214,8 +262,25 @@ export class NDArray extends VMObject {
   }
 
   /**
-   * The elements as a TypedArray view without copying (CPU only): what
-   * kernels read and write. @internal
+   * The elements as a TypedArray view of the tensor's memory, without
+   * copying (CPU tensors only; others throw a `TypeError`): writes change
+   * the tensor. What kernels and packed functions read and write. The view
+   * is valid until the tensor is freed; do not keep it beyond that.
+   *
+   * Elements are stored as `dtype` says: a `BigInt64Array` for int64, a
+   * `Uint8Array` of 0/1 for bool, a `Uint16Array` of raw bits for bfloat16
+   * (and for float16 where the runtime has no `Float16Array`). `dataSync()`
+   * and `data()` return copies of the values instead.
+   *
+   * @example Fill a tensor in place
+   * ```ts
+   * import { NDArray } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * using t = NDArray.empty([2, 2], "int32");
+   * (t.cpuView() as Int32Array).set([1, 2, 3, 4]);
+   * assertEquals([...t.dataSync()], [1, 2, 3, 4]);
+   * ```
    */
   cpuView(): TypedArray {
     const view = this.#view;

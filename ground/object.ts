@@ -21,7 +21,7 @@
  * | `releaseIfUnowned()` | free if nobody holds it (a discarded result)               |
  * | `kill()`             | free now, whoever holds it (`vm.builtin.kill`)             |
  * | `handToUser()`       | the user becomes a holder (once); what the VM returns      |
- * | `dispose()`          | the user lets go of its reference (also `using`)           |
+ * | `dispose()`          | the user lets go (also `using`); frees a floating object   |
  *
  * Values that own nothing (numbers, strings, shapes, dtypes, devices, null,
  * arrays a user passes in) take part in none of this: the helpers below
@@ -102,14 +102,20 @@ export abstract class VMObject {
   heldBeyondFrames(): void {}
 
   /**
-   * Drops the user's reference: the object is freed now unless the VM still
-   * holds it (a constant, a saved argument, a captured value). Calling it
-   * twice is harmless.
+   * Drops the caller's reference: the object is freed now unless the VM
+   * still holds it (a constant, a saved argument, a captured value). That
+   * covers an object the caller made and nobody holds yet, such as a
+   * temporary tensor from `NDArray.empty` inside a packed function
+   * (`using tmp = NDArray.empty(...)`). Calling it twice is harmless.
    */
   dispose(): void {
-    if (!this.#userHeld || this.#freed) return;
-    this.#userHeld = false;
-    this.release();
+    if (this.#freed) return;
+    if (this.#userHeld) {
+      this.#userHeld = false;
+      this.release();
+    } else if (this.#refs === 0) {
+      this.#free();
+    }
   }
 
   /** `using x = ...` disposes at the end of the scope. */

@@ -21,6 +21,15 @@ export interface RegisterOptions {
 /**
  * Adds a packed function to the global registry.
  *
+ * A packed function receives the VM's values (tensors, shapes, numbers, …)
+ * and may return a value or a Promise of one. Ownership, as for the
+ * builtins: arguments are lent for the call (read them or return them,
+ * never dispose them); a tensor the function creates as its result is made
+ * with `NDArray.empty(shape, dtype, device)`, from the running VM's
+ * allocator, and returned floating: the VM takes it and frees it after its
+ * last use. `tensor()` makes a tensor the caller owns, which as a result
+ * would stay live until the garbage collector finds it.
+ *
  * @example
  * ```ts
  * import { getGlobalFunc, registerFunc } from "@relaxvm/relaxvm";
