@@ -16,7 +16,11 @@ export class Operand {
   /** Register number, immediate value, constant index or function name. */
   readonly value: number | string;
 
-  /** Use the `ExecBuilder` methods instead. @internal */
+  /**
+   * Use the `ExecBuilder` methods instead.
+   *
+   * @ignore
+   */
   constructor(kind: OperandKind, value: number | string) {
     this.kind = kind;
     this.value = value;

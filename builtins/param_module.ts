@@ -35,7 +35,11 @@ import { Tuple } from "../ground/tuple.ts";
 export class ParamModule extends VMObject {
   readonly #params: Tuple;
 
-  /** Holds `params`. @internal */
+  /**
+   * Holds `params`.
+   *
+   * @ignore
+   */
   constructor(params: readonly NDArray[]) {
     super();
     this.#params = new Tuple(params);

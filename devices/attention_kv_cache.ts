@@ -87,7 +87,11 @@ export class AttentionKVCache extends VMObject {
   #fill = 0;
   #window = 0;
 
-  /** A cache over `data` (which it retains), with no rows filled. @internal */
+  /**
+   * A cache over `data` (which it retains), with no rows filled.
+   *
+   * @ignore
+   */
   constructor(data: NDArray) {
     super();
     if (data.shape.length === 0) throw new RangeError("A KV cache needs at least one dimension");
@@ -154,7 +158,11 @@ export class AttentionKVCache extends VMObject {
     return this.#data.device;
   }
 
-  /** The backing tensor (all `capacity` rows). @internal */
+  /**
+   * The backing tensor (all `capacity` rows).
+   *
+   * @ignore
+   */
   get data(): NDArray {
     this.#assertLive();
     return this.#data;

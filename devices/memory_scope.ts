@@ -25,7 +25,11 @@ export class MemoryScope implements AllocatorSet {
   #lastDevice: Device | undefined = undefined;
   #lastAllocator: Allocator | undefined = undefined;
 
-  /** Made by the VM. @internal */
+  /**
+   * Made by the VM.
+   *
+   * @ignore
+   */
   constructor(devices: readonly Device[], allocatorKind: AllocatorKind) {
     this.devices = devices;
     this.allocatorKind = allocatorKind;

@@ -80,7 +80,11 @@ export class NDArray extends VMObject {
   readonly shape: readonly number[];
   /** Element type, e.g. `"float32"`. */
   readonly dtype: TensorDType;
-  /** Where the view starts in its block, in bytes. @internal */
+  /**
+   * Where the view starts in its block, in bytes.
+   *
+   * @ignore
+   */
   readonly byteOffset: number;
   /** Number of elements. */
   readonly size: number;
@@ -100,7 +104,9 @@ export class NDArray extends VMObject {
    * `MemoryBlock` (fresh from an allocator, `byteOffset` 0) becomes the
    * tensor's own. `shape` is copied, unless the caller passes `size`: then
    * it vouches that `shape` is frozen (another tensor's shape, a cached
-   * plan's) and has `size` elements, and the array is shared. @internal
+   * plan's) and has `size` elements, and the array is shared.
+   *
+   * @ignore
    */
   constructor(
     source: Storage | MemoryBlock,
@@ -196,7 +202,9 @@ export class NDArray extends VMObject {
   /**
    * `empty` for callers that already checked the shape: `shape` is frozen
    * (an input's shape, a cached plan's) and has `size` elements. The
-   * operators' output path. @internal
+   * operators' output path.
+   *
+   * @ignore
    */
   static emptyChecked(
     shape: readonly number[],
@@ -211,7 +219,9 @@ export class NDArray extends VMObject {
   /**
    * The storage this tensor views, made now if the tensor owned its block
    * alone (the tensor then holds the storage's first reference). Throws
-   * once the tensor is released. @internal
+   * once the tensor is released.
+   *
+   * @ignore
    */
   get storage(): Storage {
     if (this.#storage === null) {
@@ -224,7 +234,9 @@ export class NDArray extends VMObject {
   /**
    * The raw block this tensor views (an `ArrayBuffer`, a `GPUBuffer`), read
    * without making a storage: what kernels bind. Throws once the tensor is
-   * released. @internal
+   * released.
+   *
+   * @ignore
    */
   get block(): unknown {
     if (this.disposed) throw this.usedAfterFree();
@@ -241,13 +253,21 @@ export class NDArray extends VMObject {
     return this.size * elementBytes(this.dtype);
   }
 
-  /** The user becomes a holder (once); returns this tensor. @internal */
+  /**
+   * The user becomes a holder (once); returns this tensor.
+   *
+   * @ignore
+   */
   override handToUser(): this {
     super.handToUser();
     return this;
   }
 
-  /** Joins the garbage-collection safety net (once). @internal */
+  /**
+   * Joins the garbage-collection safety net (once).
+   *
+   * @ignore
+   */
   override heldBeyondFrames(): void {
     if (this.#collectable) return;
     this.#collectable = true;
@@ -335,7 +355,9 @@ export class NDArray extends VMObject {
 
   /**
    * The copy behind `copyTo` and `vm.builtin.to_device`: no user reference.
-   * Device-to-device work is queued in order; only GPU→CPU waits. @internal
+   * Device-to-device work is queued in order; only GPU→CPU waits.
+   *
+   * @ignore
    */
   async copyToFloating(device: Device): Promise<NDArray> {
     this.#assertLive();

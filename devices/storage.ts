@@ -35,7 +35,11 @@ export interface BlockOwner {
   reclaim(block: MemoryBlock): void;
 }
 
-/** One raw block of device memory and what travels with it. @internal */
+/**
+ * One raw block of device memory and what travels with it.
+ *
+ * @ignore
+ */
 export class MemoryBlock {
   /** The device the block lives on. */
   readonly device: Device;
@@ -73,7 +77,11 @@ export class Storage extends VMObject {
    */
   readonly memory: MemoryBlock;
 
-  /** Made by allocators and by tensors that owned `memory` until now. @internal */
+  /**
+   * Made by allocators and by tensors that owned `memory` until now.
+   *
+   * @ignore
+   */
   constructor(memory: MemoryBlock, nbytes: number) {
     super();
     this.memory = memory;

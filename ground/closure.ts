@@ -43,7 +43,11 @@ export class Closure extends VMObject {
   readonly captured: readonly unknown[];
   readonly #target: ClosureTarget;
 
-  /** Made by `vm.builtin.make_closure` and by function references. @internal */
+  /**
+   * Made by `vm.builtin.make_closure` and by function references.
+   *
+   * @ignore
+   */
   constructor(name: string, target: ClosureTarget, captured: readonly unknown[] = []) {
     super();
     this.name = name;
@@ -70,7 +74,11 @@ export class Closure extends VMObject {
       : this.#target(...args, ...this.captured);
   }
 
-  /** The user becomes a holder (once); returns this closure. @internal */
+  /**
+   * The user becomes a holder (once); returns this closure.
+   *
+   * @ignore
+   */
   override handToUser(): this {
     super.handToUser();
     return this;

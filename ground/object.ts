@@ -23,6 +23,10 @@
  * | `handToUser()`       | the user becomes a holder (once); what the VM returns      |
  * | `dispose()`          | the user lets go (also `using`); frees a floating object   |
  *
+ * The calls other than `dispose()` are the library's own (the VM, the
+ * builtins, the allocators): they carry `@ignore`, so the published docs
+ * show users `dispose()`, `disposed` and `using` only.
+ *
  * Values that own nothing (numbers, strings, shapes, dtypes, devices, null,
  * arrays a user passes in) take part in none of this: the helpers below
  * accept any value and do nothing for those.
@@ -36,7 +40,11 @@ export abstract class VMObject {
   #freed = false;
   #userHeld = false;
 
-  /** Number of holders now. @internal */
+  /**
+   * Number of holders now.
+   *
+   * @ignore
+   */
   get refCount(): number {
     return this.#refs;
   }
@@ -46,38 +54,60 @@ export abstract class VMObject {
     return this.#freed;
   }
 
-  /** Adds a holder. @internal */
+  /**
+   * Adds a holder.
+   *
+   * @ignore
+   */
   retain(): this {
     if (this.disposed) throw this.usedAfterFree();
     this.#refs++;
     return this;
   }
 
-  /** Drops a holder; the last one frees the object. @internal */
+  /**
+   * Drops a holder; the last one frees the object.
+   *
+   * @ignore
+   */
   release(): void {
     if (this.#freed) return;
     if (this.#refs > 0) this.#refs--;
     if (this.#refs === 0) this.#free();
   }
 
-  /** Drops a holder without freeing: the object is floating again. @internal */
+  /**
+   * Drops a holder without freeing: the object is floating again.
+   *
+   * @ignore
+   */
   disown(): void {
     if (this.#refs > 0) this.#refs--;
   }
 
-  /** Frees the object if nobody holds it (a result that was discarded). @internal */
+  /**
+   * Frees the object if nobody holds it (a result that was discarded).
+   *
+   * @ignore
+   */
   releaseIfUnowned(): void {
     if (!this.#freed && this.#refs === 0) this.#free();
   }
 
-  /** Frees the object now, whoever still holds it; later uses throw. @internal */
+  /**
+   * Frees the object now, whoever still holds it; later uses throw.
+   *
+   * @ignore
+   */
   kill(): void {
     if (!this.#freed) this.#free();
   }
 
   /**
    * Makes the user a holder (once, however often it is handed over), so
-   * `dispose()` knows what to drop; returns what the user receives. @internal
+   * `dispose()` knows what to drop; returns what the user receives.
+   *
+   * @ignore
    */
   handToUser(): unknown {
     if (!this.#userHeld) {
@@ -97,7 +127,9 @@ export abstract class VMObject {
    * whether the call returns or throws. Kinds that keep a garbage-collection
    * safety net install it here instead of on every object, because the
    * safety net costs more than a small kernel (see devices/ndarray.ts).
-   * Called once or more; never on a freed object. @internal
+   * Called once or more; never on a freed object.
+   *
+   * @ignore
    */
   heldBeyondFrames(): void {}
 

@@ -21,7 +21,9 @@ let wrapVerified: (data: ProgramData, warnings: readonly string[]) => Executable
 
 /**
  * An executable from program data that the builder or the loader has just
- * verified and owns: no copy, no second verification. @internal
+ * verified and owns: no copy, no second verification.
+ *
+ * @ignore
  */
 export function executableFromVerified(
   data: ProgramData,
@@ -139,12 +141,20 @@ export class Executable implements ProgramData {
     return this.vmFunction(name) !== undefined;
   }
 
-  /** Index of `name` in the function table, or -1. @internal */
+  /**
+   * Index of `name` in the function table, or -1.
+   *
+   * @ignore
+   */
   functionIndex(name: string): number {
     return this.#funcIndex.get(name) ?? -1;
   }
 
-  /** The VM function called `name`, if any. @internal */
+  /**
+   * The VM function called `name`, if any.
+   *
+   * @ignore
+   */
   vmFunction(name: string): FunctionInfo | undefined {
     const i = this.#funcIndex.get(name);
     const f = i === undefined ? undefined : this.functions[i];
