@@ -31,10 +31,15 @@ export class BuiltinTable {
     return this.#entries;
   }
 
-  /** Registers every builtin; one already registered with the same function is left alone. */
+  /**
+   * Registers every builtin whose name is not registered yet. A name that is
+   * stays as it is: the registry is one per process (ground/shared.ts), so
+   * it may hold another copy's builtin of that name, or a user's override,
+   * which a second copy of the library must not replace.
+   */
   install(): void {
     for (const { name, fn } of this.#entries) {
-      if (getGlobalFunc(name) !== fn) registerFunc(name, fn, { override: true });
+      if (getGlobalFunc(name) === undefined) registerFunc(name, fn);
     }
   }
 }

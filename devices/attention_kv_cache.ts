@@ -24,6 +24,7 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import { elementBytes, type TensorDType } from "../ground/dtype.ts";
 import { retainValue, VMObject } from "../ground/object.ts";
 import type { Device } from "./device.ts";
@@ -56,6 +57,8 @@ function copyRows(
   }
 }
 
+const ATTENTION_KV_CACHE_BRAND = brandKey("AttentionKVCache");
+
 /**
  * A KV cache: a growing tensor of rows. Made by
  * `vm.builtin.attention_kv_cache_create`; the other `attention_kv_cache_*`
@@ -83,6 +86,19 @@ function copyRows(
  * ```
  */
 export class AttentionKVCache extends VMObject {
+  static {
+    brand(this, ATTENTION_KV_CACHE_BRAND);
+  }
+
+  /**
+   * True for an `AttentionKVCache` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static override [Symbol.hasInstance](v: unknown): v is AttentionKVCache {
+    return typeof v === "object" && v !== null && (v as Branded)[ATTENTION_KV_CACHE_BRAND] === true;
+  }
+
   #data: NDArray;
   #fill = 0;
   #window = 0;

@@ -38,6 +38,7 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import { VMObject } from "../ground/object.ts";
 import { cpu } from "./cpu_device.ts";
 import type { Device } from "./device.ts";
@@ -61,6 +62,8 @@ export function shapeSize(shape: readonly number[]): number {
   return n;
 }
 
+const NDARRAY_BRAND = brandKey("NDArray");
+
 /**
  * A tensor. Make one with `tensor()`; read it with `await data()`.
  *
@@ -76,6 +79,19 @@ export function shapeSize(shape: readonly number[]): number {
  * ```
  */
 export class NDArray extends VMObject {
+  static {
+    brand(this, NDARRAY_BRAND);
+  }
+
+  /**
+   * True for a `NDArray` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static override [Symbol.hasInstance](v: unknown): v is NDArray {
+    return typeof v === "object" && v !== null && (v as Branded)[NDARRAY_BRAND] === true;
+  }
+
   /** Dimensions, outermost first. */
   readonly shape: readonly number[];
   /** Element type, e.g. `"float32"`. */

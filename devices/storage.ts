@@ -25,6 +25,7 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import { VMObject } from "../ground/object.ts";
 import type { TypedArray } from "../ground/dtype.ts";
 import type { Device } from "./device.ts";
@@ -66,8 +67,23 @@ export class MemoryBlock {
   }
 }
 
+const STORAGE_BRAND = brandKey("Storage");
+
 /** A block of device memory, shared by the tensors that view it. */
 export class Storage extends VMObject {
+  static {
+    brand(this, STORAGE_BRAND);
+  }
+
+  /**
+   * True for a `Storage` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static override [Symbol.hasInstance](v: unknown): v is Storage {
+    return typeof v === "object" && v !== null && (v as Branded)[STORAGE_BRAND] === true;
+  }
+
   /** Usable size in bytes (what was asked for). */
   readonly nbytes: number;
   /**

@@ -8,10 +8,13 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "./brand.ts";
 import { releaseValue, retainValue, VMObject } from "./object.ts";
 
 /** What a closure calls: the VM's entry for a VM function, or a packed function. */
 export type ClosureTarget = (...args: unknown[]) => unknown;
+
+const CLOSURE_BRAND = brandKey("Closure");
 
 /**
  * A callable value returned by the VM.
@@ -37,6 +40,19 @@ export type ClosureTarget = (...args: unknown[]) => unknown;
  * ```
  */
 export class Closure extends VMObject {
+  static {
+    brand(this, CLOSURE_BRAND);
+  }
+
+  /**
+   * True for a `Closure` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static override [Symbol.hasInstance](v: unknown): v is Closure {
+    return typeof v === "object" && v !== null && (v as Branded)[CLOSURE_BRAND] === true;
+  }
+
   /** The function's name. */
   readonly name: string;
   /** The captured values, passed after the call's own arguments. */

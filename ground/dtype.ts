@@ -6,6 +6,7 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "./brand.ts";
 import { bfloat16BitsToFloat32, float16BitsToFloat32 } from "./float_formats.ts";
 
 /** DLPack type codes. */
@@ -102,6 +103,8 @@ export type NumberArray =
 /** Any of the TypedArrays backing a tensor, or returned by `data()`. */
 export type TypedArray = NumberArray | BigInt64Array;
 
+const DATA_TYPE_BRAND = brandKey("DataType");
+
 /**
  * A data type such as `float32`, as DLPack's code/bits/lanes triple.
  * Usable as an `emit_call` argument (it becomes a constant).
@@ -117,6 +120,19 @@ export type TypedArray = NumberArray | BigInt64Array;
  * ```
  */
 export class DataType {
+  static {
+    brand(this, DATA_TYPE_BRAND);
+  }
+
+  /**
+   * True for a `DataType` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static [Symbol.hasInstance](v: unknown): v is DataType {
+    return typeof v === "object" && v !== null && (v as Branded)[DATA_TYPE_BRAND] === true;
+  }
+
   /** DLPack type code: 0 int, 1 uint, 2 float, 4 bfloat, 6 bool. */
   readonly code: number;
   /** Bits per lane. */

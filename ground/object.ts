@@ -34,8 +34,26 @@
  * @module
  */
 
+import { brand, type Branded, brandKey, ordinaryInstanceOf } from "./brand.ts";
+
+const VM_OBJECT_BRAND = brandKey("VMObject");
+
 /** A runtime object with a reference count; each kind implements `free()`. */
 export abstract class VMObject {
+  static {
+    brand(this, VM_OBJECT_BRAND);
+  }
+
+  /**
+   * True for a `VMObject` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static [Symbol.hasInstance](v: unknown): v is VMObject {
+    if (this !== VMObject) return ordinaryInstanceOf.call(this, v);
+    return typeof v === "object" && v !== null && (v as Branded)[VM_OBJECT_BRAND] === true;
+  }
+
   #refs = 0;
   #freed = false;
   #userHeld = false;

@@ -1,16 +1,21 @@
 /**
  * The global registry of packed functions: the names `emit_call` refers to
  * when they are not VM functions. A VM resolves every name once, when it
- * loads an executable.
+ * loads an executable. One registry serves the whole process, every copy of
+ * the library included (`Symbol.for("relaxvm.registry")` on `globalThis`,
+ * see ground/shared.ts): a `--preload` module that imports relaxvm through
+ * another specifier registers where the CLI's VM looks.
  *
  * @module
  */
+
+import { shared } from "./shared.ts";
 
 /** A packed function: any JS function; it may return a value or a Promise. */
 // deno-lint-ignore no-explicit-any
 export type PackedFunc = (...args: any[]) => unknown;
 
-const registry = new Map<string, PackedFunc>();
+const registry: Map<string, PackedFunc> = shared("relaxvm.registry", () => new Map());
 
 /** Options of `registerFunc`. */
 export interface RegisterOptions {

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import { CheckError } from "../ground/errors.ts";
 import type { ConstantValue, FunctionInfo, ProgramData } from "./program_data.ts";
 import { loadProgram, saveProgram } from "./serialize.ts";
@@ -32,6 +33,8 @@ export function executableFromVerified(
   return wrapVerified(data, warnings);
 }
 
+const EXECUTABLE_BRAND = brandKey("Executable");
+
 /**
  * A checked, formalized program. Build one with `ExecBuilder.get()` or
  * `Executable.load(bytes)`.
@@ -49,6 +52,19 @@ export function executableFromVerified(
  * ```
  */
 export class Executable implements ProgramData {
+  static {
+    brand(this, EXECUTABLE_BRAND);
+  }
+
+  /**
+   * True for an `Executable` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static [Symbol.hasInstance](v: unknown): v is Executable {
+    return typeof v === "object" && v !== null && (v as Branded)[EXECUTABLE_BRAND] === true;
+  }
+
   /** The function table: VM functions and packed functions, in index order. */
   readonly functions: readonly FunctionInfo[];
   /** The constant pool. */
