@@ -19,6 +19,7 @@ import { CheckError, type CheckProblem, formatProblem } from "../ground/errors.t
 import { getGlobalFunc, listGlobalFuncNames } from "../ground/registry.ts";
 import { suggestName } from "../ground/suggest.ts";
 import { printable } from "../ground/printable.ts";
+import { INSPECT } from "../ground/inspect.ts";
 import {
   ArgKind,
   encodeArg,
@@ -126,20 +127,7 @@ function describeArg(v: unknown): string {
 }
 
 function operandText(op: Operand): string {
-  switch (op.kind) {
-    case "register":
-      return op.value === VM_REGISTER
-        ? "ib.vm_state()"
-        : op.value === VOID_REGISTER
-        ? "ib.void_arg()"
-        : `ib.r(${op.value})`;
-    case "immediate":
-      return `ib.imm(${op.value})`;
-    case "constant":
-      return `ib.c(${op.value})`;
-    case "function":
-      return `ib.f(${JSON.stringify(op.value)})`;
-  }
+  return op[INSPECT]();
 }
 
 /**
@@ -341,7 +329,47 @@ export class ExecBuilder {
         close();
       }
     }
-    return { [Symbol.dispose]: close };
+    return {
+      [Symbol.dispose]: close,
+      // What the REPL shows for `ib.function(...)`: whether the scope is still open.
+      [INSPECT]: () =>
+        `FunctionScope(${printable(name)}, ${this.#open === scope ? "open" : "closed"})`,
+    } as Disposable;
+  }
+
+  /**
+   * Shown by `console.log` and `deno repl`: the functions defined so far, the
+   * one still open (the REPL's `using` never closes one: see `function()`),
+   * and how much code and how many constants there are.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("main", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));
+   * const scope = ib.function("next", { num_inputs: 2 });
+   * assertEquals(
+   *   Deno.inspect(ib),
+   *   "ExecBuilder(main(1 input); open: next(2 inputs); 1 instruction, 0 constants)",
+   * );
+   * scope[Symbol.dispose]();
+   * ```
+   */
+  [INSPECT](): string {
+    const describe = (e: FunctionEntry) =>
+      `${printable(e.name)}(${
+        e.paramNames.length > 0
+          ? e.paramNames.map(printable).join(", ")
+          : `${e.numArgs} input${e.numArgs === 1 ? "" : "s"}`
+      })`;
+    const done = this.#functions.filter((e) => e.kind === "vm" && e.defined && e !== this.#open);
+    const parts = [done.length === 0 ? "no functions" : done.map(describe).join(", ")];
+    if (this.#open !== null) parts.push(`open: ${describe(this.#open)}`);
+    const n = this.#code.count, c = this.#pool.length;
+    parts.push(`${n} instruction${n === 1 ? "" : "s"}, ${c} constant${c === 1 ? "" : "s"}`);
+    return `ExecBuilder(${parts.join("; ")})`;
   }
 
   /** Declares `name` before use: `"packed"` (default) or `"vm"` (defined later in this builder). */

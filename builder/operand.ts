@@ -7,6 +7,7 @@
  */
 
 import { brand, type Branded, brandKey } from "../ground/brand.ts";
+import { INSPECT } from "../ground/inspect.ts";
 
 /** What an operand refers to. */
 export type OperandKind = "register" | "immediate" | "constant" | "function";
@@ -41,5 +42,23 @@ export class Operand {
   constructor(kind: OperandKind, value: number | string) {
     this.kind = kind;
     this.value = value;
+  }
+
+  /** Shown by `console.log` and `deno repl` as the call that makes it: `ib.r(2)`, `ib.imm(-1)`. */
+  [INSPECT](): string {
+    switch (this.kind) {
+      case "register":
+        return this.value === -2
+          ? "ib.vm_state()"
+          : this.value === -1
+          ? "ib.void_arg()"
+          : `ib.r(${this.value})`;
+      case "immediate":
+        return `ib.imm(${this.value})`;
+      case "constant":
+        return `ib.c(${this.value})`;
+      case "function":
+        return `ib.f(${JSON.stringify(this.value)})`;
+    }
   }
 }

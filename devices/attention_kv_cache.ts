@@ -25,6 +25,7 @@
  */
 
 import { brand, type Branded, brandKey } from "../ground/brand.ts";
+import { INSPECT } from "../ground/inspect.ts";
 import { elementBytes, type TensorDType } from "../ground/dtype.ts";
 import { retainValue, VMObject } from "../ground/object.ts";
 import type { Device } from "./device.ts";
@@ -289,6 +290,11 @@ export class AttentionKVCache extends VMObject {
     return `AttentionKVCache(${this.dtype}, ${this.#fill} of ${this.capacity} rows of [${
       this.rowShape.join(", ")
     }], ${this.device})`;
+  }
+
+  /** Shown by `console.log` and `deno repl`: as `toString()`, or `… <released>`. */
+  [INSPECT](): string {
+    return this.disposed ? `AttentionKVCache(${this.dtype}) <released>` : this.toString();
   }
 
   /** Releases the backing tensor. */

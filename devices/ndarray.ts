@@ -40,6 +40,7 @@
 
 import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import { VMObject } from "../ground/object.ts";
+import { formatNested, INSPECT } from "../ground/inspect.ts";
 import { cpu } from "./cpu_device.ts";
 import type { Device } from "./device.ts";
 import {
@@ -395,14 +396,31 @@ export class NDArray extends VMObject {
     return `NDArray(${this.dtype}, [${this.shape.join(", ")}], ${this.device})`;
   }
 
-  /** Shown by `console.log`: dtype, shape, device and, on the CPU, the leading values. */
-  [Symbol.for("Deno.customInspect")](): string {
-    if (this.disposed) return `NDArray(released)`;
-    if (this.device.kind !== "cpu") return this.toString();
-    const head = valuesOf(this.dtype, this.cpuView().subarray(0, 8));
-    const values = [...head].map((v) => typeof v === "bigint" ? v : Number(v.toPrecision(6)));
-    const more = this.size > 8 ? ", …" : "";
-    return `${this.toString().slice(0, -1)}, [${values.join(", ")}${more}])`;
+  /**
+   * Shown by `console.log` and `deno repl`: dtype, shape and device, then on
+   * the CPU the values nested like NumPy prints them,
+   * `NDArray(float32, [2, 3], cpu(0)) [[1, 2, 3], [4, 5, 6]]`, with the
+   * middle of every long axis elided (`...`) beyond 1000 elements.
+   *
+   * @example
+   * ```ts
+   * import { tensor } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * using t = tensor([[1, 2, 3], [4, 5, 6]]);
+   * assertEquals(Deno.inspect(t), "NDArray(float32, [2, 3], cpu(0)) [[1, 2, 3], [4, 5, 6]]");
+   * ```
+   */
+  [INSPECT](): string {
+    const head = this.toString();
+    if (this.disposed) return `${head} <released>`;
+    if (this.device.kind !== "cpu") return `${head} <on ${this.device}: await data() to read>`;
+    const stored = valuesOf(this.dtype, this.cpuView());
+    const values: ArrayLike<number | bigint | boolean> = this.dtype === "bool"
+      ? Array.from(stored as Uint8Array, (b) => b !== 0)
+      : stored;
+    const text = formatNested(values, this.shape, { width: 80 - head.length - 1 });
+    return text.includes("\n") ? `${head}\n${text}` : `${head} ${text}`;
   }
 
   #assertLive(): void {

@@ -9,6 +9,7 @@
  */
 
 import { brand, type Branded, brandKey } from "./brand.ts";
+import { INSPECT } from "./inspect.ts";
 import { releaseValue, retainValue, VMObject } from "./object.ts";
 
 /** What a closure calls: the VM's entry for a VM function, or a packed function. */
@@ -108,5 +109,15 @@ export class Closure extends VMObject {
   /** `Closure(name)`. */
   override toString(): string {
     return `Closure(${this.name})`;
+  }
+
+  /**
+   * Shown by `console.log` and `deno repl`: `Closure(name)`, with what it
+   * captured: `Closure(add_captured, capturing ["x", NDArray(float32, [2], cpu(0)) [1, 2]])`.
+   */
+  [INSPECT](inspect: (v: unknown) => string): string {
+    if (this.captured.length === 0) return this.toString();
+    if (this.disposed) return `Closure(${this.name}, released)`;
+    return `Closure(${this.name}, capturing ${inspect([...this.captured])})`;
   }
 }

@@ -8,6 +8,7 @@
 
 import { brand, type Branded, brandKey } from "./brand.ts";
 import { bfloat16BitsToFloat32, float16BitsToFloat32 } from "./float_formats.ts";
+import { INSPECT } from "./inspect.ts";
 
 /** DLPack type codes. */
 export const DTypeCode = { Int: 0, UInt: 1, Float: 2, BFloat: 4, Bool: 6 } as const;
@@ -179,6 +180,11 @@ export class DataType {
       ? "bool"
       : `${CODE_NAMES[this.code] ?? `code${this.code}_`}${this.bits}`;
     return this.lanes === 1 ? base : `${base}x${this.lanes}`;
+  }
+
+  /** Shown by `console.log` and `deno repl`: `DataType(float32)`. */
+  [INSPECT](): string {
+    return `DataType(${this})`;
   }
 
   /** Bytes per element (all lanes). */

@@ -8,6 +8,8 @@
 
 import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import { CheckError } from "../ground/errors.ts";
+import { INSPECT } from "../ground/inspect.ts";
+import { printable } from "../ground/printable.ts";
 import type { ConstantValue, FunctionInfo, ProgramData } from "./program_data.ts";
 import { loadProgram, saveProgram } from "./serialize.ts";
 import { formatStats, formatText, type TextOptions } from "./text_format.ts";
@@ -193,6 +195,47 @@ export class Executable implements ProgramData {
    */
   as_text(options: TextOptions = {}): string {
     return formatText(this, options);
+  }
+
+  /**
+   * Shown by `console.log` and `deno repl`: what the executable holds, on
+   * one line — its VM functions with their inputs, the packed functions it
+   * calls, its constants and instructions. `as_text()` lists the code.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("main", { num_inputs: 2, param_names: ["x", "y"] }, () => {
+   *   ib.emit_call("vm.op.add", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+   *   ib.emit_ret(ib.r(2));
+   * });
+   * assertEquals(
+   *   Deno.inspect(ib.get()),
+   *   "Executable(main(x, y); calls vm.op.add; 0 constants, 2 instructions)",
+   * );
+   * ```
+   */
+  [INSPECT](): string {
+    const list = (names: string[]) =>
+      names.length <= 6
+        ? names.join(", ")
+        : `${names.slice(0, 5).join(", ")}, … ${names.length - 5} more`;
+    const vm = this.functions.filter((f) => f.kind === "vm").map((f) =>
+      `${printable(f.name)}(${
+        f.paramNames.length > 0
+          ? f.paramNames.map(printable).join(", ")
+          : `${f.numArgs} input${f.numArgs === 1 ? "" : "s"}`
+      })`
+    );
+    const packed = this.functions.filter((f) => f.kind === "packed").map((f) => printable(f.name));
+    const parts = [vm.length === 0 ? "no functions" : list(vm)];
+    if (packed.length > 0) parts.push(`calls ${list(packed)}`);
+    const n = this.constants.length, m = this.instructionCount;
+    parts.push(`${n} constant${n === 1 ? "" : "s"}, ${m} instruction${m === 1 ? "" : "s"}`);
+    return `Executable(${parts.join("; ")})`;
   }
 
   /** A TypeScript module that rebuilds this executable with `ExecBuilder` and exports it as `ex`. */
