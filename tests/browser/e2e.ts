@@ -279,13 +279,22 @@ const checks: [string, () => Promise<void>][] = [
 
   ["the typed program runs on the CPU and on WebGPU, with timing and memory figures", async () => {
     const { page } = index!;
-    await runBoth(page, await evaluateProgram(TYPED), "scale_tanh_t", TYPED_ARGS, "typed program");
+    const ex = await evaluateProgram(TYPED);
+    await runBoth(page, ex, "scale_tanh_t", TYPED_ARGS, "typed program");
     const timing = await text(page, "#timing");
     assertStringIncludes(timing, "device webgpu(0)");
+    assertStringIncludes(timing, "specialized dispatch");
     assert(/10 timed calls: median \d+\.\d+ ms/.test(timing), timing);
     const memory = JSON.parse((await page.getAttribute("#memory", "data-json"))!);
     assert(memory.peakBytes >= 24 && memory.allocatedBytes >= 24, JSON.stringify(memory));
     assert(memory.poolHits > 0, `the pool served no allocation: ${JSON.stringify(memory)}`);
+
+    // The same on a VM with the generic loop, as a page without eval runs it.
+    await page.selectOption("#dispatch", "generic");
+    const want = await expected(ex, "scale_tanh_t", TYPED_ARGS);
+    assertAgrees(await runOn(page, "cpu", "scale_tanh_t", TYPED_ARGS), want, 1e-6, "generic");
+    assertStringIncludes(await text(page, "#timing"), "generic dispatch; VM created");
+    await page.selectOption("#dispatch", "specialized");
   }],
 
   ["Save .rvm downloads the executable's bytes", async () => {
@@ -295,19 +304,19 @@ const checks: [string, () => Promise<void>][] = [
     assertEquals(saved, (await evaluateProgram(TYPED)).save());
   }],
 
-  ["as_typescript() pasted into the editor rebuilds the same program", async () => {
+  ["as_typescript() pasted into the editor rebuilds the same program (Ctrl+Enter)", async () => {
     const { page } = index!;
     const before = await text(page, "#text");
     await page.fill("#editor", await text(page, "#typescript"));
-    await act(page, () => page.click("#build"));
+    await act(page, () => page.press("#editor", "Control+Enter")); // builds, as the button does
     assertEquals(await text(page, "#text"), before);
   }],
 
   ["every sample builds from the editor and runs on both devices, agreeing with Deno", async () => {
     const { page } = index!;
     for (const s of SAMPLES) {
-      await page.selectOption("#sample", s.name);
-      await act(page, () => page.click("#build"));
+      await act(page, () => page.selectOption("#sample", s.name)); // builds the editor's text
+      assertEquals(await page.inputValue("#editor"), s.source);
       assertEquals(await text(page, "#text"), s.build().as_text(), s.name);
       await runBoth(page, s.build(), s.function, s.args, `sample ${s.name}`);
     }
@@ -321,7 +330,7 @@ const checks: [string, () => Promise<void>][] = [
     await runBoth(page, ex, "func0", "[[1, 2], [10, 20]]", "design_doc.rvm");
   }],
 
-  ["an error in the editor's code is shown with its line", async () => {
+  ["errors show in the status: the editor's code with its line, a failing run", async () => {
     const { page } = index!;
     await page.fill("#editor", "const ib = new ExecBuilder();\n\nib.emit_ret(ib.r(0));\n");
     const error = await act(page, () => page.click("#build")).then(
@@ -330,6 +339,16 @@ const checks: [string, () => Promise<void>][] = [
     );
     assertStringIncludes(error.message, "no function is open");
     assertStringIncludes(error.message, "(line 3)");
+
+    // A failing run (the dropped file is still loaded) shows the VMError and no stale result.
+    await page.fill("#args", "[]");
+    const runError = await act(page, () => page.click("#run")).then(
+      () => new Error("the run succeeded"),
+      (e: Error) => e,
+    );
+    assertStringIncludes(runError.message, "VMError: ");
+    assertStringIncludes(runError.message, "2 arguments");
+    assertEquals(await text(page, "#result"), "");
   }],
 
   ["index.html logged no errors", () => {

@@ -88,6 +88,7 @@ const ui = {
     id: "editor",
     spellcheck: false,
     rows: 18,
+    wrap: "off",
     "aria-label": "ExecBuilder program (JavaScript)",
     readonly: STRICT,
   }),
@@ -95,6 +96,14 @@ const ui = {
   drop: el("div", { id: "drop" }),
   fn: el("select", { id: "function", "aria-label": "function" }),
   device: el("select", { id: "device" }, ...options(["cpu", "webgpu"], ["CPU", "WebGPU"])),
+  dispatch: el(
+    "select",
+    {
+      id: "dispatch",
+      title: "how the VM dispatches instructions (VirtualMachineOptions.dispatch)",
+    },
+    ...options(["specialized", "generic"]),
+  ),
   dtype: el("select", { id: "dtype" }, ...options(DTYPES)),
   repeat: el("input", { id: "repeat", type: "number", value: 10, min: 1, max: 1000 }),
   args: el("input", { id: "args", type: "text", spellcheck: false, "aria-label": "arguments" }),
@@ -154,6 +163,7 @@ document.body.append(
         { class: "toolbar" },
         el("label", {}, "Function ", ui.fn),
         el("label", {}, "Device ", ui.device),
+        el("label", {}, "Dispatch ", ui.dispatch),
         el("label", {}, "Tensors as ", ui.dtype),
         el("label", {}, "Timed runs ", ui.repeat),
         ui.run,
@@ -179,7 +189,7 @@ document.body.append(
 // ---- State -------------------------------------------------------------------
 
 let executable: Executable | null = null;
-/** VMs of the current executable, one per device kind: reused so the pool warms up. */
+/** VMs of the current executable, per device kind and dispatch: reused so the pool warms up. */
 const vms = new Map<string, VirtualMachine>();
 let saveUrl: string | null = null;
 let gpu: Promise<Device> | null = null;
@@ -228,6 +238,13 @@ function bytes(n: number): string {
   return n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1)} KiB`;
 }
 
+/** Empties the result, timing and memory panels (a new program, or a new run). */
+function clearOutputs(): void {
+  ui.result.textContent = ui.timing.textContent = ui.memory.textContent = "";
+  delete ui.result.dataset.json;
+  delete ui.memory.dataset.json;
+}
+
 /** Shows a new executable: dumps, function list, save link; drops the old VMs. */
 function show(ex: Executable, source: string): void {
   executable = ex;
@@ -245,8 +262,7 @@ function show(ex: Executable, source: string): void {
   );
   ui.save.href = saveUrl;
   ui.save.removeAttribute("aria-disabled");
-  ui.result.textContent = ui.timing.textContent = ui.memory.textContent = "";
-  delete ui.result.dataset.json;
+  clearOutputs();
   ui.save.title = `${source}: ${bytes.length} bytes`;
 }
 
@@ -300,21 +316,23 @@ async function deviceFor(kind: string): Promise<Device> {
 
 async function run(): Promise<string> {
   if (executable === null) throw new Error("Build a program or load a .rvm file first");
+  clearOutputs(); // a failing run leaves no stale figures behind
   const name = ui.fn.value;
   const kind = ui.device.value;
+  const dispatch = ui.dispatch.value as "specialized" | "generic";
   const repeat = Math.max(1, Math.min(1000, Math.floor(Number(ui.repeat.value)) || 1));
 
   let t0 = performance.now();
   const device = await deviceFor(kind);
   const tDevice = performance.now() - t0;
 
-  let vm = vms.get(kind);
-  let loaded = "VM reused (each device keeps its VM until the next build)";
+  let vm = vms.get(`${kind} ${dispatch}`);
+  let loaded = `${dispatch} dispatch; VM reused (kept until the next build)`;
   if (vm === undefined) {
     t0 = performance.now();
-    vm = new VirtualMachine(executable, device);
-    vms.set(kind, vm);
-    loaded = `VM created in ${ms(performance.now() - t0)}`;
+    vm = new VirtualMachine(executable, device, { dispatch });
+    vms.set(`${kind} ${dispatch}`, vm);
+    loaded = `${dispatch} dispatch; VM created in ${ms(performance.now() - t0)}`;
   }
 
   // Inputs go where the program runs: tensors are made on the chosen device.
@@ -334,7 +352,7 @@ async function run(): Promise<string> {
     ui.timing.textContent = [
       `device ${device}${kind === "webgpu" ? ` (acquired in ${ms(tDevice)})` : ""}`,
       loaded,
-      `first call ${ms(tCall)}, with reading the result ${ms(tFirst)}`,
+      `first call ${ms(tCall)} (${ms(tFirst)} with reading the result)`,
       `${repeat} timed call${repeat === 1 ? "" : "s"}: median ${ms(timed.median)}, ` +
       `min ${ms(timed.min)}, max ${ms(timed.max)}`,
     ].join("\n");
@@ -361,9 +379,16 @@ function disposeResult(v: unknown): void {
 
 ui.sample.addEventListener("change", () => {
   chooseSample(sample(ui.sample.value));
-  if (STRICT) void action(build);
+  void action(build);
 });
 ui.build.addEventListener("click", () => void action(build));
+// Ctrl+Enter (Cmd+Enter) in the editor builds.
+ui.editor.addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && !STRICT) {
+    e.preventDefault();
+    void action(build);
+  }
+});
 ui.run.addEventListener("click", () => void action(run));
 ui.file.addEventListener("change", () => {
   const f = ui.file.files?.[0];
