@@ -24,10 +24,12 @@
  * and rejects a result that is not finite ("value -inf cannot be
  * represented as 'f32'"); naga (Deno) accepts it. A private variable is
  * read at run time, so `bitcast<f32>(NEG_INF_BITS)` is -infinity in both
- * (kernels/webgpu/workgroup_reduce.ts's `NEG_INF_F32`). Appended, not
- * prepended, so compiler messages keep the kernel's line numbers.
+ * (kernels/webgpu/workgroup_reduce.ts's `NEG_INF_F32`), and likewise NaN.
+ * Appended, not prepended, so compiler messages keep the kernel's line
+ * numbers.
  */
-export const SHARED_DECLARATIONS = "\nvar<private> NEG_INF_BITS: u32 = 0xff800000u;\n";
+export const SHARED_DECLARATIONS = "\nvar<private> NEG_INF_BITS: u32 = 0xff800000u;\n" +
+  "var<private> NAN_BITS: u32 = 0x7fc00000u;\n";
 
 /** The shape of a kernel's bindings. */
 export interface BindingSignature {

@@ -78,3 +78,6 @@ export function nanMaxSource(name = "maxNaN", type = "f32"): string {
  * Chromium's shader compiler.
  */
 export const NEG_INF_F32 = "bitcast<f32>(NEG_INF_BITS)";
+
+/** The WGSL expression for a quiet NaN as an f32 (read at run time, as `NEG_INF_F32`). */
+export const NAN_F32 = "bitcast<f32>(NAN_BITS)";
