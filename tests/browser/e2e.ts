@@ -182,8 +182,15 @@ async function text(page: Page, selector: string): Promise<string> {
   return (await page.textContent(selector)) ?? "";
 }
 
-/** Operator, number of tensor inputs, then the arguments after them (shapes, imm, dtypes). */
-type OperatorCase = [op: string, inputs: 1 | 2, extra: (number[] | number | string)[]];
+/**
+ * Operator, number of tensor inputs, then the arguments after them: a shape, an imm, a
+ * dtype, or a tensor constant.
+ */
+type OperatorCase = [
+  op: string,
+  inputs: 1 | 2,
+  extra: (number[] | number | string | { tensor: number[][] | number[] })[],
+];
 
 const OPERATOR_CASES: OperatorCase[] = [
   ...["add", "subtract", "multiply", "divide", "maximum", "minimum"]
@@ -195,6 +202,8 @@ const OPERATOR_CASES: OperatorCase[] = [
     [op, 1, [[1], 1]],
     [op, 1, [[0], 0]],
   ]),
+  ["matmul", 1, [{ tensor: [[1, 2], [-3, 0.5], [0, 1], [2, -2], [0.25, 4]] }]],
+  ["layer_norm", 1, [{ tensor: [1, 2, 0.5, -1, 1] }, { tensor: [0, 0.5, 0, -0.5, 1] }]],
   ...["float64", "float16", "bfloat16", "int8", "int32", "int64", "uint8", "uint32", "bool"]
     .map((dt): OperatorCase => ["cast", 1, [dt]]),
 ];
@@ -223,7 +232,10 @@ async function sweepOperators(cases: OperatorCase[]): Promise<string[]> {
       ib.function("f", { num_inputs: inputs }, () => {
         const args: unknown[] = [ib.r(0), ib.r(1)].slice(0, inputs);
         for (const e of extra) {
-          args.push(typeof e === "number" ? ib.imm(e) : typeof e === "string" ? dtype(e) : e);
+          if (typeof e === "number") args.push(ib.imm(e));
+          else if (typeof e === "string") args.push(dtype(e));
+          else if ("tensor" in e) args.push(tensor(e.tensor));
+          else args.push(e);
         }
         ib.emit_call(`vm.op.${op}`, args, { dst: ib.r(inputs) });
         ib.emit_ret(ib.r(inputs));
