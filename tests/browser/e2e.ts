@@ -462,10 +462,13 @@ const checks: [string, () => Promise<void>][] = [
     },
   ],
 
-  ["under the strict CSP a dropped .rvm file loads and runs on both devices", async () => {
+  ["under the strict CSP a dropped .rvm file loads, runs on both devices and saves", async () => {
     const { page } = strict!;
     await drop(page, "design_doc.rvm", designDoc);
     await runBoth(page, Executable.load(designDoc), "func0", "[[3], [4]]", "strict: design_doc");
+    // Saving works under the policy too (a blob: download).
+    const [download] = await Promise.all([page.waitForEvent("download"), page.click("#save")]);
+    assertEquals(await Deno.readFile(await download.path()), Executable.load(designDoc).save());
   }],
 
   ["under the strict CSP the VM's eval was refused (generic loop), and nothing else", async () => {
