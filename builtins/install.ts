@@ -8,7 +8,9 @@
  */
 
 import { installKernels } from "../kernels/install.ts";
+import { attentionBuiltins } from "./attention_operator.ts";
 import { callBuiltins } from "./calls.ts";
+import { indexingBuiltins } from "./indexing_operators.ts";
 import { kvCacheBuiltins } from "./kv_cache.ts";
 import { memoryBuiltins } from "./memory.ts";
 import { operatorBuiltins } from "./operators.ts";
@@ -31,6 +33,8 @@ export const BUILTIN_TABLES = [
   samplingBuiltins,
   tensorCacheBuiltins,
   operatorBuiltins,
+  indexingBuiltins,
+  attentionBuiltins,
 ];
 
 let installed = false;

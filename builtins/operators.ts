@@ -81,7 +81,7 @@ export const OPERATOR_NAMES: readonly string[] = [
 // Argument checks. Each throws with a message that starts with the op name.
 
 /** A short description of any argument value, for error messages. */
-function describe(value: unknown): string {
+export function describe(value: unknown): string {
   if (value instanceof NDArray) return String(value);
   if (value instanceof ShapeTuple) return `ShapeTuple${value}`;
   if (value instanceof DataType) return `DataType(${value})`;
@@ -92,7 +92,12 @@ function describe(value: unknown): string {
   return `${typeof value} ${String(value)}`;
 }
 
-function checkArgCount(op: string, args: readonly unknown[], min: number, max: number): void {
+export function checkArgCount(
+  op: string,
+  args: readonly unknown[],
+  min: number,
+  max: number,
+): void {
   if (args.length >= min && args.length <= max) return;
   const expected = min === max ? `${min}` : `${min} to ${max}`;
   const noun = max === 1 ? "argument" : "arguments";
@@ -100,7 +105,7 @@ function checkArgCount(op: string, args: readonly unknown[], min: number, max: n
 }
 
 /** `value`, argument `index`, checked to be a live NDArray. */
-function tensorArg(op: string, value: unknown, index: number, role: string): NDArray {
+export function tensorArg(op: string, value: unknown, index: number, role: string): NDArray {
   if (!(value instanceof NDArray)) {
     throw new TypeError(
       `${op}: argument ${index} (${role}) must be an NDArray, got ${describe(value)}`,
@@ -114,7 +119,12 @@ function tensorArg(op: string, value: unknown, index: number, role: string): NDA
   return value;
 }
 
-function checkDType(op: string, x: NDArray, role: string, allowed: readonly TensorDType[]): void {
+export function checkDType(
+  op: string,
+  x: NDArray,
+  role: string,
+  allowed: readonly TensorDType[],
+): void {
   if (!allowed.includes(x.dtype)) {
     const hint = x.dtype === "float16" || x.dtype === "bfloat16"
       ? ` (relaxvm's operators compute ${x.dtype} tensors as float32: cast them with vm.op.cast first${
@@ -148,7 +158,7 @@ function checkDevice(op: string, x: NDArray): void {
   }
 }
 
-function checkSameDType(op: string, tensors: readonly NDArray[]): void {
+export function checkSameDType(op: string, tensors: readonly NDArray[]): void {
   const first = tensors[0];
   for (const t of tensors) {
     if (t.dtype !== first.dtype) {
@@ -157,7 +167,7 @@ function checkSameDType(op: string, tensors: readonly NDArray[]): void {
   }
 }
 
-function checkSameDevice(op: string, tensors: readonly NDArray[]): void {
+export function checkSameDevice(op: string, tensors: readonly NDArray[]): void {
   const first = tensors[0];
   for (const t of tensors) {
     if (t.device !== first.device) {
@@ -168,7 +178,7 @@ function checkSameDevice(op: string, tensors: readonly NDArray[]): void {
 }
 
 /** An axis in `[-rank, rank)` normalized to `[0, rank)`. */
-function normalizeAxis(op: string, axis: number, shape: readonly number[]): number {
+export function normalizeAxis(op: string, axis: number, shape: readonly number[]): number {
   const rank = shape.length;
   if (!Number.isInteger(axis) || axis < -rank || axis >= rank) {
     throw new RangeError(`${op}: axis ${axis} is out of range for shape ${formatShape(shape)}`);
@@ -177,7 +187,7 @@ function normalizeAxis(op: string, axis: number, shape: readonly number[]): numb
 }
 
 /** An axis list given as a ShapeTuple, a number[] or a single number; `undefined` when absent. */
-function axisList(op: string, value: unknown, role: string): number[] | undefined {
+export function axisList(op: string, value: unknown, role: string): number[] | undefined {
   if (value === undefined || value === null) return undefined;
   if (value instanceof ShapeTuple) return [...value];
   if (typeof value === "number") return [value];
@@ -200,7 +210,7 @@ function reductionAxes(op: string, value: unknown, shape: readonly number[]): nu
   return axes.sort((a, b) => a - b);
 }
 
-function flagArg(op: string, value: unknown, role: string): boolean {
+export function flagArg(op: string, value: unknown, role: string): boolean {
   if (value === undefined || value === null) return false;
   if (typeof value === "boolean") return value;
   if (value === 0 || value === 1) return value === 1;
@@ -211,7 +221,7 @@ function flagArg(op: string, value: unknown, role: string): boolean {
  * Allocates the output on `x`'s device, runs `kernel` and returns the output;
  * a kernel that throws does not leak the output's memory.
  */
-function launch(
+export function launch(
   x: NDArray,
   shape: readonly number[],
   dtype: TensorDType,
@@ -229,7 +239,7 @@ function launch(
 }
 
 /** A view of `x`'s memory with another shape of the same size (for 1-D matmul operands). */
-function reshapedView(x: NDArray, shape: readonly number[]): NDArray {
+export function reshapedView(x: NDArray, shape: readonly number[]): NDArray {
   return new NDArray(x.storage, x.byteOffset, shape, x.dtype);
 }
 

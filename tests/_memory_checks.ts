@@ -6,7 +6,14 @@
  */
 
 import { assert, assertEquals, assertRejects } from "@std/assert";
-import { type Device, type NDArray, tensor, VirtualMachine, VMError } from "../mod.ts";
+import {
+  type Device,
+  type NDArray,
+  tensor,
+  VirtualMachine,
+  type VirtualMachineOptions,
+  VMError,
+} from "../mod.ts";
 import { chainInputs, chainProgram } from "../bench/chain_program.ts";
 
 function closeTo(actual: ArrayLike<number>, expected: ArrayLike<number>) {
@@ -19,12 +26,12 @@ function closeTo(actual: ArrayLike<number>, expected: ArrayLike<number>) {
   }
 }
 
-async function chainPeaks(device: Device) {
+async function chainPeaks(device: Device, options: VirtualMachineOptions) {
   const layers = 8, size = 32;
   const inputs = chainInputs(layers, size, device);
   const results: Record<string, { peak: number; out: ArrayLike<number> }> = {};
   for (const liveness of [true, false]) {
-    const vm = new VirtualMachine(chainProgram(layers, liveness), device);
+    const vm = new VirtualMachine(chainProgram(layers, liveness), device, options);
     using out = await vm.invoke("chain", ...inputs) as NDArray;
     results[String(liveness)] = {
       peak: vm.memory_stats().peakBytes,
@@ -36,19 +43,31 @@ async function chainPeaks(device: Device) {
 }
 
 /** Liveness keeps the chain's peak memory to a few activations, with the same result. */
-export async function checkLiveness(device: Device) {
-  const { true: on, false: off } = await chainPeaks(device);
+export async function checkLiveness(
+  device: Device,
+  options: VirtualMachineOptions = {},
+): Promise<void> {
+  await livenessPeaks(device, options);
+}
+
+/** `checkLiveness`, returning the peaks (with liveness, without) for comparing VM forms. */
+export async function livenessPeaks(
+  device: Device,
+  options: VirtualMachineOptions = {},
+): Promise<[number, number]> {
+  const { true: on, false: off } = await chainPeaks(device, options);
   closeTo(on.out, off.out);
   // 8 layers × 3 activations of 4 KiB without liveness; at most a few with it.
   assertEquals(off.peak, 8 * 3 * 4096);
   assert(on.peak <= 3 * 4096, `peak with liveness ${on.peak}`);
+  return [on.peak, off.peak];
 }
 
 /** Live bytes and blocks return to baseline after every invocation, failed ones too. */
-export async function checkBaseline(device: Device) {
+export async function checkBaseline(device: Device, options: VirtualMachineOptions = {}) {
   const layers = 4;
   const inputs = chainInputs(layers, 16, device);
-  const vm = new VirtualMachine(chainProgram(layers, true), device);
+  const vm = new VirtualMachine(chainProgram(layers, true), device, options);
   const before = vm.memory_stats();
   let afterFirst = 0;
   for (let i = 0; i < 20; i++) {

@@ -7,20 +7,36 @@ import {
   registerFunc,
   tensor,
   VirtualMachine,
+  type VirtualMachineOptions,
   VMError,
 } from "../mod.ts";
-import { checkBaseline, checkLiveness } from "./_memory_checks.ts";
+import { checkBaseline, livenessPeaks } from "./_memory_checks.ts";
 
 registerFunc("test.mem.fail_if", (flag: number) => {
   if (flag) throw new Error("asked to fail");
   return flag;
 }, { override: true });
 
-Deno.test("liveness: the chain computes the same result with a fraction of the peak memory (CPU)", () =>
-  checkLiveness(cpu()));
+/** The three ways a VM runs code; memory figures must be the same in each. */
+const FORMS: Record<string, VirtualMachineOptions> = {
+  specialized: {},
+  generic: { dispatch: "generic" },
+  compiled: { mode: "compiled" },
+};
 
-Deno.test("memory: live bytes return to baseline after every invocation, failed ones too (CPU)", () =>
-  checkBaseline(cpu()));
+Deno.test("liveness: the chain computes the same result with a fraction of the peak memory, the same in every form (CPU)", async () => {
+  const peaks = new Map<string, [number, number]>();
+  for (const [form, options] of Object.entries(FORMS)) {
+    peaks.set(form, await livenessPeaks(cpu(), options));
+  }
+  assertEquals(peaks.get("compiled"), peaks.get("specialized"));
+  assertEquals(peaks.get("generic"), peaks.get("specialized"));
+});
+
+for (const [form, options] of Object.entries(FORMS)) {
+  Deno.test(`memory: live bytes return to baseline after every invocation, failed ones too (CPU) [${form}]`, () =>
+    checkBaseline(cpu(), options));
+}
 
 Deno.test("lifetime: values reachable through tuples, closures, branches and loops survive releases", async () => {
   registerFunc("test.mem.lt", (a: number, b: number) => a < b, { override: true });
@@ -48,10 +64,13 @@ Deno.test("lifetime: values reachable through tuples, closures, branches and loo
   });
   const ex = ib.get();
   assert(ex.as_text({ releases: true }).includes("release"), "liveness releases something");
-  for (
-    const [allocator, dispatch] of [["pooled", "specialized"], ["naive", "generic"]] as const
-  ) {
-    const vm = new VirtualMachine(ex, cpu(), { allocator, dispatch });
+  const runs: VirtualMachineOptions[] = [
+    { allocator: "pooled" },
+    { allocator: "naive", dispatch: "generic" },
+    { allocator: "pooled", mode: "compiled" },
+  ];
+  for (const options of runs) {
+    const vm = new VirtualMachine(ex, cpu(), options);
     using a = tensor([1, 2]);
     for (const flag of [1, 0]) {
       const [picked, acc, closure] = await vm.invoke("main", a, flag) as [

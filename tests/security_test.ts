@@ -16,6 +16,7 @@ import {
   type ProgramData,
   tensor,
   VirtualMachine,
+  VMError,
 } from "../mod.ts";
 import { defaultAllocator } from "../devices/allocation_context.ts";
 import { saveProgram } from "../program/serialize.ts";
@@ -144,4 +145,8 @@ Deno.test("security: names print escaped in dumps and errors, never as raw contr
   assert(!/[\u0000-\u0008\u000b-\u001f\u007f\u202e]/.test(text), JSON.stringify(text));
   assertEquals(text.split("\n").filter((l) => l.startsWith("@")).length, 2, "no fake function");
   assertStringIncludes(text, "@evil\\n  ret   %0\\n@fake:\\x1b[2J\\u202e:");
+  // The VM names the unknown packed function (and the function calling it) escaped too.
+  const e = assertThrows(() => new VirtualMachine(ex), VMError, "Unknown packed function");
+  // deno-lint-ignore no-control-regex
+  assert(!/[\u0000-\u0008\u000b-\u001f\u007f\u202e]/.test(e.message), JSON.stringify(e.message));
 });

@@ -10,13 +10,16 @@ import {
   Closure,
   cpu,
   ExecBuilder,
+  type Executable,
   type NDArray,
   registerFunc,
   ShapeTuple,
   tensor,
   VirtualMachine,
+  type VirtualMachineOptions,
   VMError,
 } from "../mod.ts";
+import { loadReport } from "../vm/virtual_machine.ts";
 import { everythingProgram } from "./_programs.ts";
 import { CHUNK_INSTRUCTIONS } from "../vm/specialized_dispatch.ts";
 
@@ -48,9 +51,28 @@ function fibProgram() {
   return ib.get();
 }
 
-/** Every test runs under both dispatch forms: they must behave identically. */
-function defineVMTests(dispatch: "specialized" | "generic") {
-  Deno.test(`invoke and get run VM functions on tensors (func0/func1) [${dispatch}]`, async () => {
+/** The three ways a VM runs code; every test runs under each, and they must behave identically. */
+export const FORMS = {
+  specialized: {},
+  generic: { dispatch: "generic" },
+  compiled: { mode: "compiled" },
+} as const satisfies Record<string, VirtualMachineOptions>;
+
+/**
+ * A VM for `ex` in `form`, checked to run in that form: a function that fell
+ * back to the interpreter would make the compiled-mode tests test nothing.
+ */
+export function loadIn(ex: Executable, form: keyof typeof FORMS): VirtualMachine {
+  const vm = new VirtualMachine(ex, cpu(), FORMS[form]);
+  for (const f of loadReport(vm)) {
+    assertEquals(f.runsAs, form, `@${f.name} runs as ${f.runsAs}, not ${form}`);
+  }
+  return vm;
+}
+
+/** Every test runs under each form. */
+function defineVMTests(form: keyof typeof FORMS) {
+  Deno.test(`invoke and get run VM functions on tensors (func0/func1) [${form}]`, async () => {
     const ib = new ExecBuilder();
     ib.function("func0", 2, () => {
       ib.emit_call("vm.op.add", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
@@ -60,7 +82,7 @@ function defineVMTests(dispatch: "specialized" | "generic") {
       ib.emit_call("vm.op.multiply", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
       ib.emit_ret(ib.r(2));
     });
-    const vm = new VirtualMachine(ib.get(), cpu(), { dispatch });
+    const vm = loadIn(ib.get(), form);
     using a = tensor([1, 2, 3, 4]);
     using b = tensor([5, 6, 7, 8]);
     using sum = await vm.invoke("func0", a, b) as NDArray;
@@ -70,19 +92,19 @@ function defineVMTests(dispatch: "specialized" | "generic") {
     assertEquals([...a.dataSync()], [1, 2, 3, 4], "arguments stay valid after the call");
   });
 
-  Deno.test(`recursion: VM functions call VM functions [${dispatch}]`, async () => {
-    const vm = new VirtualMachine(fibProgram(), cpu(), { dispatch });
+  Deno.test(`recursion: VM functions call VM functions [${form}]`, async () => {
+    const vm = loadIn(fibProgram(), form);
     assertEquals(await vm.invoke("fib", 20), 6765);
   });
 
-  Deno.test(`runaway recursion is a VMError, and the VM keeps working [${dispatch}]`, async () => {
+  Deno.test(`runaway recursion is a VMError, and the VM keeps working [${form}]`, async () => {
     const ib = new ExecBuilder();
     ib.function("forever", 1, () => {
       ib.emit_call("forever", [ib.r(0)], { dst: ib.r(1) });
       ib.emit_ret(ib.r(1));
     });
     ib.function("ok", 1, () => ib.emit_ret(ib.r(0)));
-    const vm = new VirtualMachine(ib.get(), cpu(), { dispatch });
+    const vm = loadIn(ib.get(), form);
     const e: VMError = await assertRejects(
       () => vm.invoke("forever", 1),
       VMError,
@@ -93,8 +115,8 @@ function defineVMTests(dispatch: "specialized" | "generic") {
     assertEquals(await vm.invoke("ok", 8), 8);
   });
 
-  Deno.test(`loops with If and Goto [${dispatch}]`, async () => {
-    const vm = new VirtualMachine(everythingProgram(), cpu(), { dispatch });
+  Deno.test(`loops with If and Goto [${form}]`, async () => {
+    const vm = loadIn(everythingProgram(), form);
     const out = await vm.invoke("main", 10) as unknown[];
     assertEquals(out[0], 45);
     assertEquals(out.length, 15);
@@ -104,7 +126,7 @@ function defineVMTests(dispatch: "specialized" | "generic") {
     assertEquals(await vm.invoke_closure(out[12], 5), 10);
   });
 
-  Deno.test(`a failing call is a VMError with function, pc, instruction, packed function and cause [${dispatch}]`, async () => {
+  Deno.test(`a failing call is a VMError with function, pc, instruction, packed function and cause [${form}]`, async () => {
     const ib = new ExecBuilder();
     ib.function("main", 1, () => {
       ib.emit_call("test.vm.inc", [ib.r(0)], { dst: ib.r(1) });
@@ -115,7 +137,7 @@ function defineVMTests(dispatch: "specialized" | "generic") {
       ib.emit_call("main", [ib.r(0)], { dst: ib.r(1) });
       ib.emit_ret(ib.r(1));
     });
-    const vm = new VirtualMachine(ib.get(), cpu(), { dispatch });
+    const vm = loadIn(ib.get(), form);
     for (const entry of ["main", "outer"]) {
       const e: VMError = await assertRejects(() => vm.invoke(entry, 1), VMError);
       assertEquals(e.functionName, "main", "the innermost VM function is named");
@@ -127,8 +149,8 @@ function defineVMTests(dispatch: "specialized" | "generic") {
     }
   });
 
-  Deno.test(`wrong argument counts and unknown functions are VMErrors [${dispatch}]`, async () => {
-    const vm = new VirtualMachine(fibProgram(), cpu(), { dispatch });
+  Deno.test(`wrong argument counts and unknown functions are VMErrors [${form}]`, async () => {
+    const vm = loadIn(fibProgram(), form);
     await assertRejects(() => vm.invoke("fib"), VMError, "takes 1 argument, got 0");
     await assertRejects(() => vm.invoke("fib", 1, 2), VMError, "got 2");
     await assertRejects(() => vm.invoke("nope"), VMError, 'No VM function named "nope"');
@@ -136,7 +158,7 @@ function defineVMTests(dispatch: "specialized" | "generic") {
     assertEquals(await vm.invoke("fib", 10), 55);
   });
 
-  Deno.test(`an unknown packed function is reported when the VM loads [${dispatch}]`, () => {
+  Deno.test(`an unknown packed function is reported when the VM loads [${form}]`, () => {
     const ib = new ExecBuilder();
     ib.function("main", 0, () => {
       ib.emit_call("no.such.function", [], { dst: ib.r(0) });
@@ -144,14 +166,14 @@ function defineVMTests(dispatch: "specialized" | "generic") {
     });
     const ex = ib.get();
     const e: VMError = assertThrows(
-      () => new VirtualMachine(ex, cpu(), { dispatch }),
+      () => loadIn(ex, form),
       VMError,
       '"no.such.function"',
     );
     assertEquals([e.functionName, e.pc, e.packedFunc], ["main", 0, "no.such.function"]);
   });
 
-  Deno.test(`packed functions may return Promises; only they are awaited [${dispatch}]`, async () => {
+  Deno.test(`packed functions may return Promises; only they are awaited [${form}]`, async () => {
     const ib = new ExecBuilder();
     ib.function("main", 1, () => {
       ib.emit_call("test.vm.async_double", [ib.r(0)], { dst: ib.r(1) });
@@ -164,14 +186,14 @@ function defineVMTests(dispatch: "specialized" | "generic") {
       ib.emit_call("test.vm.inc", [ib.r(1)], { dst: ib.r(2) });
       ib.emit_ret(ib.r(2));
     });
-    const vm = new VirtualMachine(ib.get(), cpu(), { dispatch });
+    const vm = loadIn(ib.get(), form);
     assertEquals(await vm.invoke("main", 3), 14);
     assertEquals(await vm.invoke("outer", 3), 15);
     const [x, y] = await Promise.all([vm.invoke("outer", 1), vm.invoke("outer", 2)]);
     assertEquals([x, y], [7, 11]);
   });
 
-  Deno.test(`functions longer than one dispatch chunk: jumps, Promises, returns and errors across chunks [${dispatch}]`, async () => {
+  Deno.test(`functions longer than one dispatch chunk: jumps, Promises, returns and errors across chunks [${form}]`, async () => {
     // 308 instructions, so the specialized form spans three chunks of CHUNK_INSTRUCTIONS.
     assert(CHUNK_INSTRUCTIONS < 154);
     const ib = new ExecBuilder();
@@ -192,7 +214,7 @@ function defineVMTests(dispatch: "specialized" | "generic") {
       ib.emit_call("test.vm.fail", [ib.r(0)], { dst: ib.r(1) }); // pc 200
       ib.emit_ret(ib.r(1));
     });
-    const vm = new VirtualMachine(ib.get(), cpu(), { dispatch });
+    const vm = loadIn(ib.get(), form);
     let expected = 0;
     for (let i = 0; i < 3; i++) expected = (expected + 150) * 2 + 150;
     assertEquals(await vm.invoke("long", 3), expected);
@@ -202,7 +224,7 @@ function defineVMTests(dispatch: "specialized" | "generic") {
     assertEquals(await vm.invoke("long", 1), 450, "the VM works after the error");
   });
 
-  Deno.test(`a rejected Promise is a VMError at the right instruction [${dispatch}]`, async () => {
+  Deno.test(`a rejected Promise is a VMError at the right instruction [${form}]`, async () => {
     registerFunc("test.vm.async_fail", () => Promise.reject(new Error("later")), {
       override: true,
     });
@@ -211,12 +233,12 @@ function defineVMTests(dispatch: "specialized" | "generic") {
       ib.emit_call("test.vm.async_fail", [], { dst: ib.r(0) });
       ib.emit_ret(ib.r(0));
     });
-    const vm = new VirtualMachine(ib.get(), cpu(), { dispatch });
+    const vm = loadIn(ib.get(), form);
     const e: VMError = await assertRejects(() => vm.invoke("main"), VMError, "later");
     assertEquals([e.pc, e.packedFunc], [0, "test.vm.async_fail"]);
   });
 
-  Deno.test(`closures: make_closure binds captured values last; invoke_closure inside and outside [${dispatch}]`, async () => {
+  Deno.test(`closures: make_closure binds captured values last; invoke_closure inside and outside [${form}]`, async () => {
     const ib = new ExecBuilder();
     ib.function("sub", 2, () => {
       ib.emit_call("test.vm.sub", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
@@ -232,7 +254,7 @@ function defineVMTests(dispatch: "specialized" | "generic") {
       });
       ib.emit_ret(ib.r(2));
     });
-    const vm = new VirtualMachine(ib.get(), cpu(), { dispatch });
+    const vm = loadIn(ib.get(), form);
     const minus10 = await vm.invoke("make", 10);
     assertInstanceOf(minus10, Closure);
     assertEquals(await vm.invoke_closure(minus10, 25), 15);
@@ -240,22 +262,29 @@ function defineVMTests(dispatch: "specialized" | "generic") {
     await assertRejects(() => vm.invoke_closure("not a closure", 1), VMError);
   });
 
-  Deno.test(`save_function pre-binds arguments [${dispatch}]`, async () => {
-    const vm = new VirtualMachine(fibProgram(), cpu(), { dispatch });
+  Deno.test(`save_function pre-binds arguments [${form}]`, async () => {
+    const vm = loadIn(fibProgram(), form);
     vm.save_function("fib", "fib_15", 15);
     assertEquals(await vm.get("fib_15")(), 610);
     assertEquals(await vm.invoke("fib_15"), 610);
     assertThrows(() => vm.save_function("fib", "bad"), VMError, "takes 1 argument, got 0");
+    // get() resolves its function once, yet a function saved later under its name takes over.
+    const fib = vm.get("fib");
+    assertEquals(await fib(10), 55);
+    vm.save_function("fib", "fib", 12);
+    assertEquals(await fib(), 144);
+    assertEquals(await fib(10), 55, "with arguments, the VM function itself");
+    await assertRejects(() => fib(1, 2), VMError, "takes 1 argument, got 2");
   });
 
-  Deno.test(`set_instrument sees every call before and after; 'skip' skips [${dispatch}]`, async () => {
+  Deno.test(`set_instrument sees every call before and after; 'skip' skips [${form}]`, async () => {
     const ib = new ExecBuilder();
     ib.function("main", 1, () => {
       ib.emit_call("test.vm.inc", [ib.r(0)], { dst: ib.r(1) });
       ib.emit_call("test.vm.inc", [ib.r(1)], { dst: ib.r(1) });
       ib.emit_ret(ib.r(1));
     });
-    const vm = new VirtualMachine(ib.get(), cpu(), { dispatch });
+    const vm = loadIn(ib.get(), form);
     const seen: string[] = [];
     vm.set_instrument((_f, name, before, ret, args) => {
       seen.push(
@@ -276,8 +305,8 @@ function defineVMTests(dispatch: "specialized" | "generic") {
     assertEquals(await vm.invoke("main", 1), 3);
   });
 
-  Deno.test(`stateful interface: set_input, invoke_stateful, get_outputs [${dispatch}]`, async () => {
-    const vm = new VirtualMachine(fibProgram(), cpu(), { dispatch });
+  Deno.test(`stateful interface: set_input, invoke_stateful, get_outputs [${form}]`, async () => {
+    const vm = loadIn(fibProgram(), form);
     assertThrows(() => vm.get_outputs("fib"), VMError, "invoke_stateful first");
     await assertRejects(() => vm.invoke_stateful("fib"), VMError, "set_input first");
     vm.set_input("fib", 12);
@@ -286,8 +315,8 @@ function defineVMTests(dispatch: "specialized" | "generic") {
     assertThrows(() => vm.set_input("fib"), VMError);
   });
 
-  Deno.test(`time_evaluator reports mean, median, min, max and per-repeat results [${dispatch}]`, async () => {
-    const vm = new VirtualMachine(fibProgram(), cpu(), { dispatch });
+  Deno.test(`time_evaluator reports mean, median, min, max and per-repeat results [${form}]`, async () => {
+    const vm = loadIn(fibProgram(), form);
     const timer = vm.time_evaluator("fib", { number: 3, repeat: 4 });
     const r = await timer(10);
     assertEquals(r.results.length, 4);
@@ -295,7 +324,37 @@ function defineVMTests(dispatch: "specialized" | "generic") {
     assert(Math.abs(r.mean - r.results.reduce((a, b) => a + b) / 4) < 1e-9);
   });
 
-  Deno.test(`VM options are checked [${dispatch}]`, () => {
+  Deno.test(`time_evaluator times a function saved with save_function [${form}]`, async () => {
+    const vm = loadIn(fibProgram(), form);
+    let calls = 0;
+    vm.set_instrument((_f, name, before, _ret, args) => {
+      if (before && name === "test.vm.lt_num" && args[0] === 10) calls++;
+      return undefined;
+    });
+    vm.save_function("fib", "fib10", 10);
+    const r = await vm.time_evaluator("fib10", { number: 2, repeat: 3 })();
+    assertEquals(r.results.length, 3);
+    assertEquals(calls, 6, "each of the 6 runs called fib(10)");
+  });
+
+  Deno.test(`If on an int64 or bfloat16 tensor reads its value: zero is false [${form}]`, async () => {
+    const ib = new ExecBuilder();
+    ib.function("choose", { num_inputs: 1 }, () => {
+      ib.emit_if(ib.r(0), 2);
+      ib.emit_ret(ib.r(0));
+      ib.emit_call("vm.builtin.null_value", [], { dst: ib.r(1) });
+      ib.emit_ret(ib.r(1));
+    });
+    const vm = loadIn(ib.get(), form);
+    for (const [value, dtype] of [[0n, "int64"], [-0, "bfloat16"], [0, "float16"]] as const) {
+      using zero = tensor([value], { dtype });
+      assertEquals(await vm.invoke("choose", zero), null, `${dtype} zero`);
+    }
+    using one = tensor([1n], { dtype: "int64" });
+    assertStrictEquals(await vm.invoke("choose", one), one);
+  });
+
+  Deno.test(`VM options are checked [${form}]`, () => {
     const ex = fibProgram();
     assertThrows(
       () => new VirtualMachine(ex, cpu(), { allocator: "magic" as "naive" }),
@@ -303,10 +362,21 @@ function defineVMTests(dispatch: "specialized" | "generic") {
       "Unknown allocator",
     );
     assertThrows(() => new VirtualMachine(ex, [], {}), TypeError);
+    assertThrows(
+      () => new VirtualMachine(ex, cpu(), { mode: "jit" as "compiled" }),
+      TypeError,
+      'Unknown mode "jit": use "interpret" or "compiled"',
+    );
+    assertThrows(
+      () => new VirtualMachine(ex, cpu(), { dispatch: "fast" as "generic" }),
+      TypeError,
+      'Unknown dispatch "fast"',
+    );
     new VirtualMachine(ex, [cpu()], { allocator: "naive", mode: "interpret" });
+    new VirtualMachine(ex, [cpu()], { mode: "compiled", dispatch: "generic" });
   });
 
-  Deno.test(`If accepts numbers, booleans and one-element CPU tensors; anything else is a VMError [${dispatch}]`, async () => {
+  Deno.test(`If accepts numbers, booleans and one-element CPU tensors; anything else is a VMError [${form}]`, async () => {
     const ib = new ExecBuilder();
     ib.function("pick", 1, () => {
       ib.emit_if(ib.r(0), 3);
@@ -315,7 +385,7 @@ function defineVMTests(dispatch: "specialized" | "generic") {
       ib.emit_call("vm.builtin.copy", ["no"], { dst: ib.r(1) });
       ib.emit_ret(ib.r(1));
     });
-    const vm = new VirtualMachine(ib.get(), cpu(), { dispatch });
+    const vm = loadIn(ib.get(), form);
     assertEquals(await vm.invoke("pick", 1), "yes");
     assertEquals(await vm.invoke("pick", 0), "no");
     assertEquals(await vm.invoke("pick", true), "yes");
@@ -333,3 +403,4 @@ function defineVMTests(dispatch: "specialized" | "generic") {
 
 defineVMTests("specialized");
 defineVMTests("generic");
+defineVMTests("compiled");

@@ -4,6 +4,18 @@
  * `switch` over the four opcodes; `Call` reads its arguments from slots
  * and stores the result with the object protocol (vm/registers.ts).
  *
+ * Liveness. Releases after an instruction run right after it; releases on
+ * entry to a block run at its first instruction, however control arrives
+ * (falling through, jumping, resuming). A register a `Call` writes but does
+ * not read is empty when liveness is on (program/liveness.ts), so the store
+ * skips the old value (`fresh`).
+ *
+ * Three forms run the same frames: this generic loop, the specialized loop
+ * of each function (vm/specialized_dispatch.ts), used unless an instrument is
+ * set, and in compiled mode the compiled function (vm/compiled_mode.ts),
+ * which starts each call and hands its registers to a frame here when a call
+ * inside it returns a Promise.
+ *
  * Promises. A packed function (or a VM function that awaited inside) may
  * return a Promise. The loop is synchronous and never awaits per
  * instruction (an `await` per instruction costs about 5× here): when a call
@@ -23,10 +35,11 @@
 import { activateAllocators, type AllocatorSet } from "../devices/allocation_context.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { VMError } from "../ground/errors.ts";
-import { VMObject } from "../ground/object.ts";
+import { disownValue, releaseValue, VMObject } from "../ground/object.ts";
 import type { ProgramData } from "../program/program_data.ts";
 import { DecodedOp, type Instr, instrText, type LoadedFunction } from "./loaded_function.ts";
-import { releaseAllRegisters, releaseRegisters, storeResult } from "./registers.ts";
+import { releaseAllRegisters, releaseRegisters, storeFresh, storeResult } from "./registers.ts";
+import { compile, type CompiledHelpers, type CompiledRun, PARK } from "./compiled_mode.ts";
 import { type DispatchHelpers, specialize } from "./specialized_dispatch.ts";
 
 /** Deepest nesting of VM function calls before a call fails with `VMError`. */
@@ -54,15 +67,21 @@ class Frame {
   /** The arguments of the call in progress, when an instrument is set. */
   instrumentArgs: unknown[] = [];
 
-  constructor(fn: LoadedFunction, args: readonly unknown[]) {
+  /** A frame over `regs` (a copy of `fn.template` whose registers it now holds). */
+  constructor(fn: LoadedFunction, regs: unknown[]) {
     this.fn = fn;
+    this.regs = regs;
+  }
+
+  /** A new frame for a call: the arguments become registers `0..n-1`, each holding its value. */
+  static enter(fn: LoadedFunction, args: readonly unknown[]): Frame {
     const regs = fn.template.slice();
     for (let i = 0; i < args.length; i++) {
       const v = args[i];
       regs[i] = v;
       if (v instanceof VMObject) v.retain();
     }
-    this.regs = regs;
+    return new Frame(fn, regs);
   }
 }
 
@@ -70,7 +89,10 @@ function isTruthy(v: unknown): boolean {
   if (typeof v === "number") return v !== 0;
   if (typeof v === "boolean") return v;
   if (typeof v === "bigint") return v !== 0n;
-  if (v instanceof NDArray && v.size === 1 && v.device.kind === "cpu") return v.cpuView()[0] !== 0;
+  if (v instanceof NDArray && v.size === 1 && v.device.kind === "cpu") {
+    // dataSync(), not cpuView(): an int64 element is a bigint (0n !== 0), a bfloat16 one stored bits.
+    return Number(v.dataSync()[0]) !== 0;
+  }
   throw new TypeError(
     `If needs a number, boolean or 1-element CPU tensor as its condition, got ${
       v instanceof NDArray ? v.toString() : v === undefined ? "undefined" : typeof v
@@ -86,6 +108,10 @@ export class Interpreter {
   readonly functions: (LoadedFunction | undefined)[] = [];
   instrument: Instrument | null = null;
   #depth = 0;
+  /** Functions already offered to `specialize` on demand, or null when all were at load. */
+  #onDemand: Set<LoadedFunction> | null = null;
+  /** The frame a compiled function just parked, until `#callCompiled` takes it. */
+  #parked: Frame | null = null;
 
   constructor(ex: ProgramData, allocators: AllocatorSet) {
     this.#ex = ex;
@@ -109,9 +135,11 @@ export class Interpreter {
         `Call stack overflow: more than ${MAX_CALL_DEPTH} nested VM function calls`,
       );
     }
-    const frame = new Frame(fn, args);
-    if (fn.entryReleases !== null) releaseRegisters(frame.regs, fn.entryReleases);
     this.#depth++;
+    if (fn.compiled !== null && this.instrument === null) {
+      return this.#callCompiled(fn.compiled, args);
+    }
+    const frame = Frame.enter(fn, args);
     let result: unknown;
     try {
       result = this.#run(frame);
@@ -123,6 +151,32 @@ export class Interpreter {
     if (result === SUSPENDED) return this.#resume(frame);
     this.#depth--;
     return this.#teardown(frame, result);
+  }
+
+  /**
+   * Runs a compiled function (vm/compiled_mode.ts). It releases its registers
+   * and wraps errors itself; when a call inside it returns a Promise, it hands
+   * its registers over in a frame (`parkFrame`) and the rest of this call runs
+   * in the interpreter, from the instruction after the one that parked.
+   */
+  #callCompiled(compiled: CompiledRun, args: readonly unknown[]): unknown {
+    const previous = activateAllocators(this.#allocators);
+    let result: unknown;
+    try {
+      result = compiled(args);
+    } catch (e) {
+      this.#depth--;
+      throw e;
+    } finally {
+      activateAllocators(previous);
+    }
+    if (result === SUSPENDED) {
+      const frame = this.#parked!;
+      this.#parked = null;
+      return this.#resume(frame);
+    }
+    this.#depth--;
+    return result;
   }
 
   async #resume(frame: Frame): Promise<unknown> {
@@ -158,7 +212,7 @@ export class Interpreter {
     return result;
   }
 
-  #wrap(frame: Frame, e: unknown): VMError {
+  #wrap(frame: { fn: LoadedFunction; pc: number }, e: unknown): VMError {
     if (e instanceof VMError) return e;
     const ins = frame.fn.code[frame.pc];
     const reason = e instanceof RangeError && /call stack/i.test(e.message)
@@ -181,7 +235,12 @@ export class Interpreter {
   #run(frame: Frame): unknown {
     const previous = activateAllocators(this.#allocators);
     try {
-      const specialized = frame.fn.specialized;
+      const fn = frame.fn;
+      if (this.#onDemand !== null && fn.specialized === null && !this.#onDemand.has(fn)) {
+        this.#onDemand.add(fn);
+        fn.specialized = specialize(fn, this.#dispatchHelpers());
+      }
+      const specialized = fn.specialized;
       return specialized !== null && this.instrument === null
         ? specialized(frame)
         : this.#loop(frame);
@@ -192,7 +251,20 @@ export class Interpreter {
 
   /** Emits the specialized loop of every function (see vm/specialized_dispatch.ts). */
   specializeAll(): void {
-    const helpers: DispatchHelpers = {
+    const helpers = this.#dispatchHelpers();
+    for (const fn of this.functions) if (fn !== undefined) fn.specialized = specialize(fn, helpers);
+  }
+
+  /**
+   * Emits a function's specialized loop when a frame of it first runs here
+   * (compiled mode: only calls that parked, or that could not be compiled).
+   */
+  specializeOnDemand(): void {
+    this.#onDemand = new Set();
+  }
+
+  #dispatchHelpers(): DispatchHelpers {
+    return {
       parks(frame, pc, v) {
         if (!(v instanceof Promise)) return false;
         frame.pc = pc;
@@ -200,13 +272,59 @@ export class Interpreter {
         return true;
       },
       store: storeResult,
-      release(v) {
-        if (v instanceof VMObject) v.release();
-      },
+      release: releaseValue,
+      releaseList: releaseRegisters,
       isTruthy,
       suspended: SUSPENDED,
     };
-    for (const fn of this.functions) if (fn !== undefined) fn.specialized = specialize(fn, helpers);
+  }
+
+  /** Compiles every function (see vm/compiled_mode.ts); those that cannot be stay interpreted. */
+  compileAll(): void {
+    let pending: Promise<unknown> | null = null;
+    const helpers: CompiledHelpers = {
+      hold(v) {
+        if (v instanceof VMObject) v.retain();
+        else if (v instanceof Promise) {
+          pending = v;
+          throw PARK;
+        }
+      },
+      drop(v) {
+        if (v instanceof VMObject) v.releaseIfUnowned();
+        else if (v instanceof Promise) {
+          pending = v;
+          throw PARK;
+        }
+      },
+      // A frame's registers hold with retain() alone: they never join the GC safety net
+      // (ground/object.ts heldBeyondFrames), as the protocol always releases them.
+      retain(v) {
+        if (v instanceof VMObject) v.retain();
+      },
+      release: releaseValue,
+      disown: disownValue,
+      isTruthy,
+      park: (fn, pc, registers) => {
+        if (pending === null) throw new Error("compiled function parked without a Promise");
+        const regs = fn.template.slice();
+        for (let r = 0; r < registers.length; r++) regs[r] = registers[r];
+        // A fresh store put the Promise in its register before `hold` saw it.
+        const dst = fn.code[pc].dst;
+        if (dst >= 0 && regs[dst] === pending) regs[dst] = undefined;
+        const frame = new Frame(fn, regs);
+        frame.pc = pc;
+        frame.pending = pending;
+        pending = null;
+        this.#parked = frame;
+        return SUSPENDED;
+      },
+      fail: (fn, pc, e, registers) => {
+        for (const v of registers) releaseValue(v);
+        return this.#wrap({ fn, pc }, e);
+      },
+    };
+    for (const fn of this.functions) if (fn !== undefined) fn.compiled = compile(fn, helpers);
   }
 
   /**
@@ -223,6 +341,7 @@ export class Interpreter {
     try {
       for (;;) {
         ins = code[pc];
+        if (ins.entry !== null) releaseRegisters(regs, ins.entry);
         let v: unknown;
         switch (ins.op) {
           case DecodedOp.Call0:
@@ -256,15 +375,12 @@ export class Interpreter {
             if (ins.after !== null) releaseRegisters(regs, ins.after);
             pc += ins.jump;
             continue;
-          case DecodedOp.If:
-            if (isTruthy(regs[ins.a0])) {
-              if (ins.after !== null) releaseRegisters(regs, ins.after);
-              pc++;
-            } else {
-              if (ins.afterJump !== null) releaseRegisters(regs, ins.afterJump);
-              pc += ins.jump;
-            }
+          case DecodedOp.If: {
+            const truthy = isTruthy(regs[ins.a0]);
+            if (ins.after !== null) releaseRegisters(regs, ins.after);
+            pc += truthy ? 1 : ins.jump;
             continue;
+          }
           default:
             throw new Error(`invalid decoded opcode ${ins.op}`);
         }
@@ -280,7 +396,8 @@ export class Interpreter {
           frame.pending = v;
           return SUSPENDED;
         }
-        storeResult(regs, ins.dst, v);
+        if (ins.fresh && !instrumented) storeFresh(regs, ins.dst, v);
+        else storeResult(regs, ins.dst, v);
         if (instrumented) this.#instrumentAfter(ins, frame, v);
         if (ins.after !== null) releaseRegisters(regs, ins.after);
         pc++;

@@ -10,7 +10,9 @@
  *   all its arguments the same way, `regs[slot]`.
  * - the callee is resolved to a JS function (a packed function from the
  *   registry, or the VM's entry for a VM function).
- * - the liveness release points are attached to the instructions.
+ * - the liveness release points are attached to the instructions: after an
+ *   instruction (its own list) and on entry to a block (one list per block,
+ *   shared by every edge that reaches it, so no list is ever copied).
  *
  * All `Instr` objects have one shape, so the loop's property reads stay
  * monomorphic.
@@ -71,10 +73,20 @@ export class Instr {
   readonly args: Int32Array;
   /** Goto/If: relative jump. */
   readonly jump: number;
-  /** Registers released after this instruction (If: when it falls through), or null. */
+  /** Registers released after this instruction runs (If: whichever way it goes), or null. */
   readonly after: Int32Array | null;
-  /** If: registers released when it jumps, or null. */
-  readonly afterJump: Int32Array | null;
+  /**
+   * Registers released on entering this instruction, however control gets
+   * there (it starts a block), or null. Releasing an empty register does
+   * nothing, so one list serves every predecessor.
+   */
+  readonly entry: Int32Array | null;
+  /**
+   * Call: liveness guarantees that `dst` is empty when the call stores its
+   * result (it is not read by the call and was released after its last use),
+   * so the store need not release an old value.
+   */
+  readonly fresh: boolean;
   /** Index of the instruction in the executable, for `as_text`-style messages. */
   readonly index: number;
 
@@ -86,7 +98,8 @@ export class Instr {
     args: Int32Array,
     jump: number,
     after: Int32Array | null,
-    afterJump: Int32Array | null,
+    entry: Int32Array | null,
+    fresh: boolean,
     index: number,
   ) {
     this.op = op;
@@ -101,7 +114,8 @@ export class Instr {
     this.args = args;
     this.jump = jump;
     this.after = after;
-    this.afterJump = afterJump;
+    this.entry = entry;
+    this.fresh = fresh;
     this.index = index;
   }
 }
@@ -116,12 +130,18 @@ export interface LoadedFunction {
   readonly registers: number;
   /** Initial slot values: registers undefined, then the operand slots. */
   readonly template: unknown[];
-  /** Inputs no instruction reads: released as the frame starts. */
-  readonly entryReleases: Int32Array | null;
+  /** Number of code words of the function (the size generated source is bounded by). */
+  readonly words: number;
+  /** Total length of the release lists attached to block entries. */
+  readonly entryReleaseCount: number;
   /** The specialized form of the loop for this function, when there is one (vm/specialized_dispatch.ts). */
   specialized:
     | ((frame: { regs: unknown[]; pc: number; pending: Promise<unknown> | null }) => unknown)
     | null;
+  /** The compiled form, when the VM runs in compiled mode and could compile it (vm/compiled_mode.ts). */
+  compiled: ((args: readonly unknown[]) => unknown) | null;
+  /** Characters of JavaScript generated for this function (specialized and compiled forms). */
+  sourceLength: number;
 }
 
 /** How operands resolve to values. */
@@ -176,20 +196,18 @@ export function loadFunction(
     }
   };
   // Liveness gives releases after an instruction and on entry to a block.
-  // Entry releases are moved onto the edges that reach the block (the
-  // fall-through or jump of each predecessor), so the loop never checks for them.
   const n = f.end - f.start;
-  const after = (pc: number) => releases?.after[pc] ?? [];
-  const entry = (pc: number) => (pc >= 0 && pc < n ? releases?.onEntry[pc] ?? [] : []);
-  const toInt32 = (...lists: (readonly number[])[]) => {
-    const all = [...new Set(lists.flat())].sort((a, b) => a - b);
-    return all.length > 0 ? Int32Array.from(all) : null;
-  };
+  const toInt32 = (list: readonly number[] | null | undefined) =>
+    list === null || list === undefined || list.length === 0 ? null : Int32Array.from(list);
   const cursor = new InstructionCursor(ex);
   const code: Instr[] = [];
+  let words = 0, entryReleaseCount = 0;
   for (let i = f.start; i < f.end; i++) {
     const c = cursor.seek(i);
     const pc = i - f.start;
+    words += 1 + c.info.fields.length + c.argCount;
+    const entry = toInt32(releases?.onEntry[pc]);
+    entryReleaseCount += entry?.length ?? 0;
     switch (c.op) {
       case Opcode.Call: {
         const count = c.argCount;
@@ -198,55 +216,61 @@ export function loadFunction(
         const fi = c.func;
         let dst = c.dst >= 0 ? c.dst : -1;
         const op = count <= 4 ? DecodedOp.Call0 + count : DecodedOp.CallN;
-        let released = [...after(pc), ...entry(pc + 1)];
-        if (dst >= 0 && released.includes(dst) && !Array.from(args).includes(dst)) {
+        let released = releases?.after[pc] ?? [];
+        const readsDst = dst >= 0 && args.includes(dst);
+        if (dst >= 0 && released.includes(dst) && !readsDst) {
           // The result is dead on arrival: discard it instead of storing and releasing it.
           // (When dst is also an argument, the old value must still be released.)
           released = released.filter((r) => r !== dst);
           dst = -1;
         }
-        const rel = toInt32(released);
-        code.push(
-          new Instr(op, dst, resolve.callee(fi), ex.functions[fi].name, args, 0, rel, null, i),
-        );
-        break;
-      }
-      case Opcode.Ret:
-        code.push(
-          new Instr(DecodedOp.Ret, -1, noCallee, "", Int32Array.of(c.register), 0, null, null, i),
-        );
-        break;
-      case Opcode.If: {
-        const jump = c.jump;
-        const rel = toInt32(after(pc), entry(pc + 1));
-        const relJump = toInt32(after(pc), entry(pc + jump));
+        const fresh = releases !== null && !readsDst;
         code.push(
           new Instr(
-            DecodedOp.If,
-            -1,
-            noCallee,
-            "",
-            Int32Array.of(c.register),
-            jump,
-            rel,
-            relJump,
+            op,
+            dst,
+            resolve.callee(fi),
+            ex.functions[fi].name,
+            args,
+            0,
+            toInt32(released),
+            entry,
+            fresh,
             i,
           ),
         );
         break;
       }
-      case Opcode.Goto: {
-        const jump = c.jump;
+      case Opcode.Ret:
         code.push(
           new Instr(
-            DecodedOp.Goto,
+            DecodedOp.Ret,
             -1,
             noCallee,
             "",
-            new Int32Array(0),
-            jump,
-            toInt32(entry(pc + jump)),
+            Int32Array.of(c.register),
+            0,
             null,
+            entry,
+            false,
+            i,
+          ),
+        );
+        break;
+      case Opcode.If:
+      case Opcode.Goto: {
+        const isIf = c.op === Opcode.If;
+        code.push(
+          new Instr(
+            isIf ? DecodedOp.If : DecodedOp.Goto,
+            -1,
+            noCallee,
+            "",
+            isIf ? Int32Array.of(c.register) : new Int32Array(0),
+            c.jump,
+            toInt32(releases?.after[pc]),
+            entry,
+            false,
             i,
           ),
         );
@@ -254,14 +278,17 @@ export function loadFunction(
       }
     }
   }
-  const entryReleases = toInt32(entry(0));
+  if (code.length !== n) throw new Error(`decoded ${code.length} of ${n} instructions`);
   return {
     info: f,
     code,
     registers: f.registerFileSize,
     template,
-    entryReleases,
+    words,
+    entryReleaseCount,
     specialized: null,
+    compiled: null,
+    sourceLength: 0,
   };
 }
 

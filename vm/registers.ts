@@ -27,6 +27,24 @@ export function storeResult(regs: unknown[], dst: number, v: unknown): void {
   }
 }
 
+/**
+ * Stores a call's result in register `dst` (-1: discard it), where liveness
+ * guarantees the register is empty (program/liveness.ts: a register a call
+ * writes but does not read holds nothing), so there is no old value to release.
+ */
+export function storeFresh(regs: unknown[], dst: number, v: unknown): void {
+  if (typeof v === "object" && v !== null && v instanceof VMObject) {
+    if (dst >= 0) {
+      regs[dst] = v;
+      v.retain();
+    } else {
+      v.releaseIfUnowned();
+    }
+  } else if (dst >= 0) {
+    regs[dst] = v;
+  }
+}
+
 /** Clears the registers in `which` (liveness release points), releasing their values. */
 export function releaseRegisters(regs: unknown[], which: Int32Array): void {
   for (let k = 0; k < which.length; k++) {

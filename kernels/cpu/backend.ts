@@ -11,12 +11,16 @@
  */
 
 import type { OpBackend } from "../kernel_backend.ts";
+import { attentionKernel, causalMaskKernel } from "./attention.ts";
 import { castKernel } from "./cast.ts";
+import { concatKernel } from "./concat.ts";
 import { binaryKernel, unaryKernel } from "./elementwise.ts";
 import { layerNormKernel } from "./layer_norm.ts";
 import { matmulKernel } from "./matmul.ts";
 import { reduceKernel } from "./reduce.ts";
+import { stridedSliceKernel } from "./slice.ts";
 import { softmaxKernel } from "./softmax.ts";
+import { takeKernel } from "./take.ts";
 import { transposeKernel } from "./transpose.ts";
 
 /** The CPU kernels, one per `OpBackend` method. */
@@ -29,4 +33,9 @@ export const cpuBackend: OpBackend = {
   layerNorm: layerNormKernel,
   transpose: transposeKernel,
   cast: castKernel,
+  take: takeKernel,
+  stridedSlice: stridedSliceKernel,
+  concat: concatKernel,
+  causalMask: causalMaskKernel,
+  attention: attentionKernel,
 };

@@ -25,7 +25,11 @@
  *   every B panel (which stays in L1 across the block) passes over it.
  *
  * Products with fewer than 4 rows or columns (matrix-vector) skip packing,
- * which would otherwise compute mostly padding.
+ * which would otherwise compute mostly padding; they add four scaled rows of
+ * B per pass (2× over one row on a 768×3072 matrix-vector product).
+ * Batches that share one B (heads times a weight) are folded into the rows
+ * of a single product first, so a decode step's one-row batches become
+ * one product with full tiles.
  *
  * This file is browser-safe: no `Deno.*`.
  *
@@ -46,6 +50,12 @@ let packB: Float64Array = new Float64Array(0);
 /** Where edge tiles land before their valid part is copied out. */
 const edgeTile = new Float32Array(MR * NR);
 
+function sizeOf(dims: readonly number[]): number {
+  let n = 1;
+  for (const d of dims) n *= d;
+  return n;
+}
+
 function ensurePack(current: Float64Array, size: number): Float64Array {
   return current.length >= size ? current : new Float64Array(Math.max(size, current.length * 2));
 }
@@ -63,6 +73,14 @@ export function matmulKernel(a: NDArray, b: NDArray, out: NDArray): void {
   const sa = broadcastStrides(aBatch, broadcastShapes(aBatch, batchShape));
   const sb = broadcastStrides(bBatch, broadcastShapes(bBatch, batchShape));
   const batches = out.size / (M * N);
+  if (batches > 1 && sizeOf(bBatch) === 1 && sizeOf(aBatch) === batches) {
+    // One B for every batch and a distinct A for each: the batches are rows of one
+    // [batches·M, K] matrix (attention heads times a weight, a decode step's rows).
+    // One product packs B once and runs full 4×4 tiles where each batch alone
+    // would have fewer than 4 rows.
+    gemm(av, 0, bv, 0, ov, 0, batches * M, K, N, true);
+    return;
+  }
   const index = new Array<number>(batchShape.length).fill(0);
   let aMat = 0, bMat = 0, packedB = -1;
   for (let batch = 0; batch < batches; batch++) {
@@ -260,7 +278,16 @@ function gemmRows(
   for (let i = 0; i < M; i++) {
     acc.fill(0);
     const ai = aOff + i * K;
-    for (let k = 0; k < K; k++) {
+    let k = 0;
+    // Four rows of B per pass: one load and store of each accumulator per four multiply-adds.
+    for (; k + 4 <= K; k += 4) {
+      const x0 = a[ai + k], x1 = a[ai + k + 1], x2 = a[ai + k + 2], x3 = a[ai + k + 3];
+      const b0 = bOff + k * N, b1 = b0 + N, b2 = b1 + N, b3 = b2 + N;
+      for (let j = 0; j < N; j++) {
+        acc[j] += x0 * b[b0 + j] + x1 * b[b1 + j] + x2 * b[b2 + j] + x3 * b[b3 + j];
+      }
+    }
+    for (; k < K; k++) {
       const x = a[ai + k];
       const bk = bOff + k * N;
       for (let j = 0; j < N; j++) acc[j] += x * b[bk + j];

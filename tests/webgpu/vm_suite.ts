@@ -21,6 +21,27 @@ gpuTest("a WebGPU VM moves tensor constants to the GPU once, at load", async (gp
   assertEquals(vm.memory_stats().liveBytes, atLoad, "no further constant uploads");
 });
 
+gpuTest("constants of every storage width reach a WebGPU VM with their values", async (gpu) => {
+  const cases = [
+    tensor([1.5, 2.5, 3.5], { dtype: "bfloat16" }),
+    tensor([1.5, -2, 65504], { dtype: "float16" }),
+    tensor([2n ** 60n + 1n, -3n], { dtype: "int64" }),
+    tensor([1, 0, 1], { dtype: "bool" }),
+  ];
+  for (const c of cases) {
+    const ib = new ExecBuilder();
+    ib.function("constant", 0, () => {
+      ib.emit_call("vm.builtin.copy", [c], { dst: ib.r(0) });
+      ib.emit_ret(ib.r(0));
+    });
+    const vm = new VirtualMachine(ib.get(), gpu);
+    using out = await vm.invoke("constant") as NDArray;
+    assertEquals(out.device, gpu);
+    assertEquals(await out.data(), await c.data(), c.dtype);
+    c.dispose();
+  }
+});
+
 gpuTest("to_device moves tensors between CPU and WebGPU inside the VM", async (gpu) => {
   const ib = new ExecBuilder();
   ib.function("round_trip", 1, () => {
