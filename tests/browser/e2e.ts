@@ -189,7 +189,7 @@ async function text(page: Page, selector: string): Promise<string> {
 type OperatorCase = [
   op: string,
   inputs: 1 | 2,
-  extra: (number[] | number | string | { tensor: number[][] | number[] })[],
+  extra: (number[] | number | string | { tensor: number[][] | number[]; dtype?: string })[],
 ];
 
 const OPERATOR_CASES: OperatorCase[] = [
@@ -206,6 +206,12 @@ const OPERATOR_CASES: OperatorCase[] = [
   ["layer_norm", 1, [{ tensor: [1, 2, 0.5, -1, 1] }, { tensor: [0, 0.5, 0, -0.5, 1] }]],
   ...["float64", "float16", "bfloat16", "int8", "int32", "int64", "uint8", "uint32", "bool"]
     .map((dt): OperatorCase => ["cast", 1, [dt]]),
+  ["take", 1, [{ tensor: [4, 0, -1, 2], dtype: "int32" }, 1]],
+  ["strided_slice", 1, [[1], [1], [5], [2]]],
+  ["concat", 2, [1]], // of the tuple (x, y)
+  ["causal_mask", 1, []],
+  ["attention", 2, [{ tensor: [[1, 2, 3], [-1, 0.5, 4]] }]],
+  ["attention", 2, [{ tensor: [[1, 2, 3], [-1, 0.5, 4]] }, 1]],
 ];
 
 /**
@@ -231,10 +237,14 @@ async function sweepOperators(cases: OperatorCase[]): Promise<string[]> {
       const ib = new ExecBuilder();
       ib.function("f", { num_inputs: inputs }, () => {
         const args: unknown[] = [ib.r(0), ib.r(1)].slice(0, inputs);
+        if (op === "concat") {
+          ib.emit_call("vm.builtin.make_tuple", args, { dst: ib.r(inputs) });
+          args.splice(0, inputs, ib.r(inputs));
+        }
         for (const e of extra) {
           if (typeof e === "number") args.push(ib.imm(e));
           else if (typeof e === "string") args.push(dtype(e));
-          else if ("tensor" in e) args.push(tensor(e.tensor));
+          else if ("tensor" in e) args.push(tensor(e.tensor, { dtype: e.dtype ?? "float32" }));
           else args.push(e);
         }
         ib.emit_call(`vm.op.${op}`, args, { dst: ib.r(inputs) });
@@ -352,25 +362,31 @@ const checks: [string, () => Promise<void>][] = [
     },
   ],
 
-  ["the typed program runs on the CPU and on WebGPU, with timing and memory figures", async () => {
-    const { page } = index!;
-    const ex = await evaluateProgram(TYPED);
-    await runBoth(page, ex, "scale_tanh_t", TYPED_ARGS, "typed program");
-    const timing = await text(page, "#timing");
-    assertStringIncludes(timing, "device webgpu(0)");
-    assertStringIncludes(timing, "specialized dispatch");
-    assert(/10 timed calls: median \d+\.\d+ ms/.test(timing), timing);
-    const memory = JSON.parse((await page.getAttribute("#memory", "data-json"))!);
-    assert(memory.peakBytes >= 24 && memory.allocatedBytes >= 24, JSON.stringify(memory));
-    assert(memory.poolHits > 0, `the pool served no allocation: ${JSON.stringify(memory)}`);
+  [
+    "the typed program runs on the CPU and on WebGPU, each way the VM runs, with timing and memory",
+    async () => {
+      const { page } = index!;
+      const ex = await evaluateProgram(TYPED);
+      await runBoth(page, ex, "scale_tanh_t", TYPED_ARGS, "typed program");
+      const timing = await text(page, "#timing");
+      assertStringIncludes(timing, "device webgpu(0)");
+      assertStringIncludes(timing, "specialized dispatch");
+      assert(/10 timed calls: median \d+\.\d+ ms/.test(timing), timing);
+      const memory = JSON.parse((await page.getAttribute("#memory", "data-json"))!);
+      assert(memory.peakBytes >= 24 && memory.allocatedBytes >= 24, JSON.stringify(memory));
+      assert(memory.poolHits > 0, `the pool served no allocation: ${JSON.stringify(memory)}`);
 
-    // The same on a VM with the generic loop, as a page without eval runs it.
-    await page.selectOption("#dispatch", "generic");
-    const want = await expected(ex, "scale_tanh_t", TYPED_ARGS);
-    assertAgrees(await runOn(page, "cpu", "scale_tanh_t", TYPED_ARGS), want, 1e-6, "generic");
-    assertStringIncludes(await text(page, "#timing"), "generic dispatch; VM created");
-    await page.selectOption("#dispatch", "specialized");
-  }],
+      // The same on a VM with the generic loop, as a page without eval runs it.
+      await page.selectOption("#dispatch", "generic");
+      const want = await expected(ex, "scale_tanh_t", TYPED_ARGS);
+      assertAgrees(await runOn(page, "cpu", "scale_tanh_t", TYPED_ARGS), want, 1e-6, "generic");
+      assertStringIncludes(await text(page, "#timing"), "generic dispatch; VM created");
+      await page.selectOption("#dispatch", "compiled");
+      assertAgrees(await runOn(page, "cpu", "scale_tanh_t", TYPED_ARGS), want, 1e-6, "compiled");
+      assertStringIncludes(await text(page, "#timing"), "compiled mode; VM created");
+      await page.selectOption("#dispatch", "specialized");
+    },
+  ],
 
   ["Save .rvm downloads the executable's bytes", async () => {
     const { page } = index!;
@@ -466,6 +482,15 @@ const checks: [string, () => Promise<void>][] = [
     const { page } = strict!;
     await drop(page, "design_doc.rvm", designDoc);
     await runBoth(page, Executable.load(designDoc), "func0", "[[3], [4]]", "strict: design_doc");
+    // Compiled mode falls back to the generic loop as well.
+    await page.selectOption("#dispatch", "compiled");
+    assertAgrees(
+      await runOn(page, "cpu", "func0", "[[3], [4]]"),
+      await expected(Executable.load(designDoc), "func0", "[[3], [4]]"),
+      0,
+      "strict: compiled mode",
+    );
+    await page.selectOption("#dispatch", "specialized");
     // Saving works under the policy too (a blob: download).
     const [download] = await Promise.all([page.waitForEvent("download"), page.click("#save")]);
     assertEquals(await Deno.readFile(await download.path()), Executable.load(designDoc).save());

@@ -27,6 +27,7 @@ import {
   NDArray,
   type TensorDType,
   VirtualMachine,
+  type VirtualMachineOptions,
   webgpu,
 } from "../../mod.ts";
 import { evaluateProgram, formatResult, parseArguments, resultJSON } from "./program.ts";
@@ -100,9 +101,12 @@ const ui = {
     "select",
     {
       id: "dispatch",
-      title: "how the VM dispatches instructions (VirtualMachineOptions.dispatch)",
+      title: "how the VM runs functions (VirtualMachineOptions mode and dispatch)",
     },
-    ...options(["specialized", "generic"]),
+    ...options(
+      ["specialized", "generic", "compiled"],
+      ["specialized loop", "generic loop", "compiled mode"],
+    ),
   ),
   dtype: el("select", { id: "dtype" }, ...options(DTYPES)),
   repeat: el("input", { id: "repeat", type: "number", value: 10, min: 1, max: 1000 }),
@@ -163,7 +167,7 @@ document.body.append(
         { class: "toolbar" },
         el("label", {}, "Function ", ui.fn),
         el("label", {}, "Device ", ui.device),
-        el("label", {}, "Dispatch ", ui.dispatch),
+        el("label", {}, "Run as ", ui.dispatch),
         el("label", {}, "Tensors as ", ui.dtype),
         el("label", {}, "Timed runs ", ui.repeat),
         ui.run,
@@ -189,7 +193,7 @@ document.body.append(
 // ---- State -------------------------------------------------------------------
 
 let executable: Executable | null = null;
-/** VMs of the current executable, per device kind and dispatch: reused so the pool warms up. */
+/** VMs of the current executable, per device kind and way of running: reused so the pool warms up. */
 const vms = new Map<string, VirtualMachine>();
 let saveUrl: string | null = null;
 let gpu: Promise<Device> | null = null;
@@ -206,7 +210,7 @@ document.addEventListener("securitypolicyviolation", (e) => {
   const evals = violations.filter((v) => v.blocked === "eval").length;
   ui.csp.textContent = `The CSP blocked eval ${evals} time${evals === 1 ? "" : "s"} ` +
     `(${violations.length} violation${violations.length === 1 ? "" : "s"} in all): ` +
-    "the VM runs its generic dispatch loop instead of specialized JavaScript.";
+    "the VM runs its generic dispatch loop instead of generated JavaScript.";
 });
 
 function setStatus(state: "ok" | "error", message: string): void {
@@ -319,20 +323,24 @@ async function run(): Promise<string> {
   clearOutputs(); // a failing run leaves no stale figures behind
   const name = ui.fn.value;
   const kind = ui.device.value;
-  const dispatch = ui.dispatch.value as "specialized" | "generic";
+  const runAs = ui.dispatch.value;
+  const vmOptions: VirtualMachineOptions = runAs === "compiled"
+    ? { mode: "compiled" }
+    : { dispatch: runAs as "specialized" | "generic" };
+  const how = runAs === "compiled" ? "compiled mode" : `${runAs} dispatch`;
   const repeat = Math.max(1, Math.min(1000, Math.floor(Number(ui.repeat.value)) || 1));
 
   let t0 = performance.now();
   const device = await deviceFor(kind);
   const tDevice = performance.now() - t0;
 
-  let vm = vms.get(`${kind} ${dispatch}`);
-  let loaded = `${dispatch} dispatch; VM reused (kept until the next build)`;
+  let vm = vms.get(`${kind} ${runAs}`);
+  let loaded = `${how}; VM reused (kept until the next build)`;
   if (vm === undefined) {
     t0 = performance.now();
-    vm = new VirtualMachine(executable, device, { dispatch });
-    vms.set(`${kind} ${dispatch}`, vm);
-    loaded = `${dispatch} dispatch; VM created in ${ms(performance.now() - t0)}`;
+    vm = new VirtualMachine(executable, device, vmOptions);
+    vms.set(`${kind} ${runAs}`, vm);
+    loaded = `${how}; VM created in ${ms(performance.now() - t0)}`;
   }
 
   // Inputs go where the program runs: tensors are made on the chosen device.
