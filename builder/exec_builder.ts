@@ -345,16 +345,11 @@ export class ExecBuilder {
    * @example
    * ```ts
    * import { ExecBuilder } from "@relaxvm/relaxvm";
-   * import { assertEquals } from "@std/assert";
    *
    * const ib = new ExecBuilder();
    * ib.function("main", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));
-   * const scope = ib.function("next", { num_inputs: 2 });
-   * assertEquals(
-   *   Deno.inspect(ib),
-   *   "ExecBuilder(main(1 input); open: next(2 inputs); 1 instruction, 0 constants)",
-   * );
-   * scope[Symbol.dispose]();
+   * using _ = ib.function("next", { num_inputs: 2 });
+   * console.log(ib); // ExecBuilder(main(1 input); open: next(2 inputs); 1 instruction, 0 constants)
    * ```
    */
   [INSPECT](): string {

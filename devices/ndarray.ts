@@ -405,10 +405,9 @@ export class NDArray extends VMObject {
    * @example
    * ```ts
    * import { tensor } from "@relaxvm/relaxvm";
-   * import { assertEquals } from "@std/assert";
    *
    * using t = tensor([[1, 2, 3], [4, 5, 6]]);
-   * assertEquals(Deno.inspect(t), "NDArray(float32, [2, 3], cpu(0)) [[1, 2, 3], [4, 5, 6]]");
+   * console.log(t); // NDArray(float32, [2, 3], cpu(0)) [[1, 2, 3], [4, 5, 6]]
    * ```
    */
   [INSPECT](): string {
