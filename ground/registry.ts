@@ -9,6 +9,7 @@
  * @module
  */
 
+import type { TensorDType } from "./dtype.ts";
 import { shared } from "./shared.ts";
 
 /** A packed function: any JS function; it may return a value or a Promise. */
@@ -17,10 +18,40 @@ export type PackedFunc = (...args: any[]) => unknown;
 
 const registry: Map<string, PackedFunc> = shared("relaxvm.registry", () => new Map());
 
+/**
+ * What a packed function is, for people and tools: `relaxvm funcs --long`
+ * prints it and docs/builtins.md is generated from the builtins'. Every
+ * builtin carries one where it is registered (`BuiltinTable.add`); a user's
+ * function may pass one to `registerFunc`.
+ */
+export interface FuncMeta {
+  /** Arguments and result as a program passes them: `(x, axes?, keepdims?) → tensor`. */
+  readonly signature: string;
+  /** What it does, in a sentence or a short paragraph (Markdown). */
+  readonly summary: string;
+  /** The tensor dtypes it computes on: a list, `"any"`, or `null` when it reads no tensor data. */
+  readonly dtypes: readonly TensorDType[] | "any" | null;
+  /** The devices its tensor arguments may live on. */
+  readonly devices: readonly ("cpu" | "webgpu")[];
+  /** What it throws and when (Markdown); `""` when only what it calls can throw. */
+  readonly errors: string;
+  /**
+   * The TVM function whose behaviour it follows, with where TVM defines it
+   * (`vm.builtin.copy (builtin.cc)`, `relax.op.add`), and how relaxvm
+   * differs if it does; `null` when TVM has no such function.
+   */
+  readonly tvm: string | null;
+}
+
+/** Metadata of the registered functions that have some, one map per process like the registry. */
+const metadata: Map<string, FuncMeta> = shared("relaxvm.funcMeta.v1", () => new Map());
+
 /** Options of `registerFunc`. */
 export interface RegisterOptions {
   /** Replace an existing function of the same name instead of throwing. */
   override?: boolean;
+  /** What the function is, shown by `relaxvm funcs --long`. */
+  meta?: FuncMeta;
 }
 
 /**
@@ -57,6 +88,24 @@ export function registerFunc(name: string, fn: PackedFunc, options: RegisterOpti
     );
   }
   registry.set(name, fn);
+  if (options.meta === undefined) metadata.delete(name);
+  else metadata.set(name, options.meta);
+}
+
+/**
+ * The metadata a packed function was registered with, if any: every
+ * builtin has some.
+ *
+ * @example
+ * ```ts
+ * import { describeGlobalFunc } from "@relaxvm/relaxvm";
+ * import { assertEquals } from "@std/assert";
+ *
+ * assertEquals(describeGlobalFunc("vm.op.add")?.devices, ["cpu", "webgpu"]);
+ * ```
+ */
+export function describeGlobalFunc(name: string): FuncMeta | undefined {
+  return registry.has(name) ? metadata.get(name) : undefined;
 }
 
 /**

@@ -275,3 +275,33 @@ Deno.test("cli: `deno task cli` from another directory resolves paths against th
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("cli: funcs --long describes each function from its metadata", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relaxvm_cli_funcs_" });
+  try {
+    await Deno.writeTextFile(
+      `${dir}/preload.ts`,
+      `import { registerFunc } from "${MOD_URL}";
+registerFunc("test.funcs.described", (x: number) => x, {
+  override: true,
+  meta: { signature: "(x) → x", summary: "Gives x back.", dtypes: null, devices: ["cpu"], errors: "", tvm: null },
+});
+registerFunc("test.funcs.bare", (x: number) => x, { override: true });
+`,
+    );
+    const ops = await relaxvm("funcs", "vm.op.", "--long");
+    assertEquals(ops.code, 0, ops.stderr);
+    assertStringIncludes(ops.stdout, "vm.op.add(a, b) → tensor\n  Elementwise `a + b`");
+    assertStringIncludes(ops.stdout, "dtypes: float32, int32, int64; devices: CPU, WebGPU");
+    assertStringIncludes(ops.stdout, "TVM: relax.op.add");
+    assert(!/^vm\.builtin\./m.test(ops.stdout), "the prefix filters");
+    const own = await relaxvm("funcs", "test.funcs.", "-l", "--preload", `${dir}/preload.ts`);
+    assertEquals(own.code, 0, own.stderr);
+    assertStringIncludes(own.stdout, "test.funcs.described(x) → x\n  Gives x back.");
+    assertStringIncludes(own.stdout, "test.funcs.bare\n  (registered without metadata");
+    const short = await relaxvm("funcs", "vm.builtin.kill");
+    assertEquals(short.stdout, "vm.builtin.kill\n");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
