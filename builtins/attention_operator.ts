@@ -62,7 +62,7 @@ import {
 } from "./operators.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
-export const attentionBuiltins = new BuiltinTable();
+export const attentionBuiltins = new BuiltinTable("Attention operators", import.meta.url);
 
 /** Every packed function name this module registers. */
 export const ATTENTION_OPERATOR_NAMES: readonly string[] = [
@@ -172,5 +172,24 @@ function attention(args: readonly unknown[]): NDArray {
   );
 }
 
-attentionBuiltins.add("vm.op.attention", (...args: unknown[]) => attention(args));
-attentionBuiltins.add("vm.op.causal_mask", (...args: unknown[]) => causalMask(args));
+const ERRORS =
+  "`TypeError` (an argument of the wrong kind or dtype, tensors on different devices), `RangeError` (shapes); messages start with the operator's name.";
+
+attentionBuiltins.add("vm.op.attention", (...args: unknown[]) => attention(args), {
+  signature: "(q, k, v, causal?, scale?, layout?) → tensor",
+  summary:
+    '`softmax(scale · q kᵀ) v`, fused: `q [..., Tq, D]`, `k [..., Tk, D]`, `v [..., Tk, Dv]` with equal leading axes (`[B, H]`, `[H]`, none) → `[..., Tq, Dv]`; with `layout` `"BSHD"` the token axis comes before the heads, `q [..., Tq, H, D]`, `k`, `v` `[..., Tk, H, D]` (a KV cache view as it is) → `[..., Tq, H, Dv]`. `causal` 0/false/absent: none; 1/true/`"BottomRight"`: query `i` sees keys `j <= i + Tk - Tq` (KV-cache decode); `"TopLeft"`: `j <= i`. `scale` a numeric constant (absent or null: `1/sqrt(D)`). One dispatch on WebGPU.',
+  dtypes: ["float32"],
+  devices: ["cpu", "webgpu"],
+  errors: ERRORS,
+  tvm: 'relax.op.nn.attention, whose layout is [batch, tokens, heads, head size]: `layout` "BSHD"',
+});
+attentionBuiltins.add("vm.op.causal_mask", (...args: unknown[]) => causalMask(args), {
+  signature: "(scores, offset?) → tensor",
+  summary:
+    "`scores` with `[..., i, j] = -Infinity` where `j > i + offset` over the last two axes `[m, n]`; `offset` an `imm`, default `n - m`.",
+  dtypes: ["float32"],
+  devices: ["cpu", "webgpu"],
+  errors: ERRORS,
+  tvm: null,
+});

@@ -84,7 +84,7 @@ import {
 } from "./operators.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
-export const indexingBuiltins = new BuiltinTable();
+export const indexingBuiltins = new BuiltinTable("Indexing operators", import.meta.url);
 
 /** Every packed function name this module registers. */
 export const INDEXING_OPERATOR_NAMES: readonly string[] = [
@@ -317,6 +317,33 @@ function concat(args: readonly unknown[]): NDArray {
 
 // ---------------------------------------------------------- registration
 
-indexingBuiltins.add("vm.op.take", (...args: unknown[]) => take(args));
-indexingBuiltins.add("vm.op.strided_slice", (...args: unknown[]) => stridedSlice(args));
-indexingBuiltins.add("vm.op.concat", (...args: unknown[]) => concat(args));
+const ERRORS =
+  "`TypeError` (an argument of the wrong kind or dtype, tensors on different devices), `RangeError` (shapes, axes, indices); messages start with the operator's name.";
+
+indexingBuiltins.add("vm.op.take", (...args: unknown[]) => take(args), {
+  signature: "(x, indices, axis?, mode?) → tensor",
+  summary:
+    'NumPy/TVM `take`: `x` gathered along `axis` (an `imm`; absent: `x` flattened) by int32 or int64 `indices` of any shape, which replace that axis. `mode`: `"fast"` (default: negative indices count from the end; an index outside `[-n, n)` is an error when the indices are in CPU memory and is clamped when they are in GPU memory), `"clip"`, `"wrap"`. A GPU `x` accepts CPU indices (checked, mapped, then uploaded); int64 indices in GPU memory keep their low 32 bits. On WebGPU, `x`\'s rows must be whole 4-byte words.',
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: ERRORS,
+  tvm: 'relax.op.take (its `"nan"` mode is not supported)',
+});
+indexingBuiltins.add("vm.op.strided_slice", (...args: unknown[]) => stridedSlice(args), {
+  signature: "(x, axes, begin, end, strides?) → tensor",
+  summary:
+    "A contiguous copy of `x[begin:end:stride]` on each axis of `axes` (shapes of one length; `strides` absent: 1), the other axes whole. Python's slice rules: negative bounds count from the end, out-of-range bounds clamp, a negative stride walks backwards, 0 is an error.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: ERRORS,
+  tvm: "relax.op.strided_slice",
+});
+indexingBuiltins.add("vm.op.concat", (...args: unknown[]) => concat(args), {
+  signature: "(tensors, axis?) → tensor",
+  summary:
+    "The tensors of a tuple (`vm.builtin.make_tuple`'s, or an array) laid one after another along `axis` (an `imm`, default 0, negative counts from the end); same dtype, device and rank, equal sizes on every other axis.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: ERRORS,
+  tvm: "relax.op.concat",
+});

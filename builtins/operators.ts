@@ -34,7 +34,7 @@ import {
 import { broadcastPlan, formatShape, sameShape, tryBroadcastShapes } from "../kernels/broadcast.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
-export const operatorBuiltins = new BuiltinTable();
+export const operatorBuiltins = new BuiltinTable("Operators", import.meta.url);
 
 const FLOAT: readonly TensorDType[] = ["float32"];
 /** int64 computes on the CPU only (WGSL has no 64-bit integers; see `checkDevice`). */
@@ -513,18 +513,127 @@ function cast(args: readonly unknown[]): NDArray {
 }
 
 // ---------------------------------------------------------------------------
-// Registration.
+// Registration, with each operator's metadata (docs/builtins.md is generated from it).
 
-for (const op of BINARY_OPS) operatorBuiltins.add(`vm.op.${op}`, makeBinary(op));
+const BOTH_DEVICES = ["cpu", "webgpu"] as const;
+const OPERATOR_ERRORS =
+  "`TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 arithmetic on a GPU), `RangeError` (shapes, axes); messages start with the operator's name.";
+
+const BINARY_MEANING: Readonly<Record<BinaryOp, string>> = {
+  add: "`a + b`",
+  subtract: "`a - b`",
+  multiply: "`a * b` (int32 and int64 wrap on overflow)",
+  divide:
+    "`a / b` (int32 and int64: truncated toward zero; a zero divisor gives the dividend, as WGSL does)",
+  maximum: "the larger of `a` and `b`",
+  minimum: "the smaller of `a` and `b`",
+};
+for (const op of BINARY_OPS) {
+  operatorBuiltins.add(`vm.op.${op}`, makeBinary(op), {
+    signature: "(a, b) → tensor",
+    summary: `Elementwise ${
+      BINARY_MEANING[op]
+    }, with NumPy broadcasting; \`a\` and \`b\` have the same dtype and device, and so does the result. int64 computes on the CPU only.`,
+    dtypes: NUMERIC,
+    devices: BOTH_DEVICES,
+    errors: OPERATOR_ERRORS,
+    tvm: `relax.op.${op}`,
+  });
+}
+
+const UNARY_MEANING: Readonly<Record<UnaryOp, string>> = {
+  negative: "`-x`",
+  relu: "`max(x, 0)` (NaN stays NaN)",
+  exp: "`exp(x)`",
+  log: "`log(x)`",
+  sqrt: "`sqrt(x)`",
+  tanh: "`tanh(x)`",
+  sigmoid: "`1 / (1 + exp(-x))`",
+  gelu:
+    "`0.5 * x * (1 + erf(x / sqrt(2)))`, the exact (erf) form of TVM's `relax.nn.gelu` and PyTorch's default",
+};
 for (const op of Object.keys(UNARY_OPS) as UnaryOp[]) {
-  operatorBuiltins.add(`vm.op.${op}`, makeUnary(op));
+  operatorBuiltins.add(`vm.op.${op}`, makeUnary(op), {
+    signature: "(x) → tensor",
+    summary: `Elementwise ${UNARY_MEANING[op]}; the result has \`x\`'s shape, dtype and device.${
+      UNARY_OPS[op].includes("int64") ? " int64 computes on the CPU only." : ""
+    }`,
+    dtypes: UNARY_OPS[op],
+    devices: BOTH_DEVICES,
+    errors: OPERATOR_ERRORS,
+    tvm: op === "relu" || op === "gelu" ? `relax.op.nn.${op}` : `relax.op.${op}`,
+  });
 }
+
+const REDUCE_MEANING: Readonly<Record<ReduceOp, string>> = {
+  sum: "The sum",
+  max: "The maximum (of at least one element)",
+  mean: "The mean",
+};
 for (const op of Object.keys(REDUCE_OPS) as ReduceOp[]) {
-  operatorBuiltins.add(`vm.op.${op}`, (...args: unknown[]) => reduce(op, args));
+  operatorBuiltins.add(`vm.op.${op}`, (...args: unknown[]) => reduce(op, args), {
+    signature: "(x, axes?, keepdims?) → tensor",
+    summary: `${
+      REDUCE_MEANING[op]
+    } over \`axes\` (a shape constant; absent or empty: all axes), which are dropped from the result, or kept with length 1 when \`keepdims\` (an \`imm\` 0/1) is 1.${
+      REDUCE_OPS[op].includes("int64") ? " int64 computes on the CPU only." : ""
+    }`,
+    dtypes: REDUCE_OPS[op],
+    devices: BOTH_DEVICES,
+    errors: OPERATOR_ERRORS,
+    tvm: `relax.op.${op}`,
+  });
 }
-operatorBuiltins.add("vm.op.matmul", (...args: unknown[]) => matmul(args));
-operatorBuiltins.add("vm.op.linear", (...args: unknown[]) => linear(args));
-operatorBuiltins.add("vm.op.softmax", (...args: unknown[]) => softmax(args));
-operatorBuiltins.add("vm.op.layer_norm", (...args: unknown[]) => layerNorm(args));
-operatorBuiltins.add("vm.op.transpose", (...args: unknown[]) => transpose(args));
-operatorBuiltins.add("vm.op.cast", (...args: unknown[]) => cast(args));
+operatorBuiltins.add("vm.op.matmul", (...args: unknown[]) => matmul(args), {
+  signature: "(a, b) → tensor",
+  summary:
+    "NumPy's `matmul`: operands of rank ≥ 2 multiply over their last two axes with the leading (batch) axes broadcast (`[B, H, T, D] @ [B, H, D, S]`, `[H, T, D] @ [D, S]`); a 1-D operand is a row (left) or column (right) vector whose axis is dropped from the result.",
+  dtypes: FLOAT,
+  devices: BOTH_DEVICES,
+  errors: OPERATOR_ERRORS,
+  tvm: "relax.op.matmul",
+});
+operatorBuiltins.add("vm.op.linear", (...args: unknown[]) => linear(args), {
+  signature: "(x, weight, bias?) → tensor",
+  summary:
+    "`x @ weightᵀ + bias` with `weight` stored `[N, K]` (out features × in features, as `nn.Linear` keeps it), `x` `[..., K]`, `bias` `[N]` or absent → `[..., N]`. One kernel: the transposed weight is never materialized and the bias is added as the outputs are stored (a decode step's one-row products read each weight once).",
+  dtypes: FLOAT,
+  devices: BOTH_DEVICES,
+  errors: OPERATOR_ERRORS,
+  tvm: "relax.op.linear",
+});
+operatorBuiltins.add("vm.op.softmax", (...args: unknown[]) => softmax(args), {
+  signature: "(x) → tensor",
+  summary:
+    "Softmax over the last axis, numerically stable (the row maximum is subtracted first); a 0-d tensor counts as one row of one.",
+  dtypes: FLOAT,
+  devices: BOTH_DEVICES,
+  errors: OPERATOR_ERRORS,
+  tvm: "relax.op.nn.softmax (over the last axis only)",
+});
+operatorBuiltins.add("vm.op.layer_norm", (...args: unknown[]) => layerNorm(args), {
+  signature: "(x, gamma, beta, eps?) → tensor",
+  summary:
+    "Layer normalization over the trailing `gamma.ndim` axes of `x`: `(x - mean) / sqrt(var + eps) * gamma + beta`, `eps` a numeric constant (default 1e-5).",
+  dtypes: FLOAT,
+  devices: BOTH_DEVICES,
+  errors: OPERATOR_ERRORS,
+  tvm: "relax.op.nn.layer_norm",
+});
+operatorBuiltins.add("vm.op.transpose", (...args: unknown[]) => transpose(args), {
+  signature: "(x, axes?) → tensor",
+  summary: "A copy of `x` with its axes permuted by `axes` (a shape constant; absent: reversed).",
+  dtypes: "any",
+  devices: BOTH_DEVICES,
+  errors: OPERATOR_ERRORS,
+  tvm: "relax.op.permute_dims",
+});
+operatorBuiltins.add("vm.op.cast", (...args: unknown[]) => cast(args), {
+  signature: "(x, dtype) → tensor",
+  summary:
+    "`x` converted to `dtype` (a DataType or its name), between any two tensor dtypes, identically on the CPU and on WebGPU: floats round to nearest even, float to integer truncates toward zero and saturates (NaN gives 0), integers wrap, anything to bool is `x != 0`.",
+  dtypes: "any",
+  devices: BOTH_DEVICES,
+  errors: OPERATOR_ERRORS,
+  tvm: "relax.op.astype",
+});

@@ -55,7 +55,10 @@ import {
 } from "./operators.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
-export const samplingOperatorBuiltins = new BuiltinTable();
+export const samplingOperatorBuiltins = new BuiltinTable(
+  "Sampling operators",
+  import.meta.url,
+);
 
 /** Every packed function name this module registers. */
 export const SAMPLING_OPERATOR_NAMES: readonly string[] = ["vm.op.argmax", "vm.op.sample_top_p"];
@@ -139,5 +142,25 @@ function sampleTopP(args: readonly unknown[]): NDArray {
   );
 }
 
-samplingOperatorBuiltins.add("vm.op.argmax", (...args: unknown[]) => argmax(args));
-samplingOperatorBuiltins.add("vm.op.sample_top_p", (...args: unknown[]) => sampleTopP(args));
+const ERRORS =
+  "`TypeError` (an argument of the wrong kind or dtype, tensors on different devices), `RangeError` (shapes, axis, no elements, `top_p` outside (0, 1], a negative or NaN temperature); messages start with the operator's name.";
+
+samplingOperatorBuiltins.add("vm.op.argmax", (...args: unknown[]) => argmax(args), {
+  signature: "(x, axis?, keepdims?) → int32 tensor",
+  summary:
+    "The index of the first maximal element along `axis` (an `imm`, negative counts from the end; absent or null: over the flattened tensor, a 0-d result), that axis dropped or kept with length 1 when `keepdims` (an `imm` 0/1) is 1. NaN counts as larger than every number (NumPy).",
+  dtypes: ARGMAX_DTYPES,
+  devices: ["cpu", "webgpu"],
+  errors: ERRORS,
+  tvm: "relax.op.argmax, which returns int64; int32 here, what WGSL computes and vm.op.take reads",
+});
+samplingOperatorBuiltins.add("vm.op.sample_top_p", (...args: unknown[]) => sampleTopP(args), {
+  signature: "(logits, uniform, temperature, top_p) → int32 tensor",
+  summary:
+    "Per row of `logits [..., V]`, a token drawn by top-p (nucleus) sampling from `softmax(logits / temperature)` with the row's uniform sample in [0, 1) from `uniform` (a float32 tensor of one sample per row, on the logits' device) → `[...]`. TVM's rule, shortcut included: the most probable token when `u < p_max / top_p`, else the first of the sorted nucleus whose cumulative mass exceeds `u` times the nucleus's. A temperature below 1e-6 takes the first maximal logit; NaN logits are never chosen (a row of NaN gives 0). On WebGPU one workgroup per row, by bisection over the weights, without sorting; its float32 sums may choose the neighbouring token for a `u` within rounding of a boundary.",
+  dtypes: ["float32"],
+  devices: ["cpu", "webgpu"],
+  errors: ERRORS,
+  tvm:
+    "vm.builtin.apply_softmax_with_temperature then vm.builtin.sample_top_p_from_prob (lm_support.cc), run where the logits are",
+});

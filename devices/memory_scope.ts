@@ -8,14 +8,30 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import type { Device } from "./device.ts";
 import type { Allocator, AllocatorKind } from "./allocator.ts";
 import type { AllocatorSet } from "./allocation_context.ts";
 import { NaiveAllocator } from "./naive_allocator.ts";
 import { PooledAllocator } from "./pooled_allocator.ts";
 
+const MEMORY_SCOPE_BRAND = brandKey("MemoryScope");
+
 /** A VM's devices and allocators, as builtins see them through `%vm`. */
 export class MemoryScope implements AllocatorSet {
+  static {
+    brand(this, MEMORY_SCOPE_BRAND);
+  }
+
+  /**
+   * True for a `MemoryScope` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static [Symbol.hasInstance](v: unknown): v is MemoryScope {
+    return typeof v === "object" && v !== null && (v as Branded)[MEMORY_SCOPE_BRAND] === true;
+  }
+
   /** The devices the VM was created with; index 0 is the default. */
   readonly devices: readonly Device[];
   /** Which allocator each device gets. */
@@ -25,7 +41,11 @@ export class MemoryScope implements AllocatorSet {
   #lastDevice: Device | undefined = undefined;
   #lastAllocator: Allocator | undefined = undefined;
 
-  /** Made by the VM. @internal */
+  /**
+   * Made by the VM.
+   *
+   * @ignore
+   */
   constructor(devices: readonly Device[], allocatorKind: AllocatorKind) {
     this.devices = devices;
     this.allocatorKind = allocatorKind;

@@ -21,7 +21,11 @@
  * | `releaseIfUnowned()` | free if nobody holds it (a discarded result)               |
  * | `kill()`             | free now, whoever holds it (`vm.builtin.kill`)             |
  * | `handToUser()`       | the user becomes a holder (once); what the VM returns      |
- * | `dispose()`          | the user lets go of its reference (also `using`)           |
+ * | `dispose()`          | the user lets go (also `using`); frees a floating object   |
+ *
+ * The calls other than `dispose()` are the library's own (the VM, the
+ * builtins, the allocators): they carry `@ignore`, so the published docs
+ * show users `dispose()`, `disposed` and `using` only.
  *
  * Values that own nothing (numbers, strings, shapes, dtypes, devices, null,
  * arrays a user passes in) take part in none of this: the helpers below
@@ -30,13 +34,35 @@
  * @module
  */
 
+import { brand, type Branded, brandKey, ordinaryInstanceOf } from "./brand.ts";
+
+const VM_OBJECT_BRAND = brandKey("VMObject");
+
 /** A runtime object with a reference count; each kind implements `free()`. */
 export abstract class VMObject {
+  static {
+    brand(this, VM_OBJECT_BRAND);
+  }
+
+  /**
+   * True for a `VMObject` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static [Symbol.hasInstance](v: unknown): v is VMObject {
+    if (this !== VMObject) return ordinaryInstanceOf.call(this, v);
+    return typeof v === "object" && v !== null && (v as Branded)[VM_OBJECT_BRAND] === true;
+  }
+
   #refs = 0;
   #freed = false;
   #userHeld = false;
 
-  /** Number of holders now. @internal */
+  /**
+   * Number of holders now.
+   *
+   * @ignore
+   */
   get refCount(): number {
     return this.#refs;
   }
@@ -46,38 +72,60 @@ export abstract class VMObject {
     return this.#freed;
   }
 
-  /** Adds a holder. @internal */
+  /**
+   * Adds a holder.
+   *
+   * @ignore
+   */
   retain(): this {
     if (this.disposed) throw this.usedAfterFree();
     this.#refs++;
     return this;
   }
 
-  /** Drops a holder; the last one frees the object. @internal */
+  /**
+   * Drops a holder; the last one frees the object.
+   *
+   * @ignore
+   */
   release(): void {
     if (this.#freed) return;
     if (this.#refs > 0) this.#refs--;
     if (this.#refs === 0) this.#free();
   }
 
-  /** Drops a holder without freeing: the object is floating again. @internal */
+  /**
+   * Drops a holder without freeing: the object is floating again.
+   *
+   * @ignore
+   */
   disown(): void {
     if (this.#refs > 0) this.#refs--;
   }
 
-  /** Frees the object if nobody holds it (a result that was discarded). @internal */
+  /**
+   * Frees the object if nobody holds it (a result that was discarded).
+   *
+   * @ignore
+   */
   releaseIfUnowned(): void {
     if (!this.#freed && this.#refs === 0) this.#free();
   }
 
-  /** Frees the object now, whoever still holds it; later uses throw. @internal */
+  /**
+   * Frees the object now, whoever still holds it; later uses throw.
+   *
+   * @ignore
+   */
   kill(): void {
     if (!this.#freed) this.#free();
   }
 
   /**
    * Makes the user a holder (once, however often it is handed over), so
-   * `dispose()` knows what to drop; returns what the user receives. @internal
+   * `dispose()` knows what to drop; returns what the user receives.
+   *
+   * @ignore
    */
   handToUser(): unknown {
     if (!this.#userHeld) {
@@ -97,19 +145,27 @@ export abstract class VMObject {
    * whether the call returns or throws. Kinds that keep a garbage-collection
    * safety net install it here instead of on every object, because the
    * safety net costs more than a small kernel (see devices/ndarray.ts).
-   * Called once or more; never on a freed object. @internal
+   * Called once or more; never on a freed object.
+   *
+   * @ignore
    */
   heldBeyondFrames(): void {}
 
   /**
-   * Drops the user's reference: the object is freed now unless the VM still
-   * holds it (a constant, a saved argument, a captured value). Calling it
-   * twice is harmless.
+   * Drops the caller's reference: the object is freed now unless the VM
+   * still holds it (a constant, a saved argument, a captured value). That
+   * covers an object the caller made and nobody holds yet, such as a
+   * temporary tensor from `NDArray.empty` inside a packed function
+   * (`using tmp = NDArray.empty(...)`). Calling it twice is harmless.
    */
   dispose(): void {
-    if (!this.#userHeld || this.#freed) return;
-    this.#userHeld = false;
-    this.release();
+    if (this.#freed) return;
+    if (this.#userHeld) {
+      this.#userHeld = false;
+      this.release();
+    } else if (this.#refs === 0) {
+      this.#free();
+    }
   }
 
   /** `using x = ...` disposes at the end of the scope. */
