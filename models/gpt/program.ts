@@ -54,6 +54,8 @@ import {
   ExecBuilder,
   type Executable,
   getGlobalFunc,
+  MakeShapeCode,
+  MatchShapeCode,
   type Operand,
   registerFunc,
   shape,
@@ -63,11 +65,9 @@ import { type GPTConfig, headSize } from "./config.ts";
 import { BlockParam, layerBase, PARAM_PREFIX, PARAMS_PER_LAYER, paramSpecs } from "./weights.ts";
 
 // Codes of vm.builtin.match_shape / match_prim_value and make_shape / make_prim_value
-// (TVM's conventions; see builtins/shape_heap.ts).
-const ASSERT_EQUAL_TO_IMM = 0;
-const STORE_TO_HEAP = 1;
-const USE_IMM = 0;
-const LOAD_SHAPE = 1;
+// (TVM's conventions).
+const { AssertEqualToImm: ASSERT_EQUAL_TO_IMM, StoreToHeap: STORE_TO_HEAP } = MatchShapeCode;
+const { UseImm: USE_IMM, LoadShape: LOAD_SHAPE } = MakeShapeCode;
 
 /** Slots of the shape heap. */
 const Slot = {
