@@ -31,6 +31,7 @@ export {
   Closure,
   cpu,
   DataType,
+  describeGlobalFunc,
   Device,
   dtype,
   Executable,
@@ -56,6 +57,7 @@ export type {
   Code,
   ConstantValue,
   DeviceKind,
+  FuncMeta,
   FunctionInfo,
   Instrument,
   LoadedTensorCache,
@@ -92,6 +94,7 @@ export type { ConstantInput } from "./builder/constant_pool.ts";
 export { check } from "./program/verifier.ts";
 export type { CheckResult } from "./program/verifier.ts";
 export { formalize } from "./program/formalize.ts";
+export { MakeShapeCode, MatchShapeCode } from "./builtins/shape_heap.ts";
 export { dumpTensorCache, encodeTensorCache } from "./builtins/tensor_cache_writer.ts";
 export type {
   EncodedTensorCache,

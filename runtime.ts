@@ -43,8 +43,13 @@ export type { Instrument } from "./vm/interpreter.ts";
 export type { CallLimits } from "./vm/invocation.ts";
 export type { LimitedVirtualMachine } from "./vm/virtual_machine.ts";
 export { Closure } from "./ground/closure.ts";
-export { getGlobalFunc, listGlobalFuncNames, registerFunc } from "./ground/registry.ts";
-export type { PackedFunc, RegisterOptions } from "./ground/registry.ts";
+export {
+  describeGlobalFunc,
+  getGlobalFunc,
+  listGlobalFuncNames,
+  registerFunc,
+} from "./ground/registry.ts";
+export type { FuncMeta, PackedFunc, RegisterOptions } from "./ground/registry.ts";
 export type { VMObject } from "./ground/object.ts";
 export { NDArray } from "./devices/ndarray.ts";
 export { tensor } from "./devices/tensor.ts";

@@ -45,10 +45,45 @@ export class ConstantPool {
     else candidates.push(this.values.length - 1);
     return this.values.length - 1;
   }
+
+  /** Number of entries. */
+  get length(): number {
+    return this.values.length;
+  }
+
+  /** Drops the entries from index `length` on (the builder's undo), releasing their tensors. */
+  truncate(length: number): void {
+    while (this.values.length > length) {
+      const i = this.values.length - 1;
+      const value = this.values.pop()!;
+      const key = keyOf(value);
+      const candidates = this.#index.get(key)!;
+      candidates.splice(candidates.indexOf(i), 1);
+      if (candidates.length === 0) this.#index.delete(key);
+      if (value instanceof NDArray) value.release();
+    }
+  }
+}
+
+/**
+ * Throws the `TypeError` `intern` would throw for `input`, without adding
+ * it: what the builder checks before it changes anything.
+ */
+export function checkConstant(input: ConstantInput): void {
+  normalize(input);
 }
 
 function normalize(input: ConstantInput): ConstantValue {
-  if (Array.isArray(input)) return new ShapeTuple(input as readonly number[]);
+  if (Array.isArray(input)) {
+    if (!input.every((d) => Number.isSafeInteger(d))) {
+      throw new TypeError(
+        `convert_constant: a number[] constant is a shape and holds integers, got [${
+          input.map((d) => typeof d === "string" ? JSON.stringify(d) : String(d)).join(", ")
+        }]`,
+      );
+    }
+    return new ShapeTuple(input as readonly number[]);
+  }
   const value = input as ConstantValue;
   if (
     typeof value === "number" || typeof value === "string" || value instanceof ShapeTuple ||
@@ -57,6 +92,9 @@ function normalize(input: ConstantInput): ConstantValue {
     return value;
   }
   if (value instanceof NDArray) {
+    if (value.disposed) {
+      throw new TypeError(`convert_constant: ${value} was disposed; a constant needs live data`);
+    }
     if (value.device.kind !== "cpu") {
       throw new TypeError(
         `convert_constant: tensor constants must be on the CPU, got one on ${value.device}`,
@@ -64,15 +102,22 @@ function normalize(input: ConstantInput): ConstantValue {
     }
     return value;
   }
-  throw new TypeError(`convert_constant: cannot make a constant of ${describe(input)}`);
+  throw new TypeError(
+    `convert_constant: cannot make a constant of ${
+      describe(input)
+    }; a constant is a number, a string, a ShapeTuple or number[] (a shape), a DataType or a CPU NDArray`,
+  );
 }
 
-function describe(v: unknown): string {
-  return v === null
-    ? "null"
-    : typeof v === "object"
-    ? (v.constructor?.name ?? "an object")
-    : typeof v;
+/** How a value that cannot be a constant is named in messages. */
+export function describe(v: unknown): string {
+  if (v === null || v === undefined) return String(v);
+  if (typeof v === "string") return `the string ${JSON.stringify(v)}`;
+  if (typeof v === "function") return "a function";
+  if (typeof v !== "object") return `${typeof v} ${String(v)}`;
+  if (Array.isArray(v)) return `an array [${v.map((x) => typeof x).join(", ")}]`;
+  const name = (v as { constructor?: { name?: string } }).constructor?.name;
+  return name === undefined || name === "Object" ? "an object" : `a ${name}`;
 }
 
 function keyOf(v: ConstantValue): string {

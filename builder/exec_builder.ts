@@ -6,10 +6,20 @@
  * fraction of a second.
  * Scope state lives on the builder instance, never shared between builders.
  *
+ * Every method checks its arguments at run time before it changes anything
+ * (plain JavaScript and the REPL have no type checks): a wrong argument is a
+ * `TypeError` (a `RangeError` for a number out of range) that leaves the
+ * builder exactly as it was. A `function()` body that throws takes back
+ * everything it added.
+ *
  * @module
  */
 
-import { CheckError, type CheckProblem } from "../ground/errors.ts";
+import { CheckError, type CheckProblem, formatProblem } from "../ground/errors.ts";
+import { getGlobalFunc, listGlobalFuncNames } from "../ground/registry.ts";
+import { suggestName } from "../ground/suggest.ts";
+import { printable } from "../ground/printable.ts";
+import { INSPECT } from "../ground/inspect.ts";
 import {
   ArgKind,
   encodeArg,
@@ -23,7 +33,7 @@ import { type Executable, executableFromVerified } from "../program/executable.t
 import { formalizeProgram } from "../program/formalize.ts";
 import type { FunctionInfo, ProgramData } from "../program/program_data.ts";
 import { verifyProgram } from "../program/verifier.ts";
-import { type ConstantInput, ConstantPool } from "./constant_pool.ts";
+import { checkConstant, type ConstantInput, ConstantPool, describe } from "./constant_pool.ts";
 import { Operand } from "./operand.ts";
 
 /** Options of `ExecBuilder.function`. */
@@ -62,6 +72,119 @@ interface FunctionEntry {
   onlyReferenced: boolean;
 }
 
+/** What a `function()` body may change, so that a body that throws can take it back. */
+interface UndoMark {
+  functions: number;
+  code: number;
+  constants: number;
+  problems: number;
+  /** The fields of entries that existed before the body, as they were. */
+  saved: Map<FunctionEntry, FunctionEntry>;
+}
+
+/** How to close a scope that `using` left open, shown wherever an open scope is reported. */
+const CLOSE_HINT =
+  "close it with the scope's [Symbol.dispose]() (at the REPL's top level `using _ = ib.function(...)` never closes: call _[Symbol.dispose]()), or use the callback form ib.function(name, opts, () => { ... })";
+
+/** A `TypeError` unless `name` is a non-empty string. */
+function checkName(name: unknown, what: string): asserts name is string {
+  if (typeof name !== "string" || name === "") {
+    throw new TypeError(`${what}: name must be a non-empty string, got ${describe(name)}`);
+  }
+}
+
+/**
+ * A `TypeError` unless `opts` is undefined or a plain options object whose
+ * keys are all in `allowed` (a misspelt option would otherwise be ignored
+ * without a word).
+ */
+function checkOptions(
+  opts: unknown,
+  allowed: readonly string[],
+  what: string,
+): asserts opts is Record<string, unknown> | undefined {
+  if (opts === undefined) return;
+  if (typeof opts !== "object" || opts === null || Array.isArray(opts) || opts instanceof Operand) {
+    throw new TypeError(
+      `${what}: options must be an object { ${allowed.join(", ")} }, got ${describeArg(opts)}`,
+    );
+  }
+  for (const key in opts) {
+    if (!allowed.includes(key)) {
+      throw new TypeError(
+        `${what}: unknown option "${key}"; the options are ${
+          allowed.map((k) => `"${k}"`).join(", ")
+        }`,
+      );
+    }
+  }
+}
+
+/** An argument as a message names it: operands as the builder call that makes them. */
+function describeArg(v: unknown): string {
+  if (v instanceof Operand) return operandText(v);
+  return describe(v);
+}
+
+function operandText(op: Operand): string {
+  return op[INSPECT]();
+}
+
+/**
+ * A `TypeError` for a non-number, a `RangeError` for a number that is not a
+ * safe integer within `limit` (`min` and up).
+ */
+function checkInteger(v: unknown, min: number, limit: number, what: string): asserts v is number {
+  if (typeof v !== "number") {
+    throw new TypeError(`${what}: expected an integer, got ${describe(v)}`);
+  }
+  if (!Number.isSafeInteger(v) || v < min || v > limit) {
+    throw new RangeError(
+      `${what}: ${v} is not ${
+        min === 0 ? "a non-negative integer" : "an integer"
+      } of magnitude at most ${limit}`,
+    );
+  }
+}
+
+/**
+ * A warning per packed function `code` uses that the registry does not
+ * hold now, naming its first use and the registered name it most likely
+ * misspells. A warning, not an error: the function may be registered later,
+ * before a VM loads the executable (which fails then, as now, if it is not).
+ */
+function unregisteredWarnings(code: ProgramData): string[] {
+  const warnings: string[] = [];
+  let names: string[] | undefined;
+  code.functions.forEach((f, index) => {
+    if (f.kind !== "packed" || getGlobalFunc(f.name) !== undefined) return;
+    names ??= listGlobalFuncNames();
+    const guess = suggestName(f.name, names);
+    const hint = guess === undefined ? "" : `; did you mean ${guess}?`;
+    const where = firstUse(code, index);
+    warnings.push(
+      `${where}packed function ${
+        printable(f.name)
+      } is not registered${hint} (register it before a VM loads this executable)`,
+    );
+  });
+  return warnings;
+}
+
+/** `@func[pc]: ` of the first instruction that refers to function `index`, or "" for none. */
+function firstUse(code: ProgramData, index: number): string {
+  const cursor = new InstructionCursor(code);
+  for (const owner of code.functions) {
+    if (owner.kind !== "vm") continue;
+    for (let i = owner.start; i < owner.end; i++) {
+      if (cursor.seek(i).refersToFunction(index)) {
+        return `${formatProblem({ functionName: owner.name, pc: i - owner.start, message: "" })}`;
+      }
+    }
+  }
+  return "";
+}
+
 /**
  * Builds an `Executable`.
  *
@@ -83,6 +206,20 @@ interface FunctionEntry {
  * using out = await vm.invoke("func0", tensor([1, 2]), tensor([10, 20])) as import("@relaxvm/relaxvm").NDArray;
  * assertEquals([...out.dataSync()], [11, 22]);
  * ```
+ *
+ * @example A wrong argument throws and changes nothing
+ * ```ts
+ * import { ExecBuilder } from "@relaxvm/relaxvm";
+ * import { assertThrows } from "@std/assert";
+ *
+ * const ib = new ExecBuilder();
+ * ib.function("main", { num_inputs: 1 }, () => {
+ *   // deno-lint-ignore no-explicit-any
+ *   assertThrows(() => ib.emit_call("vm.builtin.copy", ib.r(0) as any), TypeError, "args");
+ *   ib.emit_ret(ib.r(0));
+ * });
+ * ib.get(); // the bad call left no trace
+ * ```
  */
 export class ExecBuilder {
   #functions: FunctionEntry[] = [];
@@ -90,36 +227,61 @@ export class ExecBuilder {
   #pool = new ConstantPool();
   #code = new CodeWriter();
   #open: FunctionEntry | null = null;
+  /** Whether the open scope is a callback's (then nesting is a plain mistake, not a forgotten close). */
+  #openByCallback = false;
   #problems: CheckProblem[] = [];
   #argScratch = new Float64Array(8);
+  /** Set while a `function()` body runs: what to restore if it throws. */
+  #undo: UndoMark | null = null;
 
   /**
    * Opens VM function `name`. `opts` is `{ num_inputs, param_names }` or a
    * bare `num_inputs`. Returns a `Disposable` scope (`using _ = ...`); with
-   * `body`, the scope is entered, `body` runs and the scope closes.
+   * `body`, the scope is entered, `body` runs and the scope closes. If `body`
+   * throws, the builder is restored to its state before this call and the
+   * error propagates, so the function can be written again.
+   *
+   * Only one scope is open at a time. At the REPL's top level
+   * `using _ = ib.function(...)` is never disposed: close it with
+   * `_[Symbol.dispose]()`, or use the callback form there.
    */
   function(name: string, opts: FunctionOptions | number = {}, body?: () => void): Disposable {
-    if (typeof name !== "string" || name === "") {
-      throw new TypeError("function: name must be a non-empty string");
-    }
+    checkName(name, "function");
     if (this.#open !== null) {
       throw new Error(
-        `Cannot open function "${name}" inside function "${this.#open.name}": scopes do not nest`,
+        this.#openByCallback
+          ? `Cannot open function "${name}" inside the body of function "${this.#open.name}": scopes do not nest`
+          : `Cannot open function "${name}": function "${this.#open.name}" is still open (scopes do not nest); ${CLOSE_HINT}`,
       );
     }
-    const options = typeof opts === "number" ? { num_inputs: opts } : opts;
+    if (typeof opts === "function") {
+      throw new TypeError(
+        `function "${name}": the body goes third, after the options: ib.function("${name}", { num_inputs: 0 }, () => { ... })`,
+      );
+    }
+    if (typeof opts !== "number") {
+      checkOptions(opts, ["num_inputs", "param_names"], `function "${name}"`);
+    }
+    const options: FunctionOptions = typeof opts === "number" ? { num_inputs: opts } : opts ?? {};
     const numInputs = options.num_inputs ?? 0;
-    if (!Number.isSafeInteger(numInputs) || numInputs < 0) {
-      throw new RangeError(
-        `function "${name}": num_inputs must be a non-negative integer, got ${numInputs}`,
+    checkInteger(numInputs, 0, MAX_OPERAND_VALUE, `function "${name}": num_inputs`);
+    const names: unknown = options.param_names ?? [];
+    if (!Array.isArray(names) || !names.every((p) => typeof p === "string")) {
+      throw new TypeError(
+        `function "${name}": param_names must be an array of strings, got ${describe(names)}`,
       );
     }
-    const paramNames = [...(options.param_names ?? [])];
+    const paramNames = [...names] as string[];
     if (paramNames.length > 0 && paramNames.length !== numInputs) {
       throw new RangeError(
         `function "${name}": ${paramNames.length} param_names for ${numInputs} inputs`,
       );
     }
+    if (body !== undefined && typeof body !== "function") {
+      throw new TypeError(`function "${name}": body must be a function, got ${describe(body)}`);
+    }
+    // Nothing has changed yet; from here on, a body that throws is taken back.
+    const undo = body === undefined ? null : this.#mark();
     const entry = this.#entry(name);
     if (entry?.defined) {
       this.#problems.push({
@@ -129,7 +291,15 @@ export class ExecBuilder {
       });
     }
     // A duplicate is built into a detached entry, so the rest of the program still checks.
-    const scope: FunctionEntry = entry?.defined ? { ...entry } : (entry ?? this.#add(name, "vm"));
+    let scope: FunctionEntry;
+    if (entry?.defined) {
+      scope = { ...entry };
+    } else if (entry !== undefined) {
+      this.#touch(entry);
+      scope = entry;
+    } else {
+      scope = this.#add(name, "vm");
+    }
     Object.assign(scope, {
       kind: "vm",
       start: this.#code.count,
@@ -140,47 +310,98 @@ export class ExecBuilder {
       onlyReferenced: false,
     });
     this.#open = scope;
+    this.#openByCallback = undo !== null;
     const close = () => {
       if (this.#open === scope) {
         scope.end = this.#code.count;
         this.#open = null;
       }
     };
-    if (body !== undefined) {
+    if (undo !== null) {
+      this.#undo = undo;
       try {
-        body();
+        body!();
+      } catch (error) {
+        this.#rollback(undo);
+        throw error;
       } finally {
+        this.#undo = null;
         close();
       }
     }
-    return { [Symbol.dispose]: close };
+    return {
+      [Symbol.dispose]: close,
+      // What the REPL shows for `ib.function(...)`: whether the scope is still open.
+      [INSPECT]: () =>
+        `FunctionScope(${printable(name)}, ${this.#open === scope ? "open" : "closed"})`,
+    } as Disposable;
+  }
+
+  /**
+   * Shown by `console.log` and `deno repl`: the functions defined so far, the
+   * one still open (the REPL's `using` never closes one: see `function()`),
+   * and how much code and how many constants there are.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder } from "@relaxvm/relaxvm";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("main", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));
+   * using _ = ib.function("next", { num_inputs: 2 });
+   * console.log(ib); // ExecBuilder(main(1 input); open: next(2 inputs); 1 instruction, 0 constants)
+   * ```
+   */
+  [INSPECT](): string {
+    const describe = (e: FunctionEntry) =>
+      `${printable(e.name)}(${
+        e.paramNames.length > 0
+          ? e.paramNames.map(printable).join(", ")
+          : `${e.numArgs} input${e.numArgs === 1 ? "" : "s"}`
+      })`;
+    const done = this.#functions.filter((e) => e.kind === "vm" && e.defined && e !== this.#open);
+    const parts = [done.length === 0 ? "no functions" : done.map(describe).join(", ")];
+    if (this.#open !== null) parts.push(`open: ${describe(this.#open)}`);
+    const n = this.#code.count, c = this.#pool.length;
+    parts.push(`${n} instruction${n === 1 ? "" : "s"}, ${c} constant${c === 1 ? "" : "s"}`);
+    return `ExecBuilder(${parts.join("; ")})`;
   }
 
   /** Declares `name` before use: `"packed"` (default) or `"vm"` (defined later in this builder). */
   declare_function(name: string, kind: "packed" | "vm" = "packed"): void {
-    const entry = this.#entry(name) ?? this.#add(name, kind);
+    checkName(name, "declare_function");
+    if (kind !== "packed" && kind !== "vm") {
+      throw new TypeError(
+        `declare_function("${name}"): kind must be "packed" or "vm", got ${describe(kind)}`,
+      );
+    }
+    const entry = this.#entry(name);
+    if (entry === undefined) {
+      this.#add(name, kind);
+      return;
+    }
+    this.#touch(entry);
     entry.onlyReferenced = false;
     if (kind === "vm" && !entry.defined) entry.kind = "vm";
   }
 
   /** Register `i` of the current frame. */
   r(i: number): Operand {
-    if (!Number.isSafeInteger(i) || i < 0 || i > MAX_OPERAND_VALUE) {
-      throw new RangeError(`r(${i}): a register is a non-negative integer`);
-    }
+    checkInteger(i, 0, MAX_OPERAND_VALUE, "r()");
     return new Operand("register", i);
   }
 
   /** Constant-pool entry `i`. */
   c(i: number): Operand {
-    if (!Number.isSafeInteger(i) || i < 0 || i > MAX_OPERAND_VALUE) {
-      throw new RangeError(`c(${i}): a constant index is a non-negative integer`);
-    }
+    checkInteger(i, 0, MAX_OPERAND_VALUE, "c()");
     return new Operand("constant", i);
   }
 
   /** An integer immediate (negative allowed, |v| < 2^51). */
   imm(v: number): Operand {
+    if (typeof v !== "number") {
+      throw new TypeError(`imm(): expected an integer, got ${describe(v)}`);
+    }
     if (!Number.isSafeInteger(v) || Math.abs(v) > MAX_OPERAND_VALUE) {
       throw new RangeError(
         `imm(${v}): an immediate is an integer of magnitude below 2^51; use convert_constant for other numbers`,
@@ -191,9 +412,7 @@ export class ExecBuilder {
 
   /** A reference to function `name` (a VM function of this builder, or a declared packed function). */
   f(name: string): Operand {
-    if (typeof name !== "string" || name === "") {
-      throw new TypeError("f(): name must be a non-empty string");
-    }
+    checkName(name, "f()");
     return new Operand("function", name);
   }
 
@@ -214,27 +433,53 @@ export class ExecBuilder {
 
   /** `Call`: invokes `name` with `args`; the result goes to `opts.dst` (omitted: discarded). */
   emit_call(name: string, args: readonly CallArg[] = [], opts: CallOptions = {}): void {
-    const scope = this.#scope("emit_call");
-    if (typeof name !== "string" || name === "") {
-      throw new TypeError("emit_call: name must be a non-empty string");
+    this.#scope("emit_call");
+    checkName(name, "emit_call");
+    if (!Array.isArray(args)) {
+      throw new TypeError(
+        `emit_call("${name}"): args must be an array, got ${
+          describeArg(args)
+        }; write ib.emit_call("${name}", [${args instanceof Operand ? operandText(args) : "..."}])`,
+      );
     }
-    const dst = opts.dst === undefined
-      ? VOID_REGISTER
-      : this.#register(opts.dst, `emit_call("${name}") dst`);
+    if (opts instanceof Operand) {
+      throw new TypeError(
+        `emit_call("${name}"): the destination goes in an options object: { dst: ${
+          operandText(opts)
+        } }`,
+      );
+    }
+    let dst = VOID_REGISTER;
+    if (typeof opts === "object" && opts !== null && opts.dst !== undefined) {
+      dst = this.#register(opts.dst, "emit_call", name);
+    } else {
+      // Without a destination, a misspelt one ({ dest: … }) would discard the result unseen.
+      checkOptions(opts, ["dst"], `emit_call("${name}")`);
+    }
     if (dst === VM_REGISTER) throw new TypeError(`emit_call("${name}"): cannot write to %vm`);
-    // Encode the arguments first, so a bad one leaves no half-written instruction.
+    // Check every argument before anything changes, so a bad one leaves no trace. Registers,
+    // immediates and constant indices are encoded at once; function references and plain
+    // values (which may add a table entry or a constant) only once all are checked.
     const n = args.length;
     const words = n <= this.#argScratch.length ? this.#argScratch : new Float64Array(n);
-    for (let k = 0; k < n; k++) words[k] = this.#argWord(args[k], name);
+    let pending = false;
+    for (let k = 0; k < n; k++) {
+      const word = this.#checkedWord(args[k], k, name);
+      if (Number.isNaN(word)) pending = true;
+      words[k] = word;
+    }
+    if (pending) {
+      for (let k = 0; k < n; k++) if (Number.isNaN(words[k])) words[k] = this.#argWord(args[k]);
+    }
     let index = this.#byName.get(name);
     if (index === undefined) {
       this.#add(name, "packed");
       index = this.#functions.length - 1;
-    } else {
+    } else if (this.#functions[index].onlyReferenced) {
+      this.#touch(this.#functions[index]);
       this.#functions[index].onlyReferenced = false;
     }
     this.#code.call(dst, index, words, n);
-    void scope;
   }
 
   /** `Ret`: returns the value in register `reg`. */
@@ -252,20 +497,50 @@ export class ExecBuilder {
   /** `If`: when register `cond` is nonzero (or `true`) falls through, else jumps by `false_offset`. */
   emit_if(cond: Operand, false_offset: number): void {
     this.#scope("emit_if");
-    this.#code.if(this.#register(cond, "emit_if"), this.#offset(false_offset, "emit_if"));
+    const register = this.#register(cond, "emit_if");
+    this.#code.if(register, this.#offset(false_offset, "emit_if"));
   }
 
   /**
    * Finishes: checks the program (throws `CheckError` listing every problem),
    * formalizes it and returns the `Executable`. The builder is unchanged, so
    * calling `get()` again returns an equivalent executable.
+   *
+   * What is suspicious but not wrong becomes a line of `ex.warnings`: an
+   * input never used, or a packed function the registry does not hold yet
+   * (with the registered name it most likely misspells, e.g. `vm.op.reluu`:
+   * "did you mean vm.op.relu?"). A VM loading the executable fails on a name
+   * that is still not registered then.
+   *
+   * @example A misspelt packed function
+   * ```ts
+   * import { ExecBuilder } from "@relaxvm/relaxvm";
+   * import { assertStringIncludes } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("main", { num_inputs: 1 }, () => {
+   *   ib.emit_call("vm.op.reluu", [ib.r(0)], { dst: ib.r(1) });
+   *   ib.emit_ret(ib.r(1));
+   * });
+   * const ex = ib.get();
+   * assertStringIncludes(ex.warnings[0], "did you mean vm.op.relu?");
+   * ```
    */
   get(opts: GetOptions = {}): Executable {
+    checkOptions(opts, ["liveness"], "get");
+    const liveness = opts?.liveness ?? true;
+    if (typeof liveness !== "boolean") {
+      throw new TypeError(`get: liveness must be true or false, got ${describe(liveness)}`);
+    }
     const problems = [...this.#problems];
     if (this.#open !== null) {
-      problems.push({ functionName: this.#open.name, pc: -1, message: "scope was never closed" });
+      problems.push({
+        functionName: this.#open.name,
+        pc: -1,
+        message: `scope was never closed; ${CLOSE_HINT}`,
+      });
     }
-    const raw = this.#snapshot(opts.liveness ?? true);
+    const raw = this.#snapshot(liveness);
     this.#functions.forEach((e, index) => {
       if (e.onlyReferenced) {
         problems.push(...this.#unknownReferences(raw, index));
@@ -282,8 +557,9 @@ export class ExecBuilder {
       problems.push({ functionName, pc, message });
     }
     if (problems.length > 0) throw new CheckError(problems);
+    const unregistered = unregisteredWarnings(raw);
     // The snapshot is this call's own copy of the code, so formalize may rewrite it.
-    return executableFromVerified(formalizeProgram(raw), warnings);
+    return executableFromVerified(formalizeProgram(raw), [...warnings, ...unregistered]);
   }
 
   /**
@@ -370,6 +646,35 @@ export class ExecBuilder {
     return entry;
   }
 
+  /** Where a `function()` body starts: what a body that throws is rolled back to. */
+  #mark(): UndoMark {
+    return {
+      functions: this.#functions.length,
+      code: this.#code.count,
+      constants: this.#pool.length,
+      problems: this.#problems.length,
+      saved: new Map(),
+    };
+  }
+
+  /** Records `entry`'s fields before a change, while a body runs (once per entry). */
+  #touch(entry: FunctionEntry): void {
+    const undo = this.#undo;
+    if (undo !== null && !undo.saved.has(entry)) {
+      undo.saved.set(entry, { ...entry, paramNames: [...entry.paramNames] });
+    }
+  }
+
+  /** Takes back everything done since `mark`. */
+  #rollback(mark: UndoMark): void {
+    for (const [entry, before] of mark.saved) Object.assign(entry, before);
+    for (const entry of this.#functions.splice(mark.functions)) this.#byName.delete(entry.name);
+    this.#code.truncate(mark.code);
+    this.#pool.truncate(mark.constants);
+    this.#problems.length = mark.problems;
+    this.#open = null;
+  }
+
   #scope(what: string): FunctionEntry {
     if (this.#open === null) {
       throw new Error(`${what}: no function is open; call it inside ib.function(...)`);
@@ -377,25 +682,63 @@ export class ExecBuilder {
     return this.#open;
   }
 
-  #register(op: Operand, what: string): number {
+  /** The register `op` names; a `TypeError` naming `what` (and `callee`) for anything else. */
+  #register(op: unknown, what: string, callee?: string): number {
     if (!(op instanceof Operand) || op.kind !== "register") {
-      throw new TypeError(
-        `${what}: expected a register (ib.r(i)), got ${
-          op instanceof Operand ? op.kind : typeof op
-        }`,
-      );
+      const where = callee === undefined ? what : `${what}("${callee}") dst`;
+      throw new TypeError(`${where}: expected a register (ib.r(i)), got ${describeArg(op)}`);
     }
     return op.value as number;
   }
 
-  #offset(v: number, what: string): number {
-    if (!Number.isSafeInteger(v) || Math.abs(v) > 2 ** 31) {
-      throw new RangeError(`${what}: offset ${v} is not an integer`);
-    }
+  #offset(v: unknown, what: string): number {
+    checkInteger(v, -(2 ** 31), 2 ** 31, `${what}: offset`);
     return v;
   }
 
-  #argWord(a: CallArg, callee: string): number {
+  /**
+   * The operand word of argument `k` when encoding it changes nothing
+   * (a register, immediate or constant index), NaN when it is a function
+   * reference or a plain value that `#argWord` encodes later. Throws a
+   * `TypeError` for anything that cannot be an argument; changes nothing.
+   */
+  #checkedWord(a: unknown, k: number, callee: string): number {
+    if (a instanceof Operand) {
+      // Operands come checked from r(), c(), imm(), f(); their fields are not writable.
+      switch (a.kind) {
+        case "register":
+          return encodeArg(ArgKind.Register, a.value as number);
+        case "immediate":
+          return encodeArg(ArgKind.Immediate, a.value as number);
+        case "constant":
+          return encodeArg(ArgKind.ConstIdx, a.value as number);
+        case "function":
+          return NaN;
+      }
+      throw new TypeError(
+        `emit_call("${callee}"): argument ${k} is a malformed operand; make operands with ib.r(), ib.c(), ib.imm(), ib.f()`,
+      );
+    }
+    if (typeof a === "number") {
+      throw new TypeError(
+        `emit_call("${callee}"): a bare number (${a}) is ambiguous; write ib.imm(${a}) for an integer immediate or ib.convert_constant(${a}) for a numeric constant`,
+      );
+    }
+    try {
+      checkConstant(a as ConstantInput);
+    } catch (error) {
+      if (!(error instanceof TypeError)) throw error;
+      throw new TypeError(
+        `emit_call("${callee}"): argument ${k} is neither an operand (ib.r(i), ib.c(i), ib.imm(v), ib.f(name)) nor a constant: ${
+          error.message.replace(/^convert_constant: /, "")
+        }`,
+      );
+    }
+    return NaN;
+  }
+
+  /** The operand word of a checked argument (adding a function entry or constant when new). */
+  #argWord(a: CallArg): number {
     if (a instanceof Operand) {
       switch (a.kind) {
         case "register":
@@ -406,17 +749,10 @@ export class ExecBuilder {
           return encodeArg(ArgKind.ConstIdx, a.value as number);
         case "function": {
           const name = a.value as string;
-          const entry = this.#entry(name) ??
-            Object.assign(this.#add(name, "packed"), { onlyReferenced: true });
-          void entry;
+          if (this.#entry(name) === undefined) this.#add(name, "packed").onlyReferenced = true;
           return encodeArg(ArgKind.FuncIdx, this.#byName.get(name)!);
         }
       }
-    }
-    if (typeof a === "number") {
-      throw new TypeError(
-        `emit_call("${callee}"): a bare number (${a}) is ambiguous; write ib.imm(${a}) for an integer immediate or ib.convert_constant(${a}) for a numeric constant`,
-      );
     }
     return encodeArg(ArgKind.ConstIdx, this.#pool.intern(a));
   }

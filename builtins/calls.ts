@@ -15,7 +15,7 @@ import { BuiltinTable } from "./builtin_table.ts";
 import { describe } from "./describe.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
-export const callBuiltins = new BuiltinTable();
+export const callBuiltins = new BuiltinTable("Calls and debugging", import.meta.url);
 
 /** Calls `f` (a closure or a packed function) with `args`. */
 function callValue(f: unknown, args: unknown[], who: string): unknown {
@@ -25,15 +25,7 @@ function callValue(f: unknown, args: unknown[], who: string): unknown {
 }
 
 /**
- * `vm.builtin.call_tir_dyn(f, a_1, …, a_k, shape)`: calls
- * `f(a_1, …, a_k, shape[0], …, shape[m-1])`, the trailing shape (a
- * ShapeTuple or an array of integers) unpacked into scalar arguments, and
- * returns what `f` returns (TIR functions write their outputs into
- * arguments and return nothing). In relaxvm `f` is a JS function standing
- * for the TIR function: a packed function passed as `ib.f(name)`, or a closure.
- * Errors: `TypeError` (fewer than 2 arguments, `f` not callable, the last
- * argument not a shape), and whatever `f` throws.
- * TVM: `vm.builtin.call_tir_dyn` (builtin.cc).
+ * `vm.builtin.call_tir_dyn`, described by the metadata it is registered with below.
  *
  * @example A JS "TIR function" that fills its output with a symbolic extent
  * ```ts
@@ -71,20 +63,17 @@ callBuiltins.add("vm.builtin.call_tir_dyn", (f: unknown, ...rest: unknown[]) => 
     throw new TypeError(`${who}: the last argument must be a shape, got ${describe(last)}`);
   }
   return callValue(f, [...rest, ...dims], who);
+}, {
+  signature: "(f, a_1, …, a_k, shape) → what f returns",
+  summary:
+    "Calls `f(a_1, …, a_k, shape[0], …, shape[m-1])`, the trailing shape (a ShapeTuple or an array of integers) unpacked into scalar arguments, and returns what `f` returns (TIR functions write their outputs into arguments and return nothing). In relaxvm `f` is a JS function standing for the TIR function: a packed function passed as `ib.f(name)`, or a closure.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors:
+    "`TypeError` (fewer than 2 arguments, `f` not callable, the last argument not a shape), and whatever `f` throws.",
+  tvm: "vm.builtin.call_tir_dyn (builtin.cc)",
 });
 
-/**
- * `vm.builtin.invoke_debug_func(io_effect, func_name, line_info, ...args)`:
- * calls the registered packed function `func_name` as
- * `func_name(line_info, ...args)`, discards its result (awaiting it when it
- * is a Promise) and returns `io_effect`, which must be null (TVM's lowered
- * `IOEffect`). Emitted for `nn.print_`/`nn.debug_func`, usually with
- * `vm.builtin.debug_print`.
- * Errors: `TypeError` (io_effect not null, func_name not a string),
- * `ReferenceError` (no function registered under func_name), and whatever
- * the function throws.
- * TVM: `vm.builtin.invoke_debug_func` (builtin.cc).
- */
 callBuiltins.add(
   "vm.builtin.invoke_debug_func",
   (ioEffect: unknown, funcName: unknown, lineInfo: unknown, ...args: unknown[]) => {
@@ -104,15 +93,18 @@ callBuiltins.add(
     const result = fn(lineInfo, ...args);
     return result instanceof Promise ? result.then(() => null) : null;
   },
+  {
+    signature: "(io_effect, func_name, line_info, ...args) → io_effect (null)",
+    summary:
+      "Calls the registered packed function `func_name` as `func_name(line_info, ...args)`, discards its result (awaiting it when it is a Promise) and returns `io_effect`, which must be null (TVM's lowered `IOEffect`). Emitted for `nn.print_`/`nn.debug_func`, usually with `vm.builtin.debug_print`.",
+    dtypes: null,
+    devices: ["cpu", "webgpu"],
+    errors:
+      "`TypeError` (io_effect not null, func_name not a string), `ReferenceError` (no function registered under func_name), and whatever the function throws.",
+    tvm: "vm.builtin.invoke_debug_func (builtin.cc)",
+  },
 );
 
-/**
- * `vm.builtin.debug_print(line_info, x)`: prints
- * `<line_info>: shape = (2, 3), dtype = float32, data =` and the values of
- * tensor `x` (read back from a GPU first), or the value itself when it is
- * not a tensor. Returns null.
- * TVM: `vm.builtin.debug_print` (registered in Python, `python/tvm/runtime/vm.py`).
- */
 callBuiltins.add("vm.builtin.debug_print", (lineInfo: unknown, x: unknown) => {
   if (!(x instanceof NDArray)) {
     console.log(`${lineInfo}:`, x);
@@ -127,4 +119,12 @@ callBuiltins.add("vm.builtin.debug_print", (lineInfo: unknown, x: unknown) => {
     return null;
   };
   return x.device.kind === "cpu" ? print(x.dataSync()) : x.data().then(print);
+}, {
+  signature: "(line_info, x) → null",
+  summary:
+    "Prints `<line_info>: shape = (2, 3), dtype = float32, data =` and the values of tensor `x` (read back from a GPU first), or the value itself when it is not a tensor. Returns null.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "",
+  tvm: "vm.builtin.debug_print (registered in Python, `python/tvm/runtime/vm.py`)",
 });

@@ -8,13 +8,16 @@
  */
 
 import { installKernels } from "../kernels/install.ts";
+import { attentionBuiltins } from "./attention_operator.ts";
 import { callBuiltins } from "./calls.ts";
+import { indexingBuiltins } from "./indexing_operators.ts";
 import { kvCacheBuiltins } from "./kv_cache.ts";
 import { memoryBuiltins } from "./memory.ts";
 import { operatorBuiltins } from "./operators.ts";
 import { primValueBuiltins } from "./prim_values.ts";
 import { runtimeCheckBuiltins } from "./runtime_checks.ts";
 import { samplingBuiltins } from "./sampling.ts";
+import { samplingOperatorBuiltins } from "./sampling_operators.ts";
 import { shapeHeapBuiltins } from "./shape_heap.ts";
 import { tensorCacheBuiltins } from "./tensor_cache.ts";
 import { valueBuiltins } from "./value_builtins.ts";
@@ -31,6 +34,9 @@ export const BUILTIN_TABLES = [
   samplingBuiltins,
   tensorCacheBuiltins,
   operatorBuiltins,
+  indexingBuiltins,
+  attentionBuiltins,
+  samplingOperatorBuiltins,
 ];
 
 let installed = false;

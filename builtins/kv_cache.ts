@@ -31,7 +31,7 @@ import { describe } from "./describe.ts";
 import { shapeArg } from "./validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
-export const kvCacheBuiltins = new BuiltinTable();
+export const kvCacheBuiltins = new BuiltinTable("KV caches", import.meta.url);
 
 function cacheArg(v: unknown, who: string): AttentionKVCache {
   if (!(v instanceof AttentionKVCache)) {
@@ -63,17 +63,6 @@ function then<T>(result: void | Promise<void>, value: T): T | Promise<T> {
   return result instanceof Promise ? result.then(() => value) : value;
 }
 
-/**
- * `vm.builtin.attention_kv_cache_create(init, reserve_shape, init_fill_count)`:
- * a new cache on `init`'s device with `init`'s dtype, room for
- * `reserve_shape[0]` rows of `reserve_shape[1:]`, holding `init`'s rows. Then
- * `init_fill_count >= 0` sets the filled rows and window position to it (0:
- * an empty cache; `init` only gives dtype, device and row shape) and a
- * negative one keeps `init`'s rows filled with the window position at 0.
- * Errors: `RangeError` when `init`'s rows differ from `reserve_shape[1:]` or
- * `init_fill_count` exceeds the capacity (TVM does not check it).
- * TVM: `vm.builtin.attention_kv_cache_create` (lm_support.cc).
- */
 kvCacheBuiltins.add(
   "vm.builtin.attention_kv_cache_create",
   (init: unknown, reserveShape: unknown, initFillCount: unknown) => {
@@ -88,43 +77,46 @@ kvCacheBuiltins.add(
       integerArg(initFillCount, "init_fill_count", who),
     );
   },
+  {
+    signature: "(init, reserve_shape, init_fill_count) → cache",
+    summary:
+      "A new cache on `init`'s device with `init`'s dtype, room for `reserve_shape[0]` rows of `reserve_shape[1:]`, holding `init`'s rows. Then `init_fill_count >= 0` sets the filled rows and window position to it (0: an empty cache; `init` only gives dtype, device and row shape) and a negative one keeps `init`'s rows filled with the window position at 0.",
+    dtypes: "any",
+    devices: ["cpu", "webgpu"],
+    errors:
+      "`RangeError` when `reserve_shape` is not a shape of at least one dimension, `init`'s rows differ from `reserve_shape[1:]` or `init_fill_count` exceeds the capacity (TVM does not check it).",
+    tvm: "vm.builtin.attention_kv_cache_create (lm_support.cc)",
+  },
 );
 
-/**
- * `vm.builtin.attention_kv_cache_append(cache, value)`: appends `value`'s
- * rows after the filled ones, doubling the capacity until they fit (the old
- * rows are copied on the device). Returns the cache. A value on another
- * device than the cache is transferred (from a GPU, that waits).
- * Errors: dtype (`TypeError`) or row shape (`RangeError`) differs.
- * TVM: `vm.builtin.attention_kv_cache_append` (lm_support.cc).
- */
 kvCacheBuiltins.add("vm.builtin.attention_kv_cache_append", (cache: unknown, value: unknown) => {
   const who = "attention_kv_cache_append";
   const c = cacheArg(cache, who);
   return then(c.append(tensorArg(value, who)), c);
+}, {
+  signature: "(cache, value) → the same cache",
+  summary:
+    "Appends `value`'s rows after the filled ones, doubling the capacity until they fit (the old rows are copied on the device). Returns the cache. A value on another device than the cache is transferred (from a GPU, that waits).",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "dtype (`TypeError`) or row shape (`RangeError`) differs.",
+  tvm: "vm.builtin.attention_kv_cache_append (lm_support.cc)",
 });
 
-/**
- * `vm.builtin.attention_kv_cache_update(cache, value)`: overwrites the
- * filled rows with `value`, which must have exactly `fillCount` rows.
- * Returns the cache.
- * Errors: dtype (`TypeError`), row shape or row count (`RangeError`) differs.
- * TVM: `vm.builtin.attention_kv_cache_update` (lm_support.cc).
- */
 kvCacheBuiltins.add("vm.builtin.attention_kv_cache_update", (cache: unknown, value: unknown) => {
   const who = "attention_kv_cache_update";
   const c = cacheArg(cache, who);
   return then(c.update(tensorArg(value, who)), c);
+}, {
+  signature: "(cache, value) → the same cache",
+  summary:
+    "Overwrites the filled rows with `value`, which must have exactly `fillCount` rows. Returns the cache.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "dtype (`TypeError`), row shape or row count (`RangeError`) differs.",
+  tvm: "vm.builtin.attention_kv_cache_update (lm_support.cc)",
 });
 
-/**
- * `vm.builtin.attention_kv_cache_window_override(cache, value, max_cache_size)`:
- * writes `value`'s rows at the window position of a ring buffer of at most
- * `max_cache_size` rows, wrapping to the start. Returns the cache. The rows
- * are kept in rotated order: the oldest is at the window position.
- * Errors: as `append`, and `RangeError` when `value` has more rows than the window.
- * TVM: `vm.builtin.attention_kv_cache_window_override` (lm_support.cc).
- */
 kvCacheBuiltins.add(
   "vm.builtin.attention_kv_cache_window_override",
   (cache: unknown, value: unknown, maxCacheSize: unknown) => {
@@ -133,19 +125,17 @@ kvCacheBuiltins.add(
     const m = integerArg(maxCacheSize, "max_cache_size", who);
     return then(c.windowOverride(tensorArg(value, who), m, 0, who), c);
   },
+  {
+    signature: "(cache, value, max_cache_size) → the same cache",
+    summary:
+      "Writes `value`'s rows at the window position of a ring buffer of at most `max_cache_size` rows, wrapping to the start. Returns the cache. The rows are kept in rotated order: the oldest is at the window position.",
+    dtypes: "any",
+    devices: ["cpu", "webgpu"],
+    errors: "as `append`, and `RangeError` when `value` has more rows than the window.",
+    tvm: "vm.builtin.attention_kv_cache_window_override (lm_support.cc)",
+  },
 );
 
-/**
- * `vm.builtin.attention_kv_cache_window_override_with_sinks(cache, value,
- * max_cache_size, num_attention_sinks)`: as `window_override`, but the first
- * `num_attention_sinks` rows, once written, are never overwritten: wrapping
- * goes back to row `num_attention_sinks` (StreamingLLM's attention sinks).
- * The logical order of a full window is `rows[0:S]`, `rows[pos:M]`, `rows[S:pos]`.
- * Returns the cache.
- * Errors: as `window_override`; `RangeError` when `value` has more rows than
- * `max_cache_size - num_attention_sinks`.
- * TVM: `vm.builtin.attention_kv_cache_window_override_with_sinks` (lm_support.cc).
- */
 kvCacheBuiltins.add(
   "vm.builtin.attention_kv_cache_window_override_with_sinks",
   (cache: unknown, value: unknown, maxCacheSize: unknown, numSinks: unknown) => {
@@ -158,16 +148,18 @@ kvCacheBuiltins.add(
     }
     return then(c.windowOverride(tensorArg(value, who), m, s, who), c);
   },
+  {
+    signature: "(cache, value, max_cache_size, num_attention_sinks) → the same cache",
+    summary:
+      "As `window_override`, but the first `num_attention_sinks` rows, once written, are never overwritten: wrapping goes back to row `num_attention_sinks` (StreamingLLM's attention sinks). The logical order of a full window is `rows[0:S]`, `rows[pos:M]`, `rows[S:pos]`. Returns the cache.",
+    dtypes: "any",
+    devices: ["cpu", "webgpu"],
+    errors:
+      "as `window_override`; `RangeError` when `value` has more rows than `max_cache_size - num_attention_sinks`.",
+    tvm: "vm.builtin.attention_kv_cache_window_override_with_sinks (lm_support.cc)",
+  },
 );
 
-/**
- * `vm.builtin.attention_kv_cache_view(cache[, shape])`: a tensor viewing the
- * filled rows of the cache, without copying: later in-place writes show
- * through it; after the cache grows it keeps the old rows. `shape`, when
- * given, must be `[fillCount, ...rows]`.
- * Errors: `TypeError` (other than 1 or 2 arguments), `RangeError` (shape differs).
- * TVM: `vm.builtin.attention_kv_cache_view` (lm_support.cc).
- */
 kvCacheBuiltins.add("vm.builtin.attention_kv_cache_view", (...args: unknown[]) => {
   const who = "attention_kv_cache_view";
   if (args.length !== 1 && args.length !== 2) {
@@ -175,16 +167,16 @@ kvCacheBuiltins.add("vm.builtin.attention_kv_cache_view", (...args: unknown[]) =
   }
   const c = cacheArg(args[0], who);
   return c.view(args.length === 2 ? shapeArg(args[1], who) : undefined);
+}, {
+  signature: "(cache[, shape]) → tensor (a view)",
+  summary:
+    "A tensor viewing the filled rows of the cache, without copying: later in-place writes show through it; after the cache grows it keeps the old rows. `shape`, when given, must be `[fillCount, ...rows]`.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "`TypeError` (other than 1 or 2 arguments), `RangeError` (shape differs).",
+  tvm: "vm.builtin.attention_kv_cache_view (lm_support.cc)",
 });
 
-/**
- * `vm.builtin.attention_kv_cache_array_popn(caches, n)`: drops the last `n`
- * filled rows of every cache in the tuple (window positions stay). Every
- * cache is checked before any changes, unlike TVM, which pops the caches
- * before a failing one. Returns null.
- * Errors: `RangeError` when a cache has fewer than `n` rows filled.
- * TVM: `vm.builtin.attention_kv_cache_array_popn` (lm_support.cc).
- */
 kvCacheBuiltins.add(
   "vm.builtin.attention_kv_cache_array_popn",
   (caches: unknown, n: unknown) => {
@@ -198,15 +190,26 @@ kvCacheBuiltins.add(
     for (const c of list) c.popN(count);
     return null;
   },
+  {
+    signature: "(caches, n) → null",
+    summary:
+      "Drops the last `n` filled rows of every cache in the tuple (window positions stay). Every cache is checked before any changes, unlike TVM, which pops the caches before a failing one. Returns null.",
+    dtypes: "any",
+    devices: ["cpu", "webgpu"],
+    errors: "`RangeError` when a cache has fewer than `n` rows filled.",
+    tvm: "vm.builtin.attention_kv_cache_array_popn (lm_support.cc)",
+  },
 );
 
-/**
- * `vm.builtin.attention_kv_cache_array_clear(caches)`: empties every cache
- * in the tuple (filled rows and window position to 0; capacity and data
- * kept). Returns null.
- * TVM: `vm.builtin.attention_kv_cache_array_clear` (lm_support.cc).
- */
 kvCacheBuiltins.add("vm.builtin.attention_kv_cache_array_clear", (caches: unknown) => {
   for (const c of cachesArg(caches, "attention_kv_cache_array_clear")) c.clear();
   return null;
+}, {
+  signature: "(caches) → null",
+  summary:
+    "Empties every cache in the tuple (filled rows and window position to 0; capacity and data kept). Returns null.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "",
+  tvm: "vm.builtin.attention_kv_cache_array_clear (lm_support.cc)",
 });

@@ -16,16 +16,8 @@ import { describe } from "./describe.ts";
 import { dtypeArg, integerArg, shapeArg } from "./validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
-export const memoryBuiltins = new BuiltinTable();
+export const memoryBuiltins = new BuiltinTable("Memory", import.meta.url);
 
-/**
- * `vm.builtin.alloc_storage(vm, shape, device_index, dtype, scope?)`: a
- * storage of `prod(shape) * sizeof(dtype)` bytes on the VM's device
- * `device_index`, from its allocator (within the VM's memory limit).
- * Errors: `TypeError` (no `%vm`, not a shape or dtype), `RangeError` (no such
- * device, a malformed shape, too large).
- * TVM: `vm.builtin.alloc_storage` (builtin.cc).
- */
 memoryBuiltins.add(
   "vm.builtin.alloc_storage",
   (vm: unknown, shape: unknown, deviceIndex: unknown, dt: unknown, _scope?: unknown) => {
@@ -45,15 +37,18 @@ memoryBuiltins.add(
     }
     return vm.allocatorFor(vm.devices[index]).alloc(nbytes);
   },
+  {
+    signature: "(vm, shape, device_index, dtype, scope?) → storage",
+    summary:
+      "A storage of `prod(shape) * sizeof(dtype)` bytes on the VM's device `device_index`, from its allocator.",
+    dtypes: "any",
+    devices: ["cpu", "webgpu"],
+    errors:
+      "`TypeError` (no `%vm`, not a shape or dtype), `RangeError` (no such device, a malformed shape, too large for the VM's memory limit).",
+    tvm: "vm.builtin.alloc_storage (builtin.cc)",
+  },
 );
 
-/**
- * `vm.builtin.alloc_tensor(storage, offset, shape, dtype)`: a tensor viewing
- * `storage` from byte `offset`. Errors: `TypeError` (not a storage, shape
- * or dtype), `ReferenceError` (a released storage), `RangeError` (a
- * malformed shape, offset not aligned to the element size, does not fit).
- * TVM: `vm.builtin.alloc_tensor` (builtin.cc).
- */
 memoryBuiltins.add(
   "vm.builtin.alloc_tensor",
   (storage: unknown, offset: unknown, shape: unknown, dt: unknown) => {
@@ -85,16 +80,17 @@ memoryBuiltins.add(
     }
     return new NDArray(storage, at, s, d);
   },
+  {
+    signature: "(storage, offset, shape, dtype) → tensor",
+    summary: "A tensor viewing `storage` from byte `offset`.",
+    dtypes: "any",
+    devices: ["cpu", "webgpu"],
+    errors:
+      "`TypeError` (not a storage, shape or dtype), `ReferenceError` (a released storage), `RangeError` (a malformed shape, offset not aligned to the element size, does not fit).",
+    tvm: "vm.builtin.alloc_tensor (builtin.cc)",
+  },
 );
 
-/**
- * `vm.builtin.kill(value)`: releases a tensor's or storage's memory to the
- * allocator now; using it afterwards is an error. Constants of the executable
- * are shared by every VM running it and cannot be killed.
- * Errors: `TypeError` (a constant).
- * relaxvm only (TVM overwrites the register with `null_value` and counts
- * references).
- */
 memoryBuiltins.add("vm.builtin.kill", (value: unknown) => {
   if (value instanceof VMObject) {
     if (value.pinned) {
@@ -105,18 +101,16 @@ memoryBuiltins.add("vm.builtin.kill", (value: unknown) => {
     value.kill();
   }
   return null;
+}, {
+  signature: "(value) → null",
+  summary:
+    "Releases a tensor's or storage's memory to the allocator now; using it afterwards is an error. Constants of the executable cannot be killed. TVM overwrites the register with `null_value` and counts references.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "`TypeError` (a constant of the executable, which every VM running it shares).",
+  tvm: null,
 });
 
-/**
- * `vm.builtin.ensure_zero_offset(t)`: `t` itself when it starts at byte 0
- * of its storage, else a copy of it in a new storage on the same device (for
- * kernels that cannot take a byte offset). The copy is a device copy, queued
- * in order on a GPU (no readback).
- * Errors: `TypeError` (not a tensor).
- * TVM: `vm.builtin.ensure_zero_offset` (builtin.cc); TVM also aliases a
- * 64-byte-aligned CPU view without copying, which relaxvm's (storage,
- * offset) tensors cannot express.
- */
 memoryBuiltins.add("vm.builtin.ensure_zero_offset", (t: unknown) => {
   if (!(t instanceof NDArray)) {
     throw new TypeError(`ensure_zero_offset: expected a tensor, got ${describe(t)}`);
@@ -125,4 +119,13 @@ memoryBuiltins.add("vm.builtin.ensure_zero_offset", (t: unknown) => {
   const out = NDArray.empty(t.shape, t.dtype, t.device);
   t.device.copyBlock(t.block, t.byteOffset, out.block, 0, t.nbytes);
   return out;
+}, {
+  signature: "(t) → tensor",
+  summary:
+    "`t` itself when it starts at byte 0 of its storage, else a copy of it in a new storage on the same device (for kernels that cannot take a byte offset). The copy is a device copy, queued in order on a GPU (no readback).",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "`TypeError` (not a tensor).",
+  tvm:
+    "vm.builtin.ensure_zero_offset (builtin.cc); TVM also aliases a 64-byte-aligned CPU view without copying, which relaxvm's (storage, offset) tensors cannot express",
 });

@@ -34,7 +34,7 @@ import {
 import { broadcastPlan, formatShape, sameShape, tryBroadcastShapes } from "../kernels/broadcast.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
-export const operatorBuiltins = new BuiltinTable();
+export const operatorBuiltins = new BuiltinTable("Operators", import.meta.url);
 
 const FLOAT: readonly TensorDType[] = ["float32"];
 /** int64 computes on the CPU only (WGSL has no 64-bit integers; see `checkDevice`). */
@@ -70,6 +70,7 @@ export const OPERATOR_NAMES: readonly string[] = [
   ...BINARY_OPS,
   ...Object.keys(UNARY_OPS),
   "matmul",
+  "linear",
   ...Object.keys(REDUCE_OPS),
   "softmax",
   "layer_norm",
@@ -81,7 +82,7 @@ export const OPERATOR_NAMES: readonly string[] = [
 // Argument checks. Each throws with a message that starts with the op name.
 
 /** A short description of any argument value, for error messages. */
-function describe(value: unknown): string {
+export function describe(value: unknown): string {
   if (value instanceof NDArray) return String(value);
   if (value instanceof ShapeTuple) return `ShapeTuple${value}`;
   if (value instanceof DataType) return `DataType(${value})`;
@@ -92,7 +93,12 @@ function describe(value: unknown): string {
   return `${typeof value} ${String(value)}`;
 }
 
-function checkArgCount(op: string, args: readonly unknown[], min: number, max: number): void {
+export function checkArgCount(
+  op: string,
+  args: readonly unknown[],
+  min: number,
+  max: number,
+): void {
   if (args.length >= min && args.length <= max) return;
   const expected = min === max ? `${min}` : `${min} to ${max}`;
   const noun = max === 1 ? "argument" : "arguments";
@@ -100,7 +106,7 @@ function checkArgCount(op: string, args: readonly unknown[], min: number, max: n
 }
 
 /** `value`, argument `index`, checked to be a live NDArray. */
-function tensorArg(op: string, value: unknown, index: number, role: string): NDArray {
+export function tensorArg(op: string, value: unknown, index: number, role: string): NDArray {
   if (!(value instanceof NDArray)) {
     throw new TypeError(
       `${op}: argument ${index} (${role}) must be an NDArray, got ${describe(value)}`,
@@ -114,7 +120,12 @@ function tensorArg(op: string, value: unknown, index: number, role: string): NDA
   return value;
 }
 
-function checkDType(op: string, x: NDArray, role: string, allowed: readonly TensorDType[]): void {
+export function checkDType(
+  op: string,
+  x: NDArray,
+  role: string,
+  allowed: readonly TensorDType[],
+): void {
   if (!allowed.includes(x.dtype)) {
     const hint = x.dtype === "float16" || x.dtype === "bfloat16"
       ? ` (relaxvm's operators compute ${x.dtype} tensors as float32: cast them with vm.op.cast first${
@@ -148,7 +159,7 @@ function checkDevice(op: string, x: NDArray): void {
   }
 }
 
-function checkSameDType(op: string, tensors: readonly NDArray[]): void {
+export function checkSameDType(op: string, tensors: readonly NDArray[]): void {
   const first = tensors[0];
   for (const t of tensors) {
     if (t.dtype !== first.dtype) {
@@ -157,7 +168,7 @@ function checkSameDType(op: string, tensors: readonly NDArray[]): void {
   }
 }
 
-function checkSameDevice(op: string, tensors: readonly NDArray[]): void {
+export function checkSameDevice(op: string, tensors: readonly NDArray[]): void {
   const first = tensors[0];
   for (const t of tensors) {
     if (t.device !== first.device) {
@@ -168,7 +179,7 @@ function checkSameDevice(op: string, tensors: readonly NDArray[]): void {
 }
 
 /** An axis in `[-rank, rank)` normalized to `[0, rank)`. */
-function normalizeAxis(op: string, axis: number, shape: readonly number[]): number {
+export function normalizeAxis(op: string, axis: number, shape: readonly number[]): number {
   const rank = shape.length;
   if (!Number.isInteger(axis) || axis < -rank || axis >= rank) {
     throw new RangeError(`${op}: axis ${axis} is out of range for shape ${formatShape(shape)}`);
@@ -177,7 +188,7 @@ function normalizeAxis(op: string, axis: number, shape: readonly number[]): numb
 }
 
 /** An axis list given as a ShapeTuple, a number[] or a single number; `undefined` when absent. */
-function axisList(op: string, value: unknown, role: string): number[] | undefined {
+export function axisList(op: string, value: unknown, role: string): number[] | undefined {
   if (value === undefined || value === null) return undefined;
   if (value instanceof ShapeTuple) return [...value];
   if (typeof value === "number") return [value];
@@ -200,7 +211,7 @@ function reductionAxes(op: string, value: unknown, shape: readonly number[]): nu
   return axes.sort((a, b) => a - b);
 }
 
-function flagArg(op: string, value: unknown, role: string): boolean {
+export function flagArg(op: string, value: unknown, role: string): boolean {
   if (value === undefined || value === null) return false;
   if (typeof value === "boolean") return value;
   if (value === 0 || value === 1) return value === 1;
@@ -211,7 +222,7 @@ function flagArg(op: string, value: unknown, role: string): boolean {
  * Allocates the output on `x`'s device, runs `kernel` and returns the output;
  * a kernel that throws does not leak the output's memory.
  */
-function launch(
+export function launch(
   x: NDArray,
   shape: readonly number[],
   dtype: TensorDType,
@@ -229,7 +240,7 @@ function launch(
 }
 
 /** A view of `x`'s memory with another shape of the same size (for 1-D matmul operands). */
-function reshapedView(x: NDArray, shape: readonly number[]): NDArray {
+export function reshapedView(x: NDArray, shape: readonly number[]): NDArray {
   return new NDArray(x.storage, x.byteOffset, shape, x.dtype);
 }
 
@@ -349,6 +360,53 @@ function matmul(args: readonly unknown[]): NDArray {
   });
 }
 
+/**
+ * `vm.op.linear(x, weight, bias?)`: `x @ weightᵀ + bias`, TVM's
+ * `relax.op.linear` (PyTorch's `nn.Linear`): `weight` is `[N, K]` (out
+ * features × in features), `x` is `[..., K]`, `bias` (absent or null: none)
+ * is `[N]`; the result is `[..., N]`. float32. One kernel on each device:
+ * the transposed weight is never materialized, and the bias is added as the
+ * outputs are stored.
+ */
+function linear(args: readonly unknown[]): NDArray {
+  const name = "vm.op.linear";
+  checkArgCount(name, args, 2, 3);
+  const x = tensorArg(name, args[0], 0, "x"), w = tensorArg(name, args[1], 1, "weight");
+  const bias = args[2] === undefined || args[2] === null
+    ? null
+    : tensorArg(name, args[2], 2, "bias");
+  const all = bias === null ? [x, w] : [x, w, bias];
+  for (const [t, role] of [[x, "x"], [w, "weight"], [bias, "bias"]] as const) {
+    if (t !== null) checkDType(name, t, role, FLOAT);
+  }
+  checkSameDevice(name, all);
+  if (x.shape.length === 0 || w.shape.length !== 2) {
+    throw new RangeError(
+      `${name}: expected x [..., K] and weight [N, K], got shapes ${formatShape(x.shape)} and ${
+        formatShape(w.shape)
+      }`,
+    );
+  }
+  const [N, K] = w.shape;
+  if (x.shape[x.shape.length - 1] !== K) {
+    throw new RangeError(
+      `${name}: x ${formatShape(x.shape)} must end in the weight's in-features (${K}), ` +
+        `weight ${formatShape(w.shape)}`,
+    );
+  }
+  if (bias !== null && (bias.shape.length !== 1 || bias.shape[0] !== N)) {
+    throw new RangeError(
+      `${name}: bias ${formatShape(bias.shape)} must be [${N}], the weight's out-features`,
+    );
+  }
+  return launch(
+    x,
+    [...x.shape.slice(0, -1), N],
+    "float32",
+    (backend, out) => backend.linear(x, w, bias, out),
+  );
+}
+
 /** `vm.op.<op>(x, axes?, keepdims?)`. */
 function reduce(op: ReduceOp, args: readonly unknown[]): NDArray {
   const name = `vm.op.${op}`;
@@ -455,17 +513,127 @@ function cast(args: readonly unknown[]): NDArray {
 }
 
 // ---------------------------------------------------------------------------
-// Registration.
+// Registration, with each operator's metadata (docs/builtins.md is generated from it).
 
-for (const op of BINARY_OPS) operatorBuiltins.add(`vm.op.${op}`, makeBinary(op));
+const BOTH_DEVICES = ["cpu", "webgpu"] as const;
+const OPERATOR_ERRORS =
+  "`TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 arithmetic on a GPU), `RangeError` (shapes, axes); messages start with the operator's name.";
+
+const BINARY_MEANING: Readonly<Record<BinaryOp, string>> = {
+  add: "`a + b`",
+  subtract: "`a - b`",
+  multiply: "`a * b` (int32 and int64 wrap on overflow)",
+  divide:
+    "`a / b` (int32 and int64: truncated toward zero; a zero divisor gives the dividend, as WGSL does)",
+  maximum: "the larger of `a` and `b`",
+  minimum: "the smaller of `a` and `b`",
+};
+for (const op of BINARY_OPS) {
+  operatorBuiltins.add(`vm.op.${op}`, makeBinary(op), {
+    signature: "(a, b) → tensor",
+    summary: `Elementwise ${
+      BINARY_MEANING[op]
+    }, with NumPy broadcasting; \`a\` and \`b\` have the same dtype and device, and so does the result. int64 computes on the CPU only.`,
+    dtypes: NUMERIC,
+    devices: BOTH_DEVICES,
+    errors: OPERATOR_ERRORS,
+    tvm: `relax.op.${op}`,
+  });
+}
+
+const UNARY_MEANING: Readonly<Record<UnaryOp, string>> = {
+  negative: "`-x`",
+  relu: "`max(x, 0)` (NaN stays NaN)",
+  exp: "`exp(x)`",
+  log: "`log(x)`",
+  sqrt: "`sqrt(x)`",
+  tanh: "`tanh(x)`",
+  sigmoid: "`1 / (1 + exp(-x))`",
+  gelu:
+    "`0.5 * x * (1 + erf(x / sqrt(2)))`, the exact (erf) form of TVM's `relax.nn.gelu` and PyTorch's default",
+};
 for (const op of Object.keys(UNARY_OPS) as UnaryOp[]) {
-  operatorBuiltins.add(`vm.op.${op}`, makeUnary(op));
+  operatorBuiltins.add(`vm.op.${op}`, makeUnary(op), {
+    signature: "(x) → tensor",
+    summary: `Elementwise ${UNARY_MEANING[op]}; the result has \`x\`'s shape, dtype and device.${
+      UNARY_OPS[op].includes("int64") ? " int64 computes on the CPU only." : ""
+    }`,
+    dtypes: UNARY_OPS[op],
+    devices: BOTH_DEVICES,
+    errors: OPERATOR_ERRORS,
+    tvm: op === "relu" || op === "gelu" ? `relax.op.nn.${op}` : `relax.op.${op}`,
+  });
 }
+
+const REDUCE_MEANING: Readonly<Record<ReduceOp, string>> = {
+  sum: "The sum",
+  max: "The maximum (of at least one element)",
+  mean: "The mean",
+};
 for (const op of Object.keys(REDUCE_OPS) as ReduceOp[]) {
-  operatorBuiltins.add(`vm.op.${op}`, (...args: unknown[]) => reduce(op, args));
+  operatorBuiltins.add(`vm.op.${op}`, (...args: unknown[]) => reduce(op, args), {
+    signature: "(x, axes?, keepdims?) → tensor",
+    summary: `${
+      REDUCE_MEANING[op]
+    } over \`axes\` (a shape constant; absent or empty: all axes), which are dropped from the result, or kept with length 1 when \`keepdims\` (an \`imm\` 0/1) is 1.${
+      REDUCE_OPS[op].includes("int64") ? " int64 computes on the CPU only." : ""
+    }`,
+    dtypes: REDUCE_OPS[op],
+    devices: BOTH_DEVICES,
+    errors: OPERATOR_ERRORS,
+    tvm: `relax.op.${op}`,
+  });
 }
-operatorBuiltins.add("vm.op.matmul", (...args: unknown[]) => matmul(args));
-operatorBuiltins.add("vm.op.softmax", (...args: unknown[]) => softmax(args));
-operatorBuiltins.add("vm.op.layer_norm", (...args: unknown[]) => layerNorm(args));
-operatorBuiltins.add("vm.op.transpose", (...args: unknown[]) => transpose(args));
-operatorBuiltins.add("vm.op.cast", (...args: unknown[]) => cast(args));
+operatorBuiltins.add("vm.op.matmul", (...args: unknown[]) => matmul(args), {
+  signature: "(a, b) → tensor",
+  summary:
+    "NumPy's `matmul`: operands of rank ≥ 2 multiply over their last two axes with the leading (batch) axes broadcast (`[B, H, T, D] @ [B, H, D, S]`, `[H, T, D] @ [D, S]`); a 1-D operand is a row (left) or column (right) vector whose axis is dropped from the result.",
+  dtypes: FLOAT,
+  devices: BOTH_DEVICES,
+  errors: OPERATOR_ERRORS,
+  tvm: "relax.op.matmul",
+});
+operatorBuiltins.add("vm.op.linear", (...args: unknown[]) => linear(args), {
+  signature: "(x, weight, bias?) → tensor",
+  summary:
+    "`x @ weightᵀ + bias` with `weight` stored `[N, K]` (out features × in features, as `nn.Linear` keeps it), `x` `[..., K]`, `bias` `[N]` or absent → `[..., N]`. One kernel: the transposed weight is never materialized and the bias is added as the outputs are stored (a decode step's one-row products read each weight once).",
+  dtypes: FLOAT,
+  devices: BOTH_DEVICES,
+  errors: OPERATOR_ERRORS,
+  tvm: "relax.op.linear",
+});
+operatorBuiltins.add("vm.op.softmax", (...args: unknown[]) => softmax(args), {
+  signature: "(x) → tensor",
+  summary:
+    "Softmax over the last axis, numerically stable (the row maximum is subtracted first); a 0-d tensor counts as one row of one.",
+  dtypes: FLOAT,
+  devices: BOTH_DEVICES,
+  errors: OPERATOR_ERRORS,
+  tvm: "relax.op.nn.softmax (over the last axis only)",
+});
+operatorBuiltins.add("vm.op.layer_norm", (...args: unknown[]) => layerNorm(args), {
+  signature: "(x, gamma, beta, eps?) → tensor",
+  summary:
+    "Layer normalization over the trailing `gamma.ndim` axes of `x`: `(x - mean) / sqrt(var + eps) * gamma + beta`, `eps` a numeric constant (default 1e-5).",
+  dtypes: FLOAT,
+  devices: BOTH_DEVICES,
+  errors: OPERATOR_ERRORS,
+  tvm: "relax.op.nn.layer_norm",
+});
+operatorBuiltins.add("vm.op.transpose", (...args: unknown[]) => transpose(args), {
+  signature: "(x, axes?) → tensor",
+  summary: "A copy of `x` with its axes permuted by `axes` (a shape constant; absent: reversed).",
+  dtypes: "any",
+  devices: BOTH_DEVICES,
+  errors: OPERATOR_ERRORS,
+  tvm: "relax.op.permute_dims",
+});
+operatorBuiltins.add("vm.op.cast", (...args: unknown[]) => cast(args), {
+  signature: "(x, dtype) → tensor",
+  summary:
+    "`x` converted to `dtype` (a DataType or its name), between any two tensor dtypes, identically on the CPU and on WebGPU: floats round to nearest even, float to integer truncates toward zero and saturates (NaN gives 0), integers wrap, anything to bool is `x != 0`.",
+  dtypes: "any",
+  devices: BOTH_DEVICES,
+  errors: OPERATOR_ERRORS,
+  tvm: "relax.op.astype",
+});

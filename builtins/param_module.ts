@@ -7,9 +7,12 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import type { NDArray } from "../devices/ndarray.ts";
 import { retainValue, VMObject } from "../ground/object.ts";
 import { Tuple } from "../ground/tuple.ts";
+
+const PARAM_MODULE_BRAND = brandKey("ParamModule");
 
 /**
  * A module of parameters. `getFunction("get_params")` gives TVM's function;
@@ -33,9 +36,26 @@ import { Tuple } from "../ground/tuple.ts";
  * ```
  */
 export class ParamModule extends VMObject {
+  static {
+    brand(this, PARAM_MODULE_BRAND);
+  }
+
+  /**
+   * True for a `ParamModule` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static override [Symbol.hasInstance](v: unknown): v is ParamModule {
+    return typeof v === "object" && v !== null && (v as Branded)[PARAM_MODULE_BRAND] === true;
+  }
+
   readonly #params: Tuple;
 
-  /** Holds `params`. @internal */
+  /**
+   * Holds `params`.
+   *
+   * @ignore
+   */
   constructor(params: readonly NDArray[]) {
     super();
     this.#params = new Tuple(params);

@@ -29,7 +29,7 @@ import {
 } from "./shape_heap.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
-export const primValueBuiltins = new BuiltinTable();
+export const primValueBuiltins = new BuiltinTable("Prim values", import.meta.url);
 
 function integer(v: unknown, what: string, who: string): number {
   if (typeof v === "boolean") return v ? 1 : 0;
@@ -46,16 +46,6 @@ function heapFor(heap: unknown, who: string): ShapeHeapView {
   return heapView(heap, who);
 }
 
-/**
- * `vm.builtin.match_prim_value(value, heap, code, reg, err_ctx?)`: checks
- * the integer `value` against `reg` or `heap[reg]`, or stores it at
- * `heap[reg]`, by `code` (see the module doc). `heap` may be null when the
- * code does not use it. Returns null.
- * Errors: `TypeError` (value not an integer, no heap for a code that needs
- * one), `RangeError` (a mismatch, prefixed with `err_ctx`; a heap index out
- * of range; an unknown code).
- * TVM: `vm.builtin.match_prim_value` (builtin.cc).
- */
 primValueBuiltins.add(
   "vm.builtin.match_prim_value",
   (value: unknown, heap: unknown, code: unknown, reg: unknown, errCtx?: unknown) => {
@@ -89,15 +79,18 @@ primValueBuiltins.add(
         throw new RangeError(`${who}: unknown match code ${describe(code)}`);
     }
   },
+  {
+    signature: "(value, heap, code, reg, err_ctx?) → null",
+    summary:
+      "Checks the integer `value` by `code` (`MatchShapeCode`): 0 AssertEqualToImm, it must equal `reg`; 1 StoreToHeap, `heap[reg]` = value; 2 NoOp; 3 AssertEqualToLoad, it must equal `heap[reg]`. `heap` may be null when the code does not use it. Returns null.",
+    dtypes: ["int64", "float64"],
+    devices: ["cpu"],
+    errors:
+      "`TypeError` (value not an integer, no heap for a code that needs one), `RangeError` (a mismatch, prefixed with `err_ctx`; a heap index out of range; an unknown code).",
+    tvm: "vm.builtin.match_prim_value (builtin.cc)",
+  },
 );
 
-/**
- * `vm.builtin.make_prim_value(heap, code, reg)`: the integer `reg` (code 0,
- * UseImm) or `heap[reg]` (code 1, LoadShape). `heap` may be null for code 0.
- * Errors: `TypeError` (no heap for code 1), `RangeError` (a heap index out of
- * range, an unknown code).
- * TVM: `vm.builtin.make_prim_value` (builtin.cc).
- */
 primValueBuiltins.add(
   "vm.builtin.make_prim_value",
   (heap: unknown, code: unknown, reg: unknown) => {
@@ -109,5 +102,15 @@ primValueBuiltins.add(
       return h.get(heapIndex(h, r, who), who);
     }
     throw new RangeError(`${who}: unknown shape code ${describe(code)}`);
+  },
+  {
+    signature: "(heap, code, reg) → integer",
+    summary:
+      "The integer `reg` (code 0, UseImm) or `heap[reg]` (code 1, LoadShape). `heap` may be null for code 0.",
+    dtypes: ["int64", "float64"],
+    devices: ["cpu"],
+    errors:
+      "`TypeError` (no heap for code 1), `RangeError` (a heap index out of range, an unknown code).",
+    tvm: "vm.builtin.make_prim_value (builtin.cc)",
   },
 );

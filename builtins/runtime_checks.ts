@@ -30,7 +30,7 @@ import { BuiltinTable } from "./builtin_table.ts";
 import { contextPrefix, describe } from "./describe.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
-export const runtimeCheckBuiltins = new BuiltinTable();
+export const runtimeCheckBuiltins = new BuiltinTable("Runtime checks", import.meta.url);
 
 /** An integer argument such as `ndim` (TVM also accepts a boolean as 0/1). */
 function integerArg(v: unknown, what: string, who: string): number {
@@ -53,16 +53,6 @@ function dtypeArg(v: unknown, who: string): DataType | null {
   throw new TypeError(`${who}: dtype must be a DataType or a string, got ${describe(v)}`);
 }
 
-/**
- * `vm.builtin.check_tensor_info(x, ndim, err_ctx)` or
- * `(x, ndim, dtype, err_ctx)`: throws unless `x` is a tensor with `ndim`
- * dimensions (-1: any) and, in the 4-argument form, dtype `dtype` (a
- * DataType or string; null: any). As in TVM, the 3-argument form's third
- * argument is the error context, not a dtype; the 2-argument form checks only
- * the kind and rank. Returns null.
- * Errors: `TypeError` (not a tensor, dtype differs), `RangeError` (rank differs).
- * TVM: `vm.builtin.check_tensor_info` (builtin.cc).
- */
 runtimeCheckBuiltins.add("vm.builtin.check_tensor_info", (...args: unknown[]) => {
   const who = "check_tensor_info";
   const [x, ndimArg] = args;
@@ -84,15 +74,16 @@ runtimeCheckBuiltins.add("vm.builtin.check_tensor_info", (...args: unknown[]) =>
     throw new TypeError(`${ctx}${who}: expected a tensor with dtype ${want}, got ${x.dtype}`);
   }
   return null;
+}, {
+  signature: "(x, ndim, err_ctx) or (x, ndim, dtype, err_ctx) → null",
+  summary:
+    "Throws unless `x` is a tensor with `ndim` dimensions (-1: any) and, in the 4-argument form, dtype `dtype` (a DataType or string; null: any). As in TVM, the 3-argument form's third argument is the error context, not a dtype; the 2-argument form checks only the kind and rank. Returns null.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "`TypeError` (not a tensor, dtype differs), `RangeError` (rank differs).",
+  tvm: "vm.builtin.check_tensor_info (builtin.cc)",
 });
 
-/**
- * `vm.builtin.check_shape_info(s, ndim, err_ctx)`: throws unless `s` is a
- * `ShapeTuple` (an array is not accepted, as in TVM) of length `ndim` (-1:
- * any). Returns null.
- * Errors: `TypeError` (not a shape), `RangeError` (length differs).
- * TVM: `vm.builtin.check_shape_info` (builtin.cc).
- */
 runtimeCheckBuiltins.add(
   "vm.builtin.check_shape_info",
   (s: unknown, ndimArg: unknown, errCtx?: unknown) => {
@@ -106,15 +97,17 @@ runtimeCheckBuiltins.add(
     }
     return null;
   },
+  {
+    signature: "(s, ndim, err_ctx) → null",
+    summary:
+      "Throws unless `s` is a `ShapeTuple` (an array is not accepted, as in TVM) of length `ndim` (-1: any). Returns null.",
+    dtypes: null,
+    devices: ["cpu", "webgpu"],
+    errors: "`TypeError` (not a shape), `RangeError` (length differs).",
+    tvm: "vm.builtin.check_shape_info (builtin.cc)",
+  },
 );
 
-/**
- * `vm.builtin.check_tuple_info(t, size, err_ctx)`: throws unless `t` is a
- * tuple (a VM tuple or an array) of exactly `size` elements (no wildcard, as
- * in TVM). Returns null.
- * Errors: `TypeError` (not a tuple), `RangeError` (size differs).
- * TVM: `vm.builtin.check_tuple_info` (builtin.cc).
- */
 runtimeCheckBuiltins.add(
   "vm.builtin.check_tuple_info",
   (t: unknown, sizeArg: unknown, errCtx?: unknown) => {
@@ -131,15 +124,17 @@ runtimeCheckBuiltins.add(
     }
     return null;
   },
+  {
+    signature: "(t, size, err_ctx) → null",
+    summary:
+      "Throws unless `t` is a tuple (a VM tuple or an array) of exactly `size` elements (no wildcard, as in TVM). Returns null.",
+    dtypes: null,
+    devices: ["cpu", "webgpu"],
+    errors: "`TypeError` (not a tuple), `RangeError` (size differs).",
+    tvm: "vm.builtin.check_tuple_info (builtin.cc)",
+  },
 );
 
-/**
- * `vm.builtin.check_func_info(f, err_ctx)`: throws unless `f` is callable:
- * a closure (`make_closure`, a function reference `f[name]`) or a packed
- * function. Returns null.
- * Errors: `TypeError`.
- * TVM: `vm.builtin.check_func_info` (builtin.cc).
- */
 runtimeCheckBuiltins.add("vm.builtin.check_func_info", (f: unknown, errCtx?: unknown) => {
   if (!(f instanceof Closure) && typeof f !== "function") {
     throw new TypeError(
@@ -147,18 +142,16 @@ runtimeCheckBuiltins.add("vm.builtin.check_func_info", (f: unknown, errCtx?: unk
     );
   }
   return null;
+}, {
+  signature: "(f, err_ctx) → null",
+  summary:
+    "Throws unless `f` is callable: a closure (`make_closure`, a function reference `f[name]`) or a packed function. Returns null.",
+  dtypes: null,
+  devices: ["cpu", "webgpu"],
+  errors: "`TypeError`.",
+  tvm: "vm.builtin.check_func_info (builtin.cc)",
 });
 
-/**
- * `vm.builtin.check_prim_value_info(v, dtype, err_ctx)`: throws unless `v`
- * is a scalar (not an object) that `dtype` can hold: for `bool`, a boolean
- * or an integer; for `int*`/`uint*`, an integer (a number or a bigint) or a
- * boolean; for `float*`, any number, bigint or boolean. As in TVM, the width is not range-checked (300
- * passes an `int8` check). Returns null.
- * Errors: `TypeError` (an object or null, a value of the wrong kind, a dtype
- * prim values cannot have).
- * TVM: `vm.builtin.check_prim_value_info` (builtin.cc).
- */
 runtimeCheckBuiltins.add(
   "vm.builtin.check_prim_value_info",
   (v: unknown, dtArg: unknown, errCtx?: unknown) => {
@@ -186,5 +179,15 @@ runtimeCheckBuiltins.add(
       throw new TypeError(`${ctx}${who}: expected a value of dtype ${dt}, got ${describe(v)}`);
     }
     return null;
+  },
+  {
+    signature: "(v, dtype, err_ctx) → null",
+    summary:
+      "Throws unless `v` is a scalar (not an object) that `dtype` can hold: for `bool`, a boolean or an integer; for `int*`/`uint*`, an integer (a number or a bigint) or a boolean; for `float*`, any number, bigint or boolean. As in TVM, the width is not range-checked (300 passes an `int8` check). Returns null.",
+    dtypes: null,
+    devices: ["cpu", "webgpu"],
+    errors:
+      "`TypeError` (an object or null, a value of the wrong kind, a dtype prim values cannot have).",
+    tvm: "vm.builtin.check_prim_value_info (builtin.cc)",
   },
 );

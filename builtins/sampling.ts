@@ -29,7 +29,7 @@ import { describe } from "./describe.ts";
 import { checkWritable } from "./validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
-export const samplingBuiltins = new BuiltinTable();
+export const samplingBuiltins = new BuiltinTable("Sampling", import.meta.url);
 
 const f32 = Math.fround;
 
@@ -79,18 +79,6 @@ function sortedDescending(values: ArrayLike<number>, keep: (i: number) => boolea
   return order.sort((a, b) => values[b] - values[a] || a - b);
 }
 
-/**
- * `vm.builtin.sample_top_p_from_logits(logits, temperature, top_p, uniform)`:
- * samples a token index from one row of float32 logits: softmax at
- * `temperature` over the logits sorted largest first, keep the smallest
- * prefix whose mass reaches `top_p` (the nucleus), and return the first
- * index whose cumulative probability, renormalized to the nucleus, exceeds
- * `uniform` (a random number in [0, 1) the caller draws). A temperature
- * below 1e-6 returns the argmax.
- * Errors: `TypeError` (not a float32 tensor, arguments not numbers),
- * `RangeError` (more than one row; `uniform` beyond the distribution, e.g. 1).
- * TVM: `vm.builtin.sample_top_p_from_logits` (lm_support.cc).
- */
 samplingBuiltins.add(
   "vm.builtin.sample_top_p_from_logits",
   (logits: unknown, temperature: unknown, topP: unknown, uniform: unknown) => {
@@ -118,19 +106,18 @@ samplingBuiltins.add(
       throw new RangeError(`${who}: uniform sample ${u} is beyond the distribution`);
     });
   },
+  {
+    signature: "(logits, temperature, top_p, uniform) → index",
+    summary:
+      "Samples a token index from one row of float32 logits: softmax at `temperature` over the logits sorted largest first, keep the smallest prefix whose mass reaches `top_p` (the nucleus), and return the first index whose cumulative probability, renormalized to the nucleus, exceeds `uniform` (a random number in [0, 1) the caller draws). A temperature below 1e-6 returns the argmax.",
+    dtypes: ["float32"],
+    devices: ["cpu", "webgpu"],
+    errors:
+      "`TypeError` (not a float32 tensor, arguments not numbers), `RangeError` (more than one row; `uniform` beyond the distribution, e.g. 1).",
+    tvm: "vm.builtin.sample_top_p_from_logits (lm_support.cc)",
+  },
 );
 
-/**
- * `vm.builtin.sample_top_p_from_prob(prob, top_p, uniform)`: samples a token
- * index from one row of float32 probabilities (say, from
- * `apply_softmax_with_temperature`) with nucleus (top-p) sampling and the
- * caller's random number `uniform` in [0, 1). As TVM, it first tries only the
- * probabilities of at least `top_p / 1024` and returns the argmax at once when
- * `uniform < max / top_p`; NaN probabilities never qualify.
- * Errors: `TypeError` (not a float32 tensor), `RangeError` (more than one
- * row; every probability NaN).
- * TVM: `vm.builtin.sample_top_p_from_prob` (lm_support.cc).
- */
 samplingBuiltins.add(
   "vm.builtin.sample_top_p_from_prob",
   (prob: unknown, topP: unknown, uniform: unknown) => {
@@ -165,17 +152,18 @@ samplingBuiltins.add(
       );
     });
   },
+  {
+    signature: "(prob, top_p, uniform) → index",
+    summary:
+      "Samples a token index from one row of float32 probabilities (say, from `apply_softmax_with_temperature`) with nucleus (top-p) sampling and the caller's random number `uniform` in [0, 1). As TVM, it first tries only the probabilities of at least `top_p / 1024` and returns the argmax at once when `uniform < max / top_p`; NaN probabilities never qualify.",
+    dtypes: ["float32"],
+    devices: ["cpu", "webgpu"],
+    errors:
+      "`TypeError` (not a float32 tensor), `RangeError` (more than one row; every probability NaN).",
+    tvm: "vm.builtin.sample_top_p_from_prob (lm_support.cc)",
+  },
 );
 
-/**
- * `vm.builtin.multinomial_from_uniform(prob, uniform)`: for each row `b` of
- * float32 probabilities `prob[batch, V]`, the first index whose cumulative
- * probability exceeds `uniform[b, 0]` (strictly), or `V - 1` when none does.
- * Returns a new int64 CPU tensor of shape `[batch, 1]`, wherever the inputs live.
- * Errors: `TypeError` (not float32 tensors), `RangeError` (shapes that do not
- * pair one uniform sample with each row).
- * TVM: `vm.builtin.multinomial_from_uniform` (lm_support.cc).
- */
 samplingBuiltins.add("vm.builtin.multinomial_from_uniform", (prob: unknown, uniform: unknown) => {
   const who = "multinomial_from_uniform";
   const pt = tensorArg(prob, "float32", who, "prob");
@@ -209,18 +197,17 @@ samplingBuiltins.add("vm.builtin.multinomial_from_uniform", (prob: unknown, unif
     return sample(pt.cpuView(), ut.cpuView());
   }
   return Promise.all([pt.data(), ut.data()]).then(([p, u]) => sample(p, u));
+}, {
+  signature: "(prob, uniform) → int64 CPU tensor [batch, 1]",
+  summary:
+    "For each row `b` of float32 probabilities `prob[batch, V]`, the first index whose cumulative probability exceeds `uniform[b, 0]` (strictly), or `V - 1` when none does. Returns a new int64 CPU tensor of shape `[batch, 1]`, wherever the inputs live.",
+  dtypes: ["float32"],
+  devices: ["cpu", "webgpu"],
+  errors:
+    "`TypeError` (not float32 tensors), `RangeError` (shapes that do not pair one uniform sample with each row).",
+  tvm: "vm.builtin.multinomial_from_uniform (lm_support.cc)",
 });
 
-/**
- * `vm.builtin.apply_repetition_penalty(logits, token_ids, penalty)`: for
- * each token id in the int32 tensor `token_ids` (its last axis), in place:
- * a logit `<= 0` is multiplied by `penalty`, a positive one divided by it
- * (an id listed twice is penalized twice). Returns null.
- * Errors: `TypeError` (logits not float32, ids not int32, either not on the
- * CPU), `RangeError` (an id outside the logits).
- * TVM: `vm.builtin.apply_repetition_penalty` (lm_support.cc); TVM does not
- * check the ids' range.
- */
 samplingBuiltins.add(
   "vm.builtin.apply_repetition_penalty",
   (logits: unknown, tokenIds: unknown, penalty: unknown) => {
@@ -240,18 +227,18 @@ samplingBuiltins.add(
     }
     return null;
   },
+  {
+    signature: "(logits, token_ids, penalty) → null (logits changed in place)",
+    summary:
+      "For each token id in the int32 tensor `token_ids` (its last axis), in place: a logit `<= 0` is multiplied by `penalty`, a positive one divided by it (an id listed twice is penalized twice). Returns null.",
+    dtypes: ["float32", "int32"],
+    devices: ["cpu"],
+    errors:
+      "`TypeError` (logits not float32, ids not int32, either not on the CPU, logits a constant of the executable), `RangeError` (an id outside the logits).",
+    tvm: "vm.builtin.apply_repetition_penalty (lm_support.cc); TVM does not check the ids' range",
+  },
 );
 
-/**
- * `vm.builtin.apply_presence_and_frequency_penalty(logits, token_ids,
- * token_freqs, presence_penalty, frequency_penalty)`: for each position `i`
- * of the int32 tensors' last axis, in place:
- * `logits[ids[i]] -= freqs[i] * frequency_penalty + presence_penalty`
- * (OpenAI's definition). Returns null.
- * Errors: `TypeError` (dtypes, not on the CPU), `RangeError` (an id outside
- * the logits; fewer frequencies than ids).
- * TVM: `vm.builtin.apply_presence_and_frequency_penalty` (lm_support.cc).
- */
 samplingBuiltins.add(
   "vm.builtin.apply_presence_and_frequency_penalty",
   (logits: unknown, tokenIds: unknown, tokenFreqs: unknown, presence: unknown, freq: unknown) => {
@@ -277,6 +264,17 @@ samplingBuiltins.add(
     }
     return null;
   },
+  {
+    signature:
+      "(logits, token_ids, token_freqs, presence_penalty, frequency_penalty) → null (logits changed in place)",
+    summary:
+      "For each position `i` of the int32 tensors' last axis, in place: `logits[ids[i]] -= freqs[i] * frequency_penalty + presence_penalty` (OpenAI's definition). Returns null.",
+    dtypes: ["float32", "int32"],
+    devices: ["cpu"],
+    errors:
+      "`TypeError` (dtypes, not on the CPU, logits a constant of the executable), `RangeError` (an id outside the logits; fewer frequencies than ids).",
+    tvm: "vm.builtin.apply_presence_and_frequency_penalty (lm_support.cc)",
+  },
 );
 
 function tokenIndex(id: number, size: number, who: string): number {
@@ -286,19 +284,6 @@ function tokenIndex(id: number, size: number, who: string): number {
   return id;
 }
 
-/**
- * `vm.builtin.apply_softmax_with_temperature(logits, temperature)`: replaces
- * each row (last axis) of the float32 CPU tensor `logits` with
- * `softmax(logits / temperature)`, in place, with TVM's one-pass (online)
- * softmax in float32. Returns null.
- * Deviations from TVM, which agree with it on ordinary logits: the running
- * maximum starts at -Infinity where TVM starts at FLT_MIN (1.18e-38), so
- * rows of very negative logits (below about -87) stay exact instead of
- * losing precision or becoming NaN; and every row is normalized, where TVM
- * treats the tensor as one row.
- * Errors: `TypeError` (not float32, not on the CPU).
- * TVM: `vm.builtin.apply_softmax_with_temperature` (lm_support.cc).
- */
 samplingBuiltins.add(
   "vm.builtin.apply_softmax_with_temperature",
   (logits: unknown, temperature: unknown) => {
@@ -321,5 +306,14 @@ samplingBuiltins.add(
       }
     }
     return null;
+  },
+  {
+    signature: "(logits, temperature) → null (logits changed in place)",
+    summary:
+      "Replaces each row (last axis) of the float32 CPU tensor `logits` with `softmax(logits / temperature)`, in place, with TVM's one-pass (online) softmax in float32. Returns null. Deviations from TVM, which agree with it on ordinary logits: the running maximum starts at -Infinity where TVM starts at FLT_MIN (1.18e-38), so rows of very negative logits (below about -87) stay exact instead of losing precision or becoming NaN; and every row is normalized, where TVM treats the tensor as one row.",
+    dtypes: ["float32"],
+    devices: ["cpu"],
+    errors: "`TypeError` (not float32, not on the CPU, a constant of the executable).",
+    tvm: "vm.builtin.apply_softmax_with_temperature (lm_support.cc)",
   },
 );

@@ -31,17 +31,72 @@ import { contextPrefix, describe } from "./describe.ts";
 import { checkDims, checkWritable, shapeArg } from "./validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
-export const shapeHeapBuiltins = new BuiltinTable();
+export const shapeHeapBuiltins = new BuiltinTable("Shape heap", import.meta.url);
 
-/** Match codes of `vm.builtin.match_shape`. */
-export const MatchShapeCode = {
+/**
+ * The per-dimension codes of `vm.builtin.match_shape(input, heap, ndim,
+ * code_0, value_0, …, err_ctx?)`, TVM's `MatchShapeCode`: pass them with
+ * `ib.imm(...)` instead of writing their numbers.
+ *
+ * - `AssertEqualToImm`: the dimension must equal `value`
+ * - `StoreToHeap`: `heap[value]` = the dimension
+ * - `NoOp`: nothing
+ * - `AssertEqualToLoad`: the dimension must equal `heap[value]`
+ *
+ * @example Bind a 2-D input's dimensions into the shape heap
+ * ```ts
+ * import { ExecBuilder, MakeShapeCode, MatchShapeCode, tensor, VirtualMachine } from "@relaxvm/relaxvm";
+ * import { assertEquals } from "@std/assert";
+ *
+ * const ib = new ExecBuilder();
+ * ib.function("transposed_shape", { num_inputs: 1 }, () => {
+ *   ib.emit_call("vm.builtin.alloc_shape_heap", [ib.imm(2)], { dst: ib.r(1) });
+ *   ib.emit_call("vm.builtin.match_shape", [
+ *     ib.r(0), ib.r(1), ib.imm(2),
+ *     ib.imm(MatchShapeCode.StoreToHeap), ib.imm(0), // heap[0] = rows
+ *     ib.imm(MatchShapeCode.StoreToHeap), ib.imm(1), // heap[1] = columns
+ *   ]);
+ *   ib.emit_call("vm.builtin.make_shape", [
+ *     ib.r(1), ib.imm(2),
+ *     ib.imm(MakeShapeCode.LoadShape), ib.imm(1),
+ *     ib.imm(MakeShapeCode.LoadShape), ib.imm(0),
+ *   ], { dst: ib.r(2) });
+ *   ib.emit_ret(ib.r(2));
+ * });
+ * using x = tensor(new Float32Array(6), { shape: [2, 3] });
+ * const out = await new VirtualMachine(ib.get()).invoke("transposed_shape", x);
+ * assertEquals(String(out), "(3, 2)");
+ * ```
+ */
+export const MatchShapeCode: {
+  readonly AssertEqualToImm: 0;
+  readonly StoreToHeap: 1;
+  readonly NoOp: 2;
+  readonly AssertEqualToLoad: 3;
+} = {
   AssertEqualToImm: 0,
   StoreToHeap: 1,
   NoOp: 2,
   AssertEqualToLoad: 3,
 } as const;
-/** Codes of `vm.builtin.make_shape`. */
-export const MakeShapeCode = { UseImm: 0, LoadShape: 1 } as const;
+
+/**
+ * The per-dimension codes of `vm.builtin.make_shape(heap, ndim, code_0,
+ * value_0, …)`, TVM's `MakeShapeCode`: `UseImm` makes the dimension `value`,
+ * `LoadShape` makes it `heap[value]`. See `MatchShapeCode` for an example.
+ *
+ * @example
+ * ```ts
+ * import { MakeShapeCode } from "@relaxvm/relaxvm";
+ * import { assertEquals } from "@std/assert";
+ *
+ * assertEquals([MakeShapeCode.UseImm, MakeShapeCode.LoadShape], [0, 1]);
+ * ```
+ */
+export const MakeShapeCode: { readonly UseImm: 0; readonly LoadShape: 1 } = {
+  UseImm: 0,
+  LoadShape: 1,
+} as const;
 
 /**
  * A shape heap's elements as numbers: an int64 tensor (what
@@ -122,13 +177,6 @@ function shapeOfInput(input: unknown, who: string): readonly number[] {
   throw new TypeError(`${who}: expected a tensor or ShapeTuple, got ${describe(input)}`);
 }
 
-/**
- * `vm.builtin.alloc_shape_heap([vm,] size)`: a zeroed heap of `size`
- * integers on the CPU. TVM's compiler passes `%vm` first
- * (`call_builtin_with_ctx`); it is accepted and not needed.
- * Errors: `RangeError` (size not a non-negative integer).
- * TVM: `vm.builtin.alloc_shape_heap` (builtin.cc).
- */
 shapeHeapBuiltins.add("vm.builtin.alloc_shape_heap", (...args: unknown[]) => {
   const size = args[0] instanceof MemoryScope ? args[1] : args[0];
   if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 0) {
@@ -140,24 +188,30 @@ shapeHeapBuiltins.add("vm.builtin.alloc_shape_heap", (...args: unknown[]) => {
   const heap = NDArray.empty([size], "int64", cpu());
   (heap.cpuView() as BigInt64Array).fill(0n);
   return heap;
+}, {
+  signature: "([vm,] size) → int64 CPU tensor (the heap)",
+  summary:
+    "A zeroed heap of `size` integers on the CPU. TVM's compiler passes `%vm` first (`call_builtin_with_ctx`); it is accepted and not needed.",
+  dtypes: ["int64"],
+  devices: ["cpu"],
+  errors: "`RangeError` (size not a non-negative integer).",
+  tvm: "vm.builtin.alloc_shape_heap (builtin.cc)",
 });
 
-/**
- * `vm.builtin.shape_of(t)`: the shape of tensor `t`.
- * Errors: `TypeError` (not a tensor). TVM: `vm.builtin.shape_of` (builtin.cc).
- */
 shapeHeapBuiltins.add("vm.builtin.shape_of", (t: unknown) => {
   if (!(t instanceof NDArray)) {
     throw new TypeError(`shape_of: expected a tensor, got ${describe(t)}`);
   }
   return new ShapeTuple(t.shape);
+}, {
+  signature: "(t) → ShapeTuple",
+  summary: "The shape of tensor `t`.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "`TypeError` (not a tensor).",
+  tvm: "vm.builtin.shape_of (builtin.cc)",
 });
 
-/**
- * `vm.builtin.store_shape(shape, heap, ...indices)`: `heap[indices[i]] =
- * shape[i]`. Errors: `TypeError` (not a shape or heap), `RangeError`
- * (index count or range). relaxvm only (TVM: `match_shape` with StoreToHeap).
- */
 shapeHeapBuiltins.add(
   "vm.builtin.store_shape",
   (shape: unknown, heap: unknown, ...indices: unknown[]) => {
@@ -171,26 +225,32 @@ shapeHeapBuiltins.add(
     for (let i = 0; i < dims.length; i++) h.set(heapIndex(h, indices[i], "store_shape"), dims[i]);
     return null;
   },
+  {
+    signature: "(shape, heap, ...indices) → null",
+    summary:
+      "`heap[indices[i]] = shape[i]`. TVM has no such builtin: it uses `match_shape` with StoreToHeap.",
+    dtypes: ["int64", "float64"],
+    devices: ["cpu"],
+    errors:
+      "`TypeError` (not a shape or heap, a heap that is a constant of the executable), `RangeError` (index count or range).",
+    tvm: null,
+  },
 );
 
-/**
- * `vm.builtin.load_shape(heap, ...indices)`: the ShapeTuple `(heap[i0],
- * heap[i1], …)`. Errors: `TypeError`, `RangeError` (index out of range).
- * relaxvm only (TVM: `make_shape` with LoadShape).
- */
 shapeHeapBuiltins.add("vm.builtin.load_shape", (heap: unknown, ...indices: unknown[]) => {
   const h = heapView(heap, "load_shape");
   const dims = indices.map((i) => h.get(heapIndex(h, i, "load_shape"), "load_shape"));
   return new ShapeTuple(checkDims(dims, "load_shape"));
+}, {
+  signature: "(heap, ...indices) → ShapeTuple",
+  summary:
+    "The ShapeTuple `(heap[i0], heap[i1], …)`. TVM has no such builtin: it uses `make_shape` with LoadShape.",
+  dtypes: ["int64", "float64"],
+  devices: ["cpu"],
+  errors: "`TypeError`, `RangeError` (index out of range, a value that is not a dimension).",
+  tvm: null,
 });
 
-/**
- * `vm.builtin.match_shape(input, heap, ndim, code, value, …, err_ctx?)`:
- * see the module doc; returns null.
- * Errors: `TypeError` (input not a tensor or shape), `RangeError` (a
- * dimension that does not match, prefixed with `err_ctx`; an unknown code).
- * TVM: `vm.builtin.match_shape` (builtin.cc).
- */
 shapeHeapBuiltins.add(
   "vm.builtin.match_shape",
   (input: unknown, heap: unknown, ndim: unknown, ...rest: unknown[]) => {
@@ -237,13 +297,18 @@ shapeHeapBuiltins.add(
     }
     return null;
   },
+  {
+    signature: "(input, heap, ndim, code, value, …, err_ctx?) → null",
+    summary:
+      "Checks or binds each of the first `ndim` dimensions of `input` (a tensor's shape, or a ShapeTuple) by its code (`MatchShapeCode`): 0 AssertEqualToImm, the dimension must equal `value`; 1 StoreToHeap, `heap[value]` = the dimension; 2 NoOp; 3 AssertEqualToLoad, the dimension must equal `heap[value]`. `heap` may be null when no code uses it. Returns null.",
+    dtypes: "any",
+    devices: ["cpu", "webgpu"],
+    errors:
+      "`TypeError` (input not a tensor or shape), `RangeError` (a dimension that does not match, prefixed with `err_ctx`; an unknown code).",
+    tvm: "vm.builtin.match_shape (builtin.cc)",
+  },
 );
 
-/**
- * `vm.builtin.make_shape(heap, ndim, code, value, …)`: a ShapeTuple; see
- * the module doc. Errors: `RangeError` (code count, unknown code, heap index).
- * TVM: `vm.builtin.make_shape` (builtin.cc).
- */
 shapeHeapBuiltins.add(
   "vm.builtin.make_shape",
   (heap: unknown, ndim: unknown, ...rest: unknown[]) => {
@@ -261,14 +326,17 @@ shapeHeapBuiltins.add(
     }
     return new ShapeTuple(checkDims(dims, "make_shape"));
   },
+  {
+    signature: "(heap, ndim, code, value, …) → ShapeTuple",
+    summary:
+      "A ShapeTuple of `ndim` dimensions, each by its code (`MakeShapeCode`): 0 UseImm, the dimension is `value`; 1 LoadShape, it is `heap[value]`.",
+    dtypes: ["int64", "float64"],
+    devices: ["cpu"],
+    errors: "`RangeError` (code count, unknown code, heap index, a value that is not a dimension).",
+    tvm: "vm.builtin.make_shape (builtin.cc)",
+  },
 );
 
-/**
- * `vm.builtin.reshape(t, shape)`: a view of `t` with a new shape of the same
- * size (no copy). Errors: `TypeError` (not a tensor or shape), `RangeError`
- * (a dimension that is not a non-negative integer, sizes differ).
- * TVM: `vm.builtin.reshape` (builtin.cc), which also allows a smaller view.
- */
 shapeHeapBuiltins.add("vm.builtin.reshape", (t: unknown, shape: unknown) => {
   if (!(t instanceof NDArray)) {
     throw new TypeError(`reshape: expected a tensor, got ${describe(t)}`);
@@ -281,16 +349,16 @@ shapeHeapBuiltins.add("vm.builtin.reshape", (t: unknown, shape: unknown) => {
     );
   }
   return new NDArray(t.storage, t.byteOffset, dims, t.dtype);
+}, {
+  signature: "(t, shape) → tensor (a view)",
+  summary: "A view of `t` with a new shape of the same size (no copy).",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors:
+    "`TypeError` (not a tensor or shape), `RangeError` (a dimension that is not a non-negative integer, sizes differ).",
+  tvm: "vm.builtin.reshape (builtin.cc), which also allows a smaller view",
 });
 
-/**
- * `vm.builtin.tensor_to_shape(t)`: a ShapeTuple from the values of a 1-D
- * tensor (read back from a GPU), int64 as TVM makes them, or any other
- * dtype holding integers. Errors: `TypeError` (not 1-D), `RangeError`
- * (a value that is not an integer below 2^53). TVM:
- * `vm.builtin.tensor_to_shape` (builtin.cc), which takes only int16, int32
- * and int64.
- */
 shapeHeapBuiltins.add("vm.builtin.tensor_to_shape", (t: unknown) => {
   if (!(t instanceof NDArray) || t.shape.length !== 1) {
     throw new TypeError(`tensor_to_shape: expected a 1-D tensor, got ${describe(t)}`);
@@ -306,4 +374,13 @@ shapeHeapBuiltins.add("vm.builtin.tensor_to_shape", (t: unknown) => {
     return new ShapeTuple(checkDims(dims, "tensor_to_shape"));
   };
   return t.device.kind === "cpu" ? toShape(t.dataSync()) : t.data().then(toShape);
+}, {
+  signature: "(t) → ShapeTuple",
+  summary:
+    "A ShapeTuple from the values of a 1-D tensor (read back from a GPU), int64 as TVM makes them, or any other dtype holding integers.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors:
+    "`TypeError` (not 1-D), `RangeError` (a value that is not a non-negative integer below 2^53).",
+  tvm: "vm.builtin.tensor_to_shape (builtin.cc), which takes only int16, int32 and int64",
 });

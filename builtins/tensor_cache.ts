@@ -32,7 +32,7 @@ import { loadTensorCache, type TensorCacheProgress } from "./tensor_cache_loader
 import { cacheClear, cacheGet, cacheRemove, cacheUpdate } from "./tensor_cache_store.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
-export const tensorCacheBuiltins = new BuiltinTable();
+export const tensorCacheBuiltins = new BuiltinTable("Tensor cache", import.meta.url);
 
 function stringArg(v: unknown, what: string, who: string): string {
   if (typeof v !== "string") {
@@ -46,18 +46,6 @@ function integerArg(v: unknown, what: string, who: string): number {
   throw new TypeError(`${who}: ${what} must be an integer, got ${describe(v)}`);
 }
 
-/**
- * `vm.builtin.tensor_cache.load(path_or_url, device_type, device_id[, on_progress])`:
- * loads a tvmjs tensor cache (a directory or URL with `tensor-cache.json`)
- * onto the device with DLPack type `device_type` (1 CPU, 15 WebGPU; the
- * device must have been acquired) and index `device_id`, replacing cached
- * tensors of the same names. `on_progress`, a function, receives a
- * `TensorCacheProgress` at the start and after each shard. Resolves to null.
- * All or nothing: see `loadTensorCache`.
- * Errors: `TypeError` (arguments), `Error` (no such device),
- * `TensorCacheError` (a malformed or incomplete cache, naming file and record).
- * TVM: `vm.builtin.tensor_cache.load` (tensor_cache_support.cc).
- */
 tensorCacheBuiltins.add(
   "vm.builtin.tensor_cache.load",
   async (path: unknown, deviceType: unknown, deviceId: unknown, onProgress?: unknown) => {
@@ -78,24 +66,29 @@ tensorCacheBuiltins.add(
     });
     return null;
   },
+  {
+    signature: "(path_or_url, device_type, device_id[, on_progress]) → null, asynchronously",
+    summary:
+      "Loads a tvmjs tensor cache (a directory or URL with `tensor-cache.json`) onto the device with DLPack type `device_type` (1 CPU, 15 WebGPU; the device must have been acquired) and index `device_id`, replacing cached tensors of the same names. `on_progress`, a function, receives a `TensorCacheProgress` at the start and after each shard. Resolves to null. All or nothing: see `loadTensorCache`.",
+    dtypes: "any",
+    devices: ["cpu", "webgpu"],
+    errors:
+      "`TypeError` (arguments), `Error` (no such device), `TensorCacheError` (a malformed or incomplete cache, naming file and record).",
+    tvm: "vm.builtin.tensor_cache.load (tensor_cache_support.cc)",
+  },
 );
 
-/**
- * `vm.builtin.tensor_cache.get(name)`: the cached tensor, or null.
- * TVM: `vm.builtin.tensor_cache.get`.
- */
 tensorCacheBuiltins.add("vm.builtin.tensor_cache.get", (name: unknown) => {
   return cacheGet(stringArg(name, "name", "tensor_cache.get")) ?? null;
+}, {
+  signature: "(name) → tensor or null",
+  summary: "The cached tensor, or null.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "",
+  tvm: "vm.builtin.tensor_cache.get",
 });
 
-/**
- * `vm.builtin.tensor_cache.update(name, tensor[, override])`: caches
- * `tensor` under `name` (by reference; the cache holds it). `override`
- * (boolean or 0/1, default false) allows replacing an existing entry.
- * Returns null.
- * Errors: `TypeError` (arguments), `Error` (the name exists and no override).
- * TVM: `vm.builtin.tensor_cache.update`.
- */
 tensorCacheBuiltins.add(
   "vm.builtin.tensor_cache.update",
   (name: unknown, t: unknown, override?: unknown) => {
@@ -106,21 +99,39 @@ tensorCacheBuiltins.add(
     cacheUpdate(stringArg(name, "name", who), t, Boolean(override));
     return null;
   },
+  {
+    signature: "(name, tensor[, override]) → null",
+    summary:
+      "Caches `tensor` under `name` (by reference; the cache holds it). `override` (boolean or 0/1, default false) allows replacing an existing entry. Returns null.",
+    dtypes: "any",
+    devices: ["cpu", "webgpu"],
+    errors: "`TypeError` (arguments), `Error` (the name exists and no override).",
+    tvm: "vm.builtin.tensor_cache.update",
+  },
 );
 
-/**
- * `vm.builtin.tensor_cache.remove(name)`: drops the entry (absent: nothing
- * happens). Returns null. TVM: `vm.builtin.tensor_cache.remove`.
- */
 tensorCacheBuiltins.add("vm.builtin.tensor_cache.remove", (name: unknown) => {
   cacheRemove(stringArg(name, "name", "tensor_cache.remove"));
   return null;
+}, {
+  signature: "(name) → null",
+  summary: "Drops the entry (absent: nothing happens). Returns null.",
+  dtypes: null,
+  devices: ["cpu", "webgpu"],
+  errors: "",
+  tvm: "vm.builtin.tensor_cache.remove",
 });
 
-/** `vm.builtin.tensor_cache.clear()`: drops every entry. TVM: `vm.builtin.tensor_cache.clear`. */
 tensorCacheBuiltins.add("vm.builtin.tensor_cache.clear", () => {
   cacheClear();
   return null;
+}, {
+  signature: "() → null",
+  summary: "Drops every entry.",
+  dtypes: null,
+  devices: ["cpu", "webgpu"],
+  errors: "",
+  tvm: "vm.builtin.tensor_cache.clear",
 });
 
 /** The tensors named `<prefix>_0, <prefix>_1, …`: `count` of them, or up to the first gap (-1). */
@@ -160,57 +171,68 @@ function namesArg(v: unknown, who: string): readonly unknown[] {
   return fields;
 }
 
-/**
- * `vm.builtin.param_array_from_cache(prefix, num_params)`: a tuple of the
- * cached tensors `<prefix>_0` … `<prefix>_{num_params-1}`; with -1, as many
- * as are consecutively there (possibly none).
- * Errors: `ReferenceError` (a name missing with num_params >= 0), `TypeError`.
- * TVM: `vm.builtin.param_array_from_cache`.
- */
 tensorCacheBuiltins.add(
   "vm.builtin.param_array_from_cache",
   (prefix: unknown, count: unknown) => new Tuple(byPrefix(prefix, count, "param_array_from_cache")),
+  {
+    signature: "(prefix, num_params) → tuple of tensors",
+    summary:
+      "A tuple of the cached tensors `<prefix>_0` … `<prefix>_{num_params-1}`; with -1, as many as are consecutively there (possibly none).",
+    dtypes: "any",
+    devices: ["cpu", "webgpu"],
+    errors: "`ReferenceError` (a name missing with num_params >= 0), `TypeError`.",
+    tvm: "vm.builtin.param_array_from_cache",
+  },
 );
 
-/**
- * `vm.builtin.param_array_from_cache_by_name(names)`: a tuple of the cached
- * tensors named in the tuple (or array) `names`, in order.
- * Errors: `ReferenceError` (a name missing), `TypeError`.
- * TVM: `vm.builtin.param_array_from_cache_by_name`.
- */
 tensorCacheBuiltins.add("vm.builtin.param_array_from_cache_by_name", (names: unknown) => {
   const who = "param_array_from_cache_by_name";
   return new Tuple(byName(namesArg(names, who), who));
+}, {
+  signature: "(names) → tuple of tensors",
+  summary: "A tuple of the cached tensors named in the tuple (or array) `names`, in order.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "`ReferenceError` (a name missing), `TypeError`.",
+  tvm: "vm.builtin.param_array_from_cache_by_name",
 });
 
-/**
- * `vm.builtin.param_array_from_cache_by_name_unpacked(name_0, name_1, …)`:
- * as `param_array_from_cache_by_name`, with the names as arguments.
- * Errors: `TypeError` (an argument not a string), `ReferenceError` (missing).
- * TVM: `vm.builtin.param_array_from_cache_by_name_unpacked`.
- */
 tensorCacheBuiltins.add(
   "vm.builtin.param_array_from_cache_by_name_unpacked",
   (...names: unknown[]) => new Tuple(byName(names, "param_array_from_cache_by_name_unpacked")),
+  {
+    signature: "(name_0, name_1, …) → tuple of tensors",
+    summary: "As `param_array_from_cache_by_name`, with the names as arguments.",
+    dtypes: "any",
+    devices: ["cpu", "webgpu"],
+    errors: "`TypeError` (an argument not a string), `ReferenceError` (missing).",
+    tvm: "vm.builtin.param_array_from_cache_by_name_unpacked",
+  },
 );
 
-/**
- * `vm.builtin.param_module_from_cache(prefix, num_params)`: a `ParamModule`
- * whose `get_params()` returns the tensors `param_array_from_cache` would
- * return now (later cache changes do not reach it).
- * TVM: `vm.builtin.param_module_from_cache`.
- */
 tensorCacheBuiltins.add(
   "vm.builtin.param_module_from_cache",
   (prefix: unknown, count: unknown) =>
     new ParamModule(byPrefix(prefix, count, "param_module_from_cache")),
+  {
+    signature: "(prefix, num_params) → ParamModule",
+    summary:
+      "A `ParamModule` whose `get_params()` returns the tensors `param_array_from_cache` would return now (later cache changes do not reach it).",
+    dtypes: "any",
+    devices: ["cpu", "webgpu"],
+    errors: "",
+    tvm: "vm.builtin.param_module_from_cache",
+  },
 );
 
-/**
- * `vm.builtin.param_module_from_cache_by_name(names)`: a `ParamModule` of the
- * tensors named in `names`. TVM: `vm.builtin.param_module_from_cache_by_name`.
- */
 tensorCacheBuiltins.add("vm.builtin.param_module_from_cache_by_name", (names: unknown) => {
   const who = "param_module_from_cache_by_name";
   return new ParamModule(byName(namesArg(names, who), who));
+}, {
+  signature: "(names) → ParamModule",
+  summary: "A `ParamModule` of the tensors named in `names`.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "",
+  tvm: "vm.builtin.param_module_from_cache_by_name",
 });

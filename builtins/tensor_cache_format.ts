@@ -26,6 +26,7 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import { type TensorDType, tensorDType } from "../ground/dtype.ts";
 import { elementBytes } from "../ground/dtype.ts";
 import { bfloat16BitsToFloat32 } from "../ground/float_formats.ts";
@@ -68,6 +69,8 @@ export interface TensorCacheIndex {
   readonly records: readonly TensorCacheShard[];
 }
 
+const TENSOR_CACHE_ERROR_BRAND = brandKey("TensorCacheError");
+
 /**
  * A tensor cache that cannot be read: malformed JSON, a missing or bad
  * field, a shard of the wrong length, records outside their shard or
@@ -87,6 +90,19 @@ export interface TensorCacheIndex {
  * ```
  */
 export class TensorCacheError extends Error {
+  static {
+    brand(this, TENSOR_CACHE_ERROR_BRAND);
+  }
+
+  /**
+   * True for a `TensorCacheError` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static override [Symbol.hasInstance](v: unknown): v is TensorCacheError {
+    return typeof v === "object" && v !== null && (v as Branded)[TENSOR_CACHE_ERROR_BRAND] === true;
+  }
+
   /** The file (JSON index or shard) at fault. */
   readonly file: string;
   /** The record at fault, if one is. */

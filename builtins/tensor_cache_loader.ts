@@ -87,12 +87,18 @@ async function fetchBytes(url: URL, signal?: AbortSignal): Promise<ArrayBuffer> 
   return await response.arrayBuffer();
 }
 
-/** The index: `location` itself if it names a `.json` file, else the first index name found in it. */
+/**
+ * The index: `location` itself if it names a `.json` file or cannot be a
+ * directory (a `blob:` or `data:` URL, whose path is opaque), else the first
+ * index name found in it.
+ */
 async function fetchIndex(
   location: URL,
   signal?: AbortSignal,
 ): Promise<{ url: URL; index: TensorCacheIndex }> {
-  const candidates = location.pathname.endsWith(".json")
+  const isFile = location.pathname.endsWith(".json") ||
+    !URL.canParse(INDEX_NAMES[0], asDirectory(location));
+  const candidates = isFile
     ? [location]
     : INDEX_NAMES.map((n) => new URL(n, asDirectory(location)));
   const failures: TensorCacheError[] = [];
@@ -128,8 +134,10 @@ function tensorFor(record: TensorCacheRecord, bytes: Uint8Array, device: Device)
  * programs find it with `vm.builtin.tensor_cache.get` and
  * `vm.builtin.param_array_from_cache`. `pathOrUrl` is a directory holding
  * `tensor-cache.json` (or an older cache's `ndarray-cache.json`), or the
- * JSON file itself; a URL or, in Deno, a path. Shards are fetched one after
- * another, each decoded into tensors on `options.device`.
+ * JSON file itself; a URL or, in Deno, a path. A `blob:` or `data:` URL is
+ * always the JSON file (its shards' `dataPath`s are then absolute URLs, such
+ * as other `blob:` URLs: a cache held in memory). Shards are fetched one
+ * after another, each decoded into tensors on `options.device`.
  *
  * Rejects with `TensorCacheError` (naming the file and the record) when the
  * index is malformed, a record does not match its shape and dtype or lies

@@ -11,8 +11,10 @@
 
 import type { NDArray } from "../devices/ndarray.ts";
 import { retainValue } from "../ground/object.ts";
+import { shared } from "../ground/shared.ts";
 
-const entries = new Map<string, NDArray>();
+/** One cache per process, whichever copy of the library loads or reads it (ground/shared.ts). */
+const entries: Map<string, NDArray> = shared("relaxvm.tensorCache.v1", () => new Map());
 
 /** The tensor cached under `name`, if any. */
 export function cacheGet(name: string): NDArray | undefined {

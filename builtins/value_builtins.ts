@@ -17,46 +17,63 @@ import { describe } from "./describe.ts";
 import { checkLive } from "./validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
-export const valueBuiltins = new BuiltinTable();
+export const valueBuiltins = new BuiltinTable(
+  "Values, tuples, closures and devices",
+  import.meta.url,
+);
 
-/**
- * `vm.builtin.copy(x)`: the same value in another register (objects are
- * shared, not copied). TVM: `vm.builtin.copy` (builtin.cc).
- */
-valueBuiltins.add("vm.builtin.copy", (x: unknown) => x);
+valueBuiltins.add("vm.builtin.copy", (x: unknown) => x, {
+  signature: "(x) → x",
+  summary: "The same value in another register (objects are shared, not copied).",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "",
+  tvm: "vm.builtin.copy (builtin.cc)",
+});
 
-/** `vm.builtin.move(x)`: like copy; the source register is expected to be dead. relaxvm only. */
-valueBuiltins.add("vm.builtin.move", (x: unknown) => x);
+valueBuiltins.add("vm.builtin.move", (x: unknown) => x, {
+  signature: "(x) → x",
+  summary: "Like `vm.builtin.copy`; the source register is expected to be dead.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "",
+  tvm: null,
+});
 
-/**
- * `vm.builtin.print(x)`: prints a value with `console.log`; returns null.
- * relaxvm only (TVM: `invoke_debug_func` with `vm.builtin.debug_print`).
- */
 valueBuiltins.add("vm.builtin.print", (x: unknown) => {
   console.log(x);
   return null;
+}, {
+  signature: "(x) → null",
+  summary:
+    "Prints a value with `console.log`; returns null. TVM has no such builtin: it uses `invoke_debug_func` with `vm.builtin.debug_print`.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "",
+  tvm: null,
 });
 
-/** `vm.builtin.null_value()`: null. TVM: `vm.builtin.null_value` (builtin.cc). */
-valueBuiltins.add("vm.builtin.null_value", () => null);
+valueBuiltins.add("vm.builtin.null_value", () => null, {
+  signature: "() → null",
+  summary: "The null value, for a register that holds nothing (TVM returns its `None` object).",
+  dtypes: null,
+  devices: ["cpu", "webgpu"],
+  errors: "",
+  tvm: "vm.builtin.null_value (builtin.cc)",
+});
 
-/**
- * `vm.builtin.make_tuple(...fields)`: a tuple holding the fields (users
- * receive it as an array). Errors: `ReferenceError` (a field whose memory
- * was released). TVM: `vm.builtin.make_tuple` (builtin.cc).
- */
 valueBuiltins.add("vm.builtin.make_tuple", (...fields: unknown[]) => {
   checkLive(fields, "make_tuple", "field");
   return new Tuple(fields);
+}, {
+  signature: "(...fields) → tuple",
+  summary: "A tuple holding the fields (users receive it as an array).",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "`ReferenceError` (a field whose memory was released).",
+  tvm: "vm.builtin.make_tuple (builtin.cc)",
 });
 
-/**
- * `vm.builtin.tuple_getitem(tuple, index)`: field `index` (the object
- * itself, not a copy).
- * Errors: `TypeError` (not a tuple), `RangeError` (index out of range; no
- * negative indices, as in TVM).
- * TVM: `vm.builtin.tuple_getitem` (builtin.cc).
- */
 valueBuiltins.add("vm.builtin.tuple_getitem", (tuple: unknown, index: unknown) => {
   const fields = tupleFields(tuple);
   if (fields === undefined) {
@@ -70,17 +87,16 @@ valueBuiltins.add("vm.builtin.tuple_getitem", (tuple: unknown, index: unknown) =
     );
   }
   return fields[index];
+}, {
+  signature: "(tuple, index) → field",
+  summary: "Field `index` (the object itself, not a copy).",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors:
+    "`TypeError` (not a tuple), `RangeError` (index out of range; no negative indices, as in TVM).",
+  tvm: "vm.builtin.tuple_getitem (builtin.cc)",
 });
 
-/**
- * `vm.builtin.tuple_reset_item(tuple, index)`: sets field `index` to null,
- * in place, releasing what it held (TVM's `LiftTransformParams` drops each
- * weight from the bundled parameter tuple once it is consumed). Every holder
- * of the tuple sees the null. Returns null.
- * Errors: `TypeError` (not a tuple, a frozen array), `RangeError` (index out
- * of range).
- * TVM: `vm.builtin.tuple_reset_item` (builtin.cc).
- */
 valueBuiltins.add("vm.builtin.tuple_reset_item", (tuple: unknown, index: unknown) => {
   const fields = tupleFields(tuple);
   if (fields === undefined) {
@@ -98,16 +114,16 @@ valueBuiltins.add("vm.builtin.tuple_reset_item", (tuple: unknown, index: unknown
     throw new TypeError("tuple_reset_item: the tuple is a frozen array");
   } else (tuple as unknown[])[index] = null;
   return null;
+}, {
+  signature: "(tuple, index) → null",
+  summary:
+    "Sets field `index` to null, in place, releasing what it held (TVM's `LiftTransformParams` drops each weight from the bundled parameter tuple once it is consumed). Every holder of the tuple sees the null. Returns null.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "`TypeError` (not a tuple, a frozen array), `RangeError` (index out of range).",
+  tvm: "vm.builtin.tuple_reset_item (builtin.cc)",
 });
 
-/**
- * `vm.builtin.read_if_cond(x)`: a boolean for `If` from a number, boolean
- * or one-element tensor on any device (a GPU tensor is read back, so this
- * call waits for the GPU).
- * Errors: `TypeError` (another kind of value, a tensor of more than one element).
- * TVM: `vm.builtin.read_if_cond` (builtin.cc), which also reads element 0 of
- * larger integer tensors and rejects float tensors and float numbers.
- */
 valueBuiltins.add("vm.builtin.read_if_cond", (x: unknown): boolean | Promise<boolean> => {
   if (typeof x === "number") return x !== 0;
   if (typeof x === "boolean") return x;
@@ -122,15 +138,17 @@ valueBuiltins.add("vm.builtin.read_if_cond", (x: unknown): boolean | Promise<boo
     return x.data().then((d) => Number(d[0]) !== 0);
   }
   throw new TypeError(`read_if_cond: expected a number, boolean or tensor, got ${describe(x)}`);
+}, {
+  signature: "(x) → boolean",
+  summary:
+    "A boolean for `If` from a number, boolean or one-element tensor on any device (a GPU tensor is read back, so this call waits for the GPU).",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "`TypeError` (another kind of value, a tensor of more than one element).",
+  tvm:
+    "vm.builtin.read_if_cond (builtin.cc), which also reads element 0 of larger integer tensors and rejects float tensors and float numbers",
 });
 
-/**
- * `vm.builtin.make_closure(f, ...captured)`: a closure of `f` (a function
- * reference `f[name]`) that passes `captured` as its last parameters.
- * Errors: `TypeError` (not a function), `ReferenceError` (a captured value
- * whose memory was released).
- * TVM: `vm.builtin.make_closure` (builtin.cc); TVM accepts only VM functions.
- */
 valueBuiltins.add("vm.builtin.make_closure", (f: unknown, ...captured: unknown[]) => {
   checkLive(captured, "make_closure", "captured value");
   if (f instanceof Closure) return new Closure(f.name, (...args) => f.call(args), captured);
@@ -138,29 +156,32 @@ valueBuiltins.add("vm.builtin.make_closure", (f: unknown, ...captured: unknown[]
     return new Closure(f.name || "anonymous", f as (...a: unknown[]) => unknown, captured);
   }
   throw new TypeError(`make_closure: expected a function reference, got ${describe(f)}`);
+}, {
+  signature: "(f, ...captured) → closure",
+  summary:
+    "A closure of `f` (a function reference `f[name]`) that passes `captured` as its last parameters.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors:
+    "`TypeError` (not a function), `ReferenceError` (a captured value whose memory was released).",
+  tvm: "vm.builtin.make_closure (builtin.cc); TVM accepts only VM functions",
 });
 
-/**
- * `vm.builtin.invoke_closure([vm,] closure, ...args)`: calls a closure
- * (TVM passes `%vm` first; it is accepted and not needed) or a packed function.
- * Errors: `TypeError` (not callable).
- * TVM: `vm.builtin.invoke_closure` (builtin.cc).
- */
 valueBuiltins.add("vm.builtin.invoke_closure", (...all: unknown[]) => {
   const [closure, ...args] = all[0] instanceof MemoryScope ? all.slice(1) : all;
   if (closure instanceof Closure) return closure.call(args);
   if (typeof closure === "function") return closure(...args);
   throw new TypeError(`invoke_closure: expected a closure, got ${describe(closure)}`);
+}, {
+  signature: "([vm,] closure, ...args) → what the closure returns",
+  summary:
+    "Calls a closure (TVM passes `%vm` first; it is accepted and not needed) or a packed function.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "`TypeError` (not callable).",
+  tvm: "vm.builtin.invoke_closure (builtin.cc)",
 });
 
-/**
- * `vm.builtin.to_device(t, dev_type, dev_id)`: a copy of tensor `t` on the
- * device with DLPack type `dev_type` (1 = CPU, 15 = WebGPU) and index
- * `dev_id`. The device must have been acquired (`await webgpu()`).
- * Errors: `TypeError` (not a tensor), `Error` (no such device).
- * TVM: `vm.builtin.to_device` (builtin.cc); TVM copies even to the same
- * device, relaxvm returns the tensor itself then.
- */
 valueBuiltins.add("vm.builtin.to_device", (t: unknown, devType: unknown, devId: unknown) => {
   if (!(t instanceof NDArray)) {
     throw new TypeError(`to_device: expected a tensor, got ${describe(t)}`);
@@ -175,4 +196,13 @@ valueBuiltins.add("vm.builtin.to_device", (t: unknown, devType: unknown, devId: 
   if (device === t.device) return t;
   // CPU→GPU and GPU→GPU copies are queued in order; only GPU→CPU waits.
   return t.copyToFloating(device);
+}, {
+  signature: "(t, dev_type, dev_id) → tensor",
+  summary:
+    "A copy of tensor `t` on the device with DLPack type `dev_type` (1 = CPU, 15 = WebGPU) and index `dev_id`. The device must have been acquired (`await webgpu()`).",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "`TypeError` (not a tensor), `Error` (no such device).",
+  tvm:
+    "vm.builtin.to_device (builtin.cc); TVM copies even to the same device, relaxvm returns the tensor itself then",
 });

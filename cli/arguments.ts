@@ -67,7 +67,11 @@ export class ParsedArguments {
   readonly #options: ReadonlyMap<string, readonly string[]>;
   readonly #flags: ReadonlySet<string>;
 
-  /** @internal Built by `parseCommandLine`. */
+  /**
+   * Built by `parseCommandLine`.
+   *
+   * @ignore
+   */
   constructor(
     positionals: ReadonlyMap<string, readonly string[]>,
     options: ReadonlyMap<string, readonly string[]>,

@@ -5,25 +5,54 @@
  * @module
  */
 
-import { pathToFileURL } from "node:url";
+import { resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { Executable } from "../mod.ts";
 import { UsageError } from "./failure.ts";
 
+/** The directory of relaxvm's deno.json: where `deno task cli` runs the CLI. */
+const PACKAGE_ROOT = import.meta.url.startsWith("file:")
+  ? fileURLToPath(new URL("../", import.meta.url))
+  : undefined;
+
+/**
+ * The directory relative paths on the command line are meant from: the
+ * working directory, except under `deno task cli`, which runs the CLI in the
+ * repository root and leaves the caller's directory in `INIT_CWD` (npm's
+ * convention). `INIT_CWD` counts only when the working directory is this
+ * package's root, so an `INIT_CWD` left over from an outer `npm run` does not
+ * move the paths of an installed `relaxvm`; and only when the permission to
+ * read it was granted (`--allow-env=INIT_CWD`, as the task does), so that
+ * reading it never prompts.
+ */
+export function callerDirectory(): string {
+  const cwd = Deno.cwd();
+  if (PACKAGE_ROOT === undefined || resolve(cwd) !== resolve(PACKAGE_ROOT)) return cwd;
+  const permission = Deno.permissions.querySync({ name: "env", variable: "INIT_CWD" });
+  if (permission.state !== "granted") return cwd;
+  return Deno.env.get("INIT_CWD") || cwd;
+}
+
+/** `path` resolved against the caller's directory (absolute paths stay as they are). */
+export function callerPath(path: string): string {
+  return resolve(callerDirectory(), path);
+}
+
 /** Reads `path` and loads it; malformed bytes throw `LoadError`. */
 export async function readExecutable(path: string): Promise<Executable> {
-  return Executable.load(await Deno.readFile(path));
+  return Executable.load(await Deno.readFile(callerPath(path)));
 }
 
 /** Writes `ex.save()` to `path`; returns the number of bytes written. */
 export async function writeExecutable(path: string, ex: Executable): Promise<number> {
   const bytes = ex.save();
-  await Deno.writeFile(path, bytes);
+  await Deno.writeFile(callerPath(path), bytes);
   return bytes.length;
 }
 
-/** Imports the TS/JS module at `path` (relative to the working directory). */
+/** Imports the TS/JS module at `path` (relative to the caller's directory). */
 export function importModule(path: string): Promise<Record<string, unknown>> {
-  return import(pathToFileURL(path).href);
+  return import(pathToFileURL(callerPath(path)).href);
 }
 
 /**

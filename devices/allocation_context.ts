@@ -12,6 +12,7 @@
 import type { Device } from "./device.ts";
 import type { Allocator } from "./allocator.ts";
 import { NaiveAllocator } from "./naive_allocator.ts";
+import { shared } from "../ground/shared.ts";
 
 /** Maps a device to the allocator that serves it. */
 export interface AllocatorSet {
@@ -19,21 +20,29 @@ export interface AllocatorSet {
   allocatorFor(device: Device): Allocator;
 }
 
-const defaults = new Map<Device, Allocator>();
-let active: AllocatorSet | null = null;
+/**
+ * One context per process, shared by every copy of the library (see
+ * ground/shared.ts): a builtin of one copy that runs inside another copy's
+ * VM allocates from that VM.
+ */
+const context: { active: AllocatorSet | null; readonly defaults: Map<Device, Allocator> } = shared(
+  "relaxvm.allocation.v1",
+  () => ({ active: null, defaults: new Map() }),
+);
 
 /** The allocator that new tensors on `device` come from right now. */
 export function currentAllocator(device: Device): Allocator {
+  const active = context.active;
   if (active !== null) return active.allocatorFor(device);
   return defaultAllocator(device);
 }
 
 /** The allocator used outside any VM (tensors made by `tensor()`, say). */
 export function defaultAllocator(device: Device): Allocator {
-  let a = defaults.get(device);
+  let a = context.defaults.get(device);
   if (a === undefined) {
     a = new NaiveAllocator(device);
-    defaults.set(device, a);
+    context.defaults.set(device, a);
   }
   return a;
 }
@@ -43,12 +52,12 @@ export function defaultAllocator(device: Device): Allocator {
  * is made then is held by the VM's protocol unless handed on.
  */
 export function allocatorsActive(): boolean {
-  return active !== null;
+  return context.active !== null;
 }
 
 /** Makes `set` the active allocators; returns the previous ones to restore later. */
 export function activateAllocators(set: AllocatorSet | null): AllocatorSet | null {
-  const previous = active;
-  active = set;
+  const previous = context.active;
+  context.active = set;
   return previous;
 }

@@ -37,7 +37,9 @@ export interface Allocator {
   /**
    * A block of at least `nbytes` bytes for one owner, who gives it back with
    * `block.owner.reclaim(block)`: what a new tensor owns until it needs a
-   * `Storage`. Counted like `alloc`. @internal
+   * `Storage`. Counted like `alloc`.
+   *
+   * @ignore
    */
   allocBlock(nbytes: number): MemoryBlock;
   /** The counters so far. */

@@ -24,6 +24,8 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "../ground/brand.ts";
+import { INSPECT } from "../ground/inspect.ts";
 import { elementBytes, type TensorDType } from "../ground/dtype.ts";
 import { retainValue, VMObject } from "../ground/object.ts";
 import type { Device } from "./device.ts";
@@ -56,6 +58,8 @@ function copyRows(
   }
 }
 
+const ATTENTION_KV_CACHE_BRAND = brandKey("AttentionKVCache");
+
 /**
  * A KV cache: a growing tensor of rows. Made by
  * `vm.builtin.attention_kv_cache_create`; the other `attention_kv_cache_*`
@@ -83,11 +87,28 @@ function copyRows(
  * ```
  */
 export class AttentionKVCache extends VMObject {
+  static {
+    brand(this, ATTENTION_KV_CACHE_BRAND);
+  }
+
+  /**
+   * True for an `AttentionKVCache` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static override [Symbol.hasInstance](v: unknown): v is AttentionKVCache {
+    return typeof v === "object" && v !== null && (v as Branded)[ATTENTION_KV_CACHE_BRAND] === true;
+  }
+
   #data: NDArray;
   #fill = 0;
   #window = 0;
 
-  /** A cache over `data` (which it retains), with no rows filled. @internal */
+  /**
+   * A cache over `data` (which it retains), with no rows filled.
+   *
+   * @ignore
+   */
   constructor(data: NDArray) {
     super();
     if (data.shape.length === 0) throw new RangeError("A KV cache needs at least one dimension");
@@ -154,7 +175,11 @@ export class AttentionKVCache extends VMObject {
     return this.#data.device;
   }
 
-  /** The backing tensor (all `capacity` rows). @internal */
+  /**
+   * The backing tensor (all `capacity` rows).
+   *
+   * @ignore
+   */
   get data(): NDArray {
     this.#assertLive();
     return this.#data;
@@ -265,6 +290,11 @@ export class AttentionKVCache extends VMObject {
     return `AttentionKVCache(${this.dtype}, ${this.#fill} of ${this.capacity} rows of [${
       this.rowShape.join(", ")
     }], ${this.device})`;
+  }
+
+  /** Shown by `console.log` and `deno repl`: as `toString()`, or `… <released>`. */
+  [INSPECT](): string {
+    return this.disposed ? `AttentionKVCache(${this.dtype}) <released>` : this.toString();
   }
 
   /** Releases the backing tensor. */

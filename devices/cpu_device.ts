@@ -8,9 +8,26 @@
  */
 
 import { Device, DLDeviceType } from "./device.ts";
+import { brand, type Branded, brandKey } from "../ground/brand.ts";
+import { shared } from "../ground/shared.ts";
+
+const CPU_DEVICE_BRAND = brandKey("CpuDevice");
 
 /** The CPU: blocks are `ArrayBuffer`s. */
 export class CpuDevice extends Device {
+  static {
+    brand(this, CPU_DEVICE_BRAND);
+  }
+
+  /**
+   * True for a `CpuDevice` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static override [Symbol.hasInstance](v: unknown): v is CpuDevice {
+    return typeof v === "object" && v !== null && (v as Branded)[CPU_DEVICE_BRAND] === true;
+  }
+
   /** Always `"cpu"`. */
   readonly kind = "cpu" as const;
 
@@ -63,7 +80,8 @@ export class CpuDevice extends Device {
   }
 }
 
-const cpuDevices = new Map<number, CpuDevice>();
+/** One CPU device per id in the process, whichever copy of the library asks (ground/shared.ts). */
+const cpuDevices: Map<number, Device> = shared("relaxvm.cpuDevices.v1", () => new Map());
 
 /**
  * The CPU device. The same object is returned for the same id.

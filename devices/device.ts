@@ -10,11 +10,16 @@
  * @module
  */
 
+import { brand, type Branded, brandKey, ordinaryInstanceOf } from "../ground/brand.ts";
+import { shared } from "../ground/shared.ts";
+
 /** DLPack device type codes used by `vm.builtin.to_device` and `alloc_storage`. */
 export const DLDeviceType = { CPU: 1, WebGPU: 15 } as const;
 
 /** The kinds of device relaxvm runs on. */
 export type DeviceKind = "cpu" | "webgpu";
+
+const DEVICE_BRAND = brandKey("Device");
 
 /**
  * A device. Obtain one with `cpu()` or `await webgpu()`.
@@ -29,6 +34,20 @@ export type DeviceKind = "cpu" | "webgpu";
  * ```
  */
 export abstract class Device {
+  static {
+    brand(this, DEVICE_BRAND);
+  }
+
+  /**
+   * True for a `Device` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static [Symbol.hasInstance](v: unknown): v is Device {
+    if (this !== Device) return ordinaryInstanceOf.call(this, v);
+    return typeof v === "object" && v !== null && (v as Branded)[DEVICE_BRAND] === true;
+  }
+
   /** What kind of device this is; kernels dispatch on it. */
   abstract readonly kind: DeviceKind;
   /** Index among devices of the same kind. */
@@ -90,7 +109,8 @@ export abstract class Device {
   }
 }
 
-const acquired: Device[] = [];
+/** Every device of the process, whichever copy of the library made it (ground/shared.ts). */
+const acquired: Device[] = shared("relaxvm.devices.v1", () => []);
 
 /** Every device this process has created, in order (CPU devices included once used). */
 export function acquiredDevices(): readonly Device[] {

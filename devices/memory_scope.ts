@@ -10,14 +10,30 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import type { Device } from "./device.ts";
 import { type Allocator, type AllocatorKind, MemoryLimit } from "./allocator.ts";
 import type { AllocatorSet } from "./allocation_context.ts";
 import { NaiveAllocator } from "./naive_allocator.ts";
 import { PooledAllocator } from "./pooled_allocator.ts";
 
+const MEMORY_SCOPE_BRAND = brandKey("MemoryScope");
+
 /** A VM's devices and allocators, as builtins see them through `%vm`. */
 export class MemoryScope implements AllocatorSet {
+  static {
+    brand(this, MEMORY_SCOPE_BRAND);
+  }
+
+  /**
+   * True for a `MemoryScope` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static [Symbol.hasInstance](v: unknown): v is MemoryScope {
+    return typeof v === "object" && v !== null && (v as Branded)[MEMORY_SCOPE_BRAND] === true;
+  }
+
   /** The devices the VM was created with; index 0 is the default. */
   readonly devices: readonly Device[];
   /** Which allocator each device gets. */
@@ -29,7 +45,11 @@ export class MemoryScope implements AllocatorSet {
   #lastDevice: Device | undefined = undefined;
   #lastAllocator: Allocator | undefined = undefined;
 
-  /** Made by the VM: its allocators hold at most `maxBytes` together. @internal */
+  /**
+   * Made by the VM: its allocators hold at most `maxBytes` together.
+   *
+   * @ignore
+   */
   constructor(devices: readonly Device[], allocatorKind: AllocatorKind, maxBytes = Infinity) {
     this.devices = devices;
     this.allocatorKind = allocatorKind;

@@ -38,7 +38,9 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import { VMObject } from "../ground/object.ts";
+import { formatNested, INSPECT } from "../ground/inspect.ts";
 import { cpu } from "./cpu_device.ts";
 import type { Device } from "./device.ts";
 import {
@@ -61,6 +63,8 @@ export function shapeSize(shape: readonly number[]): number {
   return n;
 }
 
+const NDARRAY_BRAND = brandKey("NDArray");
+
 /**
  * A tensor. Make one with `tensor()`; read it with `await data()`.
  *
@@ -76,11 +80,28 @@ export function shapeSize(shape: readonly number[]): number {
  * ```
  */
 export class NDArray extends VMObject {
+  static {
+    brand(this, NDARRAY_BRAND);
+  }
+
+  /**
+   * True for a `NDArray` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static override [Symbol.hasInstance](v: unknown): v is NDArray {
+    return typeof v === "object" && v !== null && (v as Branded)[NDARRAY_BRAND] === true;
+  }
+
   /** Dimensions, outermost first. */
   readonly shape: readonly number[];
   /** Element type, e.g. `"float32"`. */
   readonly dtype: TensorDType;
-  /** Where the view starts in its block, in bytes. @internal */
+  /**
+   * Where the view starts in its block, in bytes.
+   *
+   * @ignore
+   */
   readonly byteOffset: number;
   /** Number of elements. */
   readonly size: number;
@@ -100,7 +121,9 @@ export class NDArray extends VMObject {
    * `MemoryBlock` (fresh from an allocator, `byteOffset` 0) becomes the
    * tensor's own. `shape` is copied, unless the caller passes `size`: then
    * it vouches that `shape` is frozen (another tensor's shape, a cached
-   * plan's) and has `size` elements, and the array is shared. @internal
+   * plan's) and has `size` elements, and the array is shared.
+   *
+   * @ignore
    */
   constructor(
     source: Storage | MemoryBlock,
@@ -132,14 +155,62 @@ export class NDArray extends VMObject {
   }
 
   /**
-   * A new tensor with uninitialized contents on `device`, from the active
-   * allocator (the running VM's, or the device default). @internal
+   * A new tensor of `shape` and `dtype` on `device` (default `cpu()`), with
+   * zeroed or leftover contents: write every element before reading. This
+   * is how a packed function allocates its result. Inside a running VM the
+   * memory comes from that VM's allocator (pooled, and counted in its
+   * `memory_stats()`); outside, from the device's default allocator.
+   *
+   * The tensor is *floating*: nobody holds it yet. Returned from a packed
+   * function, the VM takes it and frees it after its last use; a temporary
+   * is freed by `dispose()` (or `using`); one dropped outside a VM is freed
+   * by the garbage collector at the latest. On the CPU, fill it through
+   * `cpuView()`.
+   *
+   * Ownership rule for packed functions: a result the function creates is
+   * floating (make it with `NDArray.empty`) and the VM takes it. `tensor()`
+   * makes a tensor the caller owns: right for a value the function keeps
+   * across calls, wrong for a result, which would then stay live until
+   * the garbage collector finds it. Arguments are lent for the call: read
+   * them or return them, never dispose them.
+   *
+   * @example A packed function that allocates its result
+   * ```ts
+   * import { ExecBuilder, NDArray, registerFunc, tensor, VirtualMachine } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * registerFunc("doc.example.square", (x: NDArray) => {
+   *   const out = NDArray.empty(x.shape, "float32", x.device); // floating: the VM takes it
+   *   const src = x.cpuView() as Float32Array, dst = out.cpuView() as Float32Array;
+   *   for (let i = 0; i < dst.length; i++) dst[i] = src[i] * src[i];
+   *   return out;
+   * }, { override: true });
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("main", { num_inputs: 1 }, () => {
+   *   ib.emit_call("doc.example.square", [ib.r(0)], { dst: ib.r(1) });
+   *   ib.emit_ret(ib.r(1));
+   * });
+   * const vm = new VirtualMachine(ib.get());
+   * using x = tensor([1, 2, 3]);
+   * {
+   *   using y = await vm.invoke("main", x) as NDArray;
+   *   assertEquals([...y.dataSync()], [1, 4, 9]);
+   * }
+   * assertEquals(vm.memory_stats().liveBytes, 0); // nothing left behind
+   * ```
    */
   static empty(shape: readonly number[], dtype: TensorDType, device: Device = cpu()): NDArray {
+    if (!Array.isArray(shape)) {
+      throw new TypeError(`NDArray.empty: shape must be an array of integers, got ${typeof shape}`);
+    }
     for (const d of shape) {
       if (!Number.isSafeInteger(d) || d < 0) {
         throw new RangeError(`Invalid tensor shape [${shape.join(", ")}]`);
       }
+    }
+    if (!Object.hasOwn(TYPED_ARRAYS, dtype)) {
+      throw new TypeError(`NDArray.empty: unknown dtype ${JSON.stringify(dtype)}`);
     }
     const nbytes = shapeSize(shape) * elementBytes(dtype);
     return new NDArray(currentAllocator(device).allocBlock(nbytes), 0, shape, dtype);
@@ -148,7 +219,9 @@ export class NDArray extends VMObject {
   /**
    * `empty` for callers that already checked the shape: `shape` is frozen
    * (an input's shape, a cached plan's) and has `size` elements. The
-   * operators' output path. @internal
+   * operators' output path.
+   *
+   * @ignore
    */
   static emptyChecked(
     shape: readonly number[],
@@ -163,7 +236,9 @@ export class NDArray extends VMObject {
   /**
    * The storage this tensor views, made now if the tensor owned its block
    * alone (the tensor then holds the storage's first reference). Throws
-   * once the tensor is released. @internal
+   * once the tensor is released.
+   *
+   * @ignore
    */
   get storage(): Storage {
     if (this.#storage === null) {
@@ -176,7 +251,9 @@ export class NDArray extends VMObject {
   /**
    * The raw block this tensor views (an `ArrayBuffer`, a `GPUBuffer`), read
    * without making a storage: what kernels bind. Throws once the tensor is
-   * released. @internal
+   * released.
+   *
+   * @ignore
    */
   get block(): unknown {
     if (this.disposed) throw this.usedAfterFree();
@@ -193,13 +270,21 @@ export class NDArray extends VMObject {
     return this.size * elementBytes(this.dtype);
   }
 
-  /** The user becomes a holder (once); returns this tensor. @internal */
+  /**
+   * The user becomes a holder (once); returns this tensor.
+   *
+   * @ignore
+   */
   override handToUser(): this {
     super.handToUser();
     return this;
   }
 
-  /** Joins the garbage-collection safety net (once). @internal */
+  /**
+   * Joins the garbage-collection safety net (once).
+   *
+   * @ignore
+   */
   override heldBeyondFrames(): void {
     if (this.#collectable) return;
     this.#collectable = true;
@@ -214,8 +299,25 @@ export class NDArray extends VMObject {
   }
 
   /**
-   * The elements as a TypedArray view without copying (CPU only): what
-   * kernels read and write. @internal
+   * The elements as a TypedArray view of the tensor's memory, without
+   * copying (CPU tensors only; others throw a `TypeError`): writes change
+   * the tensor. What kernels and packed functions read and write. The view
+   * is valid until the tensor is freed; do not keep it beyond that.
+   *
+   * Elements are stored as `dtype` says: a `BigInt64Array` for int64, a
+   * `Uint8Array` of 0/1 for bool, a `Uint16Array` of raw bits for bfloat16
+   * (and for float16 where the runtime has no `Float16Array`). `dataSync()`
+   * and `data()` return copies of the values instead.
+   *
+   * @example Fill a tensor in place
+   * ```ts
+   * import { NDArray } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * using t = NDArray.empty([2, 2], "int32");
+   * (t.cpuView() as Int32Array).set([1, 2, 3, 4]);
+   * assertEquals([...t.dataSync()], [1, 2, 3, 4]);
+   * ```
    */
   cpuView(): TypedArray {
     const view = this.#view;
@@ -270,7 +372,9 @@ export class NDArray extends VMObject {
 
   /**
    * The copy behind `copyTo` and `vm.builtin.to_device`: no user reference.
-   * Device-to-device work is queued in order; only GPU→CPU waits. @internal
+   * Device-to-device work is queued in order; only GPU→CPU waits.
+   *
+   * @ignore
    */
   async copyToFloating(device: Device): Promise<NDArray> {
     this.#assertLive();
@@ -292,14 +396,30 @@ export class NDArray extends VMObject {
     return `NDArray(${this.dtype}, [${this.shape.join(", ")}], ${this.device})`;
   }
 
-  /** Shown by `console.log`: dtype, shape, device and, on the CPU, the leading values. */
-  [Symbol.for("Deno.customInspect")](): string {
-    if (this.disposed) return `NDArray(released)`;
-    if (this.device.kind !== "cpu") return this.toString();
-    const head = valuesOf(this.dtype, this.cpuView().subarray(0, 8));
-    const values = [...head].map((v) => typeof v === "bigint" ? v : Number(v.toPrecision(6)));
-    const more = this.size > 8 ? ", …" : "";
-    return `${this.toString().slice(0, -1)}, [${values.join(", ")}${more}])`;
+  /**
+   * Shown by `console.log` and `deno repl`: dtype, shape and device, then on
+   * the CPU the values nested like NumPy prints them,
+   * `NDArray(float32, [2, 3], cpu(0)) [[1, 2, 3], [4, 5, 6]]`, with the
+   * middle of every long axis elided (`...`) beyond 1000 elements.
+   *
+   * @example
+   * ```ts
+   * import { tensor } from "@relaxvm/relaxvm";
+   *
+   * using t = tensor([[1, 2, 3], [4, 5, 6]]);
+   * console.log(t); // NDArray(float32, [2, 3], cpu(0)) [[1, 2, 3], [4, 5, 6]]
+   * ```
+   */
+  [INSPECT](): string {
+    const head = this.toString();
+    if (this.disposed) return `${head} <released>`;
+    if (this.device.kind !== "cpu") return `${head} <on ${this.device}: await data() to read>`;
+    const stored = valuesOf(this.dtype, this.cpuView());
+    const values: ArrayLike<number | bigint | boolean> = this.dtype === "bool"
+      ? Array.from(stored as Uint8Array, (b) => b !== 0)
+      : stored;
+    const text = formatNested(values, this.shape, { width: 80 - head.length - 1 });
+    return text.includes("\n") ? `${head}\n${text}` : `${head} ${text}`;
   }
 
   #assertLive(): void {

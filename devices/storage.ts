@@ -25,6 +25,7 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import { VMObject } from "../ground/object.ts";
 import type { TypedArray } from "../ground/dtype.ts";
 import type { Device } from "./device.ts";
@@ -35,7 +36,11 @@ export interface BlockOwner {
   reclaim(block: MemoryBlock): void;
 }
 
-/** One raw block of device memory and what travels with it. @internal */
+/**
+ * One raw block of device memory and what travels with it.
+ *
+ * @ignore
+ */
 export class MemoryBlock {
   /** The device the block lives on. */
   readonly device: Device;
@@ -62,8 +67,23 @@ export class MemoryBlock {
   }
 }
 
+const STORAGE_BRAND = brandKey("Storage");
+
 /** A block of device memory, shared by the tensors that view it. */
 export class Storage extends VMObject {
+  static {
+    brand(this, STORAGE_BRAND);
+  }
+
+  /**
+   * True for a `Storage` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static override [Symbol.hasInstance](v: unknown): v is Storage {
+    return typeof v === "object" && v !== null && (v as Branded)[STORAGE_BRAND] === true;
+  }
+
   /** Usable size in bytes (what was asked for). */
   readonly nbytes: number;
   /**
@@ -73,7 +93,11 @@ export class Storage extends VMObject {
    */
   readonly memory: MemoryBlock;
 
-  /** Made by allocators and by tensors that owned `memory` until now. @internal */
+  /**
+   * Made by allocators and by tensors that owned `memory` until now.
+   *
+   * @ignore
+   */
   constructor(memory: MemoryBlock, nbytes: number) {
     super();
     this.memory = memory;

@@ -8,13 +8,20 @@
  * @module
  */
 
-import { ExecBuilder, tensor, VirtualMachine, VMError } from "../mod.ts";
+import {
+  ExecBuilder,
+  MakeShapeCode,
+  MatchShapeCode,
+  tensor,
+  VirtualMachine,
+  VMError,
+} from "../mod.ts";
 
-// Codes of vm.builtin.match_shape and vm.builtin.make_shape (TVM's conventions,
-// documented in builtins/shape_heap.ts).
-const STORE_TO_HEAP = 1; // match_shape: heap[value] = shape[i]
-const USE_IMM = 0; // make_shape: dimension i is value
-const LOAD_SHAPE = 1; // make_shape: dimension i is heap[value]
+// The codes of vm.builtin.match_shape and vm.builtin.make_shape (TVM's conventions):
+// StoreToHeap: heap[value] = shape[i]; UseImm: dimension i is value;
+// LoadShape: dimension i is heap[value].
+const { StoreToHeap } = MatchShapeCode;
+const { UseImm, LoadShape } = MakeShapeCode;
 
 const ib = new ExecBuilder();
 
@@ -42,9 +49,9 @@ ib.function("derived_shape", { num_inputs: 1 }, () => {
     ib.r(0),
     ib.r(1),
     ib.imm(2),
-    ib.imm(STORE_TO_HEAP),
+    ib.imm(StoreToHeap),
     ib.imm(0),
-    ib.imm(STORE_TO_HEAP),
+    ib.imm(StoreToHeap),
     ib.imm(1),
     "derived_shape input",
   ]);
@@ -52,11 +59,11 @@ ib.function("derived_shape", { num_inputs: 1 }, () => {
   ib.emit_call("vm.builtin.make_shape", [
     ib.r(1),
     ib.imm(3),
-    ib.imm(USE_IMM),
+    ib.imm(UseImm),
     ib.imm(1),
-    ib.imm(LOAD_SHAPE),
+    ib.imm(LoadShape),
     ib.imm(1),
-    ib.imm(LOAD_SHAPE),
+    ib.imm(LoadShape),
     ib.imm(0),
   ], { dst: ib.r(2) });
   ib.emit_ret(ib.r(2));

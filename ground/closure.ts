@@ -8,10 +8,14 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "./brand.ts";
+import { INSPECT } from "./inspect.ts";
 import { releaseValue, retainValue, VMObject } from "./object.ts";
 
 /** What a closure calls: the VM's entry for a VM function, or a packed function. */
 export type ClosureTarget = (...args: unknown[]) => unknown;
+
+const CLOSURE_BRAND = brandKey("Closure");
 
 /**
  * A callable value returned by the VM.
@@ -37,13 +41,30 @@ export type ClosureTarget = (...args: unknown[]) => unknown;
  * ```
  */
 export class Closure extends VMObject {
+  static {
+    brand(this, CLOSURE_BRAND);
+  }
+
+  /**
+   * True for a `Closure` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static override [Symbol.hasInstance](v: unknown): v is Closure {
+    return typeof v === "object" && v !== null && (v as Branded)[CLOSURE_BRAND] === true;
+  }
+
   /** The function's name. */
   readonly name: string;
   /** The captured values, passed after the call's own arguments. */
   readonly captured: readonly unknown[];
   readonly #target: ClosureTarget;
 
-  /** Made by `vm.builtin.make_closure` and by function references. @internal */
+  /**
+   * Made by `vm.builtin.make_closure` and by function references.
+   *
+   * @ignore
+   */
   constructor(name: string, target: ClosureTarget, captured: readonly unknown[] = []) {
     super();
     this.name = name;
@@ -70,7 +91,11 @@ export class Closure extends VMObject {
       : this.#target(...args, ...this.captured);
   }
 
-  /** The user becomes a holder (once); returns this closure. @internal */
+  /**
+   * The user becomes a holder (once); returns this closure.
+   *
+   * @ignore
+   */
   override handToUser(): this {
     super.handToUser();
     return this;
@@ -84,5 +109,15 @@ export class Closure extends VMObject {
   /** `Closure(name)`. */
   override toString(): string {
     return `Closure(${this.name})`;
+  }
+
+  /**
+   * Shown by `console.log` and `deno repl`: `Closure(name)`, with what it
+   * captured: `Closure(add_captured, capturing ["x", NDArray(float32, [2], cpu(0)) [1, 2]])`.
+   */
+  [INSPECT](inspect: (v: unknown) => string): string {
+    if (this.captured.length === 0) return this.toString();
+    if (this.disposed) return `Closure(${this.name}, released)`;
+    return `Closure(${this.name}, capturing ${inspect([...this.captured])})`;
   }
 }

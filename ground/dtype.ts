@@ -6,7 +6,9 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "./brand.ts";
 import { bfloat16BitsToFloat32, float16BitsToFloat32 } from "./float_formats.ts";
+import { INSPECT } from "./inspect.ts";
 
 /** DLPack type codes. */
 export const DTypeCode = { Int: 0, UInt: 1, Float: 2, BFloat: 4, Bool: 6 } as const;
@@ -102,6 +104,8 @@ export type NumberArray =
 /** Any of the TypedArrays backing a tensor, or returned by `data()`. */
 export type TypedArray = NumberArray | BigInt64Array;
 
+const DATA_TYPE_BRAND = brandKey("DataType");
+
 /**
  * A data type such as `float32`, as DLPack's code/bits/lanes triple.
  * Usable as an `emit_call` argument (it becomes a constant).
@@ -117,6 +121,19 @@ export type TypedArray = NumberArray | BigInt64Array;
  * ```
  */
 export class DataType {
+  static {
+    brand(this, DATA_TYPE_BRAND);
+  }
+
+  /**
+   * True for a `DataType` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static [Symbol.hasInstance](v: unknown): v is DataType {
+    return typeof v === "object" && v !== null && (v as Branded)[DATA_TYPE_BRAND] === true;
+  }
+
   /** DLPack type code: 0 int, 1 uint, 2 float, 4 bfloat, 6 bool. */
   readonly code: number;
   /** Bits per lane. */
@@ -163,6 +180,11 @@ export class DataType {
       ? "bool"
       : `${CODE_NAMES[this.code] ?? `code${this.code}_`}${this.bits}`;
     return this.lanes === 1 ? base : `${base}x${this.lanes}`;
+  }
+
+  /** Shown by `console.log` and `deno repl`: `DataType(float32)`. */
+  [INSPECT](): string {
+    return `DataType(${this})`;
   }
 
   /** Bytes per element (all lanes). */

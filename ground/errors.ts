@@ -7,6 +7,7 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "./brand.ts";
 import { printable } from "./printable.ts";
 
 /** One problem found by the checker. */
@@ -18,6 +19,8 @@ export interface CheckProblem {
   /** What is wrong, in one sentence without a period. */
   readonly message: string;
 }
+
+const CHECK_ERROR_BRAND = brandKey("CheckError");
 
 /**
  * Thrown by `ExecBuilder.get()` when the program is malformed. Lists every
@@ -38,6 +41,19 @@ export interface CheckProblem {
  * ```
  */
 export class CheckError extends Error {
+  static {
+    brand(this, CHECK_ERROR_BRAND);
+  }
+
+  /**
+   * True for a `CheckError` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static override [Symbol.hasInstance](v: unknown): v is CheckError {
+    return typeof v === "object" && v !== null && (v as Branded)[CHECK_ERROR_BRAND] === true;
+  }
+
   /** Every problem the checker found, in program order. */
   readonly problems: readonly CheckProblem[];
 
@@ -60,6 +76,8 @@ export function formatProblem(p: CheckProblem): string {
   return p.pc >= 0 ? `${where}[${p.pc}]: ${p.message}` : `${where}: ${p.message}`;
 }
 
+const LOAD_ERROR_BRAND = brandKey("LoadError");
+
 /**
  * Thrown by `Executable.load()` for bytes that are not a valid executable:
  * truncated, corrupted, of another version, or holding code that does not
@@ -74,6 +92,19 @@ export function formatProblem(p: CheckProblem): string {
  * ```
  */
 export class LoadError extends Error {
+  static {
+    brand(this, LOAD_ERROR_BRAND);
+  }
+
+  /**
+   * True for a `LoadError` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static override [Symbol.hasInstance](v: unknown): v is LoadError {
+    return typeof v === "object" && v !== null && (v as Branded)[LOAD_ERROR_BRAND] === true;
+  }
+
   /** The section being read: `header`, `functions`, `constants`, `code`, … */
   readonly section: string;
   /** Byte offset in the input where the problem was found. */
@@ -103,6 +134,8 @@ export interface VMErrorLocation {
   packedFunc: string;
 }
 
+const VM_ERROR_BRAND = brandKey("VMError");
+
 /**
  * Thrown when running a VM function fails. Names the VM function, the
  * instruction index and text, and the packed function, and keeps the original
@@ -120,6 +153,19 @@ export interface VMErrorLocation {
  * ```
  */
 export class VMError extends Error {
+  static {
+    brand(this, VM_ERROR_BRAND);
+  }
+
+  /**
+   * True for a `VMError` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static override [Symbol.hasInstance](v: unknown): v is VMError {
+    return typeof v === "object" && v !== null && (v as Branded)[VM_ERROR_BRAND] === true;
+  }
+
   /** The VM function that was running. */
   readonly functionName: string;
   /** Index of the failing instruction within the function (-1: before the first). */
@@ -144,8 +190,23 @@ export class VMError extends Error {
   }
 }
 
+const WEBGPU_ERROR_BRAND = brandKey("WebGPUError");
+
 /** Thrown (from the next read) when WebGPU reported an error for queued work. */
 export class WebGPUError extends Error {
+  static {
+    brand(this, WEBGPU_ERROR_BRAND);
+  }
+
+  /**
+   * True for a `WebGPUError` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static override [Symbol.hasInstance](v: unknown): v is WebGPUError {
+    return typeof v === "object" && v !== null && (v as Branded)[WEBGPU_ERROR_BRAND] === true;
+  }
+
   /** `"validation"`, `"out-of-memory"`, `"internal"` or `"device-lost"`. */
   readonly kind: string;
 

@@ -26,35 +26,69 @@
  * | `kill()`             | free now, whoever holds it (`vm.builtin.kill`); not pinned  |
  * | `pin()`              | `kill()` refuses from now on (a constant of an executable) |
  * | `handToUser()`       | the user becomes a holder (once); what the VM returns      |
- * | `dispose()`          | the user lets go of its reference (also `using`)           |
+ * | `dispose()`          | the user lets go (also `using`); frees a floating object   |
+ *
+ * The calls other than `dispose()` are the library's own (the VM, the
+ * builtins, the allocators): they carry `@ignore`, so the published docs
+ * show users `dispose()`, `disposed` and `using` only.
  *
  * Values that own nothing (numbers, strings, shapes, dtypes, devices, null,
  * arrays a user passes in) take part in none of this: the helpers below
- * accept any value and do nothing for those. They recognize objects by a
- * private brand (`isVMObject`), not `instanceof`, so a value from a packed
- * function — a revoked Proxy, an object whose prototype lookup throws — never
- * runs code or throws while the VM releases it.
+ * accept any value and do nothing for those. They recognize objects with
+ * `VMObject.is` (`isVMObject`), which never throws, so a value from a packed
+ * function — a revoked Proxy, an object whose traps throw — cannot make the
+ * VM fail while it releases its registers.
  *
  * @module
  */
 
+import { brand, type Branded, brandKey, ordinaryInstanceOf } from "./brand.ts";
+
+const VM_OBJECT_BRAND = brandKey("VMObject");
+
 /** A runtime object with a reference count; each kind implements `free()`. */
 export abstract class VMObject {
+  static {
+    brand(this, VM_OBJECT_BRAND);
+  }
+
+  /**
+   * True for a `VMObject` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static [Symbol.hasInstance](v: unknown): v is VMObject {
+    if (this !== VMObject) return ordinaryInstanceOf.call(this, v);
+    return typeof v === "object" && v !== null && (v as Branded)[VM_OBJECT_BRAND] === true;
+  }
+
   #refs = 0;
   #freed = false;
   #userHeld = false;
   #pinned = false;
 
   /**
-   * Whether `v` is a `VMObject`, by its private brand: unlike `instanceof`,
-   * this runs no Proxy trap and never throws (a Proxy of an object is not
-   * the object). @internal
+   * Whether `v` is a `VMObject` of any copy of relaxvm, and never throws: an
+   * object of this copy by its private field (no Proxy trap runs), another
+   * copy's by its brand, read in a `try` (a revoked Proxy, or one whose `get`
+   * trap throws, is not a `VMObject`).
+   *
+   * @ignore
    */
   static is(v: object): v is VMObject {
-    return #refs in v;
+    if (#refs in v) return true;
+    try {
+      return (v as Branded)[VM_OBJECT_BRAND] === true;
+    } catch {
+      return false;
+    }
   }
 
-  /** Number of holders now. @internal */
+  /**
+   * Number of holders now.
+   *
+   * @ignore
+   */
   get refCount(): number {
     return this.#refs;
   }
@@ -64,33 +98,51 @@ export abstract class VMObject {
     return this.#freed;
   }
 
-  /** Adds a holder. @internal */
+  /**
+   * Adds a holder.
+   *
+   * @ignore
+   */
   retain(): this {
     if (this.disposed) throw this.usedAfterFree();
     this.#refs++;
     return this;
   }
 
-  /** Drops a holder; the last one frees the object. @internal */
+  /**
+   * Drops a holder; the last one frees the object.
+   *
+   * @ignore
+   */
   release(): void {
     if (this.#freed) return;
     if (this.#refs > 0) this.#refs--;
     if (this.#refs === 0) this.#free();
   }
 
-  /** Drops a holder without freeing: the object is floating again. @internal */
+  /**
+   * Drops a holder without freeing: the object is floating again.
+   *
+   * @ignore
+   */
   disown(): void {
     if (this.#refs > 0) this.#refs--;
   }
 
-  /** Frees the object if nobody holds it (a result that was discarded). @internal */
+  /**
+   * Frees the object if nobody holds it (a result that was discarded).
+   *
+   * @ignore
+   */
   releaseIfUnowned(): void {
     if (!this.#freed && this.#refs === 0) this.#free();
   }
 
   /**
    * Frees the object now, whoever still holds it; later uses throw. A pinned
-   * object (`pin()`) is not freed: this throws a `TypeError` instead. @internal
+   * object (`pin()`) is not freed: this throws a `TypeError` instead.
+   *
+   * @ignore
    */
   kill(): void {
     if (this.#pinned) {
@@ -104,21 +156,29 @@ export abstract class VMObject {
   /**
    * Marks the object as belonging to something that outlives any one run (an
    * executable's constant pool): `kill()` refuses it from now on. Holders
-   * still count as usual, so the owner's own release frees it. @internal
+   * still count as usual, so the owner's own release frees it.
+   *
+   * @ignore
    */
   pin(): this {
     this.#pinned = true;
     return this;
   }
 
-  /** Whether `pin()` was called. @internal */
+  /**
+   * Whether `pin()` was called.
+   *
+   * @ignore
+   */
   get pinned(): boolean {
     return this.#pinned;
   }
 
   /**
    * Makes the user a holder (once, however often it is handed over), so
-   * `dispose()` knows what to drop; returns what the user receives. @internal
+   * `dispose()` knows what to drop; returns what the user receives.
+   *
+   * @ignore
    */
   handToUser(): unknown {
     if (!this.#userHeld) {
@@ -138,19 +198,27 @@ export abstract class VMObject {
    * whether the call returns or throws. Kinds that keep a garbage-collection
    * safety net install it here instead of on every object, because the
    * safety net costs more than a small kernel (see devices/ndarray.ts).
-   * Called once or more; never on a freed object. @internal
+   * Called once or more; never on a freed object.
+   *
+   * @ignore
    */
   heldBeyondFrames(): void {}
 
   /**
-   * Drops the user's reference: the object is freed now unless the VM still
-   * holds it (a constant, a saved argument, a captured value). Calling it
-   * twice is harmless.
+   * Drops the caller's reference: the object is freed now unless the VM
+   * still holds it (a constant, a saved argument, a captured value). That
+   * covers an object the caller made and nobody holds yet, such as a
+   * temporary tensor from `NDArray.empty` inside a packed function
+   * (`using tmp = NDArray.empty(...)`). Calling it twice is harmless.
    */
   dispose(): void {
-    if (!this.#userHeld || this.#freed) return;
-    this.#userHeld = false;
-    this.release();
+    if (this.#freed) return;
+    if (this.#userHeld) {
+      this.#userHeld = false;
+      this.release();
+    } else if (this.#refs === 0) {
+      this.#free();
+    }
   }
 
   /** `using x = ...` disposes at the end of the scope. */

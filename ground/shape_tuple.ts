@@ -5,6 +5,10 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "./brand.ts";
+
+const SHAPE_TUPLE_BRAND = brandKey("ShapeTuple");
+
 /**
  * An immutable, iterable tuple of integers.
  *
@@ -20,6 +24,19 @@
  * ```
  */
 export class ShapeTuple implements Iterable<number> {
+  static {
+    brand(this, SHAPE_TUPLE_BRAND);
+  }
+
+  /**
+   * True for a `ShapeTuple` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static [Symbol.hasInstance](v: unknown): v is ShapeTuple {
+    return typeof v === "object" && v !== null && (v as Branded)[SHAPE_TUPLE_BRAND] === true;
+  }
+
   readonly #dims: readonly number[];
 
   /** Makes a tuple; every element must be an integer. */
@@ -55,7 +72,7 @@ export class ShapeTuple implements Iterable<number> {
 
   /** Structural equality. */
   equals(other: ShapeTuple): boolean {
-    const a = this.#dims, b = other.#dims;
+    const a = this.#dims, b = other.dims; // public: `other` may come from another copy (ground/brand.ts)
     return a.length === b.length && a.every((d, i) => d === b[i]);
   }
 

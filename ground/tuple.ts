@@ -8,10 +8,26 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "./brand.ts";
 import { exportValue, releaseValue, retainValue, VMObject } from "./object.ts";
+
+const TUPLE_BRAND = brandKey("Tuple");
 
 /** A tuple made inside the VM. */
 export class Tuple extends VMObject {
+  static {
+    brand(this, TUPLE_BRAND);
+  }
+
+  /**
+   * True for a `Tuple` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static override [Symbol.hasInstance](v: unknown): v is Tuple {
+    return typeof v === "object" && v !== null && (v as Branded)[TUPLE_BRAND] === true;
+  }
+
   /** The fields, in order (only `resetItem` changes them). */
   readonly fields: readonly unknown[];
 

@@ -58,6 +58,16 @@ export class CodeWriter {
     this.#data[at + 2] = falseOffset;
   }
 
+  /**
+   * Drops every instruction from index `count` on, as if they had never been
+   * written (the builder's undo when a `function()` body throws).
+   */
+  truncate(count: number): void {
+    if (count >= this.#count) return;
+    this.#length = this.#offsets[count];
+    this.#count = count;
+  }
+
   /** A copy of the code written so far; later writes do not change it. */
   snapshot(): Code {
     return {

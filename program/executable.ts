@@ -6,7 +6,10 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import { CheckError } from "../ground/errors.ts";
+import { INSPECT } from "../ground/inspect.ts";
+import { printable } from "../ground/printable.ts";
 import type { ConstantValue, FunctionInfo, ProgramData } from "./program_data.ts";
 import { loadProgram, saveProgram } from "./serialize.ts";
 import { formatStats, formatText, type TextOptions } from "./text_format.ts";
@@ -21,7 +24,9 @@ let wrapVerified: (data: ProgramData, warnings: readonly string[]) => Executable
 
 /**
  * An executable from program data that the builder or the loader has just
- * verified and owns: no copy, no second verification. @internal
+ * verified and owns: no copy, no second verification.
+ *
+ * @ignore
  */
 export function executableFromVerified(
   data: ProgramData,
@@ -29,6 +34,8 @@ export function executableFromVerified(
 ): Executable {
   return wrapVerified(data, warnings);
 }
+
+const EXECUTABLE_BRAND = brandKey("Executable");
 
 /**
  * A checked, formalized program. Build one with `ExecBuilder.get()` or
@@ -47,6 +54,19 @@ export function executableFromVerified(
  * ```
  */
 export class Executable implements ProgramData {
+  static {
+    brand(this, EXECUTABLE_BRAND);
+  }
+
+  /**
+   * True for an `Executable` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static [Symbol.hasInstance](v: unknown): v is Executable {
+    return typeof v === "object" && v !== null && (v as Branded)[EXECUTABLE_BRAND] === true;
+  }
+
   /** The function table: VM functions and packed functions, in index order. */
   readonly functions: readonly FunctionInfo[];
   /** The constant pool. */
@@ -139,12 +159,20 @@ export class Executable implements ProgramData {
     return this.vmFunction(name) !== undefined;
   }
 
-  /** Index of `name` in the function table, or -1. @internal */
+  /**
+   * Index of `name` in the function table, or -1.
+   *
+   * @ignore
+   */
   functionIndex(name: string): number {
     return this.#funcIndex.get(name) ?? -1;
   }
 
-  /** The VM function called `name`, if any. @internal */
+  /**
+   * The VM function called `name`, if any.
+   *
+   * @ignore
+   */
   vmFunction(name: string): FunctionInfo | undefined {
     const i = this.#funcIndex.get(name);
     const f = i === undefined ? undefined : this.functions[i];
@@ -167,6 +195,43 @@ export class Executable implements ProgramData {
    */
   as_text(options: TextOptions = {}): string {
     return formatText(this, options);
+  }
+
+  /**
+   * Shown by `console.log` and `deno repl`: what the executable holds, on
+   * one line — its VM functions with their inputs, the packed functions it
+   * calls, its constants and instructions. `as_text()` lists the code.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder } from "@relaxvm/relaxvm";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("main", { num_inputs: 2, param_names: ["x", "y"] }, () => {
+   *   ib.emit_call("vm.op.add", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+   *   ib.emit_ret(ib.r(2));
+   * });
+   * console.log(ib.get()); // Executable(main(x, y); calls vm.op.add; 0 constants, 2 instructions)
+   * ```
+   */
+  [INSPECT](): string {
+    const list = (names: string[]) =>
+      names.length <= 6
+        ? names.join(", ")
+        : `${names.slice(0, 5).join(", ")}, … ${names.length - 5} more`;
+    const vm = this.functions.filter((f) => f.kind === "vm").map((f) =>
+      `${printable(f.name)}(${
+        f.paramNames.length > 0
+          ? f.paramNames.map(printable).join(", ")
+          : `${f.numArgs} input${f.numArgs === 1 ? "" : "s"}`
+      })`
+    );
+    const packed = this.functions.filter((f) => f.kind === "packed").map((f) => printable(f.name));
+    const parts = [vm.length === 0 ? "no functions" : list(vm)];
+    if (packed.length > 0) parts.push(`calls ${list(packed)}`);
+    const n = this.constants.length, m = this.instructionCount;
+    parts.push(`${n} constant${n === 1 ? "" : "s"}, ${m} instruction${m === 1 ? "" : "s"}`);
+    return `Executable(${parts.join("; ")})`;
   }
 
   /** A TypeScript module that rebuilds this executable with `ExecBuilder` and exports it as `ex`. */

@@ -19,6 +19,13 @@
  * (`Executable.load(...)`), with a comment saying why, so the round trip
  * stays byte-identical for every executable.
  *
+ * The text is `deno fmt`-clean at any line width from 80 up (Deno's default
+ * and relaxvm's 100): a call, array or object that fits in 80 columns is
+ * written on one line, one that does not is written one item per line with
+ * trailing commas — the layout `deno fmt` keeps as it is (it never joins a
+ * list whose first item starts a new line) — and strings are quoted as it
+ * quotes them.
+ *
  * @module
  */
 
@@ -44,28 +51,99 @@ function numberLiteral(v: number): string {
   return String(v);
 }
 
-function tensorLiteral(t: NDArray, used: Set<string>): string {
+/** The widest line the text uses: `deno fmt`'s default, so any wider setting keeps it too. */
+const WIDTH = 80;
+
+/**
+ * A piece of code the printer lays out: text that never breaks, or a list
+ * (call arguments, array elements, object properties) between `open` and
+ * `close`, after `head`.
+ */
+type Doc = string | List;
+
+/** A list of items between brackets, written on one line or one item per line. */
+interface List {
+  readonly head: string;
+  readonly open: "(" | "[" | "{";
+  readonly items: readonly Doc[];
+  readonly close: string;
+}
+
+const call = (head: string, ...items: Doc[]): List => ({ head, open: "(", items, close: ")" });
+const array = (items: readonly Doc[], head = "", close = "]"): List => ({
+  head,
+  open: "[",
+  items,
+  close,
+});
+const object = (items: readonly Doc[], head = "", close = "}"): List => ({
+  head,
+  open: "{",
+  items,
+  close,
+});
+
+/** `doc` on one line. */
+function flat(doc: Doc): string {
+  if (typeof doc === "string") return doc;
+  const inner = doc.items.map(flat).join(", ");
+  if (doc.open === "{") return `${doc.head}{ ${inner} }${doc.close.slice(1)}`;
+  return `${doc.head}${doc.open}${inner}${doc.close}`;
+}
+
+/**
+ * `doc` at `indent` spaces, followed on its last line by `trailing`: on one
+ * line when that fits in `WIDTH`, else one item per line (each laid out the
+ * same way), with a trailing comma after each.
+ */
+function layout(doc: Doc, indent: number, trailing = ""): string {
+  const pad = " ".repeat(indent);
+  const line = flat(doc);
+  if (typeof doc === "string" || indent + line.length + trailing.length <= WIDTH) {
+    return `${pad}${line}${trailing}`;
+  }
+  const items = doc.items.map((item) => layout(item, indent + 2, ","));
+  return `${pad}${doc.head}${doc.open}\n${items.join("\n")}\n${pad}${doc.close}${trailing}`;
+}
+
+/** A string literal as `deno fmt` writes it: double quotes, unless only single ones avoid escapes. */
+function stringLiteral(text: string): string {
+  if (text.includes('"') && !text.includes("'")) {
+    return `'${JSON.stringify(text).slice(1, -1).replaceAll('\\"', '"')}'`;
+  }
+  return JSON.stringify(text);
+}
+
+function tensorLiteral(t: NDArray, used: Set<string>): Doc {
   used.add("tensor");
   const options = `{ shape: [${t.shape.join(", ")}], dtype: "${t.dtype}" }`;
   const values = t.dataSync();
   if (values instanceof BigInt64Array) {
-    return `tensor(new BigInt64Array([${
-      Array.from(values, (v) => `${v}n`).join(", ")
-    }]), ${options})`;
+    return call(
+      "tensor",
+      call("new BigInt64Array", array(Array.from(values, (v) => `${v}n`))),
+      options,
+    );
   }
   if (t.dtype === "float16" || t.dtype === "bfloat16") {
     // Their values are float32 values, written so on any runtime; tensor() rounds them back
     // to the same bits (NaN to the canonical NaN, which notBuildable made sure they are).
-    const list = Array.from(values as NumberArray, numberLiteral).join(", ");
-    return `tensor(new Float32Array([${list}]), ${options})`;
+    const list = Array.from(values as NumberArray, numberLiteral);
+    return call("tensor", call("new Float32Array", array(list)), options);
   }
   const ctor = values.constructor.name;
   // Numbers print and parse back to the same bits, except NaN, whose payload
   // would be lost: a tensor holding NaN is written as raw bytes instead.
   const data = (values as NumberArray).some((v) => Number.isNaN(v))
-    ? `new ${ctor}(new Uint8Array([${new Uint8Array(values.buffer).join(", ")}]).buffer)`
-    : `new ${ctor}([${Array.from(values as NumberArray, numberLiteral).join(", ")}])`;
-  return `tensor(${data}, ${options})`;
+    ? call(
+      `new ${ctor}`,
+      {
+        ...call("new Uint8Array", array([...new Uint8Array(values.buffer)].map(String))),
+        close: ").buffer",
+      } satisfies List,
+    )
+    : call(`new ${ctor}`, array(Array.from(values as NumberArray, numberLiteral)));
+  return call("tensor", data, options);
 }
 
 /** The NaN a float16 or bfloat16 tensor gets from tensor(NaN): other NaN bits cannot be written. */
@@ -82,17 +160,17 @@ function hasOddNaN(t: NDArray): boolean {
   );
 }
 
-function constantLiteral(value: ConstantValue, used: Set<string>): string {
+function constantLiteral(value: ConstantValue, used: Set<string>): Doc {
   if (value instanceof NDArray) return tensorLiteral(value, used);
   if (value instanceof ShapeTuple) {
     used.add("shape");
-    return `shape(${[...value].join(", ")})`;
+    return call("shape", ...[...value].map(String));
   }
   if (value instanceof DataType) {
     used.add("dtype");
     return `dtype("${value}")`;
   }
-  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "string") return stringLiteral(value);
   return numberLiteral(value);
 }
 
@@ -102,7 +180,7 @@ function registerExpr(reg: number): string {
   return `ib.r(${reg})`;
 }
 
-function operandExpr(ex: ProgramData, word: number): string {
+function operandExpr(ex: ProgramData, word: number): Doc {
   const v = argValue(word);
   switch (argKind(word)) {
     case ArgKind.Register:
@@ -112,58 +190,73 @@ function operandExpr(ex: ProgramData, word: number): string {
     case ArgKind.ConstIdx:
       return `ib.c(${v})`;
     case ArgKind.FuncIdx:
-      return `ib.f(${JSON.stringify(ex.functions[v].name)})`;
+      return call("ib.f", stringLiteral(ex.functions[v].name));
   }
 }
 
 /** The module text. */
 export function formatTypeScript(ex: ProgramData, options: TypeScriptOptions = {}): string {
-  const from = JSON.stringify(options.importFrom ?? "jsr:@relaxvm/relaxvm");
+  const from = stringLiteral(options.importFrom ?? "jsr:@relaxvm/relaxvm");
   const reason = notBuildable(ex);
   if (reason !== null) return bytesModule(ex, reason, from);
   const used = new Set<string>(["ExecBuilder"]);
   const body: string[] = ["const ib = new ExecBuilder();"];
   body.push("// The function table and constant pool, in their original order.");
   for (const f of ex.functions) {
-    body.push(`ib.declare_function(${JSON.stringify(f.name)}, "${f.kind}");`);
+    body.push(layout(call("ib.declare_function", stringLiteral(f.name), `"${f.kind}"`), 0, ";"));
   }
-  for (const c of ex.constants) body.push(`ib.convert_constant(${constantLiteral(c, used)});`);
+  for (const c of ex.constants) {
+    body.push(layout(call("ib.convert_constant", constantLiteral(c, used)), 0, ";"));
+  }
   const c = new InstructionCursor(ex);
   body.push("// The VM functions, in code order.");
   for (const f of vmFunctionsInCodeOrder(ex)) {
-    const opts = [`num_inputs: ${f.numArgs}`];
-    if (f.paramNames.length > 0) opts.push(`param_names: ${JSON.stringify(f.paramNames)}`);
-    body.push("", `ib.function(${JSON.stringify(f.name)}, { ${opts.join(", ")} }, () => {`);
+    const opts: Doc[] = [`num_inputs: ${f.numArgs}`];
+    if (f.paramNames.length > 0) {
+      opts.push(array(f.paramNames.map(stringLiteral), "param_names: "));
+    }
+    // The body is a block after the last argument; when the call's first line does not fit,
+    // every argument goes on its own line and the block moves in with them.
+    const head = call("ib.function", stringLiteral(f.name), object(opts));
+    const open = flat(head).slice(0, -1) + ", () => {";
+    let indent = 2;
+    if (open.length <= WIDTH) {
+      body.push("", open);
+    } else {
+      const items = head.items.map((item) => layout(item, 2, ","));
+      body.push("", "ib.function(", ...items, "  () => {");
+      indent = 4;
+    }
     for (let i = f.start; i < f.end; i++) {
       c.seek(i);
       switch (c.op) {
         case Opcode.Call: {
-          const args: string[] = [];
+          const args: Doc[] = [];
           for (let k = 0; k < c.argCount; k++) args.push(operandExpr(ex, c.argWord(k)));
-          const dst = c.dst === VOID_REGISTER ? "" : `, { dst: ${registerExpr(c.dst)} }`;
-          body.push(
-            `  ib.emit_call(${JSON.stringify(ex.functions[c.func].name)}, [${
-              args.join(", ")
-            }]${dst});`,
-          );
+          const items: Doc[] = [stringLiteral(ex.functions[c.func].name), array(args)];
+          if (c.dst !== VOID_REGISTER) items.push(object([`dst: ${registerExpr(c.dst)}`]));
+          body.push(layout(call("ib.emit_call", ...items), indent, ";"));
           break;
         }
         case Opcode.Ret:
-          body.push(`  ib.emit_ret(${registerExpr(c.register)});`);
+          body.push(layout(call("ib.emit_ret", registerExpr(c.register)), indent, ";"));
           break;
         case Opcode.Goto:
-          body.push(`  ib.emit_goto(${c.jump});`);
+          body.push(layout(call("ib.emit_goto", String(c.jump)), indent, ";"));
           break;
         case Opcode.If:
-          body.push(`  ib.emit_if(${registerExpr(c.register)}, ${c.jump});`);
+          body.push(
+            layout(call("ib.emit_if", registerExpr(c.register), String(c.jump)), indent, ";"),
+          );
           break;
       }
     }
-    body.push("});");
+    body.push(indent === 2 ? "});" : "  },\n);");
   }
   body.push("", `export const ex = ib.get(${ex.liveness ? "" : "{ liveness: false }"});`);
-  const names = ["ExecBuilder", "dtype", "shape", "tensor"].filter((n) => used.has(n));
-  return `${HEADER}\nimport { ${names.join(", ")} } from ${from};\n\n${body.join("\n")}\n`;
+  // deno fmt sorts named imports case-insensitively.
+  const names = ["dtype", "ExecBuilder", "shape", "tensor"].filter((n) => used.has(n));
+  return `${HEADER}\n${importLines(names, from)}\n\n${body.join("\n")}\n`;
 }
 
 const HEADER = "// Generated by relaxvm's Executable.as_typescript().";
@@ -258,6 +351,19 @@ function bytesOf(t: NDArray): Uint8Array {
   return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 }
 
+/**
+ * The import of `names` from `from`. `deno fmt` writes a named import on
+ * one line when it fits the line width and one name per line when not,
+ * whatever the input says, so a named import longer than 80 columns would
+ * differ at widths 80 and 100: such an import takes the names from a
+ * namespace import instead, which has nothing to break.
+ */
+function importLines(names: readonly string[], from: string): string {
+  const named = `import { ${names.join(", ")} } from ${from};`;
+  if (named.length <= WIDTH) return named;
+  return `import * as relaxvm from ${from};\n\nconst { ${names.join(", ")} } = relaxvm;`;
+}
+
 /** The module for an executable the builder cannot write: its saved bytes, in base64. */
 function bytesModule(ex: ProgramData, reason: string, from: string): string {
   const bytes = saveProgram(ex);
@@ -265,14 +371,22 @@ function bytesModule(ex: ProgramData, reason: string, from: string): string {
   for (let i = 0; i < bytes.length; i += 0x8000) {
     binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
   }
-  const base64 = btoa(binary).replace(/.{1,96}/g, (line) => `  "${line}" +\n`);
+  const chunks = btoa(binary).match(/.{1,72}/g) ?? [];
+  const base64 = layout(array(chunks.map((c) => `"${c}"`), "", '].join("")'), 0, ";");
+  const load = layout(
+    call(
+      "export const ex = Executable.load",
+      "Uint8Array.from(atob(base64), (c) => c.charCodeAt(0))",
+    ),
+    0,
+    ";",
+  );
   return `${HEADER}
 // ExecBuilder cannot rebuild this executable byte for byte (${reason}),
 // so it is embedded as the bytes of its save(); \`relaxvm dump --text\` lists its code.
-import { Executable } from ${from};
+${importLines(["Executable"], from)}
 
-const base64 =
-${base64}  "";
-export const ex = Executable.load(Uint8Array.from(atob(base64), (c) => c.charCodeAt(0)));
+const base64 = ${base64}
+${load}
 `;
 }

@@ -150,6 +150,21 @@ export function refMatmul(a: Ref, b: Ref): Ref {
   return { shape, data };
 }
 
+/** `x @ wᵀ + bias` for `x [..., K]`, `w [N, K]`, `bias [N]` or null. */
+export function refLinear(x: Ref, w: Ref, bias: Ref | null): Ref {
+  const [N, K] = w.shape;
+  const M = K === 0 ? sizeOf(x.shape.slice(0, -1)) : x.data.length / K;
+  const data: number[] = [];
+  for (let m = 0; m < M; m++) {
+    for (let n = 0; n < N; n++) {
+      let s = 0;
+      for (let k = 0; k < K; k++) s += x.data[m * K + k] * w.data[n * K + k];
+      data.push(s + (bias === null ? 0 : bias.data[n]));
+    }
+  }
+  return { shape: [...x.shape.slice(0, -1), N], data };
+}
+
 /** `sum`, `max` or `mean` over `axes` (non-negative; all when empty). */
 export function refReduce(op: string, x: Ref, axes: readonly number[], keepdims: boolean): Ref {
   const all = axes.length === 0 ? x.shape.map((_, k) => k) : axes;
@@ -236,4 +251,204 @@ export function refCastValue(v: number, from: string, to: string): number {
   return Number(
     to.startsWith("u") ? BigInt.asUintN(Number(bits), big) : BigInt.asIntN(Number(bits), big),
   );
+}
+
+/** The rows `take` reads for index `i` of an axis of length `n` (NumPy's `take` modes). */
+export function refTakeIndex(i: number, n: number, mode: string): number {
+  if (mode === "wrap") return ((i % n) + n) % n;
+  if (mode === "clip") return Math.min(n - 1, Math.max(0, i));
+  if (i < -n || i >= n) throw new Error(`reference: index ${i} out of range`);
+  return i < 0 ? i + n : i;
+}
+
+/** NumPy's `take(x, indices, axis, mode)`; `axis` undefined reads `x` flattened. */
+export function refTake(x: Ref, indices: Ref, axis: number | undefined, mode = "fast"): Ref {
+  const src: Ref = axis === undefined ? { shape: [x.data.length], data: x.data } : x;
+  const a = axis === undefined ? 0 : axis < 0 ? axis + x.shape.length : axis;
+  const shape = [...src.shape.slice(0, a), ...indices.shape, ...src.shape.slice(a + 1)];
+  const data: number[] = [];
+  for (let i = 0; i < sizeOf(shape); i++) {
+    const idx = unravel(i, shape);
+    const before = idx.slice(0, a);
+    const at = idx.slice(a, a + indices.shape.length);
+    const after = idx.slice(a + indices.shape.length);
+    const row = refTakeIndex(indices.data[ravel(at, indices.shape)], src.shape[a], mode);
+    data.push(src.data[ravel([...before, row, ...after], src.shape)]);
+  }
+  return { shape, data };
+}
+
+/** The positions Python's `range(n)[begin:end:step]` selects. */
+export function refSliceIndices(begin: number, end: number, step: number, n: number): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push(i);
+  // Python semantics, spelled out: negative bounds count from the end, then clamp.
+  const norm = (v: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, v < 0 ? v + n : v));
+  if (step > 0) {
+    const picked: number[] = [];
+    for (let i = norm(begin, 0, n); i < norm(end, 0, n); i += step) picked.push(out[i]);
+    return picked;
+  }
+  const picked: number[] = [];
+  for (let i = norm(begin, -1, n - 1); i > norm(end, -1, n - 1); i += step) picked.push(out[i]);
+  return picked;
+}
+
+/** `x[begin:end:stride]` on each of `axes` (negative axes count from the end). */
+export function refStridedSlice(
+  x: Ref,
+  axes: readonly number[],
+  begin: readonly number[],
+  end: readonly number[],
+  strides?: readonly number[],
+): Ref {
+  const picks = x.shape.map((n) => Array.from({ length: n }, (_, i) => i));
+  axes.forEach((a, k) => {
+    const axis = a < 0 ? a + x.shape.length : a;
+    picks[axis] = refSliceIndices(begin[k], end[k], strides?.[k] ?? 1, x.shape[axis]);
+  });
+  const shape = picks.map((p) => p.length);
+  const data: number[] = [];
+  for (let i = 0; i < sizeOf(shape); i++) {
+    const idx = unravel(i, shape);
+    data.push(x.data[ravel(idx.map((v, d) => picks[d][v]), x.shape)]);
+  }
+  return { shape, data };
+}
+
+/** NumPy's `concatenate(tensors, axis)`. */
+export function refConcat(tensors: readonly Ref[], axis: number): Ref {
+  const rank = tensors[0].shape.length;
+  const a = axis < 0 ? axis + rank : axis;
+  const shape = [...tensors[0].shape];
+  shape[a] = tensors.reduce((n, t) => n + t.shape[a], 0);
+  const data: number[] = [];
+  for (let i = 0; i < sizeOf(shape); i++) {
+    const idx = unravel(i, shape);
+    let at = idx[a], k = 0;
+    while (at >= tensors[k].shape[a]) at -= tensors[k++].shape[a];
+    const own = [...idx];
+    own[a] = at;
+    data.push(tensors[k].data[ravel(own, tensors[k].shape)]);
+  }
+  return { shape, data };
+}
+
+/** `x` with `x[..., i, j] = -Infinity` where `j > i + offset` over the last two axes. */
+export function refCausalMask(x: Ref, offset: number): Ref {
+  const rank = x.shape.length;
+  const data = x.data.map((v, i) => {
+    const idx = unravel(i, x.shape);
+    return idx[rank - 1] > idx[rank - 2] + offset ? -Infinity : v;
+  });
+  return { shape: [...x.shape], data };
+}
+
+/**
+ * Scaled dot-product attention over the last two axes, textbook form:
+ * scores, mask (`causalOffset` null: none), softmax, weighted sum of `v`.
+ */
+export function refAttention(
+  q: Ref,
+  k: Ref,
+  v: Ref,
+  scale: number,
+  causalOffset: number | null,
+): Ref {
+  const rank = q.shape.length;
+  const [Tq, D] = q.shape.slice(-2), Tk = k.shape[rank - 2], Dv = v.shape[rank - 1];
+  const heads = sizeOf(q.shape.slice(0, -2));
+  const data: number[] = [];
+  for (let h = 0; h < heads; h++) {
+    for (let i = 0; i < Tq; i++) {
+      const scores: number[] = [];
+      for (let j = 0; j < Tk; j++) {
+        let s = 0;
+        for (let d = 0; d < D; d++) {
+          s += q.data[(h * Tq + i) * D + d] * k.data[(h * Tk + j) * D + d];
+        }
+        scores.push(causalOffset !== null && j > i + causalOffset ? -Infinity : s * scale);
+      }
+      const p = refSoftmax({ shape: [Tk], data: scores }).data;
+      for (let d = 0; d < Dv; d++) {
+        let o = 0;
+        for (let j = 0; j < Tk; j++) o += p[j] * v.data[(h * Tk + j) * Dv + d];
+        data.push(o);
+      }
+    }
+  }
+  return { shape: [...q.shape.slice(0, -1), Dv], data };
+}
+
+/** NumPy's `argmax` along `axis` (null: flattened): the first maximal element, NaN the largest. */
+export function refArgmax(x: Ref, axis: number | null, keepdims: boolean): Ref {
+  const dims = axis === null ? [x.data.length] : x.shape;
+  const ax = axis === null ? 0 : axis;
+  const outer = sizeOf(dims.slice(0, ax)), n = dims[ax], inner = sizeOf(dims.slice(ax + 1));
+  const data: number[] = [];
+  for (let o = 0; o < outer; o++) {
+    for (let i = 0; i < inner; i++) {
+      let best = 0;
+      for (let j = 0; j < n; j++) {
+        const v = x.data[(o * n + j) * inner + i], b = x.data[(o * n + best) * inner + i];
+        if (Number.isNaN(v)) {
+          if (!Number.isNaN(b)) best = j;
+          break;
+        }
+        if (!Number.isNaN(b) && v > b) best = j;
+      }
+      if (Number.isNaN(x.data[(o * n) * inner + i])) best = 0;
+      data.push(best);
+    }
+  }
+  const shape = axis === null
+    ? (keepdims ? x.shape.map(() => 1) : [])
+    : keepdims
+    ? x.shape.map((d, k) => (k === axis ? 1 : d))
+    : x.shape.filter((_, k) => k !== axis);
+  return { shape, data };
+}
+
+/**
+ * The probabilities `softmax(logits / temperature)` of one row, NaN logits
+ * given 0, sorted largest first (ties by index) with their cumulative sums:
+ * what a top-p sampler walks.
+ */
+export function refNucleusOrder(
+  logits: readonly number[],
+  temperature: number,
+): { order: number[]; probs: number[]; cums: number[] } {
+  const finite = logits.filter((v) => !Number.isNaN(v));
+  const max = Math.max(...finite);
+  const w = logits.map((v) => (Number.isNaN(v) ? 0 : Math.exp((v - max) / temperature)));
+  const Z = w.reduce((a, b) => a + b, 0);
+  const probs = w.map((v) => v / Z);
+  const order = probs.map((_, i) => i).filter((i) => probs[i] > 0)
+    .sort((a, b) => probs[b] - probs[a] || a - b);
+  let cum = 0;
+  const cums = order.map((i) => (cum += probs[i]));
+  return { order, probs, cums };
+}
+
+/**
+ * TVM's top-p rule on one row (`sample_top_p_from_logits`): the first
+ * maximal logit below temperature 1e-6; the most probable token when
+ * `u < p_max / top_p`; else, in the shortest prefix of the sorted tokens
+ * whose mass reaches `top_p`, the first whose cumulative mass exceeds `u`
+ * times the prefix's mass. NaN logits never chosen; a row of NaN gives 0.
+ */
+export function refSampleTopP(
+  logits: readonly number[],
+  u: number,
+  temperature: number,
+  topP: number,
+): number {
+  if (logits.every(Number.isNaN)) return 0;
+  const { order, probs, cums } = refNucleusOrder(logits, Math.max(temperature, 1e-30));
+  if (temperature < 1e-6 || u < probs[order[0]] / topP) return order[0];
+  let k = 0;
+  while (k < order.length - 1 && cums[k] < topP) k++;
+  const nucleus = cums[k];
+  for (let j = 0; j <= k; j++) if (cums[j] > u * nucleus) return order[j];
+  return order[k];
 }

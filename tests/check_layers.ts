@@ -3,7 +3,7 @@
  *
  * ```text
  * cli                                   the command line tool
- * mod.ts, runtime.ts                    entry points: install builtins, export the API
+ * mod.ts, runtime.ts, testing.ts        entry points: install builtins, export the API
  * builtins ──▶ kernels                  vm.* packed functions; per-device op kernels
  * builder   vm                          the DSL; the virtual machine
  * program                               bytecode, decoder, executable, verifier, formats
@@ -35,11 +35,11 @@ export const ALLOWED_IMPORTS: Readonly<Record<string, readonly string[]>> = {
 };
 
 /** The library's entry points: everything reachable from them is checked. */
-const ENTRY_POINTS = ["mod.ts", "runtime.ts", "cli/main.ts"];
+const ENTRY_POINTS = ["mod.ts", "runtime.ts", "testing.ts", "cli/main.ts"];
 
 /** The layer of a repository-relative path, or undefined outside the library. */
 export function layerOf(path: string): string | undefined {
-  if (path === "mod.ts" || path === "runtime.ts") return "entry";
+  if (path === "mod.ts" || path === "runtime.ts" || path === "testing.ts") return "entry";
   const top = path.split("/")[0];
   return top in ALLOWED_IMPORTS ? top : undefined;
 }

@@ -210,3 +210,98 @@ Deno.test("cli: imports nothing from npm, so no run can trigger a registry fetch
   const external = specifiers.filter((s) => !s.startsWith("file:") && !s.startsWith("node:"));
   assertEquals(external, [], "the CLI's module graph is local files and built-ins only");
 });
+
+/** The environment of this process without `INIT_CWD` (an outer `deno task` set it). */
+function envWithout(name: string): Record<string, string> {
+  const env = Deno.env.toObject();
+  delete env[name];
+  return env;
+}
+
+Deno.test("cli: `deno task cli` from another directory resolves paths against that directory", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relaxvm_cli_cwd_" });
+  try {
+    await Deno.mkdir(`${dir}/sub`);
+    await Deno.writeTextFile(`${dir}/prog.ts`, program());
+    await Deno.writeTextFile(
+      `${dir}/preload.ts`,
+      `import { registerFunc } from "${MOD_URL}";\nregisterFunc("test.cli.cwd", () => 1, { override: true });\n`,
+    );
+    // deno task runs the CLI in the repository root and passes the caller's directory as INIT_CWD.
+    const task = (cwd: string, ...args: string[]) =>
+      new Deno.Command(Deno.execPath(), {
+        args: ["task", "--quiet", "--config", new URL("deno.json", ROOT).pathname, "cli", ...args],
+        cwd,
+        clearEnv: true,
+        env: envWithout("INIT_CWD"),
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+    const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+    const built = await task(dir, "build", "prog.ts", "-o", "prog.rvm");
+    assertEquals(built.code, 0, decode(built.stderr));
+    await Deno.stat(`${dir}/prog.rvm`); // written where the caller is, not in the repository
+    const run = await task(
+      `${dir}/sub`,
+      "run",
+      "../prog.rvm",
+      "add",
+      "[1]",
+      "[2]",
+      "--preload",
+      "../preload.ts",
+    );
+    assertEquals(run.code, 0, decode(run.stderr));
+    assertStringIncludes(decode(run.stdout), "3");
+    const dump = await task(dir, "dump", "prog.rvm", "--text");
+    assertStringIncludes(decode(dump.stdout), "@add:");
+    // An installed relaxvm (not run from the repository root) ignores a stray INIT_CWD.
+    const installed = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--allow-read",
+        "--allow-env",
+        new URL("cli/main.ts", ROOT).pathname,
+        "dump",
+        "prog.rvm",
+      ],
+      cwd: dir,
+      env: { INIT_CWD: "/nonexistent" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assertEquals(installed.code, 0, decode(installed.stderr));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("cli: funcs --long describes each function from its metadata", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relaxvm_cli_funcs_" });
+  try {
+    await Deno.writeTextFile(
+      `${dir}/preload.ts`,
+      `import { registerFunc } from "${MOD_URL}";
+registerFunc("test.funcs.described", (x: number) => x, {
+  override: true,
+  meta: { signature: "(x) → x", summary: "Gives x back.", dtypes: null, devices: ["cpu"], errors: "", tvm: null },
+});
+registerFunc("test.funcs.bare", (x: number) => x, { override: true });
+`,
+    );
+    const ops = await relaxvm("funcs", "vm.op.", "--long");
+    assertEquals(ops.code, 0, ops.stderr);
+    assertStringIncludes(ops.stdout, "vm.op.add(a, b) → tensor\n  Elementwise `a + b`");
+    assertStringIncludes(ops.stdout, "dtypes: float32, int32, int64; devices: CPU, WebGPU");
+    assertStringIncludes(ops.stdout, "TVM: relax.op.add");
+    assert(!/^vm\.builtin\./m.test(ops.stdout), "the prefix filters");
+    const own = await relaxvm("funcs", "test.funcs.", "-l", "--preload", `${dir}/preload.ts`);
+    assertEquals(own.code, 0, own.stderr);
+    assertStringIncludes(own.stdout, "test.funcs.described(x) → x\n  Gives x back.");
+    assertStringIncludes(own.stdout, "test.funcs.bare\n  (registered without metadata");
+    const short = await relaxvm("funcs", "vm.builtin.kill");
+    assertEquals(short.stdout, "vm.builtin.kill\n");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -128,7 +128,7 @@ class Frame {
 export function checkArgumentsLive(name: string, args: readonly unknown[]): void {
   for (let i = 0; i < args.length; i++) {
     const v = args[i];
-    if (typeof v === "object" && v !== null && VMObject.is(v) && v.disposed) {
+    if (typeof v === "object" && v !== null && VMObject.is(v) && isDisposed(v)) {
       throw new VMError(
         { functionName: name, pc: -1, instruction: "", packedFunc: "" },
         `Argument ${i} of @${name}, ${
@@ -136,6 +136,15 @@ export function checkArgumentsLive(name: string, args: readonly unknown[]): void
         }, was used after its memory was released (it was disposed or killed)`,
       );
     }
+  }
+}
+
+/** `v.disposed`; true when even that throws (a Proxy of an object: it cannot be held). */
+function isDisposed(v: VMObject): boolean {
+  try {
+    return v.disposed;
+  } catch {
+    return true;
   }
 }
 

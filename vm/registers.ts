@@ -2,9 +2,9 @@
  * Register writes and releases under the object protocol (ground/object.ts):
  * the one implementation every dispatch path — the generic loop, the
  * specialized loop and the VM's entry and exit — uses, so a value is held by
- * a register exactly while it is there. Objects are recognized by their brand
- * (`VMObject.is`), which runs no code of the value's: a register may hold
- * anything a packed function returned, a revoked Proxy included.
+ * a register exactly while it is there. Objects are recognized by
+ * `VMObject.is`, which never throws: a register may hold anything a packed
+ * function returned, a revoked Proxy included.
  *
  * @module
  */
@@ -57,11 +57,22 @@ export function releaseRegisters(regs: unknown[], which: Int32Array): void {
   }
 }
 
-/** Clears registers `0..count-1` (a frame's end), releasing their values. */
+/**
+ * Clears registers `0..count-1` (a frame's end), releasing their values.
+ * Never throws, so a frame ends however its call failed: a value that looks
+ * like an object of another copy of relaxvm but cannot be released (a Proxy
+ * of one) is dropped.
+ */
 export function releaseAllRegisters(regs: unknown[], count: number): void {
   for (let r = 0; r < count; r++) {
     const v = regs[r];
     regs[r] = undefined;
-    if (typeof v === "object" && v !== null && VMObject.is(v)) v.release();
+    if (typeof v === "object" && v !== null && VMObject.is(v)) {
+      try {
+        v.release();
+      } catch {
+        // Not really an object of ours (a Proxy of one): nothing to release.
+      }
+    }
   }
 }

@@ -17,6 +17,20 @@
  * @module
  */
 
+/**
+ * Declarations appended to every shader: values WGSL cannot spell as
+ * constants. Chromium's shader compiler (Tint) evaluates a constant
+ * expression such as `bitcast<f32>(0xff800000u)` when it creates the module
+ * and rejects a result that is not finite ("value -inf cannot be
+ * represented as 'f32'"); naga (Deno) accepts it. A private variable is
+ * read at run time, so `bitcast<f32>(NEG_INF_BITS)` is -infinity in both
+ * (kernels/webgpu/workgroup_reduce.ts's `NEG_INF_F32`), and likewise NaN.
+ * Appended, not prepended, so compiler messages keep the kernel's line
+ * numbers.
+ */
+export const SHARED_DECLARATIONS = "\nvar<private> NEG_INF_BITS: u32 = 0xff800000u;\n" +
+  "var<private> NAN_BITS: u32 = 0x7fc00000u;\n";
+
 /** The shape of a kernel's bindings. */
 export interface BindingSignature {
   /** Read-only storage buffers, bindings `0..inputs-1`. */
@@ -102,7 +116,10 @@ export class PipelineCache {
     let p = this.#pipelines.get(fullKey);
     if (p === undefined) {
       const label = key;
-      const module = this.#gpu.createShaderModule({ label, code: makeSource() });
+      const module = this.#gpu.createShaderModule({
+        label,
+        code: makeSource() + SHARED_DECLARATIONS,
+      });
       p = this.#gpu.createComputePipeline({
         label,
         layout: layout.pipelineLayout,

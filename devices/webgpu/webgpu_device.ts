@@ -9,6 +9,8 @@
  * @module
  */
 
+import { brand, type Branded, brandKey } from "../../ground/brand.ts";
+import { shared } from "../../ground/shared.ts";
 import { BindingCache } from "./binding_cache.ts";
 import { byteCopyProgram } from "./byte_copy.ts";
 import { WebGPUError } from "../../ground/errors.ts";
@@ -36,8 +38,15 @@ function ceil4(n: number): number {
   return Math.ceil(n / 4) * 4;
 }
 
-/** Set by `WebGPUDevice`'s static block: reads a device's private kernel context. */
-let contextOfDevice: (device: WebGPUDevice) => GPUContext;
+/**
+ * Where a WebGPU device keeps the function that returns its kernel context
+ * (set by `WebGPUDevice`'s static block). A `Symbol.for` key, so that the
+ * kernels of another copy of the library reach the context of a device this
+ * copy made (ground/shared.ts).
+ */
+const CONTEXT: unique symbol = Symbol.for("relaxvm.webgpu.kernelContext.v1") as never;
+
+const WEBGPU_DEVICE_BRAND = brandKey("WebGPUDevice");
 
 /**
  * A WebGPU device. Obtain one with `await webgpu()`.
@@ -71,6 +80,19 @@ let contextOfDevice: (device: WebGPUDevice) => GPUContext;
  * ```
  */
 export class WebGPUDevice extends Device {
+  static {
+    brand(this, WEBGPU_DEVICE_BRAND);
+  }
+
+  /**
+   * True for a `WebGPUDevice` of any copy of relaxvm, not only this one (ground/brand.ts).
+   *
+   * @ignore
+   */
+  static override [Symbol.hasInstance](v: unknown): v is WebGPUDevice {
+    return typeof v === "object" && v !== null && (v as Branded)[WEBGPU_DEVICE_BRAND] === true;
+  }
+
   /** Always `"webgpu"`. */
   readonly kind = "webgpu" as const;
   /** The adapter the device came from. */
@@ -286,9 +308,13 @@ export class WebGPUDevice extends Device {
   }
 
   static {
-    // The kernels' way in: a module function rather than a public member keeps
-    // the encoder and caches off this class's documented surface.
-    contextOfDevice = (device) => device.#context;
+    // The kernels' way in: a symbol-keyed, non-enumerable function rather than a public
+    // member keeps the encoder and caches off this class's documented surface.
+    Object.defineProperty(this.prototype, CONTEXT, {
+      value: function context(this: WebGPUDevice): GPUContext {
+        return this.#context;
+      },
+    });
   }
 }
 
@@ -297,11 +323,18 @@ export class WebGPUDevice extends Device {
  * pipeline cache and its uniform and bind group caches.
  */
 export function kernelContext(device: Device): GPUContext {
-  if (!(device instanceof WebGPUDevice)) throw new TypeError(`${device} is not a WebGPU device`);
-  return contextOfDevice(device);
+  const context = (device as unknown as Record<symbol, (() => GPUContext) | undefined>)[CONTEXT];
+  if (!(device instanceof WebGPUDevice) || context === undefined) {
+    throw new TypeError(`${device} is not a WebGPU device`);
+  }
+  return context.call(device);
 }
 
-const devices = new Map<number, Promise<WebGPUDevice>>();
+/** One device per id in the process, whichever copy of the library asks (ground/shared.ts). */
+const devices: Map<number, Promise<WebGPUDevice>> = shared(
+  "relaxvm.webgpuDevices.v1",
+  () => new Map(),
+);
 
 /**
  * The WebGPU device `id`, acquired once and cached. WebGPU cannot enumerate

@@ -11,12 +11,18 @@
  */
 
 import type { OpBackend } from "../kernel_backend.ts";
+import { attentionKernel, causalMaskKernel } from "./attention.ts";
 import { castKernel } from "./cast.ts";
+import { concatKernel } from "./concat.ts";
 import { binaryKernel, unaryKernel } from "./elementwise.ts";
 import { layerNormKernel } from "./layer_norm.ts";
+import { linearKernel } from "./linear.ts";
 import { matmulKernel } from "./matmul.ts";
 import { reduceKernel } from "./reduce.ts";
+import { argmaxKernel, sampleTopPKernel } from "./sampling.ts";
+import { stridedSliceKernel } from "./slice.ts";
 import { softmaxKernel } from "./softmax.ts";
+import { takeKernel } from "./take.ts";
 import { transposeKernel } from "./transpose.ts";
 
 /** The CPU kernels, one per `OpBackend` method. */
@@ -24,9 +30,17 @@ export const cpuBackend: OpBackend = {
   unary: unaryKernel,
   binary: binaryKernel,
   matmul: matmulKernel,
+  linear: linearKernel,
   reduce: reduceKernel,
   softmax: softmaxKernel,
   layerNorm: layerNormKernel,
   transpose: transposeKernel,
   cast: castKernel,
+  take: takeKernel,
+  stridedSlice: stridedSliceKernel,
+  concat: concatKernel,
+  argmax: argmaxKernel,
+  sampleTopP: sampleTopPKernel,
+  causalMask: causalMaskKernel,
+  attention: attentionKernel,
 };

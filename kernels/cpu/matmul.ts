@@ -25,7 +25,11 @@
  *   every B panel (which stays in L1 across the block) passes over it.
  *
  * Products with fewer than 4 rows or columns (matrix-vector) skip packing,
- * which would otherwise compute mostly padding.
+ * which would otherwise compute mostly padding; they add four scaled rows of
+ * B per pass (2× over one row on a 768×3072 matrix-vector product).
+ * Batches that share one B (heads times a weight) are folded into the rows
+ * of a single product first, so a decode step's one-row batches become
+ * one product with full tiles.
  *
  * This file is browser-safe: no `Deno.*`.
  *
@@ -46,6 +50,12 @@ let packB: Float64Array = new Float64Array(0);
 /** Where edge tiles land before their valid part is copied out. */
 const edgeTile = new Float32Array(MR * NR);
 
+function sizeOf(dims: readonly number[]): number {
+  let n = 1;
+  for (const d of dims) n *= d;
+  return n;
+}
+
 function ensurePack(current: Float64Array, size: number): Float64Array {
   return current.length >= size ? current : new Float64Array(Math.max(size, current.length * 2));
 }
@@ -63,6 +73,14 @@ export function matmulKernel(a: NDArray, b: NDArray, out: NDArray): void {
   const sa = broadcastStrides(aBatch, broadcastShapes(aBatch, batchShape));
   const sb = broadcastStrides(bBatch, broadcastShapes(bBatch, batchShape));
   const batches = out.size / (M * N);
+  if (batches > 1 && sizeOf(bBatch) === 1 && sizeOf(aBatch) === batches) {
+    // One B for every batch and a distinct A for each: the batches are rows of one
+    // [batches·M, K] matrix (attention heads times a weight, a decode step's rows).
+    // One product packs B once and runs full 4×4 tiles where each batch alone
+    // would have fewer than 4 rows.
+    gemm(av, 0, bv, 0, ov, 0, batches * M, K, N, true);
+    return;
+  }
   const index = new Array<number>(batchShape.length).fill(0);
   let aMat = 0, bMat = 0, packedB = -1;
   for (let batch = 0; batch < batches; batch++) {
@@ -82,10 +100,12 @@ export function matmulKernel(a: NDArray, b: NDArray, out: NDArray): void {
 
 /**
  * One product `c[M, N] = a[M, K] @ b[K, N]` of contiguous row-major matrices
- * at the given element offsets. `repackB` is false when the previous call
- * multiplied by the same B (a shared weight across a batch).
+ * at the given element offsets; with `transB`, `b` is stored `[N, K]` and
+ * the product is `a @ bᵀ` (a `linear` layer's weight). `repackB` is false
+ * when the previous call multiplied by the same B (a shared weight across a
+ * batch).
  */
-function gemm(
+export function gemm(
   a: Float32Array,
   aOff: number,
   b: Float32Array,
@@ -96,15 +116,18 @@ function gemm(
   K: number,
   N: number,
   repackB: boolean,
+  transB = false,
 ): void {
   if (M < MR || N < NR || K === 0) {
-    gemmRows(a, aOff, b, bOff, c, cOff, M, K, N);
+    if (transB) gemvRowsT(a, aOff, b, bOff, c, cOff, M, K, N);
+    else gemmRows(a, aOff, b, bOff, c, cOff, M, K, N);
     return;
   }
   const nPanels = Math.ceil(N / NR);
   if (repackB) {
     packB = ensurePack(packB, nPanels * NR * K);
-    packBPanels(b, bOff, K, N, packB);
+    if (transB) packBPanelsT(b, bOff, K, N, packB);
+    else packBPanels(b, bOff, K, N, packB);
   }
   const mc = Math.max(MR, Math.floor(A_BLOCK_ELEMENTS / K / MR) * MR);
   packA = ensurePack(packA, mc * K);
@@ -145,6 +168,33 @@ function packBPanels(b: Float32Array, bOff: number, K: number, N: number, bp: Fl
         bp[o + 3] = b[src + 3];
       } else {
         for (let s = 0; s < NR; s++) bp[o + s] = s < w ? b[src + s] : 0;
+      }
+    }
+  }
+}
+
+/** As `packBPanels` for a B stored transposed, `[N, K]`: panel `j0` holds rows `j0..j0+3`. */
+function packBPanelsT(
+  b: Float32Array,
+  bOff: number,
+  K: number,
+  N: number,
+  bp: Float64Array,
+): void {
+  let o = 0;
+  for (let j0 = 0; j0 < N; j0 += NR) {
+    const w = Math.min(NR, N - j0);
+    if (w === NR) {
+      const r0 = bOff + j0 * K, r1 = r0 + K, r2 = r1 + K, r3 = r2 + K;
+      for (let k = 0; k < K; k++, o += NR) {
+        bp[o] = b[r0 + k];
+        bp[o + 1] = b[r1 + k];
+        bp[o + 2] = b[r2 + k];
+        bp[o + 3] = b[r3 + k];
+      }
+    } else {
+      for (let k = 0; k < K; k++, o += NR) {
+        for (let s = 0; s < NR; s++) bp[o + s] = s < w ? b[bOff + (j0 + s) * K + k] : 0;
       }
     }
   }
@@ -260,12 +310,107 @@ function gemmRows(
   for (let i = 0; i < M; i++) {
     acc.fill(0);
     const ai = aOff + i * K;
-    for (let k = 0; k < K; k++) {
+    let k = 0;
+    // Four rows of B per pass: one load and store of each accumulator per four multiply-adds.
+    for (; k + 4 <= K; k += 4) {
+      const x0 = a[ai + k], x1 = a[ai + k + 1], x2 = a[ai + k + 2], x3 = a[ai + k + 3];
+      const b0 = bOff + k * N, b1 = b0 + N, b2 = b1 + N, b3 = b2 + N;
+      for (let j = 0; j < N; j++) {
+        acc[j] += x0 * b[b0 + j] + x1 * b[b1 + j] + x2 * b[b2 + j] + x3 * b[b3 + j];
+      }
+    }
+    for (; k < K; k++) {
       const x = a[ai + k];
       const bk = bOff + k * N;
       for (let j = 0; j < N; j++) acc[j] += x * b[bk + j];
     }
     const ci = cOff + i * N;
     for (let j = 0; j < N; j++) c[ci + j] = acc[j];
+  }
+}
+
+/**
+ * `c[M, N] = a[M, K] @ bᵀ` for B stored `[N, K]` and few rows (a decode
+ * step's matrix-vector products): every output is the dot product of a row
+ * of A and a row of B, both contiguous. Four rows of B per pass, so each
+ * element of A is loaded once per four multiply-adds, and the four sums stay
+ * in registers (double precision) until they are stored; two rows of A per
+ * pass where there are two, so each element of B serves both. Each weight
+ * is read once per pair of rows.
+ */
+function gemvRowsT(
+  a: Float32Array,
+  aOff: number,
+  b: Float32Array,
+  bOff: number,
+  c: Float32Array,
+  cOff: number,
+  M: number,
+  K: number,
+  N: number,
+): void {
+  let i = 0;
+  for (; i + 2 <= M; i += 2) {
+    const x = aOff + i * K, y = x + K, ci = cOff + i * N;
+    let j = 0;
+    for (; j + 4 <= N; j += 4) {
+      const r0 = bOff + j * K, r1 = r0 + K, r2 = r1 + K, r3 = r2 + K;
+      let s0 = 0, s1 = 0, s2 = 0, s3 = 0, t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+      for (let k = 0; k < K; k++) {
+        const u = a[x + k], v = a[y + k];
+        const w0 = b[r0 + k], w1 = b[r1 + k], w2 = b[r2 + k], w3 = b[r3 + k];
+        s0 += u * w0;
+        s1 += u * w1;
+        s2 += u * w2;
+        s3 += u * w3;
+        t0 += v * w0;
+        t1 += v * w1;
+        t2 += v * w2;
+        t3 += v * w3;
+      }
+      c[ci + j] = s0;
+      c[ci + j + 1] = s1;
+      c[ci + j + 2] = s2;
+      c[ci + j + 3] = s3;
+      c[ci + N + j] = t0;
+      c[ci + N + j + 1] = t1;
+      c[ci + N + j + 2] = t2;
+      c[ci + N + j + 3] = t3;
+    }
+    for (; j < N; j++) {
+      const r = bOff + j * K;
+      let s = 0, t = 0;
+      for (let k = 0; k < K; k++) {
+        s += a[x + k] * b[r + k];
+        t += a[y + k] * b[r + k];
+      }
+      c[ci + j] = s;
+      c[ci + N + j] = t;
+    }
+  }
+  for (; i < M; i++) {
+    const x = aOff + i * K, ci = cOff + i * N;
+    let j = 0;
+    for (; j + 4 <= N; j += 4) {
+      const r0 = bOff + j * K, r1 = r0 + K, r2 = r1 + K, r3 = r2 + K;
+      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (let k = 0; k < K; k++) {
+        const u = a[x + k];
+        s0 += u * b[r0 + k];
+        s1 += u * b[r1 + k];
+        s2 += u * b[r2 + k];
+        s3 += u * b[r3 + k];
+      }
+      c[ci + j] = s0;
+      c[ci + j + 1] = s1;
+      c[ci + j + 2] = s2;
+      c[ci + j + 3] = s3;
+    }
+    for (; j < N; j++) {
+      const r = bOff + j * K;
+      let s = 0;
+      for (let k = 0; k < K; k++) s += a[x + k] * b[r + k];
+      c[ci + j] = s;
+    }
   }
 }

@@ -14,15 +14,27 @@
  * @module
  */
 
-import type { TensorDType } from "../../ground/dtype.ts";
+import { elementBytes, type TensorDType } from "../../ground/dtype.ts";
 import { NDArray } from "../../devices/ndarray.ts";
-import type { BinaryOp, OpBackend, ReduceOp, UnaryOp } from "../kernel_backend.ts";
+import type {
+  AttentionLayout,
+  BinaryOp,
+  OpBackend,
+  ReduceOp,
+  TakeMode,
+  UnaryOp,
+} from "../kernel_backend.ts";
+import { attentionGeometry } from "../attention_layout.ts";
 import { broadcastStrides, contiguousStrides } from "../broadcast.ts";
+import { concatLayout, sliceWindow } from "../indexing_layout.ts";
+import { attentionPerThread, attentionProgram, causalMaskProgram } from "./attention.ts";
 import { convertProgram } from "./convert.ts";
 import { type ElementwiseFn, elementwiseProgram } from "./elementwise_program.ts";
 import { binaryFn, CAST_FN, IDENTITY_FN, unaryFn } from "./elementwise_ops.ts";
+import { rowCopyProgram, takeProgram } from "./gather.ts";
 import { layerNormProgram } from "./layer_norm.ts";
 import { matmulProgram } from "./matmul.ts";
+import { linearProgram } from "./linear.ts";
 import {
   bufferOf,
   elementOffset,
@@ -30,9 +42,10 @@ import {
   runProgram,
   wgslType,
 } from "../../devices/webgpu/kernel_program.ts";
-import { kernelContext } from "../../devices/webgpu/webgpu_device.ts";
+import { kernelContext, type WebGPUDevice } from "../../devices/webgpu/webgpu_device.ts";
 import { planReduction } from "./reduce.ts";
 import { softmaxProgram } from "./softmax.ts";
+import { argmaxProgram, sampleTopPProgram } from "./sampling.ts";
 
 /**
  * Runs `record(target)` with an output that shares no buffer with `inputs`:
@@ -65,12 +78,16 @@ function run(program: Program, inputs: readonly NDArray[], out: NDArray): void {
   runProgram(kernelContext(out.device), program, [...inputs.map(bufferOf), bufferOf(out)]);
 }
 
-/** An elementwise kernel of `fn` over contiguous or broadcast inputs. */
+/**
+ * An elementwise kernel of `fn` over contiguous or broadcast inputs; input
+ * `k` is read from `starts[k]` elements past its own start (a slice's window).
+ */
 function elementwise(
   fn: ElementwiseFn,
   inputs: readonly NDArray[],
   strides: readonly (readonly number[])[],
   out: NDArray,
+  starts?: readonly number[],
 ): void {
   if (out.size === 0) return;
   withDistinctOutput(inputs, out, (target) => {
@@ -78,7 +95,7 @@ function elementwise(
       fn,
       inputs.map((x, k) => ({
         type: wgslType(x.dtype),
-        offset: elementOffset(x),
+        offset: elementOffset(x) + (starts?.[k] ?? 0),
         strides: strides[k],
       })),
       target.shape,
@@ -92,8 +109,11 @@ function elementwise(
 /** Dtypes WGSL stores natively (one 32-bit word per element). */
 const WORD_TYPES: ReadonlySet<TensorDType> = new Set(["float32", "int32", "uint32"]);
 
-/** Converts (and permutes, through `strides`) any dtype into any dtype. */
-function convert(x: NDArray, strides: readonly number[], out: NDArray): void {
+/**
+ * Converts (and permutes, through `strides`) any dtype into any dtype,
+ * reading from `start` elements past `x`'s start.
+ */
+function convert(x: NDArray, strides: readonly number[], out: NDArray, start = 0): void {
   if (out.size === 0) return;
   withDistinctOutput([x], out, (target) => {
     const program = convertProgram({
@@ -101,11 +121,25 @@ function convert(x: NDArray, strides: readonly number[], out: NDArray): void {
       to: target.dtype,
       shape: target.shape,
       strides,
-      srcByte: x.byteOffset,
+      srcByte: x.byteOffset + start * elementBytes(x.dtype),
       dstByte: target.byteOffset,
     });
     run(program, [x], target);
   });
+}
+
+/** `bytes` in 32-bit words, or undefined when it is not a whole number of them. */
+function wordsOf(bytes: number): number | undefined {
+  return bytes % 4 === 0 ? bytes / 4 : undefined;
+}
+
+/**
+ * Whether the device's adapter is a fallback (software) one, such as Mesa
+ * llvmpipe: `GPUAdapterInfo.isFallbackAdapter`, absent (false) in older
+ * runtimes.
+ */
+function isFallbackAdapter(device: WebGPUDevice): boolean {
+  return (device.adapter.info as { isFallbackAdapter?: boolean }).isFallbackAdapter === true;
 }
 
 function requireFloat32(op: string, ...ts: NDArray[]): void {
@@ -141,6 +175,28 @@ export const webgpuBackend: OpBackend = {
         offsets: [elementOffset(a), elementOffset(b), elementOffset(target)],
       });
       run(program, [a, b], target);
+    });
+  },
+
+  linear(x: NDArray, w: NDArray, bias: NDArray | null, out: NDArray): void {
+    requireFloat32("linear", x, w, ...(bias === null ? [] : [bias]));
+    if (out.size === 0) return;
+    const [N, K] = w.shape;
+    const inputs = bias === null ? [x, w, x] : [x, w, bias];
+    withDistinctOutput(inputs, out, (target) => {
+      const program = linearProgram({
+        M: out.size / N,
+        K,
+        N,
+        bias: bias !== null,
+        offsets: [
+          elementOffset(x),
+          elementOffset(w),
+          bias === null ? 0 : elementOffset(bias),
+          elementOffset(target),
+        ],
+      });
+      run(program, inputs, target);
     });
   },
 
@@ -214,5 +270,166 @@ export const webgpuBackend: OpBackend = {
     } else {
       convert(x, contiguousStrides(x.shape), out);
     }
+  },
+
+  take(x: NDArray, indices: NDArray, axis: number, mode: TakeMode, out: NDArray): void {
+    if (out.size === 0) return;
+    let inner = 1;
+    for (let d = axis + 1; d < x.shape.length; d++) inner *= x.shape[d];
+    const bytes = elementBytes(x.dtype);
+    const rowWords = wordsOf(inner * bytes), offX = wordsOf(x.byteOffset);
+    if (rowWords === undefined || offX === undefined) {
+      // Gathering sub-word rows would need index values on the host to copy bytes.
+      throw new TypeError(
+        `WebGPU take copies 4-byte words: rows of ${inner} ${x.dtype} elements ` +
+          `(${inner * bytes} bytes) at byte ${x.byteOffset} are not whole words`,
+      );
+    }
+    withDistinctOutput([x, indices], out, (target) => {
+      const program = takeProgram({
+        mode,
+        words: out.nbytes / 4,
+        rowWords,
+        m: indices.size,
+        n: x.shape[axis],
+        offsets: [offX, elementOffset(indices), target.byteOffset / 4],
+      });
+      run(program, [x, indices], target);
+    });
+  },
+
+  stridedSlice(x: NDArray, start: readonly number[], step: readonly number[], out: NDArray): void {
+    if (out.size === 0) return;
+    const { offset, strides } = sliceWindow(x.shape, start, step);
+    if (WORD_TYPES.has(x.dtype)) elementwise(IDENTITY_FN, [x], [strides], out, [offset]);
+    else convert(x, strides, out, offset);
+  },
+
+  concat(inputs: readonly NDArray[], axis: number, out: NDArray): void {
+    if (out.size === 0) return;
+    const { outer, outRow, rows, starts } = concatLayout(inputs, axis, out);
+    const bytes = elementBytes(out.dtype);
+    withDistinctOutput(inputs, out, (target) => {
+      const dst = bufferOf(target);
+      inputs.forEach((x, k) => {
+        if (rows[k] === 0) return;
+        const src = bufferOf(x);
+        const dstByte = target.byteOffset + starts[k] * bytes;
+        if (outer === 1) {
+          target.device.copyBlock(src, x.byteOffset, dst, dstByte, x.nbytes);
+          return;
+        }
+        const words = [rows[k] * bytes, x.byteOffset, dstByte, outRow * bytes].map(wordsOf);
+        if (words.every((w) => w !== undefined)) {
+          const [rowWords, srcOffset, dstOffset, dstStride] = words as number[];
+          run(rowCopyProgram({ rows: outer, rowWords, srcOffset, dstOffset, dstStride }), [
+            x,
+          ], target);
+          return;
+        }
+        // Rows that are not whole words (8- and 16-bit dtypes): one byte copy per row.
+        for (let p = 0; p < outer; p++) {
+          target.device.copyBlock(
+            src,
+            x.byteOffset + p * rows[k] * bytes,
+            dst,
+            dstByte + p * outRow * bytes,
+            rows[k] * bytes,
+          );
+        }
+      });
+    });
+  },
+
+  argmax(x: NDArray, outer: number, n: number, inner: number, out: NDArray): void {
+    if (out.size === 0) return;
+    withDistinctOutput([x], out, (target) => {
+      const program = argmaxProgram({
+        outer,
+        n,
+        inner,
+        type: wgslType(x.dtype),
+        offsets: [elementOffset(x), elementOffset(target)],
+      });
+      run(program, [x], target);
+    });
+  },
+
+  sampleTopP(
+    logits: NDArray,
+    uniform: NDArray,
+    temperature: number,
+    topP: number,
+    out: NDArray,
+  ): void {
+    requireFloat32("sample_top_p", logits, uniform);
+    if (out.size === 0) return;
+    const V = logits.shape[logits.shape.length - 1];
+    withDistinctOutput([logits, uniform], out, (target) => {
+      // The weights of every row, written and re-read by the kernel; released once recorded
+      // (later work runs in queue order).
+      const scratch = NDArray.empty([out.size * V], "float32", out.device);
+      try {
+        const program = sampleTopPProgram({
+          rows: out.size,
+          V,
+          temperature,
+          topP,
+          offsets: [elementOffset(logits), elementOffset(uniform), elementOffset(target), 0],
+        });
+        runProgram(kernelContext(out.device), program, [
+          bufferOf(logits),
+          bufferOf(uniform),
+          bufferOf(target),
+          bufferOf(scratch),
+        ]);
+      } finally {
+        scratch.releaseIfUnowned();
+      }
+    });
+  },
+
+  causalMask(x: NDArray, offset: number, out: NDArray): void {
+    requireFloat32("causal_mask", x);
+    if (out.size === 0) return;
+    const rank = x.shape.length;
+    const m = x.shape[rank - 2], n = x.shape[rank - 1];
+    withDistinctOutput([x], out, (target) => {
+      const program = causalMaskProgram({
+        size: x.size,
+        m,
+        n,
+        offset,
+        offsets: [elementOffset(x), elementOffset(target)],
+      });
+      run(program, [x], target);
+    });
+  },
+
+  attention(
+    q: NDArray,
+    k: NDArray,
+    v: NDArray,
+    scale: number,
+    causalOffset: number | null,
+    out: NDArray,
+    layout: AttentionLayout,
+  ): void {
+    requireFloat32("attention", q, k, v);
+    if (out.size === 0) return;
+    const geometry = attentionGeometry(q.shape, k.shape, v.shape, layout);
+    const { D, Dv } = geometry;
+    const rows = out.size / Dv;
+    const fallback = isFallbackAdapter(out.device as WebGPUDevice);
+    withDistinctOutput([q, k, v], out, (target) => {
+      const program = attentionProgram({
+        geometry,
+        scale,
+        causalOffset,
+        offsets: [elementOffset(q), elementOffset(k), elementOffset(v), elementOffset(target)],
+        perThread: attentionPerThread(rows, D, Dv, fallback),
+      });
+      run(program, [q, k, v], target);
+    });
   },
 };

@@ -16,6 +16,10 @@
  *   |x| above about 44, and implementations of the builtin differ on it.
  * - `gelu` is the erf form with erf from Abramowitz & Stegun 7.1.26, the
  *   same constants as the CPU kernel.
+ * - A NaN operand is the result of every float unary op, and `log` and
+ *   `sqrt` of a negative number are NaN, as with `Math.*`: WGSL leaves
+ *   both indeterminate, and SwiftShader (Chromium's software adapter)
+ *   returns `exp(NaN) = inf`, `sigmoid(NaN) = 0` and `log(x) = log(|x|)`.
  * - int32 `divide` follows WGSL's rule: truncating, and a zero divisor yields
  *   the dividend (so does `-2^31 / -1`); the CPU kernel implements the same.
  *
@@ -26,22 +30,23 @@
 
 import type { BinaryOp, UnaryOp } from "../kernel_backend.ts";
 import type { ElementwiseFn, ScalarType } from "./elementwise_program.ts";
+import { NAN_F32 } from "./workgroup_reduce.ts";
 
 const FLOAT_UNARY: Record<UnaryOp, string> = {
   negative: "return -x0;",
-  exp: "return exp(x0);",
-  log: "return log(x0);",
-  sqrt: "return sqrt(x0);",
+  exp: "return select(exp(x0), x0, is_nan(x0));",
+  log: `return select(select(log(x0), TO(${NAN_F32}), x0 < TO(0.0)), x0, is_nan(x0));`,
+  sqrt: `return select(select(sqrt(x0), TO(${NAN_F32}), x0 < TO(0.0)), x0, is_nan(x0));`,
   tanh: `let e = exp(-2.0 * abs(x0));
   let t = (TO(1.0) - e) / (TO(1.0) + e);
-  return select(t, -t, x0 < TO(0.0));`,
-  sigmoid: "return TO(1.0) / (TO(1.0) + exp(-x0));",
+  return select(select(t, -t, x0 < TO(0.0)), x0, is_nan(x0));`,
+  sigmoid: "return select(TO(1.0) / (TO(1.0) + exp(-x0)), x0, is_nan(x0));",
   relu: "return select(TO(0.0), x0, (x0 > TO(0.0)) | is_nan(x0));",
   gelu: `let z = x0 * 0.7071067811865476;
   let t = TO(1.0) / (TO(1.0) + 0.3275911 * abs(z));
   let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
   let y = TO(1.0) - poly * exp(-z * z);
-  return 0.5 * x0 * (TO(1.0) + select(y, -y, z < TO(0.0)));`,
+  return select(0.5 * x0 * (TO(1.0) + select(y, -y, z < TO(0.0))), x0, is_nan(x0));`,
 };
 
 /** Integer unary ops; the float-only ones (exp, log, …) are absent. */

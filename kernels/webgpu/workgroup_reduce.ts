@@ -71,5 +71,13 @@ export function nanMaxSource(name = "maxNaN", type = "f32"): string {
   return `fn ${name}(a: ${type}, b: ${type}) -> ${type} { return select(select(max(a, b), b, is_nan(b)), a, is_nan(a)); }\n`;
 }
 
-/** The WGSL expression for -infinity as an f32. */
-export const NEG_INF_F32 = "bitcast<f32>(0xff800000u)";
+/**
+ * The WGSL expression for -infinity as an f32. It reads a private variable
+ * that every shader gets (devices/webgpu/pipeline_cache.ts's
+ * `SHARED_DECLARATIONS`): as a constant expression, -infinity is rejected by
+ * Chromium's shader compiler.
+ */
+export const NEG_INF_F32 = "bitcast<f32>(NEG_INF_BITS)";
+
+/** The WGSL expression for a quiet NaN as an f32 (read at run time, as `NEG_INF_F32`). */
+export const NAN_F32 = "bitcast<f32>(NAN_BITS)";

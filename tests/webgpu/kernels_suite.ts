@@ -10,7 +10,7 @@
  */
 
 import { installBuiltins } from "../../builtins/install.ts";
-import { assert, assertAlmostEquals, assertEquals } from "@std/assert";
+import { assert, assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
 import { backendFor } from "../../kernels/kernel_backend.ts";
 import { getGlobalFunc } from "../../ground/registry.ts";
 import { NDArray } from "../../devices/ndarray.ts";
@@ -18,6 +18,12 @@ import { tensor } from "../../devices/tensor.ts";
 import { shape } from "../../ground/shape_tuple.ts";
 import { kernelContext, type WebGPUDevice } from "../../devices/webgpu/webgpu_device.ts";
 import { gpuTest } from "./suite_registry.ts";
+import { ExecBuilder } from "../../builder/exec_builder.ts";
+import { VirtualMachine } from "../../vm/virtual_machine.ts";
+import { runProgram } from "../../devices/webgpu/kernel_program.ts";
+import { attentionPerThread, attentionProgram } from "../../kernels/webgpu/attention.ts";
+import { refAttention } from "../_operator_reference.ts";
+import { attentionGeometry } from "../../kernels/attention_layout.ts";
 
 installBuiltins();
 
@@ -345,4 +351,164 @@ gpuTest("pipelines and bind groups are reused when a program runs again", async 
   } finally {
     out.releaseIfUnowned();
   }
+});
+
+gpuTest("take clamps out-of-range indices that live in GPU memory", async (gpu) => {
+  using x = tensor([[0, 1], [10, 11], [20, 21]], { device: gpu });
+  // -1 counts from the end (row 2); 3 and 100 clamp to row 2, -4 and -100 to row 0.
+  using idx = tensor([-1, 3, 100, -4, -100, 1], { dtype: "int32", device: gpu });
+  assertEquals(await op("take", x, idx, 0), [20, 21, 20, 21, 20, 21, 0, 1, 0, 1, 10, 11]);
+  // The same indices from CPU memory are checked before anything runs.
+  using host = tensor([-1, 3], { dtype: "int32" });
+  assertThrows(() => getGlobalFunc("vm.op.take")!(x, host, 0), RangeError, "index 3");
+});
+
+gpuTest("take uploads CPU indices as a counted temporary and frees it", async (gpu) => {
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 2 }, () => {
+    ib.emit_call("vm.op.take", [ib.r(0), ib.r(1), ib.imm(0)], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(2));
+  });
+  const vm = new VirtualMachine(ib.get(), gpu);
+  using x = tensor(ramp(40 * 64), { shape: [40, 64], device: gpu });
+  using ids = tensor([7, 39, 0], { dtype: "int32" });
+  const before = gpu.dispatchCount;
+  const out = await vm.invoke("main", x, ids) as NDArray;
+  assertEquals(gpu.dispatchCount, before + 1);
+  assertEquals(out.device, gpu);
+  const src = ramp(40 * 64);
+  const want = [7, 39, 0].flatMap((r) => Array.from(src.subarray(r * 64, r * 64 + 64)));
+  assertEquals(Array.from(await out.data() as Float32Array), want);
+  const stats = vm.memory_stats(gpu);
+  // Live: the output's block (rounded up by the allocator); the peak also counts the indices.
+  assert(stats.liveBytes >= out.nbytes, JSON.stringify(stats));
+  assert(stats.peakBytes > stats.liveBytes, JSON.stringify(stats));
+  out.dispose();
+  assertEquals(vm.memory_stats(gpu).liveBytes, 0);
+});
+
+gpuTest("take rejects rows that are not whole 4-byte words", (gpu) => {
+  using bytes = tensor([1, 2, 3, 4, 5], { dtype: "uint8", device: gpu });
+  using idx = tensor([0, 4], { dtype: "int32", device: gpu });
+  assertThrows(
+    () => getGlobalFunc("vm.op.take")!(bytes, idx, 0),
+    TypeError,
+    "WebGPU take copies 4-byte words: rows of 1 uint8 elements (1 bytes)",
+  );
+});
+
+gpuTest("indexing and attention kernels read tensors at offsets inside a shared buffer", async (
+  gpu,
+) => {
+  const values = new Float32Array(256).map((_, i) => (i % 17) / 8 - 1);
+  const base = NDArray.empty([256], "float32", gpu);
+  gpu.writeBlock(base.storage.block, 0, new Uint8Array(values.buffer));
+  const at = (element: number, dims: number[]) => view(base, element * 4, dims);
+  // Element offsets 1, 3 and 6: no vec4 path applies.
+  const x = at(1, [6, 4]), idxBase = tensor([5, 0, 2], { dtype: "int32", device: gpu });
+  const q = at(3, [2, 1, 4]), k = at(6, [2, 5, 4]), v = at(50, [2, 5, 4]);
+  try {
+    const row = (r: number) => Array.from(values.subarray(1 + r * 4, 5 + r * 4));
+    assertEquals(await op("take", x, idxBase, 0), [...row(5), ...row(0), ...row(2)]);
+    assertEquals(
+      await op("strided_slice", x, shape(0, 1), shape(4, 3), shape(0, 0), shape(-2, -3)),
+      [values[1 + 16 + 3], values[1 + 8 + 3]],
+    );
+    assertEquals(await op("concat", [x, x], 0), [
+      ...values.subarray(1, 25),
+      ...values.subarray(1, 25),
+    ]);
+    const refAtt = (h: number) => {
+      const qv = values.subarray(3 + h * 4, 7 + h * 4);
+      const s = [0, 1, 2, 3, 4].map((j) => {
+        let d = 0;
+        for (let c = 0; c < 4; c++) d += qv[c] * values[6 + (h * 5 + j) * 4 + c];
+        return d / 2;
+      });
+      const m = Math.max(...s), e = s.map((t) => Math.exp(t - m));
+      const sum = e.reduce((a, b) => a + b, 0);
+      return [0, 1, 2, 3].map((c) =>
+        e.reduce((a, p, j) => a + p * values[50 + (h * 5 + j) * 4 + c], 0) / sum
+      );
+    };
+    assertClose(await op("attention", q, k, v, 1), [...refAtt(0), ...refAtt(1)], 1e-5);
+  } finally {
+    for (const t of [x, idxBase, q, k, v]) t.releaseIfUnowned();
+    base.releaseIfUnowned();
+  }
+});
+
+gpuTest("attention is one dispatch per call, for prefill and long decode alike", async (gpu) => {
+  for (const [Tq, Tk] of [[64, 64], [1, 2048], [1, 3000]]) {
+    const n = 6 * Tk * 64;
+    using q = tensor(ramp(6 * Tq * 64, 0.01), { shape: [1, 6, Tq, 64], device: gpu });
+    using k = tensor(ramp(n, 0.01, 11), { shape: [1, 6, Tk, 64], device: gpu });
+    using v = tensor(ramp(n, 0.1, 7), { shape: [1, 6, Tk, 64], device: gpu });
+    const before = gpu.dispatchCount;
+    const out = getGlobalFunc("vm.op.attention")!(q, k, v, 1) as NDArray;
+    try {
+      assertEquals(gpu.dispatchCount, before + 1, `Tq ${Tq}, Tk ${Tk}`);
+      const got = await out.data();
+      assert(got.every(Number.isFinite), `Tq ${Tq}, Tk ${Tk}: finite`);
+    } finally {
+      out.releaseIfUnowned();
+    }
+  }
+});
+
+gpuTest("attention: the per-thread and the workgroup variants agree with the reference", async (
+  gpu,
+) => {
+  // [heads, Tq, Tk, D, Dv, causal offset]; the workgroup variant walks keys 64 at a time.
+  const cases: [number, number, number, number, number, number | null][] = [
+    [6, 1, 1, 64, 64, 0],
+    [6, 1, 100, 64, 64, 99],
+    [2, 2, 2100, 12, 20, null],
+    [2, 70, 70, 16, 16, 0],
+    [3, 5, 9, 6, 3, 4],
+    [1, 3, 130, 128, 128, null],
+  ];
+  for (const [n, [heads, Tq, Tk, D, Dv, causalOffset]] of [...cases, ...cases.slice(1)].entries()) {
+    const rq = { shape: [heads, Tq, D], data: Array.from(ramp(heads * Tq * D, 0.05)) };
+    const rk = { shape: [heads, Tk, D], data: Array.from(ramp(heads * Tk * D, 0.05, 11)) };
+    if (n >= cases.length) {
+      // Scores that grow with the key: every chunk raises the running maximum, so the
+      // running sum and output must be rescaled each time.
+      rk.data = rk.data.map((_, e) => {
+        const h = Math.floor(e / (Tk * D)), j = Math.floor(e / D) % Tk, d = e % D;
+        return rq.data[h * Tq * D + d] * (j / Tk) * 4;
+      });
+    }
+    const rv = { shape: [heads, Tk, Dv], data: Array.from(ramp(heads * Tk * Dv, 0.1, 7)) };
+    using q = tensor(rq.data, { shape: rq.shape, device: gpu });
+    using k = tensor(rk.data, { shape: rk.shape, device: gpu });
+    using v = tensor(rv.data, { shape: rv.shape, device: gpu });
+    const want = refAttention(rq, rk, rv, 0.25, causalOffset).data;
+    for (const perThread of [true, false]) {
+      const out = NDArray.empty([heads, Tq, Dv], "float32", gpu);
+      try {
+        const program = attentionProgram({
+          geometry: attentionGeometry(rq.shape, rk.shape, rv.shape, "BHSD"),
+          scale: 0.25,
+          causalOffset,
+          offsets: [0, 0, 0, 0],
+          perThread,
+        });
+        runProgram(kernelContext(gpu), program, [q, k, v, out].map((t) => t.block as GPUBuffer));
+        const what = `heads ${heads} Tq ${Tq} Tk ${Tk} D ${D} Dv ${Dv} perThread ${perThread}`;
+        const got = await out.data() as Float32Array;
+        assertEquals(got.length, want.length, what);
+        for (let i = 0; i < want.length; i++) {
+          assert(Math.abs(got[i] - want[i]) <= 1e-5 + 1e-4 * Math.abs(want[i]), `${what}: ${i}`);
+        }
+      } finally {
+        out.releaseIfUnowned();
+      }
+    }
+  }
+  // The choice: a thread per row for prefills and on software adapters, head sizes permitting.
+  assertEquals(attentionPerThread(384, 64, 64, false), true);
+  assertEquals(attentionPerThread(6, 64, 64, false), false);
+  assertEquals(attentionPerThread(6, 64, 64, true), true);
+  assertEquals(attentionPerThread(384, 160, 64, true), false);
 });

@@ -1,0 +1,160 @@
+/**
+ * A GPT-2-style language model through the VM: the decoder of
+ * `models/gpt/` (built with `ExecBuilder`, weights from a tensor cache,
+ * prefill and decode with KV caches), generating greedily on the CPU or on
+ * WebGPU. It prints the generated token ids as they come, then tokens per
+ * second for the prefill and for decoding.
+ *
+ * ```sh
+ * deno run examples/gpt.ts [--device webgpu|cpu] [--model small|tiny]
+ *                          [--prompt-tokens N] [--new-tokens M] [--batch K]
+ * ```
+ *
+ * `--batch K` generates K tokens per VM call with `decode_n` (the token is
+ * chosen on the device and fed to the next step there; one read back per K
+ * tokens) instead of reading the logits back after every token. The weights
+ * are deterministic (seeded), written with the tensor-cache writer and
+ * loaded by the program with `vm.builtin.tensor_cache.load`; they live in
+ * memory (`blob:` URLs), so the example needs no permission. Without a
+ * WebGPU adapter it runs on the CPU and says so.
+ *
+ * @module
+ */
+
+import { cpu, type Device, webgpu } from "../mod.ts";
+import { CONFIGS, type GPTConfig } from "../models/gpt/config.ts";
+import { buildGPT } from "../models/gpt/program.ts";
+import { argmax, GPTSession } from "../models/gpt/session.ts";
+import { paramCount } from "../models/gpt/weights.ts";
+
+const USAGE =
+  "usage: deno run examples/gpt.ts [--device webgpu|cpu] [--model small|tiny] [--prompt-tokens N] [--new-tokens M] [--batch K]";
+
+/** The command line, with defaults. */
+function parseArgs(args: readonly string[]) {
+  const options = { device: "webgpu", model: "small", promptTokens: 16, newTokens: 32, batch: 0 };
+  for (let i = 0; i < args.length; i++) {
+    const value = args[i + 1];
+    const integer = () => {
+      const n = Number(value);
+      if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${args[i]} needs a count\n${USAGE}`);
+      i++;
+      return n;
+    };
+    switch (args[i]) {
+      case "--device":
+        if (value !== "webgpu" && value !== "cpu") throw new Error(`unknown device\n${USAGE}`);
+        options.device = value;
+        i++;
+        break;
+      case "--model":
+        if (!(value in CONFIGS)) throw new Error(`unknown model ${value}\n${USAGE}`);
+        options.model = value;
+        i++;
+        break;
+      case "--prompt-tokens":
+        options.promptTokens = integer();
+        break;
+      case "--new-tokens":
+        options.newTokens = integer();
+        break;
+      case "--batch":
+        options.batch = integer();
+        break;
+      default:
+        throw new Error(`unknown argument ${args[i]}\n${USAGE}`);
+    }
+  }
+  return options;
+}
+
+const options = parseArgs(Deno.args);
+const config: GPTConfig = CONFIGS[options.model];
+if (options.promptTokens < 1 || options.promptTokens + options.newTokens > config.context) {
+  throw new Error(
+    `the prompt (at least 1 token) and the new tokens must fit the context of ${config.context}`,
+  );
+}
+
+let device: Device = cpu();
+if (options.device === "webgpu") {
+  try {
+    device = await webgpu();
+  } catch (e) {
+    console.log(`webgpu: not available here (${(e as Error).message}); running on the CPU`);
+  }
+}
+const where = device.kind === "webgpu"
+  ? `webgpu (${
+    (device as Awaited<ReturnType<typeof webgpu>>).adapter.info.description || "adapter"
+  })`
+  : "cpu";
+console.log(
+  `gpt-${config.name} on ${where}: ${config.layers} layers, d_model ${config.dModel}, ` +
+    `${config.heads} heads, vocab ${config.vocab}, context ${config.context}, ` +
+    `${(paramCount(config) / 1e6).toFixed(1)}M parameters`,
+);
+
+const t0 = performance.now();
+const ex = buildGPT(config);
+const session = await GPTSession.create(config, { device, executable: ex });
+console.log(
+  `built the program and loaded the weights in ${(performance.now() - t0).toFixed(0)} ms`,
+);
+
+// A deterministic prompt.
+const prompt = Array.from(
+  { length: options.promptTokens },
+  (_, i) => (i * 7919 + 13) % config.vocab,
+);
+
+// Warm up once with the same shapes (shaders compile, the memory pool fills), then forget it.
+await session.prefill(prompt);
+if (options.batch > 0) await session.decodeN(0, Math.min(options.batch, options.newTokens || 1));
+else await session.decode(0);
+session.reset();
+
+console.log(`prompt (${prompt.length} tokens): ${prompt.join(" ")}`);
+const encoder = new TextEncoder();
+const write = (text: string) => Deno.stdout.writeSync(encoder.encode(text));
+write("generated:");
+
+const p0 = performance.now();
+const logits = await session.prefill(prompt);
+const prefillMs = performance.now() - p0;
+let token = argmax(logits);
+const generated = [token];
+write(` ${token}`);
+
+const d0 = performance.now();
+while (generated.length < options.newTokens) {
+  const left = options.newTokens - generated.length;
+  if (options.batch > 0) {
+    const ids = await session.decodeN(token, Math.min(options.batch, left));
+    for (const id of ids) write(` ${id}`);
+    generated.push(...ids);
+    token = ids[ids.length - 1];
+  } else {
+    token = argmax(await session.decode(token));
+    write(` ${token}`);
+    generated.push(token);
+  }
+}
+const decodeMs = performance.now() - d0;
+write("\n");
+
+const decoded = generated.length - 1; // the first token came from the prefill's logits
+console.log(
+  `prefill: ${prompt.length} tokens in ${prefillMs.toFixed(1)} ms, ` +
+    `${(prompt.length / prefillMs * 1000).toFixed(1)} tokens/s`,
+);
+if (decoded > 0) {
+  const how = options.batch > 0
+    ? `decode_n, ${options.batch} tokens per call and read back`
+    : "one read back per token";
+  console.log(
+    `decode: ${decoded} tokens in ${decodeMs.toFixed(1)} ms, ` +
+      `${(decoded / decodeMs * 1000).toFixed(1)} tokens/s (${how})`,
+  );
+}
+session.dispose();

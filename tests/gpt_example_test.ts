@@ -1,0 +1,68 @@
+/**
+ * `examples/gpt.ts` as a newcomer runs it (`deno run`, no permissions), on
+ * the tiny model: token by token on the CPU and on WebGPU (the CPU when no
+ * adapter is found, as the example says), and with `decode_n` batches. The
+ * generated ids must agree.
+ *
+ * @module
+ */
+
+import { assert, assertEquals, assertMatch } from "@std/assert";
+
+const ROOT = new URL("../", import.meta.url);
+
+async function runGpt(...args: string[]): Promise<string> {
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--no-prompt", "examples/gpt.ts", "--model", "tiny", ...args],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const out = new TextDecoder().decode(stdout);
+  assertEquals(
+    code,
+    0,
+    `examples/gpt.ts ${args.join(" ")} failed:\n${new TextDecoder().decode(stderr)}`,
+  );
+  return out;
+}
+
+/** The ids after `generated:`. */
+function generated(out: string): number[] {
+  const line = out.split("\n").find((l) => l.startsWith("generated:"));
+  if (line === undefined) throw new Error(`no "generated:" line in:\n${out}`);
+  return line.slice("generated:".length).trim().split(" ").map(Number);
+}
+
+Deno.test("examples/gpt.ts generates the same tokens on the CPU, on WebGPU and with decode_n", async () => {
+  const args = ["--prompt-tokens", "7", "--new-tokens", "9"];
+  const onCpu = await runGpt("--device", "cpu", ...args);
+  assertMatch(onCpu, /^gpt-tiny on cpu: 2 layers, d_model 128, 4 heads, vocab 512, context 128/m);
+  assertMatch(onCpu, /^prefill: 7 tokens in [\d.]+ ms, [\d.]+ tokens\/s$/m);
+  assertMatch(
+    onCpu,
+    /^decode: 8 tokens in [\d.]+ ms, [\d.]+ tokens\/s \(one read back per token\)$/m,
+  );
+  const tokens = generated(onCpu);
+  assertEquals(tokens.length, 9);
+  assert(tokens.every((t) => Number.isInteger(t) && t >= 0 && t < 512), `${tokens}`);
+
+  const onGpu = await runGpt("--device", "webgpu", ...args);
+  assert(onGpu.includes("on webgpu") || onGpu.includes("webgpu: not available here"), onGpu);
+  assertEquals(generated(onGpu), tokens);
+
+  const batched = await runGpt("--device", "cpu", "--batch", "4", ...args);
+  assertMatch(batched, /\(decode_n, 4 tokens per call and read back\)$/m);
+  assertEquals(generated(batched), tokens);
+});
+
+Deno.test("examples/gpt.ts refuses a prompt that does not fit the context", async () => {
+  const { code, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--no-prompt", "examples/gpt.ts", "--model", "tiny", "--new-tokens", "200"],
+    cwd: ROOT,
+    stderr: "piped",
+    stdout: "null",
+  }).output();
+  assertEquals(code, 1);
+  assertMatch(new TextDecoder().decode(stderr), /must fit the context of 128/);
+});

@@ -1,0 +1,421 @@
+/**
+ * The playground page (web/index.html, web/strict.html): write an
+ * ExecBuilder program, see its dumps, run it on the CPU or on WebGPU with
+ * timing and memory figures, or drop a `.rvm` file to load and run it.
+ *
+ * The page comes in two variants. index.html may evaluate the editor's text
+ * (its CSP allows `'unsafe-eval'`). strict.html is served under a CSP
+ * without it: the editor is read-only there, Build builds the chosen
+ * sample from code compiled into this bundle, and `.rvm` files load and run
+ * as usual (loading needs no eval). There the VM cannot write its
+ * specialized loops (`new Function` throws) and runs its generic dispatch
+ * loop; the page counts the CSP violations that attempt reports.
+ *
+ * State the browser test reads: `document.body.dataset.actions` counts
+ * finished actions, `dataset.busy` is "1" while one runs; `#status` has
+ * `data-state` "ok" or "error"; `#result` has the results as JSON in
+ * `data-json` (see program.ts's `ResultJSON`); `body.dataset.cspViolations`
+ * lists the violations seen, as JSON.
+ *
+ * @module
+ */
+
+import {
+  cpu,
+  type Device,
+  Executable,
+  NDArray,
+  type TensorDType,
+  VirtualMachine,
+  type VirtualMachineOptions,
+  webgpu,
+} from "../../mod.ts";
+import { evaluateProgram, formatResult, parseArguments, resultJSON } from "./program.ts";
+import { type Sample, sample, SAMPLES } from "./samples.ts";
+
+/** Whether this page's CSP forbids eval (strict.html says so on its root element). */
+const STRICT = document.documentElement.dataset.csp === "strict";
+
+const DTYPES: readonly TensorDType[] = [
+  "float32",
+  "float64",
+  "float16",
+  "bfloat16",
+  "int8",
+  "int16",
+  "int32",
+  "int64",
+  "uint8",
+  "uint16",
+  "uint32",
+  "bool",
+];
+
+// ---- A few DOM helpers ---------------------------------------------------
+
+type Props = Record<string, string | boolean | number>;
+
+/** Makes an element with attributes (`text` sets its text) and children. */
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: Props = {},
+  ...children: (Node | string)[]
+): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (k === "text") e.textContent = String(v);
+    else if (v === true) e.setAttribute(k, "");
+    else if (v !== false) e.setAttribute(k, String(v));
+  }
+  e.append(...children);
+  return e;
+}
+
+function options(values: readonly string[], labels?: readonly string[]): HTMLOptionElement[] {
+  return values.map((v, i) => el("option", { value: v, text: labels?.[i] ?? v }));
+}
+
+// ---- The page --------------------------------------------------------------
+
+const ui = {
+  sample: el(
+    "select",
+    { id: "sample" },
+    ...options(SAMPLES.map((s) => s.name), SAMPLES.map((s) => `${s.name}: ${s.title}`)),
+  ),
+  build: el("button", { id: "build", type: "button", text: "Build" }),
+  save: el("a", { id: "save", download: "program.rvm", text: "Save .rvm", "aria-disabled": true }),
+  editor: el("textarea", {
+    id: "editor",
+    spellcheck: false,
+    rows: 18,
+    wrap: "off",
+    "aria-label": "ExecBuilder program (JavaScript)",
+    readonly: STRICT,
+  }),
+  file: el("input", { id: "file", type: "file", accept: ".rvm" }),
+  drop: el("div", { id: "drop" }),
+  fn: el("select", { id: "function", "aria-label": "function" }),
+  device: el("select", { id: "device" }, ...options(["cpu", "webgpu"], ["CPU", "WebGPU"])),
+  dispatch: el(
+    "select",
+    {
+      id: "dispatch",
+      title: "how the VM runs functions (VirtualMachineOptions mode and dispatch)",
+    },
+    ...options(
+      ["specialized", "generic", "compiled"],
+      ["specialized loop", "generic loop", "compiled mode"],
+    ),
+  ),
+  dtype: el("select", { id: "dtype" }, ...options(DTYPES)),
+  repeat: el("input", { id: "repeat", type: "number", value: 10, min: 1, max: 1000 }),
+  args: el("input", { id: "args", type: "text", spellcheck: false, "aria-label": "arguments" }),
+  run: el("button", { id: "run", type: "button", text: "Run" }),
+  result: el("pre", { id: "result" }),
+  timing: el("pre", { id: "timing" }),
+  memory: el("pre", { id: "memory" }),
+  text: el("pre", { id: "text" }),
+  typescript: el("pre", { id: "typescript" }),
+  stats: el("pre", { id: "stats" }),
+  status: el("p", { id: "status", role: "status", "data-state": "ok" }),
+  csp: el("p", { id: "csp" }),
+};
+
+ui.drop.append(
+  "Drop a .rvm file here, or ",
+  el("label", {}, "choose one ", ui.file),
+);
+
+function section(title: string, ...children: (Node | string)[]): HTMLElement {
+  return el("section", {}, el("h2", { text: title }), ...children);
+}
+
+function details(title: string, body: HTMLElement, open = false): HTMLElement {
+  return el("details", { open }, el("summary", { text: title }), body);
+}
+
+document.body.append(
+  el(
+    "header",
+    {},
+    el("h1", { text: "relaxvm playground" }),
+    el("p", {
+      id: "mode",
+      text: STRICT
+        ? "Strict Content-Security-Policy: this page may not evaluate code, so the editor is " +
+          "read-only. Build builds the chosen sample from code compiled into the page; .rvm files " +
+          "load and run as usual. The VM runs its generic dispatch loop here."
+        : "Write an ExecBuilder program in JavaScript, build it, run it on the CPU or on WebGPU. " +
+          "Drop a .rvm file anywhere to load it.",
+    }),
+    ui.csp,
+  ),
+  el(
+    "main",
+    {},
+    section(
+      "Program",
+      el("div", { class: "toolbar" }, el("label", {}, "Sample ", ui.sample), ui.build, ui.save),
+      ui.editor,
+      ui.drop,
+    ),
+    section(
+      "Run",
+      el(
+        "div",
+        { class: "toolbar" },
+        el("label", {}, "Function ", ui.fn),
+        el("label", {}, "Device ", ui.device),
+        el("label", {}, "Run as ", ui.dispatch),
+        el("label", {}, "Tensors as ", ui.dtype),
+        el("label", {}, "Timed runs ", ui.repeat),
+        ui.run,
+      ),
+      el("label", { class: "wide" }, "Arguments (JSON array) ", ui.args),
+      el("h3", { text: "Result" }),
+      ui.result,
+      el("h3", { text: "Timing" }),
+      ui.timing,
+      el("h3", { text: "Memory" }),
+      ui.memory,
+    ),
+    section(
+      "Executable",
+      details("as_text()", ui.text, true),
+      details("as_typescript()", ui.typescript),
+      details("stats()", ui.stats),
+    ),
+  ),
+  el("footer", {}, ui.status),
+);
+
+// ---- State -------------------------------------------------------------------
+
+let executable: Executable | null = null;
+/** VMs of the current executable, per device kind and way of running: reused so the pool warms up. */
+const vms = new Map<string, VirtualMachine>();
+let saveUrl: string | null = null;
+let gpu: Promise<Device> | null = null;
+let actions = 0;
+const violations: { directive: string; blocked: string }[] = [];
+
+document.body.dataset.actions = "0";
+document.body.dataset.busy = "0";
+document.body.dataset.cspViolations = "[]";
+
+document.addEventListener("securitypolicyviolation", (e) => {
+  violations.push({ directive: e.effectiveDirective, blocked: e.blockedURI });
+  document.body.dataset.cspViolations = JSON.stringify(violations);
+  const evals = violations.filter((v) => v.blocked === "eval").length;
+  ui.csp.textContent = `The CSP blocked eval ${evals} time${evals === 1 ? "" : "s"} ` +
+    `(${violations.length} violation${violations.length === 1 ? "" : "s"} in all): ` +
+    "the VM runs its generic dispatch loop instead of generated JavaScript.";
+});
+
+function setStatus(state: "ok" | "error", message: string): void {
+  ui.status.dataset.state = state;
+  ui.status.textContent = message;
+}
+
+/** Runs one user action: disables the buttons, reports errors, counts it as finished. */
+async function action(what: () => Promise<string>): Promise<void> {
+  document.body.dataset.busy = "1";
+  ui.build.disabled = ui.run.disabled = true;
+  try {
+    setStatus("ok", await what());
+  } catch (e) {
+    console.warn(e); // the page shows it; a warning keeps console errors for real faults
+    setStatus("error", e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+  } finally {
+    ui.build.disabled = ui.run.disabled = false;
+    document.body.dataset.busy = "0";
+    document.body.dataset.actions = String(++actions);
+  }
+}
+
+function ms(t: number): string {
+  return `${t.toFixed(t < 10 ? 2 : 1)} ms`;
+}
+
+function bytes(n: number): string {
+  return n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1)} KiB`;
+}
+
+/** Empties the result, timing and memory panels (a new program, or a new run). */
+function clearOutputs(): void {
+  ui.result.textContent = ui.timing.textContent = ui.memory.textContent = "";
+  delete ui.result.dataset.json;
+  delete ui.memory.dataset.json;
+}
+
+/** Shows a new executable: dumps, function list, save link; drops the old VMs. */
+function show(ex: Executable, source: string): void {
+  executable = ex;
+  vms.clear();
+  ui.text.textContent = ex.as_text();
+  ui.typescript.textContent = ex.as_typescript();
+  ui.stats.textContent = ex.stats();
+  const previous = ui.fn.value;
+  ui.fn.replaceChildren(...options(ex.function_names));
+  if (ex.function_names.includes(previous)) ui.fn.value = previous;
+  if (saveUrl !== null) URL.revokeObjectURL(saveUrl);
+  const bytes = ex.save();
+  saveUrl = URL.createObjectURL(
+    new Blob([bytes as BlobPart], { type: "application/octet-stream" }),
+  );
+  ui.save.href = saveUrl;
+  ui.save.removeAttribute("aria-disabled");
+  clearOutputs();
+  ui.save.title = `${source}: ${bytes.length} bytes`;
+}
+
+function chooseSample(s: Sample): void {
+  ui.sample.value = s.name;
+  ui.editor.value = s.source;
+  ui.args.value = s.args;
+  ui.fn.value = s.function;
+}
+
+async function build(): Promise<string> {
+  const t0 = performance.now();
+  let ex: Executable;
+  let from: string;
+  if (STRICT) {
+    const s = sample(ui.sample.value);
+    ex = s.build();
+    from = `sample "${s.name}" (compiled in)`;
+  } else {
+    ex = await evaluateProgram(ui.editor.value);
+    from = "the editor";
+  }
+  const t = performance.now() - t0;
+  show(ex, from);
+  const s = SAMPLES.find((s) => s.name === ui.sample.value);
+  if (s !== undefined && ex.function_names.includes(s.function) && STRICT) ui.fn.value = s.function;
+  const warnings = ex.warnings.length > 0 ? `; warnings: ${ex.warnings.join("; ")}` : "";
+  return `Built from ${from} in ${ms(t)}: ${ex.function_names.length} function(s)${warnings}`;
+}
+
+async function load(file: File): Promise<string> {
+  const data = new Uint8Array(await file.arrayBuffer());
+  const t0 = performance.now();
+  const ex = Executable.load(data);
+  const t = performance.now() - t0;
+  show(ex, file.name);
+  ui.args.value = "[]";
+  return `Loaded ${file.name} (${data.length} bytes) in ${ms(t)}: functions ${
+    ex.function_names.join(", ")
+  }`;
+}
+
+async function deviceFor(kind: string): Promise<Device> {
+  if (kind === "cpu") return cpu();
+  gpu ??= webgpu().catch((e) => {
+    gpu = null; // try again next time
+    throw e;
+  });
+  return await gpu;
+}
+
+async function run(): Promise<string> {
+  if (executable === null) throw new Error("Build a program or load a .rvm file first");
+  clearOutputs(); // a failing run leaves no stale figures behind
+  const name = ui.fn.value;
+  const kind = ui.device.value;
+  const runAs = ui.dispatch.value;
+  const vmOptions: VirtualMachineOptions = runAs === "compiled"
+    ? { mode: "compiled" }
+    : { dispatch: runAs as "specialized" | "generic" };
+  const how = runAs === "compiled" ? "compiled mode" : `${runAs} dispatch`;
+  const repeat = Math.max(1, Math.min(1000, Math.floor(Number(ui.repeat.value)) || 1));
+
+  let t0 = performance.now();
+  const device = await deviceFor(kind);
+  const tDevice = performance.now() - t0;
+
+  let vm = vms.get(`${kind} ${runAs}`);
+  let loaded = `${how}; VM reused (kept until the next build)`;
+  if (vm === undefined) {
+    t0 = performance.now();
+    vm = new VirtualMachine(executable, device, vmOptions);
+    vms.set(`${kind} ${runAs}`, vm);
+    loaded = `${how}; VM created in ${ms(performance.now() - t0)}`;
+  }
+
+  // Inputs go where the program runs: tensors are made on the chosen device.
+  const args = parseArguments(ui.args.value, ui.dtype.value as TensorDType, device);
+  try {
+    t0 = performance.now();
+    const out = await vm.invoke(name, ...args);
+    const tCall = performance.now() - t0;
+    const json = await resultJSON(out);
+    const tFirst = performance.now() - t0;
+    disposeResult(out);
+
+    const timed = await vm.time_evaluator(name, { number: 1, repeat })(...args);
+
+    ui.result.dataset.json = JSON.stringify(json);
+    ui.result.textContent = formatResult(json);
+    ui.timing.textContent = [
+      `device ${device}${kind === "webgpu" ? ` (acquired in ${ms(tDevice)})` : ""}`,
+      loaded,
+      `first call ${ms(tCall)} (${ms(tFirst)} with reading the result)`,
+      `${repeat} timed call${repeat === 1 ? "" : "s"}: median ${ms(timed.median)}, ` +
+      `min ${ms(timed.min)}, max ${ms(timed.max)}`,
+    ].join("\n");
+    const m = vm.memory_stats(device);
+    ui.memory.dataset.json = JSON.stringify(m);
+    ui.memory.textContent = [
+      `live ${bytes(m.liveBytes)} in ${m.liveBlocks} block(s), peak ${bytes(m.peakBytes)}`,
+      `allocated from the device ${bytes(m.allocatedBytes)} in all`,
+      `pool hits ${m.poolHits}, misses ${m.poolMisses}`,
+    ].join("\n");
+    return `Ran @${name} on ${device}`;
+  } finally {
+    for (const a of args) if (a instanceof NDArray) a.dispose();
+  }
+}
+
+/** Gives back the memory of a result (tensors, nested in tuples too). */
+function disposeResult(v: unknown): void {
+  if (v instanceof NDArray) v.dispose();
+  else if (Array.isArray(v)) v.forEach(disposeResult);
+}
+
+// ---- Wiring --------------------------------------------------------------------
+
+ui.sample.addEventListener("change", () => {
+  chooseSample(sample(ui.sample.value));
+  void action(build);
+});
+ui.build.addEventListener("click", () => void action(build));
+// Ctrl+Enter (Cmd+Enter) in the editor builds.
+ui.editor.addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && !STRICT) {
+    e.preventDefault();
+    void action(build);
+  }
+});
+ui.run.addEventListener("click", () => void action(run));
+ui.file.addEventListener("change", () => {
+  const f = ui.file.files?.[0];
+  if (f !== undefined) void action(() => load(f));
+  ui.file.value = "";
+});
+
+// A file dropped anywhere on the page loads; the drop zone lights up meanwhile.
+addEventListener("dragover", (e) => {
+  e.preventDefault();
+  ui.drop.classList.add("over");
+});
+addEventListener("dragleave", () => ui.drop.classList.remove("over"));
+addEventListener("drop", (e) => {
+  e.preventDefault();
+  ui.drop.classList.remove("over");
+  const f = e.dataTransfer?.files[0];
+  if (f !== undefined) void action(() => load(f));
+});
+
+chooseSample(SAMPLES[0]);
+void action(build);
