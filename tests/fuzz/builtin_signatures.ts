@@ -133,6 +133,14 @@ export const SIGNATURES: Record<string, (Kind | `${Kind}*`)[]> = {
   "vm.op.layer_norm": ["tensor", "tensor2", "tensor2", "num"],
   "vm.op.transpose": ["tensor", "axes"],
   "vm.op.cast": ["tensor", "dtype"],
+  "vm.op.linear": ["tensor", "tensor2", "tensor2"],
+  "vm.op.take": ["tensor", "int32", "int", "string"],
+  "vm.op.strided_slice": ["tensor", "axes", "axes", "axes", "axes"],
+  "vm.op.concat": ["tuple", "int"],
+  "vm.op.attention": ["tensor", "tensor2", "tensor2", "int", "num", "string"],
+  "vm.op.causal_mask": ["tensor", "int"],
+  "vm.op.argmax": ["tensor", "int", "int"],
+  "vm.op.sample_top_p": ["float", "float", "num", "num"],
 };
 
 const DTYPES: readonly TensorDType[] = [
