@@ -213,6 +213,19 @@ function limitOf(e: unknown): LimitExceeded | null {
   }
 }
 
+/** Parks `frame` at `pc` on `v` if it is a Promise or a thenable (`asPromise`). */
+function parkPromise(
+  frame: { pc: number; pending: Promise<unknown> | null },
+  pc: number,
+  v: object,
+): boolean {
+  const p = asPromise(v);
+  if (p === null) return false;
+  frame.pc = pc;
+  frame.pending = p;
+  return true;
+}
+
 /** Whether `e` is a `VMError`, without running a Proxy's traps unguarded. */
 function isVMError(e: unknown): e is VMError {
   try {
@@ -544,12 +557,12 @@ export class Interpreter {
 
   #dispatchHelpers(): DispatchHelpers {
     return {
+      // Called for every object result: the common one, a VMObject, returns at once, so V8
+      // inlines this into the specialized loop without spending the budget it needs to
+      // inline the packed functions.
       parks(frame, pc, v) {
-        const p = asPromise(v as object); // the generated code passes objects only
-        if (p === null) return false;
-        frame.pc = pc;
-        frame.pending = p;
-        return true;
+        if (VMObject.is(v as object)) return false; // the generated code passes objects only
+        return parkPromise(frame, pc, v as object);
       },
       store: storeResult,
       release: releaseValue,
@@ -684,7 +697,7 @@ export class Interpreter {
           pc++;
           continue;
         }
-        if (typeof v === "object" && v !== null) {
+        if (typeof v === "object" && v !== null && !VMObject.is(v)) {
           const p = asPromise(v);
           if (p !== null) {
             frame.pc = pc;
