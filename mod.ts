@@ -86,6 +86,7 @@ export type {
   VMObject,
   WebGPUDevice,
 } from "./runtime.ts";
+export type { CallLimits, LimitedVirtualMachine } from "./runtime.ts";
 export { ExecBuilder } from "./builder/exec_builder.ts";
 export type { CallArg, CallOptions, FunctionOptions, GetOptions } from "./builder/exec_builder.ts";
 export type { Operand, OperandKind } from "./builder/operand.ts";

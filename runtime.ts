@@ -40,6 +40,8 @@ export type {
   VirtualMachineOptions,
 } from "./vm/virtual_machine.ts";
 export type { Instrument } from "./vm/interpreter.ts";
+export type { CallLimits } from "./vm/invocation.ts";
+export type { LimitedVirtualMachine } from "./vm/virtual_machine.ts";
 export { Closure } from "./ground/closure.ts";
 export {
   describeGlobalFunc,

@@ -25,10 +25,10 @@
 
 import { AttentionKVCache } from "../devices/attention_kv_cache.ts";
 import { NDArray } from "../devices/ndarray.ts";
-import { ShapeTuple } from "../ground/shape_tuple.ts";
 import { tupleFields } from "../ground/tuple.ts";
 import { BuiltinTable } from "./builtin_table.ts";
 import { describe } from "./describe.ts";
+import { shapeArg } from "./validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const kvCacheBuiltins = new BuiltinTable("KV caches", import.meta.url);
@@ -50,12 +50,6 @@ function integerArg(v: unknown, what: string, who: string): number {
   throw new TypeError(`${who}: ${what} must be an integer, got ${describe(v)}`);
 }
 
-function shapeArg(v: unknown, who: string): readonly number[] {
-  if (v instanceof ShapeTuple) return v.dims;
-  if (Array.isArray(v) && v.every((d) => Number.isSafeInteger(d))) return v;
-  throw new TypeError(`${who}: expected a shape, got ${describe(v)}`);
-}
-
 function cachesArg(v: unknown, who: string): AttentionKVCache[] {
   const fields = tupleFields(v);
   if (fields === undefined) {
@@ -73,9 +67,13 @@ kvCacheBuiltins.add(
   "vm.builtin.attention_kv_cache_create",
   (init: unknown, reserveShape: unknown, initFillCount: unknown) => {
     const who = "attention_kv_cache_create";
+    const reserve = shapeArg(reserveShape, who, "reserve_shape");
+    if (reserve.length === 0) {
+      throw new RangeError(`${who}: reserve_shape needs at least one dimension (the rows)`);
+    }
     return AttentionKVCache.create(
       tensorArg(init, who),
-      shapeArg(reserveShape, who),
+      reserve,
       integerArg(initFillCount, "init_fill_count", who),
     );
   },
@@ -86,7 +84,7 @@ kvCacheBuiltins.add(
     dtypes: "any",
     devices: ["cpu", "webgpu"],
     errors:
-      "`RangeError` when `init`'s rows differ from `reserve_shape[1:]` or `init_fill_count` exceeds the capacity (TVM does not check it).",
+      "`RangeError` when `reserve_shape` is not a shape of at least one dimension, `init`'s rows differ from `reserve_shape[1:]` or `init_fill_count` exceeds the capacity (TVM does not check it).",
     tvm: "vm.builtin.attention_kv_cache_create (lm_support.cc)",
   },
 );

@@ -6,34 +6,36 @@
  * @module
  */
 
-import { type DataType, elementBytes, tensorDType } from "../ground/dtype.ts";
+import { elementBytes } from "../ground/dtype.ts";
 import { Storage } from "../devices/storage.ts";
 import { VMObject } from "../ground/object.ts";
 import { NDArray, shapeSize } from "../devices/ndarray.ts";
-import { ShapeTuple } from "../ground/shape_tuple.ts";
 import { MemoryScope } from "../devices/memory_scope.ts";
 import { BuiltinTable } from "./builtin_table.ts";
 import { describe } from "./describe.ts";
+import { dtypeArg, integerArg, shapeArg } from "./validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const memoryBuiltins = new BuiltinTable("Memory", import.meta.url);
 
-function dims(shape: unknown, who: string): readonly number[] {
-  if (shape instanceof ShapeTuple) return shape.dims;
-  if (Array.isArray(shape)) return shape as number[];
-  throw new TypeError(`${who}: expected a shape, got ${describe(shape)}`);
-}
-
 memoryBuiltins.add(
   "vm.builtin.alloc_storage",
   (vm: unknown, shape: unknown, deviceIndex: unknown, dt: unknown, _scope?: unknown) => {
+    const who = "alloc_storage";
     if (!(vm instanceof MemoryScope)) {
-      throw new TypeError("alloc_storage: the first argument must be %vm (ib.vm_state())");
+      throw new TypeError(`${who}: the first argument must be %vm (ib.vm_state())`);
     }
-    const device = vm.deviceAt(Number(deviceIndex));
-    const nbytes = shapeSize(dims(shape, "alloc_storage")) *
-      elementBytes(tensorDType(dt as string | DataType));
-    return vm.allocatorFor(device).alloc(nbytes);
+    const index = integerArg(deviceIndex, "device_index", who, 0);
+    if (index >= vm.devices.length) {
+      throw new RangeError(
+        `${who}: device index ${index} is out of range: the VM has ${vm.devices.length} device(s)`,
+      );
+    }
+    const nbytes = shapeSize(shapeArg(shape, who)) * elementBytes(dtypeArg(dt, who));
+    if (!Number.isSafeInteger(nbytes)) {
+      throw new RangeError(`${who}: ${nbytes} bytes is too large`);
+    }
+    return vm.allocatorFor(vm.devices[index]).alloc(nbytes);
   },
   {
     signature: "(vm, shape, device_index, dtype, scope?) → storage",
@@ -41,7 +43,8 @@ memoryBuiltins.add(
       "A storage of `prod(shape) * sizeof(dtype)` bytes on the VM's device `device_index`, from its allocator.",
     dtypes: "any",
     devices: ["cpu", "webgpu"],
-    errors: "`TypeError` (no `%vm`), `RangeError` (no such device, too large).",
+    errors:
+      "`TypeError` (no `%vm`, not a shape or dtype), `RangeError` (no such device, a malformed shape, too large for the VM's memory limit).",
     tvm: "vm.builtin.alloc_storage (builtin.cc)",
   },
 );
@@ -59,11 +62,11 @@ memoryBuiltins.add(
         "alloc_tensor: the storage was used after it was released",
       );
     }
-    const d = tensorDType(dt as string | DataType);
-    const s = dims(shape, "alloc_tensor");
+    const d = dtypeArg(dt, "alloc_tensor");
+    const s = shapeArg(shape, "alloc_tensor");
     const at = Number(offset);
     const nbytes = shapeSize(s) * elementBytes(d);
-    if (!Number.isInteger(at) || at < 0 || at % elementBytes(d) !== 0) {
+    if (!Number.isSafeInteger(at) || at < 0 || at % elementBytes(d) !== 0) {
       throw new RangeError(
         `alloc_tensor: offset ${offset} is not a non-negative multiple of ${elementBytes(d)}`,
       );
@@ -83,21 +86,28 @@ memoryBuiltins.add(
     dtypes: "any",
     devices: ["cpu", "webgpu"],
     errors:
-      "`TypeError`, `ReferenceError` (a released storage), `RangeError` (offset not aligned to the element size, does not fit).",
+      "`TypeError` (not a storage, shape or dtype), `ReferenceError` (a released storage), `RangeError` (a malformed shape, offset not aligned to the element size, does not fit).",
     tvm: "vm.builtin.alloc_tensor (builtin.cc)",
   },
 );
 
 memoryBuiltins.add("vm.builtin.kill", (value: unknown) => {
-  if (value instanceof VMObject) value.kill();
+  if (value instanceof VMObject) {
+    if (value.pinned) {
+      throw new TypeError(
+        `kill: ${value} is a constant of the executable, shared by every VM that runs it`,
+      );
+    }
+    value.kill();
+  }
   return null;
 }, {
   signature: "(value) → null",
   summary:
-    "Releases a tensor's or storage's memory to the allocator now; using it afterwards is an error. TVM overwrites the register with `null_value` and counts references.",
+    "Releases a tensor's or storage's memory to the allocator now; using it afterwards is an error. Constants of the executable cannot be killed. TVM overwrites the register with `null_value` and counts references.",
   dtypes: "any",
   devices: ["cpu", "webgpu"],
-  errors: "",
+  errors: "`TypeError` (a constant of the executable, which every VM running it shares).",
   tvm: null,
 });
 

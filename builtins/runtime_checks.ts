@@ -43,7 +43,13 @@ function integerArg(v: unknown, what: string, who: string): number {
 function dtypeArg(v: unknown, who: string): DataType | null {
   if (v === null || v === undefined) return null;
   if (v instanceof DataType) return v;
-  if (typeof v === "string") return DataType.parse(v);
+  if (typeof v === "string") {
+    try {
+      return DataType.parse(v);
+    } catch (e) {
+      throw new TypeError(`${who}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
   throw new TypeError(`${who}: dtype must be a DataType or a string, got ${describe(v)}`);
 }
 

@@ -26,6 +26,7 @@ import { NDArray } from "../devices/ndarray.ts";
 import type { TypedArray } from "../ground/dtype.ts";
 import { BuiltinTable } from "./builtin_table.ts";
 import { describe } from "./describe.ts";
+import { checkWritable } from "./validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const samplingBuiltins = new BuiltinTable("Sampling", import.meta.url);
@@ -216,6 +217,7 @@ samplingBuiltins.add(
     const factor = numberArg(penalty, "penalty", who);
     onCpu(l, who, "logits");
     onCpu(ids, who, "token_ids");
+    checkWritable(l, who, "logits");
     const values = l.cpuView(), idView = ids.cpuView();
     const n = ids.shape.length === 0 ? 1 : ids.shape[ids.shape.length - 1];
     for (let i = 0; i < n; i++) {
@@ -232,7 +234,7 @@ samplingBuiltins.add(
     dtypes: ["float32", "int32"],
     devices: ["cpu"],
     errors:
-      "`TypeError` (logits not float32, ids not int32, either not on the CPU), `RangeError` (an id outside the logits).",
+      "`TypeError` (logits not float32, ids not int32, either not on the CPU, logits a constant of the executable), `RangeError` (an id outside the logits).",
     tvm: "vm.builtin.apply_repetition_penalty (lm_support.cc); TVM does not check the ids' range",
   },
 );
@@ -249,6 +251,7 @@ samplingBuiltins.add(
     for (const [t, what] of [[l, "logits"], [ids, "token_ids"], [freqs, "token_freqs"]] as const) {
       onCpu(t, who, what);
     }
+    checkWritable(l, who, "logits");
     const n = ids.shape.length === 0 ? 1 : ids.shape[ids.shape.length - 1];
     if (freqs.size < n) {
       throw new RangeError(`${who}: ${n} token ids but ${freqs.size} frequencies`);
@@ -269,7 +272,7 @@ samplingBuiltins.add(
     dtypes: ["float32", "int32"],
     devices: ["cpu"],
     errors:
-      "`TypeError` (dtypes, not on the CPU), `RangeError` (an id outside the logits; fewer frequencies than ids).",
+      "`TypeError` (dtypes, not on the CPU, logits a constant of the executable), `RangeError` (an id outside the logits; fewer frequencies than ids).",
     tvm: "vm.builtin.apply_presence_and_frequency_penalty (lm_support.cc)",
   },
 );
@@ -287,6 +290,7 @@ samplingBuiltins.add(
     const who = "apply_softmax_with_temperature";
     const l = tensorArg(logits, "float32", who, "logits");
     onCpu(l, who, "logits");
+    checkWritable(l, who, "logits");
     const inv = f32(1 / numberArg(temperature, "temperature", who));
     const values = l.cpuView() as Float32Array;
     const v = l.shape.length === 0 ? 1 : l.shape[l.shape.length - 1];
@@ -309,7 +313,7 @@ samplingBuiltins.add(
       "Replaces each row (last axis) of the float32 CPU tensor `logits` with `softmax(logits / temperature)`, in place, with TVM's one-pass (online) softmax in float32. Returns null. Deviations from TVM, which agree with it on ordinary logits: the running maximum starts at -Infinity where TVM starts at FLT_MIN (1.18e-38), so rows of very negative logits (below about -87) stay exact instead of losing precision or becoming NaN; and every row is normalized, where TVM treats the tensor as one row.",
     dtypes: ["float32"],
     devices: ["cpu"],
-    errors: "`TypeError` (not float32, not on the CPU).",
+    errors: "`TypeError` (not float32, not on the CPU, a constant of the executable).",
     tvm: "vm.builtin.apply_softmax_with_temperature (lm_support.cc)",
   },
 );

@@ -28,6 +28,7 @@ import { ShapeTuple } from "../ground/shape_tuple.ts";
 import { BuiltinTable } from "./builtin_table.ts";
 import { MemoryScope } from "../devices/memory_scope.ts";
 import { contextPrefix, describe } from "./describe.ts";
+import { checkDims, checkWritable, shapeArg } from "./validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const shapeHeapBuiltins = new BuiltinTable("Shape heap", import.meta.url);
@@ -108,9 +109,13 @@ export class ShapeHeapView {
   readonly length: number;
   readonly #ints: BigInt64Array | null;
   readonly #floats: Float64Array | null;
+  readonly #heap: NDArray | null;
+  readonly #who: string;
 
-  /** Views `heap`'s elements; null: no heap (no slots). */
-  constructor(heap: NDArray | null) {
+  /** Views `heap`'s elements (for builtin `who`); null: no heap (no slots). */
+  constructor(heap: NDArray | null, who = "shape heap") {
+    this.#heap = heap;
+    this.#who = who;
     const view = heap === null ? new Float64Array(0) : heap.cpuView();
     this.length = view.length;
     this.#ints = view instanceof BigInt64Array ? view : null;
@@ -127,8 +132,12 @@ export class ShapeHeapView {
     return v;
   }
 
-  /** Stores integer `v` in slot `i`. */
+  /**
+   * Stores integer `v` in slot `i`. A heap that is a constant of the
+   * executable is shared by every VM running it: writing it is a `TypeError`.
+   */
   set(i: number, v: number): void {
+    if (this.#heap !== null) checkWritable(this.#heap, this.#who, "the shape heap");
     if (this.#floats !== null) this.#floats[i] = v;
     else this.#ints![i] = BigInt(v);
   }
@@ -149,7 +158,7 @@ export function heapView(heap: unknown, who: string): ShapeHeapView {
       }`,
     );
   }
-  return new ShapeHeapView(heap);
+  return new ShapeHeapView(heap, who);
 }
 
 /** `index` if it is a valid position in `heap`, else a `RangeError` naming `who`. */
@@ -170,9 +179,12 @@ function shapeOfInput(input: unknown, who: string): readonly number[] {
 
 shapeHeapBuiltins.add("vm.builtin.alloc_shape_heap", (...args: unknown[]) => {
   const size = args[0] instanceof MemoryScope ? args[1] : args[0];
-  if (typeof size !== "number" || !Number.isInteger(size) || size < 0) {
-    throw new RangeError(`alloc_shape_heap: size must be a non-negative integer, got ${size}`);
+  if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 0) {
+    throw new RangeError(
+      `alloc_shape_heap: size must be a non-negative integer, got ${describe(size)}`,
+    );
   }
+  // Allocated (or refused by the VM's memory limit) before anything is written.
   const heap = NDArray.empty([size], "int64", cpu());
   (heap.cpuView() as BigInt64Array).fill(0n);
   return heap;
@@ -219,21 +231,23 @@ shapeHeapBuiltins.add(
       "`heap[indices[i]] = shape[i]`. TVM has no such builtin: it uses `match_shape` with StoreToHeap.",
     dtypes: ["int64", "float64"],
     devices: ["cpu"],
-    errors: "`TypeError` (not a shape or heap), `RangeError` (index count or range).",
+    errors:
+      "`TypeError` (not a shape or heap, a heap that is a constant of the executable), `RangeError` (index count or range).",
     tvm: null,
   },
 );
 
 shapeHeapBuiltins.add("vm.builtin.load_shape", (heap: unknown, ...indices: unknown[]) => {
   const h = heapView(heap, "load_shape");
-  return new ShapeTuple(indices.map((i) => h.get(heapIndex(h, i, "load_shape"), "load_shape")));
+  const dims = indices.map((i) => h.get(heapIndex(h, i, "load_shape"), "load_shape"));
+  return new ShapeTuple(checkDims(dims, "load_shape"));
 }, {
   signature: "(heap, ...indices) → ShapeTuple",
   summary:
     "The ShapeTuple `(heap[i0], heap[i1], …)`. TVM has no such builtin: it uses `make_shape` with LoadShape.",
   dtypes: ["int64", "float64"],
   devices: ["cpu"],
-  errors: "`TypeError`, `RangeError` (index out of range).",
+  errors: "`TypeError`, `RangeError` (index out of range, a value that is not a dimension).",
   tvm: null,
 });
 
@@ -299,7 +313,7 @@ shapeHeapBuiltins.add(
   "vm.builtin.make_shape",
   (heap: unknown, ndim: unknown, ...rest: unknown[]) => {
     const h = heap === null ? NO_HEAP : heapView(heap, "make_shape");
-    if (typeof ndim !== "number" || rest.length !== 2 * ndim) {
+    if (typeof ndim !== "number" || !Number.isSafeInteger(ndim) || rest.length !== 2 * ndim) {
       throw new RangeError(`make_shape: ${rest.length / 2} codes for ${ndim} dimensions`);
     }
     const dims: number[] = [];
@@ -310,7 +324,7 @@ shapeHeapBuiltins.add(
         dims.push(h.get(heapIndex(h, value, "make_shape"), "make_shape"));
       } else throw new RangeError(`make_shape: unknown code ${code} for dimension ${i}`);
     }
-    return new ShapeTuple(dims);
+    return new ShapeTuple(checkDims(dims, "make_shape"));
   },
   {
     signature: "(heap, ndim, code, value, …) → ShapeTuple",
@@ -318,7 +332,7 @@ shapeHeapBuiltins.add(
       "A ShapeTuple of `ndim` dimensions, each by its code (`MakeShapeCode`): 0 UseImm, the dimension is `value`; 1 LoadShape, it is `heap[value]`.",
     dtypes: ["int64", "float64"],
     devices: ["cpu"],
-    errors: "`RangeError` (code count, unknown code, heap index).",
+    errors: "`RangeError` (code count, unknown code, heap index, a value that is not a dimension).",
     tvm: "vm.builtin.make_shape (builtin.cc)",
   },
 );
@@ -327,12 +341,7 @@ shapeHeapBuiltins.add("vm.builtin.reshape", (t: unknown, shape: unknown) => {
   if (!(t instanceof NDArray)) {
     throw new TypeError(`reshape: expected a tensor, got ${describe(t)}`);
   }
-  const dims = shape instanceof ShapeTuple
-    ? [...shape]
-    : Array.isArray(shape)
-    ? shape as number[]
-    : null;
-  if (dims === null) throw new TypeError(`reshape: expected a shape, got ${describe(shape)}`);
+  const dims = shapeArg(shape, "reshape");
   const size = dims.reduce((a, b) => a * b, 1);
   if (size !== t.size) {
     throw new RangeError(
@@ -345,7 +354,8 @@ shapeHeapBuiltins.add("vm.builtin.reshape", (t: unknown, shape: unknown) => {
   summary: "A view of `t` with a new shape of the same size (no copy).",
   dtypes: "any",
   devices: ["cpu", "webgpu"],
-  errors: "`TypeError`, `RangeError` (sizes differ).",
+  errors:
+    "`TypeError` (not a tensor or shape), `RangeError` (a dimension that is not a non-negative integer, sizes differ).",
   tvm: "vm.builtin.reshape (builtin.cc), which also allows a smaller view",
 });
 
@@ -361,7 +371,7 @@ shapeHeapBuiltins.add("vm.builtin.tensor_to_shape", (t: unknown) => {
         `tensor_to_shape: element ${bad} (${values[bad]}) is not an integer below 2^53`,
       );
     }
-    return new ShapeTuple(dims);
+    return new ShapeTuple(checkDims(dims, "tensor_to_shape"));
   };
   return t.device.kind === "cpu" ? toShape(t.dataSync()) : t.data().then(toShape);
 }, {
@@ -370,6 +380,7 @@ shapeHeapBuiltins.add("vm.builtin.tensor_to_shape", (t: unknown) => {
     "A ShapeTuple from the values of a 1-D tensor (read back from a GPU), int64 as TVM makes them, or any other dtype holding integers.",
   dtypes: "any",
   devices: ["cpu", "webgpu"],
-  errors: "`TypeError` (not 1-D), `RangeError` (a value that is not an integer below 2^53).",
+  errors:
+    "`TypeError` (not 1-D), `RangeError` (a value that is not a non-negative integer below 2^53).",
   tvm: "vm.builtin.tensor_to_shape (builtin.cc), which takes only int16, int32 and int64",
 });

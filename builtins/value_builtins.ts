@@ -14,6 +14,7 @@ import { Closure } from "../ground/closure.ts";
 import { Tuple, tupleFields } from "../ground/tuple.ts";
 import { BuiltinTable } from "./builtin_table.ts";
 import { describe } from "./describe.ts";
+import { checkLive } from "./validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const valueBuiltins = new BuiltinTable(
@@ -61,12 +62,15 @@ valueBuiltins.add("vm.builtin.null_value", () => null, {
   tvm: "vm.builtin.null_value (builtin.cc)",
 });
 
-valueBuiltins.add("vm.builtin.make_tuple", (...fields: unknown[]) => new Tuple(fields), {
+valueBuiltins.add("vm.builtin.make_tuple", (...fields: unknown[]) => {
+  checkLive(fields, "make_tuple", "field");
+  return new Tuple(fields);
+}, {
   signature: "(...fields) → tuple",
   summary: "A tuple holding the fields (users receive it as an array).",
   dtypes: "any",
   devices: ["cpu", "webgpu"],
-  errors: "",
+  errors: "`ReferenceError` (a field whose memory was released).",
   tvm: "vm.builtin.make_tuple (builtin.cc)",
 });
 
@@ -146,6 +150,7 @@ valueBuiltins.add("vm.builtin.read_if_cond", (x: unknown): boolean | Promise<boo
 });
 
 valueBuiltins.add("vm.builtin.make_closure", (f: unknown, ...captured: unknown[]) => {
+  checkLive(captured, "make_closure", "captured value");
   if (f instanceof Closure) return new Closure(f.name, (...args) => f.call(args), captured);
   if (typeof f === "function") {
     return new Closure(f.name || "anonymous", f as (...a: unknown[]) => unknown, captured);
@@ -157,7 +162,8 @@ valueBuiltins.add("vm.builtin.make_closure", (f: unknown, ...captured: unknown[]
     "A closure of `f` (a function reference `f[name]`) that passes `captured` as its last parameters.",
   dtypes: "any",
   devices: ["cpu", "webgpu"],
-  errors: "`TypeError` (not a function).",
+  errors:
+    "`TypeError` (not a function), `ReferenceError` (a captured value whose memory was released).",
   tvm: "vm.builtin.make_closure (builtin.cc); TVM accepts only VM functions",
 });
 

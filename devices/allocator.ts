@@ -60,6 +60,49 @@ export function emptyStats(): MemoryStats {
   };
 }
 
+/**
+ * A budget of device memory shared by the allocators of one VM
+ * (`maxMemoryBytes`): every block they take from a device, on any device,
+ * counts until they give it back, pooled blocks included. When a new block
+ * would pass the limit, the allocators first give their pooled blocks back
+ * (`trim`); if it still does not fit, the request fails before any memory is
+ * allocated or touched.
+ */
+export class MemoryLimit {
+  /** The most bytes the blocks may hold together. */
+  readonly maxBytes: number;
+  /** Bytes of the blocks held now (live and pooled). */
+  heldBytes = 0;
+  readonly #trim: () => void;
+
+  /** A limit of `maxBytes`; `trim` gives pooled blocks back when a request does not fit. */
+  constructor(maxBytes: number, trim: () => void = () => {}) {
+    this.maxBytes = maxBytes;
+    this.#trim = trim;
+  }
+
+  /**
+   * Counts a new block of `blockBytes`, made for a request of `nbytes` on
+   * `device`, or throws a `RangeError` naming the request and the limit.
+   */
+  take(blockBytes: number, device: Device, nbytes: number): void {
+    if (this.heldBytes + blockBytes > this.maxBytes) {
+      this.#trim();
+      if (this.heldBytes + blockBytes > this.maxBytes) {
+        throw new RangeError(
+          `Cannot allocate ${nbytes} bytes on ${device}: the VM's memory limit of ${this.maxBytes} bytes (maxMemoryBytes) would be passed, with ${this.heldBytes} bytes in use`,
+        );
+      }
+    }
+    this.heldBytes += blockBytes;
+  }
+
+  /** A block of `blockBytes` went back to its device. */
+  give(blockBytes: number): void {
+    this.heldBytes -= blockBytes;
+  }
+}
+
 /** Throws a clear error when `nbytes` cannot be allocated on `device`. */
 export function checkAllocationSize(device: Device, nbytes: number): void {
   if (!Number.isSafeInteger(nbytes) || nbytes < 0) {

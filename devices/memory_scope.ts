@@ -3,14 +3,16 @@
  * of the kind the VM was created with. It is what the special register `%vm`
  * passes to builtins such as `alloc_storage` (seed 002's VM state), and what
  * the allocation context makes current while the VM runs, so every tensor a
- * kernel allocates is counted in that VM's `memory_stats()`.
+ * kernel allocates is counted in that VM's `memory_stats()`. Its allocators
+ * share one `MemoryLimit` (`maxMemoryBytes`), so the VM's memory is bounded
+ * on all its devices together.
  *
  * @module
  */
 
 import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import type { Device } from "./device.ts";
-import type { Allocator, AllocatorKind } from "./allocator.ts";
+import { type Allocator, type AllocatorKind, MemoryLimit } from "./allocator.ts";
 import type { AllocatorSet } from "./allocation_context.ts";
 import { NaiveAllocator } from "./naive_allocator.ts";
 import { PooledAllocator } from "./pooled_allocator.ts";
@@ -36,19 +38,25 @@ export class MemoryScope implements AllocatorSet {
   readonly devices: readonly Device[];
   /** Which allocator each device gets. */
   readonly allocatorKind: AllocatorKind;
+  /** What the allocators may hold together. */
+  readonly limit: MemoryLimit;
   readonly #allocators = new Map<Device, Allocator>();
   /** The last device asked for and its allocator: most VMs allocate on one device. */
   #lastDevice: Device | undefined = undefined;
   #lastAllocator: Allocator | undefined = undefined;
 
   /**
-   * Made by the VM.
+   * Made by the VM: its allocators hold at most `maxBytes` together.
    *
    * @ignore
    */
-  constructor(devices: readonly Device[], allocatorKind: AllocatorKind) {
+  constructor(devices: readonly Device[], allocatorKind: AllocatorKind, maxBytes = Infinity) {
     this.devices = devices;
     this.allocatorKind = allocatorKind;
+    // Over the limit, every pool gives its free blocks back before a request fails.
+    this.limit = new MemoryLimit(maxBytes, () => {
+      for (const a of this.#allocators.values()) a.clear();
+    });
   }
 
   /** The allocator serving `device` (created on first use). */
@@ -56,7 +64,9 @@ export class MemoryScope implements AllocatorSet {
     if (device === this.#lastDevice) return this.#lastAllocator!;
     let a = this.#allocators.get(device);
     if (a === undefined) {
-      a = this.allocatorKind === "naive" ? new NaiveAllocator(device) : new PooledAllocator(device);
+      a = this.allocatorKind === "naive"
+        ? new NaiveAllocator(device, this.limit)
+        : new PooledAllocator(device, this.limit);
       this.#allocators.set(device, a);
     }
     this.#lastDevice = device;

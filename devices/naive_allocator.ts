@@ -6,17 +6,25 @@
  */
 
 import type { Device } from "./device.ts";
-import { type Allocator, checkAllocationSize, emptyStats, type MemoryStats } from "./allocator.ts";
+import {
+  type Allocator,
+  checkAllocationSize,
+  emptyStats,
+  type MemoryLimit,
+  type MemoryStats,
+} from "./allocator.ts";
 import { MemoryBlock, Storage } from "./storage.ts";
 
 /** Allocates a fresh block per request and destroys it when released. */
 export class NaiveAllocator implements Allocator {
   readonly device: Device;
+  readonly #limit: MemoryLimit | null;
   #stats: MemoryStats = emptyStats();
 
-  /** An allocator for `device`. */
-  constructor(device: Device) {
+  /** An allocator for `device`, counting its blocks against `limit` when given. */
+  constructor(device: Device, limit: MemoryLimit | null = null) {
     this.device = device;
+    this.#limit = limit;
   }
 
   alloc(nbytes: number): Storage {
@@ -27,7 +35,14 @@ export class NaiveAllocator implements Allocator {
     checkAllocationSize(this.device, nbytes);
     // Zero-byte tensors still get a distinct (4-byte) block so views stay valid everywhere.
     const blockBytes = Math.max(4, Math.ceil(nbytes / 4) * 4);
-    const handle = this.device.createBlock(blockBytes);
+    this.#limit?.take(blockBytes, this.device, nbytes);
+    let handle: unknown;
+    try {
+      handle = this.device.createBlock(blockBytes);
+    } catch (e) {
+      this.#limit?.give(blockBytes);
+      throw e;
+    }
     const s = this.#stats;
     s.poolMisses++;
     s.allocatedBytes += blockBytes;
@@ -41,6 +56,7 @@ export class NaiveAllocator implements Allocator {
   reclaim(block: MemoryBlock): void {
     this.#stats.liveBytes -= block.bytes;
     this.#stats.liveBlocks--;
+    this.#limit?.give(block.bytes);
     this.device.destroyBlock(block.handle);
   }
 

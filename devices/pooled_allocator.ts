@@ -19,7 +19,13 @@
  */
 
 import type { Device } from "./device.ts";
-import { type Allocator, checkAllocationSize, emptyStats, type MemoryStats } from "./allocator.ts";
+import {
+  type Allocator,
+  checkAllocationSize,
+  emptyStats,
+  type MemoryLimit,
+  type MemoryStats,
+} from "./allocator.ts";
 import { MemoryBlock, Storage } from "./storage.ts";
 
 const MIB = 1 << 20;
@@ -39,12 +45,17 @@ export class PooledAllocator implements Allocator {
   /** Free lists of the classes above 1 MiB, by size. */
   readonly #large = new Map<number, MemoryBlock[]>();
   readonly #maxBytes: number;
+  readonly #limit: MemoryLimit | null;
   #stats: MemoryStats = emptyStats();
 
-  /** An allocator for `device`. */
-  constructor(device: Device) {
+  /**
+   * An allocator for `device`, counting the blocks it holds (live and
+   * pooled) against `limit` when given.
+   */
+  constructor(device: Device, limit: MemoryLimit | null = null) {
     this.device = device;
     this.#maxBytes = device.maxAllocationBytes;
+    this.#limit = limit;
   }
 
   #list(blockBytes: number, create: boolean): MemoryBlock[] | undefined {
@@ -75,7 +86,16 @@ export class PooledAllocator implements Allocator {
       s.poolHits++;
     } else {
       checkAllocationSize(this.device, blockBytes);
-      block = new MemoryBlock(this.device, blockBytes, this.device.createBlock(blockBytes), this);
+      // Counted (or refused) before the device allocates anything.
+      this.#limit?.take(blockBytes, this.device, nbytes);
+      let handle: unknown;
+      try {
+        handle = this.device.createBlock(blockBytes);
+      } catch (e) {
+        this.#limit?.give(blockBytes);
+        throw e;
+      }
+      block = new MemoryBlock(this.device, blockBytes, handle, this);
       s.poolMisses++;
       s.allocatedBytes += blockBytes;
       s.liveBlocks++;
@@ -101,6 +121,7 @@ export class PooledAllocator implements Allocator {
       for (const block of list) {
         this.device.destroyBlock(block.handle);
         this.#stats.liveBlocks--;
+        this.#limit?.give(block.bytes);
       }
       list.length = 0;
     }

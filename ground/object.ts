@@ -11,7 +11,11 @@
  * none: it is *floating*. Storing it in a register, a tuple, a closure or the
  * constant pool retains it; overwriting or releasing the holder releases it.
  * When the last holder releases it, the object frees what it owns, at that
- * moment rather than when the garbage collector runs.
+ * moment rather than when the garbage collector runs. Freeing is iterative:
+ * objects freed while another is being freed (the fields of a tuple, the
+ * captured values of a closure) wait in a queue that the outermost free
+ * drains, so a chain of a million nested tuples frees without exhausting the
+ * JavaScript stack.
  *
  * | call                 | effect                                                     |
  * | -------------------- | ---------------------------------------------------------- |
@@ -19,7 +23,8 @@
  * | `release()`          | one holder less; with none left, free                      |
  * | `disown()`           | one holder less, never free: back to floating               |
  * | `releaseIfUnowned()` | free if nobody holds it (a discarded result)               |
- * | `kill()`             | free now, whoever holds it (`vm.builtin.kill`)             |
+ * | `kill()`             | free now, whoever holds it (`vm.builtin.kill`); not pinned  |
+ * | `pin()`              | `kill()` refuses from now on (a constant of an executable) |
  * | `handToUser()`       | the user becomes a holder (once); what the VM returns      |
  * | `dispose()`          | the user lets go (also `using`); frees a floating object   |
  *
@@ -29,7 +34,10 @@
  *
  * Values that own nothing (numbers, strings, shapes, dtypes, devices, null,
  * arrays a user passes in) take part in none of this: the helpers below
- * accept any value and do nothing for those.
+ * accept any value and do nothing for those. They recognize objects with
+ * `VMObject.is` (`isVMObject`), which never throws, so a value from a packed
+ * function — a revoked Proxy, an object whose traps throw — cannot make the
+ * VM fail while it releases its registers.
  *
  * @module
  */
@@ -57,6 +65,29 @@ export abstract class VMObject {
   #refs = 0;
   #freed = false;
   #userHeld = false;
+  #pinned = false;
+
+  /**
+   * Whether `v` is a `VMObject` of any copy of relaxvm, and never throws: an
+   * object of this copy by its private field (no Proxy trap runs), another
+   * copy's by its brand, read in a `try` (a revoked Proxy, or one whose `get`
+   * trap throws, is not a `VMObject`).
+   *
+   * @ignore
+   */
+  static is(v: object): v is VMObject {
+    // Small enough for V8 to inline where the VM stores every result; the rest is a call.
+    return #refs in v || VMObject.#isForeign(v);
+  }
+
+  /** Whether `v` carries the brand of another copy's `VMObject`; false if reading it throws. */
+  static #isForeign(v: object): boolean {
+    try {
+      return (v as Branded)[VM_OBJECT_BRAND] === true;
+    } catch {
+      return false;
+    }
+  }
 
   /**
    * Number of holders now.
@@ -113,12 +144,39 @@ export abstract class VMObject {
   }
 
   /**
-   * Frees the object now, whoever still holds it; later uses throw.
+   * Frees the object now, whoever still holds it; later uses throw. A pinned
+   * object (`pin()`) is not freed: this throws a `TypeError` instead.
    *
    * @ignore
    */
   kill(): void {
+    if (this.#pinned) {
+      throw new TypeError(
+        `${this} is a constant of the executable, which every VM running it shares: it cannot be killed`,
+      );
+    }
     if (!this.#freed) this.#free();
+  }
+
+  /**
+   * Marks the object as belonging to something that outlives any one run (an
+   * executable's constant pool): `kill()` refuses it from now on. Holders
+   * still count as usual, so the owner's own release frees it.
+   *
+   * @ignore
+   */
+  pin(): this {
+    this.#pinned = true;
+    return this;
+  }
+
+  /**
+   * Whether `pin()` was called.
+   *
+   * @ignore
+   */
+  get pinned(): boolean {
+    return this.#pinned;
   }
 
   /**
@@ -186,8 +244,28 @@ export abstract class VMObject {
 
   #free(): void {
     this.#freed = true;
-    this.free();
+    if (draining) {
+      waiting.push(this);
+      return;
+    }
+    draining = true;
+    try {
+      this.free();
+      for (let next = waiting.pop(); next !== undefined; next = waiting.pop()) next.free();
+    } finally {
+      draining = false;
+    }
   }
+}
+
+/** Whether a free is running: objects it frees wait in `waiting` instead of recursing. */
+let draining = false;
+/** Objects marked freed whose `free()` has not run yet. */
+const waiting: VMObject[] = [];
+
+/** Whether `v` is a `VMObject` (by brand: never runs a Proxy trap, never throws). */
+export function isVMObject(v: unknown): v is VMObject {
+  return typeof v === "object" && v !== null && VMObject.is(v);
 }
 
 /**
@@ -197,7 +275,7 @@ export abstract class VMObject {
  * `retain()` itself.
  */
 export function retainValue(v: unknown): void {
-  if (v instanceof VMObject) {
+  if (isVMObject(v)) {
     v.retain();
     v.heldBeyondFrames();
   }
@@ -205,26 +283,33 @@ export function retainValue(v: unknown): void {
 
 /** Drops a holder of `v`; the last one frees it. */
 export function releaseValue(v: unknown): void {
-  if (v instanceof VMObject) v.release();
+  if (isVMObject(v)) v.release();
 }
 
 /** Drops a holder of `v` without freeing it (it becomes floating again). */
 export function disownValue(v: unknown): void {
-  if (v instanceof VMObject) v.disown();
+  if (isVMObject(v)) v.disown();
 }
 
 /** Frees `v` if nothing holds it (a result nobody stored). */
 export function releaseIfUnowned(v: unknown): void {
-  if (v instanceof VMObject) v.releaseIfUnowned();
+  if (isVMObject(v)) v.releaseIfUnowned();
 }
 
 /**
  * Hands a result to the user: objects make the user a holder (a tuple
  * becomes a plain array of exported fields); arrays the user passed in are
- * exported field by field; everything else is returned as is.
+ * exported field by field; everything else is returned as is (a revoked
+ * Proxy included: it is not inspected).
  */
 export function exportValue(v: unknown): unknown {
-  if (v instanceof VMObject) return v.handToUser();
-  if (Array.isArray(v)) return v.map(exportValue);
-  return v;
+  if (typeof v !== "object" || v === null) return v;
+  if (VMObject.is(v)) return v.handToUser();
+  let array = false;
+  try {
+    array = Array.isArray(v);
+  } catch {
+    // A revoked Proxy: returned as it is.
+  }
+  return array ? (v as unknown[]).map(exportValue) : v;
 }

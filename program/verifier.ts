@@ -27,6 +27,14 @@ import { registerText } from "./text_format.ts";
 /** The largest register file a function may ask for (2^24 registers). */
 export const MAX_REGISTER_FILE = 1 << 24;
 
+/**
+ * The most inputs a VM function may take (2^16). Inputs cost a file no
+ * bytes, but each is a register of every frame and a line of the checker's
+ * warnings: a 200-byte file declaring 2^24 inputs took 6 s to load and as
+ * long to construct a VM for (found by the bombs fuzz family).
+ */
+export const MAX_INPUTS = 1 << 16;
+
 /** A problem, with the word of the code it is about (-1: none) for loaders to point at. */
 export interface VerifierProblem extends CheckProblem {
   /** Position in `instrData` of the instruction concerned, or -1. */
@@ -227,6 +235,9 @@ function checkFunctionTable(
     }
     if (f.registerFileSize > MAX_REGISTER_FILE) {
       problem(`asks for ${f.registerFileSize} registers, more than ${MAX_REGISTER_FILE}`);
+    }
+    if (f.numArgs > MAX_INPUTS) {
+      problem(`takes ${f.numArgs} inputs, more than ${MAX_INPUTS}`);
     }
     if (f.numArgs > f.registerFileSize) {
       problem(`has ${f.numArgs} inputs but ${f.registerFileSize} registers`);

@@ -212,3 +212,37 @@ Deno.test("memory: storages, tensor views and bad sizes", async () => {
   c.dispose();
   d.dispose();
 });
+
+Deno.test("maxMemoryBytes bounds a VM's memory on all its devices together, either allocator", async () => {
+  const program = new ExecBuilder();
+  program.function("two", 2, () => {
+    program.emit_call("vm.builtin.alloc_storage", [
+      program.vm_state(),
+      program.r(0),
+      program.imm(0),
+      program.convert_constant("uint8"),
+    ], { dst: program.r(2) });
+    program.emit_call("vm.builtin.alloc_storage", [
+      program.vm_state(),
+      program.r(1),
+      program.imm(1),
+      program.convert_constant("uint8"),
+    ], { dst: program.r(3) });
+    program.emit_call("vm.builtin.make_tuple", [program.r(2), program.r(3)], { dst: program.r(4) });
+    program.emit_ret(program.r(4));
+  });
+  const ex = program.get();
+  for (const allocator of ["pooled", "naive"] as const) {
+    const vm = new VirtualMachine(ex, [cpu(0), cpu(1)], { allocator, maxMemoryBytes: 64 * 1024 });
+    const pair = await vm.invoke("two", [30 * 1024], [30 * 1024]) as { dispose(): void }[];
+    pair.forEach((s) => s.dispose());
+    const e = await assertRejects(
+      () => vm.invoke("two", [40 * 1024], [40 * 1024]),
+      VMError,
+      "memory limit of 65536 bytes",
+    );
+    assert(e.message.includes("on cpu(1)"), e.message);
+    assertEquals(vm.memory_stats(cpu(0)).liveBytes, 0, allocator);
+    assertEquals(vm.memory_stats(cpu(1)).liveBytes, 0, allocator);
+  }
+});

@@ -5,20 +5,32 @@
  * the builder) writes whatever it is given.
  */
 
-import { assert, assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
+import {
+  assert,
+  assertEquals,
+  assertRejects,
+  assertStringIncludes,
+  assertThrows,
+} from "@std/assert";
 import {
   CheckError,
   cpu,
+  dtype,
   ExecBuilder,
   Executable,
   type FunctionInfo,
+  getGlobalFunc,
   LoadError,
+  type NDArray,
   type ProgramData,
+  registerFunc,
+  shape,
   tensor,
   VirtualMachine,
   VMError,
 } from "../mod.ts";
-import { defaultAllocator } from "../devices/allocation_context.ts";
+import { activateAllocators, defaultAllocator } from "../devices/allocation_context.ts";
+import { MemoryScope } from "../devices/memory_scope.ts";
 import { saveProgram } from "../program/serialize.ts";
 
 /** The data of a small valid program: `main(x) = copy(x)`, calling one packed function. */
@@ -149,4 +161,350 @@ Deno.test("security: names print escaped in dumps and errors, never as raw contr
   const e = assertThrows(() => new VirtualMachine(ex), VMError, "Unknown packed function");
   // deno-lint-ignore no-control-regex
   assert(!/[\u0000-\u0008\u000b-\u001f\u007f\u202e]/.test(e.message), JSON.stringify(e.message));
+});
+
+Deno.test("finding 6: a VM's allocations stay under its memory limit (maxMemoryBytes)", async () => {
+  // One instruction asked for 8 GiB: a shape heap of 2^30 - 1 int64s, rejected before any is touched.
+  const ib = new ExecBuilder();
+  ib.function("heap", { num_inputs: 1 }, () => {
+    ib.emit_call("vm.builtin.alloc_shape_heap", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  ib.function("add", { num_inputs: 2 }, () => {
+    ib.emit_call("vm.op.add", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(2));
+  });
+  const ex = ib.get();
+  const vm = new VirtualMachine(ex);
+  const t0 = performance.now();
+  const e = await assertRejects(() => vm.invoke("heap", 2 ** 30 - 1), VMError);
+  assertStringIncludes(e.message, "8589934584 bytes");
+  assertStringIncludes(e.message, "memory limit of 1073741824 bytes (maxMemoryBytes)");
+  assertEquals(e.packedFunc, "vm.builtin.alloc_shape_heap");
+  assert(performance.now() - t0 < 1000, "rejected before touching memory");
+  // A broadcast add of 160 KiB of inputs would make 1.5 GiB.
+  using col = tensor(new Float32Array(24576), { shape: [24576, 1] });
+  using row = tensor(new Float32Array(16384), { shape: [1, 16384] });
+  await assertRejects(() => vm.invoke("add", col, row), VMError, "memory limit");
+  assertEquals(vm.memory_stats().liveBytes, 0);
+  // A small limit counts every block the VM holds, pooled ones too, and trims the pool first.
+  const small = new VirtualMachine(ex, cpu(), { maxMemoryBytes: 64 * 1024 });
+  for (const n of [1000, 2000, 3000, 4000, 5000, 6000, 7000]) {
+    const out = await small.invoke("heap", n) as { dispose(): void };
+    out.dispose();
+  }
+  await assertRejects(() => small.invoke("heap", 9000), VMError, "65536");
+  assertEquals(small.memory_stats().liveBytes, 0);
+  assertThrows(
+    () => new VirtualMachine(ex, cpu(), { maxMemoryBytes: -1 }),
+    RangeError,
+    "maxMemoryBytes",
+  );
+});
+
+Deno.test("finding 7: a disposed argument is a VMError and leaks none of the others", async () => {
+  const host = defaultAllocator(cpu());
+  const ib = new ExecBuilder();
+  ib.function("two", { num_inputs: 2 }, () => ib.emit_ret(ib.r(0)));
+  const vm = new VirtualMachine(ib.get());
+  const before = host.stats().liveBytes;
+  const good = tensor([1, 2, 3, 4]);
+  const dead = tensor([5, 6]);
+  dead.dispose();
+  const e = await assertRejects(() => vm.invoke("two", good, dead), VMError, "Argument 1");
+  assertStringIncludes(e.message, "disposed");
+  assertThrows(() => vm.save_function("two", "saved", good, dead), VMError, "Argument 1");
+  assertThrows(() => vm.set_input("two", good, dead), VMError, "Argument 1");
+  good.dispose();
+  assert(good.disposed, "nothing kept a reference to the good argument");
+  // At most: the garbage collector may free tensors other tests dropped meanwhile.
+  assert(host.stats().liveBytes <= before, `${host.stats().liveBytes - before} bytes left`);
+});
+
+Deno.test("finding 8: a program cannot kill its executable's constants", async () => {
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 0 }, () => {
+    ib.emit_call("vm.builtin.kill", [tensor([1, 2, 3])], { dst: ib.r(0) });
+    ib.emit_ret(ib.r(0));
+  });
+  ib.function("read", { num_inputs: 0 }, () => {
+    ib.emit_call("vm.builtin.copy", [ib.c(0)], { dst: ib.r(0) });
+    ib.emit_ret(ib.r(0));
+  });
+  const ex = ib.get();
+  const vm = new VirtualMachine(ex);
+  const e = await assertRejects(() => vm.invoke("main"), VMError, "constant");
+  assertEquals(e.packedFunc, "vm.builtin.kill");
+  // The executable is intact: other VMs, save and as_typescript still work.
+  const other = new VirtualMachine(ex);
+  using t = await other.invoke("read") as NDArray;
+  assertEquals([...t.dataSync()], [1, 2, 3]);
+  assertEquals(Executable.load(ex.save()).as_text(), ex.as_text());
+  assertStringIncludes(ex.as_typescript(), "tensor(");
+  using again = await vm.invoke("read") as NDArray;
+  assertEquals([...again.dataSync()], [1, 2, 3], "the VM that tried still has it");
+});
+
+Deno.test("finding 9: reshape and alloc_tensor reject malformed shapes and dtypes", async () => {
+  const ib = new ExecBuilder();
+  ib.function("reshape", { num_inputs: 2 }, () => {
+    ib.emit_call("vm.builtin.reshape", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(2));
+  });
+  ib.function("alloc", { num_inputs: 2 }, () => {
+    ib.emit_call(
+      "vm.builtin.alloc_storage",
+      [ib.vm_state(), shape(64), ib.imm(0), dtype("uint8")],
+      {
+        dst: ib.r(2),
+      },
+    );
+    ib.emit_call("vm.builtin.alloc_tensor", [ib.r(2), ib.imm(0), ib.r(0), ib.r(1)], {
+      dst: ib.r(3),
+    });
+    ib.emit_ret(ib.r(3));
+  });
+  const vm = new VirtualMachine(ib.get());
+  using t = tensor([1, 2, 3, 4, 5, 6, 7, 8]);
+  for (const bad of [[-1, -8], [0.5, 16], [-8], ["x"], [NaN], [2 ** 53, 0], [Infinity, 0]]) {
+    await assertRejects(() => vm.invoke("reshape", t, bad), VMError, "reshape:");
+    await assertRejects(() => vm.invoke("alloc", bad, "float32"), VMError, "alloc_tensor:");
+  }
+  for (const bad of ["float31", "", 7, null]) {
+    await assertRejects(() => vm.invoke("alloc", [2], bad), VMError, "alloc_tensor:");
+  }
+  using ok = await vm.invoke("reshape", t, [2, 4]) as { shape: readonly number[] } & Disposable;
+  assertEquals(ok.shape, [2, 4]);
+  assertEquals(vm.memory_stats().liveBytes, 0);
+});
+
+Deno.test("finding 11: odd thrown values become VMErrors; wrapping calls no user code unguarded", async () => {
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  const throwingMessage = new Error("x");
+  Object.defineProperty(throwingMessage, "message", {
+    get() {
+      throw new Error("message getter");
+    },
+  });
+  const throwingToString = {
+    toString() {
+      throw new Error("toString");
+    },
+  };
+  const hostileProto = new Proxy({}, {
+    getPrototypeOf() {
+      throw new Error("getPrototypeOf trap");
+    },
+  });
+  const thrown: unknown[] = [
+    proxy,
+    throwingMessage,
+    throwingToString,
+    hostileProto,
+    Symbol("s"),
+    undefined,
+    null,
+    Object.create(null),
+  ];
+  let which = 0;
+  registerFunc("test.security.throw_odd", () => {
+    throw thrown[which];
+  }, { override: true });
+  registerFunc("test.security.reject_odd", () => Promise.reject(thrown[which]), { override: true });
+  registerFunc("test.security.return_revoked", () => proxy, { override: true });
+  const ib = new ExecBuilder();
+  for (const name of ["throw_odd", "reject_odd", "return_revoked"]) {
+    ib.function(name, { num_inputs: 0 }, () => {
+      ib.emit_call(`test.security.${name}`, [], { dst: ib.r(0) });
+      ib.emit_ret(ib.r(0));
+    });
+  }
+  const ex = ib.get();
+  for (const options of [{}, { dispatch: "generic" }, { mode: "compiled" }] as const) {
+    const vm = new VirtualMachine(ex, cpu(), options);
+    for (which = 0; which < thrown.length; which++) {
+      await assertRejects(() => vm.invoke("throw_odd"), VMError);
+      await assertRejects(() => vm.invoke("reject_odd"), VMError);
+    }
+    await assertRejects(() => vm.invoke("return_revoked"), VMError);
+    // A revoked Proxy passed in is a VMError too.
+    await assertRejects(() => vm.invoke("throw_odd", proxy), VMError);
+  }
+});
+
+Deno.test("finding 11: a thenable result is awaited like a Promise", async () => {
+  registerFunc("test.security.thenable", (x: number) => ({
+    then(resolve: (v: unknown) => void) {
+      setTimeout(() => resolve(x * 2), 1);
+    },
+  }), { override: true });
+  registerFunc("test.security.bad_then", () => ({
+    get then() {
+      throw new Error("then getter");
+    },
+  }), { override: true });
+  registerFunc("test.security.then_throws", () => ({
+    then() {
+      throw new Error("then throws");
+    },
+  }), { override: true });
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 1 }, () => {
+    ib.emit_call("test.security.thenable", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_call("test.security.thenable", [ib.r(1)]); // discarded
+    ib.emit_ret(ib.r(1));
+  });
+  for (const name of ["bad_then", "then_throws"]) {
+    ib.function(name, { num_inputs: 0 }, () => {
+      ib.emit_call(`test.security.${name}`, [], { dst: ib.r(0) });
+      ib.emit_ret(ib.r(0));
+    });
+  }
+  const ex = ib.get();
+  for (const options of [{}, { dispatch: "generic" }, { mode: "compiled" }] as const) {
+    const vm = new VirtualMachine(ex, cpu(), options);
+    assertEquals(await vm.invoke("main", 21), 42);
+    await assertRejects(() => vm.invoke("bad_then"), VMError, "then getter");
+    await assertRejects(() => vm.invoke("then_throws"), VMError, "then throws");
+  }
+});
+
+Deno.test("bombs: a chain of a million nested tuples frees without exhausting the stack", async () => {
+  registerFunc("test.security.lt", (a: number, b: number) => a < b, { override: true });
+  registerFunc("test.security.inc", (a: number) => a + 1, { override: true });
+  const ib = new ExecBuilder();
+  // nest(n, leaf, keep): wraps `leaf` in n tuples; returns the chain when keep, else drops it.
+  ib.function("nest", { num_inputs: 3 }, () => {
+    ib.emit_call("vm.builtin.copy", [ib.imm(0)], { dst: ib.r(3) }); // 0: i = 0
+    ib.emit_call("test.security.lt", [ib.r(3), ib.r(0)], { dst: ib.r(4) }); // 1
+    ib.emit_if(ib.r(4), 4); // 2
+    ib.emit_call("vm.builtin.make_tuple", [ib.r(1)], { dst: ib.r(1) }); // 3
+    ib.emit_call("test.security.inc", [ib.r(3)], { dst: ib.r(3) }); // 4
+    ib.emit_goto(-4); // 5
+    ib.emit_if(ib.r(2), 2); // 6
+    ib.emit_ret(ib.r(1)); // 7
+    ib.emit_ret(ib.r(3)); // 8
+  });
+  const vm = new VirtualMachine(ib.get());
+  using leaf = tensor([1, 2, 3]);
+  const host = defaultAllocator(cpu()).stats().liveBytes;
+  assertEquals(await vm.invoke("nest", 1_000_000, leaf, 0), 1_000_000);
+  // Handing out is recursive: a result nested too deeply is refused, and released.
+  const e = await assertRejects(() => vm.invoke("nest", 5000, leaf, 1), VMError, "nested more");
+  assertStringIncludes(e.message, "1000");
+  const ok = await vm.invoke("nest", 3, leaf, 1) as unknown[][][];
+  assertEquals(ok[0][0][0], leaf, "the user's own tensor, handed back");
+  assert(defaultAllocator(cpu()).stats().liveBytes <= host, "nothing left outside the VM");
+  assert(!leaf.disposed);
+  assertEquals(vm.memory_stats().liveBytes, 0);
+});
+
+Deno.test("builtins: failures found by the builtin fuzz family are named and leak nothing", () => {
+  const call = (name: string, ...args: unknown[]) => getGlobalFunc(name)!(...args);
+  const host = defaultAllocator(cpu());
+  const before = host.stats().liveBytes;
+  // A tuple or closure over a freed value used to hold the values before it forever.
+  const good = tensor([1, 2, 3, 4]);
+  const dead = tensor([5]);
+  dead.dispose();
+  assertThrows(() => call("vm.builtin.make_tuple", good, dead), ReferenceError, "make_tuple:");
+  assertThrows(
+    () => call("vm.builtin.make_closure", () => 0, good, dead),
+    ReferenceError,
+    "make_closure:",
+  );
+  good.dispose();
+  assert(good.disposed, "nothing else holds the good value");
+  // At most: the garbage collector may free tensors other tests dropped meanwhile.
+  assert(host.stats().liveBytes <= before, `${host.stats().liveBytes - before} bytes left`);
+  // A KV cache without rows allocated its tensor, then failed, unnamed.
+  const scope = new MemoryScope([cpu()], "pooled", 1 << 20);
+  using init = tensor([1, 2]);
+  const previous = activateAllocators(scope);
+  try {
+    assertThrows(
+      () => call("vm.builtin.attention_kv_cache_create", init, shape(), 0),
+      RangeError,
+      "attention_kv_cache_create: reserve_shape needs at least one dimension",
+    );
+  } finally {
+    activateAllocators(previous);
+  }
+  assertEquals(scope.allocators().reduce((n, a) => n + a.stats().liveBytes, 0), 0);
+  // A dtype that does not parse is the check's own error.
+  assertThrows(
+    () => call("vm.builtin.check_prim_value_info", 1, "float31", ""),
+    TypeError,
+    "check_prim_value_info:",
+  );
+});
+
+Deno.test("finding 8: builtins that write in place refuse the executable's constants", async () => {
+  const heap = tensor([0n, 0n], { dtype: "int64" });
+  const logits = tensor([1, 2, 3, 4]);
+  const ib = new ExecBuilder();
+  ib.function("store", { num_inputs: 0 }, () => {
+    ib.emit_call("vm.builtin.store_shape", [shape(7, 8), heap, ib.imm(0), ib.imm(1)], {
+      dst: ib.r(0),
+    });
+    ib.emit_ret(ib.r(0));
+  });
+  ib.function("softmax", { num_inputs: 0 }, () => {
+    ib.emit_call("vm.builtin.apply_softmax_with_temperature", [logits, ib.convert_constant(1)], {
+      dst: ib.r(0),
+    });
+    ib.emit_ret(ib.r(0));
+  });
+  const ex = ib.get();
+  heap.dispose();
+  logits.dispose();
+  const vm = new VirtualMachine(ex);
+  await assertRejects(
+    () => vm.invoke("store"),
+    VMError,
+    "store_shape: the shape heap is a constant",
+  );
+  await assertRejects(() => vm.invoke("softmax"), VMError, "logits is a constant");
+  const [c0, c1] = ex.constants.filter((c) =>
+    typeof c === "object" && "dataSync" in c
+  ) as NDArray[];
+  assertEquals([...c0.dataSync()], [0n, 0n], "the heap constant is unchanged");
+  assertEquals([...c1.dataSync()], [1, 2, 3, 4], "the logits constant is unchanged");
+});
+
+Deno.test("bombs: inputs and high register numbers cost a file nothing, so they cannot cost the VM", async () => {
+  // Found by the bombs fuzz family: 2^24 declared inputs took seconds to load and to construct.
+  const inputs = saveProgram(withFunction("main", { numArgs: 1 << 24, registerFileSize: 1 << 24 }));
+  let t0 = performance.now();
+  assertThrows(() => Executable.load(inputs), LoadError, "takes 16777216 inputs, more than 65536");
+  assert(performance.now() - t0 < 500, `${performance.now() - t0} ms`);
+  // One instruction naming register 2^24 - 1 asked for a register file of 2^24 slots: every
+  // call copied it, and construction scanned it per block. The VM renumbers such a program.
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 1 }, () => {
+    for (let i = 0; i < 200; i++) ib.emit_if(ib.r(0), 1);
+    ib.emit_call("vm.builtin.copy", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  const p = validProgram();
+  const built = ib.get();
+  const code = Float64Array.from(built.instrData);
+  code[code.length - 6] = (1 << 24) - 1; // the copy's destination
+  code[code.length - 1] = (1 << 24) - 1; // the register returned
+  const high = saveProgram({
+    ...p,
+    functions: built.functions.map((f) =>
+      f.kind === "vm" ? { ...f, registerFileSize: 1 << 24 } : f
+    ),
+    instrOffset: built.instrOffset,
+    instrData: code,
+  });
+  assert(high.length < 6000, `${high.length} bytes`);
+  const ex = Executable.load(high);
+  assertStringIncludes(ex.as_text(), "dst: %16777215");
+  t0 = performance.now();
+  const vm = new VirtualMachine(ex);
+  assertEquals(await vm.invoke("main", 5), 5);
+  assert(performance.now() - t0 < 300, `${performance.now() - t0} ms to construct and call`);
 });

@@ -4,6 +4,7 @@ import {
   assertInstanceOf,
   assertRejects,
   assertStrictEquals,
+  assertStringIncludes,
   assertThrows,
 } from "@std/assert";
 import {
@@ -374,6 +375,27 @@ function defineVMTests(form: keyof typeof FORMS) {
     );
     new VirtualMachine(ex, [cpu()], { allocator: "naive", mode: "interpret" });
     new VirtualMachine(ex, [cpu()], { mode: "compiled", dispatch: "generic" });
+  });
+
+  Deno.test(`If on a tensor that dies at the If jumps by its value, not by the release [${form}]`, async () => {
+    // Found by the "run" fuzz family: specialized dispatch kept the condition in the
+    // variable the releases after the If reused, so a falsy tensor released there
+    // made the If fall through.
+    const ib = new ExecBuilder();
+    ib.function("pick", { num_inputs: 1 }, () => {
+      ib.emit_if(ib.r(0), 3); // r0 is dead after the If: released right after it
+      ib.emit_call("vm.builtin.copy", [ib.imm(1)], { dst: ib.r(1) });
+      ib.emit_ret(ib.r(1));
+      ib.emit_call("vm.builtin.copy", [ib.imm(2)], { dst: ib.r(1) });
+      ib.emit_ret(ib.r(1));
+    });
+    const ex = ib.get();
+    assertStringIncludes(ex.as_text({ releases: true }), "then release %0");
+    const vm = loadIn(ex, form);
+    using zero = tensor([0]);
+    using one = tensor([1]);
+    assertEquals(await vm.invoke("pick", zero), 2);
+    assertEquals(await vm.invoke("pick", one), 1);
   });
 
   Deno.test(`If accepts numbers, booleans and one-element CPU tensors; anything else is a VMError [${form}]`, async () => {

@@ -10,7 +10,9 @@
  * - `Goto` and `If` become a `switch` on the pc inside a loop, with a `case`
  *   only where a jump lands; a function without jumps is straight-line code;
  * - liveness release points become `rK = undefined`, after releasing the
- *   value when it is an object.
+ *   value when it is an object;
+ * - a backward jump charges the invocation's fuel (`inv`, the second
+ *   argument) the instructions it repeats, as the interpreter does.
  *
  * Semantics are the interpreter's, instruction for instruction: results are
  * held and released with the object protocol at the same points (memory
@@ -38,14 +40,14 @@
  * @module
  */
 
-import { DecodedOp, type LoadedFunction } from "./loaded_function.ts";
+import { DecodedOp, type FuelBudget, type LoadedFunction } from "./loaded_function.ts";
 
 /** What compiled functions need from the interpreter. */
 export interface CompiledHelpers {
   /**
    * For an object result (or null) being stored: a `VMObject` is retained; a
-   * Promise is kept as `pending` and `PARK` thrown, so that the compiled
-   * function's handler parks the frame.
+   * Promise (or thenable) is kept as `pending` and `PARK` thrown, so that the
+   * compiled function's handler parks the frame.
    */
   hold(v: object | null): void;
   /** For an object result (or null) being discarded: an unowned `VMObject` is freed; a Promise parks, as in `hold`. */
@@ -77,8 +79,11 @@ export interface CompiledHelpers {
  */
 export const PARK: unique symbol = Symbol("park");
 
-/** A compiled VM function: its result, or the interpreter's marker for a parked call. */
-export type CompiledRun = (args: readonly unknown[]) => unknown;
+/**
+ * A compiled VM function, run for an invocation whose fuel its backward jumps
+ * charge: its result, or the interpreter's marker for a parked call.
+ */
+export type CompiledRun = (args: readonly unknown[], inv: FuelBudget) => unknown;
 
 /**
  * Functions whose estimated bytecode (`estimateBytecode`) is larger than this
@@ -191,6 +196,14 @@ export function compile(fn: LoadedFunction, helpers: CompiledHelpers): CompiledR
   }
   const loop = targets.size > 0;
   const jump = (target: number) => `pc = ${int(target, 0, n)}; continue;`;
+  // A backward jump charges the instructions from its target to itself; `pc` names it if
+  // the budget throws.
+  const charge = (pc: number, offset: number) =>
+    offset >= 0
+      ? ""
+      : `pc = ${int(pc, 0, n)}; if ((inv.budget -= ${
+        int(1 - offset, 2, n + 1)
+      }) < 0) inv.refill(); `;
 
   let body = "";
   for (let pc = 0; pc < n; pc++) {
@@ -202,12 +215,12 @@ export function compile(fn: LoadedFunction, helpers: CompiledHelpers): CompiledR
         body += `v = ${operand(ins.a0)}; break ret;\n`;
         continue;
       case DecodedOp.Goto:
-        body += release(ins.after) + jump(pc + ins.jump) + "\n";
+        body += release(ins.after) + charge(pc, ins.jump) + jump(pc + ins.jump) + "\n";
         continue;
       case DecodedOp.If:
         body += `pc = ${int(pc, 0, n)}; v = truthy(${operand(ins.a0)});\n${
           release(ins.after)
-        }if (!v) { ${jump(pc + ins.jump)} }\n`;
+        }if (!v) { ${charge(pc, ins.jump)}${jump(pc + ins.jump)} }\n`;
         continue;
     }
     const call = `${callee(ins.fn)}(${Array.from(ins.args, operand).join(", ")})`;
@@ -249,7 +262,7 @@ export function compile(fn: LoadedFunction, helpers: CompiledHelpers): CompiledR
 const hold = h.hold, drop = h.drop, retain = h.retain, release = h.release, disown = h.disown;
 const truthy = h.isTruthy;
 ${bindings}
-return function compiled(args) {
+return function compiled(args, inv) {
   let ${declarations.length > 0 ? declarations.join(", ") + ", " : ""}v, old, pc = 0;
 ${entry}  try {
     ret: {

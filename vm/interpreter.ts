@@ -24,10 +24,25 @@
  * So a VM function returns either its value or, if anything inside it
  * suspended, a Promise of it, and callers treat both alike.
  *
+ * Promises are recognized as the language does: any object with a callable
+ * `then` (a thenable) is awaited like one (`asPromise`).
+ *
  * Errors. The frame's pc is current before anything can throw, so a failure
  * becomes a `VMError` naming the function, pc, instruction text and callee,
  * with the original as `cause`. Frames release their registers in every
  * case, so a failed call leaves nothing behind and the VM stays usable.
+ * Whatever a packed function throws is described without running its code
+ * unguarded (`reasonOf`): a getter that throws or a revoked Proxy still gives
+ * a `VMError`.
+ *
+ * Budgets (vm/invocation.ts). Each call from the user is an `Invocation`
+ * with its own depth, register slots, fuel, deadline and signal; a frame
+ * keeps its invocation, and `#current` is the invocation running right now
+ * (the loop is synchronous, so it is set while a frame runs and restored
+ * after). Every VM function call checks depth and slots and charges one unit
+ * of fuel; every backward jump charges the instructions it repeats, in all
+ * three forms. A frame waiting on a Promise races it against the
+ * invocation's timer and signal.
  *
  * @module
  */
@@ -35,15 +50,32 @@
 import { activateAllocators, type AllocatorSet } from "../devices/allocation_context.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { VMError } from "../ground/errors.ts";
-import { disownValue, releaseValue, VMObject } from "../ground/object.ts";
+import { disownValue, releaseIfUnowned, releaseValue, VMObject } from "../ground/object.ts";
 import type { ProgramData } from "../program/program_data.ts";
 import { DecodedOp, type Instr, instrText, type LoadedFunction } from "./loaded_function.ts";
 import { releaseAllRegisters, releaseRegisters, storeFresh, storeResult } from "./registers.ts";
 import { compile, type CompiledHelpers, type CompiledRun, PARK } from "./compiled_mode.ts";
 import { type DispatchHelpers, specialize } from "./specialized_dispatch.ts";
+import {
+  DEFAULT_MAX_CALL_DEPTH,
+  DEFAULT_MAX_STACK_SLOTS,
+  Invocation,
+  LimitExceeded,
+  type ResolvedLimits,
+  STOPPED,
+} from "./invocation.ts";
 
-/** Deepest nesting of VM function calls before a call fails with `VMError`. */
-export const MAX_CALL_DEPTH = 1000;
+/** Deepest nesting of VM function calls before a call fails with `VMError` (the default). */
+export const MAX_CALL_DEPTH = DEFAULT_MAX_CALL_DEPTH;
+
+/** The limits of a VM that was given none. */
+export const NO_LIMITS: ResolvedLimits = Object.freeze({
+  fuel: Infinity,
+  timeoutMs: Infinity,
+  signal: null,
+  maxCallDepth: DEFAULT_MAX_CALL_DEPTH,
+  maxStackSlots: DEFAULT_MAX_STACK_SLOTS,
+});
 
 /** Returned by the loop when a call gave a Promise; the frame is parked. */
 const SUSPENDED: unique symbol = Symbol("suspended");
@@ -62,26 +94,144 @@ export type Instrument = (
 class Frame {
   readonly fn: LoadedFunction;
   readonly regs: unknown[];
+  /** The invocation this frame belongs to (its budgets). */
+  readonly inv: Invocation;
   pc = 0;
   pending: Promise<unknown> | null = null;
   /** The arguments of the call in progress, when an instrument is set. */
   instrumentArgs: unknown[] = [];
 
   /** A frame over `regs` (a copy of `fn.template` whose registers it now holds). */
-  constructor(fn: LoadedFunction, regs: unknown[]) {
+  constructor(fn: LoadedFunction, regs: unknown[], inv: Invocation) {
     this.fn = fn;
     this.regs = regs;
+    this.inv = inv;
   }
 
   /** A new frame for a call: the arguments become registers `0..n-1`, each holding its value. */
-  static enter(fn: LoadedFunction, args: readonly unknown[]): Frame {
+  static enter(fn: LoadedFunction, args: readonly unknown[], inv: Invocation): Frame {
     const regs = fn.template.slice();
     for (let i = 0; i < args.length; i++) {
       const v = args[i];
       regs[i] = v;
-      if (v instanceof VMObject) v.retain();
+      if (typeof v === "object" && v !== null && VMObject.is(v)) v.retain();
     }
-    return new Frame(fn, regs);
+    return new Frame(fn, regs, inv);
+  }
+}
+
+/**
+ * Throws a `VMError` if an argument of `@name` is an object that was already
+ * freed, before anything holds any of them: retaining it would throw halfway
+ * and leave the arguments before it held forever.
+ */
+export function checkArgumentsLive(name: string, args: readonly unknown[]): void {
+  for (let i = 0; i < args.length; i++) {
+    const v = args[i];
+    if (typeof v === "object" && v !== null && VMObject.is(v) && isDisposed(v)) {
+      throw new VMError(
+        { functionName: name, pc: -1, instruction: "", packedFunc: "" },
+        `Argument ${i} of @${name}, ${
+          safeText(v)
+        }, was used after its memory was released (it was disposed or killed)`,
+      );
+    }
+  }
+}
+
+/** `v.disposed`; true when even that throws (a Proxy of an object: it cannot be held). */
+function isDisposed(v: VMObject): boolean {
+  try {
+    return v.disposed;
+  } catch {
+    return true;
+  }
+}
+
+/** `String(v)`, or a placeholder when that throws. */
+function safeText(v: unknown): string {
+  try {
+    return String(v);
+  } catch {
+    return "a value that cannot be shown";
+  }
+}
+
+/**
+ * A one-line reason for a thrown value, without running any of its code
+ * unguarded: a `message` or `toString` that throws, a revoked Proxy or a
+ * Proxy whose traps throw all give a placeholder.
+ */
+export function reasonOf(e: unknown): string {
+  try {
+    if (typeof e === "symbol") return e.toString();
+    if (typeof e !== "object" && typeof e !== "function") return String(e);
+    if (e === null) return "null";
+    if (e instanceof Error) {
+      const message: unknown = e.message;
+      if (typeof message !== "string") return "a packed function threw an Error without a message";
+      if (e instanceof RangeError && /call stack/i.test(message)) {
+        return "Call stack overflow in a packed function";
+      }
+      return message;
+    }
+    const text: unknown = String(e);
+    return typeof text === "string" ? text : "a packed function threw a value that cannot be shown";
+  } catch {
+    return "a packed function threw a value that cannot be shown";
+  }
+}
+
+/**
+ * `v` as a Promise when it is one or a thenable (an object with a callable
+ * `then`), else null. Never throws: a `then` that cannot be read (a getter
+ * that throws, a revoked Proxy) gives a rejected Promise, as the language's
+ * own promise resolution does, and `then` is called in a later microtask.
+ * `VMObject`s are never thenables.
+ */
+export function asPromise(v: object): Promise<unknown> | null {
+  if (VMObject.is(v)) return null;
+  let then: unknown;
+  try {
+    if (v instanceof Promise) return v;
+    then = (v as { then?: unknown }).then;
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  if (typeof then !== "function") return null;
+  return Promise.resolve().then(() =>
+    new Promise((resolve, reject) => Reflect.apply(then as () => void, v, [resolve, reject]))
+  );
+}
+
+/** `e` if it is the VM's own `LimitExceeded`, else null (never running a Proxy's traps unguarded). */
+function limitOf(e: unknown): LimitExceeded | null {
+  try {
+    return e instanceof LimitExceeded ? e : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Parks `frame` at `pc` on `v` if it is a Promise or a thenable (`asPromise`). */
+function parkPromise(
+  frame: { pc: number; pending: Promise<unknown> | null },
+  pc: number,
+  v: object,
+): boolean {
+  const p = asPromise(v);
+  if (p === null) return false;
+  frame.pc = pc;
+  frame.pending = p;
+  return true;
+}
+
+/** Whether `e` is a `VMError`, without running a Proxy's traps unguarded. */
+function isVMError(e: unknown): e is VMError {
+  try {
+    return e instanceof VMError;
+  } catch {
+    return false;
   }
 }
 
@@ -107,7 +257,14 @@ export class Interpreter {
   /** Compiled functions by function-table index (VM functions only). */
   readonly functions: (LoadedFunction | undefined)[] = [];
   instrument: Instrument | null = null;
-  #depth = 0;
+  /** The limits of a call that gives none (the VM's options). */
+  limits: ResolvedLimits = NO_LIMITS;
+  /** The invocation running now, while a frame runs synchronously; null between runs. */
+  #current: Invocation | null = null;
+  /** A finished invocation the next call may reuse (`Invocation.reusable`). */
+  #spare: Invocation | null = null;
+  /** The Promises of VM calls that parked: a frame waiting on one needs no race of its own. */
+  readonly #own = new WeakSet<Promise<unknown>>();
   /** Functions already offered to `specialize` on demand, or null when all were at load. */
   #onDemand: Set<LoadedFunction> | null = null;
   /** The frame a compiled function just parked, until `#callCompiled` takes it. */
@@ -118,8 +275,92 @@ export class Interpreter {
     this.#allocators = allocators;
   }
 
-  /** Runs function-table entry `index` with `args`: its value, or a Promise of it. */
+  /**
+   * Runs function-table entry `index` with `args`: its value, or a Promise of
+   * it. Inside a running invocation (a call from the program, or from a
+   * packed function it called) it nests in that invocation; otherwise it
+   * starts one under the VM's limits.
+   */
   call(index: number, args: readonly unknown[]): unknown {
+    const inv = this.#current;
+    if (inv === null) return this.invoke(this.limits, index, args);
+    return this.#enter(inv, index, args);
+  }
+
+  /** Runs function `index` as a new invocation under `limits` (`run`, without a closure). */
+  invoke(limits: ResolvedLimits, index: number, args: readonly unknown[]): unknown {
+    let inv = this.#spare;
+    if (inv !== null && inv.limits === limits) this.#spare = null;
+    else inv = new Invocation(limits);
+    const previous = this.#current;
+    this.#current = inv;
+    let out: unknown;
+    try {
+      out = this.#enter(inv, index, args);
+    } catch (e) {
+      this.#current = previous;
+      this.#end(inv);
+      throw e;
+    }
+    this.#current = previous;
+    // #enter returns a Promise only for a call that parked.
+    if (out instanceof Promise) return this.#finishLater(inv, out);
+    this.#end(inv);
+    return out;
+  }
+
+  /**
+   * A call returned or threw without waiting: its invocation ends, and serves
+   * the next call when it can (`Invocation.reusable`: no clock, no signal, no
+   * frame left waiting).
+   */
+  #end(inv: Invocation): void {
+    if (inv.reusable) {
+      inv.restart();
+      this.#spare = inv;
+    } else {
+      inv.finish();
+    }
+  }
+
+  #finishLater(inv: Invocation, p: Promise<unknown>): Promise<unknown> {
+    return p.then(
+      (v) => {
+        inv.finish();
+        return v;
+      },
+      (e) => {
+        inv.finish();
+        throw e;
+      },
+    );
+  }
+
+  /**
+   * Runs `body` as a new invocation under `limits` (calls into the VM it
+   * makes, through closures say, belong to that invocation); the invocation
+   * ends when `body`'s value, or the Promise it returned, settles.
+   */
+  run(limits: ResolvedLimits, body: (inv: Invocation) => unknown): unknown {
+    const inv = new Invocation(limits);
+    const previous = this.#current;
+    this.#current = inv;
+    let out: unknown;
+    try {
+      out = body(inv);
+    } catch (e) {
+      inv.finish();
+      throw e;
+    } finally {
+      this.#current = previous;
+    }
+    const p = typeof out === "object" && out !== null ? asPromise(out) : null;
+    if (p !== null) return this.#finishLater(inv, p);
+    inv.finish();
+    return out;
+  }
+
+  #enter(inv: Invocation, index: number, args: readonly unknown[]): unknown {
     const fn = this.functions[index]!;
     if (args.length !== fn.info.numArgs) {
       throw new VMError(
@@ -129,28 +370,57 @@ export class Interpreter {
         }, got ${args.length}`,
       );
     }
-    if (this.#depth >= MAX_CALL_DEPTH) {
+    checkArgumentsLive(fn.info.name, args);
+    const limits = inv.limits;
+    if (inv.depth >= limits.maxCallDepth) {
       throw new VMError(
         { functionName: fn.info.name, pc: -1, instruction: "", packedFunc: "" },
-        `Call stack overflow: more than ${MAX_CALL_DEPTH} nested VM function calls`,
+        `Call stack overflow: more than ${limits.maxCallDepth} nested VM function calls (maxCallDepth)`,
       );
     }
-    this.#depth++;
-    if (fn.compiled !== null && this.instrument === null) {
-      return this.#callCompiled(fn.compiled, args);
+    const slots = fn.template.length;
+    if (inv.slots + slots > limits.maxStackSlots) {
+      throw new VMError(
+        { functionName: fn.info.name, pc: -1, instruction: "", packedFunc: "" },
+        `Stack overflow: a frame of ${slots} register slots on top of ${inv.slots} would pass the ${limits.maxStackSlots} register slots one call may hold (maxStackSlots)`,
+      );
     }
-    const frame = Frame.enter(fn, args);
+    if ((inv.budget -= 1) < 0) {
+      try {
+        inv.refill();
+      } catch (e) {
+        throw this.#wrap({ fn, pc: -1 }, e);
+      }
+    }
+    inv.depth++;
+    inv.slots += slots;
+    if (fn.compiled !== null && this.instrument === null) {
+      return this.#callCompiled(inv, fn, fn.compiled, args);
+    }
+    const frame = Frame.enter(fn, args, inv);
     let result: unknown;
     try {
       result = this.#run(frame);
     } catch (e) {
-      this.#depth--;
+      this.#leave(inv, fn);
       this.#teardown(frame, undefined);
       throw this.#wrap(frame, e);
     }
-    if (result === SUSPENDED) return this.#resume(frame);
-    this.#depth--;
+    if (result === SUSPENDED) return this.#suspend(frame);
+    this.#leave(inv, fn);
     return this.#teardown(frame, result);
+  }
+
+  #leave(inv: Invocation, fn: LoadedFunction): void {
+    inv.depth--;
+    inv.slots -= fn.template.length;
+  }
+
+  /** The rest of a parked frame's call, as a Promise that the VM knows as its own. */
+  #suspend(frame: Frame): Promise<unknown> {
+    const p = this.#resume(frame);
+    this.#own.add(p);
+    return p;
   }
 
   /**
@@ -159,13 +429,19 @@ export class Interpreter {
    * its registers over in a frame (`parkFrame`) and the rest of this call runs
    * in the interpreter, from the instruction after the one that parked.
    */
-  #callCompiled(compiled: CompiledRun, args: readonly unknown[]): unknown {
+  #callCompiled(
+    inv: Invocation,
+    fn: LoadedFunction,
+    compiled: CompiledRun,
+    args: readonly unknown[],
+  ): unknown {
+    // `inv` is already the current invocation: `#enter` runs only inside one.
     const previous = activateAllocators(this.#allocators);
     let result: unknown;
     try {
-      result = compiled(args);
+      result = compiled(args, inv);
     } catch (e) {
-      this.#depth--;
+      this.#leave(inv, fn);
       throw e;
     } finally {
       activateAllocators(previous);
@@ -173,17 +449,31 @@ export class Interpreter {
     if (result === SUSPENDED) {
       const frame = this.#parked!;
       this.#parked = null;
-      return this.#resume(frame);
+      return this.#suspend(frame);
     }
-    this.#depth--;
+    this.#leave(inv, fn);
     return result;
   }
 
+  /**
+   * Awaits a parked frame's Promise and runs the rest of its call. A Promise
+   * from a packed function races the invocation's timer and signal: when the
+   * invocation stops first, the frame is released and its call fails here
+   * (a value the Promise delivers later is freed if nobody holds it). A
+   * Promise of a VM call of the same invocation needs no race: the frame
+   * waiting inside it fails first.
+   */
   async #resume(frame: Frame): Promise<unknown> {
+    const inv = frame.inv;
     let result: unknown = SUSPENDED;
     try {
       while (result === SUSPENDED) {
-        const v = await frame.pending;
+        const pending = frame.pending!;
+        const v = this.#own.has(pending) ? await pending : await inv.race(pending);
+        if (v === STOPPED) {
+          pending.then(releaseIfUnowned, () => {});
+          throw inv.stopReason();
+        }
         frame.pending = null;
         const ins = frame.fn.code[frame.pc];
         if (v !== SKIPPED) {
@@ -198,14 +488,14 @@ export class Interpreter {
       this.#teardown(frame, undefined);
       throw this.#wrap(frame, e);
     } finally {
-      this.#depth--;
+      this.#leave(inv, frame.fn);
     }
     return this.#teardown(frame, result);
   }
 
   /** Ends a frame: the result survives (floating), every register is released. */
   #teardown(frame: Frame, result: unknown): unknown {
-    const held = result instanceof VMObject;
+    const held = typeof result === "object" && result !== null && VMObject.is(result);
     if (held) result.retain();
     releaseAllRegisters(frame.regs, frame.fn.registers);
     if (held) result.disown();
@@ -213,13 +503,12 @@ export class Interpreter {
   }
 
   #wrap(frame: { fn: LoadedFunction; pc: number }, e: unknown): VMError {
-    if (e instanceof VMError) return e;
-    const ins = frame.fn.code[frame.pc];
-    const reason = e instanceof RangeError && /call stack/i.test(e.message)
-      ? "Call stack overflow in a packed function"
-      : e instanceof Error
-      ? e.message
-      : String(e);
+    if (isVMError(e)) return e;
+    const ins = frame.pc >= 0 ? frame.fn.code[frame.pc] : undefined;
+    const reason = reasonOf(e);
+    // A limit that stopped the call says which in the message; the cause is the abort's reason
+    // (none for fuel and time), not the VM's internal error.
+    const limit = limitOf(e);
     return new VMError(
       {
         functionName: frame.fn.info.name,
@@ -228,12 +517,14 @@ export class Interpreter {
         packedFunc: ins?.fnName ?? "",
       },
       reason,
-      { cause: e },
+      limit === null ? { cause: e } : limit.cause === undefined ? {} : { cause: limit.cause },
     );
   }
 
   #run(frame: Frame): unknown {
     const previous = activateAllocators(this.#allocators);
+    const previousInv = this.#current;
+    this.#current = frame.inv;
     try {
       const fn = frame.fn;
       if (this.#onDemand !== null && fn.specialized === null && !this.#onDemand.has(fn)) {
@@ -246,6 +537,7 @@ export class Interpreter {
         : this.#loop(frame);
     } finally {
       activateAllocators(previous);
+      this.#current = previousInv;
     }
   }
 
@@ -265,11 +557,12 @@ export class Interpreter {
 
   #dispatchHelpers(): DispatchHelpers {
     return {
+      // Called for every object result: the common one, a VMObject, returns at once, so V8
+      // inlines this into the specialized loop without spending the budget it needs to
+      // inline the packed functions.
       parks(frame, pc, v) {
-        if (!(v instanceof Promise)) return false;
-        frame.pc = pc;
-        frame.pending = v;
-        return true;
+        if (VMObject.is(v as object)) return false; // the generated code passes objects only
+        return parkPromise(frame, pc, v as object);
       },
       store: storeResult,
       release: releaseValue,
@@ -282,25 +575,30 @@ export class Interpreter {
   /** Compiles every function (see vm/compiled_mode.ts); those that cannot be stay interpreted. */
   compileAll(): void {
     let pending: Promise<unknown> | null = null;
+    /** The value the call returned: a Promise, or the thenable `pending` stands for. */
+    let pendingValue: unknown = null;
+    const parks = (v: object) => {
+      const p = asPromise(v);
+      if (p === null) return;
+      pending = p;
+      pendingValue = v;
+      throw PARK;
+    };
     const helpers: CompiledHelpers = {
       hold(v) {
-        if (v instanceof VMObject) v.retain();
-        else if (v instanceof Promise) {
-          pending = v;
-          throw PARK;
-        }
+        if (v === null) return;
+        if (VMObject.is(v)) v.retain();
+        else parks(v);
       },
       drop(v) {
-        if (v instanceof VMObject) v.releaseIfUnowned();
-        else if (v instanceof Promise) {
-          pending = v;
-          throw PARK;
-        }
+        if (v === null) return;
+        if (VMObject.is(v)) v.releaseIfUnowned();
+        else parks(v);
       },
       // A frame's registers hold with retain() alone: they never join the GC safety net
       // (ground/object.ts heldBeyondFrames), as the protocol always releases them.
       retain(v) {
-        if (v instanceof VMObject) v.retain();
+        if (typeof v === "object" && v !== null && VMObject.is(v)) v.retain();
       },
       release: releaseValue,
       disown: disownValue,
@@ -311,11 +609,12 @@ export class Interpreter {
         for (let r = 0; r < registers.length; r++) regs[r] = registers[r];
         // A fresh store put the Promise in its register before `hold` saw it.
         const dst = fn.code[pc].dst;
-        if (dst >= 0 && regs[dst] === pending) regs[dst] = undefined;
-        const frame = new Frame(fn, regs);
+        if (dst >= 0 && regs[dst] === pendingValue) regs[dst] = undefined;
+        const frame = new Frame(fn, regs, this.#current!);
         frame.pc = pc;
         frame.pending = pending;
         pending = null;
+        pendingValue = null;
         this.#parked = frame;
         return SUSPENDED;
       },
@@ -335,6 +634,7 @@ export class Interpreter {
   #loop(frame: Frame): unknown {
     const code = frame.fn.code;
     const regs = frame.regs;
+    const inv = frame.inv;
     const instrumented = this.instrument !== null;
     let pc = frame.pc;
     let ins = code[pc];
@@ -373,12 +673,18 @@ export class Interpreter {
             return regs[ins.a0];
           case DecodedOp.Goto:
             if (ins.after !== null) releaseRegisters(regs, ins.after);
+            // A backward jump repeats the instructions from its target to itself: their fuel.
+            if (ins.jump < 0 && (inv.budget -= 1 - ins.jump) < 0) inv.refill();
             pc += ins.jump;
             continue;
           case DecodedOp.If: {
             const truthy = isTruthy(regs[ins.a0]);
             if (ins.after !== null) releaseRegisters(regs, ins.after);
-            pc += truthy ? 1 : ins.jump;
+            if (truthy) pc++;
+            else {
+              if (ins.jump < 0 && (inv.budget -= 1 - ins.jump) < 0) inv.refill();
+              pc += ins.jump;
+            }
             continue;
           }
           default:
@@ -391,10 +697,13 @@ export class Interpreter {
           pc++;
           continue;
         }
-        if (v instanceof Promise) {
-          frame.pc = pc;
-          frame.pending = v;
-          return SUSPENDED;
+        if (typeof v === "object" && v !== null && !VMObject.is(v)) {
+          const p = asPromise(v);
+          if (p !== null) {
+            frame.pc = pc;
+            frame.pending = p;
+            return SUSPENDED;
+          }
         }
         if (ins.fresh && !instrumented) storeFresh(regs, ins.dst, v);
         else storeResult(regs, ins.dst, v);

@@ -120,6 +120,14 @@ export class Instr {
   }
 }
 
+/** What backward jumps charge: an invocation's fuel (vm/invocation.ts). */
+export interface FuelBudget {
+  /** Fuel left before the next `refill`. */
+  budget: number;
+  /** Checks the limits and takes more fuel, or throws. */
+  refill(): void;
+}
+
 /** A VM function ready to run. */
 export interface LoadedFunction {
   /** Its table entry. */
@@ -136,10 +144,15 @@ export interface LoadedFunction {
   readonly entryReleaseCount: number;
   /** The specialized form of the loop for this function, when there is one (vm/specialized_dispatch.ts). */
   specialized:
-    | ((frame: { regs: unknown[]; pc: number; pending: Promise<unknown> | null }) => unknown)
+    | ((frame: {
+      regs: unknown[];
+      pc: number;
+      pending: Promise<unknown> | null;
+      readonly inv: FuelBudget;
+    }) => unknown)
     | null;
   /** The compiled form, when the VM runs in compiled mode and could compile it (vm/compiled_mode.ts). */
-  compiled: ((args: readonly unknown[]) => unknown) | null;
+  compiled: ((args: readonly unknown[], inv: FuelBudget) => unknown) | null;
   /** Characters of JavaScript generated for this function (specialized and compiled forms). */
   sourceLength: number;
 }

@@ -2,7 +2,9 @@
  * Register writes and releases under the object protocol (ground/object.ts):
  * the one implementation every dispatch path — the generic loop, the
  * specialized loop and the VM's entry and exit — uses, so a value is held by
- * a register exactly while it is there.
+ * a register exactly while it is there. Objects are recognized by
+ * `VMObject.is`, which never throws: a register may hold anything a packed
+ * function returned, a revoked Proxy included.
  *
  * @module
  */
@@ -20,9 +22,9 @@ export function storeResult(regs: unknown[], dst: number, v: unknown): void {
   if (dst >= 0) {
     const old = regs[dst];
     regs[dst] = v;
-    if (isObject && v instanceof VMObject) v.retain();
-    if (typeof old === "object" && old !== null && old instanceof VMObject) old.release();
-  } else if (isObject && v instanceof VMObject) {
+    if (isObject && VMObject.is(v)) v.retain();
+    if (typeof old === "object" && old !== null && VMObject.is(old)) old.release();
+  } else if (isObject && VMObject.is(v)) {
     v.releaseIfUnowned();
   }
 }
@@ -33,7 +35,7 @@ export function storeResult(regs: unknown[], dst: number, v: unknown): void {
  * writes but does not read holds nothing), so there is no old value to release.
  */
 export function storeFresh(regs: unknown[], dst: number, v: unknown): void {
-  if (typeof v === "object" && v !== null && v instanceof VMObject) {
+  if (typeof v === "object" && v !== null && VMObject.is(v)) {
     if (dst >= 0) {
       regs[dst] = v;
       v.retain();
@@ -51,15 +53,26 @@ export function releaseRegisters(regs: unknown[], which: Int32Array): void {
     const r = which[k];
     const v = regs[r];
     regs[r] = undefined;
-    if (v instanceof VMObject) v.release();
+    if (typeof v === "object" && v !== null && VMObject.is(v)) v.release();
   }
 }
 
-/** Clears registers `0..count-1` (a frame's end), releasing their values. */
+/**
+ * Clears registers `0..count-1` (a frame's end), releasing their values.
+ * Never throws, so a frame ends however its call failed: a value that looks
+ * like an object of another copy of relaxvm but cannot be released (a Proxy
+ * of one) is dropped.
+ */
 export function releaseAllRegisters(regs: unknown[], count: number): void {
   for (let r = 0; r < count; r++) {
     const v = regs[r];
     regs[r] = undefined;
-    if (v instanceof VMObject) v.release();
+    if (typeof v === "object" && v !== null && VMObject.is(v)) {
+      try {
+        v.release();
+      } catch {
+        // Not really an object of ours (a Proxy of one): nothing to release.
+      }
+    }
   }
 }

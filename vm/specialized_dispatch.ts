@@ -15,7 +15,8 @@
  *
  * Semantics are the generic loop's, instruction for instruction: object
  * results are stored by the same function (vm/registers.ts), liveness releases
- * run at the same points, a Promise parks the frame at its pc, and `frame.pc`
+ * run at the same points, backward jumps charge the invocation's fuel the
+ * same amounts, a Promise parks the frame at its pc, and `frame.pc`
  * names the failing instruction when anything throws. Every pc has a `case`,
  * so a frame can start or resume anywhere. Releases after an instruction are
  * written out (they name only registers the instruction names); releases on
@@ -32,13 +33,14 @@
  * @module
  */
 
-import { DecodedOp, type LoadedFunction } from "./loaded_function.ts";
+import { DecodedOp, type FuelBudget, type LoadedFunction } from "./loaded_function.ts";
 
 /** What a specialized function needs from the interpreter. */
 export interface DispatchHelpers {
   /**
-   * Parks the frame at `pc` if the object result `v` is a Promise (returns
-   * true: the caller returns `suspended`); returns false otherwise.
+   * Parks the frame at `pc` if the object result `v` is a Promise or a
+   * thenable (returns true: the caller returns `suspended`); returns false
+   * otherwise.
    */
   parks(frame: DispatchFrame, pc: number, v: unknown): boolean;
   /** Stores an object result in a register with the object protocol (vm/registers.ts). */
@@ -58,6 +60,8 @@ export interface DispatchFrame {
   regs: unknown[];
   pc: number;
   pending: Promise<unknown> | null;
+  /** The invocation's budget. */
+  readonly inv: FuelBudget;
 }
 
 /** Runs a frame from `frame.pc`; returns the result or `helpers.suspended`. */
@@ -88,6 +92,17 @@ function releases(list: Int32Array | null): string {
       `v = r[${r}]; r[${r}] = undefined; if (typeof v === "object" && v !== null) h.release(v);\n`;
   }
   return out;
+}
+
+/**
+ * Source that charges a backward jump of `jump` (< 0) to the invocation's
+ * budget: the instructions from its target to itself (vm/invocation.ts).
+ */
+function charge(jump: number): string {
+  if (jump >= 0) return "";
+  const fuel = 1 - jump;
+  if (!Number.isSafeInteger(fuel)) throw new RangeError(`jump ${jump} is not an integer`);
+  return `if ((b.budget -= ${fuel}) < 0) b.refill(); `;
 }
 
 /** Emits the specialized loop for `fn`, or returns null where that is not possible. */
@@ -121,12 +136,13 @@ export function specialize(fn: LoadedFunction, helpers: DispatchHelpers): Specia
           body += `frame.pc = ${pc}; retval = r[${ins.a0}]; return ${RETURNED};\n`;
           continue;
         case DecodedOp.Goto:
-          body += releases(ins.after) + jump(pc + ins.jump) + "\n";
+          body += releases(ins.after) + charge(ins.jump) + jump(pc + ins.jump) + "\n";
           continue;
         case DecodedOp.If:
-          body += `v = h.isTruthy(r[${ins.a0}]);\n${releases(ins.after)}if (!v) { ${
-            jump(pc + ins.jump)
-          } }\n`;
+          // The condition gets its own variable: the releases after the If use `v`.
+          body += `cond = h.isTruthy(r[${ins.a0}]);\n${releases(ins.after)}if (!cond) { ${
+            charge(ins.jump)
+          }${jump(pc + ins.jump)} }\n`;
           if (pc + 1 === hi) body += `return ${hi};\n`;
           continue;
       }
@@ -150,8 +166,8 @@ export function specialize(fn: LoadedFunction, helpers: DispatchHelpers): Specia
       body += "\n" + releases(ins.after);
     }
     chunks.push(`function chunk${chunks.length}(frame, pc) {
-  const r = frame.regs;
-  let v, old;
+  const r = frame.regs, b = frame.inv;
+  let v, old, cond;
   try {
     for (;;) {
       switch (pc) {

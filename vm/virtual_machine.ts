@@ -19,18 +19,47 @@ import { MemoryScope } from "../devices/memory_scope.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { Closure } from "../ground/closure.ts";
 import { VMError } from "../ground/errors.ts";
-import { exportValue, releaseValue, retainValue } from "../ground/object.ts";
+import {
+  exportValue,
+  isVMObject,
+  releaseIfUnowned,
+  releaseValue,
+  retainValue,
+} from "../ground/object.ts";
+import { Tuple } from "../ground/tuple.ts";
 import { printable } from "../ground/printable.ts";
 import { getGlobalFunc } from "../ground/registry.ts";
 import { InstructionCursor } from "../program/decoder.ts";
 import type { Executable } from "../program/executable.ts";
+import { formalize } from "../program/formalize.ts";
+import { Opcode } from "../program/bytecode.ts";
 import { computeReleases } from "../program/liveness.ts";
 import { instructionText } from "../program/text_format.ts";
-import { type Instrument, Interpreter } from "./interpreter.ts";
+import {
+  checkArgumentsLive,
+  type Instrument,
+  Interpreter,
+  NO_LIMITS,
+  reasonOf,
+} from "./interpreter.ts";
+import {
+  type CallLimits,
+  checkCount,
+  DEFAULT_MAX_CALL_DEPTH,
+  DEFAULT_MAX_STACK_SLOTS,
+  type ResolvedLimits,
+  resolveLimits,
+} from "./invocation.ts";
 import { loadFunction, type OperandResolver } from "./loaded_function.ts";
 
-/** Options of `new VirtualMachine`. */
-export interface VirtualMachineOptions {
+/**
+ * Options of `new VirtualMachine`. Besides how the VM runs code, they set
+ * the limits every call gets (see the README's "Security model"): the
+ * defaults of `fuel`, `timeoutMs` and `signal` (`CallLimits`, which
+ * `vm.with(...)` overrides per call), how deep and how large one call's stack
+ * may grow, and how much memory the VM may hold.
+ */
+export interface VirtualMachineOptions extends CallLimits {
   /** `"pooled"` (default): reuse freed blocks; `"naive"`: allocate and free each time. */
   allocator?: AllocatorKind;
   /**
@@ -60,6 +89,42 @@ export interface VirtualMachineOptions {
    * loop (same results, slower; for comparison and debugging).
    */
   dispatch?: "specialized" | "generic";
+  /**
+   * Deepest nesting of VM function calls within one call from the user
+   * (calls parked on a Promise count for their own call only). Default 1000.
+   */
+  maxCallDepth?: number;
+  /**
+   * Register slots the frames of one call from the user may hold together
+   * (a frame has a slot per register and per distinct operand of its
+   * function): bounds the memory of deep recursion through functions with
+   * large register files. Default 2^24 (128 MiB of slots).
+   */
+  maxStackSlots?: number;
+  /**
+   * Bytes of device memory the VM may hold at once, on all its devices
+   * together: live tensors and storages, and blocks its pools keep for reuse
+   * (which it gives back before refusing a request). A request past it fails
+   * with a `VMError` naming the request and the limit, before any memory is
+   * touched. Default 1 GiB.
+   */
+  maxMemoryBytes?: number;
+}
+
+/** The memory a VM may hold by default (`maxMemoryBytes`): 1 GiB. */
+export const DEFAULT_MAX_MEMORY_BYTES = 2 ** 30;
+
+/**
+ * A VM seen through per-call limits, made by `vm.with(limits)`: the same
+ * calls as the VM, each one under those limits.
+ */
+export interface LimitedVirtualMachine {
+  /** `vm.invoke(name, ...args)` under the limits. */
+  invoke(name: string, ...args: unknown[]): Promise<unknown>;
+  /** `vm.get(name)` under the limits. */
+  get(name: string): (...args: unknown[]) => Promise<unknown>;
+  /** `vm.invoke_closure(closure, ...args)` under the limits. */
+  invoke_closure(closure: unknown, ...args: unknown[]): Promise<unknown>;
 }
 
 /** How one VM function of a loaded executable runs (`loadReport`). */
@@ -167,6 +232,28 @@ export interface TimingResult {
  * const vm = new VirtualMachine(ib.get(), undefined, { mode: "compiled" });
  * assertEquals(await vm.invoke("sum_to", 100), 4950);
  * ```
+ *
+ * @example Limits for code you did not write: fuel, time, cancellation
+ * ```ts
+ * import { ExecBuilder, VirtualMachine, VMError } from "@relaxvm/relaxvm";
+ * import { assertEquals, assertRejects } from "@std/assert";
+ *
+ * const ib = new ExecBuilder();
+ * ib.function("spin", { num_inputs: 1 }, () => {
+ *   ib.emit_call("vm.builtin.copy", [ib.r(0)], { dst: ib.r(1) });
+ *   ib.emit_goto(-1); // forever
+ *   ib.emit_ret(ib.r(1));
+ * });
+ * ib.function("id", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));
+ * // Defaults for every call, and a memory limit for the whole VM.
+ * const vm = new VirtualMachine(ib.get(), undefined, { timeoutMs: 1000, maxMemoryBytes: 2 ** 26 });
+ * // Tighter limits for one call: fuel counts instructions on backward jumps and calls.
+ * await assertRejects(() => vm.with({ fuel: 1e6 }).invoke("spin", 1), VMError, "Out of fuel");
+ * const controller = new AbortController();
+ * controller.abort();
+ * await assertRejects(() => vm.with({ signal: controller.signal }).invoke("spin", 1), VMError, "Aborted");
+ * assertEquals(await vm.invoke("id", 7), 7); // the VM is fine afterwards
+ * ```
  */
 export class VirtualMachine {
   /** The executable being run. */
@@ -175,6 +262,8 @@ export class VirtualMachine {
   readonly devices: readonly Device[];
   readonly #state: MemoryScope;
   readonly #interp: Interpreter;
+  /** The limits of a call that gives none. */
+  readonly #limits: ResolvedLimits;
   readonly #constants: unknown[];
   readonly #functionRefs = new Map<number, Closure>();
   readonly #saved = new Map<string, { name: string; args: unknown[] }>();
@@ -205,10 +294,29 @@ export class VirtualMachine {
     if (dispatch !== "specialized" && dispatch !== "generic") {
       throw new TypeError(`Unknown dispatch "${dispatch}": use "specialized" or "generic"`);
     }
+    const maxMemoryBytes = options.maxMemoryBytes ?? DEFAULT_MAX_MEMORY_BYTES;
+    if (!(typeof maxMemoryBytes === "number" && maxMemoryBytes >= 0)) {
+      throw new RangeError(
+        `maxMemoryBytes must be a non-negative number of bytes, got ${String(maxMemoryBytes)}`,
+      );
+    }
+    this.#limits = resolveLimits(options, {
+      ...NO_LIMITS,
+      maxCallDepth: checkCount("maxCallDepth", options.maxCallDepth ?? DEFAULT_MAX_CALL_DEPTH),
+      maxStackSlots: checkCount(
+        "maxStackSlots",
+        options.maxStackSlots ?? DEFAULT_MAX_STACK_SLOTS,
+      ),
+    });
     this.executable = ex;
     this.devices = Object.freeze(list);
-    this.#state = new MemoryScope(this.devices, allocator);
-    this.#interp = new Interpreter(ex, this.#state);
+    this.#state = new MemoryScope(this.devices, allocator, maxMemoryBytes);
+    // A file may name a high register once (r(2^24 - 1)) and so ask for a register file far
+    // larger than its code: every call would copy it, and liveness would scan it per block.
+    // The VM runs such a program renumbered densely (as the builder always does).
+    const run = sparseRegisters(ex) ? formalize(ex) : ex;
+    this.#interp = new Interpreter(run, this.#state);
+    this.#interp.limits = this.#limits;
     this.#checkPackedFunctions();
     this.#constants = this.#placeConstants();
     const resolver: OperandResolver = {
@@ -217,10 +325,10 @@ export class VirtualMachine {
       callee: (i) => this.#callee(i),
       vmState: () => this.#state,
     };
-    ex.functions.forEach((f, i) => {
+    run.functions.forEach((f, i) => {
       if (f.kind !== "vm") return;
-      const releases = ex.liveness ? computeReleases(ex, f) : null;
-      this.#interp.functions[i] = loadFunction(ex, f, resolver, releases);
+      const releases = run.liveness ? computeReleases(run, f) : null;
+      this.#interp.functions[i] = loadFunction(run, f, resolver, releases);
     });
     if (mode === "compiled") {
       this.#interp.compileAll();
@@ -257,12 +365,17 @@ export class VirtualMachine {
     });
   }
 
-  /** Tensor constants move to the first device once, here; the VM holds them for its lifetime. */
+  /**
+   * Tensor constants move to the first device once, here; the VM holds them
+   * for its lifetime. Every tensor constant is pinned: it belongs to the
+   * executable (or, moved, to this VM), so a program cannot `kill` it.
+   */
   #placeConstants(): unknown[] {
     const target = this.devices[0];
     const previous = activateAllocators(this.#state);
     try {
       return this.executable.constants.map((c) => {
+        if (isVMObject(c)) c.pin();
         if (!(c instanceof NDArray) || c.device === target) {
           retainValue(c);
           return c;
@@ -275,8 +388,14 @@ export class VirtualMachine {
           moved.byteOffset,
           new Uint8Array(stored.buffer, stored.byteOffset, c.nbytes),
         );
-        return moved.retain();
+        return moved.pin().retain();
       });
+    } catch (e) {
+      throw new VMError(
+        { functionName: "", pc: -1, instruction: "", packedFunc: "" },
+        `Cannot place the executable's constants on ${target}: ${reasonOf(e)}`,
+        { cause: e },
+      );
     } finally {
       activateAllocators(previous);
     }
@@ -330,15 +449,15 @@ export class VirtualMachine {
   }
 
   /**
-   * Runs function `index` for the user: the result is exported (the user
-   * holds it) and device work is submitted. Not an async function: a call
-   * that did not suspend settles without an extra await (about 100 ns per
-   * invocation), and one that did is chained on its Promise.
+   * Runs function `index` for the user under `limits`: the result is
+   * exported (the user holds it) and device work is submitted. Not an async
+   * function: a call that did not suspend settles without an extra await
+   * (about 100 ns per invocation), and one that did is chained on its Promise.
    */
-  #callExported(index: number, args: readonly unknown[]): Promise<unknown> {
+  #callExported(index: number, args: readonly unknown[], limits: ResolvedLimits): Promise<unknown> {
     let out: unknown;
     try {
-      out = this.#interp.call(index, args);
+      out = this.#interp.invoke(limits, index, args);
     } catch (e) {
       this.#flush();
       return Promise.reject(e);
@@ -347,7 +466,7 @@ export class VirtualMachine {
       return out.then(
         (v) => {
           try {
-            return exportValue(v);
+            return this.#export(index, v);
           } finally {
             this.#flush();
           }
@@ -359,19 +478,41 @@ export class VirtualMachine {
       );
     }
     try {
-      return Promise.resolve(exportValue(out));
+      return Promise.resolve(this.#export(index, out));
+    } catch (e) {
+      return Promise.reject(e);
     } finally {
       this.#flush();
     }
   }
 
-  #invoke(name: string, args: unknown[]): Promise<unknown> {
-    const saved = this.#saved.get(name);
-    if (saved !== undefined && args.length === 0) {
-      return this.#callExported(this.#vmFunctionIndex(saved.name), saved.args);
+  /**
+   * Hands a result to the user. A result that holds a freed object (the
+   * program killed it, then returned it) or nests too deeply is a `VMError`,
+   * and what it holds is released: handing out part of it would leave the
+   * rest held forever.
+   */
+  #export(index: number | string, v: unknown): unknown {
+    if (typeof v !== "object" || v === null) return v;
+    const problem = resultProblem(v);
+    if (problem !== null) {
+      const name = typeof index === "string" ? index : this.executable.functions[index].name;
+      releaseIfUnowned(v);
+      throw new VMError(
+        { functionName: name, pc: -1, instruction: "", packedFunc: "" },
+        `@${name} returned ${problem}`,
+      );
     }
+    return exportValue(v);
+  }
+
+  #invoke(name: string, args: unknown[], limits: ResolvedLimits): Promise<unknown> {
     try {
-      return this.#callExported(this.#vmFunctionIndex(name), args);
+      const saved = this.#saved.get(name);
+      if (saved !== undefined && args.length === 0) {
+        return this.#callExported(this.#vmFunctionIndex(saved.name), saved.args, limits);
+      }
+      return this.#callExported(this.#vmFunctionIndex(name), args, limits);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -382,20 +523,67 @@ export class VirtualMachine {
    * resolves to its result. Tensors in the result belong to the caller.
    */
   invoke(name: string, ...args: unknown[]): Promise<unknown> {
-    return this.#invoke(name, args);
+    return this.#invoke(name, args, this.#limits);
   }
 
   /** `vm.get("f")(a, b)` is `vm.invoke("f", a, b)` (Python: `vm["f"](a, b)`). */
   get(name: string): (...args: unknown[]) => Promise<unknown> {
-    if (this.#saved.has(name)) return (...args: unknown[]) => this.#invoke(name, args);
+    return this.#get(name, this.#limits);
+  }
+
+  #get(name: string, limits: ResolvedLimits): (...args: unknown[]) => Promise<unknown> {
+    if (this.#saved.has(name)) return (...args: unknown[]) => this.#invoke(name, args, limits);
     const index = this.#vmFunctionIndex(name);
     // Resolved once; a function saved later under this name takes over, as with invoke.
     return (...args: unknown[]) =>
-      this.#saved.size === 0 ? this.#callExported(index, args) : this.#invoke(name, args);
+      this.#saved.size === 0
+        ? this.#callExported(index, args, limits)
+        : this.#invoke(name, args, limits);
+  }
+
+  /**
+   * The calls of this VM (`invoke`, `get`, `invoke_closure`) under `limits`
+   * instead of the VM's defaults: `fuel` (instructions, counted on backward
+   * jumps and calls), `timeoutMs` and `signal` (both also stop a call waiting
+   * on a Promise). A call that runs out gives a `VMError` saying which limit
+   * stopped it (`Out of fuel`, `Timed out`, `Aborted`), with every frame
+   * released; the VM stays usable. A signal here and one in the VM's options
+   * both apply.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder, VirtualMachine, VMError } from "@relaxvm/relaxvm";
+   * import { assertRejects } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("loop", { num_inputs: 1 }, () => {
+   *   ib.emit_goto(1);
+   *   ib.emit_goto(-1); // back and forth forever
+   *   ib.emit_ret(ib.r(0));
+   * });
+   * const vm = new VirtualMachine(ib.get());
+   * await assertRejects(() => vm.with({ timeoutMs: 20 }).invoke("loop", 0), VMError, "Timed out");
+   * ```
+   */
+  with(limits: CallLimits): LimitedVirtualMachine {
+    const resolved = resolveLimits(limits, this.#limits);
+    return {
+      invoke: (name, ...args) => this.#invoke(name, args, resolved),
+      get: (name) => this.#get(name, resolved),
+      invoke_closure: (closure, ...args) => this.#invokeClosure(closure, args, resolved),
+    };
   }
 
   /** Calls a closure the VM returned (from `vm.builtin.make_closure`). */
-  async invoke_closure(closure: unknown, ...args: unknown[]): Promise<unknown> {
+  invoke_closure(closure: unknown, ...args: unknown[]): Promise<unknown> {
+    return this.#invokeClosure(closure, args, this.#limits);
+  }
+
+  async #invokeClosure(
+    closure: unknown,
+    args: unknown[],
+    limits: ResolvedLimits,
+  ): Promise<unknown> {
     if (!(closure instanceof Closure)) {
       throw new VMError(
         { functionName: "", pc: -1, instruction: "", packedFunc: "" },
@@ -409,7 +597,7 @@ export class VirtualMachine {
       );
     }
     try {
-      return exportValue(await closure.call(args));
+      return this.#export(closure.name, await this.#interp.run(limits, () => closure.call(args)));
     } finally {
       this.#flush();
     }
@@ -418,6 +606,7 @@ export class VirtualMachine {
   /** Binds `args` to `name` under `saved_name`: `get(saved_name)()` then runs without them. */
   save_function(name: string, saved_name: string, ...args: unknown[]): void {
     this.#checkArguments(name, args);
+    checkArgumentsLive(name, args);
     const old = this.#saved.get(saved_name);
     for (const a of args) retainValue(a);
     if (old !== undefined) { for (const a of old.args) releaseValue(a); }
@@ -432,6 +621,7 @@ export class VirtualMachine {
   /** Stores the inputs of `name` for `invoke_stateful`. */
   set_input(name: string, ...args: unknown[]): void {
     this.#checkArguments(name, args);
+    checkArgumentsLive(name, args);
     for (const a of args) retainValue(a);
     for (const a of this.#inputs.get(name) ?? []) releaseValue(a);
     this.#inputs.set(name, args);
@@ -448,7 +638,7 @@ export class VirtualMachine {
     }
     let out: unknown;
     try {
-      out = await this.#interp.call(this.#vmFunctionIndex(name), args);
+      out = await this.#interp.invoke(this.#limits, this.#vmFunctionIndex(name), args);
     } finally {
       this.#flush();
     }
@@ -465,7 +655,7 @@ export class VirtualMachine {
         `No outputs for "${name}": call invoke_stateful first`,
       );
     }
-    return exportValue(this.#outputs.get(name));
+    return this.#export(name, this.#outputs.get(name));
   }
 
   /** An async function that times `name` over `repeat` measurements of `number` runs each. */
@@ -486,7 +676,7 @@ export class VirtualMachine {
       for (let r = 0; r < repeat; r++) {
         const t0 = performance.now();
         for (let n = 0; n < number; n++) {
-          const out = await this.#interp.call(index, args);
+          const out = await this.#interp.invoke(this.#limits, index, args);
           releaseValue(out);
           this.#flush();
         }
@@ -508,5 +698,76 @@ export class VirtualMachine {
   /** Memory counters of `device` (default: the first device) for this VM. */
   memory_stats(device?: Device): MemoryStats {
     return this.#state.allocatorFor(device ?? this.devices[0]).stats();
+  }
+}
+
+/**
+ * Whether a VM function of `ex` declares more registers than its inputs and
+ * the register operands of its code could name: its registers are not
+ * numbered densely (a crafted file), and its register file is not bounded by
+ * its size. Counts operands, not distinct registers, so a dense program never
+ * qualifies and the test is one pass over the instructions.
+ */
+function sparseRegisters(ex: Executable): boolean {
+  const cursor = new InstructionCursor(ex);
+  for (const f of ex.functions) {
+    if (f.kind !== "vm") continue;
+    let named = f.numArgs;
+    for (let i = f.start; i < f.end && named < f.registerFileSize; i++) {
+      const c = cursor.seek(i);
+      if (c.op === Opcode.Call) named += 1 + c.argCount;
+      else if (c.op !== Opcode.Goto) named += 1;
+    }
+    if (f.registerFileSize > named) return true;
+  }
+  return false;
+}
+
+/**
+ * How deeply tuples and arrays may nest in a result handed to the user:
+ * handing out is recursive, and a program can build a chain of a million
+ * nested tuples in a loop.
+ */
+export const MAX_RESULT_DEPTH = 1000;
+
+/**
+ * What makes `v` impossible to hand out — a freed object in it or in the
+ * tuples and arrays it holds, or nesting deeper than `MAX_RESULT_DEPTH` —
+ * described, or null. Walks without recursion, each object once.
+ */
+function resultProblem(v: unknown): string | null {
+  const seen = new Set<object>();
+  const todo: [unknown, number][] = [[v, 0]];
+  while (todo.length > 0) {
+    const [x, depth] = todo.pop()!;
+    if (typeof x !== "object" || x === null || seen.has(x)) continue;
+    seen.add(x);
+    let fields: readonly unknown[] | null = null;
+    if (isVMObject(x)) {
+      if (x.disposed) return `${shortText(x)}, whose memory was already released`;
+      if (x instanceof Tuple) fields = x.fields;
+    } else {
+      try {
+        if (Array.isArray(x)) fields = x;
+      } catch {
+        // A revoked Proxy: not a container.
+      }
+    }
+    if (fields === null) continue;
+    if (depth >= MAX_RESULT_DEPTH) {
+      return `tuples nested more than ${MAX_RESULT_DEPTH} deep, which cannot be handed out`;
+    }
+    for (const f of fields) todo.push([f, depth + 1]);
+  }
+  return null;
+}
+
+/** A short name for an object in a message (a tuple's own `toString` recurses into its fields). */
+function shortText(x: object): string {
+  if (x instanceof Tuple) return `a tuple of ${x.length}`;
+  try {
+    return String(x);
+  } catch {
+    return "an object";
   }
 }

@@ -1,7 +1,8 @@
 /**
  * `deno task fuzz`: runs every fuzz family with a fixed seed and prints a
  * table of tried / loaded / rejected / other exceptions / hangs / leaks /
- * over-budget constructions. Exits with 1 if any of the last four is not 0.
+ * over-budget constructions / wrong results. Exits with 1 if any of the last
+ * five is not 0.
  *
  *   deno task fuzz                      # 100,000 cases per family
  *   deno task fuzz --cases 2000 --family loader --seed 7
@@ -9,13 +10,21 @@
  * @module
  */
 
+import { bombFamily } from "./bomb_family.ts";
+import { builtinFamily } from "./builtin_family.ts";
+import { hostileFamily } from "./hostile_family.ts";
 import { loaderFamily } from "./loader_family.ts";
+import { runFamily } from "./run_family.ts";
 import { Random } from "./random.ts";
 import { bugCount, type FamilyReport, reportTable } from "./report.ts";
 
 /** The families, by name. */
 export const FAMILIES: Record<string, (rand: Random, cases: number) => Promise<FamilyReport>> = {
   loader: loaderFamily,
+  run: runFamily,
+  builtins: builtinFamily,
+  hostile: hostileFamily,
+  bombs: bombFamily,
 };
 
 /** Runs the chosen families and returns their reports. */

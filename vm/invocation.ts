@@ -1,0 +1,316 @@
+/**
+ * One invocation's budgets: what a call from the user (`invoke`, `get`,
+ * `invoke_closure`, …) may spend, with every VM function it calls, until it
+ * returns. Each top-level call gets its own `Invocation`, so calls parked on
+ * a Promise never count against other calls (issue 9, finding 4), and a
+ * frame knows its invocation wherever it resumes.
+ *
+ * | limit                   | counted                                            | stops with            |
+ * | ----------------------- | -------------------------------------------------- | --------------------- |
+ * | `maxCallDepth` (1000)   | nested VM function calls                           | "Call stack overflow" |
+ * | `maxStackSlots` (2^24)  | register slots of the frames on the stack          | "Stack overflow"      |
+ * | `fuel` (none)           | instructions, charged on backward jumps and calls  | "Out of fuel"         |
+ * | `timeoutMs` (none)      | wall-clock time since the call started             | "Timed out"           |
+ * | `signal` (none)         | an `AbortSignal`                                   | "Aborted"             |
+ *
+ * Fuel, time and the signal are checked where a program can run on without
+ * end: on backward jumps and on VM function calls (Lua's count hook, the fuel
+ * of wasm engines). A backward jump charges the instructions of the loop it
+ * repeats (its distance plus one), a call charges 1. The hot path is one
+ * subtraction and compare on `budget`, a slice of the fuel; when the slice is
+ * spent, `refill` does the real checks. With a deadline or a signal the slice
+ * adapts so that the clock is read about once a millisecond of running.
+ * While a call waits on a Promise, a timer and the signal's `abort` event
+ * wake it (`race`), so a Promise that never settles cannot hold a call, or
+ * its frames' memory, forever.
+ *
+ * What stops an invocation stays stopped: every later check throws again, so
+ * a packed function that swallows the error cannot keep the program running.
+ *
+ * @module
+ */
+
+/** Per-call limits: `vm.with(limits)`, and the VM's defaults (`VirtualMachineOptions`). */
+export interface CallLimits {
+  /**
+   * Instructions the call may run, counted on backward jumps (the loop's
+   * length) and VM function calls (1 each). Default: no limit.
+   */
+  fuel?: number;
+  /** Milliseconds the call may take, waiting on Promises included. Default: no limit. */
+  timeoutMs?: number;
+  /** Stops the call when aborted; the `VMError`'s `cause` is the signal's `reason`. */
+  signal?: AbortSignal;
+}
+
+/** The limits of an invocation, checked and complete. */
+export interface ResolvedLimits {
+  readonly fuel: number;
+  readonly timeoutMs: number;
+  readonly signal: AbortSignal | null;
+  readonly maxCallDepth: number;
+  readonly maxStackSlots: number;
+}
+
+/** Deepest nesting of VM function calls in one invocation, by default. */
+export const DEFAULT_MAX_CALL_DEPTH = 1000;
+/** Register slots of the frames of one invocation, by default (2^24 slots, 128 MiB of pointers). */
+export const DEFAULT_MAX_STACK_SLOTS = 2 ** 24;
+
+/** Throws unless `limits` are well-formed; returns them completed over `defaults`. */
+export function resolveLimits(
+  limits: CallLimits,
+  defaults: ResolvedLimits,
+): ResolvedLimits {
+  if (typeof limits !== "object" || limits === null) {
+    throw new TypeError("Call limits must be an object: { fuel?, timeoutMs?, signal? }");
+  }
+  const { fuel, timeoutMs, signal } = limits;
+  if (fuel !== undefined && !(typeof fuel === "number" && fuel >= 0)) {
+    throw new RangeError(`fuel must be a non-negative number (or Infinity), got ${String(fuel)}`);
+  }
+  if (timeoutMs !== undefined && !(typeof timeoutMs === "number" && timeoutMs >= 0)) {
+    throw new RangeError(
+      `timeoutMs must be a non-negative number (or Infinity), got ${String(timeoutMs)}`,
+    );
+  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new TypeError("signal must be an AbortSignal");
+  }
+  let combined = defaults.signal;
+  if (signal !== undefined) {
+    combined = combined === null || combined === signal
+      ? signal
+      : AbortSignal.any([combined, signal]);
+  }
+  return {
+    fuel: fuel ?? defaults.fuel,
+    timeoutMs: timeoutMs ?? defaults.timeoutMs,
+    signal: combined,
+    maxCallDepth: defaults.maxCallDepth,
+    maxStackSlots: defaults.maxStackSlots,
+  };
+}
+
+/** Throws unless `value` (option `name`) is an integer of at least 1. */
+export function checkCount(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new RangeError(`${name} must be a positive integer, got ${String(value)}`);
+  }
+  return value;
+}
+
+/**
+ * Why an invocation stopped: thrown at the instruction where a budget ran
+ * out (or the frame that was waiting) and wrapped by the interpreter in a
+ * `VMError` naming it, with this as `cause`.
+ */
+export class LimitExceeded extends Error {
+  /** Which limit: `"fuel"`, `"timeout"` or `"abort"`. */
+  readonly limit: "fuel" | "timeout" | "abort";
+
+  constructor(limit: "fuel" | "timeout" | "abort", message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "LimitExceeded";
+    this.limit = limit;
+  }
+}
+
+/** What `race` resolves to when the invocation stopped while waiting. */
+export const STOPPED: unique symbol = Symbol("stopped");
+
+/** Slices of fuel between checks: without a clock or signal to watch, as large as this. */
+const UNWATCHED_SLICE = 2 ** 30;
+/** With one, between these, adapted to about one check per millisecond. */
+const MIN_SLICE = 16, MAX_SLICE = 2 ** 20;
+/** The longest delay a timer takes (2^31 - 1 ms); longer ones are re-armed. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** The budgets of one invocation. */
+export class Invocation {
+  /** VM function calls now on the stack. */
+  depth = 0;
+  /** Register slots of those calls' frames. */
+  slots = 0;
+  /**
+   * The slice of fuel left before the next `refill`: charge with
+   * `if ((inv.budget -= n) < 0) inv.refill()`.
+   */
+  budget = 0;
+  readonly limits: ResolvedLimits;
+  /** Fuel not yet sliced into `budget`. */
+  #reserve: number;
+  /** When the call must end (`performance.now()` time), or Infinity. */
+  readonly #deadline: number;
+  /** Whether there is a clock or a signal to check (else only fuel). */
+  readonly #watched: boolean;
+  #slice = MIN_SLICE;
+  /** Without a clock or signal: the fuel of the first slice. */
+  #firstSlice = 0;
+  #lastCheck = 0;
+  #stop: LimitExceeded | null = null;
+  /** Callers of `race` waiting now, woken when the invocation stops (made on the first wait). */
+  #waiting: Set<() => void> | null = null;
+  #timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  #onAbort: (() => void) | null = null;
+
+  /**
+   * Budgets for one call under `limits`. Made for every call from the user,
+   * so it does little: without a deadline or a signal it reads no clock and
+   * its first slice of fuel is ready; with one, `budget` starts at 0, so the
+   * first charge checks them.
+   */
+  constructor(limits: ResolvedLimits) {
+    this.limits = limits;
+    const watched = limits.signal !== null || limits.timeoutMs !== Infinity;
+    this.#watched = watched;
+    if (watched) {
+      const now = performance.now();
+      this.#lastCheck = now;
+      this.#deadline = now + limits.timeoutMs;
+      this.#reserve = limits.fuel;
+      if (limits.signal?.aborted) this.#stop = this.#aborted();
+    } else {
+      this.#deadline = Infinity;
+      this.#firstSlice = Math.min(limits.fuel, UNWATCHED_SLICE);
+      this.budget = this.#firstSlice;
+      this.#reserve = limits.fuel - this.#firstSlice;
+    }
+  }
+
+  /**
+   * Whether a finished invocation can serve the next call under the same
+   * limits (`restart`): one without a clock or signal, with no frame left.
+   * Saves an allocation per call, a good part of a small call's cost.
+   */
+  get reusable(): boolean {
+    // A frame still waiting (a packed function dropped the Promise of a VM call it made)
+    // keeps its invocation: its depth is not back to 0.
+    return !this.#watched && this.depth === 0;
+  }
+
+  /** Makes a finished, reusable invocation new again. */
+  restart(): void {
+    this.budget = this.#firstSlice;
+    this.#reserve = this.limits.fuel - this.#firstSlice;
+    if (this.#stop !== null) this.#stop = null;
+    this.slots = 0;
+  }
+
+  /**
+   * Called when `budget` went below 0: throws `LimitExceeded` when the fuel
+   * is spent, the deadline passed or the signal aborted; else takes the next
+   * slice of fuel.
+   */
+  refill(): void {
+    if (this.#stop !== null) {
+      this.budget = -Infinity; // stays stopped: every later charge comes back here
+      throw this.#stop;
+    }
+    const remaining = this.#reserve + this.budget;
+    if (remaining < 0) {
+      this.#stop = new LimitExceeded(
+        "fuel",
+        `Out of fuel: the call ran more than its ${this.limits.fuel} instructions (fuel)`,
+      );
+      return this.refill();
+    }
+    let slice = UNWATCHED_SLICE;
+    if (this.#watched) {
+      if (this.limits.signal?.aborted) this.#stop = this.#aborted();
+      const now = performance.now();
+      if (now >= this.#deadline) this.#stop ??= this.#timedOut();
+      if (this.#stop !== null) return this.refill();
+      // About one check per millisecond: grow the slice while checks come faster.
+      const elapsed = now - this.#lastCheck;
+      this.#lastCheck = now;
+      if (elapsed < 0.5) this.#slice = Math.min(MAX_SLICE, this.#slice * 2);
+      else if (elapsed > 2) this.#slice = Math.max(MIN_SLICE, this.#slice >> 1);
+      slice = this.#slice;
+    }
+    const take = Math.min(remaining, slice);
+    this.#reserve = remaining - take;
+    this.budget = take;
+  }
+
+  /**
+   * `pending`, or, when the invocation has a deadline or a signal, a Promise
+   * that settles like `pending` or resolves to `STOPPED` when the invocation
+   * stops first (then `stopReason()` says why).
+   */
+  race<T>(pending: Promise<T>): Promise<T | typeof STOPPED> {
+    if (!this.#watched) return pending;
+    // The signal may have fired while the call ran (its abort event is gone by the time a
+    // listener is added), and the deadline may have passed: check both before waiting.
+    if (this.#stop === null && this.limits.signal?.aborted) this.#stop = this.#aborted();
+    if (this.#stop === null && performance.now() >= this.#deadline) this.#stop = this.#timedOut();
+    if (this.#stop !== null) return Promise.resolve(STOPPED);
+    this.#watch();
+    const waiting = this.#waiting ??= new Set();
+    return new Promise((resolve, reject) => {
+      const wake = () => resolve(STOPPED);
+      waiting.add(wake);
+      pending.then(
+        (v) => {
+          waiting.delete(wake);
+          resolve(v);
+        },
+        (e) => {
+          waiting.delete(wake);
+          reject(e);
+        },
+      );
+    });
+  }
+
+  /** Why the invocation stopped (after `race` gave `STOPPED`). */
+  stopReason(): LimitExceeded {
+    return this.#stop!;
+  }
+
+  /** The call is over: drops the timer and the signal listener. */
+  finish(): void {
+    if (!this.#watched) return; // no timer, listener or waiters
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#onAbort !== null) this.limits.signal!.removeEventListener("abort", this.#onAbort);
+    this.#onAbort = null;
+    this.#waiting?.clear();
+  }
+
+  /** Starts the timer and the abort listener, once, on the first wait. */
+  #watch(): void {
+    if (this.#deadline !== Infinity && this.#timer === undefined) this.#arm();
+    const signal = this.limits.signal;
+    if (signal !== null && this.#onAbort === null) {
+      this.#onAbort = () => this.#halt(this.#aborted());
+      signal.addEventListener("abort", this.#onAbort, { once: true });
+    }
+  }
+
+  #arm(): void {
+    const delay = Math.min(MAX_TIMER_MS, Math.max(0, this.#deadline - performance.now()));
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (performance.now() < this.#deadline) this.#arm();
+      else this.#halt(this.#timedOut());
+    }, delay);
+  }
+
+  #halt(reason: LimitExceeded): void {
+    this.#stop ??= reason;
+    this.budget = -Infinity;
+    const waiting = [...this.#waiting ?? []];
+    this.#waiting?.clear();
+    for (const wake of waiting) wake();
+  }
+
+  #timedOut(): LimitExceeded {
+    return new LimitExceeded("timeout", `Timed out after ${this.limits.timeoutMs} ms (timeoutMs)`);
+  }
+
+  #aborted(): LimitExceeded {
+    const reason = this.limits.signal?.reason;
+    return new LimitExceeded("abort", "Aborted by the call's AbortSignal", { cause: reason });
+  }
+}
