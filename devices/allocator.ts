@@ -46,6 +46,14 @@ export interface Allocator {
   stats(): MemoryStats;
   /** Gives every pooled block back to the device. */
   clear(): void;
+  /**
+   * `clear()`, and from now on a block given back goes straight to the
+   * device instead of the pool (the VM that owned this allocator was
+   * disposed; tensors it handed out may still come back).
+   *
+   * @ignore
+   */
+  close(): void;
 }
 
 /** A fresh set of counters. */

@@ -65,4 +65,6 @@ export class NaiveAllocator implements Allocator {
   }
 
   clear(): void {}
+
+  close(): void {}
 }

@@ -47,6 +47,7 @@ export class PooledAllocator implements Allocator {
   readonly #maxBytes: number;
   readonly #limit: MemoryLimit | null;
   #stats: MemoryStats = emptyStats();
+  #closed = false;
 
   /**
    * An allocator for `device`, counting the blocks it holds (live and
@@ -108,6 +109,12 @@ export class PooledAllocator implements Allocator {
   /** Called by the block's owner when it is done with it: the block joins its free list. */
   reclaim(block: MemoryBlock): void {
     this.#stats.liveBytes -= block.bytes;
+    if (this.#closed) {
+      this.#stats.liveBlocks--;
+      this.#limit?.give(block.bytes);
+      this.device.destroyBlock(block.handle);
+      return;
+    }
     this.#list(block.bytes, true)!.push(block);
   }
 
@@ -126,5 +133,11 @@ export class PooledAllocator implements Allocator {
       list.length = 0;
     }
     this.#large.clear();
+  }
+
+  /** Destroys every pooled block, and every block given back from now on. */
+  close(): void {
+    this.#closed = true;
+    this.clear();
   }
 }

@@ -9,6 +9,7 @@
 import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import { CheckError } from "../ground/errors.ts";
 import { INSPECT } from "../ground/inspect.ts";
+import { isVMObject, releaseValue, retainValue } from "../ground/object.ts";
 import { printable } from "../ground/printable.ts";
 import type { ConstantValue, FunctionInfo, ProgramData } from "./program_data.ts";
 import { loadProgram, saveProgram } from "./serialize.ts";
@@ -80,6 +81,7 @@ export class Executable implements ProgramData {
   /** Checker warnings (unused inputs, …). */
   readonly warnings: readonly string[];
   readonly #funcIndex: Map<string, number>;
+  #disposed = false;
 
   /**
    * An executable from program data made anywhere (tools usually use the
@@ -127,6 +129,66 @@ export class Executable implements ProgramData {
     this.liveness = own.liveness;
     this.warnings = Object.freeze([...warnings]);
     this.#funcIndex = new Map(this.functions.map((f, i) => [f.name, i]));
+    // The constant pool holds its tensors until dispose() (or the garbage collector): a
+    // tensor the builder was given stays valid here after its maker disposes it, and no
+    // program may free one (pinned: every VM running this executable shares it).
+    for (const c of this.constants) {
+      if (isVMObject(c)) {
+        retainValue(c);
+        c.pin();
+      }
+    }
+  }
+
+  /** True once `dispose()` was called. */
+  get disposed(): boolean {
+    return this.#disposed;
+  }
+
+  /**
+   * Lets go of the constant pool: its tensors are freed now, unless a VM
+   * made from this executable still holds them (they are freed when that
+   * VM is disposed). Afterwards the executable cannot start a VM, `save()`
+   * or `as_typescript()`. Dropping an executable without `dispose()` frees
+   * its tensors when the garbage collector finds them: later, and in a
+   * process that loads many executables, long after their memory is
+   * needed. Calling it twice is harmless.
+   *
+   * @example Release a loaded program's constants as soon as its VM is done
+   * ```ts
+   * import { ExecBuilder, Executable, tensor, VirtualMachine } from "@relaxvm/relaxvm";
+   * import { assert } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("main", { num_inputs: 0 }, () => {
+   *   ib.emit_call("vm.builtin.shape_of", [tensor(new Float32Array(1024))], { dst: ib.r(0) });
+   *   ib.emit_ret(ib.r(0));
+   * });
+   * const bytes = ib.get().save();
+   *
+   * using ex = Executable.load(bytes);
+   * using vm = new VirtualMachine(ex);
+   * console.log(await vm.invoke("main")); // ShapeTuple([1024])
+   * // Both freed here, at the end of the scope: the VM first, then the constants.
+   * assert(!ex.disposed);
+   * ```
+   */
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    for (const c of this.constants) releaseValue(c);
+  }
+
+  /** `using ex = Executable.load(bytes)` disposes at the end of the scope. */
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  /** Throws if the constant pool was let go (`dispose()`); `what` names the use. */
+  #checkUsable(what: string): void {
+    if (this.#disposed) {
+      throw new ReferenceError(`${what}: the executable was disposed; its constants are released`);
+    }
   }
 
   static {
@@ -146,6 +208,7 @@ export class Executable implements ProgramData {
 
   /** The binary form: magic, version, then the function, constant and code sections. */
   save(): Uint8Array {
+    this.#checkUsable("save");
     return saveProgram(this);
   }
 
@@ -236,6 +299,7 @@ export class Executable implements ProgramData {
 
   /** A TypeScript module that rebuilds this executable with `ExecBuilder` and exports it as `ex`. */
   as_typescript(options: TypeScriptOptions = {}): string {
+    this.#checkUsable("as_typescript");
     return formatTypeScript(this, options);
   }
 }

@@ -224,7 +224,7 @@ function readConstant(r: ByteReader): ConstantValue {
   }
 }
 
-/** A CPU tensor holding a copy of `bytes`, owned by the executable being loaded. */
+/** A CPU tensor holding a copy of `bytes`, for the executable being loaded to hold. */
 function tensorFromBytes(
   bytes: Uint8Array,
   dims: number[],
@@ -232,7 +232,7 @@ function tensorFromBytes(
 ): NDArray {
   const out = NDArray.empty(dims, dt);
   new Uint8Array(out.block as ArrayBuffer, 0, bytes.length).set(bytes);
-  return out.handToUser();
+  return out; // floating: the Executable made from it holds it (until its dispose())
 }
 
 /** Reads the constant pool into `constants` (so a caller can free what was read if a later read fails). */

@@ -269,6 +269,9 @@ export class VirtualMachine {
   readonly #saved = new Map<string, { name: string; args: unknown[] }>();
   readonly #inputs = new Map<string, unknown[]>();
   readonly #outputs = new Map<string, unknown>();
+  #disposed = false;
+  /** Calls from the user that have not settled yet: `dispose()` frees after the last. */
+  #running = 0;
 
   static {
     interpreterOf = (vm) => vm.#interp;
@@ -308,13 +311,21 @@ export class VirtualMachine {
         options.maxStackSlots ?? DEFAULT_MAX_STACK_SLOTS,
       ),
     });
+    if (ex.disposed) {
+      throw new VMError(
+        { functionName: "", pc: -1, instruction: "", packedFunc: "" },
+        "Cannot run a disposed executable: its constants are released",
+      );
+    }
     this.executable = ex;
     this.devices = Object.freeze(list);
     this.#state = new MemoryScope(this.devices, allocator, maxMemoryBytes);
     // A file may name a high register once (r(2^24 - 1)) and so ask for a register file far
     // larger than its code: every call would copy it, and liveness would scan it per block.
     // The VM runs such a program renumbered densely (as the builder always does).
+    // The renumbered copy holds the constants too; the VM reads them from `ex`, so it lets go.
     const run = sparseRegisters(ex) ? formalize(ex) : ex;
+    if (run !== ex) run.dispose();
     this.#interp = new Interpreter(run, this.#state);
     this.#interp.limits = this.#limits;
     this.#checkPackedFunctions();
@@ -448,6 +459,92 @@ export class VirtualMachine {
     for (let i = 0; i < devices.length; i++) devices[i].flush();
   }
 
+  /** Throws a `VMError` naming `what` once the VM is disposed. */
+  #checkOpen(what: string): void {
+    if (this.#disposed) {
+      throw new VMError(
+        { functionName: "", pc: -1, instruction: "", packedFunc: "" },
+        `${what}: the VM was disposed`,
+      );
+    }
+  }
+
+  /** A call of function `name` (or index) from the user begins; refused once the VM is disposed. */
+  #callStarts(name: string | number): void {
+    if (this.#disposed) throw this.#disposedError(name);
+    this.#running++;
+  }
+
+  /** What a call of `name` (or index) gets once the VM is disposed. */
+  #disposedError(name: string | number): VMError {
+    const what = typeof name === "number" ? this.executable.functions[name].name : name;
+    return new VMError(
+      { functionName: what, pc: -1, instruction: "", packedFunc: "" },
+      `@${printable(what)}: the VM was disposed`,
+    );
+  }
+
+  /** A call from the user ended: device work is submitted, and a disposed VM freed after the last. */
+  #callEnds(): void {
+    this.#flush();
+    if (--this.#running === 0 && this.#disposed) this.#free();
+  }
+
+  /** True once `dispose()` was called: calls are refused from then on. */
+  get disposed(): boolean {
+    return this.#disposed;
+  }
+
+  /**
+   * Lets go of everything the VM holds: its references to the executable's
+   * constants (and the copies it placed on its device), the arguments of
+   * `save_function` and `set_input`, the outputs of `invoke_stateful`, and
+   * the blocks its allocators keep pooled. Later calls are a `VMError`.
+   * Calls still running finish first: the VM frees when the last settles.
+   * Results already handed out stay valid and stay the caller's to dispose.
+   * A VM dropped without `dispose()` is freed by the garbage collector, later.
+   * Calling it twice is harmless.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder, tensor, VirtualMachine, VMError } from "@relaxvm/relaxvm";
+   * import { assertEquals, assertRejects } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("double", { num_inputs: 1 }, () => {
+   *   ib.emit_call("vm.op.add", [ib.r(0), ib.r(0)], { dst: ib.r(1) });
+   *   ib.emit_ret(ib.r(1));
+   * });
+   * const vm = new VirtualMachine(ib.get());
+   * using x = tensor([1, 2]);
+   * using y = await vm.invoke("double", x) as ReturnType<typeof tensor>;
+   * vm.dispose();
+   * assertEquals([...y.dataSync()], [2, 4]); // still the caller's
+   * await assertRejects(() => vm.invoke("double", x), VMError, "disposed");
+   * ```
+   */
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    if (this.#running === 0) this.#free();
+  }
+
+  /** `using vm = new VirtualMachine(ex)` disposes at the end of the scope. */
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  #free(): void {
+    for (const c of this.#constants.splice(0)) releaseValue(c);
+    for (const { args } of this.#saved.values()) for (const a of args) releaseValue(a);
+    this.#saved.clear();
+    for (const args of this.#inputs.values()) for (const a of args) releaseValue(a);
+    this.#inputs.clear();
+    for (const out of this.#outputs.values()) releaseValue(out);
+    this.#outputs.clear();
+    for (const a of this.#state.allocators()) a.close();
+  }
+
   /**
    * Runs function `index` for the user under `limits`: the result is
    * exported (the user holds it) and device work is submitted. Not an async
@@ -457,9 +554,14 @@ export class VirtualMachine {
   #callExported(index: number, args: readonly unknown[], limits: ResolvedLimits): Promise<unknown> {
     let out: unknown;
     try {
+      this.#callStarts(index);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    try {
       out = this.#interp.invoke(limits, index, args);
     } catch (e) {
-      this.#flush();
+      this.#callEnds();
       return Promise.reject(e);
     }
     if (out instanceof Promise) {
@@ -468,11 +570,11 @@ export class VirtualMachine {
           try {
             return this.#export(index, v);
           } finally {
-            this.#flush();
+            this.#callEnds();
           }
         },
         (e) => {
-          this.#flush();
+          this.#callEnds();
           throw e;
         },
       );
@@ -482,7 +584,7 @@ export class VirtualMachine {
     } catch (e) {
       return Promise.reject(e);
     } finally {
-      this.#flush();
+      this.#callEnds();
     }
   }
 
@@ -507,6 +609,7 @@ export class VirtualMachine {
   }
 
   #invoke(name: string, args: unknown[], limits: ResolvedLimits): Promise<unknown> {
+    if (this.#disposed) return Promise.reject(this.#disposedError(name));
     try {
       const saved = this.#saved.get(name);
       if (saved !== undefined && args.length === 0) {
@@ -596,15 +699,17 @@ export class VirtualMachine {
         `invoke_closure: ${closure} was disposed; its captured values are released`,
       );
     }
+    this.#callStarts(closure.name);
     try {
       return this.#export(closure.name, await this.#interp.run(limits, () => closure.call(args)));
     } finally {
-      this.#flush();
+      this.#callEnds();
     }
   }
 
   /** Binds `args` to `name` under `saved_name`: `get(saved_name)()` then runs without them. */
   save_function(name: string, saved_name: string, ...args: unknown[]): void {
+    this.#checkOpen("save_function");
     this.#checkArguments(name, args);
     checkArgumentsLive(name, args);
     const old = this.#saved.get(saved_name);
@@ -620,6 +725,7 @@ export class VirtualMachine {
 
   /** Stores the inputs of `name` for `invoke_stateful`. */
   set_input(name: string, ...args: unknown[]): void {
+    this.#checkOpen("set_input");
     this.#checkArguments(name, args);
     checkArgumentsLive(name, args);
     for (const a of args) retainValue(a);
@@ -629,6 +735,7 @@ export class VirtualMachine {
 
   /** Runs `name` on the inputs given to `set_input`; read the result with `get_outputs`. */
   async invoke_stateful(name: string): Promise<void> {
+    if (this.#disposed) throw this.#disposedError(name);
     const args = this.#inputs.get(name);
     if (args === undefined) {
       throw new VMError(
@@ -637,10 +744,15 @@ export class VirtualMachine {
       );
     }
     let out: unknown;
+    this.#callStarts(name);
     try {
       out = await this.#interp.invoke(this.#limits, this.#vmFunctionIndex(name), args);
     } finally {
-      this.#flush();
+      this.#callEnds();
+    }
+    if (this.#disposed) {
+      releaseValue(out); // freed while it ran: nobody can read the output
+      return;
     }
     retainValue(out);
     releaseValue(this.#outputs.get(name));
@@ -671,17 +783,23 @@ export class VirtualMachine {
     const saved = this.#saved.get(name);
     const index = this.#vmFunctionIndex(saved?.name ?? name);
     return async (...given: unknown[]) => {
+      if (this.#disposed) throw this.#disposedError(name);
       const args = saved !== undefined && given.length === 0 ? saved.args : given;
       const results: number[] = [];
-      for (let r = 0; r < repeat; r++) {
-        const t0 = performance.now();
-        for (let n = 0; n < number; n++) {
-          const out = await this.#interp.invoke(this.#limits, index, args);
-          releaseValue(out);
-          this.#flush();
+      this.#callStarts(name);
+      try {
+        for (let r = 0; r < repeat; r++) {
+          const t0 = performance.now();
+          for (let n = 0; n < number; n++) {
+            const out = await this.#interp.invoke(this.#limits, index, args);
+            releaseValue(out);
+            this.#flush();
+          }
+          await Promise.all(this.devices.map((d) => d.synchronize()));
+          results.push((performance.now() - t0) / number);
         }
-        await Promise.all(this.devices.map((d) => d.synchronize()));
-        results.push((performance.now() - t0) / number);
+      } finally {
+        this.#callEnds();
       }
       const sorted = [...results].sort((a, b) => a - b);
       const mid = sorted.length >> 1;

@@ -66,8 +66,6 @@ interface Bomb {
   options: VirtualMachineOptions;
   /** The call's fuel (default 100,000). */
   fuel?: number;
-  /** A loaded executable keeps its constants until it is collected: skip the host check. */
-  keepsHostMemory?: boolean;
 }
 
 /** `down(n)`: recursion n deep through a function holding `extra` more registers. */
@@ -282,15 +280,28 @@ function tupleBomb(rand: Random): Bomb {
   };
 }
 
+/** `shape_of` a constant of `elements` float32s, saved; built once per size (the builder holds it). */
+const constantPrograms = new Map<number, Uint8Array>();
+function constantProgram(elements: number): Uint8Array {
+  let bytes = constantPrograms.get(elements);
+  if (bytes === undefined) {
+    const ib = new ExecBuilder();
+    using t = tensor(new Float32Array(elements));
+    ib.function("main", { num_inputs: 0 }, () => {
+      ib.emit_call("vm.builtin.shape_of", [t], { dst: ib.r(0) });
+      ib.emit_ret(ib.r(0));
+    });
+    using ex = ib.get();
+    bytes = ex.save();
+    constantPrograms.set(elements, bytes);
+  }
+  return bytes;
+}
+
 /** A constant that claims more than the file holds, or a real one of up to 8 MB. */
 function constantBomb(rand: Random): Bomb {
   const elements = rand.chance(0.1) ? 2 ** 21 : 12345;
-  const ib = new ExecBuilder();
-  ib.function("main", { num_inputs: 0 }, () => {
-    ib.emit_call("vm.builtin.shape_of", [tensor(new Float32Array(elements))], { dst: ib.r(0) });
-    ib.emit_ret(ib.r(0));
-  });
-  const bytes = ib.get().save();
+  const bytes = constantProgram(elements).slice();
   if (rand.chance(0.7)) {
     // Find the dimension (an f64) and claim far more, or claim another byte length.
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -307,7 +318,6 @@ function constantBomb(rand: Random): Bomb {
     program: bytes,
     call: { name: "main", args: () => [] },
     options: { maxMemoryBytes: 1 << 16 },
-    keepsHostMemory: true,
   };
 }
 
@@ -334,9 +344,9 @@ export async function bombFamily(rand: Random, cases: number): Promise<FamilyRep
   for (const [i, seed] of caseSeeds(rand, cases)) {
     const r = new Random(seed);
     report.tried++;
-    const hostBefore = host.stats().liveBytes;
     const t0 = performance.now();
     const bomb = r.pick(BOMBS)(r);
+    const hostBefore = host.stats().liveBytes; // after the bomb: a builder may hold its constants
     const form = r.pick(FORMS);
     const where = `case ${i} (${bomb.kind}, ${JSON.stringify(form)})`;
     const other = (stage: string, e: unknown) =>
@@ -377,8 +387,10 @@ export async function bombFamily(rand: Random, cases: number): Promise<FamilyRep
       const live = vm.memory_stats().liveBytes;
       if (live !== 0) recordBug(report, "leaks", `${where}: the VM holds ${live} bytes`);
     }
+    vm?.dispose();
+    if (bomb.program instanceof Uint8Array) ex?.dispose(); // a built one is the bomb's, reused
     const hostLeft = host.stats().liveBytes - hostBefore;
-    if (hostLeft > 0 && !bomb.keepsHostMemory) {
+    if (hostLeft > 0) {
       recordBug(report, "leaks", `${where}: ${hostLeft} bytes left outside the VM`);
     }
     const elapsed = performance.now() - t0;

@@ -355,6 +355,8 @@ async function runCases(
     }
     context.vm = null;
     const live = vm.memory_stats().liveBytes;
+    vm.dispose();
+    ex.dispose();
     x.dispose();
     const hostLeft = host.stats().liveBytes - hostBefore;
     if (live !== 0 || hostLeft > 0) {

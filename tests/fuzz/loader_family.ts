@@ -105,7 +105,7 @@ export async function loaderFamily(rand: Random, cases: number): Promise<FamilyR
     if (ex !== undefined) {
       const t1 = performance.now();
       try {
-        new VirtualMachine(ex);
+        new VirtualMachine(ex).dispose();
       } catch (e) {
         // An unknown packed function is the loader's business at VM construction.
         if (!(e instanceof VMError)) {
@@ -123,11 +123,15 @@ export async function loaderFamily(rand: Random, cases: number): Promise<FamilyR
     }
     const elapsed = performance.now() - t0;
     if (elapsed > HANG_MS) recordBug(report, "hangs", `case ${i}: ${elapsed.toFixed(0)} ms`);
-    if (ex === undefined && host.stats().liveBytes !== liveBefore) {
+    // Loaded or not, nothing stays: a disposed executable frees its constants at once.
+    ex?.dispose();
+    if (host.stats().liveBytes !== liveBefore) {
       recordBug(
         report,
         "leaks",
-        `case ${i}: a rejected load left ${host.stats().liveBytes - liveBefore} bytes`,
+        `case ${i}: ${ex === undefined ? "a rejected load" : "a disposed executable"} left ${
+          host.stats().liveBytes - liveBefore
+        } bytes`,
       );
     }
   }

@@ -77,6 +77,7 @@ export async function runFamily(rand: Random, cases: number): Promise<FamilyRepo
         ? randomProgram(r, { maxLength: 30 }).save()
         : mutate(r, r.pick(programs), r.pick(programs));
       let ex: Executable;
+      const hostBeforeLoad = host.stats().liveBytes;
       try {
         ex = Executable.load(bytes);
       } catch (e) {
@@ -134,6 +135,7 @@ export async function runFamily(rand: Random, cases: number): Promise<FamilyRepo
         }
         results.push(texts);
         const live = vm.memory_stats().liveBytes;
+        vm.dispose();
         const hostLeft = host.stats().liveBytes - hostBefore;
         if (live !== 0 || hostLeft > 0) {
           recordBug(
@@ -142,6 +144,14 @@ export async function runFamily(rand: Random, cases: number): Promise<FamilyRepo
             `${where} (${form.name}): ${live} bytes held by the VM, ${hostLeft} outside`,
           );
         }
+      }
+      ex.dispose();
+      if (host.stats().liveBytes > hostBeforeLoad) {
+        recordBug(
+          report,
+          "leaks",
+          `${where}: ${host.stats().liveBytes - hostBeforeLoad} bytes left after dispose()`,
+        );
       }
       if (constructed > 0) report.loaded++;
       else report.rejected++;
