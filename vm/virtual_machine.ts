@@ -1,8 +1,9 @@
 /**
  * `VirtualMachine`: loads an executable for a set of devices and runs its
- * functions (seed 002). Loading resolves every packed function by name
- * (an unknown one fails here, not mid-run), moves tensor constants to the
- * VM's first device once, computes liveness, decodes the code for the loop
+ * functions (seed 002). Loading resolves every packed function by name (one
+ * that is not registered fails the calls that reach it, with a `VMError`
+ * naming it, and leaves the other functions runnable), moves tensor
+ * constants to the VM's first device once, computes liveness, decodes the code for the loop
  * in vm/interpreter.ts and writes out the specialized (vm/specialized_dispatch.ts)
  * or compiled (vm/compiled_mode.ts) form of each function. Loading takes
  * time linear in the code (about 20 to 40 ms per 10,000 instructions once V8
@@ -28,13 +29,13 @@ import {
 } from "../ground/object.ts";
 import { Tuple } from "../ground/tuple.ts";
 import { printable } from "../ground/printable.ts";
-import { getGlobalFunc } from "../ground/registry.ts";
+import { getGlobalFunc, listGlobalFuncNames, type PackedFunc } from "../ground/registry.ts";
+import { suggestName } from "../ground/suggest.ts";
 import { InstructionCursor } from "../program/decoder.ts";
 import type { Executable } from "../program/executable.ts";
 import { formalize } from "../program/formalize.ts";
 import { Opcode } from "../program/bytecode.ts";
 import { computeReleases } from "../program/liveness.ts";
-import { instructionText } from "../program/text_format.ts";
 import {
   checkArgumentsLive,
   type Instrument,
@@ -269,6 +270,8 @@ export class VirtualMachine {
   readonly #saved = new Map<string, { name: string; args: unknown[] }>();
   readonly #inputs = new Map<string, unknown[]>();
   readonly #outputs = new Map<string, unknown>();
+  /** Packed functions the executable names that were not registered when the VM loaded it. */
+  readonly #unregistered: string[] = [];
 
   static {
     interpreterOf = (vm) => vm.#interp;
@@ -317,7 +320,11 @@ export class VirtualMachine {
     const run = sparseRegisters(ex) ? formalize(ex) : ex;
     this.#interp = new Interpreter(run, this.#state);
     this.#interp.limits = this.#limits;
-    this.#checkPackedFunctions();
+    for (const f of ex.functions) {
+      if (f.kind === "packed" && getGlobalFunc(f.name) === undefined) {
+        this.#unregistered.push(f.name);
+      }
+    }
     this.#constants = this.#placeConstants();
     const resolver: OperandResolver = {
       constant: (i) => this.#constants[i],
@@ -338,31 +345,6 @@ export class VirtualMachine {
     } else if (dispatch === "specialized") {
       this.#interp.specializeAll();
     }
-  }
-
-  /** Every packed function must be registered: an unknown one fails here, naming its first use. */
-  #checkPackedFunctions(): void {
-    const ex = this.executable;
-    ex.functions.forEach((f, index) => {
-      if (f.kind !== "packed" || getGlobalFunc(f.name) !== undefined) return;
-      const reason = `Unknown packed function "${
-        printable(f.name)
-      }": register it with registerFunc before loading`;
-      const cursor = new InstructionCursor(ex);
-      for (const g of ex.functions) {
-        for (let i = g.start; i < g.end; i++) {
-          if (cursor.seek(i).refersToFunction(index)) {
-            const where = {
-              functionName: g.name,
-              pc: i - g.start,
-              instruction: instructionText(ex, i),
-            };
-            throw new VMError({ ...where, packedFunc: f.name }, reason);
-          }
-        }
-      }
-      throw new VMError({ functionName: "", pc: -1, instruction: "", packedFunc: f.name }, reason);
-    });
   }
 
   /**
@@ -413,9 +395,46 @@ export class VirtualMachine {
 
   #callee(index: number): (...args: unknown[]) => unknown {
     const f = this.executable.functions[index];
-    if (f.kind === "packed") return getGlobalFunc(f.name)!;
+    if (f.kind === "packed") return getGlobalFunc(f.name) ?? this.#unregisteredCallee(f.name);
     const interp = this.#interp;
     return (...args: unknown[]) => interp.call(index, args);
+  }
+
+  /**
+   * What a call of a packed function that was not registered at load runs:
+   * the function, if it has been registered since (looked up until found),
+   * else a `ReferenceError` that the dispatch loop turns into a `VMError`
+   * naming the VM function, instruction and packed function. So an unknown
+   * name fails the calls that reach it, in every dispatch form alike, and
+   * the executable's other functions run.
+   */
+  #unregisteredCallee(name: string): (...args: unknown[]) => unknown {
+    let found: PackedFunc | undefined;
+    return (...args: unknown[]) => {
+      found ??= getGlobalFunc(name);
+      if (found === undefined) throw new ReferenceError(this.#unknownFunctionReason(name));
+      return found(...args);
+    };
+  }
+
+  /**
+   * `Unknown packed function "vm.op.reluu" (did you mean "vm.op.relu"?): …`,
+   * listing every other packed function of the executable that is still not
+   * registered, so one run finds them all.
+   */
+  #unknownFunctionReason(name: string): string {
+    const quote = (n: string) => `"${printable(n)}"`;
+    const guess = suggestName(name, listGlobalFuncNames());
+    let reason = `Unknown packed function ${quote(name)}${
+      guess === undefined ? "" : ` (did you mean ${quote(guess)}?)`
+    }: register it with registerFunc`;
+    const others = this.#unregistered.filter((n) => n !== name && getGlobalFunc(n) === undefined);
+    if (others.length > 0) {
+      const shown = others.slice(0, 10).map(quote).join(", ");
+      const more = others.length > 10 ? ` and ${others.length - 10} more` : "";
+      reason += `; this executable also calls ${shown}${more}, not registered either`;
+    }
+    return reason;
   }
 
   #vmFunctionIndex(name: string): number {
