@@ -27,6 +27,7 @@ import {
   releaseValue,
   retainValue,
 } from "../ground/object.ts";
+import { ShapeTuple } from "../ground/shape_tuple.ts";
 import { Tuple } from "../ground/tuple.ts";
 import { printable } from "../ground/printable.ts";
 import { getGlobalFunc, listGlobalFuncNames, type PackedFunc } from "../ground/registry.ts";
@@ -121,11 +122,13 @@ export const DEFAULT_MAX_MEMORY_BYTES = 2 ** 30;
  */
 export interface LimitedVirtualMachine {
   /** `vm.invoke(name, ...args)` under the limits. */
-  invoke(name: string, ...args: unknown[]): Promise<unknown>;
+  invoke<T = unknown>(name: string, ...args: unknown[]): Promise<T>;
+  /** `vm.invokeTensor(name, ...args)` under the limits. */
+  invokeTensor(name: string, ...args: unknown[]): Promise<NDArray>;
   /** `vm.get(name)` under the limits. */
-  get(name: string): (...args: unknown[]) => Promise<unknown>;
+  get<T = unknown>(name: string): (...args: unknown[]) => Promise<T>;
   /** `vm.invoke_closure(closure, ...args)` under the limits. */
-  invoke_closure(closure: unknown, ...args: unknown[]): Promise<unknown>;
+  invoke_closure<T = unknown>(closure: unknown, ...args: unknown[]): Promise<T>;
 }
 
 /** How one VM function of a loaded executable runs (`loadReport`). */
@@ -540,14 +543,89 @@ export class VirtualMachine {
   /**
    * Runs VM function `name` (or a function saved with `save_function`) and
    * resolves to its result. Tensors in the result belong to the caller.
+   *
+   * The type parameter only states what the caller expects the result to
+   * be (a program's result type is not known to TypeScript); it checks
+   * nothing. For a tensor, `invokeTensor` checks.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder, registerFunc, VirtualMachine } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * registerFunc("doc.invoke.pair", (a: number) => [a, 2 * a], { override: true });
+   * const ib = new ExecBuilder();
+   * ib.function("pair", { num_inputs: 1 }, () => {
+   *   ib.emit_call("doc.invoke.pair", [ib.r(0)], { dst: ib.r(1) });
+   *   ib.emit_ret(ib.r(1));
+   * });
+   * const vm = new VirtualMachine(ib.get());
+   * const [a, b] = await vm.invoke<[number, number]>("pair", 21);
+   * assertEquals(a + b, 63);
+   * ```
    */
-  invoke(name: string, ...args: unknown[]): Promise<unknown> {
-    return this.#invoke(name, args, this.#limits);
+  invoke<T = unknown>(name: string, ...args: unknown[]): Promise<T> {
+    return this.#invoke(name, args, this.#limits) as Promise<T>;
   }
 
-  /** `vm.get("f")(a, b)` is `vm.invoke("f", a, b)` (Python: `vm["f"](a, b)`). */
-  get(name: string): (...args: unknown[]) => Promise<unknown> {
-    return this.#get(name, this.#limits);
+  /**
+   * `invoke` for a function that returns a tensor: resolves to the
+   * `NDArray`, typed, or rejects with a `VMError` saying what the function
+   * returned instead (and releases that value).
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder, tensor, VirtualMachine, VMError } from "@relaxvm/relaxvm";
+   * import { assertEquals, assertRejects } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("double", { num_inputs: 1 }, () => {
+   *   ib.emit_call("vm.op.add", [ib.r(0), ib.r(0)], { dst: ib.r(1) });
+   *   ib.emit_ret(ib.r(1));
+   * });
+   * ib.function("shape", { num_inputs: 1 }, () => {
+   *   ib.emit_call("vm.builtin.shape_of", [ib.r(0)], { dst: ib.r(1) });
+   *   ib.emit_ret(ib.r(1));
+   * });
+   * const vm = new VirtualMachine(ib.get());
+   * using x = tensor([1, 2, 3]);
+   * using y = await vm.invokeTensor("double", x); // an NDArray, no cast
+   * assertEquals([...await y.data()], [2, 4, 6]);
+   * await assertRejects(() => vm.invokeTensor("shape", x), VMError, "not a tensor");
+   * ```
+   */
+  invokeTensor(name: string, ...args: unknown[]): Promise<NDArray> {
+    return this.#invokeTensor(name, args, this.#limits);
+  }
+
+  async #invokeTensor(name: string, args: unknown[], limits: ResolvedLimits): Promise<NDArray> {
+    const out = await this.#invoke(name, args, limits);
+    if (out instanceof NDArray) return out;
+    const what = describeResult(out);
+    disposeResult(out);
+    throw new VMError(
+      { functionName: name, pc: -1, instruction: "", packedFunc: "" },
+      `The result is ${what}, not a tensor (NDArray): call invoke() for results of other kinds`,
+    );
+  }
+
+  /**
+   * `vm.get("f")(a, b)` is `vm.invoke("f", a, b)` (Python: `vm["f"](a, b)`).
+   * As with `invoke`, the type parameter states the expected result.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder, VirtualMachine } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("id", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));
+   * const id = new VirtualMachine(ib.get()).get<string>("id");
+   * assertEquals((await id("hello")).toUpperCase(), "HELLO");
+   * ```
+   */
+  get<T = unknown>(name: string): (...args: unknown[]) => Promise<T> {
+    return this.#get(name, this.#limits) as (...args: unknown[]) => Promise<T>;
   }
 
   #get(name: string, limits: ResolvedLimits): (...args: unknown[]) => Promise<unknown> {
@@ -587,15 +665,21 @@ export class VirtualMachine {
   with(limits: CallLimits): LimitedVirtualMachine {
     const resolved = resolveLimits(limits, this.#limits);
     return {
-      invoke: (name, ...args) => this.#invoke(name, args, resolved),
-      get: (name) => this.#get(name, resolved),
-      invoke_closure: (closure, ...args) => this.#invokeClosure(closure, args, resolved),
+      invoke: <T>(name: string, ...args: unknown[]) =>
+        this.#invoke(name, args, resolved) as Promise<T>,
+      invokeTensor: (name, ...args) => this.#invokeTensor(name, args, resolved),
+      get: <T>(name: string) => this.#get(name, resolved) as (...args: unknown[]) => Promise<T>,
+      invoke_closure: <T>(closure: unknown, ...args: unknown[]) =>
+        this.#invokeClosure(closure, args, resolved) as Promise<T>,
     };
   }
 
-  /** Calls a closure the VM returned (from `vm.builtin.make_closure`). */
-  invoke_closure(closure: unknown, ...args: unknown[]): Promise<unknown> {
-    return this.#invokeClosure(closure, args, this.#limits);
+  /**
+   * Calls a closure the VM returned (from `vm.builtin.make_closure`). As with
+   * `invoke`, the type parameter states the expected result.
+   */
+  invoke_closure<T = unknown>(closure: unknown, ...args: unknown[]): Promise<T> {
+    return this.#invokeClosure(closure, args, this.#limits) as Promise<T>;
   }
 
   async #invokeClosure(
@@ -779,6 +863,32 @@ function resultProblem(v: unknown): string | null {
     for (const f of fields) todo.push([f, depth + 1]);
   }
   return null;
+}
+
+/** What a result is, for `invokeTensor`'s message: `the number 3`, `an array of 2 values`. */
+function describeResult(v: unknown): string {
+  if (v === null) return "null";
+  if (v === undefined) return "nothing";
+  if (typeof v === "number" || typeof v === "boolean" || typeof v === "bigint") {
+    return `the ${typeof v} ${String(v)}`;
+  }
+  if (typeof v === "string") return `a string`;
+  if (Array.isArray(v)) return `an array (tuple) of ${v.length} value${v.length === 1 ? "" : "s"}`;
+  if (v instanceof ShapeTuple) return `the shape ${v}`;
+  if (typeof v === "object") return shortText(v);
+  return `a ${typeof v}`;
+}
+
+/** Drops the user's hold on everything `invokeTensor` was handed and will not return. */
+function disposeResult(v: unknown): void {
+  const todo = [v], seen = new Set<unknown>();
+  while (todo.length > 0) {
+    const x = todo.pop();
+    if (seen.has(x)) continue;
+    seen.add(x);
+    if (isVMObject(x)) x.dispose();
+    else if (Array.isArray(x)) todo.push(...x);
+  }
 }
 
 /** A short name for an object in a message (a tuple's own `toString` recurses into its fields). */
