@@ -405,6 +405,11 @@ function defineVMTests(form: keyof typeof FORMS) {
       TypeError,
       'Unknown dispatch "fast"',
     );
+    assertThrows(
+      () => new VirtualMachine(ex, cpu(), { moveInputs: "yes" as unknown as boolean }),
+      TypeError,
+      "moveInputs must be true or false",
+    );
     new VirtualMachine(ex, [cpu()], { allocator: "naive", mode: "interpret" });
     new VirtualMachine(ex, [cpu()], { mode: "compiled", dispatch: "generic" });
   });

@@ -52,6 +52,7 @@ import {
   type ResolvedLimits,
   resolveLimits,
 } from "./invocation.ts";
+import { copyToDevice, type PlacedInputs, placeInputs } from "./input_placement.ts";
 import { loadFunction, type OperandResolver } from "./loaded_function.ts";
 
 /**
@@ -84,6 +85,17 @@ export interface VirtualMachineOptions extends CallLimits {
    * Policy without `unsafe-eval`).
    */
   mode?: "interpret" | "compiled";
+  /**
+   * Whether CPU tensor arguments move to the VM's first device when that is
+   * not the CPU (TVM's `set_input` behaviour): `true` (default) copies them
+   * there at each call — counted in `memory_stats()`, freed after their last
+   * use — so a VM made for a GPU computes on the GPU whatever the caller
+   * passes. `false` passes arguments as they are: operators then run on the
+   * device their operands are on (for a VM of several devices that takes
+   * some inputs on the CPU on purpose). Tensors inside arrays move too;
+   * `save_function` and `set_input` move theirs once, when called.
+   */
+  moveInputs?: boolean;
   /**
    * How the interpreter dispatches: `"specialized"` (default) writes each
    * function's loop out as JavaScript at load, falling back to the generic
@@ -270,8 +282,13 @@ export class VirtualMachine {
   readonly #limits: ResolvedLimits;
   readonly #constants: unknown[];
   readonly #functionRefs = new Map<number, Closure>();
-  readonly #saved = new Map<string, { name: string; args: unknown[] }>();
-  readonly #inputs = new Map<string, unknown[]>();
+  readonly #saved = new Map<
+    string,
+    { name: string; args: readonly unknown[]; placed: PlacedInputs | null }
+  >();
+  readonly #inputs = new Map<string, { args: readonly unknown[]; placed: PlacedInputs | null }>();
+  /** Where CPU tensor arguments are copied (`moveInputs`), or null: nowhere. */
+  readonly #inputTarget: Device | null;
   readonly #outputs = new Map<string, unknown>();
   /** Packed functions the executable names that were not registered when the VM loaded it. */
   readonly #unregistered: string[] = [];
@@ -314,8 +331,13 @@ export class VirtualMachine {
         options.maxStackSlots ?? DEFAULT_MAX_STACK_SLOTS,
       ),
     });
+    const moveInputs = options.moveInputs ?? true;
+    if (typeof moveInputs !== "boolean") {
+      throw new TypeError(`moveInputs must be true or false, got ${String(moveInputs)}`);
+    }
     this.executable = ex;
     this.devices = Object.freeze(list);
+    this.#inputTarget = moveInputs && list[0].kind !== "cpu" ? list[0] : null;
     this.#state = new MemoryScope(this.devices, allocator, maxMemoryBytes);
     // A file may name a high register once (r(2^24 - 1)) and so ask for a register file far
     // larger than its code: every call would copy it, and liveness would scan it per block.
@@ -365,15 +387,7 @@ export class VirtualMachine {
           retainValue(c);
           return c;
         }
-        const moved = NDArray.empty(c.shape, c.dtype, target);
-        // The stored bytes: dataSync() of a bfloat16 or fallback float16 tensor gives values.
-        const stored = c.cpuView();
-        target.writeBlock(
-          moved.block,
-          moved.byteOffset,
-          new Uint8Array(stored.buffer, stored.byteOffset, c.nbytes),
-        );
-        return moved.pin().retain();
+        return copyToDevice(c, target).pin().retain();
       });
     } catch (e) {
       throw new VMError(
@@ -471,6 +485,40 @@ export class VirtualMachine {
   }
 
   /**
+   * `args` with their CPU tensors copied to the VM's first device
+   * (`moveInputs`; vm/input_placement.ts), or null when nothing moves. A
+   * copy that cannot be made (the memory limit) is a `VMError` naming the
+   * function.
+   */
+  #place(name: string, args: readonly unknown[], holdAll: boolean): PlacedInputs | null {
+    const target = this.#inputTarget;
+    if (target === null || args.length === 0) return null;
+    try {
+      return placeInputs(args, target, this.#state, holdAll);
+    } catch (e) {
+      throw new VMError(
+        { functionName: name, pc: -1, instruction: "", packedFunc: "" },
+        `Cannot move the arguments of @${printable(name)} to ${target}: ${reasonOf(e)}`,
+        { cause: e },
+      );
+    }
+  }
+
+  /** `#callExported` after moving CPU tensor arguments to the VM's device (`moveInputs`). */
+  #callPlaced(index: number, args: readonly unknown[], limits: ResolvedLimits): Promise<unknown> {
+    if (this.#inputTarget === null) return this.#callExported(index, args, limits);
+    let placed: PlacedInputs | null;
+    try {
+      placed = this.#place(this.executable.functions[index].name, args, false);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    if (placed === null) return this.#callExported(index, args, limits);
+    // Settles after the result was handed out: copies it holds belong to the caller then.
+    return this.#callExported(index, placed.args, limits).finally(() => placed.finish());
+  }
+
+  /**
    * Runs function `index` for the user under `limits`: the result is
    * exported (the user holds it) and device work is submitted. Not an async
    * function: a call that did not suspend settles without an extra await
@@ -534,7 +582,7 @@ export class VirtualMachine {
       if (saved !== undefined && args.length === 0) {
         return this.#callExported(this.#vmFunctionIndex(saved.name), saved.args, limits);
       }
-      return this.#callExported(this.#vmFunctionIndex(name), args, limits);
+      return this.#callPlaced(this.#vmFunctionIndex(name), args, limits);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -634,7 +682,7 @@ export class VirtualMachine {
     // Resolved once; a function saved later under this name takes over, as with invoke.
     return (...args: unknown[]) =>
       this.#saved.size === 0
-        ? this.#callExported(index, args, limits)
+        ? this.#callPlaced(index, args, limits)
         : this.#invoke(name, args, limits);
   }
 
@@ -699,10 +747,16 @@ export class VirtualMachine {
         `invoke_closure: ${closure} was disposed; its captured values are released`,
       );
     }
+    const placed = this.#place(closure.name, args, false);
+    const placedArgs = placed?.args ?? args;
     try {
-      return this.#export(closure.name, await this.#interp.run(limits, () => closure.call(args)));
+      return this.#export(
+        closure.name,
+        await this.#interp.run(limits, () => closure.call(placedArgs)),
+      );
     } finally {
       this.#flush();
+      placed?.finish();
     }
   }
 
@@ -710,10 +764,16 @@ export class VirtualMachine {
   save_function(name: string, saved_name: string, ...args: unknown[]): void {
     this.#checkArguments(name, args);
     checkArgumentsLive(name, args);
+    // Moved once, here (TVM's SaveClosure); the VM holds the copies until replaced.
+    const placed = this.#place(name, args, true);
+    const kept = placed?.args ?? args;
     const old = this.#saved.get(saved_name);
-    for (const a of args) retainValue(a);
-    if (old !== undefined) { for (const a of old.args) releaseValue(a); }
-    this.#saved.set(saved_name, { name, args });
+    for (const a of kept) retainValue(a);
+    if (old !== undefined) {
+      for (const a of old.args) releaseValue(a);
+      old.placed?.finish();
+    }
+    this.#saved.set(saved_name, { name, args: kept, placed });
   }
 
   /** Calls `fn(func, name, before, ret, args)` before and after every `Call`; `"skip"` before skips it. `null` removes it. */
@@ -725,14 +785,21 @@ export class VirtualMachine {
   set_input(name: string, ...args: unknown[]): void {
     this.#checkArguments(name, args);
     checkArgumentsLive(name, args);
-    for (const a of args) retainValue(a);
-    for (const a of this.#inputs.get(name) ?? []) releaseValue(a);
-    this.#inputs.set(name, args);
+    // Moved once, here (TVM's set_input); the VM holds the copies until replaced.
+    const placed = this.#place(name, args, true);
+    const kept = placed?.args ?? args;
+    for (const a of kept) retainValue(a);
+    const old = this.#inputs.get(name);
+    if (old !== undefined) {
+      for (const a of old.args) releaseValue(a);
+      old.placed?.finish();
+    }
+    this.#inputs.set(name, { args: kept, placed });
   }
 
   /** Runs `name` on the inputs given to `set_input`; read the result with `get_outputs`. */
   async invoke_stateful(name: string): Promise<void> {
-    const args = this.#inputs.get(name);
+    const args = this.#inputs.get(name)?.args;
     if (args === undefined) {
       throw new VMError(
         { functionName: name, pc: -1, instruction: "", packedFunc: "" },
@@ -774,17 +841,24 @@ export class VirtualMachine {
     const saved = this.#saved.get(name);
     const index = this.#vmFunctionIndex(saved?.name ?? name);
     return async (...given: unknown[]) => {
-      const args = saved !== undefined && given.length === 0 ? saved.args : given;
+      const savedArgs = saved !== undefined && given.length === 0;
+      // Moved once for all runs (`moveInputs`): the runs time the function, not the uploads.
+      const placed = savedArgs ? null : this.#place(saved?.name ?? name, given, true);
+      const args = savedArgs ? saved.args : placed?.args ?? given;
       const results: number[] = [];
-      for (let r = 0; r < repeat; r++) {
-        const t0 = performance.now();
-        for (let n = 0; n < number; n++) {
-          const out = await this.#interp.invoke(this.#limits, index, args);
-          releaseValue(out);
-          this.#flush();
+      try {
+        for (let r = 0; r < repeat; r++) {
+          const t0 = performance.now();
+          for (let n = 0; n < number; n++) {
+            const out = await this.#interp.invoke(this.#limits, index, args);
+            releaseValue(out);
+            this.#flush();
+          }
+          await Promise.all(this.devices.map((d) => d.synchronize()));
+          results.push((performance.now() - t0) / number);
         }
-        await Promise.all(this.devices.map((d) => d.synchronize()));
-        results.push((performance.now() - t0) / number);
+      } finally {
+        placed?.finish();
       }
       const sorted = [...results].sort((a, b) => a - b);
       const mid = sorted.length >> 1;
