@@ -29,6 +29,7 @@ import {
 } from "../ground/object.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
 import { Tuple } from "../ground/tuple.ts";
+import { formatBytes, INSPECT } from "../ground/inspect.ts";
 import { printable } from "../ground/printable.ts";
 import { getGlobalFunc, listGlobalFuncNames, type PackedFunc } from "../ground/registry.ts";
 import { suggestName } from "../ground/suggest.ts";
@@ -289,6 +290,9 @@ export class VirtualMachine {
   readonly #inputs = new Map<string, { args: readonly unknown[]; placed: PlacedInputs | null }>();
   /** Where CPU tensor arguments are copied (`moveInputs`), or null: nowhere. */
   readonly #inputTarget: Device | null;
+  /** How the VM runs code (its options). */
+  readonly #mode: "interpret" | "compiled";
+  readonly #dispatch: "specialized" | "generic";
   readonly #outputs = new Map<string, unknown>();
   /** Packed functions the executable names that were not registered when the VM loaded it. */
   readonly #unregistered: string[] = [];
@@ -338,6 +342,8 @@ export class VirtualMachine {
     this.executable = ex;
     this.devices = Object.freeze(list);
     this.#inputTarget = moveInputs && list[0].kind !== "cpu" ? list[0] : null;
+    this.#mode = mode;
+    this.#dispatch = dispatch;
     this.#state = new MemoryScope(this.devices, allocator, maxMemoryBytes);
     // A file may name a high register once (r(2^24 - 1)) and so ask for a register file far
     // larger than its code: every call would copy it, and liveness would scan it per block.
@@ -712,7 +718,10 @@ export class VirtualMachine {
    */
   with(limits: CallLimits): LimitedVirtualMachine {
     const resolved = resolveLimits(limits, this.#limits);
-    return {
+    const shown = Object.entries(limits).filter(([, v]) => v !== undefined).map(([k, v]) =>
+      k === "signal" ? "signal" : `${k}: ${String(v)}`
+    );
+    const limited: LimitedVirtualMachine = {
       invoke: <T>(name: string, ...args: unknown[]) =>
         this.#invoke(name, args, resolved) as Promise<T>,
       invokeTensor: (name, ...args) => this.#invokeTensor(name, args, resolved),
@@ -720,6 +729,11 @@ export class VirtualMachine {
       invoke_closure: <T>(closure: unknown, ...args: unknown[]) =>
         this.#invokeClosure(closure, args, resolved) as Promise<T>,
     };
+    // Shown by console.log as the VM with its limits.
+    Object.defineProperty(limited, INSPECT, {
+      value: () => `${this[INSPECT]()}.with({ ${shown.join(", ")} })`,
+    });
+    return limited;
   }
 
   /**
@@ -870,6 +884,57 @@ export class VirtualMachine {
         results,
       };
     };
+  }
+
+  /**
+   * Shown by `console.log` and `deno repl`: the devices, how the VM runs
+   * code, its VM functions with their inputs, packed functions still not
+   * registered, and the bytes its tensors hold now (per device when it has
+   * several).
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder, VirtualMachine } from "@relaxvm/relaxvm";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("double", { num_inputs: 1 }, () => {
+   *   ib.emit_call("vm.op.add", [ib.r(0), ib.r(0)], { dst: ib.r(1) });
+   *   ib.emit_ret(ib.r(1));
+   * });
+   * console.log(new VirtualMachine(ib.get()));
+   * // VirtualMachine(cpu(0); specialized dispatch; double(1 input); live 0 B)
+   * ```
+   */
+  [INSPECT](): string {
+    const parts = [this.devices.join(", ")];
+    parts.push(this.#mode === "compiled" ? "compiled mode" : `${this.#dispatch} dispatch`);
+    if (this.#inputTarget === null && this.devices[0].kind !== "cpu") {
+      parts.push("inputs not moved");
+    }
+    const fns = this.executable.functions.filter((f) => f.kind === "vm").map((f) =>
+      `${printable(f.name)}(${
+        f.paramNames.length > 0
+          ? f.paramNames.map(printable).join(", ")
+          : `${f.numArgs} input${f.numArgs === 1 ? "" : "s"}`
+      })`
+    );
+    parts.push(
+      fns.length === 0
+        ? "no functions"
+        : fns.length <= 6
+        ? fns.join(", ")
+        : `${fns.slice(0, 5).join(", ")}, … ${fns.length - 5} more`,
+    );
+    const missing = this.#unregistered.filter((n) => getGlobalFunc(n) === undefined);
+    if (missing.length > 0) parts.push(`unregistered: ${missing.map(printable).join(", ")}`);
+    const live = (d: Device) =>
+      this.#state.allocators().find((a) => a.device === d)?.stats().liveBytes ?? 0;
+    parts.push(
+      this.devices.length === 1
+        ? `live ${formatBytes(live(this.devices[0]))}`
+        : `live ${this.devices.map((d) => `${formatBytes(live(d))} on ${d}`).join(", ")}`,
+    );
+    return `VirtualMachine(${parts.join("; ")})`;
   }
 
   /** Memory counters of `device` (default: the first device) for this VM. */

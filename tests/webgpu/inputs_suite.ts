@@ -165,6 +165,11 @@ gpuTest(
 
 gpuTest("inputs: moveInputs: false passes CPU tensors as they are", async (gpu) => {
   const vm = new VirtualMachine(addProgram(), gpu, { moveInputs: false });
+  assertEquals(
+    Deno.inspect(vm),
+    `VirtualMachine(${gpu}; specialized dispatch; inputs not moved; add(2 inputs), id(1 input), ` +
+      "sum_fields(1 input); live 0 B)",
+  );
   using a = tensor([1, 2]);
   using out = await vm.invokeTensor("add", a, a);
   assertEquals(out.device, cpu(), "the CPU kernel ran");
