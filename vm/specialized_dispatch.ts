@@ -26,7 +26,7 @@
  * cost more than the call, 2.3× a plain JS table loop on a program whose
  * values flow from call to call (bench/dispatch_bench.ts).
  *
- * The generic loop remains the path for instrumented runs, for functions too
+ * The generic loop remains the path for instrumented and profiled runs, for functions too
  * large to be worth emitting, and where `new Function` is unavailable (a page
  * whose Content Security Policy forbids it).
  *

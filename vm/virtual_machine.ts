@@ -35,6 +35,7 @@ import { getGlobalFunc, listGlobalFuncNames, type PackedFunc } from "../ground/r
 import { suggestName } from "../ground/suggest.ts";
 import { InstructionCursor } from "../program/decoder.ts";
 import type { Executable } from "../program/executable.ts";
+import type { ProgramData } from "../program/program_data.ts";
 import { formalize } from "../program/formalize.ts";
 import { Opcode } from "../program/bytecode.ts";
 import { computeReleases } from "../program/liveness.ts";
@@ -55,6 +56,8 @@ import {
 } from "./invocation.ts";
 import { copyToDevice, type PlacedInputs, placeInputs } from "./input_placement.ts";
 import { loadFunction, type OperandResolver } from "./loaded_function.ts";
+import { Profiler } from "./profiler.ts";
+import type { ProfileReport } from "./profile_report.ts";
 
 /**
  * Options of `new VirtualMachine`. Besides how the VM runs code, they set
@@ -79,7 +82,8 @@ export interface VirtualMachineOptions extends CallLimits {
    * it changes little. At load it costs a little more than the interpreter
    * (writing the source), and V8 then takes a few hundred milliseconds of
    * running to optimize a large function. It falls back to the interpreter,
-   * with the same results, for calls made while an instrument is set, for
+   * with the same results, for calls made while an instrument is set (and
+   * for a profiled call), for
    * the rest of a call after a packed function returned a Promise, for
    * functions too large for V8 to optimize or whose releases are too many to
    * write out, and where `new Function` is forbidden (a Content Security
@@ -290,6 +294,8 @@ export class VirtualMachine {
   readonly #inputs = new Map<string, { args: readonly unknown[]; placed: PlacedInputs | null }>();
   /** Where CPU tensor arguments are copied (`moveInputs`), or null: nowhere. */
   readonly #inputTarget: Device | null;
+  /** The program the interpreter runs: the executable, or its dense renumbering. */
+  readonly #program: ProgramData;
   /** How the VM runs code (its options). */
   readonly #mode: "interpret" | "compiled";
   readonly #dispatch: "specialized" | "generic";
@@ -349,6 +355,7 @@ export class VirtualMachine {
     // larger than its code: every call would copy it, and liveness would scan it per block.
     // The VM runs such a program renumbered densely (as the builder always does).
     const run = sparseRegisters(ex) ? formalize(ex) : ex;
+    this.#program = run;
     this.#interp = new Interpreter(run, this.#state);
     this.#interp.limits = this.#limits;
     for (const f of ex.functions) {
@@ -884,6 +891,85 @@ export class VirtualMachine {
         results,
       };
     };
+  }
+
+  /**
+   * Runs `name` once with `args` and reports where the time and memory went
+   * (TVM's `relax.VirtualMachine.profile`, the Relay profiler VM): every
+   * `Call` it made, nested VM calls included, with its wall time, the
+   * bytes it allocated from the VM's allocators (`servedBytes`,
+   * `allocatedBytes` of `memory_stats()`) and, on a WebGPU device with
+   * timestamp queries, the GPU time of the kernels it recorded. The result
+   * of the call is released; an error is thrown as `invoke` would throw it.
+   *
+   * The profiled call runs on the generic loop (calls made by other
+   * invocations keep their dispatch form) and pays about a microsecond per
+   * `Call` for the bookkeeping, so compare calls with each other rather
+   * than with unprofiled runs. A user's instrument (`set_instrument`) is
+   * still called, around each timed call. Nothing of the VM's state
+   * changes, also when the call fails. Arguments move to the VM's device
+   * first (`moveInputs`); the report counts them apart. With no `args`, a
+   * name given to `save_function` runs with its saved arguments.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder, tensor, VirtualMachine } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("layer", { num_inputs: 2 }, () => {
+   *   ib.emit_call("vm.op.matmul", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+   *   ib.emit_call("vm.op.relu", [ib.r(2)], { dst: ib.r(3) });
+   *   ib.emit_ret(ib.r(3));
+   * });
+   * ib.function("main", { num_inputs: 2 }, () => {
+   *   ib.emit_call("layer", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+   *   ib.emit_call("layer", [ib.r(2), ib.r(1)], { dst: ib.r(3) });
+   *   ib.emit_ret(ib.r(3));
+   * });
+   * const vm = new VirtualMachine(ib.get());
+   * using x = tensor([[1, -2], [3, 4]]);
+   * const report = await vm.profile("main", x, x);
+   * const calls = Object.fromEntries(report.byFunction().map((r) => [r.name, r.calls]));
+   * assertEquals(calls, { layer: 2, "vm.op.matmul": 2, "vm.op.relu": 2 });
+   * console.log(report.table()); // per function and per instruction: calls, times, bytes
+   * ```
+   */
+  async profile(name: string, ...args: unknown[]): Promise<ProfileReport> {
+    const saved = this.#saved.get(name);
+    const useSaved = saved !== undefined && args.length === 0;
+    const fnName = useSaved ? saved.name : name;
+    const index = this.#vmFunctionIndex(fnName);
+    const placed = useSaved ? null : this.#place(fnName, args, false);
+    const callArgs = useSaved ? saved.args : placed?.args ?? args;
+    const ex = this.executable;
+    const profiler = new Profiler(this.#program, this.#state, (callee) => {
+      const i = ex.functionIndex(callee);
+      return i >= 0 && ex.functions[i].kind === "vm";
+    });
+    profiler.start(this.devices);
+    const t0 = performance.now();
+    let callMs = 0;
+    let failure: { error: unknown } | null = null;
+    try {
+      const out = await this.#interp.invoke(this.#limits, index, callArgs, profiler);
+      callMs = performance.now() - t0;
+      releaseValue(out);
+    } catch (e) {
+      callMs = performance.now() - t0;
+      failure = { error: e };
+    } finally {
+      this.#flush();
+      placed?.finish();
+    }
+    // Also after a failure: the GPU timers must stop.
+    const report = await profiler.finish(fnName, callMs, {
+      tensors: placed?.count ?? 0,
+      bytes: placed?.bytes ?? 0,
+      device: String(this.devices[0]),
+    });
+    if (failure !== null) throw failure.error;
+    return report;
   }
 
   /**

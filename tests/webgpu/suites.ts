@@ -8,4 +8,5 @@ import "./inputs_suite.ts";
 import "./kernels_suite.ts";
 import "./memory_suite.ts";
 import "./ops_suite.ts";
+import "./profile_suite.ts";
 import "./vm_suite.ts";
