@@ -418,6 +418,7 @@ export class Interpreter {
       result = this.#run(frame);
     } catch (e) {
       this.#leave(inv, fn);
+      this.#probeFailed(frame);
       this.#teardown(frame, undefined);
       throw this.#wrap(frame, e);
     }
