@@ -87,6 +87,15 @@ export type {
   WebGPUDevice,
 } from "./runtime.ts";
 export type { CallLimits, LimitedVirtualMachine } from "./runtime.ts";
+export type {
+  ChromeTrace,
+  ChromeTraceEvent,
+  ProfiledCall,
+  ProfiledKernel,
+  ProfileGpuSummary,
+  ProfileReport,
+  ProfileRow,
+} from "./runtime.ts";
 export { ExecBuilder } from "./builder/exec_builder.ts";
 export type { CallArg, CallOptions, FunctionOptions, GetOptions } from "./builder/exec_builder.ts";
 export type { Operand, OperandKind } from "./builder/operand.ts";

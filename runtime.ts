@@ -42,6 +42,15 @@ export type {
 export type { Instrument } from "./vm/interpreter.ts";
 export type { CallLimits } from "./vm/invocation.ts";
 export type { LimitedVirtualMachine } from "./vm/virtual_machine.ts";
+export type {
+  ChromeTrace,
+  ChromeTraceEvent,
+  ProfiledCall,
+  ProfiledKernel,
+  ProfileGpuSummary,
+  ProfileReport,
+  ProfileRow,
+} from "./vm/profile_report.ts";
 export { Closure } from "./ground/closure.ts";
 export {
   describeGlobalFunc,

@@ -165,7 +165,7 @@ function unregisteredWarnings(code: ProgramData): string[] {
     warnings.push(
       `${where}packed function ${
         printable(f.name)
-      } is not registered${hint} (register it before a VM loads this executable)`,
+      } is not registered${hint} (register it before a VM calls it)`,
     );
   });
   return warnings;

@@ -20,13 +20,18 @@ export class UsageError extends Error {
 /**
  * The text shown for `error`: the message alone for the library's own error
  * classes and usage errors, `name: message` for anything else. A
- * `CheckError` keeps its list of problems, one per line.
+ * `CheckError` keeps its list of problems, one per line. An unknown packed
+ * function adds how to register it from the command line (`--preload`).
  */
 export function describeError(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   if (error instanceof CheckError) return error.message;
   const known = error instanceof UsageError || error.name === "LoadError" ||
     error.name === "VMError" || error instanceof Deno.errors.NotFound;
-  const text = known ? error.message : `${error.name}: ${error.message}`;
-  return text.split("\n")[0];
+  let text = (known ? error.message : `${error.name}: ${error.message}`).split("\n")[0];
+  // A program's own packed functions come from a module the command line imports first.
+  if (error.name === "VMError" && text.startsWith("Unknown packed function")) {
+    text += "; --preload <module> imports a module that registers it";
+  }
+  return text;
 }

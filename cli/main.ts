@@ -7,6 +7,7 @@
  * deno run -A jsr:@relaxvm/relaxvm/cli build prog.ts -o prog.rvm
  * deno run -A jsr:@relaxvm/relaxvm/cli dump prog.rvm
  * deno run -A jsr:@relaxvm/relaxvm/cli run prog.rvm main '[1, 2]' '[3, 4]'
+ * deno run -A jsr:@relaxvm/relaxvm/cli profile prog.rvm main '[1, 2]' '[3, 4]' --trace t.json
  * ```
  *
  * Failures print one line to stderr and exit with code 1. The CLI imports
@@ -21,10 +22,17 @@ import { commandHelp, type CommandSpec, parseCommandLine } from "./arguments.ts"
 import { buildCommand } from "./commands/build.ts";
 import { dumpCommand } from "./commands/dump.ts";
 import { funcsCommand } from "./commands/funcs.ts";
+import { profileCommand } from "./commands/profile.ts";
 import { runCommand } from "./commands/run.ts";
 import { describeError, UsageError } from "./failure.ts";
 
-const COMMANDS: readonly CommandSpec[] = [buildCommand, dumpCommand, runCommand, funcsCommand];
+const COMMANDS: readonly CommandSpec[] = [
+  buildCommand,
+  dumpCommand,
+  runCommand,
+  profileCommand,
+  funcsCommand,
+];
 
 /** The text of `relaxvm --help`. */
 function programHelp(): string {

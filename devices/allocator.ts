@@ -17,6 +17,12 @@ export interface MemoryStats {
   peakBytes: number;
   /** Bytes of blocks obtained from the device, in total (pool reuse not counted). */
   allocatedBytes: number;
+  /**
+   * Bytes of blocks handed out to tensors and storages, in total, from the
+   * pool or new: what the program asked for, rounded up to block sizes
+   * (`vm.profile()` reports it per call).
+   */
+  servedBytes: number;
   /** Allocations served from the pool. */
   poolHits: number;
   /** Allocations that had to create a new block. */
@@ -62,6 +68,7 @@ export function emptyStats(): MemoryStats {
     liveBytes: 0,
     peakBytes: 0,
     allocatedBytes: 0,
+    servedBytes: 0,
     poolHits: 0,
     poolMisses: 0,
     liveBlocks: 0,

@@ -293,7 +293,7 @@ export class AttentionKVCache extends VMObject {
   }
 
   /** Shown by `console.log` and `deno repl`: as `toString()`, or `… <released>`. */
-  [INSPECT](): string {
+  override [INSPECT](): string {
     return this.disposed ? `AttentionKVCache(${this.dtype}) <released>` : this.toString();
   }
 

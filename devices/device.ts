@@ -16,6 +16,38 @@ import { shared } from "../ground/shared.ts";
 /** DLPack device type codes used by `vm.builtin.to_device` and `alloc_storage`. */
 export const DLDeviceType = { CPU: 1, WebGPU: 15 } as const;
 
+/**
+ * GPU time of the kernels a device records while a profile runs
+ * (`vm.profile`; `Device.startTimer`).
+ *
+ * @ignore
+ */
+export interface DeviceTimer {
+  /** Kernels recorded from now on are counted for `tag` (a call of the profile; -1: none). */
+  setTag(tag: number): void;
+  /**
+   * Stops timing, submits what was recorded and resolves to every timed
+   * kernel. Call it once, also when the profiled call failed.
+   */
+  finish(): Promise<TimedKernel[]>;
+}
+
+/**
+ * One kernel timed by the device, in the device's clock.
+ *
+ * @ignore
+ */
+export interface TimedKernel {
+  /** The tag it was recorded under (`DeviceTimer.setTag`). */
+  tag: number;
+  /** When it started, in nanoseconds after the first timed kernel started. */
+  startNs: number;
+  /** When it ended, on the same clock. */
+  endNs: number;
+  /** When the host submitted it (`performance.now()`). */
+  submittedAtMs: number;
+}
+
 /** The kinds of device relaxvm runs on. */
 export type DeviceKind = "cpu" | "webgpu";
 
@@ -96,6 +128,19 @@ export abstract class Device {
   synchronize(): Promise<void> {
     this.flush();
     return Promise.resolve();
+  }
+
+  /**
+   * Starts timing the kernels this device records on its own clock (for
+   * `vm.profile`): a timer, a sentence saying why this device cannot
+   * (a GPU without timestamp queries, a timer already running), or null
+   * for a device whose kernels run while the host waits (the CPU), which a
+   * host clock measures already.
+   *
+   * @ignore
+   */
+  startTimer(): DeviceTimer | string | null {
+    return null;
   }
 
   /** `cpu(0)`, `webgpu(0)`. */

@@ -46,6 +46,7 @@ export class NaiveAllocator implements Allocator {
     const s = this.#stats;
     s.poolMisses++;
     s.allocatedBytes += blockBytes;
+    s.servedBytes += blockBytes;
     s.liveBytes += blockBytes;
     s.liveBlocks++;
     if (s.liveBytes > s.peakBytes) s.peakBytes = s.liveBytes;

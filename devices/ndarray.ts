@@ -410,7 +410,7 @@ export class NDArray extends VMObject {
    * console.log(t); // NDArray(float32, [2, 3], cpu(0)) [[1, 2, 3], [4, 5, 6]]
    * ```
    */
-  [INSPECT](): string {
+  override [INSPECT](): string {
     const head = this.toString();
     if (this.disposed) return `${head} <released>`;
     if (this.device.kind !== "cpu") return `${head} <on ${this.device}: await data() to read>`;

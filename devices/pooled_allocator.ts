@@ -102,6 +102,7 @@ export class PooledAllocator implements Allocator {
       s.liveBlocks++;
     }
     s.liveBytes += blockBytes;
+    s.servedBytes += blockBytes;
     if (s.liveBytes > s.peakBytes) s.peakBytes = s.liveBytes;
     return block;
   }

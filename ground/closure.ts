@@ -115,7 +115,7 @@ export class Closure extends VMObject {
    * Shown by `console.log` and `deno repl`: `Closure(name)`, with what it
    * captured: `Closure(add_captured, capturing ["x", NDArray(float32, [2], cpu(0)) [1, 2]])`.
    */
-  [INSPECT](inspect: (v: unknown) => string): string {
+  override [INSPECT](inspect: (v: unknown) => string): string {
     if (this.captured.length === 0) return this.toString();
     if (this.disposed) return `Closure(${this.name}, released)`;
     return `Closure(${this.name}, capturing ${inspect([...this.captured])})`;

@@ -95,3 +95,26 @@ export function formatNested(
   const pad = Math.max(...[...texts.values()].map((t) => t.length));
   return render(0, 0, pad, true);
 }
+
+/**
+ * A byte count for people: `0 B`, `512 B`, `1.5 KiB`, `12.0 MiB`, `1.0 GiB`
+ * (binary units, one decimal from KiB on).
+ *
+ * @example
+ * ```ts
+ * import { formatBytes } from "./inspect.ts";
+ * import { assertEquals } from "@std/assert";
+ *
+ * assertEquals(formatBytes(1536), "1.5 KiB");
+ * assertEquals(formatBytes(100), "100 B");
+ * ```
+ */
+export function formatBytes(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let value = n, unit = 0;
+  while (Math.abs(value) >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return unit === 0 ? `${n} B` : `${value.toFixed(1)} ${units[unit]}`;
+}

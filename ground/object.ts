@@ -43,6 +43,7 @@
  */
 
 import { brand, type Branded, brandKey, ordinaryInstanceOf } from "./brand.ts";
+import { INSPECT } from "./inspect.ts";
 
 const VM_OBJECT_BRAND = brandKey("VMObject");
 
@@ -236,6 +237,30 @@ export abstract class VMObject {
 
   /** A short name for messages: `NDArray(float32, [2], cpu(0))`, `Closure(f)`. */
   abstract toString(): string;
+
+  /**
+   * Shown by `console.log` and `deno repl`: `toString()`, with `<released>`
+   * once freed. Kinds with more to show (a tensor's values, a closure's
+   * captured values) print their own.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder, type Storage, VirtualMachine } from "@relaxvm/relaxvm";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("storage", { num_inputs: 0 }, () => {
+   *   ib.emit_call("vm.builtin.alloc_storage", [ib.vm_state(), [8], ib.imm(0), "float32", "global"], {
+   *     dst: ib.r(0),
+   *   });
+   *   ib.emit_ret(ib.r(0));
+   * });
+   * using s = await new VirtualMachine(ib.get()).invoke<Storage>("storage");
+   * console.log(s); // Storage(32 bytes, cpu(0))
+   * ```
+   */
+  [INSPECT](_inspect?: (v: unknown) => string): string {
+    return this.disposed ? `${this} <released>` : this.toString();
+  }
 
   /** The error for a use after free; kinds may name themselves better. */
   protected usedAfterFree(): Error {

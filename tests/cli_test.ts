@@ -159,10 +159,11 @@ Deno.test("cli: run --preload registers the program's own packed functions", asy
     const first = await relaxvm("run", "--preload", `${dir}/funcs.ts`, rvm, "main", "-4.5");
     assertEquals(first.code, 0, first.stderr);
     assertEquals(first.stdout, "-9\n");
-    assertFailure(
-      await relaxvm("run", rvm, "main", "21"),
-      'Unknown packed function "test.cli.twice"',
-    );
+    // Without it the call fails, on one line that says how to register it.
+    const missing = await relaxvm("run", rvm, "main", "21");
+    assertFailure(missing, 'Unknown packed function "test.cli.twice": register it');
+    assertStringIncludes(missing.stderr, "(in @main, instruction 0,");
+    assertStringIncludes(missing.stderr, "--preload <module> imports a module that registers it");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -179,10 +180,45 @@ Deno.test("cli: funcs lists registered packed functions, filtered by prefix", as
   assertStringIncludes(ops.stdout, "vm.op.matmul\n");
 });
 
+Deno.test("cli: profile prints the report's table and writes a Chrome trace", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relaxvm_cli_" });
+  try {
+    const module = `${dir}/prog.ts`;
+    const rvm = `${dir}/prog.rvm`;
+    await Deno.writeTextFile(module, program());
+    assertEquals((await relaxvm("build", module, "-o", rvm)).code, 0);
+    const trace = `${dir}/trace.json`;
+    const result = await relaxvm("profile", rvm, "shift", "[1, 2, 3]", "--trace", trace);
+    assertEquals(result.code, 0, result.stderr);
+    const lines = result.stdout.split("\n");
+    assert(
+      /^Profile of @shift: [\d.]+ ms, 1 call; 16 B allocated, 16 B of it new from the device$/
+        .test(lines[0]),
+      lines[0],
+    );
+    assert(
+      lines.some((l) => /^vm\.op\.add\s+packed\s+1\s+[\d.]+\s+[\d.]+\s/.test(l)),
+      result.stdout,
+    );
+    assert(lines.some((l) => l.startsWith("@shift[0]  call vm.op.add in: %0, c[0] dst: %1")));
+    assertStringIncludes(result.stdout, `Chrome trace: ${trace} (4 events;`);
+    const events = JSON.parse(await Deno.readTextFile(trace)).traceEvents;
+    assertEquals(
+      events.filter((e: { ph: string }) => e.ph === "X").map((e: { name: string }) => e.name),
+      ["@shift", "vm.op.add"],
+    );
+    // Failures are one line, as for run.
+    assertFailure(await relaxvm("profile", rvm, "shift"), "takes 1 argument, got 0");
+    assertFailure(await relaxvm("profile", rvm, "nope"), 'No VM function named "nope"');
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("cli: --help and --version exit with code 0", async () => {
   const help = await relaxvm("--help");
   assertEquals(help.code, 0);
-  for (const command of ["build", "dump", "run", "funcs"]) {
+  for (const command of ["build", "dump", "run", "profile", "funcs"]) {
     assertStringIncludes(help.stdout, command);
   }
   const runHelp = await relaxvm("run", "--help");

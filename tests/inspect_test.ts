@@ -7,6 +7,7 @@ import { assertEquals, assertStringIncludes } from "@std/assert";
 import {
   type AttentionKVCache,
   type Closure,
+  cpu,
   dtype,
   ExecBuilder,
   NDArray,
@@ -117,4 +118,68 @@ Deno.test("inspect: closures show what they captured, KV caches their rows", asy
   assertEquals(show(cache), "AttentionKVCache(int32, 1 of 4 rows of [2], cpu(0))");
   cache.dispose();
   assertEquals(show(cache), "AttentionKVCache(int32) <released>");
+});
+
+Deno.test("inspect: a VM shows its devices, how it runs, its functions and live bytes", async () => {
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 2, param_names: ["x", "y"] }, () => {
+    ib.emit_call("vm.op.add", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(2));
+  });
+  ib.function("typo", 1, () => {
+    ib.emit_call("test.inspect.not_registered", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  const ex = ib.get();
+  const vm = new VirtualMachine(ex);
+  assertEquals(
+    show(vm),
+    "VirtualMachine(cpu(0); specialized dispatch; main(x, y), typo(1 input); " +
+      "unregistered: test.inspect.not_registered; live 0 B)",
+  );
+  using x = tensor(new Float32Array(300));
+  using y = tensor(1);
+  using out = await vm.invokeTensor("main", x, y);
+  assertStringIncludes(show(vm), "; live 2.0 KiB)"); // the result's 1200 bytes, in a pooled 2 KiB block
+  out.dispose();
+  assertStringIncludes(show(vm), "; live 0 B)");
+  assertEquals(
+    show(new VirtualMachine(ex, undefined, { mode: "compiled" })).split("; ").slice(0, 2),
+    ["VirtualMachine(cpu(0)", "compiled mode"],
+  );
+  assertStringIncludes(
+    show(new VirtualMachine(ex, [cpu(0), cpu(1)], { dispatch: "generic" })),
+    "VirtualMachine(cpu(0), cpu(1); generic dispatch;",
+  );
+  assertStringIncludes(
+    show(new VirtualMachine(ex, [cpu(0), cpu(1)])),
+    "; live 0 B on cpu(0), 0 B on cpu(1))",
+  );
+  const limited = vm.with({ fuel: 1000, timeoutMs: 20, signal: new AbortController().signal });
+  assertEquals(
+    show(limited),
+    `${show(vm)}.with({ fuel: 1000, timeoutMs: 20, signal })`,
+  );
+  assertEquals(Object.keys(limited), ["invoke", "invokeTensor", "get", "invoke_closure"]);
+  // Many functions: the first five, then a count.
+  const many = new ExecBuilder();
+  for (let i = 0; i < 8; i++) many.function(`f${i}`, 1, () => many.emit_ret(many.r(0)));
+  assertStringIncludes(
+    show(new VirtualMachine(many.get())),
+    "; f0(1 input), f1(1 input), f2(1 input), f3(1 input), f4(1 input), … 3 more; ",
+  );
+});
+
+Deno.test("inspect: other VM objects (a storage) print their summary, and <released> once freed", async () => {
+  const ib = new ExecBuilder();
+  ib.function("storage", 0, () => {
+    ib.emit_call("vm.builtin.alloc_storage", [ib.vm_state(), [8], ib.imm(0), "float32", "global"], {
+      dst: ib.r(0),
+    });
+    ib.emit_ret(ib.r(0));
+  });
+  const storage = await new VirtualMachine(ib.get()).invoke<{ dispose(): void }>("storage");
+  assertEquals(show(storage), "Storage(32 bytes, cpu(0))");
+  storage.dispose();
+  assertEquals(show(storage), "Storage(32 bytes, cpu(0)) <released>");
 });

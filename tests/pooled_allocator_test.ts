@@ -64,6 +64,7 @@ Deno.test("pooled allocator: live storages never share a block; a released block
     liveBytes: 32,
     peakBytes: 32,
     allocatedBytes: 32,
+    servedBytes: 48,
     poolHits: 1,
     poolMisses: 2,
     liveBlocks: 2,

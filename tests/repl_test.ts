@@ -24,6 +24,7 @@ Deno.test("REPL: the README's one-liner puts the API in scope and values print a
     "const ib = new ExecBuilder();",
     'ib.function("double", { num_inputs: 1 }, () => { ib.emit_call("vm.op.add", [ib.r(0), ib.r(0)], { dst: ib.r(1) }); ib.emit_ret(ib.r(1)); });',
     "const vm = new VirtualMachine(ib.get());",
+    "vm",
     'await vm.invoke("double", tensor([[1, 2, 3], [4, 5, 6]]))',
     "ib",
     "ib.get()",
@@ -44,4 +45,8 @@ Deno.test("REPL: the README's one-liner puts the API in scope and values print a
     "Executable(double(1 input); calls vm.op.add; 0 constants, 2 instructions)",
   );
   assertStringIncludes(out, "DataType(int32)");
+  assertStringIncludes(
+    out,
+    "VirtualMachine(cpu(0); specialized dispatch; double(1 input); live 0 B)",
+  );
 });

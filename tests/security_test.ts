@@ -143,7 +143,7 @@ Deno.test("security: a rejected load frees the tensor constants it had already r
   assertEquals(host.stats().liveBytes, before);
 });
 
-Deno.test("security: names print escaped in dumps and errors, never as raw control characters", () => {
+Deno.test("security: names print escaped in dumps and errors, never as raw control characters", async () => {
   // Finding 11: a crafted name faked instructions in `as_text` and injected terminal escapes.
   const fake = "evil\n  ret   %0\n@fake:\u001b[2J\u202e";
   const ib = new ExecBuilder();
@@ -158,7 +158,11 @@ Deno.test("security: names print escaped in dumps and errors, never as raw contr
   assertEquals(text.split("\n").filter((l) => l.startsWith("@")).length, 2, "no fake function");
   assertStringIncludes(text, "@evil\\n  ret   %0\\n@fake:\\x1b[2J\\u202e:");
   // The VM names the unknown packed function (and the function calling it) escaped too.
-  const e = assertThrows(() => new VirtualMachine(ex), VMError, "Unknown packed function");
+  const e = await assertRejects(
+    () => new VirtualMachine(ex).invoke(fake, 1),
+    VMError,
+    "Unknown packed function",
+  );
   // deno-lint-ignore no-control-regex
   assert(!/[\u0000-\u0008\u000b-\u001f\u007f\u202e]/.test(e.message), JSON.stringify(e.message));
 });

@@ -31,8 +31,8 @@ Deno.test("get: an unregistered packed function is a warning with a did-you-mean
   });
   const ex = ib.get();
   assertEquals(ex.warnings, [
-    "@main[1]: packed function vm.op.reluu is not registered; did you mean vm.op.relu? (register it before a VM loads this executable)",
-    "@main[2]: packed function test.suggest.nothing_like_it is not registered (register it before a VM loads this executable)",
+    "@main[1]: packed function vm.op.reluu is not registered; did you mean vm.op.relu? (register it before a VM calls it)",
+    "@main[2]: packed function test.suggest.nothing_like_it is not registered (register it before a VM calls it)",
   ]);
 });
 

@@ -1,6 +1,7 @@
 import {
   assert,
   assertEquals,
+  assertFalse,
   assertInstanceOf,
   assertRejects,
   assertStrictEquals,
@@ -159,19 +160,50 @@ function defineVMTests(form: keyof typeof FORMS) {
     assertEquals(await vm.invoke("fib", 10), 55);
   });
 
-  Deno.test(`an unknown packed function is reported when the VM loads [${form}]`, () => {
+  Deno.test(`an unknown packed function fails the calls that reach it, not the VM [${form}]`, async () => {
+    const missing = `test.vm.registered_later_${form}`; // each form registers its own, later
     const ib = new ExecBuilder();
-    ib.function("main", 0, () => {
-      ib.emit_call("no.such.function", [], { dst: ib.r(0) });
-      ib.emit_ret(ib.r(0));
+    ib.function("main", 1, () => {
+      ib.emit_call("test.vm.inc", [ib.r(0)], { dst: ib.r(1) });
+      ib.emit_call("vm.op.reluu", [ib.r(1)], { dst: ib.r(2) }); // misspelt
+      ib.emit_ret(ib.r(2));
+    });
+    ib.declare_function(missing); // a packed function, referred to with f()
+    ib.function("through_closure", 1, () => {
+      ib.emit_call("vm.builtin.make_closure", [ib.f(missing)], {
+        dst: ib.r(1),
+      });
+      ib.emit_call("vm.builtin.invoke_closure", [ib.r(1), ib.r(0)], { dst: ib.r(2) });
+      ib.emit_ret(ib.r(2));
+    });
+    ib.function("fine", 1, () => {
+      ib.emit_call("test.vm.inc", [ib.r(0)], { dst: ib.r(1) });
+      ib.emit_ret(ib.r(1));
     });
     const ex = ib.get();
-    const e: VMError = assertThrows(
-      () => loadIn(ex, form),
-      VMError,
-      '"no.such.function"',
+    const vm = loadIn(ex, form); // constructs: one unknown name does not block the file
+    assertEquals(await vm.invoke("fine", 1), 2);
+    const e = await assertRejects(() => vm.invoke("main", 1), VMError);
+    assertEquals([e.functionName, e.pc, e.packedFunc], ["main", 1, "vm.op.reluu"]);
+    assertEquals(e.instruction, "call  vm.op.reluu      in: %1           dst: %2");
+    assertEquals(
+      e.message,
+      'Unknown packed function "vm.op.reluu" (did you mean "vm.op.relu"?): register it with ' +
+        `registerFunc; this executable also calls "${missing}", not registered ` +
+        "either (in @main, instruction 1, `call  vm.op.reluu      in: %1           dst: %2`, " +
+        "calling vm.op.reluu)",
     );
-    assertEquals([e.functionName, e.pc, e.packedFunc], ["main", 0, "no.such.function"]);
+    assertInstanceOf(e.cause, ReferenceError);
+    // A function reference to an unknown name fails where the closure is invoked.
+    const c = await assertRejects(() => vm.invoke("through_closure", 1), VMError);
+    assertStringIncludes(c.message, `Unknown packed function "${missing}"`);
+    assertStringIncludes(c.message, 'also calls "vm.op.reluu"');
+    assertEquals(await vm.invoke("fine", 2), 3, "the VM runs on after the failures");
+    // Registered later, the function is found at its next call, in the same VM.
+    registerFunc(missing, (x: number) => -x);
+    assertEquals(await vm.invoke("through_closure", 5), -5);
+    const again = await assertRejects(() => vm.invoke("main", 1), VMError);
+    assertFalse(again.message.includes("also calls"), "only names still unregistered are listed");
   });
 
   Deno.test(`packed functions may return Promises; only they are awaited [${form}]`, async () => {
@@ -372,6 +404,11 @@ function defineVMTests(form: keyof typeof FORMS) {
       () => new VirtualMachine(ex, cpu(), { dispatch: "fast" as "generic" }),
       TypeError,
       'Unknown dispatch "fast"',
+    );
+    assertThrows(
+      () => new VirtualMachine(ex, cpu(), { moveInputs: "yes" as unknown as boolean }),
+      TypeError,
+      "moveInputs must be true or false",
     );
     new VirtualMachine(ex, [cpu()], { allocator: "naive", mode: "interpret" });
     new VirtualMachine(ex, [cpu()], { mode: "compiled", dispatch: "generic" });

@@ -40,6 +40,7 @@
  * @module
  */
 
+import { makeFunction } from "./dynamic_code.ts";
 import { DecodedOp, type FuelBudget, type LoadedFunction } from "./loaded_function.ts";
 
 /** What compiled functions need from the interpreter. */
@@ -279,17 +280,10 @@ ${loop ? "for (;;) {\nswitch (pc) {\n" : ""}${body}${
 ${teardown}  if (held) disown(v);
   return v;
 };`;
-  try {
-    const run = new Function("callees", "template", "fn", "h", "PARK", source)(
-      callees,
-      fn.template,
-      fn,
-      helpers,
-      PARK,
-    ) as CompiledRun;
-    fn.sourceLength += source.length;
-    return run;
-  } catch {
-    return null; // no eval here (CSP): the interpreter runs this function
-  }
+  // Null where this realm forbids eval (CSP; tried once per realm): the interpreter runs it.
+  const factory = makeFunction(["callees", "template", "fn", "h", "PARK"], source);
+  if (factory === null) return null;
+  const run = factory(callees, fn.template, fn, helpers, PARK) as CompiledRun;
+  fn.sourceLength += source.length;
+  return run;
 }

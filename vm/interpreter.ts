@@ -57,6 +57,7 @@ import { releaseAllRegisters, releaseRegisters, storeFresh, storeResult } from "
 import { compile, type CompiledHelpers, type CompiledRun, PARK } from "./compiled_mode.ts";
 import { type DispatchHelpers, specialize } from "./specialized_dispatch.ts";
 import {
+  type CallProbe,
   DEFAULT_MAX_CALL_DEPTH,
   DEFAULT_MAX_STACK_SLOTS,
   Invocation,
@@ -81,6 +82,8 @@ export const NO_LIMITS: ResolvedLimits = Object.freeze({
 const SUSPENDED: unique symbol = Symbol("suspended");
 /** What an instrumented call that was skipped "returns"; nothing is stored. */
 const SKIPPED: unique symbol = Symbol("skipped");
+/** A frame's `probeToken` when no probed call is in progress. */
+const NO_TOKEN: unique symbol = Symbol("no token");
 
 /** `fn(func, name, before, ret, args)`; returning `"skip"` before a call skips it. */
 export type Instrument = (
@@ -100,6 +103,8 @@ class Frame {
   pending: Promise<unknown> | null = null;
   /** The arguments of the call in progress, when an instrument is set. */
   instrumentArgs: unknown[] = [];
+  /** The probe's token for the call in progress (`vm.profile`), or `NO_TOKEN`. */
+  probeToken: unknown = NO_TOKEN;
 
   /** A frame over `regs` (a copy of `fn.template` whose registers it now holds). */
   constructor(fn: LoadedFunction, regs: unknown[], inv: Invocation) {
@@ -287,11 +292,21 @@ export class Interpreter {
     return this.#enter(inv, index, args);
   }
 
-  /** Runs function `index` as a new invocation under `limits` (`run`, without a closure). */
-  invoke(limits: ResolvedLimits, index: number, args: readonly unknown[]): unknown {
+  /**
+   * Runs function `index` as a new invocation under `limits` (`run`, without
+   * a closure). With a `probe`, every call of the invocation is reported to
+   * it, on the generic loop (`vm.profile`).
+   */
+  invoke(
+    limits: ResolvedLimits,
+    index: number,
+    args: readonly unknown[],
+    probe: CallProbe | null = null,
+  ): unknown {
     let inv = this.#spare;
-    if (inv !== null && inv.limits === limits) this.#spare = null;
+    if (inv !== null && inv.limits === limits && probe === null) this.#spare = null;
     else inv = new Invocation(limits);
+    inv.probe = probe;
     const previous = this.#current;
     this.#current = inv;
     let out: unknown;
@@ -394,7 +409,7 @@ export class Interpreter {
     }
     inv.depth++;
     inv.slots += slots;
-    if (fn.compiled !== null && this.instrument === null) {
+    if (fn.compiled !== null && this.instrument === null && inv.probe === null) {
       return this.#callCompiled(inv, fn, fn.compiled, args);
     }
     const frame = Frame.enter(fn, args, inv);
@@ -403,6 +418,7 @@ export class Interpreter {
       result = this.#run(frame);
     } catch (e) {
       this.#leave(inv, fn);
+      this.#probeFailed(frame);
       this.#teardown(frame, undefined);
       throw this.#wrap(frame, e);
     }
@@ -478,19 +494,28 @@ export class Interpreter {
         const ins = frame.fn.code[frame.pc];
         if (v !== SKIPPED) {
           storeResult(frame.regs, ins.dst, v);
-          if (this.instrument !== null) this.#instrumentAfter(ins, frame, v);
+          if (this.instrument !== null || inv.probe !== null) this.#instrumentAfter(ins, frame, v);
         }
         if (ins.after !== null) releaseRegisters(frame.regs, ins.after);
         frame.pc++;
         result = this.#run(frame);
       }
     } catch (e) {
+      this.#probeFailed(frame);
       this.#teardown(frame, undefined);
       throw this.#wrap(frame, e);
     } finally {
       this.#leave(inv, frame.fn);
     }
     return this.#teardown(frame, result);
+  }
+
+  /** A probed call that parked and then failed (or was stopped) is reported as failed. */
+  #probeFailed(frame: Frame): void {
+    const token = frame.probeToken;
+    if (token === NO_TOKEN) return;
+    frame.probeToken = NO_TOKEN;
+    frame.inv.probe?.after(token, true);
   }
 
   /** Ends a frame: the result survives (floating), every register is released. */
@@ -532,7 +557,7 @@ export class Interpreter {
         fn.specialized = specialize(fn, this.#dispatchHelpers());
       }
       const specialized = fn.specialized;
-      return specialized !== null && this.instrument === null
+      return specialized !== null && this.instrument === null && frame.inv.probe === null
         ? specialized(frame)
         : this.#loop(frame);
     } finally {
@@ -635,7 +660,8 @@ export class Interpreter {
     const code = frame.fn.code;
     const regs = frame.regs;
     const inv = frame.inv;
-    const instrumented = this.instrument !== null;
+    // A user's instrument or a profile (the invocation's probe) sees every call.
+    const instrumented = this.instrument !== null || inv.probe !== null;
     let pc = frame.pc;
     let ins = code[pc];
     try {
@@ -717,16 +743,38 @@ export class Interpreter {
     }
   }
 
-  /** The instrumented form of a call: may skip it (then the destination keeps its value). */
+  /**
+   * The instrumented form of a call: the user's instrument may skip it (then
+   * the destination keeps its value); the invocation's probe (a profile)
+   * times what runs, between the user's "before" and "after" calls.
+   */
   #instrumentedCall(ins: Instr, frame: Frame): unknown {
     const args = Array.from(ins.args, (s) => frame.regs[s]);
     // Kept for the "after" call: the destination may be one of the argument registers.
     frame.instrumentArgs = args;
-    if (this.instrument!(ins.fn, ins.fnName, true, undefined, args) === "skip") return SKIPPED;
-    return ins.fn(...args);
+    const instrument = this.instrument;
+    if (instrument !== null && instrument(ins.fn, ins.fnName, true, undefined, args) === "skip") {
+      return SKIPPED;
+    }
+    const probe = frame.inv.probe;
+    if (probe === null) return ins.fn(...args);
+    const token = probe.before(frame.fn, ins);
+    frame.probeToken = token;
+    try {
+      return ins.fn(...args);
+    } catch (e) {
+      frame.probeToken = NO_TOKEN;
+      probe.after(token, true);
+      throw e;
+    }
   }
 
   #instrumentAfter(ins: Instr, frame: Frame, v: unknown): void {
+    const token = frame.probeToken;
+    if (token !== NO_TOKEN) {
+      frame.probeToken = NO_TOKEN;
+      frame.inv.probe?.after(token, false);
+    }
     this.instrument?.(ins.fn, ins.fnName, false, v, frame.instrumentArgs);
     frame.instrumentArgs = [];
   }

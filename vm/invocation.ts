@@ -30,6 +30,8 @@
  * @module
  */
 
+import type { Instr, LoadedFunction } from "./loaded_function.ts";
+
 /** Per-call limits: `vm.with(limits)`, and the VM's defaults (`VirtualMachineOptions`). */
 export interface CallLimits {
   /**
@@ -126,8 +128,23 @@ const MIN_SLICE = 16, MAX_SLICE = 2 ** 20;
 /** The longest delay a timer takes (2^31 - 1 ms); longer ones are re-armed. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/**
+ * Observes every `Call` of one invocation, nested VM calls included
+ * (`vm.profile`, vm/profiler.ts). An invocation with a probe runs on the
+ * generic loop, which reports each call; the VM's other invocations, and
+ * its own instrument, are not affected.
+ */
+export interface CallProbe {
+  /** Call `ins` of `fn` is about to run (after the user's instrument let it); returns a token. */
+  before(fn: LoadedFunction, ins: Instr): unknown;
+  /** That call returned (for a Promise: once it settled), or threw (`failed`). */
+  after(token: unknown, failed: boolean): void;
+}
+
 /** The budgets of one invocation. */
 export class Invocation {
+  /** What observes this invocation's calls (`vm.profile`), or null. */
+  probe: CallProbe | null = null;
   /** VM function calls now on the stack. */
   depth = 0;
   /** Register slots of those calls' frames. */
@@ -186,7 +203,7 @@ export class Invocation {
   get reusable(): boolean {
     // A frame still waiting (a packed function dropped the Promise of a VM call it made)
     // keeps its invocation: its depth is not back to 0.
-    return !this.#watched && this.depth === 0;
+    return !this.#watched && this.depth === 0 && this.probe === null;
   }
 
   /** Makes a finished, reusable invocation new again. */

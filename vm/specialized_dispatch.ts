@@ -26,13 +26,14 @@
  * cost more than the call, 2.3× a plain JS table loop on a program whose
  * values flow from call to call (bench/dispatch_bench.ts).
  *
- * The generic loop remains the path for instrumented runs, for functions too
+ * The generic loop remains the path for instrumented and profiled runs, for functions too
  * large to be worth emitting, and where `new Function` is unavailable (a page
  * whose Content Security Policy forbids it).
  *
  * @module
  */
 
+import { makeFunction } from "./dynamic_code.ts";
 import { DecodedOp, type FuelBudget, type LoadedFunction } from "./loaded_function.ts";
 
 /** What a specialized function needs from the interpreter. */
@@ -208,15 +209,10 @@ return function run(frame) {
     if (pc === ${PARKED}) return h.suspended;
   }
 };`;
-  try {
-    const run = new Function("callees", "entries", "h", source)(
-      callees,
-      entryLists,
-      helpers,
-    ) as SpecializedRun;
-    fn.sourceLength += source.length;
-    return run;
-  } catch {
-    return null; // no eval here (CSP): the generic loop runs this function
-  }
+  // Null where this realm forbids eval (CSP; tried once per realm): the generic loop runs it.
+  const factory = makeFunction(["callees", "entries", "h"], source);
+  if (factory === null) return null;
+  const run = factory(callees, entryLists, helpers) as SpecializedRun;
+  fn.sourceLength += source.length;
+  return run;
 }

@@ -1,8 +1,9 @@
 /**
  * `VirtualMachine`: loads an executable for a set of devices and runs its
- * functions (seed 002). Loading resolves every packed function by name
- * (an unknown one fails here, not mid-run), moves tensor constants to the
- * VM's first device once, computes liveness, decodes the code for the loop
+ * functions (seed 002). Loading resolves every packed function by name (one
+ * that is not registered fails the calls that reach it, with a `VMError`
+ * naming it, and leaves the other functions runnable), moves tensor
+ * constants to the VM's first device once, computes liveness, decodes the code for the loop
  * in vm/interpreter.ts and writes out the specialized (vm/specialized_dispatch.ts)
  * or compiled (vm/compiled_mode.ts) form of each function. Loading takes
  * time linear in the code (about 20 to 40 ms per 10,000 instructions once V8
@@ -26,15 +27,18 @@ import {
   releaseValue,
   retainValue,
 } from "../ground/object.ts";
+import { ShapeTuple } from "../ground/shape_tuple.ts";
 import { Tuple } from "../ground/tuple.ts";
+import { formatBytes, INSPECT } from "../ground/inspect.ts";
 import { printable } from "../ground/printable.ts";
-import { getGlobalFunc } from "../ground/registry.ts";
+import { getGlobalFunc, listGlobalFuncNames, type PackedFunc } from "../ground/registry.ts";
+import { suggestName } from "../ground/suggest.ts";
 import { InstructionCursor } from "../program/decoder.ts";
 import type { Executable } from "../program/executable.ts";
+import type { ProgramData } from "../program/program_data.ts";
 import { formalize } from "../program/formalize.ts";
 import { Opcode } from "../program/bytecode.ts";
 import { computeReleases } from "../program/liveness.ts";
-import { instructionText } from "../program/text_format.ts";
 import {
   checkArgumentsLive,
   type Instrument,
@@ -50,7 +54,10 @@ import {
   type ResolvedLimits,
   resolveLimits,
 } from "./invocation.ts";
+import { copyToDevice, type PlacedInputs, placeInputs } from "./input_placement.ts";
 import { loadFunction, type OperandResolver } from "./loaded_function.ts";
+import { Profiler } from "./profiler.ts";
+import type { ProfileReport } from "./profile_report.ts";
 
 /**
  * Options of `new VirtualMachine`. Besides how the VM runs code, they set
@@ -75,13 +82,25 @@ export interface VirtualMachineOptions extends CallLimits {
    * it changes little. At load it costs a little more than the interpreter
    * (writing the source), and V8 then takes a few hundred milliseconds of
    * running to optimize a large function. It falls back to the interpreter,
-   * with the same results, for calls made while an instrument is set, for
+   * with the same results, for calls made while an instrument is set (and
+   * for a profiled call), for
    * the rest of a call after a packed function returned a Promise, for
    * functions too large for V8 to optimize or whose releases are too many to
    * write out, and where `new Function` is forbidden (a Content Security
    * Policy without `unsafe-eval`).
    */
   mode?: "interpret" | "compiled";
+  /**
+   * Whether CPU tensor arguments move to the VM's first device when that is
+   * not the CPU (TVM's `set_input` behaviour): `true` (default) copies them
+   * there at each call — counted in `memory_stats()`, freed after their last
+   * use — so a VM made for a GPU computes on the GPU whatever the caller
+   * passes. `false` passes arguments as they are: operators then run on the
+   * device their operands are on (for a VM of several devices that takes
+   * some inputs on the CPU on purpose). Tensors inside arrays move too;
+   * `save_function` and `set_input` move theirs once, when called.
+   */
+  moveInputs?: boolean;
   /**
    * How the interpreter dispatches: `"specialized"` (default) writes each
    * function's loop out as JavaScript at load, falling back to the generic
@@ -120,11 +139,13 @@ export const DEFAULT_MAX_MEMORY_BYTES = 2 ** 30;
  */
 export interface LimitedVirtualMachine {
   /** `vm.invoke(name, ...args)` under the limits. */
-  invoke(name: string, ...args: unknown[]): Promise<unknown>;
+  invoke<T = unknown>(name: string, ...args: unknown[]): Promise<T>;
+  /** `vm.invokeTensor(name, ...args)` under the limits. */
+  invokeTensor(name: string, ...args: unknown[]): Promise<NDArray>;
   /** `vm.get(name)` under the limits. */
-  get(name: string): (...args: unknown[]) => Promise<unknown>;
+  get<T = unknown>(name: string): (...args: unknown[]) => Promise<T>;
   /** `vm.invoke_closure(closure, ...args)` under the limits. */
-  invoke_closure(closure: unknown, ...args: unknown[]): Promise<unknown>;
+  invoke_closure<T = unknown>(closure: unknown, ...args: unknown[]): Promise<T>;
 }
 
 /** How one VM function of a loaded executable runs (`loadReport`). */
@@ -266,12 +287,24 @@ export class VirtualMachine {
   readonly #limits: ResolvedLimits;
   readonly #constants: unknown[];
   readonly #functionRefs = new Map<number, Closure>();
-  readonly #saved = new Map<string, { name: string; args: unknown[] }>();
-  readonly #inputs = new Map<string, unknown[]>();
+  readonly #saved = new Map<
+    string,
+    { name: string; args: readonly unknown[]; placed: PlacedInputs | null }
+  >();
+  readonly #inputs = new Map<string, { args: readonly unknown[]; placed: PlacedInputs | null }>();
+  /** Where CPU tensor arguments are copied (`moveInputs`), or null: nowhere. */
+  readonly #inputTarget: Device | null;
+  /** The program the interpreter runs: the executable, or its dense renumbering. */
+  readonly #program: ProgramData;
+  /** How the VM runs code (its options). */
+  readonly #mode: "interpret" | "compiled";
+  readonly #dispatch: "specialized" | "generic";
   readonly #outputs = new Map<string, unknown>();
   #disposed = false;
   /** Calls from the user that have not settled yet: `dispose()` frees after the last. */
   #running = 0;
+  /** Packed functions the executable names that were not registered when the VM loaded it. */
+  readonly #unregistered: string[] = [];
 
   static {
     interpreterOf = (vm) => vm.#interp;
@@ -317,8 +350,15 @@ export class VirtualMachine {
         "Cannot run a disposed executable: its constants are released",
       );
     }
+    const moveInputs = options.moveInputs ?? true;
+    if (typeof moveInputs !== "boolean") {
+      throw new TypeError(`moveInputs must be true or false, got ${String(moveInputs)}`);
+    }
     this.executable = ex;
     this.devices = Object.freeze(list);
+    this.#inputTarget = moveInputs && list[0].kind !== "cpu" ? list[0] : null;
+    this.#mode = mode;
+    this.#dispatch = dispatch;
     this.#state = new MemoryScope(this.devices, allocator, maxMemoryBytes);
     // A file may name a high register once (r(2^24 - 1)) and so ask for a register file far
     // larger than its code: every call would copy it, and liveness would scan it per block.
@@ -326,9 +366,14 @@ export class VirtualMachine {
     // The renumbered copy holds the constants too; the VM reads them from `ex`, so it lets go.
     const run = sparseRegisters(ex) ? formalize(ex) : ex;
     if (run !== ex) run.dispose();
+    this.#program = run;
     this.#interp = new Interpreter(run, this.#state);
     this.#interp.limits = this.#limits;
-    this.#checkPackedFunctions();
+    for (const f of ex.functions) {
+      if (f.kind === "packed" && getGlobalFunc(f.name) === undefined) {
+        this.#unregistered.push(f.name);
+      }
+    }
     this.#constants = this.#placeConstants();
     const resolver: OperandResolver = {
       constant: (i) => this.#constants[i],
@@ -351,31 +396,6 @@ export class VirtualMachine {
     }
   }
 
-  /** Every packed function must be registered: an unknown one fails here, naming its first use. */
-  #checkPackedFunctions(): void {
-    const ex = this.executable;
-    ex.functions.forEach((f, index) => {
-      if (f.kind !== "packed" || getGlobalFunc(f.name) !== undefined) return;
-      const reason = `Unknown packed function "${
-        printable(f.name)
-      }": register it with registerFunc before loading`;
-      const cursor = new InstructionCursor(ex);
-      for (const g of ex.functions) {
-        for (let i = g.start; i < g.end; i++) {
-          if (cursor.seek(i).refersToFunction(index)) {
-            const where = {
-              functionName: g.name,
-              pc: i - g.start,
-              instruction: instructionText(ex, i),
-            };
-            throw new VMError({ ...where, packedFunc: f.name }, reason);
-          }
-        }
-      }
-      throw new VMError({ functionName: "", pc: -1, instruction: "", packedFunc: f.name }, reason);
-    });
-  }
-
   /**
    * Tensor constants move to the first device once, here; the VM holds them
    * for its lifetime. Every tensor constant is pinned: it belongs to the
@@ -391,15 +411,7 @@ export class VirtualMachine {
           retainValue(c);
           return c;
         }
-        const moved = NDArray.empty(c.shape, c.dtype, target);
-        // The stored bytes: dataSync() of a bfloat16 or fallback float16 tensor gives values.
-        const stored = c.cpuView();
-        target.writeBlock(
-          moved.block,
-          moved.byteOffset,
-          new Uint8Array(stored.buffer, stored.byteOffset, c.nbytes),
-        );
-        return moved.pin().retain();
+        return copyToDevice(c, target).pin().retain();
       });
     } catch (e) {
       throw new VMError(
@@ -424,9 +436,46 @@ export class VirtualMachine {
 
   #callee(index: number): (...args: unknown[]) => unknown {
     const f = this.executable.functions[index];
-    if (f.kind === "packed") return getGlobalFunc(f.name)!;
+    if (f.kind === "packed") return getGlobalFunc(f.name) ?? this.#unregisteredCallee(f.name);
     const interp = this.#interp;
     return (...args: unknown[]) => interp.call(index, args);
+  }
+
+  /**
+   * What a call of a packed function that was not registered at load runs:
+   * the function, if it has been registered since (looked up until found),
+   * else a `ReferenceError` that the dispatch loop turns into a `VMError`
+   * naming the VM function, instruction and packed function. So an unknown
+   * name fails the calls that reach it, in every dispatch form alike, and
+   * the executable's other functions run.
+   */
+  #unregisteredCallee(name: string): (...args: unknown[]) => unknown {
+    let found: PackedFunc | undefined;
+    return (...args: unknown[]) => {
+      found ??= getGlobalFunc(name);
+      if (found === undefined) throw new ReferenceError(this.#unknownFunctionReason(name));
+      return found(...args);
+    };
+  }
+
+  /**
+   * `Unknown packed function "vm.op.reluu" (did you mean "vm.op.relu"?): …`,
+   * listing every other packed function of the executable that is still not
+   * registered, so one run finds them all.
+   */
+  #unknownFunctionReason(name: string): string {
+    const quote = (n: string) => `"${printable(n)}"`;
+    const guess = suggestName(name, listGlobalFuncNames());
+    let reason = `Unknown packed function ${quote(name)}${
+      guess === undefined ? "" : ` (did you mean ${quote(guess)}?)`
+    }: register it with registerFunc`;
+    const others = this.#unregistered.filter((n) => n !== name && getGlobalFunc(n) === undefined);
+    if (others.length > 0) {
+      const shown = others.slice(0, 10).map(quote).join(", ");
+      const more = others.length > 10 ? ` and ${others.length - 10} more` : "";
+      reason += `; this executable also calls ${shown}${more}, not registered either`;
+    }
+    return reason;
   }
 
   #vmFunctionIndex(name: string): number {
@@ -536,13 +585,49 @@ export class VirtualMachine {
 
   #free(): void {
     for (const c of this.#constants.splice(0)) releaseValue(c);
-    for (const { args } of this.#saved.values()) for (const a of args) releaseValue(a);
+    for (const held of [...this.#saved.values(), ...this.#inputs.values()]) {
+      for (const a of held.args) releaseValue(a);
+      held.placed?.finish();
+    }
     this.#saved.clear();
-    for (const args of this.#inputs.values()) for (const a of args) releaseValue(a);
     this.#inputs.clear();
     for (const out of this.#outputs.values()) releaseValue(out);
     this.#outputs.clear();
     for (const a of this.#state.allocators()) a.close();
+  }
+
+  /**
+   * `args` with their CPU tensors copied to the VM's first device
+   * (`moveInputs`; vm/input_placement.ts), or null when nothing moves. A
+   * copy that cannot be made (the memory limit) is a `VMError` naming the
+   * function.
+   */
+  #place(name: string, args: readonly unknown[], holdAll: boolean): PlacedInputs | null {
+    const target = this.#inputTarget;
+    if (target === null || args.length === 0) return null;
+    try {
+      return placeInputs(args, target, this.#state, holdAll);
+    } catch (e) {
+      throw new VMError(
+        { functionName: name, pc: -1, instruction: "", packedFunc: "" },
+        `Cannot move the arguments of @${printable(name)} to ${target}: ${reasonOf(e)}`,
+        { cause: e },
+      );
+    }
+  }
+
+  /** `#callExported` after moving CPU tensor arguments to the VM's device (`moveInputs`). */
+  #callPlaced(index: number, args: readonly unknown[], limits: ResolvedLimits): Promise<unknown> {
+    if (this.#inputTarget === null) return this.#callExported(index, args, limits);
+    let placed: PlacedInputs | null;
+    try {
+      placed = this.#place(this.executable.functions[index].name, args, false);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    if (placed === null) return this.#callExported(index, args, limits);
+    // Settles after the result was handed out: copies it holds belong to the caller then.
+    return this.#callExported(index, placed.args, limits).finally(() => placed.finish());
   }
 
   /**
@@ -615,7 +700,7 @@ export class VirtualMachine {
       if (saved !== undefined && args.length === 0) {
         return this.#callExported(this.#vmFunctionIndex(saved.name), saved.args, limits);
       }
-      return this.#callExported(this.#vmFunctionIndex(name), args, limits);
+      return this.#callPlaced(this.#vmFunctionIndex(name), args, limits);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -624,14 +709,89 @@ export class VirtualMachine {
   /**
    * Runs VM function `name` (or a function saved with `save_function`) and
    * resolves to its result. Tensors in the result belong to the caller.
+   *
+   * The type parameter only states what the caller expects the result to
+   * be (a program's result type is not known to TypeScript); it checks
+   * nothing. For a tensor, `invokeTensor` checks.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder, registerFunc, VirtualMachine } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * registerFunc("doc.invoke.pair", (a: number) => [a, 2 * a], { override: true });
+   * const ib = new ExecBuilder();
+   * ib.function("pair", { num_inputs: 1 }, () => {
+   *   ib.emit_call("doc.invoke.pair", [ib.r(0)], { dst: ib.r(1) });
+   *   ib.emit_ret(ib.r(1));
+   * });
+   * const vm = new VirtualMachine(ib.get());
+   * const [a, b] = await vm.invoke<[number, number]>("pair", 21);
+   * assertEquals(a + b, 63);
+   * ```
    */
-  invoke(name: string, ...args: unknown[]): Promise<unknown> {
-    return this.#invoke(name, args, this.#limits);
+  invoke<T = unknown>(name: string, ...args: unknown[]): Promise<T> {
+    return this.#invoke(name, args, this.#limits) as Promise<T>;
   }
 
-  /** `vm.get("f")(a, b)` is `vm.invoke("f", a, b)` (Python: `vm["f"](a, b)`). */
-  get(name: string): (...args: unknown[]) => Promise<unknown> {
-    return this.#get(name, this.#limits);
+  /**
+   * `invoke` for a function that returns a tensor: resolves to the
+   * `NDArray`, typed, or rejects with a `VMError` saying what the function
+   * returned instead (and releases that value).
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder, tensor, VirtualMachine, VMError } from "@relaxvm/relaxvm";
+   * import { assertEquals, assertRejects } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("double", { num_inputs: 1 }, () => {
+   *   ib.emit_call("vm.op.add", [ib.r(0), ib.r(0)], { dst: ib.r(1) });
+   *   ib.emit_ret(ib.r(1));
+   * });
+   * ib.function("shape", { num_inputs: 1 }, () => {
+   *   ib.emit_call("vm.builtin.shape_of", [ib.r(0)], { dst: ib.r(1) });
+   *   ib.emit_ret(ib.r(1));
+   * });
+   * const vm = new VirtualMachine(ib.get());
+   * using x = tensor([1, 2, 3]);
+   * using y = await vm.invokeTensor("double", x); // an NDArray, no cast
+   * assertEquals([...await y.data()], [2, 4, 6]);
+   * await assertRejects(() => vm.invokeTensor("shape", x), VMError, "not a tensor");
+   * ```
+   */
+  invokeTensor(name: string, ...args: unknown[]): Promise<NDArray> {
+    return this.#invokeTensor(name, args, this.#limits);
+  }
+
+  async #invokeTensor(name: string, args: unknown[], limits: ResolvedLimits): Promise<NDArray> {
+    const out = await this.#invoke(name, args, limits);
+    if (out instanceof NDArray) return out;
+    const what = describeResult(out);
+    disposeResult(out);
+    throw new VMError(
+      { functionName: name, pc: -1, instruction: "", packedFunc: "" },
+      `The result is ${what}, not a tensor (NDArray): call invoke() for results of other kinds`,
+    );
+  }
+
+  /**
+   * `vm.get("f")(a, b)` is `vm.invoke("f", a, b)` (Python: `vm["f"](a, b)`).
+   * As with `invoke`, the type parameter states the expected result.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder, VirtualMachine } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("id", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));
+   * const id = new VirtualMachine(ib.get()).get<string>("id");
+   * assertEquals((await id("hello")).toUpperCase(), "HELLO");
+   * ```
+   */
+  get<T = unknown>(name: string): (...args: unknown[]) => Promise<T> {
+    return this.#get(name, this.#limits) as (...args: unknown[]) => Promise<T>;
   }
 
   #get(name: string, limits: ResolvedLimits): (...args: unknown[]) => Promise<unknown> {
@@ -640,7 +800,7 @@ export class VirtualMachine {
     // Resolved once; a function saved later under this name takes over, as with invoke.
     return (...args: unknown[]) =>
       this.#saved.size === 0
-        ? this.#callExported(index, args, limits)
+        ? this.#callPlaced(index, args, limits)
         : this.#invoke(name, args, limits);
   }
 
@@ -670,16 +830,30 @@ export class VirtualMachine {
    */
   with(limits: CallLimits): LimitedVirtualMachine {
     const resolved = resolveLimits(limits, this.#limits);
-    return {
-      invoke: (name, ...args) => this.#invoke(name, args, resolved),
-      get: (name) => this.#get(name, resolved),
-      invoke_closure: (closure, ...args) => this.#invokeClosure(closure, args, resolved),
+    const shown = Object.entries(limits).filter(([, v]) => v !== undefined).map(([k, v]) =>
+      k === "signal" ? "signal" : `${k}: ${String(v)}`
+    );
+    const limited: LimitedVirtualMachine = {
+      invoke: <T>(name: string, ...args: unknown[]) =>
+        this.#invoke(name, args, resolved) as Promise<T>,
+      invokeTensor: (name, ...args) => this.#invokeTensor(name, args, resolved),
+      get: <T>(name: string) => this.#get(name, resolved) as (...args: unknown[]) => Promise<T>,
+      invoke_closure: <T>(closure: unknown, ...args: unknown[]) =>
+        this.#invokeClosure(closure, args, resolved) as Promise<T>,
     };
+    // Shown by console.log as the VM with its limits.
+    Object.defineProperty(limited, INSPECT, {
+      value: () => `${this[INSPECT]()}.with({ ${shown.join(", ")} })`,
+    });
+    return limited;
   }
 
-  /** Calls a closure the VM returned (from `vm.builtin.make_closure`). */
-  invoke_closure(closure: unknown, ...args: unknown[]): Promise<unknown> {
-    return this.#invokeClosure(closure, args, this.#limits);
+  /**
+   * Calls a closure the VM returned (from `vm.builtin.make_closure`). As with
+   * `invoke`, the type parameter states the expected result.
+   */
+  invoke_closure<T = unknown>(closure: unknown, ...args: unknown[]): Promise<T> {
+    return this.#invokeClosure(closure, args, this.#limits) as Promise<T>;
   }
 
   async #invokeClosure(
@@ -700,9 +874,17 @@ export class VirtualMachine {
       );
     }
     this.#callStarts(closure.name);
+    let placed: PlacedInputs | null = null;
     try {
-      return this.#export(closure.name, await this.#interp.run(limits, () => closure.call(args)));
+      placed = this.#place(closure.name, args, false);
+      const placedArgs = placed?.args ?? args;
+      return this.#export(
+        closure.name,
+        await this.#interp.run(limits, () => closure.call(placedArgs)),
+      );
     } finally {
+      this.#flush();
+      placed?.finish();
       this.#callEnds();
     }
   }
@@ -712,10 +894,16 @@ export class VirtualMachine {
     this.#checkOpen("save_function");
     this.#checkArguments(name, args);
     checkArgumentsLive(name, args);
+    // Moved once, here (TVM's SaveClosure); the VM holds the copies until replaced.
+    const placed = this.#place(name, args, true);
+    const kept = placed?.args ?? args;
     const old = this.#saved.get(saved_name);
-    for (const a of args) retainValue(a);
-    if (old !== undefined) { for (const a of old.args) releaseValue(a); }
-    this.#saved.set(saved_name, { name, args });
+    for (const a of kept) retainValue(a);
+    if (old !== undefined) {
+      for (const a of old.args) releaseValue(a);
+      old.placed?.finish();
+    }
+    this.#saved.set(saved_name, { name, args: kept, placed });
   }
 
   /** Calls `fn(func, name, before, ret, args)` before and after every `Call`; `"skip"` before skips it. `null` removes it. */
@@ -728,15 +916,22 @@ export class VirtualMachine {
     this.#checkOpen("set_input");
     this.#checkArguments(name, args);
     checkArgumentsLive(name, args);
-    for (const a of args) retainValue(a);
-    for (const a of this.#inputs.get(name) ?? []) releaseValue(a);
-    this.#inputs.set(name, args);
+    // Moved once, here (TVM's set_input); the VM holds the copies until replaced.
+    const placed = this.#place(name, args, true);
+    const kept = placed?.args ?? args;
+    for (const a of kept) retainValue(a);
+    const old = this.#inputs.get(name);
+    if (old !== undefined) {
+      for (const a of old.args) releaseValue(a);
+      old.placed?.finish();
+    }
+    this.#inputs.set(name, { args: kept, placed });
   }
 
   /** Runs `name` on the inputs given to `set_input`; read the result with `get_outputs`. */
   async invoke_stateful(name: string): Promise<void> {
     if (this.#disposed) throw this.#disposedError(name);
-    const args = this.#inputs.get(name);
+    const args = this.#inputs.get(name)?.args;
     if (args === undefined) {
       throw new VMError(
         { functionName: name, pc: -1, instruction: "", packedFunc: "" },
@@ -784,10 +979,14 @@ export class VirtualMachine {
     const index = this.#vmFunctionIndex(saved?.name ?? name);
     return async (...given: unknown[]) => {
       if (this.#disposed) throw this.#disposedError(name);
-      const args = saved !== undefined && given.length === 0 ? saved.args : given;
+      const savedArgs = saved !== undefined && given.length === 0;
       const results: number[] = [];
       this.#callStarts(name);
+      let placed: PlacedInputs | null = null;
       try {
+        // Moved once for all runs (`moveInputs`): the runs time the function, not the uploads.
+        placed = savedArgs ? null : this.#place(saved?.name ?? name, given, true);
+        const args = savedArgs ? saved.args : placed?.args ?? given;
         for (let r = 0; r < repeat; r++) {
           const t0 = performance.now();
           for (let n = 0; n < number; n++) {
@@ -799,6 +998,7 @@ export class VirtualMachine {
           results.push((performance.now() - t0) / number);
         }
       } finally {
+        placed?.finish();
         this.#callEnds();
       }
       const sorted = [...results].sort((a, b) => a - b);
@@ -811,6 +1011,144 @@ export class VirtualMachine {
         results,
       };
     };
+  }
+
+  /**
+   * Runs `name` once with `args` and reports where the time and memory went
+   * (TVM's `relax.VirtualMachine.profile`, the Relay profiler VM): every
+   * `Call` it made, nested VM calls included, with its wall time, the
+   * bytes it allocated from the VM's allocators (`servedBytes`,
+   * `allocatedBytes` of `memory_stats()`) and, on a WebGPU device with
+   * timestamp queries, the GPU time of the kernels it recorded. The result
+   * of the call is released; an error is thrown as `invoke` would throw it.
+   *
+   * The profiled call runs on the generic loop (calls made by other
+   * invocations keep their dispatch form) and pays about a microsecond per
+   * `Call` for the bookkeeping, so compare calls with each other rather
+   * than with unprofiled runs. A user's instrument (`set_instrument`) is
+   * still called, around each timed call. Nothing of the VM's state
+   * changes, also when the call fails. Arguments move to the VM's device
+   * first (`moveInputs`); the report counts them apart. With no `args`, a
+   * name given to `save_function` runs with its saved arguments.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder, tensor, VirtualMachine } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("layer", { num_inputs: 2 }, () => {
+   *   ib.emit_call("vm.op.matmul", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+   *   ib.emit_call("vm.op.relu", [ib.r(2)], { dst: ib.r(3) });
+   *   ib.emit_ret(ib.r(3));
+   * });
+   * ib.function("main", { num_inputs: 2 }, () => {
+   *   ib.emit_call("layer", [ib.r(0), ib.r(1)], { dst: ib.r(2) });
+   *   ib.emit_call("layer", [ib.r(2), ib.r(1)], { dst: ib.r(3) });
+   *   ib.emit_ret(ib.r(3));
+   * });
+   * const vm = new VirtualMachine(ib.get());
+   * using x = tensor([[1, -2], [3, 4]]);
+   * const report = await vm.profile("main", x, x);
+   * const calls = Object.fromEntries(report.byFunction().map((r) => [r.name, r.calls]));
+   * assertEquals(calls, { layer: 2, "vm.op.matmul": 2, "vm.op.relu": 2 });
+   * console.log(report.table()); // per function and per instruction: calls, times, bytes
+   * ```
+   */
+  async profile(name: string, ...args: unknown[]): Promise<ProfileReport> {
+    const saved = this.#saved.get(name);
+    const useSaved = saved !== undefined && args.length === 0;
+    const fnName = useSaved ? saved.name : name;
+    const index = this.#vmFunctionIndex(fnName);
+    this.#callStarts(fnName);
+    let placed: PlacedInputs | null;
+    try {
+      placed = useSaved ? null : this.#place(fnName, args, false);
+    } catch (e) {
+      this.#callEnds();
+      throw e;
+    }
+    const callArgs = useSaved ? saved.args : placed?.args ?? args;
+    const ex = this.executable;
+    const profiler = new Profiler(this.#program, this.#state, (callee) => {
+      const i = ex.functionIndex(callee);
+      return i >= 0 && ex.functions[i].kind === "vm";
+    });
+    profiler.start(this.devices);
+    const t0 = performance.now();
+    let callMs = 0;
+    let failure: { error: unknown } | null = null;
+    try {
+      const out = await this.#interp.invoke(this.#limits, index, callArgs, profiler);
+      callMs = performance.now() - t0;
+      releaseValue(out);
+    } catch (e) {
+      callMs = performance.now() - t0;
+      failure = { error: e };
+    } finally {
+      this.#flush();
+      placed?.finish();
+      this.#callEnds();
+    }
+    // Also after a failure: the GPU timers must stop.
+    const report = await profiler.finish(fnName, callMs, {
+      tensors: placed?.count ?? 0,
+      bytes: placed?.bytes ?? 0,
+      device: String(this.devices[0]),
+    });
+    if (failure !== null) throw failure.error;
+    return report;
+  }
+
+  /**
+   * Shown by `console.log` and `deno repl`: the devices, how the VM runs
+   * code, its VM functions with their inputs, packed functions still not
+   * registered, and the bytes its tensors hold now (per device when it has
+   * several).
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder, VirtualMachine } from "@relaxvm/relaxvm";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("double", { num_inputs: 1 }, () => {
+   *   ib.emit_call("vm.op.add", [ib.r(0), ib.r(0)], { dst: ib.r(1) });
+   *   ib.emit_ret(ib.r(1));
+   * });
+   * console.log(new VirtualMachine(ib.get()));
+   * // VirtualMachine(cpu(0); specialized dispatch; double(1 input); live 0 B)
+   * ```
+   */
+  [INSPECT](): string {
+    const parts = [this.devices.join(", ")];
+    parts.push(this.#mode === "compiled" ? "compiled mode" : `${this.#dispatch} dispatch`);
+    if (this.#inputTarget === null && this.devices[0].kind !== "cpu") {
+      parts.push("inputs not moved");
+    }
+    const fns = this.executable.functions.filter((f) => f.kind === "vm").map((f) =>
+      `${printable(f.name)}(${
+        f.paramNames.length > 0
+          ? f.paramNames.map(printable).join(", ")
+          : `${f.numArgs} input${f.numArgs === 1 ? "" : "s"}`
+      })`
+    );
+    parts.push(
+      fns.length === 0
+        ? "no functions"
+        : fns.length <= 6
+        ? fns.join(", ")
+        : `${fns.slice(0, 5).join(", ")}, … ${fns.length - 5} more`,
+    );
+    const missing = this.#unregistered.filter((n) => getGlobalFunc(n) === undefined);
+    if (missing.length > 0) parts.push(`unregistered: ${missing.map(printable).join(", ")}`);
+    const live = (d: Device) =>
+      this.#state.allocators().find((a) => a.device === d)?.stats().liveBytes ?? 0;
+    parts.push(
+      this.devices.length === 1
+        ? `live ${formatBytes(live(this.devices[0]))}`
+        : `live ${this.devices.map((d) => `${formatBytes(live(d))} on ${d}`).join(", ")}`,
+    );
+    return `VirtualMachine(${parts.join("; ")})`;
   }
 
   /** Memory counters of `device` (default: the first device) for this VM. */
@@ -878,6 +1216,32 @@ function resultProblem(v: unknown): string | null {
     for (const f of fields) todo.push([f, depth + 1]);
   }
   return null;
+}
+
+/** What a result is, for `invokeTensor`'s message: `the number 3`, `an array of 2 values`. */
+function describeResult(v: unknown): string {
+  if (v === null) return "null";
+  if (v === undefined) return "nothing";
+  if (typeof v === "number" || typeof v === "boolean" || typeof v === "bigint") {
+    return `the ${typeof v} ${String(v)}`;
+  }
+  if (typeof v === "string") return `a string`;
+  if (Array.isArray(v)) return `an array (tuple) of ${v.length} value${v.length === 1 ? "" : "s"}`;
+  if (v instanceof ShapeTuple) return `the shape ${v}`;
+  if (typeof v === "object") return shortText(v);
+  return `a ${typeof v}`;
+}
+
+/** Drops the user's hold on everything `invokeTensor` was handed and will not return. */
+function disposeResult(v: unknown): void {
+  const todo = [v], seen = new Set<unknown>();
+  while (todo.length > 0) {
+    const x = todo.pop();
+    if (seen.has(x)) continue;
+    seen.add(x);
+    if (isVMObject(x)) x.dispose();
+    else if (Array.isArray(x)) todo.push(...x);
+  }
 }
 
 /** A short name for an object in a message (a tuple's own `toString` recurses into its fields). */

@@ -54,6 +54,33 @@ export function dispatchSize(
   return [Math.ceil(workgroups / y), y];
 }
 
+/** Timestamp queries per query set (WebGPU allows at most 4096): two per timed dispatch. */
+const QUERIES_PER_SET = 4096;
+/** Buffer usages, as numbers (see TENSOR_USAGE in webgpu_device.ts): MAP_READ, COPY_SRC, COPY_DST, QUERY_RESOLVE. */
+const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, QUERY_RESOLVE = 0x200;
+
+/** What a timed batch records: a query pair and a tag per dispatch. */
+class TimestampRecording {
+  readonly sets: GPUQuerySet[] = [];
+  /** The tag of each timed dispatch, in order; dispatch k writes queries 2k and 2k + 1. */
+  readonly tags: number[] = [];
+  /** When each dispatch was submitted (`performance.now()`); NaN until then. */
+  readonly submittedAt: number[] = [];
+  tag = -1;
+}
+
+/** One dispatch timed with timestamp queries (`CommandBatch.stopTimestamps`). */
+export interface TimedDispatch {
+  /** The tag it was recorded under. */
+  tag: number;
+  /** Start, in nanoseconds after the first timed dispatch started. */
+  startNs: number;
+  /** End, on the same clock. */
+  endNs: number;
+  /** When the host submitted it. */
+  submittedAtMs: number;
+}
+
 /** The open encoder of one `GPUDevice`, with submission and error tracking. */
 export class CommandBatch {
   /** The WebGPU device commands are recorded for. */
@@ -67,6 +94,7 @@ export class CommandBatch {
   #firstError: WebGPUError | null = null;
   #submits = 0;
   #dispatches = 0;
+  #timing: TimestampRecording | null = null;
 
   /** Starts with nothing recorded. */
   constructor(gpu: GPUDevice) {
@@ -111,12 +139,123 @@ export class CommandBatch {
   /** Records a compute dispatch of `[x, y]` workgroups. */
   dispatch(pipeline: GPUComputePipeline, bindGroup: GPUBindGroup, x: number, y = 1): void {
     this.openScope();
+    if (this.#timing !== null) return this.#timedDispatch(pipeline, bindGroup, x, y);
     if (this.#pass === null) this.#pass = this.#encoderNow().beginComputePass();
     this.#pass.setPipeline(pipeline);
     this.#pass.setBindGroup(0, bindGroup);
     this.#pass.dispatchWorkgroups(x, y);
     this.#recorded++;
     this.#dispatches++;
+  }
+
+  /**
+   * While timing: the dispatch in a compute pass of its own whose
+   * `timestampWrites` record when the pass starts and ends on the GPU.
+   * Passes cost a little each, which is why only a profile does this.
+   */
+  #timedDispatch(pipeline: GPUComputePipeline, bindGroup: GPUBindGroup, x: number, y: number) {
+    const timing = this.#timing!;
+    const encoder = this.#encoderNow();
+    if (this.#pass !== null) {
+      this.#pass.end();
+      this.#pass = null;
+    }
+    const k = timing.tags.length;
+    const set = Math.floor((2 * k) / QUERIES_PER_SET);
+    if (set === timing.sets.length) {
+      timing.sets.push(this.gpu.createQuerySet({ type: "timestamp", count: QUERIES_PER_SET }));
+    }
+    const first = (2 * k) % QUERIES_PER_SET;
+    const pass = encoder.beginComputePass({
+      timestampWrites: {
+        querySet: timing.sets[set],
+        beginningOfPassWriteIndex: first,
+        endOfPassWriteIndex: first + 1,
+      },
+    });
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bindGroup);
+    pass.dispatchWorkgroups(x, y);
+    pass.end();
+    timing.tags.push(timing.tag);
+    timing.submittedAt.push(NaN);
+    this.#recorded++;
+    this.#dispatches++;
+  }
+
+  /**
+   * Starts timing every dispatch with timestamp queries (the device must
+   * have been created with the `timestamp-query` feature); returns false
+   * when a timing is already running.
+   */
+  startTimestamps(): boolean {
+    if (this.#timing !== null) return false;
+    this.#timing = new TimestampRecording();
+    return true;
+  }
+
+  /** Dispatches recorded from now on are counted for `tag`. */
+  setTimestampTag(tag: number): void {
+    if (this.#timing !== null) this.#timing.tag = tag;
+  }
+
+  /**
+   * Stops timing, submits everything recorded, and reads the timestamps
+   * back (one wait for the GPU).
+   */
+  async stopTimestamps(): Promise<TimedDispatch[]> {
+    const timing = this.#timing;
+    this.#timing = null;
+    if (timing === null) return [];
+    const count = timing.tags.length;
+    if (count === 0) return [];
+    this.openScope();
+    const encoder = this.#encoderNow();
+    if (this.#pass !== null) {
+      this.#pass.end();
+      this.#pass = null;
+    }
+    const setBytes = QUERIES_PER_SET * 8;
+    const size = timing.sets.length * setBytes;
+    const resolved = this.gpu.createBuffer({
+      label: "relaxvm timestamps",
+      size,
+      usage: QUERY_RESOLVE | COPY_SRC,
+    });
+    const read = this.gpu.createBuffer({
+      label: "relaxvm timestamps read back",
+      size,
+      usage: MAP_READ | COPY_DST,
+    });
+    timing.sets.forEach((set, i) => {
+      const queries = Math.min(QUERIES_PER_SET, 2 * count - i * QUERIES_PER_SET);
+      encoder.resolveQuerySet(set, 0, queries, resolved, i * setBytes);
+    });
+    encoder.copyBufferToBuffer(resolved, 0, read, 0, size);
+    this.#recorded++;
+    this.flush();
+    const now = performance.now();
+    const at = timing.submittedAt;
+    for (let k = at.length - 1; k >= 0 && Number.isNaN(at[k]); k--) at[k] = now;
+    let stamps: BigUint64Array;
+    try {
+      await this.checkErrors();
+      await read.mapAsync(GPUMapMode.READ, 0, size);
+      stamps = new BigUint64Array(read.getMappedRange(0, size).slice(0));
+      read.unmap();
+    } finally {
+      read.destroy();
+      resolved.destroy();
+      for (const set of timing.sets) set.destroy();
+    }
+    let first = stamps[0];
+    for (let k = 0; k < count; k++) if (stamps[2 * k] < first) first = stamps[2 * k];
+    return timing.tags.map((tag, k) => ({
+      tag,
+      startNs: Number(stamps[2 * k] - first),
+      endNs: Number(stamps[2 * k + 1] - first),
+      submittedAtMs: timing.submittedAt[k],
+    }));
   }
 
   /** Records a buffer-to-buffer copy (offsets and size multiples of 4, ranges not overlapping). */
@@ -154,6 +293,12 @@ export class CommandBatch {
       this.#encoder = null;
       this.gpu.queue.submit([commands]);
       this.#submits++;
+      const timing = this.#timing;
+      if (timing !== null) {
+        const now = performance.now();
+        const at = timing.submittedAt;
+        for (let k = at.length - 1; k >= 0 && Number.isNaN(at[k]); k--) at[k] = now;
+      }
       this.#recorded = 0;
       for (const b of this.#destroyLater) b.destroy();
       this.#destroyLater = [];

@@ -18,7 +18,7 @@ import { CommandBatch } from "./command_batch.ts";
 import { PipelineCache } from "./pipeline_cache.ts";
 import { type GPUContext, runProgram } from "./kernel_program.ts";
 import { ReadbackPool } from "./readback_pool.ts";
-import { Device, DLDeviceType } from "../device.ts";
+import { Device, type DeviceTimer, DLDeviceType } from "../device.ts";
 
 /**
  * Usage of every tensor buffer: bound to kernels, and the source and target
@@ -303,6 +303,34 @@ export class WebGPUDevice extends Device {
     await this.gpu.queue.onSubmittedWorkDone();
   }
 
+  /**
+   * Times the kernels recorded from now on with WebGPU timestamp queries
+   * (for `vm.profile`): each dispatch runs in a compute pass of its own
+   * that records when it starts and ends on the GPU. Says why not where the
+   * device lacks the `timestamp-query` feature (`webgpu()` requests it
+   * whenever the adapter offers it) or a timing is already running.
+   *
+   * @ignore
+   */
+  override startTimer(): DeviceTimer | string {
+    if (!this.gpu.features.has("timestamp-query")) {
+      return `${this} has no timestamp queries (the adapter does not offer "timestamp-query")`;
+    }
+    const batch = this.#batch;
+    // Work recorded before the timing starts is submitted untimed.
+    batch.flush();
+    if (!batch.startTimestamps()) return `${this} is already timing another profile`;
+    let finished = false;
+    return {
+      setTag: (tag) => batch.setTimestampTag(tag),
+      finish: () => {
+        if (finished) return Promise.resolve([]);
+        finished = true;
+        return batch.stopTimestamps();
+      },
+    };
+  }
+
   #assertAlive(): void {
     if (this.#lost !== null) throw new WebGPUError("device-lost", this.#lost);
   }
@@ -400,9 +428,10 @@ async function acquire(id: number): Promise<WebGPUDevice> {
   // Ask for the adapter's own limits where tensors need them; the defaults cap a binding at 128 MiB.
   const a = adapter.limits;
   // shader-f16 can only be had at creation: ask whenever the adapter offers it (see shaderF16).
-  const requiredFeatures: GPUFeatureName[] = adapter.features.has("shader-f16")
-    ? ["shader-f16"]
-    : [];
+  // timestamp-query too: vm.profile() times kernels with it (startTimer); it costs nothing unused.
+  const requiredFeatures = (["shader-f16", "timestamp-query"] as GPUFeatureName[]).filter((f) =>
+    adapter.features.has(f)
+  );
   const device = await adapter.requestDevice({
     label: `relaxvm webgpu(${id})`,
     requiredFeatures,

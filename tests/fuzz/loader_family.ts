@@ -107,7 +107,8 @@ export async function loaderFamily(rand: Random, cases: number): Promise<FamilyR
       try {
         new VirtualMachine(ex).dispose();
       } catch (e) {
-        // An unknown packed function is the loader's business at VM construction.
+        // A VMError here is a constant that cannot be placed (an unknown packed function
+        // fails only the calls that reach it).
         if (!(e instanceof VMError)) {
           recordBug(report, "otherExceptions", `case ${i} (VM): ${String(e).slice(0, 200)}`);
         }

@@ -105,7 +105,8 @@ export async function runFamily(rand: Random, cases: number): Promise<FamilyRepo
             maxCallDepth: MAX_CALL_DEPTH,
           });
         } catch (e) {
-          // An unknown packed function is reported at construction.
+          // Construction fails only on constants that cannot be placed; an unknown packed
+          // function fails the calls that reach it.
           if (e instanceof VMError) results.push([`construct ! ${e.message}`]);
           else recordBug(report, "otherExceptions", `${where} (VM): ${String(e).slice(0, 200)}`);
           continue;
