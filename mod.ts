@@ -44,6 +44,7 @@ export {
   shape,
   ShapeTuple,
   tensor,
+  TENSOR_DTYPES,
   TensorCacheError,
   VirtualMachine,
   VMError,

@@ -64,7 +64,7 @@ export { NDArray } from "./devices/ndarray.ts";
 export { tensor } from "./devices/tensor.ts";
 export type { NestedNumbers, TensorOptions } from "./devices/tensor.ts";
 export { shape, ShapeTuple } from "./ground/shape_tuple.ts";
-export { DataType, dtype } from "./ground/dtype.ts";
+export { DataType, dtype, TENSOR_DTYPES } from "./ground/dtype.ts";
 export type { NumberArray, TensorDType, TypedArray } from "./ground/dtype.ts";
 export { Device } from "./devices/device.ts";
 export type { DeviceKind } from "./devices/device.ts";

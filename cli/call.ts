@@ -6,25 +6,19 @@
  * @module
  */
 
-import { cpu, type Device, type TensorDType, VirtualMachine, webgpu } from "../mod.ts";
+import {
+  cpu,
+  type Device,
+  TENSOR_DTYPES,
+  type TensorDType,
+  VirtualMachine,
+  webgpu,
+} from "../mod.ts";
 import type { ArgumentSpec, OptionSpec, ParsedArguments } from "./arguments.ts";
 import { importModule, readExecutable } from "./executable_file.ts";
 import { parseArg } from "./values.ts";
 
-const DTYPES = [
-  "float32",
-  "float64",
-  "float16",
-  "bfloat16",
-  "int8",
-  "int16",
-  "int32",
-  "int64",
-  "uint8",
-  "uint16",
-  "uint32",
-  "bool",
-] as const satisfies readonly TensorDType[];
+const DTYPES = TENSOR_DTYPES;
 
 /** The positional arguments: the file, the function, its arguments. */
 export const CALL_ARGUMENTS: readonly ArgumentSpec[] = [

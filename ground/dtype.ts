@@ -89,6 +89,23 @@ export type TensorDType =
   | "uint32"
   | "bool";
 
+/**
+ * Every dtype a tensor can hold, in a fixed order (floats, signed and
+ * unsigned integers, bool): for pickers, argument parsers and tests that
+ * cover them all.
+ *
+ * @example
+ * ```ts
+ * import { TENSOR_DTYPES } from "@relaxvm/relaxvm";
+ * import { assert } from "@std/assert";
+ *
+ * assert(TENSOR_DTYPES.includes("bfloat16"));
+ * ```
+ */
+export const TENSOR_DTYPES: readonly TensorDType[] = Object.freeze(
+  Object.keys(TYPED_ARRAYS) as TensorDType[],
+);
+
 /** The TypedArrays whose elements are numbers: every dtype's storage but int64's. */
 export type NumberArray =
   | Float32Array

@@ -16,6 +16,7 @@ import {
   getGlobalFunc,
   type NDArray,
   tensor,
+  TENSOR_DTYPES,
   VirtualMachine,
 } from "../mod.ts";
 
@@ -151,20 +152,7 @@ export async function checkCasts(device: Device): Promise<void> {
 
 /** On a GPU: every pair of dtypes casts bit for bit as the CPU does. */
 export async function checkCastsMatchCpu(device: Device): Promise<void> {
-  const dtypes = [
-    "float32",
-    "float64",
-    "float16",
-    "bfloat16",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "bool",
-  ];
+  const dtypes = TENSOR_DTYPES;
   const floats = [0, -0, 1, -2.5, 3.7, 255.9, -129, 65519, 65520, 16777217, 3e9, -3e9, 9.3e18];
   floats.push(1e30, Infinity, -Infinity, NaN, 1e-40, 2.98e-8, 0.1, fromBits(0x3f818000));
   const ints = [0n, -1n, 128n, -129n, 65536n, 2147483647n, -2147483648n, 4294967296n];

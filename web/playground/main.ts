@@ -25,6 +25,7 @@ import {
   type Device,
   Executable,
   NDArray,
+  TENSOR_DTYPES,
   type TensorDType,
   VirtualMachine,
   type VirtualMachineOptions,
@@ -36,20 +37,7 @@ import { type Sample, sample, SAMPLES } from "./samples.ts";
 /** Whether this page's CSP forbids eval (strict.html says so on its root element). */
 const STRICT = document.documentElement.dataset.csp === "strict";
 
-const DTYPES: readonly TensorDType[] = [
-  "float32",
-  "float64",
-  "float16",
-  "bfloat16",
-  "int8",
-  "int16",
-  "int32",
-  "int64",
-  "uint8",
-  "uint16",
-  "uint32",
-  "bool",
-];
+const DTYPES = TENSOR_DTYPES;
 
 // ---- A few DOM helpers ---------------------------------------------------
 
