@@ -85,10 +85,20 @@ export abstract class Device {
   /** Index among devices of the same kind. */
   readonly id: number;
 
-  /** Called by subclasses; the device joins `acquiredDevices()`. */
+  /** Called by subclasses; the device joins the process's device list. */
   protected constructor(id: number) {
     this.id = id;
     acquired.push(this);
+  }
+
+  /**
+   * Called by a subclass whose device is gone for good (a lost GPU): it
+   * leaves the process's device list, so `vm.builtin.to_device` and
+   * `alloc_storage` never find it again; a fresh device takes its place.
+   */
+  protected leaveDeviceList(): void {
+    const at = acquired.indexOf(this);
+    if (at >= 0) acquired.splice(at, 1);
   }
 
   /** The DLPack device type code (1 = CPU, 15 = WebGPU). */
@@ -157,7 +167,7 @@ export abstract class Device {
 /** Every device of the process, whichever copy of the library made it (ground/shared.ts). */
 const acquired: Device[] = shared("relaxvm.devices.v1", () => []);
 
-/** Every device this process has created, in order (CPU devices included once used). */
+/** Every live device this process has created, in order (CPU devices included once used). */
 export function acquiredDevices(): readonly Device[] {
   return acquired;
 }

@@ -3,12 +3,9 @@
  * Everything else — the verifier, liveness, formalize, both dumps, the VM's
  * load step — asks it what an instruction holds.
  *
- * Two forms:
- *
- * - `InstructionCursor`, a zero-allocation view that moves from instruction
- *   to instruction, for passes over whole programs (a million instructions
- *   build and load in a fraction of a second);
- * - `decodeInstruction`, a plain record, for places that keep instructions.
+ * `InstructionCursor` is a zero-allocation view that moves from instruction
+ * to instruction, for passes over whole programs (a million instructions
+ * build and load in a fraction of a second).
  *
  * Field positions and the queries (`reads`, `written`, `successors`,
  * operands) come from the opcode table in program/bytecode.ts. The cursor
@@ -213,40 +210,6 @@ export class InstructionCursor {
     if (j !== NO_FIELD) out.push(j);
     return out;
   }
-}
-
-/** One instruction as a record (for code that keeps decoded instructions). */
-export interface DecodedInstruction {
-  /** Global instruction index. */
-  readonly index: number;
-  /** Opcode. */
-  readonly op: Opcode;
-  /** Register written (`%void` included), or `NO_FIELD`. */
-  readonly dst: number;
-  /** Register read as a fixed field (Ret, If), or `NO_FIELD`. */
-  readonly register: number;
-  /** Function-table index called, or `NO_FIELD`. */
-  readonly func: number;
-  /** Relative jump, or `NO_FIELD`. */
-  readonly jump: number;
-  /** Operand words, in order. */
-  readonly args: readonly number[];
-}
-
-/** Decodes instruction `index` of `code` into a record. */
-export function decodeInstruction(code: Code, index: number): DecodedInstruction {
-  const c = new InstructionCursor(code).seek(index);
-  const args: number[] = [];
-  for (let k = 0; k < c.argCount; k++) args.push(c.argWord(k));
-  return {
-    index,
-    op: c.op,
-    dst: c.dst,
-    register: c.register,
-    func: c.func,
-    jump: c.jump,
-    args,
-  };
 }
 
 /** A problem with the layout of the code words, at a word position. */

@@ -14,9 +14,15 @@
  * A module may import from its own layer and the layers its entry lists
  * below, never upward, and the module graph has no cycles. Only the program
  * layer reads instruction words (`instrData`, `instrOffset`): everything else
- * goes through its decoder.
+ * goes through its decoder. Only `cli/` touches `Deno.*`: the rest of the
+ * library runs in browsers (`deno task check:browser` type-checks it there).
  *
- * Run by `deno task check`; `tests/layers_test.ts` runs it under `deno test`.
+ * Every `.ts` file under a library folder is checked, whether or not an entry
+ * point reaches it: an orphan file that imports upward is still a broken rule
+ * (it is one import away from being reachable).
+ *
+ * Run by `deno task check`; `tests/layers_test.ts` plants each kind of
+ * violation in a copy of the library and checks that this finds it.
  *
  * @module
  */
@@ -34,8 +40,11 @@ export const ALLOWED_IMPORTS: Readonly<Record<string, readonly string[]>> = {
   cli: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "entry"],
 };
 
-/** The library's entry points: everything reachable from them is checked. */
-const ENTRY_POINTS = ["mod.ts", "runtime.ts", "testing.ts", "cli/main.ts"];
+/** The library's entry points (files at the root that belong to the `entry` layer). */
+const ENTRY_POINTS = ["mod.ts", "runtime.ts", "testing.ts"];
+
+/** Layers whose files may use `Deno.*` (the command line tool only). */
+const DENO_ALLOWED = new Set(["cli"]);
 
 /** The layer of a repository-relative path, or undefined outside the library. */
 export function layerOf(path: string): string | undefined {
@@ -49,20 +58,52 @@ interface ModuleInfo {
   dependencies?: { code?: { specifier: string }; type?: { specifier: string } }[];
 }
 
-/** The repository's module graph: file path → the repository files it imports. */
-async function importGraph(root: URL): Promise<Map<string, string[]>> {
+/** Every library file: the entry points and each `.ts` file under a layer's folder. */
+export async function libraryFiles(root: URL): Promise<string[]> {
+  const files: string[] = [];
+  const walk = async (dir: string) => {
+    for await (const entry of Deno.readDir(new URL(dir, root))) {
+      const path = `${dir}${entry.name}`;
+      if (entry.isDirectory) await walk(`${path}/`);
+      else if (entry.isFile && path.endsWith(".ts") && !path.endsWith(".d.ts")) files.push(path);
+    }
+  };
+  for (const layer of Object.keys(ALLOWED_IMPORTS)) {
+    if (layer === "entry") continue;
+    try {
+      await walk(`${layer}/`);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
+  }
+  for (const entry of ENTRY_POINTS) files.push(entry);
+  return files.sort();
+}
+
+/**
+ * The library's module graph: file path → the repository files it imports.
+ * One `deno info` over a generated module that imports every library file,
+ * so files no entry point reaches are in the graph too.
+ */
+async function importGraph(root: URL, files: string[]): Promise<Map<string, string[]>> {
   const graph = new Map<string, string[]>();
   const relative = (specifier: string) =>
     specifier.startsWith(root.href) ? decodeURIComponent(specifier.slice(root.href.length)) : null;
-  for (const entry of ENTRY_POINTS) {
+  const dir = await Deno.makeTempDir({ prefix: "relaxvm-layers-" });
+  try {
+    const all = `${dir}/all.ts`;
+    await Deno.writeTextFile(
+      all,
+      files.map((f) => `import ${JSON.stringify(new URL(f, root).href)};\n`).join(""),
+    );
     const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: ["info", "--json", entry],
+      args: ["info", "--json", "--config", new URL("deno.json", root).pathname, all],
       cwd: root,
       stdout: "piped",
       stderr: "piped",
     }).output();
     if (code !== 0) {
-      throw new Error(`deno info ${entry} failed: ${new TextDecoder().decode(stderr)}`);
+      throw new Error(`deno info failed: ${new TextDecoder().decode(stderr)}`);
     }
     const info = JSON.parse(new TextDecoder().decode(stdout)) as { modules: ModuleInfo[] };
     for (const module of info.modules) {
@@ -77,8 +118,21 @@ async function importGraph(root: URL): Promise<Map<string, string[]>> {
       }
       graph.set(from, [...targets].sort());
     }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  for (const file of files) {
+    if (!graph.has(file)) throw new Error(`deno info did not report ${file}`);
   }
   return graph;
+}
+
+/** Source text with comments and string literals blanked, for the `Deno.*` rule. */
+function codeOnly(source: string): string {
+  return source.replace(
+    /\/\*[\s\S]*?\*\/|\/\/[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'|`(?:\\.|[^`\\])*`/g,
+    (m) => m.replace(/[^\n]/g, " "),
+  );
 }
 
 /** Cycles in `graph`, each as the list of files on it (Tarjan's strongly connected components). */
@@ -116,11 +170,13 @@ function cycles(graph: Map<string, string[]>): string[][] {
 
 /** Every broken rule, as readable lines; empty when the layering holds. */
 export async function layerViolations(root: URL): Promise<string[]> {
-  const graph = await importGraph(root);
+  const files = await libraryFiles(root);
+  const graph = await importGraph(root, files);
   const problems: string[] = [];
   for (const [from, targets] of graph) {
     const layer = layerOf(from);
     if (layer === undefined) continue;
+    const source = await Deno.readTextFile(new URL(from, root));
     for (const to of targets) {
       const target = layerOf(to);
       if (target === undefined) {
@@ -129,8 +185,10 @@ export async function layerViolations(root: URL): Promise<string[]> {
         problems.push(`${from} (${layer}) imports ${to} (${target}): not allowed`);
       }
     }
+    if (!DENO_ALLOWED.has(layer) && /\bDeno\s*\.\s*[A-Za-z_$]/.test(codeOnly(source))) {
+      problems.push(`${from} uses Deno.*; only cli/ may (the library runs in browsers)`);
+    }
     if (layer !== "program") {
-      const source = await Deno.readTextFile(new URL(from, root));
       if (/\binstr(Data|Offset)\b/.test(source)) {
         problems.push(`${from} reads instruction words; use the program layer's decoder`);
       }
@@ -146,5 +204,5 @@ if (import.meta.main) {
     console.error(`Layer rules broken (${problems.length}):\n${problems.join("\n")}`);
     Deno.exit(1);
   }
-  console.log("Layers: no upward import, no cycle, one decoder");
+  console.log("Layers: no upward import, no cycle, one decoder, Deno.* only in cli/");
 }

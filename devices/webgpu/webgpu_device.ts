@@ -125,6 +125,7 @@ export class WebGPUDevice extends Device {
     gpu.lost.then((info) => {
       this.#lost = info.message || info.reason || "unknown reason";
       this.#batch.lose(this.#lost);
+      this.leaveDeviceList();
     });
   }
 

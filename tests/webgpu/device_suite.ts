@@ -9,6 +9,7 @@ import { backendFor } from "../../kernels/kernel_backend.ts";
 import { WebGPUError } from "../../ground/errors.ts";
 import { runProgram } from "../../devices/webgpu/kernel_program.ts";
 import { DLDeviceType } from "../../devices/device.ts";
+import { findDevice } from "../../devices/find_device.ts";
 import { activateAllocators } from "../../devices/allocation_context.ts";
 import { NaiveAllocator } from "../../devices/naive_allocator.ts";
 import { PooledAllocator } from "../../devices/pooled_allocator.ts";
@@ -214,4 +215,18 @@ gpuTest("one VM call of many GPU ops submits once, and its read waits once", asy
   assertEquals(Array.from(await out.data() as Float32Array), want);
   assertEquals(gpu.submitCount - submits, 2, "the read submits its copy");
   await gpu.synchronize();
+});
+
+gpuTest("a lost device leaves the device list; findDevice finds its replacement", async () => {
+  // Its own id, so the suite's shared device 0 stays alive.
+  const doomed = await webgpu(7);
+  assertStrictEquals(findDevice(DLDeviceType.WebGPU, 7), doomed);
+  doomed.gpu.destroy();
+  await doomed.gpu.lost;
+  await new Promise((resolve) => setTimeout(resolve, 0)); // let the device's own lost handler run
+  assertEquals(findDevice(DLDeviceType.WebGPU, 7), undefined);
+  const fresh = await webgpu(7);
+  assert(fresh !== doomed, "webgpu(7) acquired a fresh device");
+  assertStrictEquals(findDevice(DLDeviceType.WebGPU, 7), fresh);
+  fresh.gpu.destroy();
 });

@@ -1,0 +1,116 @@
+/**
+ * The layer check can fail: each kind of broken rule is planted in a copy of
+ * the library, and `layerViolations` must name it. Without this, a check that
+ * walked too few files (as the first one did: only files reachable from the
+ * entry points) would pass forever.
+ */
+import { assert, assertEquals } from "@std/assert";
+import { layerViolations } from "./check_layers.ts";
+
+const ROOT = new URL("../", import.meta.url);
+const COPIED = [
+  "ground",
+  "devices",
+  "program",
+  "builder",
+  "vm",
+  "kernels",
+  "builtins",
+  "cli",
+  "mod.ts",
+  "runtime.ts",
+  "testing.ts",
+  "deno.json",
+  "deno.lock",
+];
+
+async function copyTree(from: URL, to: URL): Promise<void> {
+  const info = await Deno.stat(from);
+  if (info.isFile) {
+    await Deno.copyFile(from, to);
+    return;
+  }
+  await Deno.mkdir(to, { recursive: true });
+  for await (const entry of Deno.readDir(from)) {
+    const suffix = entry.isDirectory ? "/" : "";
+    await copyTree(new URL(entry.name + suffix, from), new URL(entry.name + suffix, to));
+  }
+}
+
+/** A copy of the library in a temporary directory, changed by `plant`, checked. */
+async function violationsAfter(
+  plant: (root: URL) => Promise<void>,
+): Promise<string[]> {
+  const dir = await Deno.makeTempDir({ prefix: "relaxvm-layers-test-" });
+  const root = new URL(`file://${dir}/`);
+  try {
+    for (const name of COPIED) {
+      const isDir = (await Deno.stat(new URL(name, ROOT))).isDirectory;
+      const suffix = isDir ? "/" : "";
+      await copyTree(new URL(name + suffix, ROOT), new URL(name + suffix, root));
+    }
+    await plant(root);
+    return await layerViolations(root);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("layers: the real library breaks no rule", async () => {
+  assertEquals(await layerViolations(ROOT), []);
+});
+
+Deno.test("layers: an orphan file that imports upward is found", async () => {
+  const found = await violationsAfter((root) =>
+    Deno.writeTextFile(
+      new URL("ground/orphan.ts", root),
+      'import { VirtualMachine } from "../vm/virtual_machine.ts";\nexport const vm = VirtualMachine;\n',
+    )
+  );
+  assertEquals(found, [
+    "ground/orphan.ts (ground) imports vm/virtual_machine.ts (vm): not allowed",
+  ]);
+});
+
+Deno.test("layers: an import cycle is found", async () => {
+  const found = await violationsAfter(async (root) => {
+    await Deno.writeTextFile(
+      new URL("ground/cycle_a.ts", root),
+      'import { b } from "./cycle_b.ts";\nexport const a = () => b;\n',
+    );
+    await Deno.writeTextFile(
+      new URL("ground/cycle_b.ts", root),
+      'import { a } from "./cycle_a.ts";\nexport const b = () => a;\n',
+    );
+  });
+  assertEquals(found, ["import cycle: ground/cycle_a.ts → ground/cycle_b.ts"]);
+});
+
+Deno.test("layers: Deno.* outside cli/ is found; in comments and strings it is not", async () => {
+  const found = await violationsAfter(async (root) => {
+    await Deno.writeTextFile(
+      new URL("devices/reads_env.ts", root),
+      "export const home = () => Deno.env.get('HOME');\n",
+    );
+    await Deno.writeTextFile(
+      new URL("devices/mentions_deno.ts", root),
+      '/** Not `Deno.env`. */\nexport const key = "Deno.customInspect"; // Deno.exit\n',
+    );
+  });
+  assertEquals(found, [
+    "devices/reads_env.ts uses Deno.*; only cli/ may (the library runs in browsers)",
+  ]);
+});
+
+Deno.test("layers: reading instruction words outside program/ is found", async () => {
+  const found = await violationsAfter((root) =>
+    Deno.writeTextFile(
+      new URL("vm/peek.ts", root),
+      "export const peek = (e: { instrData: number[] }) => e.instrData[0];\n",
+    )
+  );
+  assert(
+    found.length === 1 && found[0].startsWith("vm/peek.ts reads instruction words"),
+    `${found}`,
+  );
+});
