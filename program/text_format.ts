@@ -80,7 +80,9 @@ export function constantSummary(value: ConstantValue): string {
   }
   if (value instanceof ShapeTuple) return `shapetuple[${[...value].join(", ")}]`;
   if (value instanceof DataType) return value.toString();
-  if (typeof value === "string") return JSON.stringify(value);
+  // TVM writes a string constant's bytes as they are, between quotes.
+  if (typeof value === "string") return `"${value}"`;
+  if (typeof value === "bigint") return String(value);
   return Object.is(value, -0) ? "-0" : String(value);
 }
 
