@@ -153,6 +153,8 @@ def value_of(v):
         return ["int", str(v)]
     if isinstance(v, float):
         return ["float", bits_of_float(v)]
+    if isinstance(v, tvm_ffi.dtype):  # before str: tvm_ffi.dtype is a str
+        return ["dtype", str(v)]
     if isinstance(v, str):
         return ["str", str(v)]
     if isinstance(v, tvm_ffi.Shape):
@@ -160,8 +162,6 @@ def value_of(v):
     if isinstance(v, tvm.runtime.Tensor):
         arr = v.numpy()
         return ["tensor", str(v.dtype), [int(d) for d in v.shape], arr.tobytes().hex()]
-    if isinstance(v, tvm.DataType) or type(v).__name__ == "dtype":
-        return ["dtype", str(v)]
     if isinstance(v, (list, tuple)) or type(v).__name__ == "Array":
         return ["array", [value_of(x) for x in v]]
     if type(v).__name__ == "Function":
@@ -170,7 +170,11 @@ def value_of(v):
 
 
 def run(ex, runs):
-    vm = relax.VirtualMachine(ex, tvm.cpu())
+    try:
+        vm = relax.VirtualMachine(ex, tvm.cpu())
+    except Exception as e:  # pylint: disable=broad-except
+        # TVM resolves every packed function when the VM starts: one it lacks fails them all.
+        return [["error", str(e).strip().splitlines()[-1][:300]] for _ in runs]
     results = []
     for func, inputs in runs:
         try:
@@ -196,7 +200,11 @@ def describe(desc):
     except Exception as e:  # pylint: disable=broad-except
         out["stats_error"] = str(e).strip().splitlines()[-1][:300]
     # Run what TVM loads back from the bytes: the results are those of the file.
-    loaded = relax.VMExecutable(LOAD_FROM_BYTES(raw))
+    try:
+        loaded = relax.VMExecutable(LOAD_FROM_BYTES(raw))
+    except Exception as e:  # pylint: disable=broad-except
+        out["load_error"] = str(e).strip().splitlines()[-1][:300]
+        return out
     if desc.get("runs"):
         out["results"] = run(loaded, desc["runs"])
     return out
