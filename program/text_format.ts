@@ -122,8 +122,9 @@ function constantText(value: ConstantValue): string {
   if (value instanceof NDArray) return "scalar";
   if (value instanceof ShapeTuple) return `shapetuple[${[...value].join(", ")}]`;
   if (value instanceof DataType) return value.toString();
-  // TVM writes a string constant's bytes as they are, between quotes.
-  if (typeof value === "string") return `"${value}"`;
+  // TVM writes a string constant's bytes as they are, between quotes; control characters
+  // are escaped here (ground/printable.ts: a dump never carries raw terminal escapes).
+  if (typeof value === "string") return `"${printable(value)}"`;
   if (typeof value === "bigint") return String(value);
   return Object.is(value, -0) ? "-0" : String(value);
 }
@@ -133,6 +134,8 @@ function constantText(value: ConstantValue): string {
  * prints them (`VMExecutable::Stats`), quirks included: an empty shape
  * prints as `shapetupl]`. TVM cannot print a `Float` constant (it throws
  * "Unsupported constant pool type float"); relaxvm prints the number.
+ * Names and strings holding control characters are the one deliberate
+ * difference: relaxvm escapes them (`\n`, `\x1b`), TVM writes them raw.
  */
 export function formatStats(ex: ProgramData): string {
   const out = new SeekableText();
@@ -142,7 +145,7 @@ export function formatStats(ex: ProgramData): string {
   if (ex.constants.length > 0) out.seekBack2();
   out.write("]\n");
   out.write(`  Globals (#${ex.functions.length}): [`);
-  for (const f of ex.functions) out.write(`${f.name}, `);
+  for (const f of ex.functions) out.write(`${printable(f.name)}, `);
   if (ex.functions.length > 0) out.seekBack2();
   out.write("]\n");
   return out.toString();
@@ -157,7 +160,7 @@ function pythonRegister(reg: number): string {
 
 function pythonFunctionName(p: ProgramData, index: number): string {
   const f = p.functions[index];
-  return f === undefined ? `ib.unknown_func_index(${index})` : `"${f.name}"`;
+  return f === undefined ? `ib.unknown_func_index(${index})` : `"${printable(f.name)}"`;
 }
 
 function pythonOperand(p: ProgramData, word: number): string {
@@ -178,14 +181,15 @@ function pythonOperand(p: ProgramData, word: number): string {
  * `as_python()`: the listing TVM 0.27 prints (`VMExecutable::AsPython`),
  * byte for byte — Python that rebuilds the VM functions with TVM's
  * `ExecBuilder` (as TVM prints it, it names the builder `rx.Builder()` and
- * leaves out parameter names and constants' values).
+ * leaves out parameter names and constants' values). Names with control
+ * characters are escaped, as in `as_text()`.
  */
 export function formatPython(ex: ProgramData): string {
   const c = new InstructionCursor(ex);
   let out = "ib = rx.Builder()\n";
   for (const f of ex.functions) {
     if (f.kind !== "vm") continue;
-    out += `with ib.function("${f.name}", num_inputs=${f.numArgs}):\n`;
+    out += `with ib.function("${printable(f.name)}", num_inputs=${f.numArgs}):\n`;
     for (let i = f.start; i < f.end; i++) {
       c.seek(i);
       switch (c.op) {

@@ -38,6 +38,7 @@ const everyConstant: ProgramDesc = {
       ["const", ["float", bitsOf(-0)]],
       ["const", ["float", bitsOf(1 / 3)]],
       ["const", ["str", 'TVM prints "this" raw']],
+      ["const", ["str", "line\nbreak"]],
       ["const", ["shape", [2, -1, 4]]],
       ["const", ["shape", []]],
       ["const", ["dtype", "float16x4"]],
