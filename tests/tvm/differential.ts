@@ -24,6 +24,8 @@ import { buildWithTvm } from "./tvm_python.ts";
 
 /** What the differential run found; every count is of programs. */
 export interface Figures {
+  /** The TVM release compared against. */
+  tvm: string;
   tried: number;
   /** Built by both builders. */
   built: number;
@@ -57,8 +59,13 @@ export async function runInRelaxvm(ex: Executable, runs: [string, Value[]][]): P
 }
 
 /** Compares relaxvm with TVM's output for each program. */
-export async function compare(programs: ProgramDesc[], tvm: TvmOutput[]): Promise<Figures> {
+export async function compare(
+  programs: ProgramDesc[],
+  tvm: TvmOutput[],
+  version: string,
+): Promise<Figures> {
   const f: Figures = {
+    tvm: version,
     tried: programs.length,
     built: 0,
     bytes: 0,
@@ -135,7 +142,8 @@ export async function compare(programs: ProgramDesc[], tvm: TvmOutput[]): Promis
 
 /** Builds `programs` with TVM and compares. */
 export async function differential(programs: ProgramDesc[]): Promise<Figures> {
-  return compare(programs, await buildWithTvm(programs));
+  const batch = await buildWithTvm(programs);
+  return compare(programs, batch.programs, batch.tvm);
 }
 
 /** The figures as a table, each count as a share of the programs it is out of. */
@@ -144,7 +152,7 @@ export function formatFigures(f: Figures): string {
   const row = (what: string, n: number, of: number) =>
     `  ${what.padEnd(34)} ${String(n).padStart(6)} / ${String(of).padEnd(6)} ${pct(n, of)}`;
   return [
-    `Differential against TVM 0.27: ${f.tried} programs tried`,
+    `Differential against TVM ${f.tvm}: ${f.tried} programs tried`,
     row("built by both", f.built, f.tried),
     row("identical bytes (TVM format)", f.bytes, f.built),
     row("identical as_text()", f.text, f.built),

@@ -23,7 +23,7 @@ for (let start = 0, batch = 0; start < total; start += BATCH, batch++) {
   else {
     for (const key of Object.keys(f) as (keyof Figures)[]) {
       if (key === "mismatches") sum.mismatches.push(...f.mismatches);
-      else sum[key] += f[key];
+      else if (key !== "tvm") sum[key] += f[key];
     }
   }
 }

@@ -12,8 +12,14 @@
 import type { ProgramDesc, TvmOutput } from "./description.ts";
 
 const ROOT = new URL("../../", import.meta.url);
-/** The venv's Python. */
-export const TVM_PYTHON = new URL("tools/tvm/.venv/bin/python", ROOT).pathname;
+/**
+ * The venv's Python; `RELAXVM_TVM_PYTHON` names another (a venv with another
+ * TVM release, to check the format against it).
+ */
+export function tvmPython(): string {
+  return Deno.env.get("RELAXVM_TVM_PYTHON") ??
+    new URL("tools/tvm/.venv/bin/python", ROOT).pathname;
+}
 const BUILD_PROGRAMS = new URL("tools/tvm/build_programs.py", ROOT).pathname;
 
 /** How to get TVM, for messages. */
@@ -23,7 +29,7 @@ export const SETUP_HINT =
 /** Whether the pinned TVM is installed. */
 export function tvmAvailable(): boolean {
   try {
-    return Deno.statSync(TVM_PYTHON).isFile;
+    return Deno.statSync(tvmPython()).isFile;
   } catch {
     return false;
   }
@@ -45,14 +51,21 @@ export function ignoreWithoutTvm(what: string): boolean {
   return true;
 }
 
+/** What one Python process made of a batch: the TVM version and each program's output. */
+export interface TvmBatch {
+  /** `tvm.__version__`. */
+  tvm: string;
+  programs: TvmOutput[];
+}
+
 /** Builds every description with TVM's ExecBuilder (and runs their `runs`), in one process. */
-export async function buildWithTvm(programs: readonly ProgramDesc[]): Promise<TvmOutput[]> {
-  if (!tvmAvailable()) throw new Error(`${SETUP_HINT} (looked for ${TVM_PYTHON})`);
+export async function buildWithTvm(programs: readonly ProgramDesc[]): Promise<TvmBatch> {
+  if (!tvmAvailable()) throw new Error(`${SETUP_HINT} (looked for ${tvmPython()})`);
   const dir = await Deno.makeTempDir({ prefix: "relaxvm-tvm-" });
   try {
     const input = `${dir}/in.json`, output = `${dir}/out.json`;
     await Deno.writeTextFile(input, JSON.stringify({ programs }));
-    const { code, stderr } = await new Deno.Command(TVM_PYTHON, {
+    const { code, stderr } = await new Deno.Command(tvmPython(), {
       args: [BUILD_PROGRAMS, input, output],
       stdout: "null",
       stderr: "piped",
@@ -60,8 +73,7 @@ export async function buildWithTvm(programs: readonly ProgramDesc[]): Promise<Tv
     if (code !== 0) {
       throw new Error(`build_programs.py failed (${code}): ${new TextDecoder().decode(stderr)}`);
     }
-    const out = JSON.parse(await Deno.readTextFile(output)) as { programs: TvmOutput[] };
-    return out.programs;
+    return JSON.parse(await Deno.readTextFile(output)) as TvmBatch;
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

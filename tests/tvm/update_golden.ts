@@ -13,7 +13,7 @@ import { buildWithTvm } from "./tvm_python.ts";
 
 const dir = new URL("../../testdata/tvm/", import.meta.url);
 const programs = goldenPrograms();
-const outputs = await buildWithTvm(programs);
+const { tvm, programs: outputs } = await buildWithTvm(programs);
 await Deno.mkdir(dir, { recursive: true });
 const texts: Record<string, unknown> = {};
 for (const [i, p] of programs.entries()) {
@@ -25,7 +25,7 @@ for (const [i, p] of programs.entries()) {
 }
 await Deno.writeTextFile(
   new URL("programs.json", dir),
-  JSON.stringify({ tvm: "0.27.0.post1", programs }, null, 1) + "\n",
+  JSON.stringify({ tvm, programs }, null, 1) + "\n",
 );
 await Deno.writeTextFile(new URL("outputs.json", dir), JSON.stringify(texts, null, 1) + "\n");
 console.log(`wrote ${programs.length} programs to testdata/tvm/`);
