@@ -346,11 +346,7 @@ function readConstants(r: ByteReader, constants: ConstantValue[]): void {
 /** Converts TVM's code words to relaxvm's; `wordsAt` is where the words start in the file. */
 class CodeConverter {
   readonly out: Float64Array;
-  constructor(
-    readonly r: ByteReader,
-    readonly words: BigInt64Array,
-    readonly wordsAt: number,
-  ) {
+  constructor(readonly words: BigInt64Array, readonly wordsAt: number) {
     this.out = new Float64Array(words.length);
   }
 
@@ -435,7 +431,7 @@ function readCode(r: ByteReader): { offsets: Uint32Array; data: Float64Array; da
   const dataStart = r.position;
   const words = new BigInt64Array(nwords);
   for (let i = 0; i < nwords; i++) words[i] = r.i64("code word");
-  const converter = new CodeConverter(r, words, dataStart);
+  const converter = new CodeConverter(words, dataStart);
   // Instructions must tile the words in order: each word converts as one kind of field.
   let next = 0;
   for (let i = 0; i < n; i++) {
