@@ -77,6 +77,8 @@ export interface ProgramDesc {
   name: string;
   items: ItemDesc[];
   runs?: [string, Value[]][];
+  /** The file relaxvm wrote for it (hex), for TVM to load and run as well. */
+  relaxvm_bytes?: string;
 }
 
 /** What TVM made of a description (tools/tvm/build_programs.py). */
@@ -89,6 +91,9 @@ export interface TvmOutput {
   stats?: string;
   stats_error?: string;
   load_error?: string;
+  relaxvm_loaded?: boolean;
+  relaxvm_load_error?: string;
+  relaxvm_results?: Value[];
   results?: Value[];
 }
 

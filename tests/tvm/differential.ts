@@ -37,6 +37,10 @@ export interface Figures {
   stats: number;
   /** TVM's bytes loaded by relaxvm and saved back unchanged. */
   roundTrip: number;
+  /** The bytes relaxvm wrote, loaded by TVM. */
+  loadedByTvm: number;
+  /** Run programs whose relaxvm-written file TVM ran to the results of its own. */
+  ranByTvm: number;
   /** Programs run in both VMs, and of those, identical results for every run. */
   runs: number;
   results: number;
@@ -74,6 +78,8 @@ export async function compare(
     statsComparable: 0,
     stats: 0,
     roundTrip: 0,
+    loadedByTvm: 0,
+    ranByTvm: 0,
     runs: 0,
     results: 0,
     mismatches: [],
@@ -114,6 +120,12 @@ export async function compare(
         else note(p, `stats differ:\n${ours.stats()}\nTVM:\n${t.stats}`);
       }
       if (t.load_error !== undefined) note(p, `TVM cannot load its own bytes: ${t.load_error}`);
+      if (t.relaxvm_loaded === true) f.loadedByTvm++;
+      else note(p, `TVM cannot load relaxvm's bytes: ${t.relaxvm_load_error}`);
+      if (p.runs !== undefined && t.relaxvm_results !== undefined) {
+        if (JSON.stringify(t.relaxvm_results) === JSON.stringify(t.results)) f.ranByTvm++;
+        else note(p, `TVM runs relaxvm's file to other results`);
+      }
       let loaded: Executable | undefined;
       try {
         loaded = Executable.load(Uint8Array.from(t.bytes!.match(/../g)!, (h) => parseInt(h, 16)));
@@ -140,9 +152,20 @@ export async function compare(
   return f;
 }
 
-/** Builds `programs` with TVM and compares. */
+/**
+ * Builds `programs` with relaxvm (its TVM-format bytes go along, for TVM to
+ * load and run too) and with TVM, and compares.
+ */
 export async function differential(programs: ProgramDesc[]): Promise<Figures> {
-  const batch = await buildWithTvm(programs);
+  const withBytes = programs.map((p) => {
+    try {
+      using ex = buildWithRelaxvm(p);
+      return { ...p, relaxvm_bytes: toHex(ex.save({ format: "tvm" })) };
+    } catch {
+      return p; // compare() reports it
+    }
+  });
+  const batch = await buildWithTvm(withBytes);
   return compare(programs, batch.programs, batch.tvm);
 }
 
@@ -150,7 +173,7 @@ export async function differential(programs: ProgramDesc[]): Promise<Figures> {
 export function formatFigures(f: Figures): string {
   const pct = (n: number, of: number) => of === 0 ? "n/a" : `${(100 * n / of).toFixed(2)}%`;
   const row = (what: string, n: number, of: number) =>
-    `  ${what.padEnd(34)} ${String(n).padStart(6)} / ${String(of).padEnd(6)} ${pct(n, of)}`;
+    `  ${what.padEnd(40)} ${String(n).padStart(6)} / ${String(of).padEnd(6)} ${pct(n, of)}`;
   return [
     `Differential against TVM ${f.tvm}: ${f.tried} programs tried`,
     row("built by both", f.built, f.tried),
@@ -159,6 +182,8 @@ export function formatFigures(f: Figures): string {
     row("identical as_python()", f.python, f.built),
     row("identical stats() (TVM prints)", f.stats, f.statsComparable),
     row("TVM -> relaxvm -> TVM identical", f.roundTrip, f.built),
+    row("relaxvm's file loaded by TVM", f.loadedByTvm, f.built),
+    row("relaxvm's file run by TVM, same results", f.ranByTvm, f.runs),
     row("identical results (run programs)", f.results, f.runs),
     `  (stats: TVM throws on a Float constant in ${f.built - f.statsComparable} programs)`,
   ].join("\n");

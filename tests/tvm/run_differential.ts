@@ -30,6 +30,7 @@ for (let start = 0, batch = 0; start < total; start += BATCH, batch++) {
 console.log(formatFigures(sum!));
 for (const m of sum!.mismatches.slice(0, 10)) console.log(m);
 const ok = sum!.built === sum!.tried && sum!.bytes === sum!.built && sum!.text === sum!.built &&
-  sum!.python === sum!.built && sum!.roundTrip === sum!.built &&
+  sum!.python === sum!.built && sum!.roundTrip === sum!.built && sum!.loadedByTvm === sum!.built &&
+  sum!.ranByTvm === sum!.runs &&
   sum!.stats === sum!.statsComparable && sum!.results === sum!.runs;
 if (!ok) Deno.exit(1);

@@ -3,7 +3,10 @@
     tools/tvm/.venv/bin/python tools/tvm/build_programs.py IN.json OUT.json
 
 IN.json is {"programs": [description, ...]} (the format is documented in
-tests/tvm/description.ts, which writes it). For each program this writes what
+tests/tvm/description.ts, which writes it). A description may carry
+"relaxvm_bytes", the hex of the file relaxvm wrote for it: TVM then also
+loads those bytes and runs them ("relaxvm_loaded", "relaxvm_results").
+For each program this writes what
 TVM makes of it: the executable's bytes (hex), as_text(), as_python(),
 stats() (or the error TVM raises: it cannot print a float constant), and the
 result of each run in TVM's VM on the CPU. One Python process builds them all:
@@ -184,8 +187,22 @@ def run(ex, runs):
     return results
 
 
+def load_relaxvm_bytes(desc, out):
+    """Loads and runs the bytes relaxvm wrote for this program, as TVM would any file."""
+    try:
+        ex = relax.VMExecutable(LOAD_FROM_BYTES(bytes.fromhex(desc["relaxvm_bytes"])))
+    except Exception as e:  # pylint: disable=broad-except
+        out["relaxvm_load_error"] = str(e).strip().splitlines()[-1][:300]
+        return
+    out["relaxvm_loaded"] = True
+    if desc.get("runs"):
+        out["relaxvm_results"] = run(ex, desc["runs"])
+
+
 def describe(desc):
     out = {"name": desc.get("name")}
+    if "relaxvm_bytes" in desc:
+        load_relaxvm_bytes(desc, out)
     try:
         ex = build(desc)
     except Exception as e:  # pylint: disable=broad-except
