@@ -75,7 +75,8 @@ export type ItemDesc =
 /** A program: what to build, and what to run in both VMs. */
 export interface ProgramDesc {
   name: string;
-  items: ItemDesc[];
+  /** What to build (absent: only `relaxvm_bytes`, for TVM to load and print). */
+  items?: ItemDesc[];
   runs?: [string, Value[]][];
   /** The file relaxvm wrote for it (hex), for TVM to load and run as well. */
   relaxvm_bytes?: string;
@@ -94,6 +95,10 @@ export interface TvmOutput {
   relaxvm_loaded?: boolean;
   relaxvm_load_error?: string;
   relaxvm_results?: Value[];
+  relaxvm_as_text?: string;
+  relaxvm_as_python?: string;
+  relaxvm_stats?: string;
+  relaxvm_stats_error?: string;
   results?: Value[];
 }
 
@@ -230,7 +235,7 @@ function register(ib: ExecBuilder, r: RegisterDesc): Operand {
 /** Builds a description with relaxvm's `ExecBuilder`, as build_programs.py does with TVM's. */
 export function buildWithRelaxvm(desc: ProgramDesc): Executable {
   const ib = new ExecBuilder();
-  for (const item of desc.items) {
+  for (const item of desc.items ?? []) {
     if (item[0] === "declare") {
       ib.declare_function(item[1], item[2]);
       continue;

@@ -5,7 +5,9 @@
 IN.json is {"programs": [description, ...]} (the format is documented in
 tests/tvm/description.ts, which writes it). A description may carry
 "relaxvm_bytes", the hex of the file relaxvm wrote for it: TVM then also
-loads those bytes and runs them ("relaxvm_loaded", "relaxvm_results").
+loads those bytes, prints them and runs them ("relaxvm_loaded",
+"relaxvm_as_text", ..., "relaxvm_results"); a description with only a name
+and "relaxvm_bytes" is just loaded and printed.
 For each program this writes what
 TVM makes of it: the executable's bytes (hex), as_text(), as_python(),
 stats() (or the error TVM raises: it cannot print a float constant), and the
@@ -195,6 +197,12 @@ def load_relaxvm_bytes(desc, out):
         out["relaxvm_load_error"] = str(e).strip().splitlines()[-1][:300]
         return
     out["relaxvm_loaded"] = True
+    out["relaxvm_as_text"] = ex.as_text()
+    out["relaxvm_as_python"] = ex.as_python()
+    try:
+        out["relaxvm_stats"] = ex.stats()
+    except Exception as e:  # pylint: disable=broad-except
+        out["relaxvm_stats_error"] = str(e).strip().splitlines()[-1][:300]
     if desc.get("runs"):
         out["relaxvm_results"] = run(ex, desc["runs"])
 
@@ -203,6 +211,8 @@ def describe(desc):
     out = {"name": desc.get("name")}
     if "relaxvm_bytes" in desc:
         load_relaxvm_bytes(desc, out)
+    if "items" not in desc:  # only a file relaxvm wrote, for TVM to load and print
+        return out
     try:
         ex = build(desc)
     except Exception as e:  # pylint: disable=broad-except
