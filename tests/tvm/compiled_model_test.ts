@@ -8,8 +8,14 @@
  * call fails with the unknown-packed-function VMError. No Python needed.
  */
 
-import { assert, assertEquals, assertRejects, assertStringIncludes } from "@std/assert";
-import { Executable, VirtualMachine, VMError } from "../../mod.ts";
+import {
+  assert,
+  assertEquals,
+  assertRejects,
+  assertStringIncludes,
+  assertThrows,
+} from "@std/assert";
+import { Executable, LoadError, VirtualMachine, VMError } from "../../mod.ts";
 import { tensorOf, toHex, type Value } from "./description.ts";
 
 const dir = new URL("../../testdata/tvm/", import.meta.url);
@@ -47,4 +53,11 @@ Deno.test("TVM-compiled MLP: a call names the TIR kernels relaxvm lacks, in an u
   for (const k of tvm.kernels.slice(1)) assertStringIncludes(e.message, `"${k}"`);
   assert(e.message.includes("forward"), e.message);
   for (const t of inputs) t.dispose();
+});
+
+Deno.test('TVM-compiled MLP with exec_mode="compiled": a LoadError names the VM-TIR function', async () => {
+  const compiled = await Deno.readFile(new URL("mlp_compiled_mode.tvm", dir));
+  const e = assertThrows(() => Executable.load(compiled), LoadError, "VM-TIR function");
+  assertStringIncludes(e.message, 'exec_mode="bytecode"');
+  assertEquals(e.section, "functions");
 });

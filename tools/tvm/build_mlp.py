@@ -10,6 +10,9 @@ relax.VMExecutable whose `mod` is the VM executable module (kind
 kernels; `mod.write_to_file` writes the executable's bytes alone
 (VMExecutable::SaveToBytes), which is what relaxvm loads.
 
+Also writes mlp_compiled_mode.tvm, the same model built with
+exec_mode="compiled" (a VM-TIR function, which relaxvm refuses by name).
+
 Writes mlp_dynamic_batch.tvm (the bytes) and mlp_dynamic_batch.json: what TVM
 prints (as_text, as_python, stats), the TIR kernels the LLVM library
 implements, the parameters, and one run in TVM's VM (inputs and output as
@@ -80,6 +83,12 @@ def main():
         json.dump(info, f, indent=1)
         f.write("\n")
     print(f"wrote {path} ({os.path.getsize(path)} bytes); kernels: {', '.join(kernels)}")
+
+    # The same model with exec_mode="compiled": its function is a VM-TIR function (kind 2),
+    # compiled to machine code in the library, which relaxvm refuses by name.
+    compiled = relax.build(mod, target="llvm", exec_mode="compiled")
+    assert "vm_tir_func" in compiled.as_text(), compiled.as_text()
+    compiled.mod.write_to_file(os.path.join(out_dir, "mlp_compiled_mode.tvm"))
 
 
 if __name__ == "__main__":
