@@ -70,6 +70,7 @@ export type {
   ParamModule,
   ProgramData,
   RegisterOptions,
+  SaveOptions,
   Storage,
   TensorCacheIndex,
   TensorCacheProgress,

@@ -30,6 +30,7 @@ import { installBuiltins } from "./builtins/install.ts";
 installBuiltins();
 
 export { Executable } from "./program/executable.ts";
+export type { SaveOptions } from "./program/executable.ts";
 export type { Code, ConstantValue, FunctionInfo, ProgramData } from "./program/program_data.ts";
 export type { TextOptions } from "./program/text_format.ts";
 export type { TypeScriptOptions } from "./program/typescript_format.ts";

@@ -1,6 +1,6 @@
 /**
  * The builder's constant pool: `convert_constant` returns the same index
- * for equal values (same number — `-0` and `NaN` included, same string,
+ * for equal values (same number — `-0` and `NaN` included, same bigint, same string,
  * shape, dtype, or a tensor with the same dtype, shape and bytes).
  *
  * @module
@@ -86,7 +86,8 @@ function normalize(input: ConstantInput): ConstantValue {
   }
   const value = input as ConstantValue;
   if (
-    typeof value === "number" || typeof value === "string" || value instanceof ShapeTuple ||
+    typeof value === "number" || typeof value === "bigint" || typeof value === "string" ||
+    value instanceof ShapeTuple ||
     value instanceof DataType
   ) {
     return value;
@@ -105,7 +106,7 @@ function normalize(input: ConstantInput): ConstantValue {
   throw new TypeError(
     `convert_constant: cannot make a constant of ${
       describe(input)
-    }; a constant is a number, a string, a ShapeTuple or number[] (a shape), a DataType or a CPU NDArray`,
+    }; a constant is a number, a bigint (an Int), a string, a ShapeTuple or number[] (a shape), a DataType or a CPU NDArray`,
   );
 }
 
@@ -122,6 +123,7 @@ export function describe(v: unknown): string {
 
 function keyOf(v: ConstantValue): string {
   if (typeof v === "number") return Object.is(v, -0) ? "n:-0" : `n:${v}`;
+  if (typeof v === "bigint") return `i:${v}`;
   if (typeof v === "string") return `s:${v}`;
   if (v instanceof ShapeTuple) return `shape:${[...v].join(",")}`;
   if (v instanceof DataType) return `dtype:${v}`;
@@ -130,6 +132,7 @@ function keyOf(v: ConstantValue): string {
 
 function sameConstant(a: ConstantValue, b: ConstantValue): boolean {
   if (typeof a === "number" || typeof b === "number") return Object.is(a, b);
+  if (typeof a === "bigint" || typeof b === "bigint") return a === b;
   if (typeof a === "string" || typeof b === "string") return a === b;
   if (a instanceof ShapeTuple && b instanceof ShapeTuple) return a.equals(b);
   if (a instanceof DataType && b instanceof DataType) return a.equals(b);

@@ -426,8 +426,19 @@ export class ExecBuilder {
     return new Operand("register", VOID_REGISTER);
   }
 
-  /** Puts `value` in the constant pool; equal values share one entry. */
+  /**
+   * Puts `value` in the constant pool; equal values share one entry. A
+   * `bigint` is an integer, as a Python `int` is to TVM's builder: small
+   * enough (|v| < 2^51), it becomes an immediate, as TVM makes it; larger
+   * than TVM's immediates (|v| >= 2^55) it is an `Int` constant, kept exact
+   * (a JS number is a `Float` constant). Between the two, TVM would make an
+   * immediate that relaxvm's code words cannot hold: a `RangeError`.
+   */
   convert_constant(value: ConstantInput): Operand {
+    if (typeof value === "bigint") {
+      const small = immediateOf(value);
+      if (small !== null) return new Operand("immediate", small);
+    }
     return new Operand("constant", this.#pool.intern(value));
   }
 
@@ -719,6 +730,10 @@ export class ExecBuilder {
         `emit_call("${callee}"): argument ${k} is a malformed operand; make operands with ib.r(), ib.c(), ib.imm(), ib.f()`,
       );
     }
+    if (typeof a === "bigint") {
+      immediateOf(a); // the RangeError, before anything changes
+      return NaN;
+    }
     if (typeof a === "number") {
       throw new TypeError(
         `emit_call("${callee}"): a bare number (${a}) is ambiguous; write ib.imm(${a}) for an integer immediate or ib.convert_constant(${a}) for a numeric constant`,
@@ -754,6 +769,27 @@ export class ExecBuilder {
         }
       }
     }
+    if (typeof a === "bigint") {
+      const small = immediateOf(a);
+      if (small !== null) return encodeArg(ArgKind.Immediate, small);
+    }
     return encodeArg(ArgKind.ConstIdx, this.#pool.intern(a));
   }
+}
+
+/** TVM's largest immediate, 2^55 - 1: a 56-bit signed value (bytecode.h, kValueMaxLimit). */
+const TVM_MAX_IMMEDIATE = 2n ** 55n - 1n;
+
+/**
+ * The immediate TVM's builder makes of integer `v` (as a number), or null
+ * when TVM makes it a constant; a `RangeError` when TVM's immediate is
+ * wider than relaxvm's (ConvertConstant_ in TVM's exec_builder.cc).
+ */
+function immediateOf(v: bigint): number | null {
+  const magnitude = v < 0n ? -v : v;
+  if (magnitude > TVM_MAX_IMMEDIATE) return null;
+  if (magnitude <= BigInt(MAX_OPERAND_VALUE)) return Number(v);
+  throw new RangeError(
+    `convert_constant(${v}n): TVM makes an integer below 2^55 an immediate, and relaxvm's immediates hold less than 2^51; use a number (a Float constant) or a value of at least 2^55`,
+  );
 }

@@ -59,6 +59,18 @@ export class ByteWriter {
     this.#view.setUint32(at, v, true);
   }
 
+  /** A signed 32-bit integer. */
+  i32(v: number): void {
+    const at = this.#reserve(4);
+    this.#view.setInt32(at, v, true);
+  }
+
+  /** A 64-bit integer (TVM's format): two's complement of `v`'s low 64 bits. */
+  i64(v: bigint | number): void {
+    const at = this.#reserve(8);
+    this.#view.setBigInt64(at, BigInt.asIntN(64, BigInt(v)), true);
+  }
+
   /** A float64 (exact for every JS number, -0 and NaN included). */
   f64(v: number): void {
     const at = this.#reserve(8);
@@ -184,6 +196,31 @@ export class ByteReader {
   /** An unsigned 32-bit integer. */
   u32(what: string): number {
     return this.#view.getUint32(this.#take(4, what), true);
+  }
+
+  /** A signed 32-bit integer. */
+  i32(what: string): number {
+    return this.#view.getInt32(this.#take(4, what), true);
+  }
+
+  /** A signed 64-bit integer, exactly. */
+  i64(what: string): bigint {
+    return this.#view.getBigInt64(this.#take(8, what), true);
+  }
+
+  /** An unsigned 64-bit integer, exactly. */
+  u64(what: string): bigint {
+    return this.#view.getBigUint64(this.#take(8, what), true);
+  }
+
+  /** UTF-8 text of `n` bytes (TVM's strings carry their length before, as a u64). */
+  utf8(n: number, what: string): string {
+    const at = this.#take(n, what);
+    try {
+      return decoder.decode(this.#bytes.subarray(at, at + n));
+    } catch (e) {
+      throw new LoadError(this.section, at, `${what} is not valid UTF-8`, { cause: e });
+    }
   }
 
   /** A float64. */

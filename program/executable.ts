@@ -13,9 +13,19 @@ import { isVMObject, releaseValue, retainValue } from "../ground/object.ts";
 import { printable } from "../ground/printable.ts";
 import type { ConstantValue, FunctionInfo, ProgramData } from "./program_data.ts";
 import { loadProgram, saveProgram } from "./serialize.ts";
-import { formatStats, formatText, type TextOptions } from "./text_format.ts";
+import { isTvmExecutable, loadTvmProgram, saveTvmProgram } from "./tvm_format.ts";
+import { formatPython, formatStats, formatText, type TextOptions } from "./text_format.ts";
 import { formatTypeScript, type TypeScriptOptions } from "./typescript_format.ts";
 import { verifyProgram } from "./verifier.ts";
+
+/** Options of `Executable.save()`. */
+export interface SaveOptions {
+  /**
+   * `"relaxvm"` (the default): relaxvm's own format, which keeps the
+   * liveness flag. `"tvm"`: Apache TVM 0.27's `VMExecutable` bytes.
+   */
+  format?: "relaxvm" | "tvm";
+}
 
 /** Marks construction from data this layer verified (module-private). */
 const TRUSTED: unique symbol = Symbol("verified program data");
@@ -200,15 +210,53 @@ export class Executable implements ProgramData {
       ) => Executable)(data, warnings, TRUSTED);
   }
 
-  /** Reads an executable saved with `save()`; malformed bytes throw `LoadError`. */
+  /**
+   * Reads an executable saved with `save()` — relaxvm's format or Apache
+   * TVM's (0.23 to 0.27: the bytes of TVM's `VMExecutable`, told apart by
+   * their magic number). Malformed bytes, or a TVM file holding what relaxvm
+   * cannot represent exactly, throw `LoadError` naming the section and offset.
+   *
+   * @example Load what TVM wrote
+   * ```ts
+   * import { Executable, ExecBuilder } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("main", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));
+   * const tvmBytes = ib.get().save({ format: "tvm" }); // as TVM 0.27 writes it
+   * assertEquals(Executable.load(tvmBytes).save({ format: "tvm" }), tvmBytes);
+   * ```
+   */
   static load(bytes: Uint8Array): Executable {
-    const { data, warnings } = loadProgram(bytes);
+    const { data, warnings } = isTvmExecutable(bytes) ? loadTvmProgram(bytes) : loadProgram(bytes);
     return executableFromVerified(data, warnings);
   }
 
-  /** The binary form: magic, version, then the function, constant and code sections. */
-  save(): Uint8Array {
+  /**
+   * The binary form. By default relaxvm's own format (magic, version, then
+   * the function, constant and code sections); `{ format: "tvm" }` writes the
+   * bytes Apache TVM 0.27 writes for the same program, which TVM loads
+   * (`relax.ExecutableLoadFromFile`) and runs. TVM's format has no liveness
+   * flag: a program loaded back from it runs with liveness on.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("main", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));
+   * const bytes = ib.get().save({ format: "tvm" });
+   * assertEquals(new DataView(bytes.buffer).getBigUint64(0, true), 0xD225DE2F4214151En);
+   * ```
+   */
+  save(options: SaveOptions = {}): Uint8Array {
     this.#checkUsable("save");
+    const format = options.format ?? "relaxvm";
+    if (format === "tvm") return saveTvmProgram(this);
+    if (format !== "relaxvm") {
+      throw new TypeError(`save: format must be "relaxvm" or "tvm", got ${String(format)}`);
+    }
     return saveProgram(this);
   }
 
@@ -258,6 +306,29 @@ export class Executable implements ProgramData {
    */
   as_text(options: TextOptions = {}): string {
     return formatText(this, options);
+  }
+
+  /**
+   * The listing TVM prints with `ex.as_python()`, byte for byte: Python that
+   * rebuilds the VM functions with TVM's `ExecBuilder` (constants appear as
+   * `ib.c(i)`, as TVM prints them). `as_typescript()` is relaxvm's runnable
+   * counterpart.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("main", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));
+   * assertEquals(
+   *   ib.get().as_python(),
+   *   'ib = rx.Builder()\nwith ib.function("main", num_inputs=1):\n    ib.emit_ret(ib.r(0))\n',
+   * );
+   * ```
+   */
+  as_python(): string {
+    return formatPython(this);
   }
 
   /**

@@ -13,8 +13,12 @@ import type { DataType } from "../ground/dtype.ts";
 import type { ShapeTuple } from "../ground/shape_tuple.ts";
 import type { NDArray } from "../devices/ndarray.ts";
 
-/** A value in the constant pool. */
-export type ConstantValue = number | string | ShapeTuple | DataType | NDArray;
+/**
+ * A value in the constant pool. Numbers are TVM's `Float` constants; a
+ * `bigint` is TVM's `Int` constant (64-bit, kept exact and apart from
+ * floats, so a program moved to and from TVM's format keeps its kind).
+ */
+export type ConstantValue = number | bigint | string | ShapeTuple | DataType | NDArray;
 
 /** One entry of the function table. */
 export interface FunctionInfo {

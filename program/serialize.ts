@@ -8,7 +8,8 @@
  *   FUNC   u32 count, then per function: u8 kind (0 vm, 1 packed), str name,
  *          u32 start, u32 end, u32 num_args, u32 register_file_size,
  *          u32 param count, str params…
- *   CONS   u32 count, then per constant: u8 tag, value (see writeConstant)
+ *   CONS   u32 count, then per constant: u8 tag, value (see writeConstant;
+ *          tag 5, an Int constant, is a little-endian i64)
  *   CODE   u32 instruction count, u32 word count, padding to 8,
  *          u32 instr_offset[count], padding to 8, f64 instr_data[words]
  * ```
@@ -36,7 +37,7 @@ export const FORMAT_VERSION = 1;
 
 const FLAG_LIVENESS = 1;
 const Section = { FUNC: 0x434e5546, CONS: 0x534e4f43, CODE: 0x45444f43 } as const;
-const ConstTag = { Number: 0, String: 1, Shape: 2, DType: 3, Tensor: 4 } as const;
+const ConstTag = { Number: 0, String: 1, Shape: 2, DType: 3, Tensor: 4, Int: 5 } as const;
 /** A bound that keeps a hostile file from asking for absurd memory before it is checked. */
 const MAX_NDIM = 32;
 /** How many of the verifier's problems a `LoadError` message lists. */
@@ -46,6 +47,9 @@ function writeConstant(w: ByteWriter, c: ConstantValue): void {
   if (typeof c === "number") {
     w.u8(ConstTag.Number);
     w.f64(c);
+  } else if (typeof c === "bigint") {
+    w.u8(ConstTag.Int); // an Int constant (TVM's kTVMFFIInt), kept apart from numbers
+    w.i64(c);
   } else if (typeof c === "string") {
     w.u8(ConstTag.String);
     w.string(c);
@@ -164,6 +168,8 @@ function readConstant(r: ByteReader): ConstantValue {
       return r.f64("number");
     case ConstTag.String:
       return r.string("string");
+    case ConstTag.Int:
+      return r.i64("integer");
     case ConstTag.Shape: {
       const n = r.u32("shape length");
       if (n > r.remaining / 8) throw r.fail(`shape of ${n} elements does not fit`, at);
@@ -253,6 +259,31 @@ export interface LoadedProgram {
 }
 
 /**
+ * Runs the verifier over a program just read; a `LoadError` lists every
+ * problem found (the first ten in the message) and points at the first
+ * (`dataStart`: where the code words start in the file, 8 bytes each).
+ * Shared by both formats (program/tvm_format.ts).
+ */
+export function verifiedProgram(program: ProgramData, dataStart: number): LoadedProgram {
+  const { errors, warnings } = verifyProgram(program);
+  if (errors.length > 0) {
+    const first = errors[0];
+    const shown = errors.slice(0, PROBLEMS_SHOWN).map(formatProblem).join("; ");
+    const more = errors.length > PROBLEMS_SHOWN
+      ? `; and ${errors.length - PROBLEMS_SHOWN} more`
+      : "";
+    throw new LoadError(
+      "code",
+      dataStart + Math.max(0, first.word) * 8,
+      `the code does not check: ${errors.length} problem${
+        errors.length === 1 ? "" : "s"
+      }: ${shown}${more}`,
+    );
+  }
+  return { data: program, warnings };
+}
+
+/**
  * Reads a program; anything malformed is a `LoadError`. The code is
  * verified, and a `LoadError` for code lists every problem the verifier
  * found (the first ten in the message) and points at the first.
@@ -296,22 +327,7 @@ export function loadProgram(bytes: Uint8Array): LoadedProgram {
       instrData: data,
       liveness: (flags & FLAG_LIVENESS) !== 0,
     };
-    const { errors, warnings } = verifyProgram(program);
-    if (errors.length > 0) {
-      const first = errors[0];
-      const shown = errors.slice(0, PROBLEMS_SHOWN).map(formatProblem).join("; ");
-      const more = errors.length > PROBLEMS_SHOWN
-        ? `; and ${errors.length - PROBLEMS_SHOWN} more`
-        : "";
-      throw new LoadError(
-        "code",
-        dataStart + Math.max(0, first.word) * 8,
-        `the code does not check: ${errors.length} problem${
-          errors.length === 1 ? "" : "s"
-        }: ${shown}${more}`,
-      );
-    }
-    return { data: program, warnings };
+    return verifiedProgram(program, dataStart);
   } catch (e) {
     for (const c of constants) if (c instanceof NDArray) c.dispose();
     throw e;

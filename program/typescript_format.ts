@@ -171,6 +171,7 @@ function constantLiteral(value: ConstantValue, used: Set<string>): Doc {
     return `dtype("${value}")`;
   }
   if (typeof value === "string") return stringLiteral(value);
+  if (typeof value === "bigint") return `${value}n`;
   return numberLiteral(value);
 }
 
@@ -286,6 +287,10 @@ function notBuildable(ex: ProgramData): string | null {
     if (typeof value === "number" && Number.isNaN(value) && !isCanonicalNaN(value)) {
       return `constant c[${i}] is a NaN with a payload`;
     }
+    if (typeof value === "bigint" && value < 2n ** 55n && value > -(2n ** 55n)) {
+      // convert_constant makes such an integer an immediate, as TVM's builder does.
+      return `constant c[${i}] is an Int that the builder writes as an immediate`;
+    }
     if (value instanceof NDArray && hasOddNaN(value)) {
       return `constant c[${i}] is a ${value.dtype} tensor holding a NaN with a payload`;
     }
@@ -334,6 +339,7 @@ function isCanonicalNaN(v: number): boolean {
 /** `convert_constant`'s notion of equal constants (builder/constant_pool.ts). */
 function sameConstant(a: ConstantValue, b: ConstantValue): boolean {
   if (typeof a === "number" || typeof b === "number") return Object.is(a, b);
+  if (typeof a === "bigint" || typeof b === "bigint") return a === b;
   if (typeof a === "string" || typeof b === "string") return a === b;
   if (a instanceof ShapeTuple && b instanceof ShapeTuple) return a.equals(b);
   if (a instanceof DataType && b instanceof DataType) return a.equals(b);

@@ -253,16 +253,18 @@ function checkFunctionTable(
   return owner;
 }
 
-/** Constants must be values a program can hold: numbers, strings, shapes, dtypes, CPU tensors. */
+/** Constants must be values a program can hold: numbers, int64s, strings, shapes, dtypes, CPU tensors. */
 function checkConstants(p: ProgramData, errors: VerifierProblem[]): void {
   p.constants.forEach((c, i) => {
     const ok = typeof c === "number" || typeof c === "string" || c instanceof ShapeTuple ||
+      (typeof c === "bigint" && c === BigInt.asIntN(64, c)) ||
       c instanceof DataType || (c instanceof NDArray && c.device.kind === "cpu" && !c.disposed);
     if (!ok) {
       errors.push({
         functionName: "",
         pc: -1,
-        message: `constant c[${i}] is not a number, string, shape, dtype or live CPU tensor`,
+        message:
+          `constant c[${i}] is not a number, 64-bit bigint, string, shape, dtype or live CPU tensor`,
         word: -1,
       });
     }

@@ -406,6 +406,8 @@ export class VirtualMachine {
     const previous = activateAllocators(this.#state);
     try {
       return this.executable.constants.map((c) => {
+        // An Int constant reaches builtins as a number when that is exact, else as a bigint.
+        if (typeof c === "bigint") return Number.isSafeInteger(Number(c)) ? Number(c) : c;
         if (isVMObject(c)) c.pin();
         if (!(c instanceof NDArray) || c.device === target) {
           retainValue(c);
