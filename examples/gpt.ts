@@ -21,6 +21,8 @@
  * @module
  */
 
+// deno-lint-ignore no-import-prefix -- the example's own dependency, kept out of the library
+import { decode, encode } from "npm:gpt-tokenizer@4.0.0/encoding/r50k_base";
 import { cpu, type Device, webgpu } from "../mod.ts";
 import { CONFIGS, type GPTConfig } from "../models/gpt/config.ts";
 import { buildGPT } from "../models/gpt/program.ts";
@@ -28,11 +30,18 @@ import { argmax, GPTSession } from "../models/gpt/session.ts";
 import { paramCount } from "../models/gpt/weights.ts";
 
 const USAGE =
-  "usage: deno run examples/gpt.ts [--device webgpu|cpu] [--model small|tiny] [--prompt-tokens N] [--new-tokens M] [--batch K]";
+  "usage: deno run examples/gpt.ts [--device webgpu|cpu] [--model small|tiny|text] [--prompt TEXT | --prompt-tokens N] [--new-tokens M] [--batch K]";
 
 /** The command line, with defaults. */
 function parseArgs(args: readonly string[]) {
-  const options = { device: "webgpu", model: "small", promptTokens: 16, newTokens: 32, batch: 0 };
+  const options = {
+    device: "webgpu",
+    model: "",
+    promptTokens: 16,
+    newTokens: 32,
+    batch: 0,
+    prompt: undefined as string | undefined,
+  };
   for (let i = 0; i < args.length; i++) {
     const value = args[i + 1];
     const integer = () => {
@@ -52,6 +61,11 @@ function parseArgs(args: readonly string[]) {
         options.model = value;
         i++;
         break;
+      case "--prompt":
+        if (value === undefined) throw new Error(`--prompt needs a text\n${USAGE}`);
+        options.prompt = value;
+        i++;
+        break;
       case "--prompt-tokens":
         options.promptTokens = integer();
         break;
@@ -65,11 +79,29 @@ function parseArgs(args: readonly string[]) {
         throw new Error(`unknown argument ${args[i]}\n${USAGE}`);
     }
   }
+  options.model ||= options.prompt === undefined ? "small" : "text";
   return options;
+}
+
+/** GPT-2's text of `ids`, quoted (so that spaces and control characters show). */
+function text(ids: readonly number[]): string {
+  return JSON.stringify(decode([...ids]));
 }
 
 const options = parseArgs(Deno.args);
 const config: GPTConfig = CONFIGS[options.model];
+// The prompt: GPT-2's tokens of --prompt, or a deterministic one of --prompt-tokens ids.
+const prompt = options.prompt !== undefined
+  ? encode(options.prompt)
+  : Array.from({ length: options.promptTokens }, (_, i) => (i * 7919 + 13) % config.vocab);
+options.promptTokens = prompt.length;
+const outside = prompt.find((id) => id >= config.vocab);
+if (outside !== undefined) {
+  throw new Error(
+    `the prompt's token ${outside} (${text([outside])}) is outside gpt-${config.name}'s ` +
+      `vocabulary of ${config.vocab}: use --model text`,
+  );
+}
 if (options.promptTokens < 1 || options.promptTokens + options.newTokens > config.context) {
   throw new Error(
     `the prompt (at least 1 token) and the new tokens must fit the context of ${config.context}`,
@@ -102,19 +134,18 @@ console.log(
   `built the program and loaded the weights in ${(performance.now() - t0).toFixed(0)} ms`,
 );
 
-// A deterministic prompt.
-const prompt = Array.from(
-  { length: options.promptTokens },
-  (_, i) => (i * 7919 + 13) % config.vocab,
-);
-
 // Warm up once with the same shapes (shaders compile, the memory pool fills), then forget it.
 await session.prefill(prompt);
 if (options.batch > 0) await session.decodeN(0, Math.min(options.batch, options.newTokens || 1));
 else await session.decode(0);
 session.reset();
 
+console.log(
+  "note: the weights are seeded random numbers, not a trained model (no small pretrained causal " +
+    "language model's weights could be had from PyPI or npm), so the text is random",
+);
 console.log(`prompt (${prompt.length} tokens): ${prompt.join(" ")}`);
+console.log(`prompt text: ${text(prompt)}`);
 const encoder = new TextEncoder();
 const write = (text: string) => Deno.stdout.writeSync(encoder.encode(text));
 write("generated:");
@@ -142,6 +173,7 @@ while (generated.length < options.newTokens) {
 }
 const decodeMs = performance.now() - d0;
 write("\n");
+console.log(`generated text (GPT-2's tokenizer; random weights): ${text(generated)}`);
 
 const decoded = generated.length - 1; // the first token came from the prefill's logits
 console.log(

@@ -13,7 +13,13 @@ const ROOT = new URL("../", import.meta.url);
 
 async function runGpt(...args: string[]): Promise<string> {
   const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--no-prompt", "examples/gpt.ts", "--model", "tiny", ...args],
+    args: [
+      "run",
+      "--no-prompt",
+      "examples/gpt.ts",
+      ...(args.includes("--model") ? [] : ["--model", "tiny"]),
+      ...args,
+    ],
     cwd: ROOT,
     stdout: "piped",
     stderr: "piped",
@@ -65,4 +71,49 @@ Deno.test("examples/gpt.ts refuses a prompt that does not fit the context", asyn
   }).output();
   assertEquals(code, 1);
   assertMatch(new TextDecoder().decode(stderr), /must fit the context of 128/);
+});
+
+Deno.test("examples/gpt.ts speaks text through GPT-2's tokenizer and says the weights are random", async () => {
+  const out = await runGpt(
+    "--device",
+    "cpu",
+    "--model",
+    "text",
+    "--prompt",
+    "Once upon a time",
+    "--new-tokens",
+    "3",
+  );
+  // GPT-2's own ids for the prompt (as its tokenizer, tiktoken's r50k_base, gives them).
+  assertMatch(out, /^prompt \(4 tokens\): 7454 2402 257 640$/m);
+  assertMatch(out, /^prompt text: "Once upon a time"$/m);
+  assertMatch(
+    out,
+    /^note: the weights are seeded random numbers, not a trained model .* so the text is random$/m,
+  );
+  const tokens = generated(out);
+  assertEquals(tokens.length, 3);
+  assertMatch(out, /^generated text \(GPT-2's tokenizer; random weights\): ".*"$/m);
+});
+
+Deno.test("examples/gpt.ts refuses prompt tokens outside the model's vocabulary", async () => {
+  const { code, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--no-prompt",
+      "examples/gpt.ts",
+      "--model",
+      "tiny",
+      "--prompt",
+      "Once upon a time",
+    ],
+    cwd: ROOT,
+    stderr: "piped",
+    stdout: "null",
+  }).output();
+  assertEquals(code, 1);
+  assertMatch(
+    new TextDecoder().decode(stderr),
+    /token 7454 \("Once"\) is outside gpt-tiny's vocabulary of 512: use --model text/,
+  );
 });

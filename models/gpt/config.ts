@@ -54,8 +54,19 @@ export const TINY: GPTConfig = config("tiny", 512, 128, 2, 4, 128);
 /** vocab 4096, d_model 384, 6 layers, 6 heads, context 256: for the benchmark. */
 export const SMALL: GPTConfig = config("small", 4096, 384, 6, 6, 256);
 
+/**
+ * GPT-2's vocabulary size (50257) with `small`'s body: every id GPT-2's
+ * tokenizer makes is a row, so `examples/gpt.ts --prompt` can feed it text.
+ * Its weights are seeded like the others, not trained.
+ */
+export const TEXT: GPTConfig = config("text", 50257, 384, 6, 6, 256);
+
 /** The configurations by name. */
-export const CONFIGS: Readonly<Record<string, GPTConfig>> = { tiny: TINY, small: SMALL };
+export const CONFIGS: Readonly<Record<string, GPTConfig>> = {
+  tiny: TINY,
+  small: SMALL,
+  text: TEXT,
+};
 
 /** The head size, `dModel / heads`. */
 export function headSize(c: GPTConfig): number {

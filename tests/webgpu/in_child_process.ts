@@ -28,7 +28,7 @@ export const PROTOCOL_PREFIX = "\u001erelaxvm-gpu-test ";
 /** One line of the child's report. */
 export type GpuEvent =
   | { kind: "adapter"; error: string | null }
-  | { kind: "result"; name: string; error: string | null; ms: number }
+  | { kind: "result"; name: string; error: string | null; ms: number; log?: string[] }
   | { kind: "done" };
 
 /** What the parent learnt from the child. */
@@ -91,7 +91,7 @@ export async function registerWebGPUSuites(
   const adapterError = adapterEvent?.kind === "adapter"
     ? adapterEvent.error
     : "the child did not report";
-  const results = new Map<string, { error: string | null }>();
+  const results = new Map<string, { error: string | null; log?: string[] }>();
   for (const e of events) if (e.kind === "result") results.set(e.name, e);
   const finished = events.some((e) => e.kind === "done");
 
@@ -104,10 +104,10 @@ export async function registerWebGPUSuites(
     }` +
     (ownOutput.length > 0 ? `; its output:\n${ownOutput.join("\n")}` : "");
 
-  for (const { name } of registeredGpuTests) {
+  for (const { name, ignore: ignoreTest } of registeredGpuTests) {
     Deno.test({
       name,
-      ignore,
+      ignore: ignore || ignoreTest === true,
       fn() {
         if (!adapter) {
           throw new Error(
@@ -116,6 +116,7 @@ export async function registerWebGPUSuites(
         }
         const result = results.get(name);
         if (result === undefined) throw new Error(`not run: ${childSummary()}`);
+        for (const line of result.log ?? []) console.log(line); // what the test printed there
         if (result.error !== null) {
           throw new Error(`failed in the WebGPU child process:\n${result.error}`);
         }

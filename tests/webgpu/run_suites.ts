@@ -58,15 +58,24 @@ emit({ kind: "adapter", error: adapterError });
 
 if (adapterError === null) {
   for (const test of registeredGpuTests) {
-    if (!test.name.includes(filter)) continue;
+    if (!test.name.includes(filter) || test.ignore) continue;
     const start = performance.now();
     let error: string | null = null;
+    // What the test prints with console.log goes with its result, so the parent shows it
+    // under the test's own name (figures such as the model checks' agreement).
+    const log: string[] = [], print = console.log;
+    if (protocol) {
+      console.log = (...args: unknown[]) =>
+        log.push(args.map((a) => typeof a === "string" ? a : Deno.inspect(a)).join(" "));
+    }
     try {
       await test.fn(await getTestGPU());
     } catch (e) {
       error = describe(e);
+    } finally {
+      console.log = print;
     }
-    emit({ kind: "result", name: test.name, error, ms: performance.now() - start });
+    emit({ kind: "result", name: test.name, error, ms: performance.now() - start, log });
   }
 }
 emit({ kind: "done" });

@@ -14,17 +14,22 @@ import { webgpu, type WebGPUDevice } from "../../devices/webgpu/webgpu_device.ts
 export interface GpuTest {
   name: string;
   fn: (gpu: WebGPUDevice) => Promise<void> | void;
+  /** Not run, and reported as ignored (e.g. model weights that are not downloaded). */
+  ignore?: boolean;
 }
 
 /** Every test the imported suites registered, in registration order. */
 export const registeredGpuTests: GpuTest[] = [];
 
-/** Registers a test that receives the shared test GPU. */
-export function gpuTest(name: string, fn: GpuTest["fn"]): void {
+/**
+ * Registers a test that receives the shared test GPU; `options.ignore`
+ * leaves it out of the run and reports it as ignored.
+ */
+export function gpuTest(name: string, fn: GpuTest["fn"], options: { ignore?: boolean } = {}): void {
   if (registeredGpuTests.some((t) => t.name === name)) {
     throw new Error(`gpuTest(): a test named ${JSON.stringify(name)} is already registered`);
   }
-  registeredGpuTests.push({ name, fn });
+  registeredGpuTests.push({ name, fn, ignore: options.ignore ?? false });
 }
 
 let acquisition: Promise<WebGPUDevice> | undefined;

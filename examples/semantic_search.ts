@@ -1,0 +1,120 @@
+/**
+ * Semantic search with a real sentence-embedding model: all-MiniLM-L6-v2
+ * (`models/minilm/`, its trained weights loaded from a tensor cache) embeds
+ * a small corpus once, then each query, and prints the corpus sentences
+ * ranked by cosine similarity to the query.
+ *
+ * ```sh
+ * deno run --allow-read=.weights examples/semantic_search.ts [--device webgpu|cpu] [--top K] [query …]
+ * ```
+ *
+ * The weights are not in the repository; get them once with
+ * `bash tools/fetch_weights.sh`.
+ * Without a WebGPU adapter it runs on the CPU and says so.
+ *
+ * @module
+ */
+
+import { cpu, type Device, webgpu } from "../mod.ts";
+import { cosine, MiniLMSession } from "../models/minilm/session.ts";
+
+const USAGE =
+  "usage: deno run --allow-read=.weights examples/semantic_search.ts [--device webgpu|cpu] [--top K] [query …]";
+const WEIGHTS = new URL("../.weights/all-MiniLM-L6-v2/", import.meta.url);
+
+const CORPUS = [
+  "A man is eating food.",
+  "A man is eating a piece of bread.",
+  "The girl is carrying a baby.",
+  "A man is riding a horse.",
+  "A woman is playing violin.",
+  "Two men pushed carts through the woods.",
+  "A man is riding a white horse on an enclosed ground.",
+  "A monkey is playing drums.",
+  "A cheetah is running behind its prey.",
+  "Knead the dough, let it rise for an hour, then bake it in a hot oven.",
+  "The recipe needs flour, water, yeast and a pinch of salt.",
+  "The central bank raised interest rates to slow inflation.",
+  "Stocks fell sharply after the quarterly earnings report.",
+  "The spacecraft entered orbit around Mars after a seven-month journey.",
+  "Astronomers photographed the shadow of a black hole.",
+  "Regular exercise lowers the risk of heart disease.",
+  "The doctor prescribed antibiotics for the infection.",
+  "Our flight was delayed by three hours because of the storm.",
+  "The train to Berlin leaves from platform nine.",
+  "Python and TypeScript are popular programming languages.",
+  "The virtual machine runs bytecode one instruction at a time.",
+  "To reset your password, click 'Forgot password' on the sign-in page.",
+  "The team won the championship in overtime.",
+  "It will rain tomorrow afternoon, so take an umbrella.",
+];
+
+const DEFAULT_QUERIES = [
+  "How do I make bread?",
+  "Someone is playing a musical instrument.",
+  "What is the weather going to be like?",
+  "I forgot my login.",
+  "news about space exploration",
+];
+
+function parseArgs(args: readonly string[]) {
+  const options = { device: "webgpu", top: 3, queries: [] as string[] };
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === "--device") {
+      if (args[i + 1] !== "webgpu" && args[i + 1] !== "cpu") {
+        throw new Error(`unknown device\n${USAGE}`);
+      }
+      options.device = args[++i];
+    } else if (args[i] === "--top") {
+      const k = Number(args[++i]);
+      if (!Number.isSafeInteger(k) || k < 1) throw new Error(`--top needs a count\n${USAGE}`);
+      options.top = k;
+    } else if (args[i].startsWith("--")) {
+      throw new Error(`unknown argument ${args[i]}\n${USAGE}`);
+    } else {
+      options.queries.push(args[i]);
+    }
+  }
+  if (options.queries.length === 0) options.queries = DEFAULT_QUERIES;
+  return options;
+}
+
+const options = parseArgs(Deno.args);
+try {
+  await Deno.stat(new URL("tensor-cache.json", WEIGHTS));
+} catch {
+  console.error(
+    "all-MiniLM-L6-v2's weights are not in .weights/; get them once with\n" +
+      "  bash tools/fetch_weights.sh",
+  );
+  Deno.exit(1);
+}
+
+let device: Device = cpu();
+if (options.device === "webgpu") {
+  try {
+    device = await webgpu();
+  } catch (e) {
+    console.log(`webgpu: not available here (${(e as Error).message}); running on the CPU`);
+  }
+}
+
+const t0 = performance.now();
+const session = await MiniLMSession.create(WEIGHTS, { device });
+const t1 = performance.now();
+const corpus = await session.embed(CORPUS);
+const t2 = performance.now();
+console.log(
+  `all-MiniLM-L6-v2 on ${device.kind}: loaded in ${(t1 - t0).toFixed(0)} ms, ` +
+    `${CORPUS.length} sentences embedded in ${(t2 - t1).toFixed(0)} ms`,
+);
+
+const queries = await session.embed(options.queries);
+options.queries.forEach((query, q) => {
+  const ranked = corpus.map((v, i) => ({ i, score: cosine(queries[q], v) }))
+    .sort((a, b) => b.score - a.score)
+    .slice(0, options.top);
+  console.log(`\nquery: ${query}`);
+  for (const { i, score } of ranked) console.log(`  ${score.toFixed(3)}  ${CORPUS[i]}`);
+});
+session.dispose();
