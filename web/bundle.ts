@@ -16,7 +16,8 @@
  * @module
  */
 
-import * as esbuild from "esbuild";
+// deno-lint-ignore no-import-prefix -- a peer: kept out of deno.json, see tests/std/assert.ts
+import * as esbuild from "npm:esbuild@0.28.2";
 
 /** The repository root. */
 const ROOT = new URL("../", import.meta.url);

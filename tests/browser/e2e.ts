@@ -16,7 +16,8 @@
  * @module
  */
 
-import { type Browser, chromium, type Page } from "playwright-core";
+// deno-lint-ignore no-import-prefix -- a peer: kept out of deno.json, see tests/std/assert.ts
+import { type Browser, chromium, type Page } from "npm:playwright-core@1.65.1";
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { buildBundles } from "../../web/bundle.ts";
 import { PLAYGROUND_CSP, servePlayground, STRICT_CSP } from "../../web/serve.ts";
