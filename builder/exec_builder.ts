@@ -42,6 +42,12 @@ export interface FunctionOptions {
   num_inputs?: number;
   /** Names of the inputs, for tools and messages. */
   param_names?: string[];
+  /**
+   * Replace an earlier definition of the same name (and any duplicates of it) once this one
+   * closes; without one, define it as usual. Default `false`: defining a name twice is a
+   * problem that `get()` reports. The function keeps its place in the function table.
+   */
+  replace?: boolean;
 }
 
 /** Options of `emit_call`. */
@@ -77,7 +83,7 @@ interface UndoMark {
   functions: number;
   code: number;
   constants: number;
-  problems: number;
+  duplicates: number;
   /** The fields of entries that existed before the body, as they were. */
   saved: Map<FunctionEntry, FunctionEntry>;
 }
@@ -229,7 +235,8 @@ export class ExecBuilder {
   #open: FunctionEntry | null = null;
   /** Whether the open scope is a callback's (then nesting is a plain mistake, not a forgotten close). */
   #openByCallback = false;
-  #problems: CheckProblem[] = [];
+  /** Second and later definitions of a name, built detached (see `function()`) for `get()` to report. */
+  #duplicates: FunctionEntry[] = [];
   #argScratch = new Float64Array(8);
   /** Set while a `function()` body runs: what to restore if it throws. */
   #undo: UndoMark | null = null;
@@ -260,7 +267,7 @@ export class ExecBuilder {
       );
     }
     if (typeof opts !== "number") {
-      checkOptions(opts, ["num_inputs", "param_names"], `function "${name}"`);
+      checkOptions(opts, ["num_inputs", "param_names", "replace"], `function "${name}"`);
     }
     const options: FunctionOptions = typeof opts === "number" ? { num_inputs: opts } : opts ?? {};
     const numInputs = options.num_inputs ?? 0;
@@ -277,23 +284,25 @@ export class ExecBuilder {
         `function "${name}": ${paramNames.length} param_names for ${numInputs} inputs`,
       );
     }
+    const replace: unknown = options.replace ?? false;
+    if (typeof replace !== "boolean") {
+      throw new TypeError(
+        `function "${name}": replace must be true or false, got ${describe(replace)}`,
+      );
+    }
     if (body !== undefined && typeof body !== "function") {
       throw new TypeError(`function "${name}": body must be a function, got ${describe(body)}`);
     }
     // Nothing has changed yet; from here on, a body that throws is taken back.
     const undo = body === undefined ? null : this.#mark();
     const entry = this.#entry(name);
-    if (entry?.defined) {
-      this.#problems.push({
-        functionName: name,
-        pc: -1,
-        message: "is defined twice (duplicate function name)",
-      });
-    }
-    // A duplicate is built into a detached entry, so the rest of the program still checks.
+    // A duplicate is built into a detached entry, so the rest of the program still checks; so is
+    // a replacement, which takes the old definition's place only once it closes (a body that
+    // throws leaves the old one in place).
     let scope: FunctionEntry;
     if (entry?.defined) {
       scope = { ...entry };
+      if (!replace) this.#duplicates.push(scope);
     } else if (entry !== undefined) {
       this.#touch(entry);
       scope = entry;
@@ -315,6 +324,7 @@ export class ExecBuilder {
       if (this.#open === scope) {
         scope.end = this.#code.count;
         this.#open = null;
+        if (replace && entry?.defined && scope !== entry) this.#replace(entry, scope);
       }
     };
     if (undo !== null) {
@@ -360,7 +370,15 @@ export class ExecBuilder {
           : `${e.numArgs} input${e.numArgs === 1 ? "" : "s"}`
       })`;
     const done = this.#functions.filter((e) => e.kind === "vm" && e.defined && e !== this.#open);
+    const twice = this.#duplicates.filter((e) => e !== this.#open);
     const parts = [done.length === 0 ? "no functions" : done.map(describe).join(", ")];
+    if (twice.length > 0) {
+      parts.push(
+        `defined twice: ${
+          twice.map(describe).join(", ")
+        } (remove_function(name) or function(name, { replace: true }))`,
+      );
+    }
     if (this.#open !== null) parts.push(`open: ${describe(this.#open)}`);
     const n = this.#code.count, c = this.#pool.length;
     parts.push(`${n} instruction${n === 1 ? "" : "s"}, ${c} constant${c === 1 ? "" : "s"}`);
@@ -383,6 +401,81 @@ export class ExecBuilder {
     this.#touch(entry);
     entry.onlyReferenced = false;
     if (kind === "vm" && !entry.defined) entry.kind = "vm";
+  }
+
+  /**
+   * Removes VM function `name` (every definition of it, duplicates included) so that it can be
+   * defined again: the way to fix, at the REPL, a function that `get()` rejected. Other
+   * functions are unchanged. If other code still calls it or passes `f(name)`, or it was
+   * declared, it stays in the function table as declared but undefined (and `get()` asks for a
+   * definition); otherwise it is gone. `function(name, { replace: true, ... })` does both steps
+   * at once, and keeps the old definition if the new body throws.
+   *
+   * Throws an `Error` while a scope is open, or when this builder defines no VM function `name`.
+   *
+   * @example Fixing a rejected function
+   * ```ts
+   * import { CheckError, ExecBuilder } from "@relaxvm/relaxvm";
+   * import { assertEquals, assertThrows } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("main", { num_inputs: 1 }, () => {
+   *   ib.emit_call("vm.op.add", [ib.r(0), ib.r(1)], { dst: ib.r(2) }); // r(1) is never written
+   *   ib.emit_ret(ib.r(2));
+   * });
+   * assertThrows(() => ib.get(), CheckError, "before any write");
+   * ib.remove_function("main");
+   * ib.function("main", { num_inputs: 1 }, () => {
+   *   ib.emit_call("vm.op.add", [ib.r(0), ib.r(0)], { dst: ib.r(1) });
+   *   ib.emit_ret(ib.r(1));
+   * });
+   * assertEquals(ib.get().function_names, ["main"]);
+   * ```
+   */
+  remove_function(name: string): void {
+    checkName(name, "remove_function");
+    if (this.#open !== null) {
+      throw new Error(
+        `remove_function("${name}"): function "${this.#open.name}" is still open; close it first`,
+      );
+    }
+    const index = this.#byName.get(name);
+    const entry = index === undefined ? undefined : this.#functions[index];
+    if (entry === undefined || entry.kind !== "vm" || !entry.defined) {
+      const defined = this.#functions.filter((e) => e.kind === "vm" && e.defined)
+        .map((e) => printable(e.name));
+      throw new Error(
+        `remove_function("${name}"): this builder defines no VM function of that name (${
+          defined.length === 0 ? "it defines none" : `it defines ${defined.join(", ")}`
+        })`,
+      );
+    }
+    this.#removeDefinitions(entry);
+    Object.assign(entry, { start: 0, end: 0, numArgs: 0, paramNames: [], defined: false });
+    if (!this.#code.refersToFunction(index!)) {
+      this.#code.dropFunction(index!);
+      this.#functions.splice(index!, 1);
+      this.#byName.clear();
+      this.#functions.forEach((e, i) => this.#byName.set(e.name, i));
+    }
+  }
+
+  /**
+   * The same text as the REPL shows (see `[INSPECT]`), so `String(ib)` and template strings say
+   * what the builder holds.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("main", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));
+   * assertEquals(String(ib), "ExecBuilder(main(1 input); 1 instruction, 0 constants)");
+   * ```
+   */
+  toString(): string {
+    return this[INSPECT]();
   }
 
   /** Register `i` of the current frame. */
@@ -532,7 +625,12 @@ export class ExecBuilder {
     if (typeof liveness !== "boolean") {
       throw new TypeError(`get: liveness must be true or false, got ${describe(liveness)}`);
     }
-    const problems = [...this.#problems];
+    const problems: CheckProblem[] = this.#duplicates.map((e) => ({
+      functionName: e.name,
+      pc: -1,
+      message:
+        `is defined twice (duplicate function name); to define it again, pass { replace: true } or call ib.remove_function("${e.name}") first`,
+    }));
     if (this.#open !== null) {
       problems.push({
         functionName: this.#open.name,
@@ -646,13 +744,46 @@ export class ExecBuilder {
     return entry;
   }
 
+  /** Closes a `replace: true` scope: `scope`, built detached, takes the place of `entry`. */
+  #replace(entry: FunctionEntry, scope: FunctionEntry): void {
+    this.#removeDefinitions(entry, scope);
+    Object.assign(entry, {
+      start: scope.start,
+      end: scope.end,
+      numArgs: scope.numArgs,
+      paramNames: scope.paramNames,
+    });
+  }
+
+  /**
+   * Takes the code of `entry`'s definition and of its duplicates out of the builder and forgets
+   * the duplicates; the code of every other function (and of `also`, a detached scope) moves down.
+   */
+  #removeDefinitions(entry: FunctionEntry, also?: FunctionEntry): void {
+    const old = [entry, ...this.#duplicates.filter((d) => d.name === entry.name)];
+    this.#duplicates = this.#duplicates.filter((d) => d.name !== entry.name);
+    // From the last range to the first, so the ranges still to remove do not move.
+    old.sort((a, b) => b.start - a.start);
+    const moved = [...this.#functions, ...this.#duplicates];
+    if (also !== undefined) moved.push(also);
+    for (const { start, end } of old) {
+      this.#code.remove(start, end);
+      for (const e of moved) {
+        if (e.kind === "vm" && e.defined && !old.includes(e) && e.start >= end) {
+          e.start -= end - start;
+          e.end -= end - start;
+        }
+      }
+    }
+  }
+
   /** Where a `function()` body starts: what a body that throws is rolled back to. */
   #mark(): UndoMark {
     return {
       functions: this.#functions.length,
       code: this.#code.count,
       constants: this.#pool.length,
-      problems: this.#problems.length,
+      duplicates: this.#duplicates.length,
       saved: new Map(),
     };
   }
@@ -671,7 +802,7 @@ export class ExecBuilder {
     for (const entry of this.#functions.splice(mark.functions)) this.#byName.delete(entry.name);
     this.#code.truncate(mark.code);
     this.#pool.truncate(mark.constants);
-    this.#problems.length = mark.problems;
+    this.#duplicates.length = mark.duplicates;
     this.#open = null;
   }
 
