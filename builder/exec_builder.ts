@@ -20,6 +20,7 @@ import { getGlobalFunc, listGlobalFuncNames } from "../ground/registry.ts";
 import { suggestName } from "../ground/suggest.ts";
 import { printable } from "../ground/printable.ts";
 import { INSPECT } from "../ground/inspect.ts";
+import type { BuiltinName } from "../ground/builtin_names.ts";
 import {
   ArgKind,
   encodeArg,
@@ -524,8 +525,16 @@ export class ExecBuilder {
     return new Operand("constant", this.#pool.intern(value));
   }
 
-  /** `Call`: invokes `name` with `args`; the result goes to `opts.dst` (omitted: discarded). */
-  emit_call(name: string, args: readonly CallArg[] = [], opts: CallOptions = {}): void {
+  /**
+   * `Call`: invokes `name` with `args`; the result goes to `opts.dst` (omitted: discarded).
+   * `name` is a builtin (an editor completes them: see `Builtins`), a VM function of this
+   * builder, or any packed function registered with `registerFunc`.
+   */
+  emit_call(
+    name: BuiltinName | (string & Record<never, never>),
+    args: readonly CallArg[] = [],
+    opts: CallOptions = {},
+  ): void {
     this.#scope("emit_call");
     checkName(name, "emit_call");
     if (!Array.isArray(args)) {
