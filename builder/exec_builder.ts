@@ -590,13 +590,39 @@ export class ExecBuilder {
     this.#code.ret(this.#register(reg, "emit_ret"));
   }
 
-  /** `Goto`: jumps by `pc_offset` instructions. */
+  /**
+   * `Goto`: jumps by `pc_offset` instructions, counted from this `Goto` itself (as in TVM:
+   * `pc += pc_offset`): 1 is the next instruction, -3 the third before this one. The target
+   * must be inside the same function.
+   *
+   * @example A loop counting `r(1)` up to the input `r(0)`, with `vm.prim.*` scalars
+   * ```ts
+   * import { ExecBuilder, VirtualMachine } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("count", { num_inputs: 1 }, () => {
+   *   ib.emit_call("vm.builtin.copy", [ib.imm(0)], { dst: ib.r(1) }); // 0: i = 0
+   *   ib.emit_call("vm.prim.lt", [ib.r(1), ib.r(0)], { dst: ib.r(2) }); // 1: i < n?
+   *   ib.emit_if(ib.r(2), 3); //                                         2: no: to 2 + 3 = 5
+   *   ib.emit_call("vm.prim.add", [ib.r(1), ib.imm(1)], { dst: ib.r(1) }); // 3: i += 1
+   *   ib.emit_goto(-3); //                                                4: to 4 - 3 = 1
+   *   ib.emit_ret(ib.r(1)); //                                            5
+   * });
+   * assertEquals(await new VirtualMachine(ib.get()).invoke("count", 4), 4);
+   * ```
+   */
   emit_goto(pc_offset: number): void {
     this.#scope("emit_goto");
     this.#code.goto(this.#offset(pc_offset, "emit_goto"));
   }
 
-  /** `If`: when register `cond` is nonzero (or `true`) falls through, else jumps by `false_offset`. */
+  /**
+   * `If`: when register `cond` is nonzero (or `true`) falls through to the next instruction,
+   * else jumps by `false_offset`, counted from this `If` itself (`pc += false_offset`, as in
+   * TVM): `ib.emit_if(c, 3)` skips the two instructions after it. `vm.prim.lt` and the other
+   * `vm.prim.*` comparisons make the condition; see `emit_goto` for a loop.
+   */
   emit_if(cond: Operand, false_offset: number): void {
     this.#scope("emit_if");
     const register = this.#register(cond, "emit_if");

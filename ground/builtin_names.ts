@@ -2,14 +2,14 @@
 // metadata and run the task; tests/docs_test.ts fails while this file is not current.
 
 /**
- * The names of the 87 builtin packed functions, with their documentation, for editors
+ * The names of the 104 builtin packed functions, with their documentation, for editors
  * and `deno doc`: the same catalogue as docs/builtins.md.
  *
  * @module
  */
 
 /**
- * The 87 packed functions `installBuiltins()` registers (`mod.ts` and `runtime.ts`
+ * The 104 packed functions `installBuiltins()` registers (`mod.ts` and `runtime.ts`
  * call it), one property each: the property is the name a program passes to `emit_call`, its
  * documentation says what the function takes and returns, what it does, its dtypes, devices
  * and errors and the TVM function it follows, and its type is the call signature as text.
@@ -257,6 +257,193 @@ export interface Builtins {
    * - TVM: `vm.builtin.make_prim_value` (builtin.cc)
    */
   readonly "vm.builtin.make_prim_value": "(heap, code, reg) → integer";
+  /**
+   * `vm.prim.add(a, b) → number` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   *
+   * `a + b`. Numbers give a number, a bigint operand a bigint.
+   *
+   * - dtypes: int64, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an operand that is not a number or bigint, a fraction meeting a bigint).
+   * - TVM: `none`: `tir.Add`, which TVM compiles into TIR rather than calling a builtin
+   */
+  readonly "vm.prim.add": "(a, b) → number";
+  /**
+   * `vm.prim.sub(a, b) → number` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   *
+   * `a - b`. Numbers give a number, a bigint operand a bigint.
+   *
+   * - dtypes: int64, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an operand that is not a number or bigint, a fraction meeting a bigint).
+   * - TVM: `none`: `tir.Sub`, which TVM compiles into TIR rather than calling a builtin
+   */
+  readonly "vm.prim.sub": "(a, b) → number";
+  /**
+   * `vm.prim.mul(a, b) → number` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   *
+   * `a * b`. Numbers give a number, a bigint operand a bigint.
+   *
+   * - dtypes: int64, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an operand that is not a number or bigint, a fraction meeting a bigint).
+   * - TVM: `none`: `tir.Mul`, which TVM compiles into TIR rather than calling a builtin
+   */
+  readonly "vm.prim.mul": "(a, b) → number";
+  /**
+   * `vm.prim.floordiv(a, b) → number` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   *
+   * `floor(a / b)`, rounding toward negative infinity (Python's `a // b`): `-7 // 2` is -4. Numbers give a number, a bigint operand a bigint.
+   *
+   * - dtypes: int64, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an operand that is not a number or bigint, a fraction meeting a bigint), `RangeError` (an integer divided by zero).
+   * - TVM: `none`: `tir.FloorDiv`, which TVM compiles into TIR rather than calling a builtin
+   */
+  readonly "vm.prim.floordiv": "(a, b) → number";
+  /**
+   * `vm.prim.floormod(a, b) → number` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   *
+   * `a - b * floor(a / b)`, with the sign of `b` (Python's `a % b`): `-7 % 2` is 1. Numbers give a number, a bigint operand a bigint.
+   *
+   * - dtypes: int64, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an operand that is not a number or bigint, a fraction meeting a bigint), `RangeError` (an integer divided by zero).
+   * - TVM: `none`: `tir.FloorMod`, which TVM compiles into TIR rather than calling a builtin
+   */
+  readonly "vm.prim.floormod": "(a, b) → number";
+  /**
+   * `vm.prim.min(a, b) → number` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   *
+   * The smaller of `a` and `b` (NaN if either is). Numbers give a number, a bigint operand a bigint.
+   *
+   * - dtypes: int64, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an operand that is not a number or bigint, a fraction meeting a bigint).
+   * - TVM: `none`: `tir.Min`, which TVM compiles into TIR rather than calling a builtin
+   */
+  readonly "vm.prim.min": "(a, b) → number";
+  /**
+   * `vm.prim.max(a, b) → number` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   *
+   * The larger of `a` and `b` (NaN if either is). Numbers give a number, a bigint operand a bigint.
+   *
+   * - dtypes: int64, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an operand that is not a number or bigint, a fraction meeting a bigint).
+   * - TVM: `none`: `tir.Max`, which TVM compiles into TIR rather than calling a builtin
+   */
+  readonly "vm.prim.max": "(a, b) → number";
+  /**
+   * `vm.prim.div(a, b) → number` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   *
+   * `a / b` as a float (Python's `a / b`; a bigint operand is converted to a number first). For integer division use `vm.prim.floordiv`.
+   *
+   * - dtypes: int64, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an operand that is not a number or bigint).
+   * - TVM: `none`: `tir.Div` on floats, which TVM compiles into TIR rather than calling a builtin
+   */
+  readonly "vm.prim.div": "(a, b) → number";
+  /**
+   * `vm.prim.lt(a, b) → boolean` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   *
+   * `a < b` as a boolean, for `If` (a number and a bigint compare by value; NaN compares false).
+   *
+   * - dtypes: int64, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an operand that is not a number or bigint).
+   * - TVM: `none`: `tir.LT`, which TVM compiles into TIR rather than calling a builtin
+   */
+  readonly "vm.prim.lt": "(a, b) → boolean";
+  /**
+   * `vm.prim.le(a, b) → boolean` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   *
+   * `a <= b` as a boolean, for `If` (a number and a bigint compare by value; NaN compares false).
+   *
+   * - dtypes: int64, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an operand that is not a number or bigint).
+   * - TVM: `none`: `tir.LE`, which TVM compiles into TIR rather than calling a builtin
+   */
+  readonly "vm.prim.le": "(a, b) → boolean";
+  /**
+   * `vm.prim.gt(a, b) → boolean` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   *
+   * `a > b` as a boolean, for `If` (a number and a bigint compare by value; NaN compares false).
+   *
+   * - dtypes: int64, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an operand that is not a number or bigint).
+   * - TVM: `none`: `tir.GT`, which TVM compiles into TIR rather than calling a builtin
+   */
+  readonly "vm.prim.gt": "(a, b) → boolean";
+  /**
+   * `vm.prim.ge(a, b) → boolean` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   *
+   * `a >= b` as a boolean, for `If` (a number and a bigint compare by value; NaN compares false).
+   *
+   * - dtypes: int64, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an operand that is not a number or bigint).
+   * - TVM: `none`: `tir.GE`, which TVM compiles into TIR rather than calling a builtin
+   */
+  readonly "vm.prim.ge": "(a, b) → boolean";
+  /**
+   * `vm.prim.eq(a, b) → boolean` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   *
+   * `a == b` as a boolean, for `If` (a number and a bigint compare by value; NaN compares false).
+   *
+   * - dtypes: int64, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an operand that is not a number or bigint).
+   * - TVM: `none`: `tir.EQ`, which TVM compiles into TIR rather than calling a builtin
+   */
+  readonly "vm.prim.eq": "(a, b) → boolean";
+  /**
+   * `vm.prim.ne(a, b) → boolean` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   *
+   * `a != b` as a boolean, for `If` (a number and a bigint compare by value; NaN compares false, except for `ne`).
+   *
+   * - dtypes: int64, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an operand that is not a number or bigint).
+   * - TVM: `none`: `tir.NE`, which TVM compiles into TIR rather than calling a builtin
+   */
+  readonly "vm.prim.ne": "(a, b) → boolean";
+  /**
+   * `vm.prim.and(a, b) → boolean` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   *
+   * Whether both are true (a number is true when nonzero, as `If` reads it).
+   *
+   * - dtypes: int64, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an operand that is not a boolean, number or bigint).
+   * - TVM: `none`: `tir.And`, which TVM compiles into TIR rather than calling a builtin
+   */
+  readonly "vm.prim.and": "(a, b) → boolean";
+  /**
+   * `vm.prim.or(a, b) → boolean` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   *
+   * Whether either is true (a number is true when nonzero, as `If` reads it).
+   *
+   * - dtypes: int64, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an operand that is not a boolean, number or bigint).
+   * - TVM: `none`: `tir.Or`, which TVM compiles into TIR rather than calling a builtin
+   */
+  readonly "vm.prim.or": "(a, b) → boolean";
+  /**
+   * `vm.prim.not(a) → boolean` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   *
+   * Whether `a` is false (a number is true when nonzero, as `If` reads it).
+   *
+   * - dtypes: int64, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an operand that is not a boolean, number or bigint).
+   * - TVM: `none`: `tir.Not`, which TVM compiles into TIR rather than calling a builtin
+   */
+  readonly "vm.prim.not": "(a) → boolean";
   /**
    * `vm.builtin.check_tensor_info(x, ndim, err_ctx) or (x, ndim, dtype, err_ctx) → null` (Runtime checks, `builtins/runtime_checks.ts`)
    *
