@@ -158,7 +158,7 @@ function checkInteger(v: unknown, min: number, limit: number, what: string): ass
  * A warning per packed function `code` uses that the registry does not
  * hold now, naming its first use and the registered name it most likely
  * misspells. A warning, not an error: the function may be registered later,
- * before a VM loads the executable (which fails then, as now, if it is not).
+ * before a VM calls it (a VM loads the executable anyway and fails at that call if not).
  */
 function unregisteredWarnings(code: ProgramData): string[] {
   const warnings: string[] = [];
@@ -637,13 +637,13 @@ export class ExecBuilder {
    * What is suspicious but not wrong becomes a line of `ex.warnings`: an
    * input never used, or a packed function the registry does not hold yet
    * (with the registered name it most likely misspells, e.g. `vm.op.reluu`:
-   * "did you mean vm.op.relu?"). A VM loading the executable fails on a name
-   * that is still not registered then.
+   * "did you mean vm.op.relu?"). A VM loads such an executable and fails only
+   * when a call reaches the name, with a `VMError` naming it, if it is still not registered then.
    *
    * @example A misspelt packed function
    * ```ts
-   * import { ExecBuilder } from "@relaxvm/relaxvm";
-   * import { assertStringIncludes } from "@std/assert";
+   * import { ExecBuilder, tensor, VirtualMachine, VMError } from "@relaxvm/relaxvm";
+   * import { assertRejects, assertStringIncludes } from "@std/assert";
    *
    * const ib = new ExecBuilder();
    * ib.function("main", { num_inputs: 1 }, () => {
@@ -652,6 +652,9 @@ export class ExecBuilder {
    * });
    * const ex = ib.get();
    * assertStringIncludes(ex.warnings[0], "did you mean vm.op.relu?");
+   * const vm = new VirtualMachine(ex); // loads
+   * using x = tensor([1]);
+   * await assertRejects(() => vm.invoke("main", x), VMError, "vm.op.reluu"); // fails at the call
    * ```
    */
   get(opts: GetOptions = {}): Executable {

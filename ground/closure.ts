@@ -101,7 +101,11 @@ export class Closure extends VMObject {
     return this;
   }
 
-  /** Releases the captured values; a closure that captured nothing stays callable. */
+  /**
+   * Releases the captured values; a closure that captured nothing stays callable.
+   *
+   * @ignore
+   */
   protected free(): void {
     for (const v of this.captured) releaseValue(v);
   }

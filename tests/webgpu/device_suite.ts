@@ -215,3 +215,20 @@ gpuTest("one VM call of many GPU ops submits once, and its read waits once", asy
   assertEquals(gpu.submitCount - submits, 2, "the read submits its copy");
   await gpu.synchronize();
 });
+
+gpuTest(
+  "dataSync() on a GPU tensor says to await data(), and the tensor stays usable",
+  async (gpu) => {
+    using t = tensor([1, 2], { device: gpu });
+    let message = "";
+    try {
+      t.dataSync();
+    } catch (e) {
+      assertInstanceOf(e, TypeError);
+      message = (e as TypeError).message;
+    }
+    assert(message.includes("use `await t.data()`"), message);
+    assert(message.includes("webgpu(0)"), message);
+    assertEquals(await t.data(), new Float32Array([1, 2]));
+  },
+);
