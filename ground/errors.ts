@@ -132,6 +132,11 @@ export interface VMErrorLocation {
   instruction: string;
   /** The packed function that failed (empty when the fault is the VM's own). */
   packedFunc: string;
+  /**
+   * The instruction with the register numbers the builder used, when formalize renumbered
+   * them (`ib.r(7)` may run as `%2`); empty when they are the same or unknown.
+   */
+  builtInstruction?: string;
 }
 
 const VM_ERROR_BRAND = brandKey("VMError");
@@ -174,12 +179,19 @@ export class VMError extends Error {
   readonly instruction: string;
   /** The packed function that failed, or `""`. */
   readonly packedFunc: string;
+  /** The instruction with the builder's register numbers, or `""` (see `VMErrorLocation`). */
+  readonly builtInstruction: string;
 
   /** Builds the error from where it happened and what went wrong. */
   constructor(location: VMErrorLocation, reason: string, options?: ErrorOptions) {
     const parts = location.functionName === "" ? [] : [`in @${printable(location.functionName)}`];
     if (location.pc >= 0) parts.push(`instruction ${location.pc}`);
-    if (location.instruction !== "") parts.push(`\`${location.instruction}\``);
+    const built = location.builtInstruction ?? "";
+    if (location.instruction !== "") {
+      parts.push(
+        `\`${location.instruction}\`${built === "" ? "" : ` (as built: \`${built.trimEnd()}\`)`}`,
+      );
+    }
     if (location.packedFunc !== "") parts.push(`calling ${printable(location.packedFunc)}`);
     super(parts.length === 0 ? reason : `${reason} (${parts.join(", ")})`, options);
     this.name = "VMError";
@@ -187,6 +199,7 @@ export class VMError extends Error {
     this.pc = location.pc;
     this.instruction = location.instruction;
     this.packedFunc = location.packedFunc;
+    this.builtInstruction = built;
   }
 }
 

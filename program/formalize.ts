@@ -63,7 +63,18 @@ export function formalizeProgram(p: ProgramData): ProgramData {
       return renamed[reg] - 1;
     };
     for (let i = f.start; i < f.end; i++) cursor.seek(i).renameRegisters(rename);
-    return { ...f, registerFileSize: next };
+    // new register -> the builder's, when any moved (composed with an earlier formalize's map).
+    const built = new Int32Array(next);
+    let moved = false;
+    renamed.forEach((n, old) => {
+      if (n === 0) return;
+      built[n - 1] = f.builtRegisters?.[old] ?? old;
+      if (built[n - 1] !== n - 1) moved = true;
+    });
+    const { builtRegisters: _, ...rest } = f;
+    return moved
+      ? { ...rest, registerFileSize: next, builtRegisters: built }
+      : { ...rest, registerFileSize: next };
   });
   return { ...p, functions };
 }
