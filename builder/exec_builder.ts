@@ -77,6 +77,30 @@ interface FunctionEntry {
   defined: boolean;
   /** Whether only `f(name)` has mentioned it (then it must become a VM function). */
   onlyReferenced: boolean;
+  /** Labels jumped to but never placed in its body (see `label()`); `get()` reports them. */
+  unplacedLabels?: string[];
+}
+
+/**
+ * A `TypeError` unless `name` can be a label: a non-empty string that does not look like a
+ * number (`emit_goto("2")` is far likelier an offset passed as a string than a label).
+ */
+function checkLabel(name: unknown, what: string): asserts name is string {
+  if (typeof name !== "string" || name === "" || /^\s*[-+]?\d/.test(name)) {
+    throw new TypeError(
+      `${what}: expected an integer offset or a label name (a string not starting with a digit), got ${
+        describe(name)
+      }`,
+    );
+  }
+}
+
+/** The labels of the function being written: where each is, and the jumps waiting for one. */
+interface LabelScope {
+  /** Label name -> the index (global) of the instruction it marks. */
+  placed: Map<string, number>;
+  /** Jumps to labels not placed yet: the jump's instruction index and the label. */
+  pending: { index: number; label: string }[];
 }
 
 /** What a `function()` body may change, so that a body that throws can take it back. */
@@ -241,6 +265,8 @@ export class ExecBuilder {
   #argScratch = new Float64Array(8);
   /** Set while a `function()` body runs: what to restore if it throws. */
   #undo: UndoMark | null = null;
+  /** The open function's labels. */
+  #labels: LabelScope = { placed: new Map(), pending: [] };
 
   /**
    * Opens VM function `name`. `opts` is `{ num_inputs, param_names }` or a
@@ -318,13 +344,16 @@ export class ExecBuilder {
       paramNames,
       defined: true,
       onlyReferenced: false,
+      unplacedLabels: undefined,
     });
     this.#open = scope;
     this.#openByCallback = undo !== null;
+    this.#labels = { placed: new Map(), pending: [] };
     const close = () => {
       if (this.#open === scope) {
         scope.end = this.#code.count;
         this.#open = null;
+        this.#resolveLabels(scope);
         if (replace && entry?.defined && scope !== entry) this.#replace(entry, scope);
       }
     };
@@ -452,7 +481,14 @@ export class ExecBuilder {
       );
     }
     this.#removeDefinitions(entry);
-    Object.assign(entry, { start: 0, end: 0, numArgs: 0, paramNames: [], defined: false });
+    Object.assign(entry, {
+      start: 0,
+      end: 0,
+      numArgs: 0,
+      paramNames: [],
+      defined: false,
+      unplacedLabels: undefined,
+    });
     if (!this.#code.refersToFunction(index!)) {
       this.#code.dropFunction(index!);
       this.#functions.splice(index!, 1);
@@ -612,9 +648,9 @@ export class ExecBuilder {
    * assertEquals(await new VirtualMachine(ib.get()).invoke("count", 4), 4);
    * ```
    */
-  emit_goto(pc_offset: number): void {
+  emit_goto(pc_offset: number | string): void {
     this.#scope("emit_goto");
-    this.#code.goto(this.#offset(pc_offset, "emit_goto"));
+    this.#code.goto(this.#jump(pc_offset, "emit_goto"));
   }
 
   /**
@@ -623,10 +659,49 @@ export class ExecBuilder {
    * TVM): `ib.emit_if(c, 3)` skips the two instructions after it. `vm.prim.lt` and the other
    * `vm.prim.*` comparisons make the condition; see `emit_goto` for a loop.
    */
-  emit_if(cond: Operand, false_offset: number): void {
+  emit_if(cond: Operand, false_offset: number | string): void {
     this.#scope("emit_if");
     const register = this.#register(cond, "emit_if");
-    this.#code.if(register, this.#offset(false_offset, "emit_if"));
+    this.#code.if(register, this.#jump(false_offset, "emit_if"));
+  }
+
+  /**
+   * Places label `name` at the next instruction of the open function, so that `emit_goto` and
+   * `emit_if` can jump to it by name instead of counting instructions: before the label is
+   * placed (forward, resolved when the function closes) or after (backward). Labels belong to
+   * one function; `get()` reports a label jumped to but never placed. TVM has no labels: the
+   * executable holds the offsets, as if you had counted them.
+   *
+   * Throws an `Error` outside a function or for a label placed twice in it.
+   *
+   * @example The loop of `emit_goto`'s example, with labels
+   * ```ts
+   * import { ExecBuilder, VirtualMachine } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("count", { num_inputs: 1 }, () => {
+   *   ib.emit_call("vm.builtin.copy", [ib.imm(0)], { dst: ib.r(1) });
+   *   ib.label("loop");
+   *   ib.emit_call("vm.prim.lt", [ib.r(1), ib.r(0)], { dst: ib.r(2) });
+   *   ib.emit_if(ib.r(2), "done");
+   *   ib.emit_call("vm.prim.add", [ib.r(1), ib.imm(1)], { dst: ib.r(1) });
+   *   ib.emit_goto("loop");
+   *   ib.label("done");
+   *   ib.emit_ret(ib.r(1));
+   * });
+   * const ex = ib.get();
+   * assertEquals(ex.as_text().split("\n")[3], "  If    %2, 3"); // the offsets, as counted
+   * assertEquals(await new VirtualMachine(ex).invoke("count", 4), 4);
+   * ```
+   */
+  label(name: string): void {
+    this.#scope("label");
+    checkLabel(name, "label");
+    if (this.#labels.placed.has(name)) {
+      throw new Error(`label("${name}"): this function already has a label "${name}"`);
+    }
+    this.#labels.placed.set(name, this.#code.count);
   }
 
   /**
@@ -675,6 +750,15 @@ export class ExecBuilder {
         pc: -1,
         message: `scope was never closed; ${CLOSE_HINT}`,
       });
+    }
+    for (const e of [...this.#functions, ...this.#duplicates]) {
+      for (const label of e.unplacedLabels ?? []) {
+        problems.push({
+          functionName: e.name,
+          pc: -1,
+          message: `jumps to label "${label}", which it never places (ib.label("${label}"))`,
+        });
+      }
     }
     const raw = this.#snapshot(liveness);
     this.#functions.forEach((e, index) => {
@@ -790,6 +874,7 @@ export class ExecBuilder {
       end: scope.end,
       numArgs: scope.numArgs,
       paramNames: scope.paramNames,
+      unplacedLabels: scope.unplacedLabels,
     });
   }
 
@@ -863,6 +948,29 @@ export class ExecBuilder {
   #offset(v: unknown, what: string): number {
     checkInteger(v, -(2 ** 31), 2 ** 31, `${what}: offset`);
     return v;
+  }
+
+  /** The offset of a jump to `target` (an offset, or a label: 0 until a forward one is placed). */
+  #jump(target: unknown, what: string): number {
+    if (typeof target !== "string") return this.#offset(target, what);
+    checkLabel(target, what);
+    const at = this.#labels.placed.get(target);
+    if (at !== undefined) return at - this.#code.count;
+    this.#labels.pending.push({ index: this.#code.count, label: target });
+    return 1; // until the label is placed: the next instruction (a valid jump, if never placed)
+  }
+
+  /** Closing `scope`: patches the jumps to labels placed after them; notes any never placed. */
+  #resolveLabels(scope: FunctionEntry): void {
+    const { placed, pending } = this.#labels;
+    const unplaced = new Set<string>();
+    for (const { index, label } of pending) {
+      const at = placed.get(label);
+      if (at === undefined) unplaced.add(label);
+      else this.#code.setJump(index, at - index);
+    }
+    scope.unplacedLabels = unplaced.size === 0 ? undefined : [...unplaced];
+    this.#labels = { placed: new Map(), pending: [] };
   }
 
   /**

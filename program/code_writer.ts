@@ -69,6 +69,18 @@ export class CodeWriter {
   }
 
   /**
+   * Sets the jump of `Goto` or `If` instruction `index` to `offset` (the builder's labels,
+   * resolved once the target is known).
+   */
+  setJump(index: number, offset: number): void {
+    const at = this.#offsets[index];
+    const op = this.#data[at];
+    if (op === Opcode.Goto) this.#data[at + 1] = offset;
+    else if (op === Opcode.If) this.#data[at + 2] = offset;
+    else throw new TypeError(`setJump: instruction ${index} is not a Goto or If`);
+  }
+
+  /**
    * Takes instructions `from`..`to - 1` out, moving the later ones down (the
    * builder's `remove_function` and `replace`). Jumps are relative and stay
    * inside a function, so removing whole functions leaves every jump right.
