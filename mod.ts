@@ -99,6 +99,8 @@ export type {
   ProfileRow,
 } from "./runtime.ts";
 export { ExecBuilder } from "./builder/exec_builder.ts";
+export type { BuiltinName, Builtins } from "./ground/builtin_names.ts";
+export type { DTypeName, ScalarDTypeName } from "./ground/dtype.ts";
 export type { CallArg, CallOptions, FunctionOptions, GetOptions } from "./builder/exec_builder.ts";
 export type { Operand, OperandKind } from "./builder/operand.ts";
 export type { ConstantInput } from "./builder/constant_pool.ts";

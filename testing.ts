@@ -69,10 +69,11 @@ export interface Leak {
  * ```ts
  * import { LeakError } from "@relaxvm/relaxvm/testing";
  * import { cpu } from "@relaxvm/relaxvm";
- * import { assertEquals } from "@std/assert";
+ * import { assertStringIncludes } from "@std/assert";
  *
  * const e = new LeakError([{ device: cpu(), before: 0, after: 16 }]);
- * assertEquals(e.message, "VM memory leaked: cpu(0) holds 16 bytes more than at the start (0 → 16 live bytes); dispose what the VM returns (or declare it with `using`)");
+ * assertStringIncludes(e.message, "VM memory leaked: cpu(0) holds 16 bytes more than at the start (0 → 16 live bytes); dispose what the VM returns");
+ * assertStringIncludes(e.message, "make results with `NDArray.empty(shape, dtype, device)`");
  * ```
  */
 export class LeakError extends Error {
@@ -88,9 +89,10 @@ export class LeakError extends Error {
       } than at the start (${before} → ${after} live bytes)`;
     });
     super(
-      `VM memory leaked: ${
-        parts.join("; ")
-      }; dispose what the VM returns (or declare it with \`using\`)`,
+      `VM memory leaked: ${parts.join("; ")}; dispose what the VM returns (or declare it with ` +
+        "`using`). If you do, look at your packed functions: a result made with `tensor()` is " +
+        "owned by the function and nothing disposes it; make results with " +
+        "`NDArray.empty(shape, dtype, device)`, which the VM frees after their last use",
     );
     this.name = "LeakError";
     this.leaks = leaks;

@@ -9,7 +9,8 @@
  * @module
  */
 
-import * as tf from "@tensorflow/tfjs-core";
+// deno-lint-ignore no-import-prefix -- a peer: kept out of deno.json, see tests/std/assert.ts
+import * as tf from "npm:@tensorflow/tfjs-core@4.22.0";
 import { type GPTConfig, headSize } from "../models/gpt/config.ts";
 import { BlockParam, layerBase } from "../models/gpt/weights.ts";
 

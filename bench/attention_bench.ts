@@ -32,9 +32,12 @@
  * @module
  */
 
-import * as tf from "@tensorflow/tfjs-core";
-import "@tensorflow/tfjs-backend-cpu";
-import "@tensorflow/tfjs-backend-webgpu";
+// deno-lint-ignore no-import-prefix -- a peer: kept out of deno.json, see tests/std/assert.ts
+import * as tf from "npm:@tensorflow/tfjs-core@4.22.0";
+// deno-lint-ignore no-import-prefix -- a peer: kept out of deno.json, see tests/std/assert.ts
+import "npm:@tensorflow/tfjs-backend-cpu@4.22.0";
+// deno-lint-ignore no-import-prefix -- a peer: kept out of deno.json, see tests/std/assert.ts
+import "npm:@tensorflow/tfjs-backend-webgpu@4.22.0";
 import {
   cpu,
   type Device,

@@ -21,8 +21,10 @@
  */
 
 import { installBuiltins } from "../builtins/install.ts";
-import * as tf from "@tensorflow/tfjs-core";
-import "@tensorflow/tfjs-backend-cpu";
+// deno-lint-ignore no-import-prefix -- a peer: kept out of deno.json, see tests/std/assert.ts
+import * as tf from "npm:@tensorflow/tfjs-core@4.22.0";
+// deno-lint-ignore no-import-prefix -- a peer: kept out of deno.json, see tests/std/assert.ts
+import "npm:@tensorflow/tfjs-backend-cpu@4.22.0";
 import { getGlobalFunc } from "../ground/registry.ts";
 import { cpu } from "../devices/cpu_device.ts";
 import type { NDArray } from "../devices/ndarray.ts";

@@ -27,8 +27,10 @@
  * @module
  */
 
-import * as tf from "@tensorflow/tfjs-core";
-import "@tensorflow/tfjs-backend-cpu";
+// deno-lint-ignore no-import-prefix -- a peer: kept out of deno.json, see tests/std/assert.ts
+import * as tf from "npm:@tensorflow/tfjs-core@4.22.0";
+// deno-lint-ignore no-import-prefix -- a peer: kept out of deno.json, see tests/std/assert.ts
+import "npm:@tensorflow/tfjs-backend-cpu@4.22.0";
 import { type NDArray, tensor, VirtualMachine } from "../mod.ts";
 import { A, B, OPS, plainChain, SIZE, smallOpsProgram, X0 } from "./small_ops_program.ts";
 

@@ -18,8 +18,10 @@
  * @module
  */
 
-import * as tf from "@tensorflow/tfjs-core";
-import "@tensorflow/tfjs-backend-webgpu";
+// deno-lint-ignore no-import-prefix -- a peer: kept out of deno.json, see tests/std/assert.ts
+import * as tf from "npm:@tensorflow/tfjs-core@4.22.0";
+// deno-lint-ignore no-import-prefix -- a peer: kept out of deno.json, see tests/std/assert.ts
+import "npm:@tensorflow/tfjs-backend-webgpu@4.22.0";
 import { ExecBuilder, type NDArray, tensor, VirtualMachine, webgpu } from "../mod.ts";
 import { randomValues } from "./_random.ts";
 

@@ -20,6 +20,7 @@ import { getGlobalFunc, listGlobalFuncNames } from "../ground/registry.ts";
 import { suggestName } from "../ground/suggest.ts";
 import { printable } from "../ground/printable.ts";
 import { INSPECT } from "../ground/inspect.ts";
+import type { BuiltinName } from "../ground/builtin_names.ts";
 import {
   ArgKind,
   encodeArg,
@@ -42,6 +43,12 @@ export interface FunctionOptions {
   num_inputs?: number;
   /** Names of the inputs, for tools and messages. */
   param_names?: string[];
+  /**
+   * Replace an earlier definition of the same name (and any duplicates of it) once this one
+   * closes; without one, define it as usual. Default `false`: defining a name twice is a
+   * problem that `get()` reports. The function keeps its place in the function table.
+   */
+  replace?: boolean;
 }
 
 /** Options of `emit_call`. */
@@ -70,6 +77,30 @@ interface FunctionEntry {
   defined: boolean;
   /** Whether only `f(name)` has mentioned it (then it must become a VM function). */
   onlyReferenced: boolean;
+  /** Labels jumped to but never placed in its body (see `label()`); `get()` reports them. */
+  unplacedLabels?: string[];
+}
+
+/**
+ * A `TypeError` unless `name` can be a label: a non-empty string that does not look like a
+ * number (`emit_goto("2")` is far likelier an offset passed as a string than a label).
+ */
+function checkLabel(name: unknown, what: string): asserts name is string {
+  if (typeof name !== "string" || name === "" || /^\s*[-+]?\d/.test(name)) {
+    throw new TypeError(
+      `${what}: expected an integer offset or a label name (a string not starting with a digit), got ${
+        describe(name)
+      }`,
+    );
+  }
+}
+
+/** The labels of the function being written: where each is, and the jumps waiting for one. */
+interface LabelScope {
+  /** Label name -> the index (global) of the instruction it marks. */
+  placed: Map<string, number>;
+  /** Jumps to labels not placed yet: the jump's instruction index and the label. */
+  pending: { index: number; label: string }[];
 }
 
 /** What a `function()` body may change, so that a body that throws can take it back. */
@@ -77,7 +108,7 @@ interface UndoMark {
   functions: number;
   code: number;
   constants: number;
-  problems: number;
+  duplicates: number;
   /** The fields of entries that existed before the body, as they were. */
   saved: Map<FunctionEntry, FunctionEntry>;
 }
@@ -151,7 +182,7 @@ function checkInteger(v: unknown, min: number, limit: number, what: string): ass
  * A warning per packed function `code` uses that the registry does not
  * hold now, naming its first use and the registered name it most likely
  * misspells. A warning, not an error: the function may be registered later,
- * before a VM loads the executable (which fails then, as now, if it is not).
+ * before a VM calls it (a VM loads the executable anyway and fails at that call if not).
  */
 function unregisteredWarnings(code: ProgramData): string[] {
   const warnings: string[] = [];
@@ -229,10 +260,13 @@ export class ExecBuilder {
   #open: FunctionEntry | null = null;
   /** Whether the open scope is a callback's (then nesting is a plain mistake, not a forgotten close). */
   #openByCallback = false;
-  #problems: CheckProblem[] = [];
+  /** Second and later definitions of a name, built detached (see `function()`) for `get()` to report. */
+  #duplicates: FunctionEntry[] = [];
   #argScratch = new Float64Array(8);
   /** Set while a `function()` body runs: what to restore if it throws. */
   #undo: UndoMark | null = null;
+  /** The open function's labels. */
+  #labels: LabelScope = { placed: new Map(), pending: [] };
 
   /**
    * Opens VM function `name`. `opts` is `{ num_inputs, param_names }` or a
@@ -260,7 +294,7 @@ export class ExecBuilder {
       );
     }
     if (typeof opts !== "number") {
-      checkOptions(opts, ["num_inputs", "param_names"], `function "${name}"`);
+      checkOptions(opts, ["num_inputs", "param_names", "replace"], `function "${name}"`);
     }
     const options: FunctionOptions = typeof opts === "number" ? { num_inputs: opts } : opts ?? {};
     const numInputs = options.num_inputs ?? 0;
@@ -277,23 +311,25 @@ export class ExecBuilder {
         `function "${name}": ${paramNames.length} param_names for ${numInputs} inputs`,
       );
     }
+    const replace: unknown = options.replace ?? false;
+    if (typeof replace !== "boolean") {
+      throw new TypeError(
+        `function "${name}": replace must be true or false, got ${describe(replace)}`,
+      );
+    }
     if (body !== undefined && typeof body !== "function") {
       throw new TypeError(`function "${name}": body must be a function, got ${describe(body)}`);
     }
     // Nothing has changed yet; from here on, a body that throws is taken back.
     const undo = body === undefined ? null : this.#mark();
     const entry = this.#entry(name);
-    if (entry?.defined) {
-      this.#problems.push({
-        functionName: name,
-        pc: -1,
-        message: "is defined twice (duplicate function name)",
-      });
-    }
-    // A duplicate is built into a detached entry, so the rest of the program still checks.
+    // A duplicate is built into a detached entry, so the rest of the program still checks; so is
+    // a replacement, which takes the old definition's place only once it closes (a body that
+    // throws leaves the old one in place).
     let scope: FunctionEntry;
     if (entry?.defined) {
       scope = { ...entry };
+      if (!replace) this.#duplicates.push(scope);
     } else if (entry !== undefined) {
       this.#touch(entry);
       scope = entry;
@@ -308,13 +344,17 @@ export class ExecBuilder {
       paramNames,
       defined: true,
       onlyReferenced: false,
+      unplacedLabels: undefined,
     });
     this.#open = scope;
     this.#openByCallback = undo !== null;
+    this.#labels = { placed: new Map(), pending: [] };
     const close = () => {
       if (this.#open === scope) {
         scope.end = this.#code.count;
         this.#open = null;
+        this.#resolveLabels(scope);
+        if (replace && entry?.defined && scope !== entry) this.#replace(entry, scope);
       }
     };
     if (undo !== null) {
@@ -360,7 +400,15 @@ export class ExecBuilder {
           : `${e.numArgs} input${e.numArgs === 1 ? "" : "s"}`
       })`;
     const done = this.#functions.filter((e) => e.kind === "vm" && e.defined && e !== this.#open);
+    const twice = this.#duplicates.filter((e) => e !== this.#open);
     const parts = [done.length === 0 ? "no functions" : done.map(describe).join(", ")];
+    if (twice.length > 0) {
+      parts.push(
+        `defined twice: ${
+          twice.map(describe).join(", ")
+        } (remove_function(name) or function(name, { replace: true }))`,
+      );
+    }
     if (this.#open !== null) parts.push(`open: ${describe(this.#open)}`);
     const n = this.#code.count, c = this.#pool.length;
     parts.push(`${n} instruction${n === 1 ? "" : "s"}, ${c} constant${c === 1 ? "" : "s"}`);
@@ -383,6 +431,88 @@ export class ExecBuilder {
     this.#touch(entry);
     entry.onlyReferenced = false;
     if (kind === "vm" && !entry.defined) entry.kind = "vm";
+  }
+
+  /**
+   * Removes VM function `name` (every definition of it, duplicates included) so that it can be
+   * defined again: the way to fix, at the REPL, a function that `get()` rejected. Other
+   * functions are unchanged. If other code still calls it or passes `f(name)`, or it was
+   * declared, it stays in the function table as declared but undefined (and `get()` asks for a
+   * definition); otherwise it is gone. `function(name, { replace: true, ... })` does both steps
+   * at once, and keeps the old definition if the new body throws.
+   *
+   * Throws an `Error` while a scope is open, or when this builder defines no VM function `name`.
+   *
+   * @example Fixing a rejected function
+   * ```ts
+   * import { CheckError, ExecBuilder } from "@relaxvm/relaxvm";
+   * import { assertEquals, assertThrows } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("main", { num_inputs: 1 }, () => {
+   *   ib.emit_call("vm.op.add", [ib.r(0), ib.r(1)], { dst: ib.r(2) }); // r(1) is never written
+   *   ib.emit_ret(ib.r(2));
+   * });
+   * assertThrows(() => ib.get(), CheckError, "before any write");
+   * ib.remove_function("main");
+   * ib.function("main", { num_inputs: 1 }, () => {
+   *   ib.emit_call("vm.op.add", [ib.r(0), ib.r(0)], { dst: ib.r(1) });
+   *   ib.emit_ret(ib.r(1));
+   * });
+   * assertEquals(ib.get().function_names, ["main"]);
+   * ```
+   */
+  remove_function(name: string): void {
+    checkName(name, "remove_function");
+    if (this.#open !== null) {
+      throw new Error(
+        `remove_function("${name}"): function "${this.#open.name}" is still open; close it first`,
+      );
+    }
+    const index = this.#byName.get(name);
+    const entry = index === undefined ? undefined : this.#functions[index];
+    if (entry === undefined || entry.kind !== "vm" || !entry.defined) {
+      const defined = this.#functions.filter((e) => e.kind === "vm" && e.defined)
+        .map((e) => printable(e.name));
+      throw new Error(
+        `remove_function("${name}"): this builder defines no VM function of that name (${
+          defined.length === 0 ? "it defines none" : `it defines ${defined.join(", ")}`
+        })`,
+      );
+    }
+    this.#removeDefinitions(entry);
+    Object.assign(entry, {
+      start: 0,
+      end: 0,
+      numArgs: 0,
+      paramNames: [],
+      defined: false,
+      unplacedLabels: undefined,
+    });
+    if (!this.#code.refersToFunction(index!)) {
+      this.#code.dropFunction(index!);
+      this.#functions.splice(index!, 1);
+      this.#byName.clear();
+      this.#functions.forEach((e, i) => this.#byName.set(e.name, i));
+    }
+  }
+
+  /**
+   * The same text as the REPL shows (see `[INSPECT]`), so `String(ib)` and template strings say
+   * what the builder holds.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("main", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));
+   * assertEquals(String(ib), "ExecBuilder(main(1 input); 1 instruction, 0 constants)");
+   * ```
+   */
+  toString(): string {
+    return this[INSPECT]();
   }
 
   /** Register `i` of the current frame. */
@@ -442,8 +572,16 @@ export class ExecBuilder {
     return new Operand("constant", this.#pool.intern(value));
   }
 
-  /** `Call`: invokes `name` with `args`; the result goes to `opts.dst` (omitted: discarded). */
-  emit_call(name: string, args: readonly CallArg[] = [], opts: CallOptions = {}): void {
+  /**
+   * `Call`: invokes `name` with `args`; the result goes to `opts.dst` (omitted: discarded).
+   * `name` is a builtin (an editor completes them: see `Builtins`), a VM function of this
+   * builder, or any packed function registered with `registerFunc`.
+   */
+  emit_call(
+    name: BuiltinName | (string & Record<never, never>),
+    args: readonly CallArg[] = [],
+    opts: CallOptions = {},
+  ): void {
     this.#scope("emit_call");
     checkName(name, "emit_call");
     if (!Array.isArray(args)) {
@@ -499,17 +637,82 @@ export class ExecBuilder {
     this.#code.ret(this.#register(reg, "emit_ret"));
   }
 
-  /** `Goto`: jumps by `pc_offset` instructions. */
-  emit_goto(pc_offset: number): void {
+  /**
+   * `Goto`: jumps by `pc_offset` instructions, counted from this `Goto` itself (as in TVM:
+   * `pc += pc_offset`): 1 is the next instruction, -3 the third before this one. The target
+   * must be inside the same function.
+   *
+   * @example A loop counting `r(1)` up to the input `r(0)`, with `vm.prim.*` scalars
+   * ```ts
+   * import { ExecBuilder, VirtualMachine } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("count", { num_inputs: 1 }, () => {
+   *   ib.emit_call("vm.builtin.copy", [ib.imm(0)], { dst: ib.r(1) }); // 0: i = 0
+   *   ib.emit_call("vm.prim.lt", [ib.r(1), ib.r(0)], { dst: ib.r(2) }); // 1: i < n?
+   *   ib.emit_if(ib.r(2), 3); //                                         2: no: to 2 + 3 = 5
+   *   ib.emit_call("vm.prim.add", [ib.r(1), ib.imm(1)], { dst: ib.r(1) }); // 3: i += 1
+   *   ib.emit_goto(-3); //                                                4: to 4 - 3 = 1
+   *   ib.emit_ret(ib.r(1)); //                                            5
+   * });
+   * assertEquals(await new VirtualMachine(ib.get()).invoke("count", 4), 4);
+   * ```
+   */
+  emit_goto(pc_offset: number | string): void {
     this.#scope("emit_goto");
-    this.#code.goto(this.#offset(pc_offset, "emit_goto"));
+    this.#code.goto(this.#jump(pc_offset, "emit_goto"));
   }
 
-  /** `If`: when register `cond` is nonzero (or `true`) falls through, else jumps by `false_offset`. */
-  emit_if(cond: Operand, false_offset: number): void {
+  /**
+   * `If`: when register `cond` is nonzero (or `true`) falls through to the next instruction,
+   * else jumps by `false_offset`, counted from this `If` itself (`pc += false_offset`, as in
+   * TVM): `ib.emit_if(c, 3)` skips the two instructions after it. `vm.prim.lt` and the other
+   * `vm.prim.*` comparisons make the condition; see `emit_goto` for a loop.
+   */
+  emit_if(cond: Operand, false_offset: number | string): void {
     this.#scope("emit_if");
     const register = this.#register(cond, "emit_if");
-    this.#code.if(register, this.#offset(false_offset, "emit_if"));
+    this.#code.if(register, this.#jump(false_offset, "emit_if"));
+  }
+
+  /**
+   * Places label `name` at the next instruction of the open function, so that `emit_goto` and
+   * `emit_if` can jump to it by name instead of counting instructions: before the label is
+   * placed (forward, resolved when the function closes) or after (backward). Labels belong to
+   * one function; `get()` reports a label jumped to but never placed. TVM has no labels: the
+   * executable holds the offsets, as if you had counted them.
+   *
+   * Throws an `Error` outside a function or for a label placed twice in it.
+   *
+   * @example The loop of `emit_goto`'s example, with labels
+   * ```ts
+   * import { ExecBuilder, VirtualMachine } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("count", { num_inputs: 1 }, () => {
+   *   ib.emit_call("vm.builtin.copy", [ib.imm(0)], { dst: ib.r(1) });
+   *   ib.label("loop");
+   *   ib.emit_call("vm.prim.lt", [ib.r(1), ib.r(0)], { dst: ib.r(2) });
+   *   ib.emit_if(ib.r(2), "done");
+   *   ib.emit_call("vm.prim.add", [ib.r(1), ib.imm(1)], { dst: ib.r(1) });
+   *   ib.emit_goto("loop");
+   *   ib.label("done");
+   *   ib.emit_ret(ib.r(1));
+   * });
+   * const ex = ib.get();
+   * assertEquals(ex.as_text().split("\n")[3], "  If    %2, 3"); // the offsets, as counted
+   * assertEquals(await new VirtualMachine(ex).invoke("count", 4), 4);
+   * ```
+   */
+  label(name: string): void {
+    this.#scope("label");
+    checkLabel(name, "label");
+    if (this.#labels.placed.has(name)) {
+      throw new Error(`label("${name}"): this function already has a label "${name}"`);
+    }
+    this.#labels.placed.set(name, this.#code.count);
   }
 
   /**
@@ -520,13 +723,13 @@ export class ExecBuilder {
    * What is suspicious but not wrong becomes a line of `ex.warnings`: an
    * input never used, or a packed function the registry does not hold yet
    * (with the registered name it most likely misspells, e.g. `vm.op.reluu`:
-   * "did you mean vm.op.relu?"). A VM loading the executable fails on a name
-   * that is still not registered then.
+   * "did you mean vm.op.relu?"). A VM loads such an executable and fails only
+   * when a call reaches the name, with a `VMError` naming it, if it is still not registered then.
    *
    * @example A misspelt packed function
    * ```ts
-   * import { ExecBuilder } from "@relaxvm/relaxvm";
-   * import { assertStringIncludes } from "@std/assert";
+   * import { ExecBuilder, tensor, VirtualMachine, VMError } from "@relaxvm/relaxvm";
+   * import { assertRejects, assertStringIncludes } from "@std/assert";
    *
    * const ib = new ExecBuilder();
    * ib.function("main", { num_inputs: 1 }, () => {
@@ -535,6 +738,9 @@ export class ExecBuilder {
    * });
    * const ex = ib.get();
    * assertStringIncludes(ex.warnings[0], "did you mean vm.op.relu?");
+   * const vm = new VirtualMachine(ex); // loads
+   * using x = tensor([1]);
+   * await assertRejects(() => vm.invoke("main", x), VMError, "vm.op.reluu"); // fails at the call
    * ```
    */
   get(opts: GetOptions = {}): Executable {
@@ -543,13 +749,27 @@ export class ExecBuilder {
     if (typeof liveness !== "boolean") {
       throw new TypeError(`get: liveness must be true or false, got ${describe(liveness)}`);
     }
-    const problems = [...this.#problems];
+    const problems: CheckProblem[] = this.#duplicates.map((e) => ({
+      functionName: e.name,
+      pc: -1,
+      message:
+        `is defined twice (duplicate function name); to define it again, pass { replace: true } or call ib.remove_function("${e.name}") first`,
+    }));
     if (this.#open !== null) {
       problems.push({
         functionName: this.#open.name,
         pc: -1,
         message: `scope was never closed; ${CLOSE_HINT}`,
       });
+    }
+    for (const e of [...this.#functions, ...this.#duplicates]) {
+      for (const label of e.unplacedLabels ?? []) {
+        problems.push({
+          functionName: e.name,
+          pc: -1,
+          message: `jumps to label "${label}", which it never places (ib.label("${label}"))`,
+        });
+      }
     }
     const raw = this.#snapshot(liveness);
     this.#functions.forEach((e, index) => {
@@ -657,13 +877,47 @@ export class ExecBuilder {
     return entry;
   }
 
+  /** Closes a `replace: true` scope: `scope`, built detached, takes the place of `entry`. */
+  #replace(entry: FunctionEntry, scope: FunctionEntry): void {
+    this.#removeDefinitions(entry, scope);
+    Object.assign(entry, {
+      start: scope.start,
+      end: scope.end,
+      numArgs: scope.numArgs,
+      paramNames: scope.paramNames,
+      unplacedLabels: scope.unplacedLabels,
+    });
+  }
+
+  /**
+   * Takes the code of `entry`'s definition and of its duplicates out of the builder and forgets
+   * the duplicates; the code of every other function (and of `also`, a detached scope) moves down.
+   */
+  #removeDefinitions(entry: FunctionEntry, also?: FunctionEntry): void {
+    const old = [entry, ...this.#duplicates.filter((d) => d.name === entry.name)];
+    this.#duplicates = this.#duplicates.filter((d) => d.name !== entry.name);
+    // From the last range to the first, so the ranges still to remove do not move.
+    old.sort((a, b) => b.start - a.start);
+    const moved = [...this.#functions, ...this.#duplicates];
+    if (also !== undefined) moved.push(also);
+    for (const { start, end } of old) {
+      this.#code.remove(start, end);
+      for (const e of moved) {
+        if (e.kind === "vm" && e.defined && !old.includes(e) && e.start >= end) {
+          e.start -= end - start;
+          e.end -= end - start;
+        }
+      }
+    }
+  }
+
   /** Where a `function()` body starts: what a body that throws is rolled back to. */
   #mark(): UndoMark {
     return {
       functions: this.#functions.length,
       code: this.#code.count,
       constants: this.#pool.length,
-      problems: this.#problems.length,
+      duplicates: this.#duplicates.length,
       saved: new Map(),
     };
   }
@@ -682,7 +936,7 @@ export class ExecBuilder {
     for (const entry of this.#functions.splice(mark.functions)) this.#byName.delete(entry.name);
     this.#code.truncate(mark.code);
     this.#pool.truncate(mark.constants);
-    this.#problems.length = mark.problems;
+    this.#duplicates.length = mark.duplicates;
     this.#open = null;
   }
 
@@ -705,6 +959,29 @@ export class ExecBuilder {
   #offset(v: unknown, what: string): number {
     checkInteger(v, -(2 ** 31), 2 ** 31, `${what}: offset`);
     return v;
+  }
+
+  /** The offset of a jump to `target` (an offset, or a label: 0 until a forward one is placed). */
+  #jump(target: unknown, what: string): number {
+    if (typeof target !== "string") return this.#offset(target, what);
+    checkLabel(target, what);
+    const at = this.#labels.placed.get(target);
+    if (at !== undefined) return at - this.#code.count;
+    this.#labels.pending.push({ index: this.#code.count, label: target });
+    return 1; // until the label is placed: the next instruction (a valid jump, if never placed)
+  }
+
+  /** Closing `scope`: patches the jumps to labels placed after them; notes any never placed. */
+  #resolveLabels(scope: FunctionEntry): void {
+    const { placed, pending } = this.#labels;
+    const unplaced = new Set<string>();
+    for (const { index, label } of pending) {
+      const at = placed.get(label);
+      if (at === undefined) unplaced.add(label);
+      else this.#code.setJump(index, at - index);
+    }
+    scope.unplacedLabels = unplaced.size === 0 ? undefined : [...unplaced];
+    this.#labels = { placed: new Map(), pending: [] };
   }
 
   /**

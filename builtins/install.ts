@@ -1,6 +1,6 @@
 /**
  * `installBuiltins()`: puts the builtin library into the global registry —
- * every `vm.builtin.*` and `vm.op.*` packed function — and installs the
+ * every `vm.builtin.*`, `vm.prim.*` and `vm.op.*` packed function — and installs the
  * operator kernels of every device kind (kernels/install.ts). The entry
  * points (mod.ts, runtime.ts) call it once; calling it again does nothing.
  *
@@ -14,6 +14,7 @@ import { indexingBuiltins } from "./indexing_operators.ts";
 import { kvCacheBuiltins } from "./kv_cache.ts";
 import { memoryBuiltins } from "./memory.ts";
 import { operatorBuiltins } from "./operators.ts";
+import { primArithmeticBuiltins } from "./prim_arithmetic.ts";
 import { primValueBuiltins } from "./prim_values.ts";
 import { runtimeCheckBuiltins } from "./runtime_checks.ts";
 import { samplingBuiltins } from "./sampling.ts";
@@ -27,6 +28,7 @@ export const BUILTIN_TABLES = [
   valueBuiltins,
   shapeHeapBuiltins,
   primValueBuiltins,
+  primArithmeticBuiltins,
   runtimeCheckBuiltins,
   memoryBuiltins,
   callBuiltins,

@@ -82,7 +82,11 @@ export class ParamModule extends VMObject {
     return name === "get_params" ? () => this.get_params() : null;
   }
 
-  /** Releases the parameters. */
+  /**
+   * Releases the parameters.
+   *
+   * @ignore
+   */
   protected free(): void {
     this.#params.release();
   }

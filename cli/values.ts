@@ -28,12 +28,19 @@ function exactIntegers(
  * Parses one argument of `relaxvm run`. JSON numbers, booleans and `null`
  * stay as they are, JSON arrays become tensors of `dtype` (nested arrays
  * give the shape; with int64, integers are read exactly, beyond 2^53 too),
- * JSON strings become strings. Text that does not start like JSON (`[`,
- * `{`, `"`, a digit, `-`) is passed as a plain string.
+ * JSON strings become strings. A bare word is an error that says how to
+ * quote it: taken as a string, a misspelt `true` or a forgotten bracket
+ * would pass silently.
  */
 export function parseArg(text: string, dtype: TensorDType): unknown {
   const looksLikeJson = /^\s*([[{"\-0-9]|true$|false$|null$)/.test(text);
-  if (!looksLikeJson) return text;
+  if (!looksLikeJson) {
+    throw new UsageError(
+      `Cannot parse argument ${JSON.stringify(text)}: arguments are JSON, so write a string in ` +
+        `double quotes (in a shell: '${JSON.stringify(text)}'); numbers, true, false, null and ` +
+        `[arrays] need none`,
+    );
+  }
   let value: unknown;
   try {
     value = JSON.parse(

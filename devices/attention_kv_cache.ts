@@ -297,7 +297,11 @@ export class AttentionKVCache extends VMObject {
     return this.disposed ? `AttentionKVCache(${this.dtype}) <released>` : this.toString();
   }
 
-  /** Releases the backing tensor. */
+  /**
+   * Releases the backing tensor.
+   *
+   * @ignore
+   */
   protected free(): void {
     this.#data.release();
   }

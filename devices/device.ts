@@ -85,7 +85,10 @@ export abstract class Device {
   /** Index among devices of the same kind. */
   readonly id: number;
 
-  /** Called by subclasses; the device joins the process's device list. */
+  /**
+   * Called by subclasses; the device joins the process's device list, where
+   * `vm.builtin.to_device` finds devices by type and id.
+   */
   protected constructor(id: number) {
     this.id = id;
     acquired.push(this);
@@ -107,19 +110,39 @@ export abstract class Device {
   /** The largest single block this device can allocate, in bytes. */
   abstract get maxAllocationBytes(): number;
 
-  /** Creates a raw memory block of `nbytes` (an `ArrayBuffer`, a `GPUBuffer`, …). */
+  /**
+   * Creates a raw memory block of `nbytes` (an `ArrayBuffer`, a `GPUBuffer`, …).
+   *
+   * @ignore
+   */
   abstract createBlock(nbytes: number): unknown;
 
-  /** Gives a raw block's memory back to the device now. */
+  /**
+   * Gives a raw block's memory back to the device now.
+   *
+   * @ignore
+   */
   abstract destroyBlock(block: unknown): void;
 
-  /** Writes `bytes` into `block` at `byteOffset`, in order with earlier queued work. */
+  /**
+   * Writes `bytes` into `block` at `byteOffset`, in order with earlier queued work.
+   *
+   * @ignore
+   */
   abstract writeBlock(block: unknown, byteOffset: number, bytes: Uint8Array): void;
 
-  /** Reads `nbytes` from `block` at `byteOffset` once all queued work is done. */
+  /**
+   * Reads `nbytes` from `block` at `byteOffset` once all queued work is done.
+   *
+   * @ignore
+   */
   abstract readBlock(block: unknown, byteOffset: number, nbytes: number): Promise<Uint8Array>;
 
-  /** Copies bytes between two blocks of this device, in order with queued work. */
+  /**
+   * Copies bytes between two blocks of this device, in order with queued work.
+   *
+   * @ignore
+   */
   abstract copyBlock(
     src: unknown,
     srcOffset: number,

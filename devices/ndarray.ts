@@ -346,6 +346,11 @@ export class NDArray extends VMObject {
 
   /** A copy of the elements (CPU tensors only; use `await data()` for any device). */
   dataSync(): TypedArray {
+    if (this.device.kind !== "cpu" && !this.disposed) {
+      throw new TypeError(
+        `dataSync: ${this} is on ${this.device}, whose memory cannot be read synchronously; use \`await t.data()\` (or copy it to the CPU first)`,
+      );
+    }
     const view = this.cpuView();
     const values = valuesOf(this.dtype, view);
     return values === view ? view.slice() : values;
@@ -429,6 +434,8 @@ export class NDArray extends VMObject {
   /**
    * Gives the memory back: an owned block to its allocator now, or the
    * storage reference (the block returns with the storage's last one).
+   *
+   * @ignore
    */
   protected free(): void {
     if (this.#collectable) collected.unregister(this);

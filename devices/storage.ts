@@ -119,7 +119,11 @@ export class Storage extends VMObject {
     return this.memory.handle;
   }
 
-  /** Gives the block back to the allocator that made it. */
+  /**
+   * Gives the block back to the allocator that made it.
+   *
+   * @ignore
+   */
   protected free(): void {
     this.memory.owner.reclaim(this.memory);
   }

@@ -31,7 +31,7 @@ export interface TensorOptions {
    * Element type; default `"float32"`, or `"int64"` when the values include a
    * bigint (a TypedArray input keeps its own type when omitted).
    */
-  dtype?: string | DataType;
+  dtype?: TensorDType | DataType;
   /** Shape; default inferred from the nesting (or 1-D for a TypedArray). */
   shape?: readonly number[];
   /** Where to put the data; default `cpu()`. */

@@ -9,23 +9,20 @@
  * @module
  */
 
-import { ExecBuilder, type NDArray, registerFunc, tensor, VirtualMachine } from "../mod.ts";
+import { ExecBuilder, type NDArray, tensor, VirtualMachine } from "../mod.ts";
 
-// Scalar helpers for the loop. Packed functions receive plain JS values, and
-// any name not defined as a VM function is looked up in this registry.
-registerFunc("example.add", (a: unknown, b: unknown) => (a as number) + (b as number));
-registerFunc("example.less_equal", (a: unknown, b: unknown) => (a as number) <= (b as number));
-
+// The loop counts with the scalar builtins vm.prim.le (a <= b, a boolean that If takes) and
+// vm.prim.add; the vm.prim.* family also has sub, mul, floordiv, floormod, comparisons, and/or/not.
 const ib = new ExecBuilder();
 
 // sum_to(n) = 1 + 2 + ... + n. Registers: %0 = n, %1 = i, %2 = total, %3 = i <= n.
 ib.function("sum_to", { num_inputs: 1 }, () => {
   ib.emit_call("vm.builtin.copy", [ib.imm(1)], { dst: ib.r(1) }); // 0: i = 1
   ib.emit_call("vm.builtin.copy", [ib.imm(0)], { dst: ib.r(2) }); // 1: total = 0
-  ib.emit_call("example.less_equal", [ib.r(1), ib.r(0)], { dst: ib.r(3) }); // 2: loop head
+  ib.emit_call("vm.prim.le", [ib.r(1), ib.r(0)], { dst: ib.r(3) }); // 2: loop head
   ib.emit_if(ib.r(3), 4); // 3: i > n → jump to 7
-  ib.emit_call("example.add", [ib.r(2), ib.r(1)], { dst: ib.r(2) }); // 4: total += i
-  ib.emit_call("example.add", [ib.r(1), ib.imm(1)], { dst: ib.r(1) }); // 5: i += 1
+  ib.emit_call("vm.prim.add", [ib.r(2), ib.r(1)], { dst: ib.r(2) }); // 4: total += i
+  ib.emit_call("vm.prim.add", [ib.r(1), ib.imm(1)], { dst: ib.r(1) }); // 5: i += 1
   ib.emit_goto(-4); // 6: back edge to 2
   ib.emit_ret(ib.r(2)); // 7
 });

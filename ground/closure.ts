@@ -101,7 +101,11 @@ export class Closure extends VMObject {
     return this;
   }
 
-  /** Releases the captured values; a closure that captured nothing stays callable. */
+  /**
+   * Releases the captured values; a closure that captured nothing stays callable.
+   *
+   * @ignore
+   */
   protected free(): void {
     for (const v of this.captured) releaseValue(v);
   }
@@ -118,6 +122,12 @@ export class Closure extends VMObject {
   override [INSPECT](inspect: (v: unknown) => string): string {
     if (this.captured.length === 0) return this.toString();
     if (this.disposed) return `Closure(${this.name}, released)`;
-    return `Closure(${this.name}, capturing ${inspect([...this.captured])})`;
+    const all = inspect([...this.captured]);
+    if (!all.includes("\n")) return `Closure(${this.name}, capturing ${all})`;
+    // A multi-line value (a large tensor) comes back unindented from the array's inspection:
+    // lay the values out one per line, every line of each indented under the bracket.
+    const items = this.captured.map((v) => typeof v === "string" ? JSON.stringify(v) : inspect(v));
+    const body = items.map((text) => `  ${text.replaceAll("\n", "\n  ")}`).join(",\n");
+    return `Closure(${this.name}, capturing [\n${body}\n])`;
   }
 }

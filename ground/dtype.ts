@@ -216,7 +216,20 @@ export class DataType {
 }
 
 /**
- * Makes a `DataType` from its TVM spelling.
+ * The scalar spellings `dtype()` accepts: every tensor dtype, `uint64`, and TVM's short forms
+ * (`int` and `float` are 32 bits, `bfloat` 16).
+ */
+export type ScalarDTypeName = TensorDType | "uint64" | "int" | "uint" | "float" | "bfloat";
+
+/**
+ * A dtype string `dtype()` accepts: a scalar spelling, optionally with vector lanes
+ * (`float32x4`). A literal union, so an editor completes it and `"float17"` does not type-check.
+ */
+export type DTypeName = ScalarDTypeName | `${ScalarDTypeName}x${number}`;
+
+/**
+ * Makes a `DataType` from its TVM spelling. For a string known only at run time (user input),
+ * `DataType.parse(text)` takes any string and throws a `TypeError` for one it does not know.
  *
  * @example
  * ```ts
@@ -226,12 +239,12 @@ export class DataType {
  * assertEquals(dtype("int32").bits, 32);
  * ```
  */
-export function dtype(text: string): DataType {
+export function dtype(text: DTypeName): DataType {
   return DataType.parse(text);
 }
 
 /** Normalizes a dtype given as a string or a `DataType` to a tensor dtype string. */
-export function tensorDType(value: string | DataType): TensorDType {
+export function tensorDType(value: DTypeName | string | DataType): TensorDType {
   const text = typeof value === "string" ? DataType.parse(value).toString() : value.toString();
   if (!(text in TYPED_ARRAYS)) throw new TypeError(`Tensors of dtype "${text}" are not supported`);
   return text as TensorDType;

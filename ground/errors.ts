@@ -132,9 +132,45 @@ export interface VMErrorLocation {
   instruction: string;
   /** The packed function that failed (empty when the fault is the VM's own). */
   packedFunc: string;
+  /**
+   * The instruction with the register numbers the builder used, when formalize renumbered
+   * them (`ib.r(7)` may run as `%2`); empty when they are the same or unknown.
+   */
+  builtInstruction?: string;
 }
 
 const VM_ERROR_BRAND = brandKey("VMError");
+
+/** Where the library's modules live: the repository root, or the bundle file itself. */
+const THIS_FILE = import.meta.url;
+const LIBRARY_DIRS = ["ground/", "devices/", "program/", "builder/", "vm/", "builtins/", "kernels/"]
+  .map((d) => new URL(`../${d}`, THIS_FILE).href);
+
+/** Whether a stack line is a frame inside the library (its code, or code it generated). */
+function internalFrame(line: string): boolean {
+  if (!/^\s+at /.test(line)) return false;
+  if (line.includes("eval at makeFunction")) return true; // compiled mode's generated code
+  return line.includes(THIS_FILE) || LIBRARY_DIRS.some((dir) => line.includes(dir));
+}
+
+/**
+ * `stack` without the library's internal frames: the frames a user can act on, after the
+ * outermost library frame (the API function they called). Nothing else changes.
+ */
+export function withoutInternalFrames(stack: string): string {
+  const lines = stack.split("\n");
+  const first = lines.findIndex((l) => /^\s+at /.test(l));
+  if (first < 0) return stack;
+  let lastInternal = -1;
+  for (let i = first; i < lines.length && (internalFrame(lines[i]) || i === first); i++) {
+    if (internalFrame(lines[i])) lastInternal = i;
+  }
+  if (lastInternal <= first) return stack;
+  return [...lines.slice(0, first), ...lines.slice(lastInternal)].join("\n");
+}
+
+/** V8's frame limit, raised while a `VMError` captures its stack so trimming loses no user frame. */
+const ErrorLimit = Error as { stackTraceLimit?: number };
 
 /**
  * Thrown when running a VM function fails. Names the VM function, the
@@ -174,19 +210,32 @@ export class VMError extends Error {
   readonly instruction: string;
   /** The packed function that failed, or `""`. */
   readonly packedFunc: string;
+  /** The instruction with the builder's register numbers, or `""` (see `VMErrorLocation`). */
+  readonly builtInstruction: string;
 
   /** Builds the error from where it happened and what went wrong. */
   constructor(location: VMErrorLocation, reason: string, options?: ErrorOptions) {
     const parts = location.functionName === "" ? [] : [`in @${printable(location.functionName)}`];
     if (location.pc >= 0) parts.push(`instruction ${location.pc}`);
-    if (location.instruction !== "") parts.push(`\`${location.instruction}\``);
+    const built = location.builtInstruction ?? "";
+    if (location.instruction !== "") {
+      parts.push(
+        `\`${location.instruction}\`${built === "" ? "" : ` (as built: \`${built.trimEnd()}\`)`}`,
+      );
+    }
     if (location.packedFunc !== "") parts.push(`calling ${printable(location.packedFunc)}`);
+    const limit = ErrorLimit.stackTraceLimit;
+    if (typeof limit === "number") ErrorLimit.stackTraceLimit = limit + 30;
     super(parts.length === 0 ? reason : `${reason} (${parts.join(", ")})`, options);
+    if (typeof limit === "number") ErrorLimit.stackTraceLimit = limit;
     this.name = "VMError";
+    // The VM's own frames (interpreter, dispatch, invoke's helpers) say nothing to its user.
+    if (typeof this.stack === "string") this.stack = withoutInternalFrames(this.stack);
     this.functionName = location.functionName;
     this.pc = location.pc;
     this.instruction = location.instruction;
     this.packedFunc = location.packedFunc;
+    this.builtInstruction = built;
   }
 }
 

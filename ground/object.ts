@@ -232,7 +232,11 @@ export abstract class VMObject {
     this.dispose();
   }
 
-  /** Frees what this object owns; called once, by the protocol. */
+  /**
+   * Frees what this object owns; called once, by the protocol.
+   *
+   * @ignore
+   */
   protected abstract free(): void;
 
   /** A short name for messages: `NDArray(float32, [2], cpu(0))`, `Closure(f)`. */
@@ -262,7 +266,11 @@ export abstract class VMObject {
     return this.disposed ? `${this} <released>` : this.toString();
   }
 
-  /** The error for a use after free; kinds may name themselves better. */
+  /**
+   * The error for a use after free; kinds may name themselves better.
+   *
+   * @ignore
+   */
   protected usedAfterFree(): Error {
     return new ReferenceError(`${this} was used after its memory was released`);
   }

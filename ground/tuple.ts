@@ -71,7 +71,11 @@ export class Tuple extends VMObject {
     return out;
   }
 
-  /** Releases every field. */
+  /**
+   * Releases every field.
+   *
+   * @ignore
+   */
   protected free(): void {
     for (const v of this.fields) releaseValue(v);
   }

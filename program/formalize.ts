@@ -55,15 +55,30 @@ export function formalizeProgram(p: ProgramData): ProgramData {
     if (f.kind !== "vm") return f;
     // old register -> new register + 1 (0: not seen yet); a typed array, as this runs on every build.
     const renamed = new Int32Array(f.registerFileSize);
+    // new register -> old one, for error messages (FunctionInfo.builtRegisters).
+    const oldOf: number[] = [];
     let next = 0;
-    for (; next < f.numArgs; next++) renamed[next] = next + 1;
+    for (; next < f.numArgs; next++) {
+      renamed[next] = next + 1;
+      oldOf.push(next);
+    }
     const rename = (reg: number): number => {
       if (reg < 0) return reg;
-      if (renamed[reg] === 0) renamed[reg] = ++next;
+      if (renamed[reg] === 0) {
+        renamed[reg] = ++next;
+        oldOf.push(reg);
+      }
       return renamed[reg] - 1;
     };
     for (let i = f.start; i < f.end; i++) cursor.seek(i).renameRegisters(rename);
-    return { ...f, registerFileSize: next };
+    // The builder's numbers, when any moved (composed with an earlier formalize's map).
+    const earlier = f.builtRegisters;
+    const built = Int32Array.from(oldOf, (old) => earlier?.[old] ?? old);
+    const moved = built.some((old, now) => old !== now);
+    const { builtRegisters: _, ...rest } = f;
+    return moved
+      ? { ...rest, registerFileSize: next, builtRegisters: built }
+      : { ...rest, registerFileSize: next };
   });
   return { ...p, functions };
 }

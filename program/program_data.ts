@@ -36,6 +36,12 @@ export interface FunctionInfo {
   readonly registerFileSize: number;
   /** Parameter names, when given (VM functions). */
   readonly paramNames: readonly string[];
+  /**
+   * The register numbers the builder used, indexed by the formalized register (VM functions
+   * that formalize renumbered; absent otherwise, and in a loaded executable): so that a runtime
+   * error can quote the instruction as it was written too.
+   */
+  readonly builtRegisters?: Int32Array;
 }
 
 /** The code: where each instruction starts, and the words (program/bytecode.ts). */

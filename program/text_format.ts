@@ -68,6 +68,28 @@ function cursorText(p: ProgramData, c: InstructionCursor): string {
   }
 }
 
+/**
+ * Instruction `index` (global) as the builder wrote it, with the register numbers it used
+ * before formalize renumbered them (`FunctionInfo.builtRegisters`); `""` when they are the same
+ * or unknown (a loaded executable).
+ */
+export function builtInstructionText(p: ProgramData, index: number): string {
+  const f = p.functions.find((f) => f.kind === "vm" && f.start <= index && index < f.end);
+  const built = f?.builtRegisters;
+  if (built === undefined) return "";
+  const from = p.instrOffset[index];
+  const to = index + 1 < p.instrOffset.length ? p.instrOffset[index + 1] : p.instrData.length;
+  const copy: ProgramData = {
+    ...p,
+    instrOffset: new Uint32Array([0]),
+    instrData: p.instrData.slice(from, to),
+  };
+  const c = new InstructionCursor(copy).seek(0);
+  c.renameRegisters((r) => (r < 0 || r >= built.length ? r : built[r]));
+  const text = cursorText(copy, c);
+  return text === instructionText(p, index) ? "" : text;
+}
+
 /** Instruction `index` (global) as one line of `as_text()`, without indentation. */
 export function instructionText(p: ProgramData, index: number): string {
   return cursorText(p, new InstructionCursor(p).seek(index));

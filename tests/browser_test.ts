@@ -39,7 +39,7 @@ Deno.test({
       throw new Error(`RELAXVM_REQUIRE_BROWSER=1 but no Chromium was found: ${INSTALL_HINT}`);
     }
     const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "tests/browser/e2e.ts", "--chromium", chromium],
+      args: ["run", "--lock=deno.lock", "-A", "tests/browser/e2e.ts", "--chromium", chromium],
       cwd: new URL("../", import.meta.url), // where deno.json maps the imports
       stdout: "piped",
       stderr: "piped",

@@ -53,6 +53,7 @@ Deno.test("deno task bundle writes both files into the output folder", async () 
     const { code, stderr } = await new Deno.Command(Deno.execPath(), {
       args: [
         "run",
+        "--lock=deno.lock",
         "--allow-read",
         "--allow-write",
         "--allow-env",

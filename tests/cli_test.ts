@@ -117,6 +117,15 @@ Deno.test("cli: errors print one line and exit with code 1", async () => {
     assertFailure(await relaxvm("run", rvm, "nope"), 'No VM function named "nope"');
     assertFailure(await relaxvm("run", rvm, "add", "[1, 2]", "[1, 2, 3]"), "do not broadcast");
     assertFailure(await relaxvm("run", rvm, "add", "[1, 2"), "Cannot parse argument");
+    // A bare word is not taken as a string (a misspelt `true` would pass silently).
+    assertFailure(
+      await relaxvm("run", rvm, "add", "tru", "[1]"),
+      `write a string in double quotes (in a shell: '"tru"')`,
+    );
+    assertFailure(
+      await relaxvm("funcs", "nothing"),
+      'no registered packed function starts with "nothing" (names look like vm.op.add',
+    );
     assertFailure(await relaxvm("dump", `${dir}/missing.rvm`), "No such file");
     const empty = `${dir}/empty.ts`;
     await Deno.writeTextFile(empty, "export const other = 1;\n");

@@ -6,11 +6,16 @@
 
 import { assert, assertEquals } from "@std/assert";
 import { BUILTIN_TABLES } from "../builtins/install.ts";
-import { builtinsPage } from "../docs/generate.ts";
+import { builtinNamesModule, builtinsPage } from "../docs/generate.ts";
 
 Deno.test("docs/builtins.md is generated from the current metadata (run `deno task docs`)", async () => {
   const file = await Deno.readTextFile(new URL("../docs/builtins.md", import.meta.url));
   assertEquals(file, await builtinsPage(), "docs/builtins.md is stale: run `deno task docs`");
+});
+
+Deno.test("ground/builtin_names.ts is generated from the current metadata (run `deno task docs`)", async () => {
+  const file = await Deno.readTextFile(new URL("../ground/builtin_names.ts", import.meta.url));
+  assertEquals(file, await builtinNamesModule(), "builtin_names.ts is stale: run `deno task docs`");
 });
 
 Deno.test("every builtin carries metadata: signature, summary, devices, errors, TVM", () => {

@@ -112,6 +112,15 @@ Deno.test("inspect: closures show what they captured, KV caches their rows", asy
   const closure = await vm.invoke("make", "x") as Closure;
   assertEquals(show(closure), `Closure(add_captured, capturing [ "x" ])`);
   closure.dispose();
+  // A captured 2-D tensor too large for one line: its rows stay aligned, indented under the bracket.
+  using big = tensor(Array.from({ length: 1600 }, (_, i) => i), { shape: [40, 40] });
+  const withTensor = await vm.invoke("make", big) as Closure;
+  assertEquals(
+    show(withTensor),
+    ["Closure(add_captured, capturing [", ...show(big).split("\n").map((l) => `  ${l}`), "])"]
+      .join("\n"),
+  );
+  withTensor.dispose();
   using init = tensor([0, 0], { shape: [1, 2], dtype: "int32" });
   using row = tensor([7, 8], { shape: [1, 2], dtype: "int32" });
   const cache = await vm.invoke("cache", init, row) as AttentionKVCache;

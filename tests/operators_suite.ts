@@ -19,6 +19,7 @@ import { Tuple } from "../ground/tuple.ts";
 import { ExecBuilder } from "../builder/exec_builder.ts";
 import { VirtualMachine } from "../vm/virtual_machine.ts";
 import { getGlobalFunc } from "../ground/registry.ts";
+import type { TensorDType } from "../ground/dtype.ts";
 import { cpu } from "../devices/cpu_device.ts";
 import type { Device } from "../devices/device.ts";
 import { dtype } from "../ground/dtype.ts";
@@ -176,7 +177,7 @@ export function defineOperatorTests(
   };
   /** A tensor on the device under test holding `ref`. */
   const put = (dev: Device, ref: Ref, dt = "float32") =>
-    tensor(ref.data, { shape: ref.shape, dtype: dt, device: dev });
+    tensor(ref.data, { shape: ref.shape, dtype: dt as TensorDType, device: dev });
 
   test("every operator is registered and returns its output on the input device", async (dev) => {
     for (
@@ -694,7 +695,7 @@ export function defineOperatorTests(
 
   // ------------------------------------------------------------------ cast
 
-  const castCase = (name: string, pairs: [string, string, number[]][]) =>
+  const castCase = (name: string, pairs: [TensorDType, TensorDType, number[]][]) =>
     test(name, async (dev) => {
       for (const [from, to, values] of pairs) {
         using x = tensor(values, { dtype: from, device: dev });
@@ -757,7 +758,7 @@ export function defineOperatorTests(
       const ri: Ref = { shape: is, data: values };
       using x = put(dev, rx);
       for (const where of [dev, cpu()]) {
-        for (const dt of ["int32", "int64"]) {
+        for (const dt of ["int32", "int64"] as const) {
           using idx = tensor(values, { shape: is, dtype: dt, device: where });
           const got = await call("vm.op.take", x, idx, ...(axis === undefined ? [] : [axis]));
           assertResult(
@@ -810,7 +811,7 @@ export function defineOperatorTests(
     using x = put(dev, rx);
     for (const mode of ["clip", "wrap"]) {
       for (const where of [dev, cpu()]) {
-        for (const dt of ["int32", "int64"]) {
+        for (const dt of ["int32", "int64"] as const) {
           using idx = tensor(values, { dtype: dt, device: where });
           assertResult(
             await call("vm.op.take", x, idx, 0, mode),

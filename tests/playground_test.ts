@@ -15,9 +15,11 @@ import {
   assertStringIncludes,
   assertThrows,
 } from "@std/assert";
-import { cpu, Executable, type NDArray, ShapeTuple, tensor } from "../mod.ts";
+import { cpu, ExecBuilder, Executable, type NDArray, shape, ShapeTuple, tensor } from "../mod.ts";
 import {
+  argumentHint,
   evaluateProgram,
+  formatConsoleValue,
   formatResult,
   functionBody,
   parseArguments,
@@ -26,6 +28,7 @@ import {
 } from "../web/playground/program.ts";
 import { sample, SAMPLES } from "../web/playground/samples.ts";
 import { STRICT_CSP } from "../web/serve.ts";
+import { checked, decodeShared, encodeShared, SHARE_PREFIX } from "../web/playground/share.ts";
 
 Deno.test("each sample's editor text builds the same bytes as its compiled form", async () => {
   for (const s of SAMPLES) {
@@ -166,4 +169,53 @@ Deno.test("strict.html carries the strict policy the server sends", async () => 
   const meta = /http-equiv="Content-Security-Policy"\s+content="([^"]+)"/.exec(html);
   assertEquals(meta?.[1], STRICT_CSP);
   assertStringIncludes(html, 'data-csp="strict"');
+});
+
+Deno.test("share: a program survives the link, unicode and all; other fragments are no link", async () => {
+  const program = {
+    source: "// π ≈ 3.14159 — ünïcödé\nconst ib = new ExecBuilder();\n",
+    args: "[[1, 2]]",
+    fn: "main",
+  };
+  const hash = await encodeShared(program);
+  assert(hash.startsWith(SHARE_PREFIX));
+  assert(/^#p1=[A-Za-z0-9_-]+$/.test(hash), hash); // URL-safe, no padding
+  assertEquals(await decodeShared(hash), program);
+  assertEquals(await decodeShared(""), null);
+  assertEquals(await decodeShared("#section-2"), null);
+  await assertRejects(() => decodeShared(hash.slice(0, 12)), SyntaxError, "damaged");
+  assertThrows(() => checked({ source: 1, args: "", fn: "" }), TypeError);
+  // Long programs compress: the samples' text is repetitive.
+  const long = { source: SAMPLES.map((s) => s.source).join("\n"), args: "[]", fn: "main" };
+  assert((await encodeShared(long)).length < long.source.length);
+});
+
+Deno.test("argumentHint names a function's inputs, by name when the program gave them", () => {
+  const ib = new ExecBuilder();
+  ib.function("named", { num_inputs: 2, param_names: ["x", "w"] }, () => ib.emit_ret(ib.r(0)));
+  ib.function("bare", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));
+  ib.function("none", { num_inputs: 0 }, () => {
+    ib.emit_call("vm.builtin.null_value", [], { dst: ib.r(0) });
+    ib.emit_ret(ib.r(0));
+  });
+  const ex = ib.get();
+  assertEquals(
+    argumentHint(ex, "named"),
+    "@named takes 2 arguments (x, w): write [x, w] as JSON, a nested array for a tensor",
+  );
+  assertEquals(
+    argumentHint(ex, "bare"),
+    "@bare takes 1 argument (%0): write [%0] as JSON, a nested array for a tensor",
+  );
+  assertEquals(argumentHint(ex, "none"), "@none takes no arguments: []");
+  assertEquals(argumentHint(ex, "missing"), "");
+});
+
+Deno.test("formatConsoleValue prints values as the REPL does", () => {
+  using t = tensor([[1, 2], [3, 4]], { dtype: "int32" });
+  assertEquals(formatConsoleValue("text"), "text");
+  assertEquals(formatConsoleValue(t), "NDArray(int32, [2, 2], cpu(0)) [[1, 2], [3, 4]]");
+  assertEquals(formatConsoleValue(["a", 1, 2n, null]), '["a", 1, 2n, null]');
+  assertEquals(formatConsoleValue({ n: 3, s: shape(2, 3) }), "{ n: 3, s: ShapeTuple(2, 3) }");
+  assertEquals(formatConsoleValue(new RangeError("no")), "RangeError: no");
 });

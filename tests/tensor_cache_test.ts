@@ -134,7 +134,7 @@ Deno.test("TVM test_save_load: every dtype round-trips exactly, raw and f32-to-b
       "bfloat16",
       "float32",
       "float64",
-    ];
+    ] as const;
     for (const encodeFormat of ["raw", "f32-to-bf16"] as const) {
       for (const dtype of dtypes) {
         using arr = tensor(Array.from({ length: 16 }, (_, i) => i), { dtype });

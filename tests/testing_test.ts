@@ -61,6 +61,8 @@ Deno.test("assertNoLeaks: fails on a packed function that breaks the ownership r
         using _y = await vm.invoke("leaky", x) as NDArray;
       }),
     LeakError,
+    // The result was disposed, so the message must also point at the packed function's fix.
+    "make results with `NDArray.empty(shape, dtype, device)`",
   );
 });
 

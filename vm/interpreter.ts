@@ -52,7 +52,13 @@ import { NDArray } from "../devices/ndarray.ts";
 import { VMError } from "../ground/errors.ts";
 import { disownValue, releaseIfUnowned, releaseValue, VMObject } from "../ground/object.ts";
 import type { ProgramData } from "../program/program_data.ts";
-import { DecodedOp, type Instr, instrText, type LoadedFunction } from "./loaded_function.ts";
+import {
+  builtInstrText,
+  DecodedOp,
+  type Instr,
+  instrText,
+  type LoadedFunction,
+} from "./loaded_function.ts";
 import { releaseAllRegisters, releaseRegisters, storeFresh, storeResult } from "./registers.ts";
 import { compile, type CompiledHelpers, type CompiledRun, PARK } from "./compiled_mode.ts";
 import { type DispatchHelpers, specialize } from "./specialized_dispatch.ts";
@@ -539,6 +545,7 @@ export class Interpreter {
         functionName: frame.fn.info.name,
         pc: frame.pc,
         instruction: ins === undefined ? "" : instrText(this.#ex, ins),
+        builtInstruction: ins === undefined ? "" : builtInstrText(this.#ex, ins),
         packedFunc: ins?.fnName ?? "",
       },
       reason,

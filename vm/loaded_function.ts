@@ -31,7 +31,7 @@ import {
 import { InstructionCursor } from "../program/decoder.ts";
 import type { Releases } from "../program/liveness.ts";
 import type { FunctionInfo, ProgramData } from "../program/program_data.ts";
-import { instructionText } from "../program/text_format.ts";
+import { builtInstructionText, instructionText } from "../program/text_format.ts";
 
 /**
  * Opcodes of decoded instructions: `Call` is split by argument count so the
@@ -308,4 +308,9 @@ export function loadFunction(
 /** The text of a decoded instruction, for error messages. */
 export function instrText(ex: ProgramData, ins: Instr): string {
   return instructionText(ex, ins.index).trimEnd();
+}
+
+/** The instruction as the builder wrote it, when formalize renumbered its registers; else `""`. */
+export function builtInstrText(ex: ProgramData, ins: Instr): string {
+  return builtInstructionText(ex, ins.index).trimEnd();
 }

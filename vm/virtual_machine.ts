@@ -993,7 +993,8 @@ export class VirtualMachine {
           const t0 = performance.now();
           for (let n = 0; n < number; n++) {
             const out = await this.#interp.invoke(this.#limits, index, args);
-            releaseValue(out);
+            // A function may return one of its arguments, which the caller still owns.
+            if (!args.includes(out)) releaseValue(out);
             this.#flush();
           }
           await Promise.all(this.devices.map((d) => d.synchronize()));

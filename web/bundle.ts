@@ -8,15 +8,20 @@
  * library has only relative imports, so no resolver plugin is needed; the
  * one plugin here keeps the playground from bundling a second copy of the
  * library (a second copy would have its own packed-function registry).
+ * The playground's editor, CodeMirror, comes from npm: web/browser.deno.json
+ * names it (pinned by web/browser.deno.lock) with `nodeModulesDir: "auto"`,
+ * so `deno install` lays it out in web/node_modules, where esbuild's own
+ * resolution finds it.
  *
  * Usage: `deno task bundle [--outdir <dir>]` (default `dist/`). The output is
- * not minified: readable in a browser's debugger, and small enough (about
- * 80 KB gzipped); minify it with your own bundler if you embed it.
+ * not minified: readable in a browser's debugger (README.md gives its size);
+ * minify it with your own bundler if you embed it.
  *
  * @module
  */
 
-import * as esbuild from "esbuild";
+// deno-lint-ignore no-import-prefix -- a peer: kept out of deno.json, see tests/std/assert.ts
+import * as esbuild from "npm:esbuild@0.28.2";
 
 /** The repository root. */
 const ROOT = new URL("../", import.meta.url);
@@ -120,10 +125,32 @@ async function buildOne(
 }
 
 /**
+ * Puts the playground's npm packages (CodeMirror) into web/node_modules, exactly the versions
+ * of web/browser.deno.lock (`--frozen`: a lock out of date is an error, not an update).
+ */
+async function installEditorPackages(): Promise<void> {
+  const { code, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["install", "--frozen", "--config", "web/browser.deno.json"],
+    cwd: ROOT,
+    env: { NO_COLOR: "1" },
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  if (code !== 0) {
+    throw new Error(
+      `Cannot install the playground's editor packages (deno install --config web/browser.deno.json):\n${
+        new TextDecoder().decode(stderr)
+      }`,
+    );
+  }
+}
+
+/**
  * Builds both files in memory. Stops esbuild's service process afterwards,
  * so a script that calls this can exit.
  */
 export async function buildBundles(): Promise<Bundles> {
+  await installEditorPackages();
   try {
     const [library, playground] = await Promise.all([
       buildOne("relaxvm.js, the relaxvm library for browsers", LIBRARY_ENTRY, [], []),

@@ -21,13 +21,17 @@
 
 import { buildBundles, type Bundles } from "./bundle.ts";
 
-/** The playground's policy: same-origin scripts only, and eval (the editor runs typed code). */
+/**
+ * The playground's policy: same-origin scripts only, and eval (the editor runs typed code).
+ * Styles may be inline and images `data:` URLs: the editor (CodeMirror) writes its theme into
+ * `<style>` elements and draws its error marks with SVG `data:` images.
+ */
 export const PLAYGROUND_CSP =
-  "default-src 'self'; script-src 'self' 'unsafe-eval'; object-src 'none'; base-uri 'none'";
+  "default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; base-uri 'none'";
 
 /** strict.html's policy (also in its meta element): same-origin scripts only, no eval. */
 export const STRICT_CSP =
-  "default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'";
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; base-uri 'none'";
 
 const WEB = new URL("./", import.meta.url);
 

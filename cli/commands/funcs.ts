@@ -11,6 +11,7 @@ import { describeGlobalFunc, type FuncMeta, listGlobalFuncNames } from "../../mo
 import { formatDevices, formatDTypes } from "../../builtins/catalogue.ts";
 import { printable } from "../../ground/printable.ts";
 import type { CommandSpec } from "../arguments.ts";
+import { UsageError } from "../failure.ts";
 import { importModule } from "../executable_file.ts";
 
 /** Lines of `text` no wider than `width`, each starting with `indent`. */
@@ -68,6 +69,13 @@ export const funcsCommand: CommandSpec = {
     for (const module of args.values("preload")) await importModule(module);
     const prefix = args.argument("prefix") ?? "";
     const names = listGlobalFuncNames().filter((n) => n.startsWith(prefix)).sort();
+    if (names.length === 0) {
+      throw new UsageError(
+        `no registered packed function starts with ${JSON.stringify(prefix)}${
+          prefix.includes(".") ? "" : " (names look like vm.op.add: try vm.op. or vm.builtin.)"
+        }`,
+      );
+    }
     if (!args.flag("long")) {
       for (const name of names) console.log(printable(name));
       return;

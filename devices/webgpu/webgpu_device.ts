@@ -166,7 +166,11 @@ export class WebGPUDevice extends Device {
     return this.#batch.pending;
   }
 
-  /** A zero-filled `GPUBuffer` usable as storage and as a copy source and target. */
+  /**
+   * A zero-filled `GPUBuffer` usable as storage and as a copy source and target.
+   *
+   * @ignore
+   */
   createBlock(nbytes: number): GPUBuffer {
     this.#batch.openScope();
     // At least 16 bytes: a `vec4` kernel needs that much bound, and wgpu may hold a later
@@ -182,6 +186,8 @@ export class WebGPUDevice extends Device {
    * Destroys a block. A naive allocator destroys an intermediate result as
    * soon as its last reader is *recorded*, long before that reader runs; the
    * batch therefore delays `destroy()` until the recorded work is submitted.
+   *
+   * @ignore
    */
   destroyBlock(block: unknown): void {
     const buffer = block as GPUBuffer;
@@ -198,6 +204,8 @@ export class WebGPUDevice extends Device {
    * the old contents or write the same bytes. With nothing pending,
    * `queue.writeBuffer` is in order already and avoids the staging buffer.
    * Unaligned ranges use the byte-copy kernel (copies need 4-byte alignment).
+   *
+   * @ignore
    */
   writeBlock(block: unknown, byteOffset: number, bytes: Uint8Array): void {
     const dst = block as GPUBuffer;
@@ -226,6 +234,8 @@ export class WebGPUDevice extends Device {
    * Reads bytes back: records a copy into a mappable staging buffer, submits
    * everything recorded so far, reports any error WebGPU raised for the
    * batch, then waits for the mapping. This is the only place that waits.
+   *
+   * @ignore
    */
   async readBlock(block: unknown, byteOffset: number, nbytes: number): Promise<Uint8Array> {
     this.#assertAlive();
@@ -262,7 +272,11 @@ export class WebGPUDevice extends Device {
     return bytes;
   }
 
-  /** Copies between blocks, recorded in order with the kernels. */
+  /**
+   * Copies between blocks, recorded in order with the kernels.
+   *
+   * @ignore
+   */
   copyBlock(
     src: unknown,
     srcOffset: number,

@@ -1,9 +1,11 @@
 /**
  * The playground in real headless Chromium: bundles the library and the page
  * (web/bundle.ts), serves them on 127.0.0.1 (web/serve.ts), drives the page
- * with playwright-core, and checks what a user would see: a typed program's
- * dumps, its results on the CPU and on WebGPU, timing and memory figures,
- * saving and dropping `.rvm` files, and the same page under a strict
+ * with playwright-core, and checks what a user would see: a program typed in
+ * the editor (CodeMirror), its dumps, its results on the CPU and on WebGPU,
+ * timing and memory figures, the console pane, errors at their line, the
+ * program kept across reloads and in shareable links, saving and dropping
+ * `.rvm` files with argument hints, and the same page under a strict
  * Content-Security-Policy, where the VM runs its generic dispatch loop.
  *
  * Expected results come from the library itself, run here in Deno on the CPU.
@@ -16,12 +18,14 @@
  * @module
  */
 
-import { type Browser, chromium, type Page } from "playwright-core";
+// deno-lint-ignore no-import-prefix -- a peer: kept out of deno.json, see tests/std/assert.ts
+import { type Browser, chromium, type Page } from "npm:playwright-core@1.65.1";
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { buildBundles } from "../../web/bundle.ts";
 import { PLAYGROUND_CSP, servePlayground, STRICT_CSP } from "../../web/serve.ts";
 import { SAMPLES } from "../../web/playground/samples.ts";
 import {
+  argumentHint,
   evaluateProgram,
   parseArguments,
   type ResultJSON,
@@ -36,6 +40,7 @@ declare const document: { body: { dataset: Record<string, string | undefined> } 
 declare class DataTransfer {
   readonly items: { add(file: File): void };
 }
+declare const relaxvmPlayground: { getSource(): string; setSource(text: string): void };
 
 /** Longest wait for one page action (a first WebGPU run compiles its shaders). */
 const ACTION_TIMEOUT_MS = 20_000;
@@ -218,6 +223,39 @@ async function text(page: Page, selector: string): Promise<string> {
   return (await page.textContent(selector)) ?? "";
 }
 
+/** Replaces the editor's text (as a paste would; typing is checked once, by keys). */
+async function setSource(page: Page, source: string): Promise<void> {
+  await page.evaluate((t) => relaxvmPlayground.setSource(t), source);
+}
+
+async function getSource(page: Page): Promise<string> {
+  return await page.evaluate(() => relaxvmPlayground.getSource());
+}
+
+/** The error an action reports, or an Error saying it succeeded. */
+async function failing(page: Page, what: () => Promise<unknown>): Promise<Error> {
+  return await act(page, what).then(() => new Error("the action succeeded"), (e: Error) => e);
+}
+
+/** A program that prints while it builds and while it runs. */
+const PRINTS = `const ib = new ExecBuilder();
+console.log("building", tensor([1, 2]), { n: 3 });
+console.warn("a warning");
+ib.function("show", { num_inputs: 1 }, () => {
+  ib.emit_call("vm.builtin.print", [ib.r(0)], { dst: ib.void_arg() });
+  ib.emit_ret(ib.r(0));
+});
+`;
+
+/** The program the persistence check keeps. */
+const KEPT = `// kept across reloads
+const ib = new ExecBuilder();
+ib.function("kept", { num_inputs: 1, param_names: ["x"] }, () => {
+  ib.emit_call("vm.op.negative", [ib.r(0)], { dst: ib.r(1) });
+  ib.emit_ret(ib.r(1));
+});
+`;
+
 /**
  * Operator, number of tensor inputs, then the arguments after them: a shape, an imm, a
  * dtype, or a tensor constant.
@@ -382,14 +420,33 @@ const checks: [string, () => Promise<void>][] = [
     index = await open(browser!, base);
     assertEquals(index.csp, PLAYGROUND_CSP);
     assertEquals(await text(index.page, "#text"), SAMPLES[0].build().as_text());
-    assertEquals(await index.page.getAttribute("#editor", "readonly"), null);
+    assertEquals(await index.page.getAttribute("#editor .cm-content", "contenteditable"), "true");
   }],
+
+  [
+    "the editor is CodeMirror: it numbers lines, takes typed keys, and Ctrl+Enter builds",
+    async () => {
+      const { page } = index!;
+      assert(await page.isVisible("#editor .cm-editor .cm-lineNumbers"), "no line numbers");
+      await page.click("#editor .cm-content");
+      await page.keyboard.press("Control+A");
+      await page.keyboard.press("Delete");
+      // One line: typed by keys, with the editor closing brackets and quotes as it goes.
+      const line =
+        'const ib = new ExecBuilder(); ib.function("typed_keys", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));';
+      await page.keyboard.type(line);
+      await page.keyboard.press("Escape"); // closes a completion list, if one is open
+      assertEquals(await getSource(page), line);
+      await act(page, () => page.keyboard.press("Control+Enter"));
+      assertEquals(await text(page, "#text"), (await evaluateProgram(line)).as_text());
+    },
+  ],
 
   [
     "a program typed in the editor builds; as_text, as_typescript and stats are the library's",
     async () => {
       const { page } = index!;
-      await page.fill("#editor", TYPED);
+      await setSource(page, TYPED);
       await act(page, () => page.click("#build"));
       const ex = await evaluateProgram(TYPED);
       assertEquals(await text(page, "#text"), ex.as_text());
@@ -434,8 +491,8 @@ const checks: [string, () => Promise<void>][] = [
   ["as_typescript() pasted into the editor rebuilds the same program (Ctrl+Enter)", async () => {
     const { page } = index!;
     const before = await text(page, "#text");
-    await page.fill("#editor", await text(page, "#typescript"));
-    await act(page, () => page.press("#editor", "Control+Enter")); // builds, as the button does
+    await setSource(page, await text(page, "#typescript"));
+    await act(page, () => page.press("#editor .cm-content", "Control+Enter")); // as Build does
     assertEquals(await text(page, "#text"), before);
   }],
 
@@ -443,7 +500,7 @@ const checks: [string, () => Promise<void>][] = [
     const { page } = index!;
     for (const s of SAMPLES) {
       await act(page, () => page.selectOption("#sample", s.name)); // builds the editor's text
-      assertEquals(await page.inputValue("#editor"), s.source);
+      assertEquals(await getSource(page), s.source);
       assertEquals(await text(page, "#text"), s.build().as_text(), s.name);
       await runBoth(page, s.build(), s.function, s.args, `sample ${s.name}`);
     }
@@ -454,20 +511,28 @@ const checks: [string, () => Promise<void>][] = [
     assertStringIncludes(await drop(page, "design_doc.rvm", designDoc), "Loaded design_doc.rvm");
     const ex = Executable.load(designDoc);
     assertEquals(await text(page, "#text"), ex.as_text());
+    // What the selected function takes is spelled out under the arguments.
+    const hint = await text(page, "#arg-hint");
+    assertEquals(hint, argumentHint(ex, await page.inputValue("#function")));
+    assertStringIncludes(hint, "takes 2 arguments");
+    await page.selectOption("#function", "func0");
+    assertEquals(await text(page, "#arg-hint"), argumentHint(ex, "func0"));
     await runBoth(page, ex, "func0", "[[1, 2], [10, 20]]", "design_doc.rvm");
   }],
 
   ["errors show in the status: the editor's code with its line, a failing run", async () => {
     const { page } = index!;
-    await page.fill("#editor", "const ib = new ExecBuilder();\n\nib.emit_ret(ib.r(0));\n");
-    const error = await act(page, () => page.click("#build")).then(
-      () => new Error("the build succeeded"),
-      (e: Error) => e,
-    );
+    await setSource(page, "const ib = new ExecBuilder();\n\nib.emit_ret(ib.r(0));\n");
+    const error = await failing(page, () => page.click("#build"));
     assertStringIncludes(error.message, "no function is open");
     assertStringIncludes(error.message, "(line 3)");
+    assertEquals(await page.getAttribute("#status", "data-line"), "3");
+    // The editor marks the line: a gutter marker and the line's text underlined.
+    await page.waitForSelector("#editor .cm-lint-marker-error");
+    assertEquals(await text(page, "#editor .cm-lintRange-error"), "ib.emit_ret(ib.r(0));");
 
-    // A failing run (the dropped file is still loaded) shows the VMError and no stale result.
+    // A failing run of a loaded file shows the VMError and no stale result.
+    await drop(page, "design_doc.rvm", designDoc);
     await page.fill("#args", "[]");
     const runError = await act(page, () => page.click("#run")).then(
       () => new Error("the run succeeded"),
@@ -476,6 +541,96 @@ const checks: [string, () => Promise<void>][] = [
     assertStringIncludes(runError.message, "VMError: ");
     assertStringIncludes(runError.message, "2 arguments");
     assertEquals(await text(page, "#result"), "");
+  }],
+
+  ["a syntax error is marked at its line, and a failed build clears the last listing", async () => {
+    const { page } = index!;
+    await setSource(page, TYPED);
+    await act(page, () => page.click("#build"));
+    assert((await text(page, "#text")).includes("@scale_tanh_t"));
+    await setSource(
+      page,
+      'const ib = new ExecBuilder();\nib.function("f", 1, () => {\n  ib.emit_ret(ib.r(0);\n});\n',
+    );
+    const error = await failing(page, () => page.click("#build"));
+    assertStringIncludes(error.message, "SyntaxError");
+    assertStringIncludes(error.message, "(line 3)");
+    assertEquals(await page.getAttribute("#status", "data-line"), "3");
+    await page.waitForSelector("#editor .cm-lint-marker-error");
+    // Nothing of the previous program is left to mistake for this one's.
+    for (const pane of ["#text", "#typescript", "#stats", "#result", "#arg-hint"]) {
+      assertEquals(await text(page, pane), "", pane);
+    }
+    assertEquals(await page.$$eval("#function option", (o) => o.length), 0);
+    assertEquals(await page.getAttribute("#save", "aria-disabled"), "");
+    const run = await failing(page, () => page.click("#run"));
+    assertStringIncludes(run.message, "Build a program or load a .rvm file first");
+  }],
+
+  [
+    "console.log while building, and vm.builtin.print while running, show in the console pane",
+    async () => {
+      const { page } = index!;
+      await setSource(page, PRINTS);
+      await act(page, () => page.click("#build"));
+      assertEquals(
+        await text(page, "#console"),
+        "building NDArray(float32, [2], cpu(0)) [1, 2] { n: 3 }\na warning\n",
+      );
+      assertEquals(await page.$$eval("#console .warn", (w) => w.length), 1);
+      await page.fill("#args", "[[[7, 8], [9, 10]]]");
+      await page.selectOption("#device", "cpu");
+      await act(page, () => page.click("#run")); // returns its argument: the page must not free it
+      assertStringIncludes(await text(page, "#console"), "[[7, 8], [9, 10]]");
+      // A new build starts a new console.
+      await setSource(page, TYPED);
+      await act(page, () => page.click("#build"));
+      assertEquals(await text(page, "#console"), "");
+    },
+  ],
+
+  ["the program is kept: reopening the page and a shared link open it again", async () => {
+    const { page } = index!;
+    await setSource(page, KEPT);
+    await page.fill("#args", "[[1, -2]]");
+    await act(page, () => page.click("#build"));
+    const link = page.url();
+    assertStringIncludes(link, "#p1=");
+    assertEquals(await page.getAttribute("#share", "href"), link);
+    const want = (await evaluateProgram(KEPT)).as_text();
+    assertEquals(await text(page, "#arg-hint"), argumentHint(await evaluateProgram(KEPT), "kept"));
+
+    // Edits are kept as one types, built or not: the page opened without a link has them.
+    const edited = KEPT + "// edited, not built\n";
+    await setSource(page, edited);
+    await page.waitForTimeout(600); // the page saves 300 ms after the last change
+    await page.goto(base); // the address without the link
+    await page.waitForFunction(() => Number(document.body.dataset.actions) >= 1);
+    assertEquals(await getSource(page), edited);
+    assertEquals(await page.inputValue("#args"), "[[1, -2]]");
+    assertStringIncludes(await text(page, "#status"), "(the program from local storage)");
+
+    // The link opens the built program anywhere: another profile (context) has no storage.
+    const elsewhere = await browser!.newContext();
+    try {
+      const shared = await elsewhere.newPage();
+      await shared.goto(link);
+      await shared.waitForFunction(() => Number(document.body.dataset.actions) >= 1);
+      assertEquals(await getSource(shared), KEPT);
+      assertEquals(await text(shared, "#text"), want);
+      assertEquals(await shared.inputValue("#function"), "kept");
+      assertStringIncludes(await text(shared, "#status"), "(the program from the link)");
+      await act(shared, () => shared.click("#run"));
+      assertEquals(await result(shared), {
+        tensor: { dtype: "float32", shape: [2], device: "cpu(0)", values: [-1, 2] },
+      });
+    } finally {
+      await elsewhere.close();
+    }
+    await page.goto(link); // only the fragment changes: the same document, so reload it
+    await page.reload();
+    await page.waitForFunction(() => Number(document.body.dataset.actions) >= 1);
+    assertEquals(await getSource(page), KEPT, "the link wins over local storage");
   }],
 
   [
@@ -497,7 +652,10 @@ const checks: [string, () => Promise<void>][] = [
     strict = await open(browser!, new URL("strict.html", base).href);
     assertEquals(strict.csp, STRICT_CSP);
     assert(!STRICT_CSP.includes("unsafe-eval"));
-    assert((await strict.page.getAttribute("#editor", "readonly")) !== null);
+    assertEquals(
+      await strict.page.getAttribute("#editor .cm-content", "contenteditable"),
+      "false",
+    );
     assertStringIncludes(await text(strict.page, "#mode"), "Strict Content-Security-Policy");
   }],
 

@@ -367,7 +367,15 @@ export async function bombFamily(rand: Random, cases: number): Promise<FamilyRep
         if (e instanceof VMError) report.rejected++;
         else other("construct", e);
       }
-      const ms = performance.now() - t1;
+      let ms = performance.now() - t1;
+      if (vm !== undefined && ms > constructionBudgetMs(ex.instructionCount)) {
+        // A garbage-collection pause of the whole test process can land in one construction
+        // (seen under `deno task test`: a case that takes 3 ms alone took 200-460 ms there);
+        // a construction that is really slow is slow again, so time a second one.
+        const t2 = performance.now();
+        new VirtualMachine(ex, cpu(), { ...form, ...bomb.options }).dispose();
+        ms = Math.min(ms, performance.now() - t2);
+      }
       if (ms > constructionBudgetMs(ex.instructionCount)) {
         recordBug(report, "overBudget", `${where}: ${ms.toFixed(0)} ms for ${ex.instructionCount}`);
       }

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { cpu, dtype, shape, tensor } from "../../mod.ts";
+import { cpu, DataType, shape, tensor } from "../../mod.ts";
 import type { TensorDType } from "../../mod.ts";
 import { Closure } from "../../ground/closure.ts";
 import { Tuple } from "../../ground/tuple.ts";
@@ -267,7 +267,7 @@ function recipeOf(rand: Random, kind: Kind, scope: MemoryScope, state: CallState
       return () => {
         if (asString) return d;
         try {
-          return dtype(d);
+          return DataType.parse(d); // the fuzzer feeds invalid spellings on purpose
         } catch {
           return d;
         }

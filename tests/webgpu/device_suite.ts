@@ -230,3 +230,20 @@ gpuTest("a lost device leaves the device list; findDevice finds its replacement"
   assertStrictEquals(findDevice(DLDeviceType.WebGPU, 7), fresh);
   fresh.gpu.destroy();
 });
+
+gpuTest(
+  "dataSync() on a GPU tensor says to await data(), and the tensor stays usable",
+  async (gpu) => {
+    using t = tensor([1, 2], { device: gpu });
+    let message = "";
+    try {
+      t.dataSync();
+    } catch (e) {
+      assertInstanceOf(e, TypeError);
+      message = (e as TypeError).message;
+    }
+    assert(message.includes("use `await t.data()`"), message);
+    assert(message.includes("webgpu(0)"), message);
+    assertEquals(await t.data(), new Float32Array([1, 2]));
+  },
+);

@@ -266,7 +266,7 @@ gpuTest("transpose moves 8-bit and 64-bit elements", async (gpu) => {
   for (let k = 0; k < 5; k++) {
     for (let i = 0; i < 2; i++) for (let j = 0; j < 3; j++) want.push(src[i * 15 + j * 5 + k]);
   }
-  for (const dt of ["uint8", "int8", "int16", "float64", "bool"]) {
+  for (const dt of ["uint8", "int8", "int16", "float64", "bool"] as const) {
     const vals = dt === "bool" ? src.map((v) => v % 2) : src;
     using t = tensor(vals, { shape: dims, dtype: dt, device: gpu });
     const expect = dt === "bool" ? want.map((v) => v % 2) : want;

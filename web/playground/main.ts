@@ -11,11 +11,20 @@
  * specialized loops (`new Function` throws) and runs its generic dispatch
  * loop; the page counts the CSP violations that attempt reports.
  *
+ * The editor is CodeMirror 6 (editor.ts). What the editor's code prints with
+ * `console.log` (and what `vm.builtin.print` prints during a run) shows in the
+ * console pane; an error in the code is marked at its line. The program (text,
+ * arguments, function) is kept in local storage as one types, and in the URL's
+ * fragment after each build (share.ts), so reloading keeps it and the URL is a
+ * link to it.
+ *
  * State the browser test reads: `document.body.dataset.actions` counts
  * finished actions, `dataset.busy` is "1" while one runs; `#status` has
- * `data-state` "ok" or "error"; `#result` has the results as JSON in
- * `data-json` (see program.ts's `ResultJSON`); `body.dataset.cspViolations`
- * lists the violations seen, as JSON.
+ * `data-state` "ok" or "error" and, for an error in the editor's code,
+ * `data-line`; `#result` has the results as JSON in `data-json` (see
+ * program.ts's `ResultJSON`); `body.dataset.cspViolations` lists the
+ * violations seen, as JSON. `globalThis.relaxvmPlayground` has `getSource()`
+ * and `setSource(text)`, for tests and for pasting programs from scripts.
  *
  * @module
  */
@@ -31,8 +40,18 @@ import {
   type VirtualMachineOptions,
   webgpu,
 } from "../../mod.ts";
-import { evaluateProgram, formatResult, parseArguments, resultJSON } from "./program.ts";
+import {
+  argumentHint,
+  evaluateProgram,
+  formatConsoleValue,
+  formatResult,
+  parseArguments,
+  resultJSON,
+  sourceLine,
+} from "./program.ts";
 import { type Sample, sample, SAMPLES } from "./samples.ts";
+import { createEditor } from "./editor.ts";
+import { checked, decodeShared, encodeShared, type SharedProgram } from "./share.ts";
 
 /** Whether this page's CSP forbids eval (strict.html says so on its root element). */
 const STRICT = document.documentElement.dataset.csp === "strict";
@@ -73,14 +92,15 @@ const ui = {
   ),
   build: el("button", { id: "build", type: "button", text: "Build" }),
   save: el("a", { id: "save", download: "program.rvm", text: "Save .rvm", "aria-disabled": true }),
-  editor: el("textarea", {
-    id: "editor",
-    spellcheck: false,
-    rows: 18,
-    wrap: "off",
-    "aria-label": "ExecBuilder program (JavaScript)",
-    readonly: STRICT,
+  share: el("a", {
+    id: "share",
+    href: "#",
+    text: "Link to this program",
+    title: "the page's URL holds the program after each build: copy it to share",
   }),
+  editor: el("div", { id: "editor" }),
+  console: el("pre", { id: "console", "aria-label": "console output" }),
+  hint: el("p", { id: "arg-hint" }),
   file: el("input", { id: "file", type: "file", accept: ".rvm" }),
   drop: el("div", { id: "drop" }),
   fn: el("select", { id: "function", "aria-label": "function" }),
@@ -144,9 +164,18 @@ document.body.append(
     {},
     section(
       "Program",
-      el("div", { class: "toolbar" }, el("label", {}, "Sample ", ui.sample), ui.build, ui.save),
+      el(
+        "div",
+        { class: "toolbar" },
+        el("label", {}, "Sample ", ui.sample),
+        ui.build,
+        ui.save,
+        ...(STRICT ? [] : [ui.share]),
+      ),
       ui.editor,
       ui.drop,
+      el("h3", { text: "Console" }),
+      ui.console,
     ),
     section(
       "Run",
@@ -161,6 +190,7 @@ document.body.append(
         ui.run,
       ),
       el("label", { class: "wide" }, "Arguments (JSON array) ", ui.args),
+      ui.hint,
       el("h3", { text: "Result" }),
       ui.result,
       el("h3", { text: "Timing" }),
@@ -177,6 +207,19 @@ document.body.append(
   ),
   el("footer", {}, ui.status),
 );
+
+const editor = createEditor({
+  parent: ui.editor,
+  text: "",
+  readOnly: STRICT,
+  onChange: () => saveLater(),
+  onBuild: () => void action(build),
+});
+
+(globalThis as Record<string, unknown>).relaxvmPlayground = {
+  getSource: () => editor.getSource(),
+  setSource: (text: string) => editor.setSource(text),
+};
 
 // ---- State -------------------------------------------------------------------
 
@@ -210,6 +253,7 @@ function setStatus(state: "ok" | "error", message: string): void {
 async function action(what: () => Promise<string>): Promise<void> {
   document.body.dataset.busy = "1";
   ui.build.disabled = ui.run.disabled = true;
+  delete ui.status.dataset.line;
   try {
     setStatus("ok", await what());
   } catch (e) {
@@ -237,6 +281,115 @@ function clearOutputs(): void {
   delete ui.memory.dataset.json;
 }
 
+// ---- The console pane, error lines, persistence ----------------------------------
+
+const LEVELS = ["log", "info", "warn", "error", "debug"] as const;
+/** Lines the console pane keeps (the oldest go first). */
+const CONSOLE_LINES = 1000;
+
+function appendConsole(level: string, args: unknown[]): void {
+  const line = el("span", { class: level, text: args.map((a) => formatConsoleValue(a)).join(" ") });
+  ui.console.append(line, "\n");
+  while (ui.console.childNodes.length > 2 * CONSOLE_LINES) ui.console.firstChild?.remove();
+  ui.console.scrollTop = ui.console.scrollHeight;
+}
+
+/** Runs `fn` with `console.*` also writing to the console pane. */
+async function captureConsole<T>(fn: () => Promise<T>): Promise<T> {
+  const saved = LEVELS.map((level) => console[level]);
+  LEVELS.forEach((level, i) => {
+    console[level] = (...args: unknown[]) => {
+      appendConsole(level, args);
+      saved[i].apply(console, args);
+    };
+  });
+  try {
+    return await fn();
+  } finally {
+    LEVELS.forEach((level, i) => console[level] = saved[i]);
+  }
+}
+
+/**
+ * Marks the line of the editor's code where `e` came from: from the stack for an error the
+ * code threw (program.ts adds "(line n)" to the message), from the editor's parser for a
+ * syntax error (V8 gives no line for code compiled with `new Function`).
+ */
+function markErrorLine(e: unknown): void {
+  if (!(e instanceof Error)) return;
+  let line = sourceLine(e);
+  if (line === null && e instanceof SyntaxError) {
+    line = editor.syntaxErrorLine();
+    if (line !== null) e.message += ` (line ${line})`;
+  }
+  if (line === null) return;
+  editor.showError(line, `${e.name}: ${e.message}`);
+  ui.status.dataset.line = String(line);
+}
+
+const STORAGE_KEY = "relaxvm.playground.v1";
+
+function currentProgram(): SharedProgram {
+  return { source: editor.getSource(), args: ui.args.value, fn: ui.fn.value };
+}
+
+let saveTimer: ReturnType<typeof setTimeout> | undefined;
+
+/** Keeps the program in local storage a moment after the last keystroke. */
+function saveLater(): void {
+  clearTimeout(saveTimer);
+  saveTimer = setTimeout(saveNow, 300);
+}
+
+function saveNow(): void {
+  clearTimeout(saveTimer);
+  if (STRICT) return; // this page runs its compiled-in samples only
+  try {
+    localStorage.setItem(STORAGE_KEY, JSON.stringify(currentProgram()));
+  } catch {
+    // Storage off (private mode, quota): the URL still holds the last build.
+  }
+}
+
+/** Puts the program into the URL's fragment: the URL is then a link to it. */
+async function updateLink(): Promise<void> {
+  if (STRICT) return;
+  history.replaceState(null, "", await encodeShared(currentProgram()));
+  ui.share.href = location.href;
+}
+
+/** The program of the page's link, else the one in local storage, else null. */
+async function storedProgram(): Promise<{ program: SharedProgram; from: string } | null> {
+  if (STRICT) return null;
+  const linked = await decodeShared(location.hash);
+  if (linked !== null) return { program: linked, from: "the link" };
+  try {
+    const text = localStorage.getItem(STORAGE_KEY);
+    if (text !== null) return { program: checked(JSON.parse(text)), from: "local storage" };
+  } catch {
+    // Nothing usable stored.
+  }
+  return null;
+}
+
+/** Forgets the executable: a failed build must not leave the previous one's listing. */
+function clearExecutable(): void {
+  executable = null;
+  vms.clear();
+  ui.text.textContent = ui.typescript.textContent = ui.stats.textContent = "";
+  ui.fn.replaceChildren();
+  ui.hint.textContent = "";
+  if (saveUrl !== null) URL.revokeObjectURL(saveUrl);
+  saveUrl = null;
+  ui.save.removeAttribute("href");
+  ui.save.setAttribute("aria-disabled", "");
+  clearOutputs();
+}
+
+function updateHint(): void {
+  ui.hint.textContent = executable === null ? "" : argumentHint(executable, ui.fn.value);
+}
+
 /** Shows a new executable: dumps, function list, save link; drops the old VMs. */
 function show(ex: Executable, source: string): void {
   executable = ex;
@@ -256,11 +409,12 @@ function show(ex: Executable, source: string): void {
   ui.save.removeAttribute("aria-disabled");
   clearOutputs();
   ui.save.title = `${source}: ${bytes.length} bytes`;
+  updateHint();
 }
 
 function chooseSample(s: Sample): void {
   ui.sample.value = s.name;
-  ui.editor.value = s.source;
+  editor.setSource(s.source);
   ui.args.value = s.args;
   ui.fn.value = s.function;
 }
@@ -269,18 +423,32 @@ async function build(): Promise<string> {
   const t0 = performance.now();
   let ex: Executable;
   let from: string;
-  if (STRICT) {
-    const s = sample(ui.sample.value);
-    ex = s.build();
-    from = `sample "${s.name}" (compiled in)`;
-  } else {
-    ex = await evaluateProgram(ui.editor.value);
-    from = "the editor";
+  ui.console.replaceChildren();
+  editor.clearErrors();
+  try {
+    if (STRICT) {
+      const s = sample(ui.sample.value);
+      ex = s.build();
+      from = `sample "${s.name}" (compiled in)`;
+    } else {
+      const source = editor.getSource();
+      ex = await captureConsole(() => evaluateProgram(source));
+      from = "the editor";
+    }
+  } catch (e) {
+    clearExecutable();
+    markErrorLine(e);
+    throw e;
   }
   const t = performance.now() - t0;
+  const wanted = ui.fn.value;
   show(ex, from);
   const s = SAMPLES.find((s) => s.name === ui.sample.value);
   if (s !== undefined && ex.function_names.includes(s.function) && STRICT) ui.fn.value = s.function;
+  if (ex.function_names.includes(wanted)) ui.fn.value = wanted;
+  updateHint();
+  saveNow();
+  await updateLink();
   const warnings = ex.warnings.length > 0 ? `; warnings: ${ex.warnings.join("; ")}` : "";
   return `Built from ${from} in ${ms(t)}: ${ex.function_names.length} function(s)${warnings}`;
 }
@@ -335,11 +503,11 @@ async function run(): Promise<string> {
   const args = parseArguments(ui.args.value, ui.dtype.value as TensorDType, device);
   try {
     t0 = performance.now();
-    const out = await vm.invoke(name, ...args);
+    const out = await captureConsole(() => vm.invoke(name, ...args));
     const tCall = performance.now() - t0;
     const json = await resultJSON(out);
     const tFirst = performance.now() - t0;
-    disposeResult(out);
+    disposeResult(out, args);
 
     const timed = await vm.time_evaluator(name, { number: 1, repeat })(...args);
 
@@ -365,10 +533,14 @@ async function run(): Promise<string> {
   }
 }
 
-/** Gives back the memory of a result (tensors, nested in tuples too). */
-function disposeResult(v: unknown): void {
+/**
+ * Gives back the memory of a result (tensors, nested in tuples too), except the arguments
+ * themselves, which a function may return and the timed runs still use.
+ */
+function disposeResult(v: unknown, args: readonly unknown[]): void {
+  if (args.includes(v)) return;
   if (v instanceof NDArray) v.dispose();
-  else if (Array.isArray(v)) v.forEach(disposeResult);
+  else if (Array.isArray(v)) v.forEach((x) => disposeResult(x, args));
 }
 
 // ---- Wiring --------------------------------------------------------------------
@@ -378,14 +550,21 @@ ui.sample.addEventListener("change", () => {
   void action(build);
 });
 ui.build.addEventListener("click", () => void action(build));
-// Ctrl+Enter (Cmd+Enter) in the editor builds.
-ui.editor.addEventListener("keydown", (e) => {
-  if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && !STRICT) {
-    e.preventDefault();
-    void action(build);
-  }
-});
+// Ctrl+Enter (Cmd+Enter) in the editor builds (editor.ts's keymap).
 ui.run.addEventListener("click", () => void action(run));
+ui.args.addEventListener("input", saveLater);
+ui.fn.addEventListener("change", () => {
+  updateHint();
+  saveNow();
+  void updateLink();
+});
+ui.share.addEventListener("click", (e) => {
+  e.preventDefault();
+  void navigator.clipboard?.writeText(location.href).then(
+    () => setStatus("ok", "Copied the link to this program"),
+    () => setStatus("ok", "The address bar holds the link to this program"),
+  );
+});
 ui.file.addEventListener("change", () => {
   const f = ui.file.files?.[0];
   if (f !== undefined) void action(() => load(f));
@@ -405,5 +584,22 @@ addEventListener("drop", (e) => {
   if (f !== undefined) void action(() => load(f));
 });
 
-chooseSample(SAMPLES[0]);
-void action(build);
+// The program of the link, or of the last visit, or the first sample.
+void action(async () => {
+  let stored: Awaited<ReturnType<typeof storedProgram>> = null;
+  let note = "";
+  try {
+    stored = await storedProgram();
+  } catch (e) {
+    note = ` (${(e as Error).message}: showing a sample instead)`;
+  }
+  if (stored === null) {
+    chooseSample(SAMPLES[0]);
+    return await build() + note;
+  }
+  editor.setSource(stored.program.source);
+  ui.args.value = stored.program.args;
+  ui.fn.replaceChildren(...options([stored.program.fn]));
+  ui.fn.value = stored.program.fn;
+  return `${await build()} (the program from ${stored.from})`;
+});

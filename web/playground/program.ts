@@ -232,3 +232,39 @@ export function formatResult(r: ResultJSON, indent = ""): string {
   if ("value" in r) return JSON.stringify(r.value);
   return r.other;
 }
+
+/**
+ * What a function of `ex` takes, for the hint under the arguments field: its inputs by name
+ * (or `%0`, `%1`, … when the program gave none) and how to write them.
+ */
+export function argumentHint(ex: Executable, name: string): string {
+  const f = ex.functions.find((f) => f.kind === "vm" && f.name === name);
+  if (f === undefined) return "";
+  const names = f.paramNames.length === f.numArgs
+    ? [...f.paramNames]
+    : Array.from({ length: f.numArgs }, (_, i) => `%${i}`);
+  if (names.length === 0) return `@${name} takes no arguments: []`;
+  return `@${name} takes ${names.length} argument${names.length === 1 ? "" : "s"} (${
+    names.join(", ")
+  }): write [${names.join(", ")}] as JSON, a nested array for a tensor`;
+}
+
+/**
+ * One value as the console pane shows it: strings as they are, relaxvm values as the REPL
+ * prints them (their `Deno.customInspect` method), arrays and plain objects nested.
+ */
+export function formatConsoleValue(v: unknown, depth = 0): string {
+  if (typeof v === "string") return depth === 0 ? v : JSON.stringify(v);
+  if (typeof v === "bigint") return `${v}n`;
+  if (v === null || typeof v !== "object") return String(v);
+  const custom = (v as Record<symbol, unknown>)[Symbol.for("Deno.customInspect")];
+  if (typeof custom === "function") {
+    return String(custom.call(v, (x: unknown) => formatConsoleValue(x, depth + 1)));
+  }
+  if (depth > 4) return Array.isArray(v) ? "[...]" : "{...}";
+  if (Array.isArray(v)) return `[${v.map((x) => formatConsoleValue(x, depth + 1)).join(", ")}]`;
+  if (v instanceof Error) return `${v.name}: ${v.message}`;
+  if (ArrayBuffer.isView(v)) return `${v.constructor.name}(${String(v)})`;
+  const entries = Object.entries(v).map(([k, x]) => `${k}: ${formatConsoleValue(x, depth + 1)}`);
+  return `{ ${entries.join(", ")} }`;
+}
