@@ -24,7 +24,6 @@
 import {
   Closure,
   DataType,
-  dtype,
   ExecBuilder,
   type Executable,
   NDArray,
@@ -147,7 +146,7 @@ export function valueOf(v: Value): unknown {
     case "shape":
       return new ShapeTuple(v[1]);
     case "dtype":
-      return dtype(v[1]);
+      return DataType.parse(v[1]);
     case "tensor":
       return tensorOf(v[1], v[2], v[3]);
     default:
