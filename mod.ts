@@ -26,78 +26,9 @@
  * @module
  */
 
-export {
-  CheckError,
-  Closure,
-  cpu,
-  DataType,
-  describeGlobalFunc,
-  Device,
-  dtype,
-  Executable,
-  getGlobalFunc,
-  listGlobalFuncNames,
-  LoadError,
-  loadTensorCache,
-  NDArray,
-  registerFunc,
-  shape,
-  ShapeTuple,
-  tensor,
-  TENSOR_DTYPES,
-  TensorCacheError,
-  VirtualMachine,
-  VMError,
-  webgpu,
-  WebGPUError,
-} from "./runtime.ts";
-export type {
-  AllocatorKind,
-  AttentionKVCache,
-  CheckProblem,
-  Code,
-  ConstantValue,
-  DeviceKind,
-  FuncMeta,
-  FunctionInfo,
-  Instrument,
-  LoadedTensorCache,
-  LoadTensorCacheOptions,
-  MemoryStats,
-  NestedNumbers,
-  NumberArray,
-  PackedFunc,
-  ParamModule,
-  ProgramData,
-  RegisterOptions,
-  SaveOptions,
-  Storage,
-  TensorCacheIndex,
-  TensorCacheProgress,
-  TensorCacheRecord,
-  TensorCacheShard,
-  TensorDType,
-  TensorOptions,
-  TextOptions,
-  TimeEvaluatorOptions,
-  TimingResult,
-  TypedArray,
-  TypeScriptOptions,
-  VirtualMachineOptions,
-  VMErrorLocation,
-  VMObject,
-  WebGPUDevice,
-} from "./runtime.ts";
-export type { CallLimits, LimitedVirtualMachine } from "./runtime.ts";
-export type {
-  ChromeTrace,
-  ChromeTraceEvent,
-  ProfiledCall,
-  ProfiledKernel,
-  ProfileGpuSummary,
-  ProfileReport,
-  ProfileRow,
-} from "./runtime.ts";
+// Everything the runtime exports (loading and running), then what only the full library has:
+// the builder, the checker and formalize, and the tensor-cache writer.
+export * from "./runtime.ts";
 export { ExecBuilder } from "./builder/exec_builder.ts";
 export type { BuiltinName, Builtins } from "./ground/builtin_names.ts";
 export type { DTypeName, ScalarDTypeName } from "./ground/dtype.ts";
