@@ -18,9 +18,8 @@ import {
   storage,
   Uniforms,
   uniformStruct,
+  WORKGROUP_SIZE,
 } from "./kernel_program.ts";
-
-const WORKGROUP = 64;
 
 /**
  * A program copying `nbytes` from byte `srcByte` of binding 0 to byte
@@ -34,8 +33,8 @@ export function byteCopyProgram(srcByte: number, dstByte: number, nbytes: number
     source: () =>
       storage(0, "src", "u32", false) + storage(1, "dst", "u32", true) +
       uniformStruct(["firstWord", "words", "dstByte", "srcByte", "nbytes"], 2) +
-      mainHeader(WORKGROUP) + `
-  let i = wg * ${WORKGROUP}u + lid;
+      mainHeader(WORKGROUP_SIZE) + `
+  let i = wg * ${WORKGROUP_SIZE}u + lid;
   if (i >= u.words) { return; }
   let w = u.firstWord + i;
   var word = dst[w];
@@ -52,6 +51,6 @@ export function byteCopyProgram(srcByte: number, dstByte: number, nbytes: number
 `,
     inputs: 1,
     uniforms: new Uniforms().u32s([firstWord, words, dstByte, srcByte, nbytes]).words(),
-    workgroups: groupsFor(words, WORKGROUP),
+    workgroups: groupsFor(words, WORKGROUP_SIZE),
   };
 }

@@ -140,6 +140,16 @@ export function storage(binding: number, name: string, type: string, writable: b
 }
 
 /**
+ * The workgroup size of relaxvm's 1-D kernels (a thread per element, or a
+ * workgroup per row): 64 threads is a multiple of every GPU's SIMD width (32
+ * on NVIDIA, 32 or 64 on AMD, 8–32 elsewhere), within WebGPU's guaranteed
+ * `maxComputeInvocationsPerWorkgroup` (256), and small enough that short rows
+ * still fill a workgroup. One constant, so a kernel that needs another size
+ * says so where it differs.
+ */
+export const WORKGROUP_SIZE = 64;
+
+/**
  * WGSL for the `main` signature of a 1-D kernel of `size` workgroup threads,
  * with `wg` (linear workgroup index) and `lid` in scope.
  */

@@ -36,11 +36,10 @@ import {
   storage,
   Uniforms,
   uniformStruct,
+  WORKGROUP_SIZE,
 } from "../../devices/webgpu/kernel_program.ts";
 import type { AttentionGeometry } from "../attention_layout.ts";
 import { groupReduceSource, isNanSource, nanMaxSource, NEG_INF_F32 } from "./workgroup_reduce.ts";
-
-const WORKGROUP = 64;
 
 /** Shapes, options and element offsets of one attention call. */
 export interface AttentionArgs {
@@ -77,7 +76,7 @@ export function attentionPerThread(
   Dv: number,
   fallbackAdapter: boolean,
 ): boolean {
-  return (rows >= WORKGROUP || fallbackAdapter) && D <= THREAD_MAX_D && Dv <= THREAD_MAX_D;
+  return (rows >= WORKGROUP_SIZE || fallbackAdapter) && D <= THREAD_MAX_D && Dv <= THREAD_MAX_D;
 }
 
 /** Fused attention; bindings q, k, v, out. */
@@ -130,7 +129,7 @@ export function attentionProgram(args: AttentionArgs): Program {
       .u32s(g.v.map((x) => x / voLanes))
       .u32s(g.out.map((x) => x / voLanes))
       .words(),
-    workgroups: perThread ? groupsFor(rows, WORKGROUP) : rows,
+    workgroups: perThread ? groupsFor(rows, WORKGROUP_SIZE) : rows,
   };
 }
 
@@ -155,15 +154,15 @@ const LOCATE = `
  * (every 64th) to the output row, which holds the running total.
  */
 function groupSource(qkType: string): string {
-  return groupReduceSource("f32", WORKGROUP, "groupMax", "maxNaN") +
-    groupReduceSource("f32", WORKGROUP, "groupSum", "add") +
-    `var<workgroup> weights: array<f32, ${WORKGROUP}>;\n` + mainHeader(WORKGROUP) + `
+  return groupReduceSource("f32", WORKGROUP_SIZE, "groupMax", "maxNaN") +
+    groupReduceSource("f32", WORKGROUP_SIZE, "groupSum", "add") +
+    `var<workgroup> weights: array<f32, ${WORKGROUP_SIZE}>;\n` + mainHeader(WORKGROUP_SIZE) + `
   let row = wg;
   if (row >= u.rows) { return; }${LOCATE}
   var m = ${NEG_INF_F32};
   var l = 0.0;
-  for (var c0 = 0u; c0 < keys; c0 += ${WORKGROUP}u) {
-    let n = min(${WORKGROUP}u, keys - c0);
+  for (var c0 = 0u; c0 < keys; c0 += ${WORKGROUP_SIZE}u) {
+    let n = min(${WORKGROUP_SIZE}u, keys - c0);
     var s = ${NEG_INF_F32};
     if (lid < n) {
       let kr = ko + (c0 + lid) * u.kT;
@@ -177,7 +176,7 @@ function groupSource(qkType: string): string {
     // The sum's barriers also make every weight visible to every thread.
     let alpha = exp(m - mNew);
     l = l * alpha + groupSum(e, lid);
-    for (var d = lid; d < u.Dv; d += ${WORKGROUP}u) {
+    for (var d = lid; d < u.Dv; d += ${WORKGROUP_SIZE}u) {
       var acc = 0.0;
       var vj = vo + c0 * u.vT + d;
       for (var j = 0u; j < n; j++) {
@@ -190,7 +189,7 @@ function groupSource(qkType: string): string {
     // The next chunk overwrites the weights.
     workgroupBarrier();
   }
-  for (var d = lid; d < u.Dv; d += ${WORKGROUP}u) { out[oo + d] = out[oo + d] / l; }
+  for (var d = lid; d < u.Dv; d += ${WORKGROUP_SIZE}u) { out[oo + d] = out[oo + d] / l; }
 }
 `;
 }
@@ -204,8 +203,8 @@ function groupSource(qkType: string): string {
 function threadSource(qkType: string, voType: string): string {
   const qLen = THREAD_MAX_D / (qkType === "f32" ? 1 : 4);
   const vLen = THREAD_MAX_D / (voType === "f32" ? 1 : 4);
-  return mainHeader(WORKGROUP) + `
-  let row = wg * ${WORKGROUP}u + lid;
+  return mainHeader(WORKGROUP_SIZE) + `
+  let row = wg * ${WORKGROUP_SIZE}u + lid;
   if (row >= u.rows) { return; }${LOCATE}
   var qr: array<${qkType}, ${qLen}>;
   for (var d = 0u; d < u.Dqk; d++) { qr[d] = q[qo + d]; }
@@ -252,9 +251,10 @@ export function causalMaskProgram({ size, m, n, offset, offsets }: CausalMaskArg
     key: "causal_mask",
     source: () =>
       storage(0, "x", "f32", false) + storage(1, "out", "f32", true) +
-      uniformStruct(["size", "m", "n", "offset", "offX", "offOut"], 2) + mainHeader(WORKGROUP) +
+      uniformStruct(["size", "m", "n", "offset", "offX", "offOut"], 2) +
+      mainHeader(WORKGROUP_SIZE) +
       `
-  let t = wg * ${WORKGROUP}u + lid;
+  let t = wg * ${WORKGROUP_SIZE}u + lid;
   if (t >= u.size) { return; }
   let j = t % u.n;
   let i = (t / u.n) % u.m;
@@ -264,6 +264,6 @@ export function causalMaskProgram({ size, m, n, offset, offsets }: CausalMaskArg
 `,
     inputs: 1,
     uniforms: new Uniforms().u32s([size, m, n, clamped, ...offsets]).words(),
-    workgroups: groupsFor(size, WORKGROUP),
+    workgroups: groupsFor(size, WORKGROUP_SIZE),
   };
 }

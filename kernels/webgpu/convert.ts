@@ -44,9 +44,8 @@ import {
   storage,
   Uniforms,
   uniformStruct,
+  WORKGROUP_SIZE,
 } from "../../devices/webgpu/kernel_program.ts";
-
-const WORKGROUP = 64;
 
 type Kind =
   | "float"
@@ -553,8 +552,8 @@ export function convertProgram(args: ConvertArgs): Program {
       let src = storage(0, "src", "u32", false) + storage(1, "out", "u32", true) +
         uniformStruct(fields, 2) + loadSource(f) + convertSource(from, to) +
         `fn srcIndex(idx: u32) -> u32 {\n${wgslIndices(rank, 1)}  return i0;\n}\n` +
-        mainHeader(WORKGROUP) +
-        `  let k = wg * ${WORKGROUP}u + lid;\n  if (k >= u.threads) { return; }\n`;
+        mainHeader(WORKGROUP_SIZE) +
+        `  let k = wg * ${WORKGROUP_SIZE}u + lid;\n  if (k >= u.threads) { return; }\n`;
       if (t.bytes === 8) {
         src += `  let v = convert(load(srcIndex(k)));
   let o = u.dstByte / 4u + 2u * k;
@@ -588,6 +587,6 @@ export function convertProgram(args: ConvertArgs): Program {
       .u32s([n, dstByte, firstWord, threads])
       .u32s(indexValues([srcElem], space))
       .words(),
-    workgroups: groupsFor(threads, WORKGROUP),
+    workgroups: groupsFor(threads, WORKGROUP_SIZE),
   };
 }

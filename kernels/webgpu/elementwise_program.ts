@@ -31,10 +31,8 @@ import {
   storage,
   Uniforms,
   uniformStruct,
+  WORKGROUP_SIZE,
 } from "../../devices/webgpu/kernel_program.ts";
-
-/** Threads per workgroup for elementwise kernels. */
-export const ELEMENTWISE_WORKGROUP = 64;
 
 /** A WGSL scalar type of tensor elements. */
 export type ScalarType = "f32" | "i32" | "u32";
@@ -84,7 +82,7 @@ export function elementwiseProgram(
   const types = inputs.map((x) => x.type);
   const variant = vec4 ? "vec4" : contiguous ? "flat" : `r${rank}`;
   const key = `ew:${fn.name}:${types.join(",")}>${outType}:${variant}`;
-  const wg = ELEMENTWISE_WORKGROUP;
+  const wg = WORKGROUP_SIZE;
 
   if (contiguous) {
     const lanes = vec4 ? 4 : 1;
@@ -137,8 +135,8 @@ function flatSource(
   const fields = ["size", "offOut", ...types.map((_, k) => `off${k}`)];
   const args = types.map((_, k) => `in${k}[u.off${k} + idx]`).join(", ");
   return prelude(fn, types, outType, vec4) + uniformStruct(fields, types.length + 1) +
-    mainHeader(ELEMENTWISE_WORKGROUP) + `
-  let idx = wg * ${ELEMENTWISE_WORKGROUP}u + lid;
+    mainHeader(WORKGROUP_SIZE) + `
+  let idx = wg * ${WORKGROUP_SIZE}u + lid;
   if (idx >= u.size) { return; }
   out[u.offOut + idx] = op(${args});
 }
@@ -154,8 +152,8 @@ function stridedSource(
   const fields = ["size", "offOut", ...indexFields(rank, types.length)];
   const args = types.map((_, k) => `in${k}[i${k}]`).join(", ");
   return prelude(fn, types, outType, false) + uniformStruct(fields, types.length + 1) +
-    mainHeader(ELEMENTWISE_WORKGROUP) + `
-  let idx = wg * ${ELEMENTWISE_WORKGROUP}u + lid;
+    mainHeader(WORKGROUP_SIZE) + `
+  let idx = wg * ${WORKGROUP_SIZE}u + lid;
   if (idx >= u.size) { return; }
 ${wgslIndices(rank, types.length)}  out[u.offOut + idx] = op(${args});
 }

@@ -19,9 +19,8 @@ import {
   storage,
   Uniforms,
   uniformStruct,
+  WORKGROUP_SIZE,
 } from "../../devices/webgpu/kernel_program.ts";
-
-const WORKGROUP = 64;
 
 /** WGSL mapping an `i32` index into `[0, n)` by `mode` (see `TakeMode`). */
 const MAP_INDEX: Readonly<Record<TakeMode, string>> = {
@@ -66,8 +65,8 @@ export function takeProgram({ mode, words, rowWords, m, n, offsets }: TakeArgs):
       storage(2, "out", unit, true) +
       uniformStruct(["units", "rowUnits", "m", "n", "offX", "offIdx", "offOut"], 3) +
       `fn mapIndex(v: i32) -> u32 {\n  let n = i32(u.n);\n  ${MAP_INDEX[mode]}\n}\n` +
-      mainHeader(WORKGROUP) + `
-  let t = wg * ${WORKGROUP}u + lid;
+      mainHeader(WORKGROUP_SIZE) + `
+  let t = wg * ${WORKGROUP_SIZE}u + lid;
   if (t >= u.units) { return; }
   let c = t % u.rowUnits;
   let r = t / u.rowUnits;
@@ -79,7 +78,7 @@ export function takeProgram({ mode, words, rowWords, m, n, offsets }: TakeArgs):
     uniforms: new Uniforms()
       .u32s([units, rowWords / lanes, m, n, offX / lanes, offIdx, offOut / lanes])
       .words(),
-    workgroups: groupsFor(units, WORKGROUP),
+    workgroups: groupsFor(units, WORKGROUP_SIZE),
   };
 }
 
@@ -109,8 +108,8 @@ export function rowCopyProgram(args: RowCopyArgs): Program {
     source: () =>
       storage(0, "src", unit, false) + storage(1, "out", unit, true) +
       uniformStruct(["units", "rowUnits", "srcOff", "dstOff", "dstStride"], 2) +
-      mainHeader(WORKGROUP) + `
-  let t = wg * ${WORKGROUP}u + lid;
+      mainHeader(WORKGROUP_SIZE) + `
+  let t = wg * ${WORKGROUP_SIZE}u + lid;
   if (t >= u.units) { return; }
   out[u.dstOff + (t / u.rowUnits) * u.dstStride + t % u.rowUnits] = src[u.srcOff + t];
 }
@@ -119,6 +118,6 @@ export function rowCopyProgram(args: RowCopyArgs): Program {
     uniforms: new Uniforms()
       .u32s([units, rowWords / lanes, srcOffset / lanes, dstOffset / lanes, dstStride / lanes])
       .words(),
-    workgroups: groupsFor(units, WORKGROUP),
+    workgroups: groupsFor(units, WORKGROUP_SIZE),
   };
 }

@@ -19,10 +19,9 @@ import {
   storage,
   Uniforms,
   uniformStruct,
+  WORKGROUP_SIZE,
 } from "../../devices/webgpu/kernel_program.ts";
 import { groupReduceSource, rowsNeedWorkgroups } from "./workgroup_reduce.ts";
-
-const WORKGROUP = 64;
 
 /** Element offsets of the four tensors. */
 export interface LayerNormOffsets {
@@ -70,20 +69,21 @@ export function layerNormProgram(
     return {
       key: "layer_norm:thread",
       source: () =>
-        header + mainHeader(WORKGROUP) + `
-  let row = wg * ${WORKGROUP}u + lid;
+        header + mainHeader(WORKGROUP_SIZE) + `
+  let row = wg * ${WORKGROUP_SIZE}u + lid;
   if (row >= u.rows) { return; }` + body("0u", "1u", (v) => v),
       inputs: 3,
       uniforms,
-      workgroups: groupsFor(rows, WORKGROUP),
+      workgroups: groupsFor(rows, WORKGROUP_SIZE),
     };
   }
   return {
     key: "layer_norm:group",
     source: () =>
-      header + groupReduceSource("f32", WORKGROUP, "groupSum", "add") + mainHeader(WORKGROUP) + `
+      header + groupReduceSource("f32", WORKGROUP_SIZE, "groupSum", "add") +
+      mainHeader(WORKGROUP_SIZE) + `
   let row = wg;
-  if (row >= u.rows) { return; }` + body("lid", `${WORKGROUP}u`, (v) => `groupSum(${v}, lid)`),
+  if (row >= u.rows) { return; }` + body("lid", `${WORKGROUP_SIZE}u`, (v) => `groupSum(${v}, lid)`),
     inputs: 3,
     uniforms,
     workgroups: rows,

@@ -28,9 +28,8 @@ import {
   storage,
   Uniforms,
   uniformStruct,
+  WORKGROUP_SIZE,
 } from "../../devices/webgpu/kernel_program.ts";
-
-const WORKGROUP = 64;
 
 /** Sizes, options and element offsets of one `linear`. */
 export interface LinearArgs {
@@ -60,7 +59,7 @@ export function linearProgram(
   const lanes = vec4 ? 4 : 1;
   const [R, C, width, wgSize] = tile === undefined
     ? chooseTile(M)
-    : [tile.R, tile.C, tile.width, tile.wg ?? WORKGROUP];
+    : [tile.R, tile.C, tile.width, tile.wg ?? WORKGROUP_SIZE];
   const groupsM = Math.ceil(M / (R * (wgSize / width)));
   const groupsN = Math.ceil(N / (C * width));
   return {
@@ -91,8 +90,8 @@ export function linearProgram(
  */
 function chooseTile(M: number): [number, number, number, number] {
   if (M < 4) return [1, 8, 32, 32];
-  if (M < 8) return [4, 4, 8, WORKGROUP];
-  return [8, 8, 8, WORKGROUP];
+  if (M < 8) return [4, 4, 8, WORKGROUP_SIZE];
+  return [8, 8, 8, WORKGROUP_SIZE];
 }
 
 /** Repeats `f(i)` for i in [0, n). */

@@ -45,9 +45,9 @@ import {
   storage,
   Uniforms,
   uniformStruct,
+  WORKGROUP_SIZE,
 } from "../../devices/webgpu/kernel_program.ts";
 
-const WORKGROUP = 64;
 /** Threads per workgroup row; 8 × 8 threads. */
 const COLS = 8;
 
@@ -90,8 +90,8 @@ export function matmulProgram({ aShape, bShape, offsets }: MatmulArgs): Program 
   const R = vec4 && M >= 128 ? 16 : vec4 && M < 4 ? 1 : 4;
   const C = vec4 && N >= 64 ? 2 : 1;
   // A workgroup is `cols` blocks wide; a one-row product spreads all its threads along N.
-  const width = R === 1 ? WORKGROUP : COLS;
-  const groupsM = Math.ceil(M / (R * (WORKGROUP / width)));
+  const width = R === 1 ? WORKGROUP_SIZE : COLS;
+  const groupsM = Math.ceil(M / (R * (WORKGROUP_SIZE / width)));
   const groupsN = Math.ceil(N / (4 * C * width));
   const rank = space.shape.length;
   const spaceInLanes = {
@@ -129,7 +129,7 @@ function locate(rank: number, R: number, C: number, width = COLS): string {
   let idx = wg / perBatch;
   let inBatch = wg % perBatch;
 ${wgslIndices(rank, 2)}  let row = ((inBatch / u.groupsN) * ${
-    WORKGROUP / width
+    WORKGROUP_SIZE / width
   }u + lid / ${width}u) * ${R}u;
   let colBlock = ((inBatch % u.groupsN) * ${width}u + lid % ${width}u) * ${C}u;
 `;
@@ -146,7 +146,8 @@ function vec4Source(rank: number, R: number, C: number, width: number): string {
   const fma = (r: number, c: number) =>
     `    c${r}_${c} += x${r}.x * b0_${c} + x${r}.y * b1_${c} + x${r}.z * b2_${c} + x${r}.w * b3_${c};\n`;
   return storage(0, "a", "vec4<f32>", false) + storage(1, "b", "vec4<f32>", false) +
-    storage(2, "out", "vec4<f32>", true) + uniformStruct(fields(rank), 3) + mainHeader(WORKGROUP) +
+    storage(2, "out", "vec4<f32>", true) + uniformStruct(fields(rank), 3) +
+    mainHeader(WORKGROUP_SIZE) +
     `
   let K4 = u.K / 4u;
   let N4 = u.N / 4u;
@@ -191,7 +192,7 @@ ${
 function scalarSource(rank: number): string {
   return storage(0, "a", "f32", false) + storage(1, "b", "f32", false) +
     storage(2, "out", "f32", true) +
-    uniformStruct(fields(rank), 3) + mainHeader(WORKGROUP) + `
+    uniformStruct(fields(rank), 3) + mainHeader(WORKGROUP_SIZE) + `
 ${locate(rank, 4, 1)}  let col = colBlock * 4u;
   if (row >= u.M || col >= u.N) { return; }
   let lastRow = u.M - 1u;

@@ -32,12 +32,14 @@ import {
   storage,
   Uniforms,
   uniformStruct,
+  WORKGROUP_SIZE,
 } from "../../devices/webgpu/kernel_program.ts";
 import type { ScalarType } from "./elementwise_program.ts";
 import { groupReduceSource, isNanSource, nanMaxSource, NEG_INF_F32 } from "./workgroup_reduce.ts";
 
-const THREAD_WORKGROUP = 64;
-const GROUP_WORKGROUP = 64;
+/** Workgroup sizes of the thread-per-result and group-per-result forms. */
+const THREAD_WORKGROUP = WORKGROUP_SIZE;
+const GROUP_WORKGROUP = WORKGROUP_SIZE;
 /** Fewer results than this, each longer than `SHORT`, use the `group` variant. */
 const FEW_RESULTS = 2048;
 const SHORT = 64;

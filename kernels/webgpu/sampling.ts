@@ -37,10 +37,9 @@ import {
   storage,
   Uniforms,
   uniformStruct,
+  WORKGROUP_SIZE,
 } from "../../devices/webgpu/kernel_program.ts";
 import { groupReduceSource, isNanSource } from "./workgroup_reduce.ts";
-
-const WORKGROUP = 64;
 
 /**
  * WGSL: `fn better(a, ia, b, ib) -> bool`, whether `(b, ib)` beats `(a, ia)`
@@ -59,13 +58,13 @@ function betterSource(type: string, nanWins: boolean): string {
 
 /** WGSL: `fn groupArgmax(v, i, lid) -> u32` (the winning index) over a workgroup. */
 function groupArgmaxSource(type: string): string {
-  return `var<workgroup> argVals: array<${type}, ${WORKGROUP}>;
-var<workgroup> argIdx: array<u32, ${WORKGROUP}>;
+  return `var<workgroup> argVals: array<${type}, ${WORKGROUP_SIZE}>;
+var<workgroup> argIdx: array<u32, ${WORKGROUP_SIZE}>;
 fn groupArgmax(v: ${type}, i: u32, lid: u32) -> u32 {
   argVals[lid] = v;
   argIdx[lid] = i;
   workgroupBarrier();
-  for (var s = ${WORKGROUP / 2}u; s > 0u; s = s >> 1u) {
+  for (var s = ${WORKGROUP_SIZE / 2}u; s > 0u; s = s >> 1u) {
     if (lid < s && better(argVals[lid], argIdx[lid], argVals[lid + s], argIdx[lid + s])) {
       argVals[lid] = argVals[lid + s];
       argIdx[lid] = argIdx[lid + s];
@@ -98,13 +97,13 @@ export function argmaxProgram({ outer, n, inner, type, offsets }: ArgmaxArgs): P
     source: () =>
       storage(0, "x", type, false) + storage(1, "out", "i32", true) +
       uniformStruct(["outputs", "n", "inner", "offX", "offOut"], 2) + isNanSource() +
-      betterSource(type, true) + groupArgmaxSource(type) + mainHeader(WORKGROUP) + `
+      betterSource(type, true) + groupArgmaxSource(type) + mainHeader(WORKGROUP_SIZE) + `
   let o = wg;
   if (o >= u.outputs) { return; }
   let base = u.offX + (o / u.inner) * u.n * u.inner + o % u.inner;
   var best = x[base];
   var at = 0u;
-  for (var j = lid; j < u.n; j += ${WORKGROUP}u) {
+  for (var j = lid; j < u.n; j += ${WORKGROUP_SIZE}u) {
     let v = x[base + j * u.inner];
     if (j == lid || better(best, at, v, j)) {
       best = v;
@@ -159,13 +158,13 @@ function sampleTopPSource(): string {
     uniformStruct(["rows", "V", "offX", "offU", "offOut", "offW", "greedy", "invT", "topP"], 4) +
     isNanSource() + betterSource("f32", false) + groupArgmaxSource("f32") +
     "fn add(a: f32, b: f32) -> f32 { return a + b; }\n" +
-    groupReduceSource("f32", WORKGROUP, "groupSum", "add") + `
+    groupReduceSource("f32", WORKGROUP_SIZE, "groupSum", "add") + `
 var<private> base: u32;
 var<private> wBase: u32;
 /** Mass of the weights at least tau (strict: above tau), summed over the workgroup. */
 fn mass(tau: f32, strict: bool, lid: u32) -> f32 {
   var s = 0.0;
-  for (var j = lid; j < u.V; j += ${WORKGROUP}u) {
+  for (var j = lid; j < u.V; j += ${WORKGROUP_SIZE}u) {
     let v = w[wBase + j];
     if (v > tau || (!strict && v == tau)) { s += v; }
   }
@@ -174,7 +173,7 @@ fn mass(tau: f32, strict: bool, lid: u32) -> f32 {
 /** Number of weights equal to tau, over the workgroup. */
 fn ties(tau: f32, lid: u32) -> f32 {
   var s = 0.0;
-  for (var j = lid; j < u.V; j += ${WORKGROUP}u) { if (w[wBase + j] == tau) { s += 1.0; } }
+  for (var j = lid; j < u.V; j += ${WORKGROUP_SIZE}u) { if (w[wBase + j] == tau) { s += 1.0; } }
   return groupSum(s, lid);
 }
 /** The largest bit pattern tau in [0, bits(1.0)] with mass(>= tau) >= goal (strict: >). */
@@ -203,7 +202,7 @@ fn nth(tau: f32, k: f32) -> u32 {
   }
   return last;
 }
-` + mainHeader(WORKGROUP) + `
+` + mainHeader(WORKGROUP_SIZE) + `
   let row = wg;
   if (row >= u.rows) { return; }
   base = u.offX + row * u.V;
@@ -213,7 +212,7 @@ fn nth(tau: f32, k: f32) -> u32 {
   // 1. The maximum (NaN never wins; every thread's first bid is a real element).
   var best = x[base];
   var at = 0u;
-  for (var j = lid; j < u.V; j += ${WORKGROUP}u) {
+  for (var j = lid; j < u.V; j += ${WORKGROUP_SIZE}u) {
     let v = x[base + j];
     if (j == lid || better(best, at, v, j)) {
       best = v;
@@ -226,7 +225,7 @@ fn nth(tau: f32, k: f32) -> u32 {
   var result = top;
   // Branches on uniforms only, so the barriers inside stay in uniform control flow.
   if (u.greedy == 0u) {
-    for (var j = lid; j < u.V; j += ${WORKGROUP}u) {
+    for (var j = lid; j < u.V; j += ${WORKGROUP_SIZE}u) {
       let v = x[base + j];
       w[wBase + j] = select(exp((v - maxv) * invT), 0.0, is_nan(v) || !valid);
     }

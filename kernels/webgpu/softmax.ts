@@ -19,6 +19,7 @@ import {
   storage,
   Uniforms,
   uniformStruct,
+  WORKGROUP_SIZE,
 } from "../../devices/webgpu/kernel_program.ts";
 import {
   groupReduceSource,
@@ -27,8 +28,6 @@ import {
   NEG_INF_F32,
   rowsNeedWorkgroups,
 } from "./workgroup_reduce.ts";
-
-const WORKGROUP = 64;
 
 /** Softmax over rows of `n` elements (float32) at element offsets `inOffset` → `outOffset`. */
 export function softmaxProgram(
@@ -46,8 +45,8 @@ export function softmaxProgram(
     return {
       key: "softmax:thread",
       source: () =>
-        header + mainHeader(WORKGROUP) + `
-  let row = wg * ${WORKGROUP}u + lid;
+        header + mainHeader(WORKGROUP_SIZE) + `
+  let row = wg * ${WORKGROUP_SIZE}u + lid;
   if (row >= u.rows) { return; }
   let src = u.offIn + row * u.n;
   let dst = u.offOut + row * u.n;
@@ -60,25 +59,25 @@ export function softmaxProgram(
 `,
       inputs: 1,
       uniforms,
-      workgroups: groupsFor(rows, WORKGROUP),
+      workgroups: groupsFor(rows, WORKGROUP_SIZE),
     };
   }
   return {
     key: "softmax:group",
     source: () =>
-      header + groupReduceSource("f32", WORKGROUP, "groupMax", "maxNaN") +
-      groupReduceSource("f32", WORKGROUP, "groupSum", "add") + mainHeader(WORKGROUP) + `
+      header + groupReduceSource("f32", WORKGROUP_SIZE, "groupMax", "maxNaN") +
+      groupReduceSource("f32", WORKGROUP_SIZE, "groupSum", "add") + mainHeader(WORKGROUP_SIZE) + `
   let row = wg;
   if (row >= u.rows) { return; }
   let src = u.offIn + row * u.n;
   let dst = u.offOut + row * u.n;
   var m = ${NEG_INF_F32};
-  for (var j = lid; j < u.n; j += ${WORKGROUP}u) { m = maxNaN(m, x[src + j]); }
+  for (var j = lid; j < u.n; j += ${WORKGROUP_SIZE}u) { m = maxNaN(m, x[src + j]); }
   m = groupMax(m, lid);
   var s = 0.0;
-  for (var j = lid; j < u.n; j += ${WORKGROUP}u) { s += exp(x[src + j] - m); }
+  for (var j = lid; j < u.n; j += ${WORKGROUP_SIZE}u) { s += exp(x[src + j] - m); }
   s = groupSum(s, lid);
-  for (var j = lid; j < u.n; j += ${WORKGROUP}u) { out[dst + j] = exp(x[src + j] - m) / s; }
+  for (var j = lid; j < u.n; j += ${WORKGROUP_SIZE}u) { out[dst + j] = exp(x[src + j] - m) / s; }
 }
 `,
     inputs: 1,
