@@ -38,6 +38,7 @@
 
 import type { NDArray } from "../../devices/ndarray.ts";
 import { broadcastShapes, broadcastStrides } from "../broadcast.ts";
+import { wasmGemm } from "./wasm/gemm.ts";
 
 const MR = 4;
 const NR = 4;
@@ -118,6 +119,8 @@ export function gemm(
   repackB: boolean,
   transB = false,
 ): void {
+  // The WebAssembly SIMD kernels take what they cover (kernels/cpu/wasm/gemm.ts).
+  if (wasmGemm(a, aOff, b, bOff, c, cOff, M, K, N, transB)) return;
   if (M < MR || N < NR || K === 0) {
     if (transB) gemvRowsT(a, aOff, b, bOff, c, cOff, M, K, N);
     else gemmRows(a, aOff, b, bOff, c, cOff, M, K, N);

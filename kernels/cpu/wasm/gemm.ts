@@ -1,0 +1,228 @@
+/**
+ * The float32 matrix products on the WebAssembly path: the blocking,
+ * packing and copying around gemm_module.ts's `gemm_tiles` and `dot_rows`.
+ *
+ * - **Products of at least `MR` rows** run as BLIS does: B is packed a
+ *   block of column panels at a time (`[K][NR]` each, zero-padded past N;
+ *   a weight stored `[N, K]` is transposed on the way), A a block of tile
+ *   rows at a time (`[K][MR]`, zero-padded past M), and `gemm_tiles`
+ *   computes every tile of the block into a scratch C that is then copied
+ *   into the output. Packing is the copy into WebAssembly memory that this
+ *   copy-in version needs anyway, so it costs no extra pass. The A block is
+ *   sized for L2 (256 KiB); the B block for L3 (4 MiB, so a 1024-square B is
+ *   one block and A is packed once).
+ * - **A weight stored `[N, K]` times fewer than `MR` rows** (a decode step's
+ *   `linear`) copies the weight in chunks of rows small enough to stay in
+ *   L2 (256 KiB) and takes `dot_rows` over each chunk while it is there: the
+ *   weight crosses the memory bus once, as a plain matrix-vector product
+ *   would read it.
+ *
+ * `wasmGemm` returns false for what it does not cover (K = 0, fewer than
+ * `MR` rows of an untransposed B, work below the size that repays the
+ * call in `"auto"` mode, no WebAssembly); the caller then runs the
+ * TypeScript kernel.
+ *
+ * This file is browser-safe: no `Deno.*`.
+ *
+ * @module
+ */
+
+import { DOT_K_STEP, DOT_ROWS, MR, NR } from "./gemm_module.ts";
+import { scratchView, wasmKernelsFor } from "./runtime.ts";
+
+/** Below this many floating-point operations a product stays in TypeScript in `"auto"` mode. */
+export const GEMM_WASM_MIN_FLOPS = 2 * 32 * 32 * 32;
+
+const A_BLOCK_BYTES = 256 * 1024;
+const B_BLOCK_BYTES = 4 * 1024 * 1024;
+const DOT_CHUNK_BYTES = 256 * 1024;
+
+const roundUp = (n: number, m: number) => Math.ceil(n / m) * m;
+
+/**
+ * `c[M, N] = a[M, K] @ b[K, N]` (or `@ bᵀ` for `b` stored `[N, K]` when
+ * `transB`) on the WebAssembly path, at element offsets into row-major
+ * arrays. Returns false, having written nothing, where the TypeScript
+ * kernel should run instead.
+ */
+export function wasmGemm(
+  a: Float32Array,
+  aOff: number,
+  b: Float32Array,
+  bOff: number,
+  c: Float32Array,
+  cOff: number,
+  M: number,
+  K: number,
+  N: number,
+  transB: boolean,
+): boolean {
+  if (K === 0 || M === 0 || N === 0) return false;
+  if (M < MR && !transB) return false;
+  const k = wasmKernelsFor(2 * M * N * K, GEMM_WASM_MIN_FLOPS);
+  if (k === null) return false;
+  if (M < MR) {
+    dotRows(k.exports.dot_rows, k, a, aOff, b, bOff, c, cOff, M, K, N);
+    return true;
+  }
+  const mTiles = Math.ceil(M / MR), nPanels = Math.ceil(N / NR);
+  const mct = Math.min(mTiles, Math.max(1, Math.floor(A_BLOCK_BYTES / (K * MR * 4))));
+  const ncp = Math.min(nPanels, Math.max(1, Math.floor(B_BLOCK_BYTES / (K * NR * 4))));
+  // Scratch layout, in floats: [A block | B block | C block].
+  const apOff = 0, bpOff = mct * MR * K, cpOff = bpOff + ncp * NR * K;
+  const ldc = ncp * NR;
+  const total = cpOff + mct * MR * ldc;
+  for (let j0 = 0; j0 < nPanels; j0 += ncp) {
+    const np = Math.min(ncp, nPanels - j0);
+    let view = scratchView(k, total * 4);
+    if (transB) packBT(b, bOff, K, N, j0 * NR, np, view, bpOff);
+    else packB(b, bOff, K, N, j0 * NR, np, view, bpOff);
+    for (let i0 = 0; i0 < mTiles; i0 += mct) {
+      const mt = Math.min(mct, mTiles - i0);
+      packA(a, aOff, M, K, i0 * MR, mt, view, apOff);
+      k.exports.gemm_tiles(apOff * 4, bpOff * 4, cpOff * 4, mt, np, K, ldc);
+      view = scratchView(k, 0);
+      const r1 = Math.min(M, (i0 + mt) * MR), c0 = j0 * NR, w = Math.min(N, c0 + np * NR) - c0;
+      for (let r = i0 * MR; r < r1; r++) {
+        const from = cpOff + (r - i0 * MR) * ldc;
+        c.set(view.subarray(from, from + w), cOff + r * N + c0);
+      }
+    }
+  }
+  return true;
+}
+
+/** Packs B's columns `col0 .. col0 + np·NR` into `np` panels `[K][NR]` at `off`, zero past N. */
+function packB(
+  b: Float32Array,
+  bOff: number,
+  K: number,
+  N: number,
+  col0: number,
+  np: number,
+  dst: Float32Array,
+  off: number,
+): void {
+  for (let p = 0; p < np; p++) {
+    const j0 = col0 + p * NR, w = Math.min(NR, N - j0);
+    let o = off + p * K * NR;
+    if (w === NR) {
+      for (let k = 0, src = bOff + j0; k < K; k++, o += NR, src += N) {
+        dst[o] = b[src];
+        dst[o + 1] = b[src + 1];
+        dst[o + 2] = b[src + 2];
+        dst[o + 3] = b[src + 3];
+        dst[o + 4] = b[src + 4];
+        dst[o + 5] = b[src + 5];
+        dst[o + 6] = b[src + 6];
+        dst[o + 7] = b[src + 7];
+      }
+    } else {
+      for (let k = 0, src = bOff + j0; k < K; k++, o += NR, src += N) {
+        for (let s = 0; s < NR; s++) dst[o + s] = s < w ? b[src + s] : 0;
+      }
+    }
+  }
+}
+
+/** As `packB` for B stored `[N, K]`: panel column `s` is row `j0 + s` of `b`. */
+function packBT(
+  b: Float32Array,
+  bOff: number,
+  K: number,
+  N: number,
+  col0: number,
+  np: number,
+  dst: Float32Array,
+  off: number,
+): void {
+  for (let p = 0; p < np; p++) {
+    const j0 = col0 + p * NR, w = Math.min(NR, N - j0);
+    const o = off + p * K * NR;
+    for (let s = 0; s < NR; s++) {
+      if (s < w) {
+        const row = bOff + (j0 + s) * K;
+        for (let k = 0; k < K; k++) dst[o + k * NR + s] = b[row + k];
+      } else {
+        for (let k = 0; k < K; k++) dst[o + k * NR + s] = 0;
+      }
+    }
+  }
+}
+
+/** Packs A's rows `row0 .. row0 + mt·MR` into `mt` panels `[K][MR]` at `off`, zero past M. */
+function packA(
+  a: Float32Array,
+  aOff: number,
+  M: number,
+  K: number,
+  row0: number,
+  mt: number,
+  dst: Float32Array,
+  off: number,
+): void {
+  for (let t = 0; t < mt; t++) {
+    const i0 = row0 + t * MR, h = Math.min(MR, M - i0);
+    let o = off + t * K * MR;
+    const r0 = aOff + i0 * K;
+    if (h === MR) {
+      const r1 = r0 + K, r2 = r1 + K, r3 = r2 + K;
+      for (let k = 0; k < K; k++, o += MR) {
+        dst[o] = a[r0 + k];
+        dst[o + 1] = a[r1 + k];
+        dst[o + 2] = a[r2 + k];
+        dst[o + 3] = a[r3 + k];
+      }
+    } else {
+      for (let k = 0; k < K; k++, o += MR) {
+        for (let r = 0; r < MR; r++) dst[o + r] = r < h ? a[r0 + r * K + k] : 0;
+      }
+    }
+  }
+}
+
+/** `c[i, j] = a[i] · b[j]` for `i < M` (few rows) with `b` stored `[N, K]`, through `dot_rows`. */
+function dotRows(
+  dot: (xp: number, wp: number, op: number, rows: number, Kp: number) => void,
+  k: Parameters<typeof scratchView>[0],
+  a: Float32Array,
+  aOff: number,
+  b: Float32Array,
+  bOff: number,
+  c: Float32Array,
+  cOff: number,
+  M: number,
+  K: number,
+  N: number,
+): void {
+  const Kp = roundUp(K, DOT_K_STEP);
+  const chunk = Math.min(
+    roundUp(N, DOT_ROWS),
+    Math.max(DOT_ROWS, Math.floor(DOT_CHUNK_BYTES / (Kp * 4) / DOT_ROWS) * DOT_ROWS),
+  );
+  // Scratch layout, in floats: [x rows | weight chunk | outputs].
+  const xOff = 0, wOff = M * Kp, oOff = wOff + chunk * Kp;
+  let view = scratchView(k, (oOff + chunk) * 4);
+  for (let i = 0; i < M; i++) {
+    view.set(a.subarray(aOff + i * K, aOff + (i + 1) * K), xOff + i * Kp);
+    view.fill(0, xOff + i * Kp + K, xOff + (i + 1) * Kp);
+  }
+  // Rows past N in the last chunk hold whatever the previous chunk left: their outputs are dropped.
+  for (let j0 = 0; j0 < N; j0 += chunk) {
+    const rows = Math.min(chunk, N - j0);
+    if (Kp === K) {
+      view.set(b.subarray(bOff + j0 * K, bOff + (j0 + rows) * K), wOff);
+    } else {
+      for (let r = 0; r < rows; r++) {
+        const src = bOff + (j0 + r) * K, dst = wOff + r * Kp;
+        view.set(b.subarray(src, src + K), dst);
+        view.fill(0, dst + K, dst + Kp);
+      }
+    }
+    for (let i = 0; i < M; i++) {
+      dot((xOff + i * Kp) * 4, wOff * 4, oOff * 4, roundUp(rows, DOT_ROWS), Kp);
+      view = scratchView(k, 0);
+      c.set(view.subarray(oOff, oOff + rows), cOff + i * N + j0);
+    }
+  }
+}
