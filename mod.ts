@@ -57,6 +57,7 @@ export type {
   CheckProblem,
   Code,
   ConstantValue,
+  CpuOptions,
   DeviceKind,
   FuncMeta,
   FunctionInfo,

@@ -83,8 +83,46 @@ export class CpuDevice extends Device {
 /** One CPU device per id in the process, whichever copy of the library asks (ground/shared.ts). */
 const cpuDevices: Map<number, Device> = shared("relaxvm.cpuDevices.v1", () => new Map());
 
+/** Options of `cpu()`. */
+export interface CpuOptions {
+  /**
+   * Threads the CPU kernels use, the calling one included: the WebAssembly
+   * kernels split large products over a pool of `threads - 1` workers
+   * sharing their memory. Default: `navigator.hardwareConcurrency`, at most
+   * 8. Shared memory needs `SharedArrayBuffer`, which a browser offers only
+   * on a cross-origin-isolated page; elsewhere the kernels run on the
+   * calling thread alone, whatever this says (`cpuKernelInfo()` reports
+   * which). One setting for the whole realm: the last `cpu()` call that
+   * gives it wins.
+   */
+  threads?: number;
+}
+
+/** The thread setting of `cpu({ threads })`, shared by every copy of the library. */
+const cpuSettings: { threads: number } = shared("relaxvm.cpuSettings.v1", () => ({
+  threads: Math.max(
+    1,
+    Math.min(
+      8,
+      (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator
+        ?.hardwareConcurrency ?? 1,
+    ),
+  ),
+}));
+
+/**
+ * Threads the CPU kernels are asked to use (`cpu(id, { threads })`).
+ *
+ * @ignore
+ */
+export function cpuThreadSetting(): number {
+  return cpuSettings.threads;
+}
+
 /**
  * The CPU device. The same object is returned for the same id.
+ * `options.threads` sets how many threads the CPU kernels use (see
+ * `CpuOptions`).
  *
  * @example
  * ```ts
@@ -92,9 +130,17 @@ const cpuDevices: Map<number, Device> = shared("relaxvm.cpuDevices.v1", () => ne
  * import { assertStrictEquals } from "@std/assert";
  *
  * assertStrictEquals(cpu(), cpu(0));
+ * assertStrictEquals(cpu(0, { threads: 2 }), cpu());
  * ```
  */
-export function cpu(id = 0): Device {
+export function cpu(id = 0, options: CpuOptions = {}): Device {
+  if (options.threads !== undefined) {
+    const n = options.threads;
+    if (!Number.isInteger(n) || n < 1 || n > 256) {
+      throw new RangeError(`cpu(): threads must be an integer from 1 to 256, got ${n}`);
+    }
+    cpuSettings.threads = n;
+  }
   let dev = cpuDevices.get(id);
   if (dev === undefined) {
     dev = new CpuDevice(id);

@@ -28,16 +28,37 @@
  */
 
 import { DOT_K_STEP, DOT_ROWS, MR, NR } from "./gemm_module.ts";
-import { scratchView, wasmKernelsFor } from "./runtime.ts";
+import {
+  poolFor,
+  SCRATCH_BASE_BYTES,
+  scratchView,
+  type WasmKernels,
+  wasmKernelsFor,
+} from "./runtime.ts";
+import { Job } from "./thread_pool.ts";
 
 /** Below this many floating-point operations a product stays in TypeScript in `"auto"` mode. */
 export const GEMM_WASM_MIN_FLOPS = 2 * 32 * 32 * 32;
 
 const A_BLOCK_BYTES = 256 * 1024;
+/** Most bytes of packed A, and of C, per pass over B. */
+const SUPER_BYTES = 16 * 1024 * 1024;
+/** Where scratch starts, in floats (after the pool's control block). */
+const BASE = SCRATCH_BASE_BYTES / 4;
 const B_BLOCK_BYTES = 4 * 1024 * 1024;
 const DOT_CHUNK_BYTES = 256 * 1024;
 
 const roundUp = (n: number, m: number) => Math.ceil(n / m) * m;
+
+/** The scratch view grown to `bytes`, or null where the memory cannot grow that far. */
+function grownScratch(k: WasmKernels, bytes: number): Float32Array | null {
+  try {
+    return scratchView(k, bytes);
+  } catch (e) {
+    if (e instanceof RangeError) return null; // past the 2 GiB maximum, or out of memory
+    throw e;
+  }
+}
 
 /**
  * `c[M, N] = a[M, K] @ b[K, N]` (or `@ bᵀ` for `b` stored `[N, K]` when
@@ -61,31 +82,53 @@ export function wasmGemm(
   if (M < MR && !transB) return false;
   const k = wasmKernelsFor(2 * M * N * K, GEMM_WASM_MIN_FLOPS);
   if (k === null) return false;
-  if (M < MR) {
-    dotRows(k.exports.dot_rows, k, a, aOff, b, bOff, c, cOff, M, K, N);
-    return true;
-  }
-  const mTiles = Math.ceil(M / MR), nPanels = Math.ceil(N / NR);
-  const mct = Math.min(mTiles, Math.max(1, Math.floor(A_BLOCK_BYTES / (K * MR * 4))));
+  if (M < MR) return dotRows(k.exports.dot_rows, k, a, aOff, b, bOff, c, cOff, M, K, N);
+  const nPanels = Math.ceil(N / NR);
+  const mct = Math.max(1, Math.floor(A_BLOCK_BYTES / (K * MR * 4)));
   const ncp = Math.min(nPanels, Math.max(1, Math.floor(B_BLOCK_BYTES / (K * NR * 4))));
-  // Scratch layout, in floats: [A block | B block | C block].
-  const apOff = 0, bpOff = mct * MR * K, cpOff = bpOff + ncp * NR * K;
   const ldc = ncp * NR;
-  const total = cpOff + mct * MR * ldc;
-  for (let j0 = 0; j0 < nPanels; j0 += ncp) {
-    const np = Math.min(ncp, nPanels - j0);
-    let view = scratchView(k, total * 4);
-    if (transB) packBT(b, bOff, K, N, j0 * NR, np, view, bpOff);
-    else packB(b, bOff, K, N, j0 * NR, np, view, bpOff);
-    for (let i0 = 0; i0 < mTiles; i0 += mct) {
-      const mt = Math.min(mct, mTiles - i0);
-      packA(a, aOff, M, K, i0 * MR, mt, view, apOff);
-      k.exports.gemm_tiles(apOff * 4, bpOff * 4, cpOff * 4, mt, np, K, ldc);
+  // Rows of A packed at once: all of them unless they (or their rows of C) pass SUPER_BYTES.
+  const superRows = Math.min(
+    roundUp(M, MR),
+    Math.max(MR, Math.floor(SUPER_BYTES / (Math.max(K, ldc) * 4) / MR) * MR),
+  );
+  // Scratch layout, in floats: [control | A rows | B block | C rows × B block].
+  const apOff = BASE, bpOff = apOff + superRows * K, cpOff = bpOff + ncp * NR * K;
+  const total = cpOff + superRows * ldc;
+  let view = grownScratch(k, total * 4);
+  if (view === null) return false;
+  const pool = poolFor(k);
+  let packedB = -1;
+  for (let s0 = 0; s0 < M; s0 += superRows) {
+    const rows = Math.min(superRows, M - s0), mTiles = Math.ceil(rows / MR);
+    packA(a, aOff + s0 * K, rows, K, 0, mTiles, view, apOff);
+    for (let j0 = 0; j0 < nPanels; j0 += ncp) {
+      const np = Math.min(ncp, nPanels - j0);
+      if (packedB !== j0) {
+        if (transB) packBT(b, bOff, K, N, j0 * NR, np, view, bpOff);
+        else packB(b, bOff, K, N, j0 * NR, np, view, bpOff);
+        packedB = j0;
+      }
+      const args = [apOff * 4, bpOff * 4, cpOff * 4, mTiles, np, K, ldc, mct, MR];
+      if (pool !== null) pool.run(k.exports, Job.gemm, args);
+      else {
+        for (let i = 0; i < mTiles; i += mct) {
+          k.exports.gemm_tiles(
+            (apOff + i * K * MR) * 4,
+            bpOff * 4,
+            (cpOff + i * MR * ldc) * 4,
+            Math.min(mct, mTiles - i),
+            np,
+            K,
+            ldc,
+          );
+        }
+      }
       view = scratchView(k, 0);
-      const r1 = Math.min(M, (i0 + mt) * MR), c0 = j0 * NR, w = Math.min(N, c0 + np * NR) - c0;
-      for (let r = i0 * MR; r < r1; r++) {
-        const from = cpOff + (r - i0 * MR) * ldc;
-        c.set(view.subarray(from, from + w), cOff + r * N + c0);
+      const c0 = j0 * NR, w = Math.min(N, c0 + np * NR) - c0;
+      for (let r = 0; r < rows; r++) {
+        const from = cpOff + r * ldc;
+        c.set(view.subarray(from, from + w), cOff + (s0 + r) * N + c0);
       }
     }
   }
@@ -184,7 +227,7 @@ function packA(
 /** `c[i, j] = a[i] · b[j]` for `i < M` (few rows) with `b` stored `[N, K]`, through `dot_rows`. */
 function dotRows(
   dot: (xp: number, wp: number, op: number, rows: number, Kp: number) => void,
-  k: Parameters<typeof scratchView>[0],
+  k: WasmKernels,
   a: Float32Array,
   aOff: number,
   b: Float32Array,
@@ -194,15 +237,17 @@ function dotRows(
   M: number,
   K: number,
   N: number,
-): void {
+): boolean {
   const Kp = roundUp(K, DOT_K_STEP);
   const chunk = Math.min(
     roundUp(N, DOT_ROWS),
     Math.max(DOT_ROWS, Math.floor(DOT_CHUNK_BYTES / (Kp * 4) / DOT_ROWS) * DOT_ROWS),
   );
   // Scratch layout, in floats: [x rows | weight chunk | outputs].
-  const xOff = 0, wOff = M * Kp, oOff = wOff + chunk * Kp;
-  let view = scratchView(k, (oOff + chunk) * 4);
+  const xOff = BASE, wOff = xOff + M * Kp, oOff = wOff + chunk * Kp;
+  let view = grownScratch(k, (oOff + chunk) * 4);
+  if (view === null) return false;
+  const pool = poolFor(k);
   for (let i = 0; i < M; i++) {
     view.set(a.subarray(aOff + i * K, aOff + (i + 1) * K), xOff + i * Kp);
     view.fill(0, xOff + i * Kp + K, xOff + (i + 1) * Kp);
@@ -220,9 +265,12 @@ function dotRows(
       }
     }
     for (let i = 0; i < M; i++) {
-      dot((xOff + i * Kp) * 4, wOff * 4, oOff * 4, roundUp(rows, DOT_ROWS), Kp);
+      const args = [(xOff + i * Kp) * 4, wOff * 4, oOff * 4, roundUp(rows, DOT_ROWS), Kp];
+      if (pool !== null) pool.run(k.exports, Job.dot, [...args, DOT_ROWS]);
+      else dot(args[0], args[1], args[2], args[3], args[4]);
       view = scratchView(k, 0);
       c.set(view.subarray(oOff, oOff + rows), cOff + i * N + j0);
     }
   }
+  return true;
 }

@@ -13,8 +13,18 @@
  * Memory: this first version copies operands into one WebAssembly.Memory
  * owned by the kernels (packing them on the way, which a BLIS product does
  * anyway) and copies results out; tensors still live in ArrayBuffers. The
- * scratch needed is bounded by blocking (a few MiB for any shape), so the
- * 4 GiB limit of 32-bit WebAssembly never applies to tensors.
+ * scratch needed is bounded by blocking (tens of MiB at most, whatever the
+ * shapes), so the 4 GiB limit of 32-bit WebAssembly never applies to
+ * tensors; the memory is declared with a 2 GiB maximum so that every byte
+ * address is a non-negative int32.
+ *
+ * Threads: where memory can be shared (thread_pool.ts), the memory is a
+ * shared one and a pool of `threads - 1` workers (`cpu(id, { threads })`)
+ * is started in the background the first time a kernel runs; calls made
+ * before it is ready run on one thread. The pool stops after
+ * `POOL_IDLE_MS` without work, so that a script's process can exit (a
+ * worker blocked waiting for work would keep Deno alive), and starts again
+ * on the next call.
  *
  * This file is browser-safe: no `Deno.*`.
  *
@@ -22,7 +32,9 @@
  */
 
 import { shared } from "../../../ground/shared.ts";
+import { cpuThreadSetting } from "../../../devices/cpu_device.ts";
 import { gemmModuleBytes } from "./gemm_module.ts";
+import { CONTROL_BYTES, ThreadPool, threadsAvailable } from "./thread_pool.ts";
 
 /**
  * Which CPU kernels run: `"auto"` (default) takes WebAssembly for work large
@@ -40,6 +52,12 @@ export interface CpuKernelInfo {
   simd: "relaxed-simd" | "simd128" | null;
   /** Why WebAssembly is not used, when it is not. */
   reason: string | null;
+  /** Threads a large kernel runs on now (1 until the pool is ready). */
+  threads: number;
+  /** Threads asked for (`cpu(id, { threads })`). */
+  threadsRequested: number;
+  /** Why the kernels run on one thread although more were asked for, when they do. */
+  threadsReason: string | null;
 }
 
 /** The exported kernel functions of gemm_module.ts. */
@@ -61,9 +79,18 @@ export interface WasmKernels {
   readonly exports: GemmExports;
   readonly memory: WebAssembly.Memory;
   readonly simd: "relaxed-simd" | "simd128";
+  readonly module: WebAssembly.Module;
+  /** Whether `memory` is shared (workers can use it). */
+  readonly shared: boolean;
 }
 
 const PAGE = 65536;
+/** 2 GiB: byte addresses stay non-negative int32s. */
+const MAX_PAGES = 32768;
+/** The pool stops after this long without work. */
+export const POOL_IDLE_MS = 300;
+/** Bytes at the start of the memory that are not scratch (the pool's control block). */
+export const SCRATCH_BASE_BYTES = CONTROL_BYTES;
 
 interface State {
   mode: CpuKernelMode;
@@ -72,6 +99,12 @@ interface State {
   reason: string | null;
   /** Float32 view of the whole memory, remade after it grows (growing detaches the old buffer). */
   view: Float32Array | null;
+  pool: ThreadPool | null;
+  /** The start in progress, if any. */
+  starting: Promise<ThreadPool | null> | null;
+  /** Why the pool could not start (kept so that it is not tried on every call). */
+  threadsReason: string | null;
+  idleTimer: number | null;
 }
 
 /** One state per realm, shared by every copy of the library (as the VM's eval refusal is). */
@@ -81,6 +114,10 @@ const state: State = shared("relaxvm.cpuWasm.v1", () => ({
   tried: false,
   reason: null,
   view: null,
+  pool: null,
+  starting: null,
+  threadsReason: null,
+  idleTimer: null,
 }));
 
 /** Selects the CPU kernel path for the whole realm (see `CpuKernelMode`). */
@@ -99,7 +136,14 @@ export function cpuKernelMode(): CpuKernelMode {
 /** Which CPU kernels run here and why. Compiles the WebAssembly kernels if not yet tried. */
 export function cpuKernelInfo(): CpuKernelInfo {
   const k = state.mode === "typescript" ? state.kernels : loadKernels();
-  return { mode: state.mode, simd: k?.simd ?? null, reason: state.reason };
+  return {
+    mode: state.mode,
+    simd: k?.simd ?? null,
+    reason: state.reason,
+    threads: state.pool?.threads ?? 1,
+    threadsRequested: cpuThreadSetting(),
+    threadsReason: state.threadsReason,
+  };
 }
 
 /**
@@ -107,14 +151,22 @@ export function cpuKernelInfo(): CpuKernelInfo {
  * them again. For tests that simulate an engine refusing WebAssembly.
  */
 export function forgetCpuKernels(): void {
+  stopPool();
+  state.threadsReason = null;
   state.kernels = null;
   state.tried = false;
   state.reason = null;
   state.view = null;
 }
 
-function compile(relaxed: boolean): WebAssembly.Module | null {
-  const bytes = gemmModuleBytes(relaxed, { module: "env", name: "memory", minPages: 1 });
+function compile(relaxed: boolean, shared: boolean): WebAssembly.Module | null {
+  const bytes = gemmModuleBytes(relaxed, {
+    module: "env",
+    name: "memory",
+    minPages: 1,
+    maxPages: MAX_PAGES,
+    shared,
+  });
   if (!WebAssembly.validate(bytes)) return null;
   return new WebAssembly.Module(bytes);
 }
@@ -124,16 +176,20 @@ function loadKernels(): WasmKernels | null {
   state.tried = true;
   try {
     if (typeof WebAssembly !== "object") throw new Error("this engine has no WebAssembly");
+    const available = threadsAvailable();
+    const shared = available.ok;
+    if (!shared) state.threadsReason = available.why;
     let simd: "relaxed-simd" | "simd128" = "relaxed-simd";
-    let module = compile(true);
+    let module = compile(true, shared);
     if (module === null) {
       simd = "simd128";
-      module = compile(false);
+      module = compile(false, shared);
     }
     if (module === null) throw new Error("this engine does not support WebAssembly SIMD128");
-    const memory = new WebAssembly.Memory({ initial: 1 });
+    const memory = new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES, shared });
     const instance = new WebAssembly.Instance(module, { env: { memory } });
-    state.kernels = { exports: instance.exports as unknown as GemmExports, memory, simd };
+    const exports = instance.exports as unknown as GemmExports;
+    state.kernels = { exports, memory, simd, module, shared };
   } catch (e) {
     state.reason = `relaxvm: CPU kernels run in TypeScript, not WebAssembly: ${
       e instanceof Error ? e.message : String(e)
@@ -168,4 +224,78 @@ export function scratchView(k: WasmKernels, bytes: number): Float32Array {
     state.view = new Float32Array(k.memory.buffer);
   }
   return state.view;
+}
+
+/**
+ * The pool to split a kernel call over, or null to run it on the calling
+ * thread (one thread asked for, threads unavailable, or the pool still
+ * starting: then this call starts it). Keeps a running pool alive for
+ * `POOL_IDLE_MS` more.
+ */
+export function poolFor(k: WasmKernels): ThreadPool | null {
+  const want = cpuThreadSetting();
+  let pool = state.pool;
+  if (pool !== null && pool.threads !== want) {
+    stopPool();
+    pool = null;
+  }
+  if (want > 1 && k.shared && pool === null && state.starting === null) startPool(k, want);
+  if (pool !== null) armIdleTimer();
+  return pool;
+}
+
+/**
+ * Starts the worker pool now if threads are asked for and available, and
+ * resolves with the threads a large kernel will use. Kernels never wait
+ * for the pool; tests and benchmarks call this to measure the threaded path
+ * from the first call.
+ */
+export async function cpuThreadsReady(): Promise<number> {
+  const k = loadKernels();
+  if (k === null) return 1;
+  poolFor(k);
+  if (state.starting !== null) await state.starting;
+  return state.pool?.threads ?? 1;
+}
+
+function startPool(k: WasmKernels, threads: number): void {
+  const starting = ThreadPool.start(k.module, k.memory, threads).then(
+    (pool) => {
+      if (state.starting !== starting || state.kernels !== k) {
+        pool.close(); // forgotten or stopped meanwhile
+        return null;
+      }
+      state.starting = null;
+      state.pool = pool;
+      state.threadsReason = null;
+      armIdleTimer();
+      return pool;
+    },
+    (e) => {
+      if (state.starting === starting) state.starting = null;
+      state.threadsReason = e instanceof Error ? e.message : String(e);
+      return null;
+    },
+  );
+  state.starting = starting;
+}
+
+function stopPool(): void {
+  if (state.idleTimer !== null) clearTimeout(state.idleTimer);
+  state.idleTimer = null;
+  state.pool?.close();
+  state.pool = null;
+  state.starting = null;
+}
+
+/** Deno's `unrefTimer`, so that the idle timer alone does not keep a process alive. */
+const unrefTimer = (globalThis as { Deno?: { unrefTimer?: (id: number) => void } }).Deno
+  ?.unrefTimer;
+
+function armIdleTimer(): void {
+  if (state.idleTimer !== null) clearTimeout(state.idleTimer);
+  // A number in browsers and Deno (the type says Node's Timeout when Node's types are loaded).
+  const id = setTimeout(stopPool, POOL_IDLE_MS) as unknown as number;
+  state.idleTimer = id;
+  unrefTimer?.(id);
 }
