@@ -13,9 +13,9 @@
  *   one block and A is packed once).
  * - **A weight stored `[N, K]` times fewer than `MR` rows** (a decode step's
  *   `linear`) copies the weight in chunks of rows small enough to stay in
- *   L2 (256 KiB) and takes `dot_rows` over each chunk while it is there: the
- *   weight crosses the memory bus once, as a plain matrix-vector product
- *   would read it.
+ *   cache (256 KiB on one thread, 2 MiB over the pool) and takes `dot_rows`
+ *   over each chunk while it is there: the weight crosses the memory bus
+ *   once, as a plain matrix-vector product would read it.
  *
  * `wasmGemm` returns false for what it does not cover (K = 0, fewer than
  * `MR` rows of an untransposed B, work below the size that repays the
@@ -46,7 +46,14 @@ const SUPER_BYTES = 16 * 1024 * 1024;
 /** Where scratch starts, in floats (after the pool's control block). */
 const BASE = SCRATCH_BASE_BYTES / 4;
 const B_BLOCK_BYTES = 4 * 1024 * 1024;
-const DOT_CHUNK_BYTES = 256 * 1024;
+/**
+ * Bytes of weight rows copied in per `dot_rows` pass: on one thread small
+ * enough to stay in L2 while it is read; split over the pool, larger (in
+ * L3), because each pass costs a wake-up of every worker, which takes
+ * milliseconds on a loaded machine (measured with 2 threads on the shared
+ * 2-core machine: 256 KiB chunks 3.5 GB/s, 1 MiB 4.6, 4 MiB 7.0).
+ */
+const DOT_CHUNK_BYTES = 256 * 1024, DOT_CHUNK_BYTES_POOLED = 2 * 1024 * 1024;
 
 const roundUp = (n: number, m: number) => Math.ceil(n / m) * m;
 
@@ -239,15 +246,16 @@ function dotRows(
   N: number,
 ): boolean {
   const Kp = roundUp(K, DOT_K_STEP);
+  const pool = poolFor(k);
+  const chunkBytes = pool === null ? DOT_CHUNK_BYTES : DOT_CHUNK_BYTES_POOLED;
   const chunk = Math.min(
     roundUp(N, DOT_ROWS),
-    Math.max(DOT_ROWS, Math.floor(DOT_CHUNK_BYTES / (Kp * 4) / DOT_ROWS) * DOT_ROWS),
+    Math.max(DOT_ROWS, Math.floor(chunkBytes / (Kp * 4) / DOT_ROWS) * DOT_ROWS),
   );
   // Scratch layout, in floats: [x rows | weight chunk | outputs].
   const xOff = BASE, wOff = xOff + M * Kp, oOff = wOff + chunk * Kp;
   let view = grownScratch(k, (oOff + chunk) * 4);
   if (view === null) return false;
-  const pool = poolFor(k);
   for (let i = 0; i < M; i++) {
     view.set(a.subarray(aOff + i * K, aOff + (i + 1) * K), xOff + i * Kp);
     view.fill(0, xOff + i * Kp + K, xOff + (i + 1) * Kp);
