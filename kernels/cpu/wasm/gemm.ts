@@ -100,7 +100,8 @@ export function wasmGemm(
     Math.max(MR, Math.floor(SUPER_BYTES / (Math.max(K, ldc) * 4) / MR) * MR),
   );
   // Scratch layout, in floats: [control | A rows | B block | C rows × B block].
-  const apOff = BASE, bpOff = apOff + superRows * K, cpOff = bpOff + ncp * NR * K;
+  const apOff = BASE, bpOff = roundUp(apOff + superRows * K, 16);
+  const cpOff = roundUp(bpOff + ncp * NR * K, 16);
   const total = cpOff + superRows * ldc;
   let view = grownScratch(k, total * 4);
   if (view === null) return false;
@@ -215,13 +216,15 @@ function packA(
     const i0 = row0 + t * MR, h = Math.min(MR, M - i0);
     let o = off + t * K * MR;
     const r0 = aOff + i0 * K;
-    if (h === MR) {
-      const r1 = r0 + K, r2 = r1 + K, r3 = r2 + K;
-      for (let k = 0; k < K; k++, o += MR) {
+    if (h === 6 && MR === 6) {
+      const r1 = r0 + K, r2 = r1 + K, r3 = r2 + K, r4 = r3 + K, r5 = r4 + K;
+      for (let k = 0; k < K; k++, o += 6) {
         dst[o] = a[r0 + k];
         dst[o + 1] = a[r1 + k];
         dst[o + 2] = a[r2 + k];
         dst[o + 3] = a[r3 + k];
+        dst[o + 4] = a[r4 + k];
+        dst[o + 5] = a[r5 + k];
       }
     } else {
       for (let k = 0; k < K; k++, o += MR) {

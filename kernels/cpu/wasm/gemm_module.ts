@@ -7,11 +7,12 @@
  *   `NR` columns (`[K][NR]`), and for every tile an `MR × NR` block of C
  *   held in `MR · NR / 4` SIMD accumulators over the whole K. Per step of k
  *   it loads `NR / 4` vectors of B and splats `MR` values of A: with the
- *   4 × 8 tile that is 8 multiply-adds on 8 independent accumulators (enough
- *   to hide the add latency) for 6 loads, 11 of the 16 vector registers of
- *   x64 and the same on arm64. Panels are visited column panel outer, so one
- *   B panel stays in L1 while the A block (sized by the driver for L2)
- *   passes over it.
+ *   6 × 8 tile that is 12 multiply-adds on 12 independent accumulators
+ *   (enough to hide the add latency) for 8 loads, in 15 of the 16 vector
+ *   registers of x64 (best of 40 on 512 × 512, one thread, shared machine:
+ *   4 × 8 33–34 GFLOP/s, 6 × 8 37–38). Panels are visited column panel
+ *   outer, so one B panel stays in L1 while the A block (sized by the
+ *   driver for L2) passes over it.
  * - `dot_rows` is the decode-shaped matrix-vector product: `out[j] = x ·
  *   w[j]` for rows of a weight stored `[N, K]`, four rows and eight values of
  *   K per step (eight accumulators), so each vector of x serves four rows.
@@ -34,7 +35,7 @@ import {
 } from "./emitter.ts";
 
 /** Rows of A per micro-tile. */
-export const MR = 4;
+export const MR = 6;
 /** Columns of B per micro-tile (a multiple of 4: whole SIMD vectors). */
 export const NR = 8;
 /** Rows of the weight per step of `dot_rows`. */
