@@ -9,7 +9,23 @@
 
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import { cpu, cpuThreadSetting } from "../devices/cpu_device.ts";
-import { cpuKernelInfo, cpuThreadsReady } from "../kernels/cpu/wasm/runtime.ts";
+import { cpuKernelInfo, cpuThreadsReady, setCpuKernelMode } from "../kernels/cpu/wasm/runtime.ts";
+import { installBuiltins } from "../builtins/install.ts";
+import { getGlobalFunc } from "../ground/registry.ts";
+import { tensor } from "../devices/tensor.ts";
+import type { NDArray } from "../devices/ndarray.ts";
+
+installBuiltins();
+
+function random(n: number, seed: number): Float32Array {
+  const out = new Float32Array(n);
+  let s = seed;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = s / 2 ** 31 - 1;
+  }
+  return out;
+}
 
 Deno.test("cpu() sets the kernels' thread count and rejects a bad one", async () => {
   const before = cpuThreadSetting();
@@ -63,4 +79,49 @@ Deno.test("a script whose products ran on the worker pool exits by itself", asyn
   assertEquals(code, 0, new TextDecoder().decode(stderr));
   assert(out.includes("threads 2"), out);
   assert(out.includes("c[0][5] true"), out);
+});
+
+Deno.test("products larger than one block or chunk equal a plain loop, on one and two threads", async () => {
+  const before = cpuThreadSetting();
+  const linear = getGlobalFunc("vm.op.linear")!, matmul = getGlobalFunc("vm.op.matmul")!;
+  // A decode-shaped linear over many weight chunks (K not a multiple of 8: padded rows),
+  // and a product of several blocks of A and B (K large enough that B splits).
+  const cases: { op: "linear" | "matmul"; M: number; K: number; N: number }[] = [
+    { op: "linear", M: 2, K: 1001, N: 2100 },
+    { op: "linear", M: 1, K: 4096, N: 700 },
+    { op: "matmul", M: 70, K: 2100, N: 530 },
+  ];
+  try {
+    setCpuKernelMode("wasm");
+    for (const threads of [1, 2]) {
+      cpu(0, { threads });
+      assertEquals(await cpuThreadsReady(), threads);
+      for (const { op, M, K, N } of cases) {
+        const av = random(M * K, 1), bv = random(K * N, 2);
+        using a = tensor(av, { shape: [M, K] });
+        using b = tensor(bv, { shape: op === "linear" ? [N, K] : [K, N] });
+        using c = (op === "linear" ? linear(a, b) : matmul(a, b)) as NDArray;
+        const got = await c.data() as Float32Array;
+        for (let i = 0; i < M; i++) {
+          for (let j = 0; j < N; j++) {
+            let want = 0;
+            for (let k = 0; k < K; k++) {
+              want += av[i * K + k] * (op === "linear" ? bv[j * K + k] : bv[k * N + j]);
+            }
+            const err = Math.abs(got[i * N + j] - want);
+            if (err > 1e-5 * K) {
+              throw new Error(
+                `${op} ${M}×${K}×${N}, ${threads} thread(s): [${i}, ${j}] = ${
+                  got[i * N + j]
+                }, expected ${want}`,
+              );
+            }
+          }
+        }
+      }
+    }
+  } finally {
+    setCpuKernelMode("auto");
+    cpu(0, { threads: before });
+  }
 });

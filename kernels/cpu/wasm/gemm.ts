@@ -255,33 +255,48 @@ function dotRows(
     roundUp(N, DOT_ROWS),
     Math.max(DOT_ROWS, Math.floor(chunkBytes / (Kp * 4) / DOT_ROWS) * DOT_ROWS),
   );
-  // Scratch layout, in floats: [x rows | weight chunk | outputs].
-  const xOff = BASE, wOff = xOff + M * Kp, oOff = wOff + chunk * Kp;
-  let view = grownScratch(k, (oOff + chunk) * 4);
-  if (view === null) return false;
+  // Scratch layout, in floats: [x rows | weight chunk ×2 | outputs ×2]. Over the pool the
+  // workers take the dot products of one chunk while this thread copies the next into the
+  // other buffer; on one thread only the first of each is used.
+  const xOff = BASE, wOff = [xOff + M * Kp, xOff + M * Kp + chunk * Kp];
+  const oOff = [wOff[1] + chunk * Kp, wOff[1] + chunk * Kp + chunk];
+  const grown = grownScratch(k, (oOff[1] + chunk) * 4);
+  if (grown === null) return false;
+  let view: Float32Array = grown;
   for (let i = 0; i < M; i++) {
     view.set(a.subarray(aOff + i * K, aOff + (i + 1) * K), xOff + i * Kp);
     view.fill(0, xOff + i * Kp + K, xOff + (i + 1) * Kp);
   }
-  // Rows past N in the last chunk hold whatever the previous chunk left: their outputs are dropped.
-  for (let j0 = 0; j0 < N; j0 += chunk) {
+  // Rows past N in the last chunk hold whatever an earlier chunk left: their outputs are dropped.
+  const copyChunk = (j0: number, dst: number) => {
     const rows = Math.min(chunk, N - j0);
     if (Kp === K) {
-      view.set(b.subarray(bOff + j0 * K, bOff + (j0 + rows) * K), wOff);
+      view.set(b.subarray(bOff + j0 * K, bOff + (j0 + rows) * K), dst);
     } else {
       for (let r = 0; r < rows; r++) {
-        const src = bOff + (j0 + r) * K, dst = wOff + r * Kp;
-        view.set(b.subarray(src, src + K), dst);
-        view.fill(0, dst + K, dst + Kp);
+        const src = bOff + (j0 + r) * K, to = dst + r * Kp;
+        view.set(b.subarray(src, src + K), to);
+        view.fill(0, to + K, to + Kp);
       }
     }
+  };
+  const pipelined = pool !== null;
+  copyChunk(0, wOff[0]);
+  for (let j0 = 0, buf = 0; j0 < N; j0 += chunk, buf = pipelined ? 1 - buf : 0) {
+    const rows = Math.min(chunk, N - j0), next = j0 + chunk;
     for (let i = 0; i < M; i++) {
-      const args = [(xOff + i * Kp) * 4, wOff * 4, oOff * 4, roundUp(rows, DOT_ROWS), Kp];
-      if (pool !== null) pool.run(k.exports, Job.dot, [...args, DOT_ROWS]);
-      else dot(args[0], args[1], args[2], args[3], args[4]);
+      const args = [(xOff + i * Kp) * 4, wOff[buf] * 4, oOff[buf] * 4, roundUp(rows, DOT_ROWS), Kp];
+      if (pool !== null) {
+        pool.start(Job.dot, [...args, DOT_ROWS], true);
+        if (i === 0 && next < N) copyChunk(next, wOff[1 - buf]);
+        pool.wait();
+      } else {
+        dot(args[0], args[1], args[2], args[3], args[4]);
+      }
       view = scratchView(k, 0);
-      c.set(view.subarray(oOff, oOff + rows), cOff + i * N + j0);
+      c.set(view.subarray(oOff[buf], oOff[buf] + rows), cOff + i * N + j0);
     }
+    if (pool === null && next < N) copyChunk(next, wOff[0]);
   }
   return true;
 }

@@ -4,7 +4,9 @@
  *
  * Protocol. The first 256 bytes of the memory are a control block of
  * int32s: `[0]` a generation counter, `[1]` how many workers finished the
- * current job, `[2]` the job's kind (0 = exit), `[3..]` its arguments.
+ * current job, `[2]` the job's kind (0 = exit), `[3..13]` its arguments,
+ * `[14]` 1 when the workers alone run the job, `[15]` set by a worker whose
+ * share threw.
  * The calling thread writes the job, bumps the generation and notifies;
  * every worker wakes (`Atomics.wait` on the generation), runs its share,
  * counts itself done and notifies; the caller runs share 0 meanwhile, then
@@ -42,6 +44,11 @@ export const Job = { exit: 0, gemm: 1, dot: 2 } as const;
 // deno-lint-ignore no-explicit-any
 export function runShare(ex: any, ctl: Int32Array, t: number, threads: number): void {
   const kind = ctl[2];
+  if (ctl[14] === 1) {
+    // Workers only (the caller is copying the next operand meanwhile): worker t of threads - 1.
+    t -= 1;
+    threads -= 1;
+  }
   if (kind === 1) {
     // gemm_tiles(ap, bp, cp, mTiles, nPanels, K, ldc) by tile rows, blocks of mct tile rows.
     const ap = ctl[3], bp = ctl[4], cp = ctl[5], mTiles = ctl[6], nPanels = ctl[7];
@@ -142,14 +149,31 @@ export class ThreadPool {
    * are done. `ex` is the calling thread's instance of the kernels.
    */
   run(ex: unknown, kind: number, args: readonly number[]): void {
+    this.start(kind, args, false);
+    runShare(ex, this.#ctl, 0, this.threads);
+    this.wait();
+  }
+
+  /**
+   * Hands a job to the workers and returns at once; `wait()` returns when
+   * they are done. With `workersOnly`, the workers split the whole job
+   * among themselves (the caller does something else meanwhile); without,
+   * share 0 is left for the caller to run.
+   */
+  start(kind: number, args: readonly number[], workersOnly: boolean): void {
     const ctl = this.#ctl;
     ctl[2] = kind;
     for (let i = 0; i < args.length; i++) ctl[3 + i] = args[i];
+    ctl[14] = workersOnly ? 1 : 0;
     ctl[15] = 0;
     Atomics.store(ctl, 1, 0);
     Atomics.add(ctl, 0, 1);
     Atomics.notify(ctl, 0);
-    runShare(ex, ctl, 0, this.threads);
+  }
+
+  /** Waits until every worker finished the job `start` handed out. */
+  wait(): void {
+    const ctl = this.#ctl;
     const others = this.threads - 1;
     for (;;) {
       const done = Atomics.load(ctl, 1);
