@@ -41,6 +41,16 @@ export class CpuDevice extends Device {
     return DLDeviceType.CPU;
   }
 
+  /**
+   * The device and the kernels that compute on it, e.g. `"cpu(0): WebAssembly
+   * relaxed-simd kernels, 2 threads"`, or why they run on one thread or in
+   * TypeScript (a page that is not cross-origin isolated, a CSP refusing
+   * WebAssembly).
+   */
+  override get description(): string {
+    return `${this}: ${describeCpuKernels()}`;
+  }
+
   /** The largest ArrayBuffer V8 allows, about 8 GiB on 64-bit machines. */
   get maxAllocationBytes(): number {
     return 2 ** 33;
@@ -78,6 +88,34 @@ export class CpuDevice extends Device {
       new Uint8Array(src as ArrayBuffer, srcOffset, nbytes),
     );
   }
+}
+
+/**
+ * Describes the CPU kernels for `CpuDevice.description` and the profiler:
+ * registered by the kernels (kernels/cpu/wasm/runtime.ts), which this layer
+ * cannot import.
+ */
+const kernelDescriber: { describe: () => string } = shared(
+  "relaxvm.cpuKernelDescriber.v1",
+  () => ({ describe: () => "TypeScript kernels" }),
+);
+
+/**
+ * Registers what describes the CPU kernels (which instruction set, how many threads, and why).
+ *
+ * @ignore
+ */
+export function setCpuKernelDescriber(describe: () => string): void {
+  kernelDescriber.describe = describe;
+}
+
+/**
+ * Which kernels compute on the CPU, e.g. `"WebAssembly relaxed-simd kernels, 2 threads"`.
+ *
+ * @ignore
+ */
+export function describeCpuKernels(): string {
+  return kernelDescriber.describe();
 }
 
 /** One CPU device per id in the process, whichever copy of the library asks (ground/shared.ts). */

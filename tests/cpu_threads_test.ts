@@ -7,7 +7,7 @@
  * @module
  */
 
-import { assert, assertEquals, assertThrows } from "@std/assert";
+import { assert, assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
 import { cpu, cpuThreadSetting } from "../devices/cpu_device.ts";
 import { cpuKernelInfo, cpuThreadsReady, setCpuKernelMode } from "../kernels/cpu/wasm/runtime.ts";
 import { installBuiltins } from "../builtins/install.ts";
@@ -37,8 +37,14 @@ Deno.test("cpu() sets the kernels' thread count and rejects a bad one", async ()
     assertEquals(await cpuThreadsReady(), 3);
     const info = cpuKernelInfo();
     assertEquals([info.threads, info.threadsRequested, info.threadsReason], [3, 3, null]);
+    const description = cpu().description;
+    assert(/^cpu\(0\): WebAssembly (relaxed-simd|simd128) kernels, 3 threads$/.test(description));
+    setCpuKernelMode("typescript");
+    assertEquals(cpu().description, "cpu(0): TypeScript kernels (setCpuKernelMode)");
+    setCpuKernelMode("auto");
     cpu(0, { threads: 1 });
     assertEquals(await cpuThreadsReady(), 1);
+    assertStringIncludes(cpu().description, "kernels, 1 thread");
   } finally {
     cpu(0, { threads: before });
   }

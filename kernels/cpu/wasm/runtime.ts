@@ -32,7 +32,7 @@
  */
 
 import { shared } from "../../../ground/shared.ts";
-import { cpuThreadSetting } from "../../../devices/cpu_device.ts";
+import { cpuThreadSetting, setCpuKernelDescriber } from "../../../devices/cpu_device.ts";
 import { gemmModuleBytes } from "./gemm_module.ts";
 import { CONTROL_BYTES, ThreadPool, threadsAvailable } from "./thread_pool.ts";
 
@@ -191,10 +191,8 @@ function loadKernels(): WasmKernels | null {
     const exports = instance.exports as unknown as GemmExports;
     state.kernels = { exports, memory, simd, module, shared };
   } catch (e) {
-    state.reason = `relaxvm: CPU kernels run in TypeScript, not WebAssembly: ${
-      e instanceof Error ? e.message : String(e)
-    }`;
-    console.warn(state.reason);
+    state.reason = e instanceof Error ? e.message : String(e);
+    console.warn(`relaxvm: CPU kernels run in TypeScript, not WebAssembly: ${state.reason}`);
   }
   return state.kernels;
 }
@@ -299,3 +297,19 @@ function armIdleTimer(): void {
   state.idleTimer = id;
   unrefTimer?.(id);
 }
+
+/** One line for `CpuDevice.description` and the profiler: what computes, on how many threads. */
+function describe(): string {
+  if (state.mode === "typescript") return "TypeScript kernels (setCpuKernelMode)";
+  if (state.reason !== null) return `TypeScript kernels (${state.reason})`;
+  if (state.kernels === null) return "WebAssembly kernels not compiled yet";
+  const want = cpuThreadSetting();
+  const threads = want === 1
+    ? "1 thread"
+    : state.threadsReason !== null
+    ? `1 thread (${state.threadsReason})`
+    : `${want} threads`;
+  return `WebAssembly ${state.kernels.simd} kernels, ${threads}`;
+}
+
+setCpuKernelDescriber(describe);
