@@ -286,10 +286,12 @@ function dotRows(
     const rows = Math.min(chunk, N - j0), next = j0 + chunk;
     for (let i = 0; i < M; i++) {
       const args = [(xOff + i * Kp) * 4, wOff[buf] * 4, oOff[buf] * 4, roundUp(rows, DOT_ROWS), Kp];
-      if (pool !== null) {
+      if (pool !== null && i === 0 && next < N) {
         pool.start(Job.dot, [...args, DOT_ROWS], true);
-        if (i === 0 && next < N) copyChunk(next, wOff[1 - buf]);
+        copyChunk(next, wOff[1 - buf]);
         pool.wait();
+      } else if (pool !== null) {
+        pool.run(k.exports, Job.dot, [...args, DOT_ROWS]); // nothing to copy: every thread computes
       } else {
         dot(args[0], args[1], args[2], args[3], args[4]);
       }
