@@ -117,9 +117,12 @@ export function wasmGemm(
         else packB(b, bOff, K, N, j0 * NR, np, view, bpOff);
         packedB = j0;
       }
-      const args = [apOff * 4, bpOff * 4, cpOff * 4, mTiles, np, K, ldc, mct, MR];
-      if (pool !== null) pool.run(k.exports, Job.gemm, args);
-      else {
+      if (pool !== null) {
+        // Blocks of at most mct tile rows, at least four per thread so that claiming balances.
+        const bt = Math.max(1, Math.min(mct, Math.ceil(mTiles / (4 * pool.threads))));
+        const args = [apOff * 4, bpOff * 4, cpOff * 4, mTiles, np, K, ldc, bt, MR];
+        pool.run(k.exports, Job.gemm, args, Math.ceil(mTiles / bt));
+      } else {
         for (let i = 0; i < mTiles; i += mct) {
           k.exports.gemm_tiles(
             (apOff + i * K * MR) * 4,
@@ -286,12 +289,12 @@ function dotRows(
     const rows = Math.min(chunk, N - j0), next = j0 + chunk;
     for (let i = 0; i < M; i++) {
       const args = [(xOff + i * Kp) * 4, wOff[buf] * 4, oOff[buf] * 4, roundUp(rows, DOT_ROWS), Kp];
-      if (pool !== null && i === 0 && next < N) {
-        pool.start(Job.dot, [...args, DOT_ROWS], true);
-        copyChunk(next, wOff[1 - buf]);
-        pool.wait();
-      } else if (pool !== null) {
-        pool.run(k.exports, Job.dot, [...args, DOT_ROWS]); // nothing to copy: every thread computes
+      if (pool !== null) {
+        // Groups of weight rows, at least four per thread; the next chunk is copied meanwhile.
+        const rows4 = args[3];
+        const br = Math.max(DOT_ROWS, roundUp(Math.ceil(rows4 / (4 * pool.threads)), DOT_ROWS));
+        const copyNext = i === 0 && next < N ? () => copyChunk(next, wOff[1 - buf]) : undefined;
+        pool.run(k.exports, Job.dot, [...args, br], Math.ceil(rows4 / br), copyNext);
       } else {
         dot(args[0], args[1], args[2], args[3], args[4]);
       }

@@ -1,22 +1,29 @@
 /**
  * The CPU kernels' worker pool: persistent workers sharing the kernels'
- * WebAssembly.Memory, each running its share of a kernel call.
+ * WebAssembly.Memory, taking blocks of a kernel call as they come.
  *
  * Protocol. The first 256 bytes of the memory are a control block of
- * int32s: `[0]` a generation counter, `[1]` how many workers finished the
- * current job, `[2]` the job's kind (0 = exit), `[3..13]` its arguments,
- * `[14]` 1 when the workers alone run the job, `[15]` set by a worker whose
- * share threw.
- * The calling thread writes the job, bumps the generation and notifies;
- * every worker wakes (`Atomics.wait` on the generation), runs its share,
- * counts itself done and notifies; the caller runs share 0 meanwhile, then
- * waits for the count. Workers are started once and stay blocked in
- * `Atomics.wait` between calls, so a call costs a wake-up (tens of
- * microseconds), not a worker start.
+ * int32s (`Ctl`): a generation counter, the job's kind (0 = exit), its
+ * number of blocks, the claim counter, how many blocks are finished, its
+ * arguments, and an error flag. The calling thread publishes a job (claims
+ * closed, arguments and counts written, claims opened, generation bumped,
+ * workers notified), then claims blocks itself like any worker, and returns
+ * once every block is finished.
  *
- * The split lives in the worker source below and in `runShare` (the same
- * arithmetic): a `gemm_tiles` job is split by tile rows, each share walking
- * its rows in L2-sized blocks; a `dot_rows` job by groups of weight rows.
+ * Why blocks are claimed rather than split in fixed shares: on a loaded
+ * machine (this one is shared by several engineers) a worker can wait
+ * milliseconds to be scheduled after `Atomics.notify`. With fixed shares
+ * the caller would wait for it; with claiming, the caller takes the blocks
+ * the sleeping worker has not, and waits at most for the one block each
+ * worker is running. A worker that wakes after the job is done finds no
+ * block and goes back to sleep. Between jobs a worker spins for a moment
+ * (`SPIN_MS`) before it sleeps, so back-to-back jobs (a GEMV's chunks, a
+ * decode step's layers) do not pay a wake-up each.
+ *
+ * Block sizes are the kernels' (kernels/cpu/wasm/gemm.ts): `gemm_tiles`
+ * over a few tile rows (an L2-sized block of A), `dot_rows` over a group of
+ * weight rows. `runBlock` is the one function both sides run: its source is
+ * copied into the worker script.
  *
  * Where it runs. Deno always has `SharedArrayBuffer` and workers; a browser
  * has them only on a cross-origin-isolated page. Elsewhere (or when a
@@ -35,74 +42,87 @@ export const CONTROL_BYTES = 256;
 /** Job kinds. */
 export const Job = { exit: 0, gemm: 1, dot: 2 } as const;
 
+/** Int32 slots of the control block. */
+const Ctl = {
+  generation: 0,
+  kind: 1,
+  blocks: 2,
+  next: 3,
+  finished: 4,
+  /** Arguments: `ARGS .. ARGS + 9`. */
+  args: 5,
+  error: 16,
+} as const;
+
+/** A claim counter value no block index reaches: claims made while a job is being written. */
+const CLOSED = 1 << 30;
+
+/** How long a worker keeps checking for the next job before it sleeps. */
+const SPIN_MS = 0.2;
+
 /**
- * Runs share `t` of `threads` of a job whose kind and arguments are in
- * `ctl` (the control block). This exact function is also the body the
- * workers run: its source is copied into the worker script, so it must use
- * nothing but its arguments.
+ * Runs block `i` of the job in `ctl`. This exact function is also the body
+ * the workers run (its source is copied into the worker script), so it must
+ * use nothing but its arguments. Argument slots start at 5.
  */
 // deno-lint-ignore no-explicit-any
-export function runShare(ex: any, ctl: Int32Array, t: number, threads: number): void {
-  const kind = ctl[2];
-  if (ctl[14] === 1) {
-    // Workers only (the caller is copying the next operand meanwhile): worker t of threads - 1.
-    t -= 1;
-    threads -= 1;
-  }
-  if (kind === 1) {
-    // gemm_tiles(ap, bp, cp, mTiles, nPanels, K, ldc) by tile rows, blocks of mct tile rows.
-    const ap = ctl[3], bp = ctl[4], cp = ctl[5], mTiles = ctl[6], nPanels = ctl[7];
-    const K = ctl[8], ldc = ctl[9], mct = ctl[10], MR = ctl[11];
-    const t0 = Math.floor(mTiles * t / threads), t1 = Math.floor(mTiles * (t + 1) / threads);
-    for (let i = t0; i < t1; i += mct) {
-      const n = Math.min(mct, t1 - i);
-      ex.gemm_tiles(ap + i * K * MR * 4, bp, cp + i * MR * ldc * 4, n, nPanels, K, ldc);
-    }
-  } else if (kind === 2) {
-    // dot_rows(xp, wp, op, rows, Kp) by groups of `group` weight rows.
-    const xp = ctl[3], wp = ctl[4], op = ctl[5], rows = ctl[6], Kp = ctl[7], group = ctl[8];
-    const groups = rows / group;
-    const g0 = Math.floor(groups * t / threads), g1 = Math.floor(groups * (t + 1) / threads);
-    if (g1 > g0) {
-      ex.dot_rows(xp, wp + g0 * group * Kp * 4, op + g0 * group * 4, (g1 - g0) * group, Kp);
-    }
+export function runBlock(ex: any, ctl: Int32Array, i: number): void {
+  if (ctl[1] === 1) {
+    // gemm_tiles(ap, bp, cp, mTiles, nPanels, K, ldc) over tile rows [i·bt, (i+1)·bt).
+    const ap = ctl[5], bp = ctl[6], cp = ctl[7], mTiles = ctl[8], nPanels = ctl[9];
+    const K = ctl[10], ldc = ctl[11], bt = ctl[12], MR = ctl[13];
+    const t0 = i * bt, n = Math.min(bt, mTiles - t0);
+    ex.gemm_tiles(ap + t0 * K * MR * 4, bp, cp + t0 * MR * ldc * 4, n, nPanels, K, ldc);
+  } else if (ctl[1] === 2) {
+    // dot_rows(xp, wp, op, rows, Kp) over weight rows [i·br, (i+1)·br).
+    const xp = ctl[5], wp = ctl[6], op = ctl[7], rows = ctl[8], Kp = ctl[9], br = ctl[10];
+    const r0 = i * br, n = Math.min(br, rows - r0);
+    ex.dot_rows(xp, wp + r0 * Kp * 4, op + r0 * 4, n, Kp);
   }
 }
 
-/** The worker script: instantiate the kernels on the shared memory, then serve jobs until exit. */
+/** The worker script: instantiate the kernels on the shared memory, then claim blocks until exit. */
 const WORKER_SOURCE = `
-const runShare = ${runShare.toString()};
+const runBlock = ${runBlock.toString()};
 onmessage = (e) => {
-  const { module, memory, index, threads } = e.data;
+  const { module, memory } = e.data;
   const ex = new WebAssembly.Instance(module, { env: { memory } }).exports;
   const ctl = new Int32Array(memory.buffer, 0, ${CONTROL_BYTES / 4});
-  let seen = Atomics.load(ctl, 0);
+  let seen = Atomics.load(ctl, ${Ctl.generation});
   postMessage("ready");
   for (;;) {
-    Atomics.wait(ctl, 0, seen);
-    const now = Atomics.load(ctl, 0);
-    if (now === seen) continue;
+    let now = Atomics.load(ctl, ${Ctl.generation});
+    if (now === seen) {
+      const until = performance.now() + ${SPIN_MS};
+      while (now === seen && performance.now() < until) now = Atomics.load(ctl, ${Ctl.generation});
+      if (now === seen) {
+        Atomics.wait(ctl, ${Ctl.generation}, seen);
+        continue;
+      }
+    }
     seen = now;
-    if (ctl[2] === 0) break;
-    try { runShare(ex, ctl, index, threads); } catch (err) { ctl[15] = 1; }
-    Atomics.add(ctl, 1, 1);
-    Atomics.notify(ctl, 1);
+    if (Atomics.load(ctl, ${Ctl.kind}) === 0) break;
+    for (;;) {
+      const i = Atomics.add(ctl, ${Ctl.next}, 1);
+      if (i >= Atomics.load(ctl, ${Ctl.blocks})) break;
+      try { runBlock(ex, ctl, i); } catch (err) { Atomics.store(ctl, ${Ctl.error}, 1); }
+      Atomics.add(ctl, ${Ctl.finished}, 1);
+      Atomics.notify(ctl, ${Ctl.finished});
+    }
   }
   close();
 };
 `;
 
-/** A started pool of `threads - 1` workers (the calling thread is share 0). */
+/** A started pool of `threads - 1` workers (the calling thread is the last one). */
 export class ThreadPool {
   /** Threads that run each job, the caller included. */
   readonly threads: number;
-  readonly #workers: Worker[];
   readonly #ctl: Int32Array;
   readonly #canWait: boolean;
 
-  private constructor(threads: number, workers: Worker[], ctl: Int32Array) {
+  private constructor(threads: number, ctl: Int32Array) {
     this.threads = threads;
-    this.#workers = workers;
     this.#ctl = ctl;
     this.#canWait = mainThreadCanWait(ctl);
   }
@@ -117,6 +137,7 @@ export class ThreadPool {
     threads: number,
   ): Promise<ThreadPool> {
     const url = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "text/javascript" }));
+    const ctl = new Int32Array(memory.buffer, 0, CONTROL_BYTES / 4);
     const workers: Worker[] = [];
     try {
       const ready: Promise<void>[] = [];
@@ -132,71 +153,78 @@ export class ThreadPool {
             };
           }),
         );
-        w.postMessage({ module, memory, index, threads });
+        w.postMessage({ module, memory });
       }
       await Promise.all(ready);
     } catch (e) {
+      exit(ctl);
       for (const w of workers) w.terminate();
       throw e;
     } finally {
       URL.revokeObjectURL(url);
     }
-    return new ThreadPool(threads, workers, new Int32Array(memory.buffer, 0, CONTROL_BYTES / 4));
+    return new ThreadPool(threads, ctl);
   }
 
   /**
-   * Runs a job of `kind` with `args` on every thread and returns when all
-   * are done. `ex` is the calling thread's instance of the kernels.
+   * Runs `blocks` blocks of a job of `kind` with `args` on every thread, and
+   * returns when all are finished. `ex` is the calling thread's instance of
+   * the kernels. `first`, if given, runs on the calling thread after the
+   * job is handed out and before it claims blocks (copying the next operand
+   * while the workers compute).
    */
-  run(ex: unknown, kind: number, args: readonly number[]): void {
-    this.start(kind, args, false);
-    runShare(ex, this.#ctl, 0, this.threads);
-    this.wait();
-  }
-
-  /**
-   * Hands a job to the workers and returns at once; `wait()` returns when
-   * they are done. With `workersOnly`, the workers split the whole job
-   * among themselves (the caller does something else meanwhile); without,
-   * share 0 is left for the caller to run.
-   */
-  start(kind: number, args: readonly number[], workersOnly: boolean): void {
+  run(
+    ex: unknown,
+    kind: number,
+    args: readonly number[],
+    blocks: number,
+    first?: () => void,
+  ): void {
     const ctl = this.#ctl;
-    ctl[2] = kind;
-    for (let i = 0; i < args.length; i++) ctl[3 + i] = args[i];
-    ctl[14] = workersOnly ? 1 : 0;
-    ctl[15] = 0;
-    Atomics.store(ctl, 1, 0);
-    Atomics.add(ctl, 0, 1);
-    Atomics.notify(ctl, 0);
-  }
-
-  /** Waits until every worker finished the job `start` handed out. */
-  wait(): void {
-    const ctl = this.#ctl;
-    const others = this.threads - 1;
+    Atomics.store(ctl, Ctl.next, CLOSED); // late claims of the last job see no block
+    Atomics.store(ctl, Ctl.kind, kind);
+    for (let i = 0; i < args.length; i++) ctl[Ctl.args + i] = args[i];
+    Atomics.store(ctl, Ctl.blocks, blocks);
+    Atomics.store(ctl, Ctl.finished, 0);
+    Atomics.store(ctl, Ctl.error, 0);
+    Atomics.store(ctl, Ctl.next, 0);
+    Atomics.add(ctl, Ctl.generation, 1);
+    Atomics.notify(ctl, Ctl.generation);
+    first?.();
     for (;;) {
-      const done = Atomics.load(ctl, 1);
-      if (done >= others) break;
-      if (this.#canWait) Atomics.wait(ctl, 1, done, 1000);
+      const i = Atomics.add(ctl, Ctl.next, 1);
+      if (i >= blocks) break;
+      runBlock(ex, ctl, i);
+      Atomics.add(ctl, Ctl.finished, 1);
     }
-    if (ctl[15] !== 0) throw new Error("a CPU kernel worker failed while running its share");
+    for (;;) {
+      const done = Atomics.load(ctl, Ctl.finished);
+      if (done >= blocks) break;
+      if (this.#canWait) Atomics.wait(ctl, Ctl.finished, done, 1);
+    }
+    if (Atomics.load(ctl, Ctl.error) !== 0) {
+      throw new Error("a CPU kernel worker failed while running its block");
+    }
   }
 
-  /** Stops the workers. */
+  /** Stops the workers (each closes itself). */
   close(): void {
-    const ctl = this.#ctl;
-    ctl[2] = Job.exit;
-    Atomics.add(ctl, 0, 1);
-    Atomics.notify(ctl, 0);
-    for (const w of this.#workers) w.terminate();
+    exit(this.#ctl);
   }
+}
+
+/** Tells every worker to close. */
+function exit(ctl: Int32Array): void {
+  Atomics.store(ctl, Ctl.next, CLOSED);
+  Atomics.store(ctl, Ctl.kind, Job.exit);
+  Atomics.add(ctl, Ctl.generation, 1);
+  Atomics.notify(ctl, Ctl.generation);
 }
 
 /** Whether `Atomics.wait` may block this thread (Deno's main thread yes, a browser's no). */
 function mainThreadCanWait(ctl: Int32Array): boolean {
   try {
-    Atomics.wait(ctl, 15, 12345, 0); // returns "not-equal" or "timed-out" where allowed
+    Atomics.wait(ctl, 63, 12345, 0); // returns "not-equal" or "timed-out" where allowed
     return true;
   } catch {
     return false;
