@@ -9,7 +9,12 @@
 
 import { assert, assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
 import { cpu, cpuThreadSetting } from "../devices/cpu_device.ts";
-import { cpuKernelInfo, cpuThreadsReady, setCpuKernelMode } from "../kernels/cpu/wasm/runtime.ts";
+import {
+  cpuKernelInfo,
+  cpuThreadsReady,
+  forgetCpuKernels,
+  setCpuKernelMode,
+} from "../kernels/cpu/wasm/runtime.ts";
 import { installBuiltins } from "../builtins/install.ts";
 import { getGlobalFunc } from "../ground/registry.ts";
 import { tensor } from "../devices/tensor.ts";
@@ -128,6 +133,47 @@ Deno.test("products larger than one block or chunk equal a plain loop, on one an
     }
   } finally {
     setCpuKernelMode("auto");
+    cpu(0, { threads: before });
+  }
+});
+
+Deno.test("where workers cannot start, the kernels run on one thread, say why, and do not retry", async () => {
+  const before = cpuThreadSetting();
+  const RealWorker = globalThis.Worker;
+  let attempts = 0;
+  // What a page whose CSP has no `worker-src blob:` does to `new Worker(blobURL)`.
+  globalThis.Worker = class {
+    constructor() {
+      attempts++;
+      throw new DOMException("Refused to create a worker from a blob: URL", "SecurityError");
+    }
+  } as unknown as typeof Worker;
+  forgetCpuKernels();
+  try {
+    cpu(0, { threads: 2 });
+    assertEquals(await cpuThreadsReady(), 1);
+    const info = cpuKernelInfo();
+    assertEquals(info.threads, 1);
+    assertStringIncludes(info.threadsReason ?? "", "Refused to create a worker");
+    assertStringIncludes(cpu().description, "1 thread (Refused to create a worker");
+    // Products still compute, on the calling thread, and the pool is not retried each call.
+    const matmul = getGlobalFunc("vm.op.matmul")!;
+    const av = random(40 * 30, 7), bv = random(30 * 50, 8);
+    using a = tensor(av, { shape: [40, 30] });
+    using b = tensor(bv, { shape: [30, 50] });
+    setCpuKernelMode("wasm");
+    for (let round = 0; round < 3; round++) {
+      using c = matmul(a, b) as NDArray;
+      const got = await c.data() as Float32Array;
+      let want = 0;
+      for (let k = 0; k < 30; k++) want += av[39 * 30 + k] * bv[k * 50 + 49];
+      assert(Math.abs(got[39 * 50 + 49] - want) < 1e-4);
+    }
+    assertEquals(attempts, 1);
+  } finally {
+    globalThis.Worker = RealWorker;
+    setCpuKernelMode("auto");
+    forgetCpuKernels();
     cpu(0, { threads: before });
   }
 });

@@ -237,7 +237,12 @@ export function poolFor(k: WasmKernels): ThreadPool | null {
     stopPool();
     pool = null;
   }
-  if (want > 1 && k.shared && pool === null && state.starting === null) startPool(k, want);
+  // A pool that failed to start (threadsReason) is not tried again on every call.
+  if (
+    want > 1 && k.shared && pool === null && state.starting === null && state.threadsReason === null
+  ) {
+    startPool(k, want);
+  }
   if (pool !== null) armIdleTimer();
   return pool;
 }
