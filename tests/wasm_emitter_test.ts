@@ -163,27 +163,28 @@ for (const relaxed of [false, true]) {
     const ex = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory } })
       .exports as unknown as GemmExports;
     const f = new Float32Array(memory.buffer);
-    // Two tile rows, three column panels, K = 5: A panels [K][MR], B panels [K][NR].
-    const mTiles = 2, nPanels = 3, K = 5, ldc = nPanels * NR + 4;
-    const ap = random(mTiles * K * MR, 1), bp = random(nPanels * K * NR, 2);
-    const apOff = 0, bpOff = 1024, cpOff = 2048;
-    f.set(ap, apOff);
-    f.set(bp, bpOff);
-    f.fill(7, cpOff, cpOff + mTiles * MR * ldc);
-    ex.gemm_tiles(apOff * 4, bpOff * 4, cpOff * 4, mTiles, nPanels, K, ldc);
-    for (let r = 0; r < mTiles * MR; r++) {
-      for (let c = 0; c < ldc; c++) {
-        const got = f[cpOff + r * ldc + c];
-        if (c >= nPanels * NR) {
-          assertEquals(got, 7, `C padding column ${c} must stay untouched`);
-          continue;
+    // Two tile rows, three column panels; A row-major [rows][K], B panels [K][NR]. K = 3, 5
+    // and 8: the remainder loop alone, the unrolled loop and the remainder, the unrolled alone.
+    for (const K of [3, 5, 8]) {
+      const mTiles = 2, nPanels = 3, ldc = nPanels * NR + 4;
+      const ap = random(mTiles * MR * K, K), bp = random(nPanels * K * NR, 2);
+      const apOff = 0, bpOff = 1024, cpOff = 2048;
+      f.set(ap, apOff);
+      f.set(bp, bpOff);
+      f.fill(7, cpOff, cpOff + mTiles * MR * ldc);
+      ex.gemm_tiles(apOff * 4, bpOff * 4, cpOff * 4, mTiles, nPanels, K, ldc);
+      for (let r = 0; r < mTiles * MR; r++) {
+        for (let c = 0; c < ldc; c++) {
+          const got = f[cpOff + r * ldc + c];
+          if (c >= nPanels * NR) {
+            assertEquals(got, 7, `C padding column ${c} must stay untouched`);
+            continue;
+          }
+          let want = 0;
+          const p0 = Math.floor(c / NR);
+          for (let k = 0; k < K; k++) want += ap[r * K + k] * bp[p0 * K * NR + k * NR + c % NR];
+          assert(Math.abs(got - want) <= 1e-5, `K=${K}: C[${r}, ${c}] = ${got}, expected ${want}`);
         }
-        let want = 0;
-        const t0 = Math.floor(r / MR), p0 = Math.floor(c / NR);
-        for (let k = 0; k < K; k++) {
-          want += ap[t0 * K * MR + k * MR + r % MR] * bp[p0 * K * NR + k * NR + c % NR];
-        }
-        assert(Math.abs(got - want) <= 1e-5, `C[${r}, ${c}] = ${got}, expected ${want}`);
       }
     }
     // dot_rows: 8 rows of a weight [rows, Kp], Kp = 16.

@@ -68,6 +68,7 @@ export const Op = {
   i32Add: 0x6a,
   i32Sub: 0x6b,
   i32Mul: 0x6c,
+  i32And: 0x71,
   i32Shl: 0x74,
   f32Add: 0x92,
   f32Sub: 0x93,

@@ -2,15 +2,16 @@
  * The float32 matrix products on the WebAssembly path: the blocking,
  * packing and copying around gemm_module.ts's `gemm_tiles` and `dot_rows`.
  *
- * - **Products of at least `MR` rows** run as BLIS does: B is packed a
- *   block of column panels at a time (`[K][NR]` each, zero-padded past N;
- *   a weight stored `[N, K]` is transposed on the way), A a block of tile
- *   rows at a time (`[K][MR]`, zero-padded past M), and `gemm_tiles`
- *   computes every tile of the block into a scratch C that is then copied
- *   into the output. Packing is the copy into WebAssembly memory that this
- *   copy-in version needs anyway, so it costs no extra pass. The A block is
- *   sized for L2 (256 KiB); the B block for L3 (4 MiB, so a 1024-square B is
- *   one block and A is packed once).
+ * - **Products of at least `MR` rows** run as BLIS does, less the packing
+ *   of A: B is packed a block of column panels at a time (`[K][NR]` each,
+ *   zero-padded past N; a weight stored `[N, K]` is transposed on the way),
+ *   A is copied in as it is (one `TypedArray.set`, rows past M zeroed) and
+ *   read a row pointer per tile row, and `gemm_tiles` computes every tile
+ *   into a scratch C that is then copied into the output. Packing B is the
+ *   copy into WebAssembly memory that this copy-in version needs anyway, so
+ *   it costs no extra pass. Work is handed out in blocks of tile rows sized
+ *   for L2 (256 KiB of A); the B block is sized for L3 (4 MiB, so a
+ *   1024-square B is one block and A is copied once).
  * - **A weight stored `[N, K]` times fewer than `MR` rows** (a decode step's
  *   `linear`) copies the weight in chunks of rows small enough to stay in
  *   cache (256 KiB on one thread, 2 MiB over the pool) and takes `dot_rows`
@@ -41,7 +42,7 @@ import { Job } from "./thread_pool.ts";
 export const GEMM_WASM_MIN_FLOPS = 2 * 32 * 32 * 32;
 
 const A_BLOCK_BYTES = 256 * 1024;
-/** Most bytes of packed A, and of C, per pass over B. */
+/** Most bytes of A, and of C, per pass over B. */
 const SUPER_BYTES = 16 * 1024 * 1024;
 /** Where scratch starts, in floats (after the pool's control block). */
 const BASE = SCRATCH_BASE_BYTES / 4;
@@ -94,7 +95,7 @@ export function wasmGemm(
   const mct = Math.max(1, Math.floor(A_BLOCK_BYTES / (K * MR * 4)));
   const ncp = Math.min(nPanels, Math.max(1, Math.floor(B_BLOCK_BYTES / (K * NR * 4))));
   const ldc = ncp * NR;
-  // Rows of A packed at once: all of them unless they (or their rows of C) pass SUPER_BYTES.
+  // Rows of A copied in at once: all of them unless they (or their rows of C) pass SUPER_BYTES.
   const superRows = Math.min(
     roundUp(M, MR),
     Math.max(MR, Math.floor(SUPER_BYTES / (Math.max(K, ldc) * 4) / MR) * MR),
@@ -109,7 +110,9 @@ export function wasmGemm(
   let packedB = -1;
   for (let s0 = 0; s0 < M; s0 += superRows) {
     const rows = Math.min(superRows, M - s0), mTiles = Math.ceil(rows / MR);
-    packA(a, aOff + s0 * K, rows, K, 0, mTiles, view, apOff);
+    // A as it is, rows past M zero: the kernel reads it row-major.
+    view.set(a.subarray(aOff + s0 * K, aOff + (s0 + rows) * K), apOff);
+    view.fill(0, apOff + rows * K, apOff + mTiles * MR * K);
     for (let j0 = 0; j0 < nPanels; j0 += ncp) {
       const np = Math.min(ncp, nPanels - j0);
       if (packedB !== j0) {
@@ -199,39 +202,6 @@ function packBT(
         for (let k = 0; k < K; k++) dst[o + k * NR + s] = b[row + k];
       } else {
         for (let k = 0; k < K; k++) dst[o + k * NR + s] = 0;
-      }
-    }
-  }
-}
-
-/** Packs A's rows `row0 .. row0 + mt·MR` into `mt` panels `[K][MR]` at `off`, zero past M. */
-function packA(
-  a: Float32Array,
-  aOff: number,
-  M: number,
-  K: number,
-  row0: number,
-  mt: number,
-  dst: Float32Array,
-  off: number,
-): void {
-  for (let t = 0; t < mt; t++) {
-    const i0 = row0 + t * MR, h = Math.min(MR, M - i0);
-    let o = off + t * K * MR;
-    const r0 = aOff + i0 * K;
-    if (h === 6 && MR === 6) {
-      const r1 = r0 + K, r2 = r1 + K, r3 = r2 + K, r4 = r3 + K, r5 = r4 + K;
-      for (let k = 0; k < K; k++, o += 6) {
-        dst[o] = a[r0 + k];
-        dst[o + 1] = a[r1 + k];
-        dst[o + 2] = a[r2 + k];
-        dst[o + 3] = a[r3 + k];
-        dst[o + 4] = a[r4 + k];
-        dst[o + 5] = a[r5 + k];
-      }
-    } else {
-      for (let k = 0; k < K; k++, o += MR) {
-        for (let r = 0; r < MR; r++) dst[o + r] = r < h ? a[r0 + r * K + k] : 0;
       }
     }
   }
