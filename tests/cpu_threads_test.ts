@@ -95,11 +95,12 @@ Deno.test("a script whose products ran on the worker pool exits by itself", asyn
 Deno.test("products larger than one block or chunk equal a plain loop, on one and two threads", async () => {
   const before = cpuThreadSetting();
   const linear = getGlobalFunc("vm.op.linear")!, matmul = getGlobalFunc("vm.op.matmul")!;
-  // A decode-shaped linear over many weight chunks (K not a multiple of 8: padded rows),
+  // Decode-shaped linears over many weight chunks (K not a multiple of 8: padded rows),
   // and a product of several blocks of A and B (K large enough that B splits).
   const cases: { op: "linear" | "matmul"; M: number; K: number; N: number }[] = [
     { op: "linear", M: 2, K: 1001, N: 2100 },
     { op: "linear", M: 1, K: 4096, N: 700 },
+    { op: "linear", M: 3, K: 1000, N: 1500 }, // copied whole, rows split over the pool
     { op: "matmul", M: 70, K: 2100, N: 530 },
   ];
   try {

@@ -14,9 +14,10 @@
  *   1024-square B is one block and A is copied once).
  * - **A weight stored `[N, K]` times fewer than `MR` rows** (a decode step's
  *   `linear`) copies the weight in chunks of rows small enough to stay in
- *   cache (256 KiB on one thread, 2 MiB over the pool) and takes `dot_rows`
- *   over each chunk while it is there: the weight crosses the memory bus
- *   once, as a plain matrix-vector product would read it.
+ *   L2 (256 KiB) and takes `dot_rows` over each chunk while it is there: the
+ *   weight crosses the memory bus once from the tensor, then from cache. A
+ *   weight up to 8 MiB (a model layer) is copied whole and its rows split
+ *   over the pool instead (`DOT_POOL_MAX_BYTES` says why not larger ones).
  *
  * `wasmGemm` returns false for what it does not cover (K = 0, fewer than
  * `MR` rows of an untransposed B, work below the size that repays the
@@ -47,14 +48,21 @@ const SUPER_BYTES = 16 * 1024 * 1024;
 /** Where scratch starts, in floats (after the pool's control block). */
 const BASE = SCRATCH_BASE_BYTES / 4;
 const B_BLOCK_BYTES = 4 * 1024 * 1024;
+/** Bytes of weight rows copied in per `dot_rows` pass: small enough to stay in L2 while read. */
+const DOT_CHUNK_BYTES = 256 * 1024;
 /**
- * Bytes of weight rows copied in per `dot_rows` pass: on one thread small
- * enough to stay in L2 while it is read; split over the pool, larger (in
- * L3), because each pass costs a wake-up of every worker, which takes
- * milliseconds on a loaded machine (measured with 2 threads on the shared
- * 2-core machine: 256 KiB chunks 3.5 GB/s, 1 MiB 4.6, 4 MiB 7.0).
+ * A weight up to this size is copied in whole and its dot products split
+ * over the pool; a larger one runs on the calling thread in
+ * `DOT_CHUNK_BYTES` chunks. Why: a large GEMV is bound by the copy, which
+ * only the calling thread can do (workers cannot see the tensor's
+ * ArrayBuffer), so workers gain little there; and a worker preempted in the
+ * middle of a chunk stalls every chunk after it. On the shared 2-core
+ * machine under load, the 64 MiB GEMV measured 0.6 GB/s with a pipelined
+ * pool (the caller copying the next chunk while workers took the last)
+ * against 6 GB/s on one thread. A model's layers (GPT-small's are 0.6–6
+ * MiB) fit, and there both cores compute.
  */
-const DOT_CHUNK_BYTES = 256 * 1024, DOT_CHUNK_BYTES_POOLED = 2 * 1024 * 1024;
+const DOT_POOL_MAX_BYTES = 8 * 1024 * 1024;
 
 const roundUp = (n: number, m: number) => Math.ceil(n / m) * m;
 
@@ -222,18 +230,15 @@ function dotRows(
   N: number,
 ): boolean {
   const Kp = roundUp(K, DOT_K_STEP);
-  const pool = poolFor(k);
-  const chunkBytes = pool === null ? DOT_CHUNK_BYTES : DOT_CHUNK_BYTES_POOLED;
-  const chunk = Math.min(
-    roundUp(N, DOT_ROWS),
-    Math.max(DOT_ROWS, Math.floor(chunkBytes / (Kp * 4) / DOT_ROWS) * DOT_ROWS),
+  const whole = roundUp(N, DOT_ROWS);
+  const pool = whole * Kp * 4 <= DOT_POOL_MAX_BYTES ? poolFor(k) : null;
+  const chunk = pool !== null ? whole : Math.min(
+    whole,
+    Math.max(DOT_ROWS, Math.floor(DOT_CHUNK_BYTES / (Kp * 4) / DOT_ROWS) * DOT_ROWS),
   );
-  // Scratch layout, in floats: [x rows | weight chunk ×2 | outputs ×2]. Over the pool the
-  // workers take the dot products of one chunk while this thread copies the next into the
-  // other buffer; on one thread only the first of each is used.
-  const xOff = BASE, wOff = [xOff + M * Kp, xOff + M * Kp + chunk * Kp];
-  const oOff = [wOff[1] + chunk * Kp, wOff[1] + chunk * Kp + chunk];
-  const grown = grownScratch(k, (oOff[1] + chunk) * 4);
+  // Scratch layout, in floats: [x rows | weight chunk | outputs].
+  const xOff = BASE, wOff = xOff + M * Kp, oOff = wOff + chunk * Kp;
+  const grown = grownScratch(k, (oOff + chunk) * 4);
   if (grown === null) return false;
   let view: Float32Array = grown;
   for (let i = 0; i < M; i++) {
@@ -241,37 +246,35 @@ function dotRows(
     view.fill(0, xOff + i * Kp + K, xOff + (i + 1) * Kp);
   }
   // Rows past N in the last chunk hold whatever an earlier chunk left: their outputs are dropped.
-  const copyChunk = (j0: number, dst: number) => {
+  for (let j0 = 0; j0 < N; j0 += chunk) {
     const rows = Math.min(chunk, N - j0);
     if (Kp === K) {
-      view.set(b.subarray(bOff + j0 * K, bOff + (j0 + rows) * K), dst);
+      view.set(b.subarray(bOff + j0 * K, bOff + (j0 + rows) * K), wOff);
     } else {
       for (let r = 0; r < rows; r++) {
-        const src = bOff + (j0 + r) * K, to = dst + r * Kp;
+        const src = bOff + (j0 + r) * K, to = wOff + r * Kp;
         view.set(b.subarray(src, src + K), to);
         view.fill(0, to + K, to + Kp);
       }
     }
-  };
-  const pipelined = pool !== null;
-  copyChunk(0, wOff[0]);
-  for (let j0 = 0, buf = 0; j0 < N; j0 += chunk, buf = pipelined ? 1 - buf : 0) {
-    const rows = Math.min(chunk, N - j0), next = j0 + chunk;
+    const rows4 = roundUp(rows, DOT_ROWS);
     for (let i = 0; i < M; i++) {
-      const args = [(xOff + i * Kp) * 4, wOff[buf] * 4, oOff[buf] * 4, roundUp(rows, DOT_ROWS), Kp];
+      const xp = (xOff + i * Kp) * 4;
       if (pool !== null) {
-        // Groups of weight rows, at least four per thread; the next chunk is copied meanwhile.
-        const rows4 = args[3];
+        // Groups of weight rows, at least four per thread so that claiming balances.
         const br = Math.max(DOT_ROWS, roundUp(Math.ceil(rows4 / (4 * pool.threads)), DOT_ROWS));
-        const copyNext = i === 0 && next < N ? () => copyChunk(next, wOff[1 - buf]) : undefined;
-        pool.run(k.exports, Job.dot, [...args, br], Math.ceil(rows4 / br), copyNext);
+        pool.run(
+          k.exports,
+          Job.dot,
+          [xp, wOff * 4, oOff * 4, rows4, Kp, br],
+          Math.ceil(rows4 / br),
+        );
       } else {
-        dot(args[0], args[1], args[2], args[3], args[4]);
+        dot(xp, wOff * 4, oOff * 4, rows4, Kp);
       }
       view = scratchView(k, 0);
-      c.set(view.subarray(oOff[buf], oOff[buf] + rows), cOff + i * N + j0);
+      c.set(view.subarray(oOff, oOff + rows), cOff + i * N + j0);
     }
-    if (pool === null && next < N) copyChunk(next, wOff[0]);
   }
   return true;
 }

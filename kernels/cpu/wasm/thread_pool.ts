@@ -17,8 +17,8 @@
  * the sleeping worker has not, and waits at most for the one block each
  * worker is running. A worker that wakes after the job is done finds no
  * block and goes back to sleep. Between jobs a worker spins for a moment
- * (`SPIN_MS`) before it sleeps, so back-to-back jobs (a GEMV's chunks, a
- * decode step's layers) do not pay a wake-up each.
+ * (`SPIN_MS`) before it sleeps, so back-to-back jobs (a decode step's
+ * layers) do not pay a wake-up each.
  *
  * Block sizes are the kernels' (kernels/cpu/wasm/gemm.ts): `gemm_tiles`
  * over a few tile rows (an L2-sized block of A), `dot_rows` over a group of
@@ -169,17 +169,9 @@ export class ThreadPool {
   /**
    * Runs `blocks` blocks of a job of `kind` with `args` on every thread, and
    * returns when all are finished. `ex` is the calling thread's instance of
-   * the kernels. `first`, if given, runs on the calling thread after the
-   * job is handed out and before it claims blocks (copying the next operand
-   * while the workers compute).
+   * the kernels.
    */
-  run(
-    ex: unknown,
-    kind: number,
-    args: readonly number[],
-    blocks: number,
-    first?: () => void,
-  ): void {
+  run(ex: unknown, kind: number, args: readonly number[], blocks: number): void {
     const ctl = this.#ctl;
     Atomics.store(ctl, Ctl.next, CLOSED); // late claims of the last job see no block
     Atomics.store(ctl, Ctl.kind, kind);
@@ -190,7 +182,6 @@ export class ThreadPool {
     Atomics.store(ctl, Ctl.next, 0);
     Atomics.add(ctl, Ctl.generation, 1);
     Atomics.notify(ctl, Ctl.generation);
-    first?.();
     for (;;) {
       const i = Atomics.add(ctl, Ctl.next, 1);
       if (i >= blocks) break;
