@@ -178,3 +178,36 @@ Deno.test("where workers cannot start, the kernels run on one thread, say why, a
     cpu(0, { threads: before });
   }
 });
+
+Deno.test("where a shared memory cannot be reserved, the kernels take an ordinary one and one thread", async () => {
+  const before = cpuThreadSetting();
+  const RealMemory = WebAssembly.Memory;
+  // What a 32-bit engine does when the shared memory's 2 GiB maximum cannot be reserved.
+  (WebAssembly as { Memory: unknown }).Memory = function (d: WebAssembly.MemoryDescriptor) {
+    if (d.shared) throw new RangeError("WebAssembly.Memory(): could not allocate memory");
+    return new RealMemory(d);
+  };
+  forgetCpuKernels();
+  try {
+    cpu(0, { threads: 2 });
+    assertEquals(await cpuThreadsReady(), 1);
+    const info = cpuKernelInfo();
+    assert(info.simd !== null, "WebAssembly kernels are still used");
+    assertStringIncludes(info.threadsReason ?? "", "shared memory could not be reserved");
+    setCpuKernelMode("wasm");
+    const matmul = getGlobalFunc("vm.op.matmul")!;
+    const av = random(12 * 7, 9), bv = random(7 * 10, 10);
+    using a = tensor(av, { shape: [12, 7] });
+    using b = tensor(bv, { shape: [7, 10] });
+    using c = matmul(a, b) as NDArray;
+    const got = await c.data() as Float32Array;
+    let want = 0;
+    for (let k = 0; k < 7; k++) want += av[11 * 7 + k] * bv[k * 10 + 9];
+    assert(Math.abs(got[11 * 10 + 9] - want) < 1e-5);
+  } finally {
+    (WebAssembly as { Memory: unknown }).Memory = RealMemory;
+    setCpuKernelMode("auto");
+    forgetCpuKernels();
+    cpu(0, { threads: before });
+  }
+});

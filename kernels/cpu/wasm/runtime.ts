@@ -177,8 +177,19 @@ function loadKernels(): WasmKernels | null {
   try {
     if (typeof WebAssembly !== "object") throw new Error("this engine has no WebAssembly");
     const available = threadsAvailable();
-    const shared = available.ok;
+    let shared = available.ok;
     if (!shared) state.threadsReason = available.why;
+    // A shared memory reserves its whole maximum up front; where that address space cannot be
+    // had (a 32-bit browser), take an ordinary memory and one thread.
+    let memory: WebAssembly.Memory;
+    try {
+      memory = new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES, shared });
+    } catch (e) {
+      if (!shared || !(e instanceof RangeError)) throw e;
+      shared = false;
+      state.threadsReason = `a shared memory could not be reserved: ${e.message}`;
+      memory = new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES });
+    }
     let simd: "relaxed-simd" | "simd128" = "relaxed-simd";
     let module = compile(true, shared);
     if (module === null) {
@@ -186,7 +197,6 @@ function loadKernels(): WasmKernels | null {
       module = compile(false, shared);
     }
     if (module === null) throw new Error("this engine does not support WebAssembly SIMD128");
-    const memory = new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES, shared });
     const instance = new WebAssembly.Instance(module, { env: { memory } });
     const exports = instance.exports as unknown as GemmExports;
     state.kernels = { exports, memory, simd, module, shared };
