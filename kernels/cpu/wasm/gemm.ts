@@ -31,6 +31,7 @@
 
 import { DOT_K_STEP, DOT_ROWS, MR, NR } from "./gemm_module.ts";
 import {
+  cpuKernelMode,
   poolFor,
   SCRATCH_BASE_BYTES,
   scratchView,
@@ -64,7 +65,19 @@ const DOT_CHUNK_BYTES = 256 * 1024;
  */
 const DOT_POOL_MAX_BYTES = 8 * 1024 * 1024;
 
+/**
+ * Products smaller than these stay on the calling thread: handing a job to
+ * the pool costs a few microseconds when the workers are spinning and tens
+ * when they sleep, as much as 2^20 flops (about 25 µs on one core) or a
+ * 256 KiB weight take alone. In `"wasm"` mode (tests) every size goes to
+ * the pool.
+ */
+const POOL_MIN_FLOPS = 2 ** 20, DOT_POOL_MIN_BYTES = 256 * 1024;
+
 const roundUp = (n: number, m: number) => Math.ceil(n / m) * m;
+
+/** Whether `"wasm"` mode asks for every size on the WebAssembly path (and its pool). */
+const everySize = () => cpuKernelMode() === "wasm";
 
 /** The scratch view grown to `bytes`, or null where the memory cannot grow that far. */
 function grownScratch(k: WasmKernels, bytes: number): Float32Array | null {
@@ -114,7 +127,7 @@ export function wasmGemm(
   const total = cpOff + superRows * ldc;
   let view = grownScratch(k, total * 4);
   if (view === null) return false;
-  const pool = poolFor(k);
+  const pool = 2 * M * N * K >= POOL_MIN_FLOPS || everySize() ? poolFor(k) : null;
   let packedB = -1;
   for (let s0 = 0; s0 < M; s0 += superRows) {
     const rows = Math.min(superRows, M - s0), mTiles = Math.ceil(rows / MR);
@@ -231,7 +244,10 @@ function dotRows(
 ): boolean {
   const Kp = roundUp(K, DOT_K_STEP);
   const whole = roundUp(N, DOT_ROWS);
-  const pool = whole * Kp * 4 <= DOT_POOL_MAX_BYTES ? poolFor(k) : null;
+  const bytes = whole * Kp * 4;
+  const pool = bytes <= DOT_POOL_MAX_BYTES && (bytes >= DOT_POOL_MIN_BYTES || everySize())
+    ? poolFor(k)
+    : null;
   const chunk = pool !== null ? whole : Math.min(
     whole,
     Math.max(DOT_ROWS, Math.floor(DOT_CHUNK_BYTES / (Kp * 4) / DOT_ROWS) * DOT_ROWS),

@@ -38,9 +38,10 @@ import { CONTROL_BYTES, ThreadPool, threadsAvailable } from "./thread_pool.ts";
 
 /**
  * Which CPU kernels run: `"auto"` (default) takes WebAssembly for work large
- * enough to repay a call into it and TypeScript for the rest; `"wasm"`
- * takes WebAssembly for every size it covers (tests use it to run the
- * operator suite on that path); `"typescript"` never uses WebAssembly.
+ * enough to repay a call into it (and the worker pool for work large
+ * enough to repay a hand-off) and TypeScript for the rest; `"wasm"` takes
+ * WebAssembly, and the pool, for every size they cover (tests use it to run
+ * the operator suite on that path); `"typescript"` never uses WebAssembly.
  */
 export type CpuKernelMode = "auto" | "wasm" | "typescript";
 
