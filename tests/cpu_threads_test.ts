@@ -211,3 +211,36 @@ Deno.test("where a shared memory cannot be reserved, the kernels take an ordinar
     cpu(0, { threads: before });
   }
 });
+
+Deno.test("a product whose scratch cannot be had (past 2 GiB) runs on the TypeScript kernel", async () => {
+  const grow = WebAssembly.Memory.prototype.grow;
+  forgetCpuKernels();
+  await cpuThreadsReady(); // fresh kernels: a memory of one page, so any product must grow it
+  let refused = 0;
+  WebAssembly.Memory.prototype.grow = function () {
+    refused++;
+    throw new RangeError("WebAssembly.Memory.grow(): Maximum memory size exceeded");
+  };
+  setCpuKernelMode("wasm");
+  try {
+    const M = 600, K = 700, N = 500;
+    const av = random(M * K, 11), bv = random(K * N, 12);
+    using a = tensor(av, { shape: [M, K] });
+    using b = tensor(bv, { shape: [K, N] });
+    using c = getGlobalFunc("vm.op.matmul")!(a, b) as NDArray;
+    const got = await c.data() as Float32Array;
+    for (const [i, j] of [[0, 0], [M - 1, N - 1], [317, 211]]) {
+      let want = 0;
+      for (let k = 0; k < K; k++) want += av[i * K + k] * bv[k * N + j];
+      assert(
+        Math.abs(got[i * N + j] - want) < 1e-3,
+        `[${i}, ${j}] = ${got[i * N + j]}, expected ${want}`,
+      );
+    }
+    assert(refused > 0, "the WebAssembly path asked for more memory");
+  } finally {
+    WebAssembly.Memory.prototype.grow = grow;
+    setCpuKernelMode("auto");
+    forgetCpuKernels();
+  }
+});
