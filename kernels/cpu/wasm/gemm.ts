@@ -32,6 +32,7 @@
 import { DOT_K_STEP, DOT_ROWS, MR, NR } from "./gemm_module.ts";
 import {
   cpuKernelMode,
+  type KernelSpace,
   poolFor,
   SCRATCH_BASE_BYTES,
   scratchView,
@@ -80,9 +81,9 @@ const roundUp = (n: number, m: number) => Math.ceil(n / m) * m;
 const everySize = () => cpuKernelMode() === "wasm";
 
 /** The scratch view grown to `bytes`, or null where the memory cannot grow that far. */
-function grownScratch(k: WasmKernels, bytes: number): Float32Array | null {
+function grownScratch(space: KernelSpace, bytes: number): Float32Array | null {
   try {
-    return scratchView(k, bytes);
+    return scratchView(space, bytes);
   } catch (e) {
     if (e instanceof RangeError) return null; // past the 2 GiB maximum, or out of memory
     throw e;
@@ -111,7 +112,7 @@ export function wasmGemm(
   if (M < MR && !transB) return false;
   const k = wasmKernelsFor(2 * M * N * K, GEMM_WASM_MIN_FLOPS);
   if (k === null) return false;
-  if (M < MR) return dotRows(k.exports.dot_rows, k, a, aOff, b, bOff, c, cOff, M, K, N);
+  if (M < MR) return dotRows(k, a, aOff, b, bOff, c, cOff, M, K, N);
   const nPanels = Math.ceil(N / NR);
   const mct = Math.max(1, Math.floor(A_BLOCK_BYTES / (K * MR * 4)));
   const ncp = Math.min(nPanels, Math.max(1, Math.floor(B_BLOCK_BYTES / (K * NR * 4))));
@@ -125,9 +126,10 @@ export function wasmGemm(
   const apOff = BASE, bpOff = roundUp(apOff + superRows * K, 16);
   const cpOff = roundUp(bpOff + ncp * NR * K, 16);
   const total = cpOff + superRows * ldc;
-  let view = grownScratch(k, total * 4);
-  if (view === null) return false;
   const pool = 2 * M * N * K >= POOL_MIN_FLOPS || everySize() ? poolFor(k) : null;
+  const space = pool !== null ? k : k.local;
+  let view = grownScratch(space, total * 4);
+  if (view === null) return false;
   let packedB = -1;
   for (let s0 = 0; s0 < M; s0 += superRows) {
     const rows = Math.min(superRows, M - s0), mTiles = Math.ceil(rows / MR);
@@ -145,10 +147,10 @@ export function wasmGemm(
         // Blocks of at most mct tile rows, at least four per thread so that claiming balances.
         const bt = Math.max(1, Math.min(mct, Math.ceil(mTiles / (4 * pool.threads))));
         const args = [apOff * 4, bpOff * 4, cpOff * 4, mTiles, np, K, ldc, bt, MR];
-        pool.run(k.exports, Job.gemm, args, Math.ceil(mTiles / bt));
+        pool.run(space.exports, Job.gemm, args, Math.ceil(mTiles / bt));
       } else {
         for (let i = 0; i < mTiles; i += mct) {
-          k.exports.gemm_tiles(
+          space.exports.gemm_tiles(
             (apOff + i * K * MR) * 4,
             bpOff * 4,
             (cpOff + i * MR * ldc) * 4,
@@ -159,7 +161,7 @@ export function wasmGemm(
           );
         }
       }
-      view = scratchView(k, 0);
+      view = scratchView(space, 0);
       const c0 = j0 * NR, w = Math.min(N, c0 + np * NR) - c0;
       for (let r = 0; r < rows; r++) {
         const from = cpOff + r * ldc;
@@ -230,7 +232,6 @@ function packBT(
 
 /** `c[i, j] = a[i] · b[j]` for `i < M` (few rows) with `b` stored `[N, K]`, through `dot_rows`. */
 function dotRows(
-  dot: (xp: number, wp: number, op: number, rows: number, Kp: number) => void,
   k: WasmKernels,
   a: Float32Array,
   aOff: number,
@@ -254,7 +255,8 @@ function dotRows(
   );
   // Scratch layout, in floats: [x rows | weight chunk | outputs].
   const xOff = BASE, wOff = xOff + M * Kp, oOff = wOff + chunk * Kp;
-  const grown = grownScratch(k, (oOff + chunk) * 4);
+  const space = pool !== null ? k : k.local;
+  const grown = grownScratch(space, (oOff + chunk) * 4);
   if (grown === null) return false;
   let view: Float32Array = grown;
   for (let i = 0; i < M; i++) {
@@ -280,15 +282,15 @@ function dotRows(
         // Groups of weight rows, at least four per thread so that claiming balances.
         const br = Math.max(DOT_ROWS, roundUp(Math.ceil(rows4 / (4 * pool.threads)), DOT_ROWS));
         pool.run(
-          k.exports,
+          space.exports,
           Job.dot,
           [xp, wOff * 4, oOff * 4, rows4, Kp, br],
           Math.ceil(rows4 / br),
         );
       } else {
-        dot(xp, wOff * 4, oOff * 4, rows4, Kp);
+        space.exports.dot_rows(xp, wOff * 4, oOff * 4, rows4, Kp);
       }
-      view = scratchView(k, 0);
+      view = scratchView(space, 0);
       c.set(view.subarray(oOff, oOff + rows), cOff + i * N + j0);
     }
   }

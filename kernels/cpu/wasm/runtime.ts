@@ -75,14 +75,31 @@ export interface GemmExports {
   dot_rows(xp: number, wp: number, op: number, rows: number, Kp: number): void;
 }
 
-/** The compiled kernels and the memory they address. */
-export interface WasmKernels {
+/** One instance of the kernels and the memory it addresses. */
+export interface KernelSpace {
   readonly exports: GemmExports;
   readonly memory: WebAssembly.Memory;
+  /** Float32 view of the whole memory, remade after it grows (growing detaches the old buffer). */
+  view: Float32Array | null;
+}
+
+/**
+ * The compiled kernels: the instance the worker pool shares (this object)
+ * and `local`, an instance on an ordinary memory for work done on the
+ * calling thread alone. Two because copying into a shared memory is slower:
+ * V8 copies into a `SharedArrayBuffer` with relaxed atomic stores (a 64 MiB
+ * `TypedArray.set` in 256 KiB pieces measured 6.5 GB/s into a shared
+ * memory, 9.9 into an ordinary one), and a one-thread GEMV is bound by that
+ * copy.
+ */
+export interface WasmKernels extends KernelSpace {
   readonly simd: "relaxed-simd" | "simd128";
+  /** The module the workers instantiate on `memory`. */
   readonly module: WebAssembly.Module;
   /** Whether `memory` is shared (workers can use it). */
   readonly shared: boolean;
+  /** The instance on an ordinary memory (this object itself when `memory` is not shared). */
+  readonly local: KernelSpace;
 }
 
 const PAGE = 65536;
@@ -98,8 +115,6 @@ interface State {
   kernels: WasmKernels | null;
   tried: boolean;
   reason: string | null;
-  /** Float32 view of the whole memory, remade after it grows (growing detaches the old buffer). */
-  view: Float32Array | null;
   pool: ThreadPool | null;
   /** The start in progress, if any. */
   starting: Promise<ThreadPool | null> | null;
@@ -114,7 +129,6 @@ const state: State = shared("relaxvm.cpuWasm.v1", () => ({
   kernels: null,
   tried: false,
   reason: null,
-  view: null,
   pool: null,
   starting: null,
   threadsReason: null,
@@ -157,7 +171,6 @@ export function forgetCpuKernels(): void {
   state.kernels = null;
   state.tried = false;
   state.reason = null;
-  state.view = null;
 }
 
 function compile(relaxed: boolean, shared: boolean): WebAssembly.Module | null {
@@ -200,7 +213,25 @@ function loadKernels(): WasmKernels | null {
     if (module === null) throw new Error("this engine does not support WebAssembly SIMD128");
     const instance = new WebAssembly.Instance(module, { env: { memory } });
     const exports = instance.exports as unknown as GemmExports;
-    state.kernels = { exports, memory, simd, module, shared };
+    let local: KernelSpace | null = null;
+    if (shared) {
+      const plain = compile(simd === "relaxed-simd", false);
+      if (plain === null) throw new Error("the kernels validate on a shared memory only");
+      const localMemory = new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES });
+      const inst = new WebAssembly.Instance(plain, { env: { memory: localMemory } });
+      local = { exports: inst.exports as unknown as GemmExports, memory: localMemory, view: null };
+    }
+    const k: { -readonly [P in keyof WasmKernels]: WasmKernels[P] } = {
+      exports,
+      memory,
+      view: null,
+      simd,
+      module,
+      shared,
+      local: local as KernelSpace,
+    };
+    if (local === null) k.local = k;
+    state.kernels = k;
   } catch (e) {
     state.reason = e instanceof Error ? e.message : String(e);
     console.warn(`relaxvm: CPU kernels run in TypeScript, not WebAssembly: ${state.reason}`);
@@ -223,16 +254,16 @@ export function wasmKernelsFor(flops: number, autoThreshold: number): WasmKernel
  * `bytes` bytes. Views made before a call that grew the memory are detached:
  * take a new one after each call.
  */
-export function scratchView(k: WasmKernels, bytes: number): Float32Array {
-  const have = k.memory.buffer.byteLength;
+export function scratchView(space: KernelSpace, bytes: number): Float32Array {
+  const have = space.memory.buffer.byteLength;
   if (bytes > have) {
-    k.memory.grow(Math.ceil((bytes - have) / PAGE));
-    state.view = null;
+    space.memory.grow(Math.ceil((bytes - have) / PAGE));
+    space.view = null;
   }
-  if (state.view === null || state.view.buffer !== k.memory.buffer) {
-    state.view = new Float32Array(k.memory.buffer);
+  if (space.view === null || space.view.buffer !== space.memory.buffer) {
+    space.view = new Float32Array(space.memory.buffer);
   }
-  return state.view;
+  return space.view;
 }
 
 /**
