@@ -100,7 +100,7 @@ Deno.test("products larger than one block or chunk equal a plain loop, on one an
   const cases: { op: "linear" | "matmul"; M: number; K: number; N: number }[] = [
     { op: "linear", M: 2, K: 1001, N: 2100 },
     { op: "linear", M: 1, K: 4096, N: 700 },
-    { op: "linear", M: 3, K: 1000, N: 1500 }, // copied whole, rows split over the pool
+    { op: "linear", M: 3, K: 1000, N: 1500 }, // several rows over each chunk
     { op: "matmul", M: 70, K: 2100, N: 530 },
   ];
   try {

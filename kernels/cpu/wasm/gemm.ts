@@ -15,10 +15,16 @@
  * - **A weight stored `[N, K]` times fewer than `MR` rows** (a decode step's
  *   `linear`) copies the weight in chunks of rows small enough to stay in
  *   L2 (256 KiB) and takes `dot_rows` over each chunk while it is there: the
- *   weight crosses the memory bus once from the tensor, then from cache. A
- *   weight up to 8 MiB (a model layer) is copied whole and its rows split
- *   over the pool instead (`DOT_POOL_MAX_BYTES` says why not larger ones).
- *
+ *   weight crosses the memory bus once from the tensor, then comes from
+ *   cache. It runs on the calling thread alone: the copy bounds it, and only
+ *   this thread can copy (workers cannot see the tensor's ArrayBuffer).
+ *   Measured on the shared 2-core machine under load: a pipelined pool (the
+ *   caller copying the next chunk while workers took the last) 0.6–5 GB/s
+ *   on the 64 MiB GEMV against 3.5–6 on one thread, a pool over whole
+ *   layers no better for GPT-small's decode (57–117 tokens/s against
+ *   95–153), and copying into the pool's shared memory is itself slower
+ *   (runtime.ts).
+
  * `wasmGemm` returns false for what it does not cover (K = 0, fewer than
  * `MR` rows of an untransposed B, work below the size that repays the
  * call in `"auto"` mode, no WebAssembly); the caller then runs the
@@ -52,28 +58,14 @@ const BASE = SCRATCH_BASE_BYTES / 4;
 const B_BLOCK_BYTES = 4 * 1024 * 1024;
 /** Bytes of weight rows copied in per `dot_rows` pass: small enough to stay in L2 while read. */
 const DOT_CHUNK_BYTES = 256 * 1024;
-/**
- * A weight up to this size is copied in whole and its dot products split
- * over the pool; a larger one runs on the calling thread in
- * `DOT_CHUNK_BYTES` chunks. Why: a large GEMV is bound by the copy, which
- * only the calling thread can do (workers cannot see the tensor's
- * ArrayBuffer), so workers gain little there; and a worker preempted in the
- * middle of a chunk stalls every chunk after it. On the shared 2-core
- * machine under load, the 64 MiB GEMV measured 0.6 GB/s with a pipelined
- * pool (the caller copying the next chunk while workers took the last)
- * against 6 GB/s on one thread. A model's layers (GPT-small's are 0.6–6
- * MiB) fit, and there both cores compute.
- */
-const DOT_POOL_MAX_BYTES = 8 * 1024 * 1024;
 
 /**
- * Products smaller than these stay on the calling thread: handing a job to
+ * Products smaller than this stay on the calling thread: handing a job to
  * the pool costs a few microseconds when the workers are spinning and tens
- * when they sleep, as much as 2^20 flops (about 25 µs on one core) or a
- * 256 KiB weight take alone. In `"wasm"` mode (tests) every size goes to
- * the pool.
+ * when they sleep, as much as 2^20 flops (about 25 µs on one core) take
+ * alone. In `"wasm"` mode (tests) every size goes to the pool.
  */
-const POOL_MIN_FLOPS = 2 ** 20, DOT_POOL_MIN_BYTES = 256 * 1024;
+const POOL_MIN_FLOPS = 2 ** 20;
 
 const roundUp = (n: number, m: number) => Math.ceil(n / m) * m;
 
@@ -244,18 +236,13 @@ function dotRows(
   N: number,
 ): boolean {
   const Kp = roundUp(K, DOT_K_STEP);
-  const whole = roundUp(N, DOT_ROWS);
-  const bytes = whole * Kp * 4;
-  const pool = bytes <= DOT_POOL_MAX_BYTES && (bytes >= DOT_POOL_MIN_BYTES || everySize())
-    ? poolFor(k)
-    : null;
-  const chunk = pool !== null ? whole : Math.min(
-    whole,
+  const chunk = Math.min(
+    roundUp(N, DOT_ROWS),
     Math.max(DOT_ROWS, Math.floor(DOT_CHUNK_BYTES / (Kp * 4) / DOT_ROWS) * DOT_ROWS),
   );
-  // Scratch layout, in floats: [x rows | weight chunk | outputs].
+  // Scratch layout, in floats: [x rows | weight chunk | outputs], on the calling thread's memory.
   const xOff = BASE, wOff = xOff + M * Kp, oOff = wOff + chunk * Kp;
-  const space = pool !== null ? k : k.local;
+  const space = k.local;
   const grown = grownScratch(space, (oOff + chunk) * 4);
   if (grown === null) return false;
   let view: Float32Array = grown;
@@ -275,21 +262,8 @@ function dotRows(
         view.fill(0, to + K, to + Kp);
       }
     }
-    const rows4 = roundUp(rows, DOT_ROWS);
     for (let i = 0; i < M; i++) {
-      const xp = (xOff + i * Kp) * 4;
-      if (pool !== null) {
-        // Groups of weight rows, at least four per thread so that claiming balances.
-        const br = Math.max(DOT_ROWS, roundUp(Math.ceil(rows4 / (4 * pool.threads)), DOT_ROWS));
-        pool.run(
-          space.exports,
-          Job.dot,
-          [xp, wOff * 4, oOff * 4, rows4, Kp, br],
-          Math.ceil(rows4 / br),
-        );
-      } else {
-        space.exports.dot_rows(xp, wOff * 4, oOff * 4, rows4, Kp);
-      }
+      space.exports.dot_rows((xOff + i * Kp) * 4, wOff * 4, oOff * 4, roundUp(rows, DOT_ROWS), Kp);
       view = scratchView(space, 0);
       c.set(view.subarray(oOff, oOff + rows), cOff + i * N + j0);
     }
