@@ -129,7 +129,7 @@ export interface CpuOptions {
    * sharing their memory. Default: `navigator.hardwareConcurrency`, at most
    * 8. Shared memory needs `SharedArrayBuffer`, which a browser offers only
    * on a cross-origin-isolated page; elsewhere the kernels run on the
-   * calling thread alone, whatever this says (`cpuKernelInfo()` reports
+   * calling thread alone, whatever this says (`cpu().description` says
    * which). One setting for the whole realm: the last `cpu()` call that
    * gives it wins.
    */

@@ -2,6 +2,11 @@
  * CPU matrix multiplication: `out[..., M, N] = a[..., M, K] @ b[..., K, N]`
  * (float32), batch axes broadcast.
  *
+ * Each product is first offered to the WebAssembly SIMD kernels
+ * (kernels/cpu/wasm/gemm.ts), which take every product large enough to
+ * repay the call; what follows is the TypeScript kernel that computes the
+ * rest, and everything where WebAssembly cannot be compiled.
+ *
  * Why this shape of kernel. JavaScript has no SIMD and V8 never fuses `a*b+c`,
  * so the ceiling is the scalar floating-point throughput: about two
  * operations per cycle, roughly 5 GFLOP/s on the 2.6 GHz Xeon this was tuned
