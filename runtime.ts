@@ -70,6 +70,7 @@ export type { NumberArray, TensorDType, TypedArray } from "./ground/dtype.ts";
 export { Device } from "./devices/device.ts";
 export type { DeviceKind } from "./devices/device.ts";
 export { cpu } from "./devices/cpu_device.ts";
+export type { CpuOptions } from "./devices/cpu_device.ts";
 export { webgpu } from "./devices/webgpu/webgpu_device.ts";
 export type { WebGPUDevice } from "./devices/webgpu/webgpu_device.ts";
 export type { Storage } from "./devices/storage.ts";

@@ -24,10 +24,7 @@
  * @module
  */
 
-// deno-lint-ignore no-import-prefix -- a benchmark's peer, kept out of the library's imports
-import * as ortNode from "npm:onnxruntime-node@1.30.0";
-// deno-lint-ignore no-import-prefix -- a benchmark's peer, kept out of the library's imports
-import * as ortWeb from "npm:onnxruntime-web@1.30.0/webgpu";
+import { peer } from "./_peer.ts";
 import { cpu, webgpu } from "../mod.ts";
 import { buildMiniLM } from "../models/minilm/program.ts";
 import { MiniLMSession, padBatch } from "../models/minilm/session.ts";
@@ -71,7 +68,8 @@ function relaxvmSide(session: MiniLMSession): Embed {
 }
 
 /** What the bench uses of either onnxruntime package (their APIs are the same). */
-type Ort = typeof ortWeb;
+// deno-lint-ignore no-explicit-any -- the peers are untyped (bench/_peer.ts)
+type Ort = any;
 
 async function ortSide(
   ort: Ort,
@@ -80,7 +78,7 @@ async function ortSide(
 ): Promise<Embed> {
   const session = await ort.InferenceSession.create(
     model,
-    options as ortWeb.InferenceSession.SessionOptions,
+    options,
   );
   return async (ids) => {
     const b = padBatch(ids);
@@ -94,6 +92,9 @@ async function ortSide(
   };
 }
 
+const ortWeb: Ort = await peer("npm:onnxruntime-web@1.30.0/webgpu");
+const ortNode: Ort = await peer("npm:onnxruntime-node@1.30.0");
+
 const gpu = await webgpu();
 const executable = buildMiniLM();
 const onCpu = await MiniLMSession.create(WEIGHTS, { executable, device: cpu() });
@@ -104,7 +105,7 @@ const sides: [string, Embed][] = [
   ["relaxvm webgpu", relaxvmSide(onGpu)],
   ["ort-web wasm", await ortSide(ortWeb, model, { executionProviders: ["wasm"] })],
   ["ort-web webgpu", await ortSide(ortWeb, model, { executionProviders: ["webgpu"] })],
-  ["ort-node cpu", await ortSide(ortNode as unknown as Ort, model, {})],
+  ["ort-node cpu", await ortSide(ortNode, model, {})],
 ];
 
 const reference = JSON.parse(

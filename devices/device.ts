@@ -176,6 +176,15 @@ export abstract class Device {
     return null;
   }
 
+  /**
+   * The device and what computes on it; the CPU says which kernels and how
+   * many threads (`"cpu(0): WebAssembly relaxed-simd kernels, 2 threads"`).
+   * Others: as `toString()`.
+   */
+  get description(): string {
+    return this.toString();
+  }
+
   /** `cpu(0)`, `webgpu(0)`. */
   toString(): string {
     return `${this.kind}(${this.id})`;

@@ -23,8 +23,31 @@ import { TINY } from "../models/gpt/config.ts";
 import { GPTSession } from "../models/gpt/session.ts";
 import { makeWeights, PARAM_PREFIX, paramSpecs, publishInMemory } from "../models/gpt/weights.ts";
 import { defineGPTTests, prompt, tinyExecutable } from "./_gpt_checks.ts";
+import { cpuThreadSetting } from "../devices/cpu_device.ts";
+import { cpuThreadsReady, setCpuKernelMode } from "../kernels/cpu/wasm/runtime.ts";
 
 defineGPTTests("cpu", () => Promise.resolve(cpu()), (name, fn) => Deno.test(name, fn));
+// The same checks on the TypeScript kernels alone (where WebAssembly cannot be compiled), and
+// with every product on the WebAssembly kernels split over two threads.
+for (const [mode, threads] of [["typescript", 1], ["wasm", 2]] as const) {
+  defineGPTTests(`cpu (${mode} kernels, ${threads} thread(s))`, () => Promise.resolve(cpu()), (
+    name,
+    fn,
+  ) =>
+    Deno.test(name, async () => {
+      const before = cpuThreadSetting();
+      setCpuKernelMode(mode);
+      cpu(0, { threads });
+      const ready = await cpuThreadsReady();
+      if (mode === "wasm") assertEquals(ready, threads);
+      try {
+        await fn();
+      } finally {
+        setCpuKernelMode("auto");
+        cpu(0, { threads: before });
+      }
+    }));
+}
 
 Deno.test("cpu: gpt weights dumped to a directory load like the ones published in memory", async () => {
   const dir = await Deno.makeTempDir();

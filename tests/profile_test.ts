@@ -225,6 +225,9 @@ Deno.test("profile: the table and the summary", async () => {
   );
   assert(lines.some((l) => /^@main\[4\]\s+call step in: %2 dst: %2\s+2\s/.test(l)), table);
   assert(!table.includes("GPU"), "no GPU column without a GPU");
+  // Which CPU kernels computed (kernels/cpu/wasm/runtime.ts), on its own line.
+  assert(lines.some((l) => /^CPU: (WebAssembly|TypeScript) .*kernels/.test(l)), table);
+  assertEquals(report.cpuKernels, lines.find((l) => l.startsWith("CPU: "))!.slice(5));
 });
 
 Deno.test("profile: the Chrome trace parses and holds every call, nested in its parent", async () => {

@@ -143,6 +143,8 @@ export interface ProfileData {
   readonly kernels: readonly ProfiledKernel[];
   readonly gpu: ProfileGpuSummary;
   readonly inputs: { readonly tensors: number; readonly bytes: number; readonly device: string };
+  /** Which kernels computed on the CPU (`CpuDevice.description`), when the VM has a CPU device. */
+  readonly cpuKernels?: string | null;
 }
 
 /** Milliseconds with three decimals. */
@@ -186,6 +188,12 @@ export class ProfileReport {
   readonly gpu: ProfileGpuSummary;
   /** CPU tensors the call's arguments moved to the VM's device before it started (`moveInputs`). */
   readonly inputs: { readonly tensors: number; readonly bytes: number; readonly device: string };
+  /**
+   * Which kernels computed on the CPU, e.g. `"WebAssembly relaxed-simd
+   * kernels, 2 threads"` (or why TypeScript, or one thread); null when the VM
+   * has no CPU device.
+   */
+  readonly cpuKernels: string | null;
 
   /**
    * Made by `vm.profile`.
@@ -198,6 +206,7 @@ export class ProfileReport {
     this.calls = data.calls;
     this.kernels = data.kernels;
     this.gpu = data.gpu;
+    this.cpuKernels = data.cpuKernels ?? null;
     this.inputs = data.inputs;
   }
 
@@ -283,6 +292,7 @@ export class ProfileReport {
         }, ${formatBytes(this.inputs.bytes)}`,
       );
     }
+    if (this.cpuKernels !== null) lines.push(`CPU: ${this.cpuKernels}`);
     for (const reason of this.gpu.unavailable) lines.push(`GPU time not measured: ${reason}`);
     const gpuHead = gpu ? ["GPU ms"] : [];
     const byFunction = this.byFunction().map((r) => [

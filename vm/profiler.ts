@@ -18,6 +18,7 @@
  */
 
 import type { Device, DeviceTimer } from "../devices/device.ts";
+import { describeCpuKernels } from "../devices/cpu_device.ts";
 import type { MemoryScope } from "../devices/memory_scope.ts";
 import type { ProgramData } from "../program/program_data.ts";
 import type { CallProbe } from "./invocation.ts";
@@ -90,8 +91,12 @@ export class Profiler implements CallProbe {
     this.#isVMFunction = isVMFunction;
   }
 
+  /** Whether the profiled VM has a CPU device (the report then says which CPU kernels ran). */
+  #hasCpu = false;
+
   /** Starts the clock and the GPU timers of `devices`. */
   start(devices: readonly Device[]): void {
+    this.#hasCpu = devices.some((d) => d.kind === "cpu");
     for (const device of devices) {
       const timer = device.startTimer();
       if (typeof timer === "string") this.#unavailable.push(timer);
@@ -227,6 +232,7 @@ export class Profiler implements CallProbe {
         totalMs: gpuTotalNs / 1e6,
       },
       inputs,
+      cpuKernels: this.#hasCpu ? describeCpuKernels() : null,
     });
   }
 }

@@ -4,8 +4,9 @@
  * `relax.op.linear` keep it. The leading axes of `x` are rows of one
  * product. Few rows (a decode step) take dot products of contiguous rows;
  * more take the packed 4×4 kernel of matmul.ts, which packs the transposed
- * weight into the same column panels it packs an ordinary B into. The bias
- * is added as each row is finished.
+ * weight into the same column panels it packs an ordinary B into; both go
+ * to the WebAssembly SIMD kernels first when they are large enough
+ * (matmul.ts's `gemm`). The bias is added as each row is finished.
  *
  * This file is browser-safe: no `Deno.*`.
  *

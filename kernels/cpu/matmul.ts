@@ -2,6 +2,11 @@
  * CPU matrix multiplication: `out[..., M, N] = a[..., M, K] @ b[..., K, N]`
  * (float32), batch axes broadcast.
  *
+ * Each product is first offered to the WebAssembly SIMD kernels
+ * (kernels/cpu/wasm/gemm.ts), which take every product large enough to
+ * repay the call; what follows is the TypeScript kernel that computes the
+ * rest, and everything where WebAssembly cannot be compiled.
+ *
  * Why this shape of kernel. JavaScript has no SIMD and V8 never fuses `a*b+c`,
  * so the ceiling is the scalar floating-point throughput: about two
  * operations per cycle, roughly 5 GFLOP/s on the 2.6 GHz Xeon this was tuned
@@ -38,6 +43,7 @@
 
 import type { NDArray } from "../../devices/ndarray.ts";
 import { broadcastShapes, broadcastStrides } from "../broadcast.ts";
+import { wasmGemm } from "./wasm/gemm.ts";
 
 const MR = 4;
 const NR = 4;
@@ -118,6 +124,8 @@ export function gemm(
   repackB: boolean,
   transB = false,
 ): void {
+  // The WebAssembly SIMD kernels take what they cover (kernels/cpu/wasm/gemm.ts).
+  if (wasmGemm(a, aOff, b, bOff, c, cOff, M, K, N, transB)) return;
   if (M < MR || N < NR || K === 0) {
     if (transB) gemvRowsT(a, aOff, b, bOff, c, cOff, M, K, N);
     else gemmRows(a, aOff, b, bOff, c, cOff, M, K, N);

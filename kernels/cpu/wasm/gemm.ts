@@ -1,0 +1,272 @@
+/**
+ * The float32 matrix products on the WebAssembly path: the blocking,
+ * packing and copying around gemm_module.ts's `gemm_tiles` and `dot_rows`.
+ *
+ * - **Products of at least `MR` rows** run as BLIS does, less the packing
+ *   of A: B is packed a block of column panels at a time (`[K][NR]` each,
+ *   zero-padded past N; a weight stored `[N, K]` is transposed on the way),
+ *   A is copied in as it is (one `TypedArray.set`, rows past M zeroed) and
+ *   read a row pointer per tile row, and `gemm_tiles` computes every tile
+ *   into a scratch C that is then copied into the output. Packing B is the
+ *   copy into WebAssembly memory that this copy-in version needs anyway, so
+ *   it costs no extra pass. Work is handed out in blocks of tile rows sized
+ *   for L2 (256 KiB of A); the B block is sized for L3 (4 MiB, so a
+ *   1024-square B is one block and A is copied once).
+ * - **A weight stored `[N, K]` times fewer than `MR` rows** (a decode step's
+ *   `linear`) copies the weight in chunks of rows small enough to stay in
+ *   L2 (256 KiB) and takes `dot_rows` over each chunk while it is there: the
+ *   weight crosses the memory bus once from the tensor, then comes from
+ *   cache. It runs on the calling thread alone: the copy bounds it, and only
+ *   this thread can copy (workers cannot see the tensor's ArrayBuffer).
+ *   Measured on the shared 2-core machine under load: a pipelined pool (the
+ *   caller copying the next chunk while workers took the last) 0.6–5 GB/s
+ *   on the 64 MiB GEMV against 3.5–6 on one thread, a pool over whole
+ *   layers no better for GPT-small's decode (57–117 tokens/s against
+ *   95–153), and copying into the pool's shared memory is itself slower
+ *   (runtime.ts).
+
+ * `wasmGemm` returns false for what it does not cover (K = 0, fewer than
+ * `MR` rows of an untransposed B, work below the size that repays the
+ * call in `"auto"` mode, no WebAssembly); the caller then runs the
+ * TypeScript kernel.
+ *
+ * This file is browser-safe: no `Deno.*`.
+ *
+ * @module
+ */
+
+import { DOT_K_STEP, DOT_ROWS, MR, NR } from "./gemm_module.ts";
+import {
+  cpuKernelMode,
+  type KernelSpace,
+  poolFor,
+  SCRATCH_BASE_BYTES,
+  scratchView,
+  type WasmKernels,
+  wasmKernelsFor,
+} from "./runtime.ts";
+import { Job } from "./thread_pool.ts";
+
+/** Below this many floating-point operations a product stays in TypeScript in `"auto"` mode. */
+export const GEMM_WASM_MIN_FLOPS = 2 * 32 * 32 * 32;
+
+const A_BLOCK_BYTES = 256 * 1024;
+/** Most bytes of A, and of C, per pass over B. */
+const SUPER_BYTES = 16 * 1024 * 1024;
+/** Where scratch starts, in floats (after the pool's control block). */
+const BASE = SCRATCH_BASE_BYTES / 4;
+const B_BLOCK_BYTES = 4 * 1024 * 1024;
+/** Bytes of weight rows copied in per `dot_rows` pass: small enough to stay in L2 while read. */
+const DOT_CHUNK_BYTES = 256 * 1024;
+
+/**
+ * Products smaller than this stay on the calling thread: handing a job to
+ * the pool costs a few microseconds when the workers are spinning and tens
+ * when they sleep, as much as 2^20 flops (about 25 µs on one core) take
+ * alone. In `"wasm"` mode (tests) every size goes to the pool.
+ */
+const POOL_MIN_FLOPS = 2 ** 20;
+
+const roundUp = (n: number, m: number) => Math.ceil(n / m) * m;
+
+/** Whether `"wasm"` mode asks for every size on the WebAssembly path (and its pool). */
+const everySize = () => cpuKernelMode() === "wasm";
+
+/** The scratch view grown to `bytes`, or null where the memory cannot grow that far. */
+function grownScratch(space: KernelSpace, bytes: number): Float32Array | null {
+  try {
+    return scratchView(space, bytes);
+  } catch (e) {
+    if (e instanceof RangeError) return null; // past the 2 GiB maximum, or out of memory
+    throw e;
+  }
+}
+
+/**
+ * `c[M, N] = a[M, K] @ b[K, N]` (or `@ bᵀ` for `b` stored `[N, K]` when
+ * `transB`) on the WebAssembly path, at element offsets into row-major
+ * arrays. Returns false, having written nothing, where the TypeScript
+ * kernel should run instead.
+ */
+export function wasmGemm(
+  a: Float32Array,
+  aOff: number,
+  b: Float32Array,
+  bOff: number,
+  c: Float32Array,
+  cOff: number,
+  M: number,
+  K: number,
+  N: number,
+  transB: boolean,
+): boolean {
+  if (K === 0 || M === 0 || N === 0) return false;
+  if (M < MR && !transB) return false;
+  const k = wasmKernelsFor(2 * M * N * K, GEMM_WASM_MIN_FLOPS);
+  if (k === null) return false;
+  if (M < MR) return dotRows(k, a, aOff, b, bOff, c, cOff, M, K, N);
+  const nPanels = Math.ceil(N / NR);
+  const mct = Math.max(1, Math.floor(A_BLOCK_BYTES / (K * MR * 4)));
+  const ncp = Math.min(nPanels, Math.max(1, Math.floor(B_BLOCK_BYTES / (K * NR * 4))));
+  const ldc = ncp * NR;
+  // Rows of A copied in at once: all of them unless they (or their rows of C) pass SUPER_BYTES.
+  const superRows = Math.min(
+    roundUp(M, MR),
+    Math.max(MR, Math.floor(SUPER_BYTES / (Math.max(K, ldc) * 4) / MR) * MR),
+  );
+  // Scratch layout, in floats: [control | A rows | B block | C rows × B block].
+  const apOff = BASE, bpOff = roundUp(apOff + superRows * K, 16);
+  const cpOff = roundUp(bpOff + ncp * NR * K, 16);
+  const total = cpOff + superRows * ldc;
+  const pool = 2 * M * N * K >= POOL_MIN_FLOPS || everySize() ? poolFor(k) : null;
+  const space = pool !== null ? k : k.local;
+  let view = grownScratch(space, total * 4);
+  if (view === null) return false;
+  let packedB = -1;
+  for (let s0 = 0; s0 < M; s0 += superRows) {
+    const rows = Math.min(superRows, M - s0), mTiles = Math.ceil(rows / MR);
+    // A as it is, rows past M zero: the kernel reads it row-major.
+    view.set(a.subarray(aOff + s0 * K, aOff + (s0 + rows) * K), apOff);
+    view.fill(0, apOff + rows * K, apOff + mTiles * MR * K);
+    for (let j0 = 0; j0 < nPanels; j0 += ncp) {
+      const np = Math.min(ncp, nPanels - j0);
+      if (packedB !== j0) {
+        if (transB) packBT(b, bOff, K, N, j0 * NR, np, view, bpOff);
+        else packB(b, bOff, K, N, j0 * NR, np, view, bpOff);
+        packedB = j0;
+      }
+      if (pool !== null) {
+        // Blocks of at most mct tile rows, at least four per thread so that claiming balances.
+        const bt = Math.max(1, Math.min(mct, Math.ceil(mTiles / (4 * pool.threads))));
+        const args = [apOff * 4, bpOff * 4, cpOff * 4, mTiles, np, K, ldc, bt, MR];
+        pool.run(space.exports, Job.gemm, args, Math.ceil(mTiles / bt));
+      } else {
+        for (let i = 0; i < mTiles; i += mct) {
+          space.exports.gemm_tiles(
+            (apOff + i * K * MR) * 4,
+            bpOff * 4,
+            (cpOff + i * MR * ldc) * 4,
+            Math.min(mct, mTiles - i),
+            np,
+            K,
+            ldc,
+          );
+        }
+      }
+      view = scratchView(space, 0);
+      const c0 = j0 * NR, w = Math.min(N, c0 + np * NR) - c0;
+      for (let r = 0; r < rows; r++) {
+        const from = cpOff + r * ldc;
+        c.set(view.subarray(from, from + w), cOff + (s0 + r) * N + c0);
+      }
+    }
+  }
+  return true;
+}
+
+/** Packs B's columns `col0 .. col0 + np·NR` into `np` panels `[K][NR]` at `off`, zero past N. */
+function packB(
+  b: Float32Array,
+  bOff: number,
+  K: number,
+  N: number,
+  col0: number,
+  np: number,
+  dst: Float32Array,
+  off: number,
+): void {
+  for (let p = 0; p < np; p++) {
+    const j0 = col0 + p * NR, w = Math.min(NR, N - j0);
+    let o = off + p * K * NR;
+    if (w === NR) {
+      for (let k = 0, src = bOff + j0; k < K; k++, o += NR, src += N) {
+        dst[o] = b[src];
+        dst[o + 1] = b[src + 1];
+        dst[o + 2] = b[src + 2];
+        dst[o + 3] = b[src + 3];
+        dst[o + 4] = b[src + 4];
+        dst[o + 5] = b[src + 5];
+        dst[o + 6] = b[src + 6];
+        dst[o + 7] = b[src + 7];
+      }
+    } else {
+      for (let k = 0, src = bOff + j0; k < K; k++, o += NR, src += N) {
+        for (let s = 0; s < NR; s++) dst[o + s] = s < w ? b[src + s] : 0;
+      }
+    }
+  }
+}
+
+/** As `packB` for B stored `[N, K]`: panel column `s` is row `j0 + s` of `b`. */
+function packBT(
+  b: Float32Array,
+  bOff: number,
+  K: number,
+  N: number,
+  col0: number,
+  np: number,
+  dst: Float32Array,
+  off: number,
+): void {
+  for (let p = 0; p < np; p++) {
+    const j0 = col0 + p * NR, w = Math.min(NR, N - j0);
+    const o = off + p * K * NR;
+    for (let s = 0; s < NR; s++) {
+      if (s < w) {
+        const row = bOff + (j0 + s) * K;
+        for (let k = 0; k < K; k++) dst[o + k * NR + s] = b[row + k];
+      } else {
+        for (let k = 0; k < K; k++) dst[o + k * NR + s] = 0;
+      }
+    }
+  }
+}
+
+/** `c[i, j] = a[i] · b[j]` for `i < M` (few rows) with `b` stored `[N, K]`, through `dot_rows`. */
+function dotRows(
+  k: WasmKernels,
+  a: Float32Array,
+  aOff: number,
+  b: Float32Array,
+  bOff: number,
+  c: Float32Array,
+  cOff: number,
+  M: number,
+  K: number,
+  N: number,
+): boolean {
+  const Kp = roundUp(K, DOT_K_STEP);
+  const chunk = Math.min(
+    roundUp(N, DOT_ROWS),
+    Math.max(DOT_ROWS, Math.floor(DOT_CHUNK_BYTES / (Kp * 4) / DOT_ROWS) * DOT_ROWS),
+  );
+  // Scratch layout, in floats: [x rows | weight chunk | outputs], on the calling thread's memory.
+  const xOff = BASE, wOff = xOff + M * Kp, oOff = wOff + chunk * Kp;
+  const space = k.local;
+  const grown = grownScratch(space, (oOff + chunk) * 4);
+  if (grown === null) return false;
+  let view: Float32Array = grown;
+  for (let i = 0; i < M; i++) {
+    view.set(a.subarray(aOff + i * K, aOff + (i + 1) * K), xOff + i * Kp);
+    view.fill(0, xOff + i * Kp + K, xOff + (i + 1) * Kp);
+  }
+  // Rows past N in the last chunk hold whatever an earlier chunk left: their outputs are dropped.
+  for (let j0 = 0; j0 < N; j0 += chunk) {
+    const rows = Math.min(chunk, N - j0);
+    if (Kp === K) {
+      view.set(b.subarray(bOff + j0 * K, bOff + (j0 + rows) * K), wOff);
+    } else {
+      for (let r = 0; r < rows; r++) {
+        const src = bOff + (j0 + r) * K, to = wOff + r * Kp;
+        view.set(b.subarray(src, src + K), to);
+        view.fill(0, to + K, to + Kp);
+      }
+    }
+    for (let i = 0; i < M; i++) {
+      space.exports.dot_rows((xOff + i * Kp) * 4, wOff * 4, oOff * 4, roundUp(rows, DOT_ROWS), Kp);
+      view = scratchView(space, 0);
+      c.set(view.subarray(oOff, oOff + rows), cOff + i * N + j0);
+    }
+  }
+  return true;
+}

@@ -1,0 +1,199 @@
+/**
+ * The WebAssembly of the float32 matrix kernels, written with emitter.ts.
+ *
+ * - `gemm_tiles` is the register-blocked core of a BLIS-style product
+ *   (kernels/cpu/wasm/gemm.ts drives it): A row-major as copied in (one
+ *   pointer per row of the tile), B packed into column panels of `NR`
+ *   columns (`[K][NR]`), and for every tile an `MR × NR` block of C held in
+ *   `MR · NR / 4` SIMD accumulators over the whole K. Per step of k it loads
+ *   `NR / 4` vectors of B and splats `MR` values of A: with the 6 × 8 tile
+ *   that is 12 multiply-adds on 12 independent accumulators (enough to hide
+ *   the add latency) for 8 loads, in 15 of the 16 vector registers of x64.
+ *   Four steps of k per pass, their loads at immediate offsets, so the
+ *   pointers move once per four steps. Measured best of 40 on 512 × 512,
+ *   one thread, shared machine: A packed `[K][MR]` with a 4 × 8 tile 33–34
+ *   GFLOP/s, 6 × 8 37, 6 × 8 on unpacked A unrolled by four 44–48.
+ *   Panels are visited column panel outer, so one B panel stays in L1
+ *   while the block of A rows (sized by the driver for L2) passes over it.
+ * - `dot_rows` is the decode-shaped matrix-vector product: `out[j] = x ·
+ *   w[j]` for rows of a weight stored `[N, K]`, four rows and eight values of
+ *   K per step (eight accumulators), so each vector of x serves four rows.
+ *
+ * With relaxed SIMD a multiply-add is one `f32x4.relaxed_madd` (fused on
+ * hardware with FMA); without it, `f32x4.mul` then `f32x4.add`.
+ *
+ * This file is browser-safe: no `Deno.*`.
+ *
+ * @module
+ */
+
+import {
+  type FunctionCode,
+  type MemoryImport,
+  ModuleBuilder,
+  Op,
+  SimdOp,
+  ValType,
+} from "./emitter.ts";
+
+/** Rows of A per micro-tile. */
+export const MR = 6;
+/** Columns of B per micro-tile (a multiple of 4: whole SIMD vectors). */
+export const NR = 8;
+/** Rows of the weight per step of `dot_rows`. */
+export const DOT_ROWS = 4;
+/** `dot_rows` needs K padded to a multiple of this (two vectors per step). */
+export const DOT_K_STEP = 8;
+
+/** Pushes `acc + a * b` for locals `a`, `b`, `acc` and sets `acc`. */
+function madd(f: FunctionCode, relaxed: boolean, a: number, b: number, acc: number): void {
+  if (relaxed) {
+    f.get(a).get(b).get(acc).simd(SimdOp.f32x4RelaxedMadd).set(acc);
+  } else {
+    f.get(acc).get(a).get(b).simd(SimdOp.f32x4Mul).simd(SimdOp.f32x4Add).set(acc);
+  }
+}
+
+/** Steps of k per pass of `gemm_tiles`' main loop (immediate load offsets instead of pointer updates). */
+const K_UNROLL = 4;
+
+/**
+ * `gemm_tiles(ap, bp, cp, mTiles, nPanels, K, ldc)`: for every column panel
+ * `jp < nPanels` and tile row `ip < mTiles`, stores the `MR × NR` product of
+ * rows `ip·MR .. ip·MR + MR` of A (row-major `[rows][K]` at `ap`, as copied
+ * in: no packing) and B panel `jp` (at `bp + jp·K·NR·4`) at `cp + (ip·MR·ldc
+ * + jp·NR)·4`. `ldc` is C's row length in elements; `K ≥ 1`. Byte
+ * addresses; B and C 16-byte aligned.
+ *
+ * The k loop runs `K_UNROLL` steps per pass, reading A at offsets `4u` from
+ * one pointer per row and B at `32u + 16v` from one pointer, then a step at
+ * a time for the last `K mod K_UNROLL`.
+ */
+function emitGemmTiles(m: ModuleBuilder, relaxed: boolean): void {
+  const i32 = ValType.i32, v128 = ValType.v128;
+  const f = m.function("gemm_tiles", [i32, i32, i32, i32, i32, i32, i32]);
+  const [ap, bp, cp, mTiles, nPanels, K, ldc] = [0, 1, 2, 3, 4, 5, 6];
+  const jp = f.local(i32), ip = f.local(i32), pb = f.local(i32), pbEnd = f.local(i32);
+  const pbEnd4 = f.local(i32), bPanel = f.local(i32), cTile = f.local(i32);
+  const ldcBytes = f.local(i32), rowBytes = f.local(i32), bPanelBytes = f.local(i32);
+  const pa: number[] = [];
+  for (let r = 0; r < MR; r++) pa.push(f.local(i32));
+  const acc: number[] = [];
+  for (let i = 0; i < MR * NR / 4; i++) acc.push(f.local(v128));
+  const bv: number[] = [];
+  for (let v = 0; v < NR / 4; v++) bv.push(f.local(v128));
+  const av = f.local(v128);
+
+  /** One step of k: B at `pb + bOff`, A at `pa[r] + aOff`. */
+  const step = (aOff: number, bOff: number) => {
+    for (let v = 0; v < NR / 4; v++) {
+      f.get(pb).simdMem(SimdOp.v128Load, 4, bOff + 16 * v).set(bv[v]);
+    }
+    for (let r = 0; r < MR; r++) {
+      f.get(pa[r]).simdMem(SimdOp.v128Load32Splat, 2, aOff).set(av);
+      for (let v = 0; v < NR / 4; v++) madd(f, relaxed, av, bv[v], acc[r * (NR / 4) + v]);
+    }
+  };
+  const advance = (steps: number) => {
+    for (let r = 0; r < MR; r++) f.get(pa[r]).i32(4 * steps).op(Op.i32Add).set(pa[r]);
+    f.get(pb).i32(NR * 4 * steps).op(Op.i32Add).set(pb);
+  };
+
+  f.get(ldc).i32(2).op(Op.i32Shl).set(ldcBytes);
+  f.get(K).i32(2).op(Op.i32Shl).set(rowBytes);
+  f.get(K).i32(NR * 4).op(Op.i32Mul).set(bPanelBytes);
+  f.forLoop(jp, 0, nPanels, 1, () => {
+    f.get(bp).get(jp).get(bPanelBytes).op(Op.i32Mul).op(Op.i32Add).set(bPanel);
+    f.forLoop(ip, 0, mTiles, 1, () => {
+      for (const a of acc) f.f32x4Const([0, 0, 0, 0]).set(a);
+      // Row pointers of this tile: ap + (ip·MR + r)·K·4.
+      f.get(ap).get(ip).i32(MR).op(Op.i32Mul).get(rowBytes).op(Op.i32Mul).op(Op.i32Add)
+        .set(pa[0]);
+      for (let r = 1; r < MR; r++) f.get(pa[r - 1]).get(rowBytes).op(Op.i32Add).set(pa[r]);
+      f.get(bPanel).tee(pb).get(bPanelBytes).op(Op.i32Add).set(pbEnd);
+      // pbEnd4 = pb + (K - K mod K_UNROLL)·NR·4
+      f.get(bPanel).get(K).i32(-K_UNROLL).op(Op.i32And).i32(NR * 4).op(Op.i32Mul)
+        .op(Op.i32Add).set(pbEnd4);
+      // while (pb < pbEnd4) { K_UNROLL steps }
+      f.block().loop();
+      f.get(pb).get(pbEnd4).op(Op.i32GeU).brIf(1);
+      for (let u = 0; u < K_UNROLL; u++) step(4 * u, NR * 4 * u);
+      advance(K_UNROLL);
+      f.br(0).end().end();
+      // while (pb < pbEnd) { 1 step }
+      f.block().loop();
+      f.get(pb).get(pbEnd).op(Op.i32GeU).brIf(1);
+      step(0, 0);
+      advance(1);
+      f.br(0).end().end();
+      // C tile at cp + ip·MR·ldc·4 + jp·NR·4.
+      f.get(cp).get(ip).i32(MR).op(Op.i32Mul).get(ldcBytes).op(Op.i32Mul).op(Op.i32Add)
+        .get(jp).i32(NR * 4).op(Op.i32Mul).op(Op.i32Add).set(cTile);
+      for (let r = 0; r < MR; r++) {
+        for (let v = 0; v < NR / 4; v++) {
+          f.get(cTile).get(acc[r * (NR / 4) + v]).simdMem(SimdOp.v128Store, 4, 16 * v);
+        }
+        if (r + 1 < MR) f.get(cTile).get(ldcBytes).op(Op.i32Add).set(cTile);
+      }
+    });
+  });
+}
+
+/**
+ * `dot_rows(xp, wp, op, rows, Kp)`: `out[j] = Σ_k x[k]·w[j·Kp + k]` for
+ * `j < rows` (a multiple of `DOT_ROWS`), with x at `xp`, w at `wp`, out at
+ * `op` (float32, byte addresses, 16-byte aligned); `Kp` is a positive
+ * multiple of `DOT_K_STEP` and both x and every row are zero-padded to it.
+ */
+function emitDotRows(m: ModuleBuilder, relaxed: boolean): void {
+  const i32 = ValType.i32, v128 = ValType.v128, f32 = ValType.f32;
+  const f = m.function("dot_rows", [i32, i32, i32, i32, i32]);
+  const [xp, wp, op, rows, Kp] = [0, 1, 2, 3, 4];
+  const j = f.local(i32), px = f.local(i32), pxEnd = f.local(i32), rowBytes = f.local(i32);
+  const p: number[] = [];
+  for (let r = 0; r < DOT_ROWS; r++) p.push(f.local(i32));
+  const acc: number[] = [];
+  for (let i = 0; i < 2 * DOT_ROWS; i++) acc.push(f.local(v128));
+  const x0 = f.local(v128), x1 = f.local(v128), w = f.local(v128);
+  const sum = f.local(v128);
+  const s = f.local(f32);
+
+  f.get(Kp).i32(2).op(Op.i32Shl).set(rowBytes);
+  f.get(xp).get(rowBytes).op(Op.i32Add).set(pxEnd);
+  f.forLoop(j, 0, rows, DOT_ROWS, () => {
+    f.get(wp).get(j).get(rowBytes).op(Op.i32Mul).op(Op.i32Add).set(p[0]);
+    for (let r = 1; r < DOT_ROWS; r++) f.get(p[r - 1]).get(rowBytes).op(Op.i32Add).set(p[r]);
+    for (const a of acc) f.f32x4Const([0, 0, 0, 0]).set(a);
+    f.get(xp).set(px);
+    f.loop();
+    f.get(px).simdMem(SimdOp.v128Load, 4, 0).set(x0);
+    f.get(px).simdMem(SimdOp.v128Load, 4, 16).set(x1);
+    for (let r = 0; r < DOT_ROWS; r++) {
+      f.get(p[r]).simdMem(SimdOp.v128Load, 4, 0).set(w);
+      madd(f, relaxed, x0, w, acc[2 * r]);
+      f.get(p[r]).simdMem(SimdOp.v128Load, 4, 16).set(w);
+      madd(f, relaxed, x1, w, acc[2 * r + 1]);
+      f.get(p[r]).i32(32).op(Op.i32Add).set(p[r]);
+    }
+    f.get(px).i32(32).op(Op.i32Add).tee(px).get(pxEnd).op(Op.i32LtU).brIf(0);
+    f.end();
+    for (let r = 0; r < DOT_ROWS; r++) {
+      f.get(acc[2 * r]).get(acc[2 * r + 1]).simd(SimdOp.f32x4Add).set(sum);
+      f.get(sum).simdLane(SimdOp.f32x4ExtractLane, 0);
+      for (let lane = 1; lane < 4; lane++) {
+        f.get(sum).simdLane(SimdOp.f32x4ExtractLane, lane).op(Op.f32Add);
+      }
+      f.set(s);
+      f.get(op).get(j).i32(r).op(Op.i32Add).i32(2).op(Op.i32Shl).op(Op.i32Add).get(s)
+        .mem(Op.f32Store, 2, 0);
+    }
+  });
+}
+
+/** The module's bytes: `gemm_tiles` and `dot_rows` over the imported `env.memory`. */
+export function gemmModuleBytes(relaxed: boolean, memory: MemoryImport): Uint8Array<ArrayBuffer> {
+  const m = new ModuleBuilder(memory);
+  emitGemmTiles(m, relaxed);
+  emitDotRows(m, relaxed);
+  return m.encode();
+}

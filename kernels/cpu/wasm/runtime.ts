@@ -1,0 +1,362 @@
+/**
+ * Where the CPU's WebAssembly kernels come from at run time, and which path
+ * a CPU kernel takes.
+ *
+ * The module of gemm_module.ts is emitted, validated and compiled the first
+ * time a kernel wants it, at the best level the engine accepts: relaxed
+ * SIMD (fused multiply-add), else SIMD128. Where neither validates, or
+ * compiling is refused (a page whose Content-Security-Policy lacks
+ * `'wasm-unsafe-eval'`), the TypeScript kernels run everything, and the
+ * reason is printed once with `console.warn` and kept in
+ * `cpuKernelInfo().reason`.
+ *
+ * Memory: this first version copies operands into one WebAssembly.Memory
+ * owned by the kernels (packing them on the way, which a BLIS product does
+ * anyway) and copies results out; tensors still live in ArrayBuffers. The
+ * scratch needed is bounded by blocking (tens of MiB at most, whatever the
+ * shapes), so the 4 GiB limit of 32-bit WebAssembly never applies to
+ * tensors; the memory is declared with a 2 GiB maximum so that every byte
+ * address is a non-negative int32.
+ *
+ * Threads: where memory can be shared (thread_pool.ts), the memory is a
+ * shared one and a pool of `threads - 1` workers (`cpu(id, { threads })`)
+ * is started in the background the first time a kernel runs; calls made
+ * before it is ready run on one thread. The pool stops after
+ * `POOL_IDLE_MS` without work, so that a script's process can exit (a
+ * worker blocked waiting for work would keep Deno alive), and starts again
+ * on the next call.
+ *
+ * This file is browser-safe: no `Deno.*`.
+ *
+ * @module
+ */
+
+import { shared } from "../../../ground/shared.ts";
+import { cpuThreadSetting, setCpuKernelDescriber } from "../../../devices/cpu_device.ts";
+import { gemmModuleBytes } from "./gemm_module.ts";
+import { CONTROL_BYTES, ThreadPool, threadsAvailable } from "./thread_pool.ts";
+
+/**
+ * Which CPU kernels run: `"auto"` (default) takes WebAssembly for work large
+ * enough to repay a call into it (and the worker pool for work large
+ * enough to repay a hand-off) and TypeScript for the rest; `"wasm"` takes
+ * WebAssembly, and the pool, for every size they cover (tests use it to run
+ * the operator suite on that path); `"typescript"` never uses WebAssembly.
+ */
+export type CpuKernelMode = "auto" | "wasm" | "typescript";
+
+/** What `cpuKernelInfo()` reports. */
+export interface CpuKernelInfo {
+  /** The mode set by `setCpuKernelMode`. */
+  mode: CpuKernelMode;
+  /** The instruction set of the compiled kernels, or null when they are not available (yet). */
+  simd: "relaxed-simd" | "simd128" | null;
+  /** Why WebAssembly is not used, when it is not. */
+  reason: string | null;
+  /** Threads a large kernel runs on now (1 until the pool is ready). */
+  threads: number;
+  /** Threads asked for (`cpu(id, { threads })`). */
+  threadsRequested: number;
+  /** Why the kernels run on one thread although more were asked for, when they do. */
+  threadsReason: string | null;
+}
+
+/** The exported kernel functions of gemm_module.ts. */
+export interface GemmExports {
+  gemm_tiles(
+    ap: number,
+    bp: number,
+    cp: number,
+    mTiles: number,
+    nPanels: number,
+    K: number,
+    ldc: number,
+  ): void;
+  dot_rows(xp: number, wp: number, op: number, rows: number, Kp: number): void;
+}
+
+/** One instance of the kernels and the memory it addresses. */
+export interface KernelSpace {
+  readonly exports: GemmExports;
+  readonly memory: WebAssembly.Memory;
+  /** Float32 view of the whole memory, remade after it grows (growing detaches the old buffer). */
+  view: Float32Array | null;
+}
+
+/**
+ * The compiled kernels: the instance the worker pool shares (this object)
+ * and `local`, an instance on an ordinary memory for work done on the
+ * calling thread alone. Two because copying into a shared memory is slower:
+ * V8 copies into a `SharedArrayBuffer` with relaxed atomic stores (a 64 MiB
+ * `TypedArray.set` in 256 KiB pieces measured 6.5 GB/s into a shared
+ * memory, 9.9 into an ordinary one), and a one-thread GEMV is bound by that
+ * copy.
+ */
+export interface WasmKernels extends KernelSpace {
+  readonly simd: "relaxed-simd" | "simd128";
+  /** The module the workers instantiate on `memory`. */
+  readonly module: WebAssembly.Module;
+  /** Whether `memory` is shared (workers can use it). */
+  readonly shared: boolean;
+  /** The instance on an ordinary memory (this object itself when `memory` is not shared). */
+  readonly local: KernelSpace;
+}
+
+const PAGE = 65536;
+/** 2 GiB: byte addresses stay non-negative int32s. */
+const MAX_PAGES = 32768;
+/** The pool stops after this long without work. */
+export const POOL_IDLE_MS = 300;
+/** Bytes at the start of the memory that are not scratch (the pool's control block). */
+export const SCRATCH_BASE_BYTES = CONTROL_BYTES;
+
+interface State {
+  mode: CpuKernelMode;
+  kernels: WasmKernels | null;
+  tried: boolean;
+  reason: string | null;
+  pool: ThreadPool | null;
+  /** The start in progress, if any. */
+  starting: Promise<ThreadPool | null> | null;
+  /** Why the pool could not start (kept so that it is not tried on every call). */
+  threadsReason: string | null;
+  idleTimer: number | null;
+}
+
+/** One state per realm, shared by every copy of the library (as the VM's eval refusal is). */
+const state: State = shared("relaxvm.cpuWasm.v1", () => ({
+  mode: "auto",
+  kernels: null,
+  tried: false,
+  reason: null,
+  pool: null,
+  starting: null,
+  threadsReason: null,
+  idleTimer: null,
+}));
+
+/** Selects the CPU kernel path for the whole realm (see `CpuKernelMode`). */
+export function setCpuKernelMode(mode: CpuKernelMode): void {
+  if (mode !== "auto" && mode !== "wasm" && mode !== "typescript") {
+    throw new TypeError(`Unknown CPU kernel mode ${JSON.stringify(mode)}`);
+  }
+  state.mode = mode;
+}
+
+/** The current CPU kernel mode. */
+export function cpuKernelMode(): CpuKernelMode {
+  return state.mode;
+}
+
+/** Which CPU kernels run here and why. Compiles the WebAssembly kernels if not yet tried. */
+export function cpuKernelInfo(): CpuKernelInfo {
+  const k = state.mode === "typescript" ? state.kernels : loadKernels();
+  return {
+    mode: state.mode,
+    simd: k?.simd ?? null,
+    reason: state.reason,
+    threads: state.pool?.threads ?? 1,
+    threadsRequested: cpuThreadSetting(),
+    threadsReason: state.threadsReason,
+  };
+}
+
+/**
+ * Forgets the compiled kernels and any refusal, so the next kernel compiles
+ * them again. For tests that simulate an engine refusing WebAssembly.
+ */
+export function forgetCpuKernels(): void {
+  stopPool();
+  state.threadsReason = null;
+  state.kernels = null;
+  state.tried = false;
+  state.reason = null;
+}
+
+function compile(relaxed: boolean, shared: boolean): WebAssembly.Module | null {
+  const bytes = gemmModuleBytes(relaxed, {
+    module: "env",
+    name: "memory",
+    minPages: 1,
+    maxPages: MAX_PAGES,
+    shared,
+  });
+  if (!WebAssembly.validate(bytes)) return null;
+  return new WebAssembly.Module(bytes);
+}
+
+function loadKernels(): WasmKernels | null {
+  if (state.tried) return state.kernels;
+  state.tried = true;
+  try {
+    if (typeof WebAssembly !== "object") throw new Error("this engine has no WebAssembly");
+    const available = threadsAvailable();
+    let shared = available.ok;
+    if (!shared) state.threadsReason = available.why;
+    // A shared memory reserves its whole maximum up front; where that address space cannot be
+    // had (a 32-bit browser), take an ordinary memory and one thread.
+    let memory: WebAssembly.Memory;
+    try {
+      memory = new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES, shared });
+    } catch (e) {
+      if (!shared || !(e instanceof RangeError)) throw e;
+      shared = false;
+      state.threadsReason = `a shared memory could not be reserved: ${e.message}`;
+      memory = new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES });
+    }
+    let simd: "relaxed-simd" | "simd128" = "relaxed-simd";
+    let module = compile(true, shared);
+    if (module === null) {
+      simd = "simd128";
+      module = compile(false, shared);
+    }
+    if (module === null) throw new Error("this engine does not support WebAssembly SIMD128");
+    const instance = new WebAssembly.Instance(module, { env: { memory } });
+    const exports = instance.exports as unknown as GemmExports;
+    let local: KernelSpace | null = null;
+    if (shared) {
+      const plain = compile(simd === "relaxed-simd", false);
+      if (plain === null) throw new Error("the kernels validate on a shared memory only");
+      const localMemory = new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES });
+      const inst = new WebAssembly.Instance(plain, { env: { memory: localMemory } });
+      local = { exports: inst.exports as unknown as GemmExports, memory: localMemory, view: null };
+    }
+    const k: { -readonly [P in keyof WasmKernels]: WasmKernels[P] } = {
+      exports,
+      memory,
+      view: null,
+      simd,
+      module,
+      shared,
+      local: local as KernelSpace,
+    };
+    if (local === null) k.local = k;
+    state.kernels = k;
+  } catch (e) {
+    state.reason = e instanceof Error ? e.message : String(e);
+    console.warn(`relaxvm: CPU kernels run in TypeScript, not WebAssembly: ${state.reason}`);
+  }
+  return state.kernels;
+}
+
+/**
+ * The WebAssembly kernels for work of `flops` floating-point operations, or
+ * null where TypeScript should do it (mode, size, or no WebAssembly).
+ */
+export function wasmKernelsFor(flops: number, autoThreshold: number): WasmKernels | null {
+  const mode = state.mode;
+  if (mode === "typescript" || (mode === "auto" && flops < autoThreshold)) return null;
+  return loadKernels();
+}
+
+/**
+ * A float32 view of the kernels' whole memory, grown first to hold at least
+ * `bytes` bytes. Views made before a call that grew the memory are detached:
+ * take a new one after each call.
+ */
+export function scratchView(space: KernelSpace, bytes: number): Float32Array {
+  const have = space.memory.buffer.byteLength;
+  if (bytes > have) {
+    space.memory.grow(Math.ceil((bytes - have) / PAGE));
+    space.view = null;
+  }
+  if (space.view === null || space.view.buffer !== space.memory.buffer) {
+    space.view = new Float32Array(space.memory.buffer);
+  }
+  return space.view;
+}
+
+/**
+ * The pool to split a kernel call over, or null to run it on the calling
+ * thread (one thread asked for, threads unavailable, or the pool still
+ * starting: then this call starts it). Keeps a running pool alive for
+ * `POOL_IDLE_MS` more.
+ */
+export function poolFor(k: WasmKernels): ThreadPool | null {
+  const want = cpuThreadSetting();
+  let pool = state.pool;
+  if (pool !== null && pool.threads !== want) {
+    stopPool();
+    pool = null;
+  }
+  // A pool that failed to start (threadsReason) is not tried again on every call.
+  if (
+    want > 1 && k.shared && pool === null && state.starting === null && state.threadsReason === null
+  ) {
+    startPool(k, want);
+  }
+  if (pool !== null) armIdleTimer();
+  return pool;
+}
+
+/**
+ * Starts the worker pool now if threads are asked for and available, and
+ * resolves with the threads a large kernel will use. Kernels never wait
+ * for the pool; tests and benchmarks call this to measure the threaded path
+ * from the first call.
+ */
+export async function cpuThreadsReady(): Promise<number> {
+  const k = loadKernels();
+  if (k === null) return 1;
+  poolFor(k);
+  if (state.starting !== null) await state.starting;
+  return state.pool?.threads ?? 1;
+}
+
+function startPool(k: WasmKernels, threads: number): void {
+  const starting = ThreadPool.start(k.module, k.memory, threads).then(
+    (pool) => {
+      if (state.starting !== starting || state.kernels !== k) {
+        pool.close(); // forgotten or stopped meanwhile
+        return null;
+      }
+      state.starting = null;
+      state.pool = pool;
+      state.threadsReason = null;
+      armIdleTimer();
+      return pool;
+    },
+    (e) => {
+      if (state.starting === starting) state.starting = null;
+      state.threadsReason = e instanceof Error ? e.message : String(e);
+      return null;
+    },
+  );
+  state.starting = starting;
+}
+
+function stopPool(): void {
+  if (state.idleTimer !== null) clearTimeout(state.idleTimer);
+  state.idleTimer = null;
+  state.pool?.close();
+  state.pool = null;
+  state.starting = null;
+}
+
+/** Deno's `unrefTimer`, so that the idle timer alone does not keep a process alive. */
+const unrefTimer = (globalThis as { Deno?: { unrefTimer?: (id: number) => void } }).Deno
+  ?.unrefTimer;
+
+function armIdleTimer(): void {
+  if (state.idleTimer !== null) clearTimeout(state.idleTimer);
+  // A number in browsers and Deno (the type says Node's Timeout when Node's types are loaded).
+  const id = setTimeout(stopPool, POOL_IDLE_MS) as unknown as number;
+  state.idleTimer = id;
+  unrefTimer?.(id);
+}
+
+/** One line for `CpuDevice.description` and the profiler: what computes, on how many threads. */
+function describe(): string {
+  if (state.mode === "typescript") return "TypeScript kernels (setCpuKernelMode)";
+  if (state.reason !== null) return `TypeScript kernels (${state.reason})`;
+  if (state.kernels === null) return "WebAssembly kernels not compiled yet";
+  const want = cpuThreadSetting();
+  const threads = want === 1
+    ? "1 thread"
+    : state.threadsReason !== null
+    ? `1 thread (${state.threadsReason})`
+    : `${want} threads`;
+  return `WebAssembly ${state.kernels.simd} kernels, ${threads}`;
+}
+
+setCpuKernelDescriber(describe);

@@ -1,0 +1,233 @@
+/**
+ * The CPU kernels' worker pool: persistent workers sharing the kernels'
+ * WebAssembly.Memory, taking blocks of a kernel call as they come.
+ *
+ * Protocol. The first 256 bytes of the memory are a control block of
+ * int32s (`Ctl`): a generation counter, the job's kind (0 = exit), its
+ * number of blocks, the claim counter, how many blocks are finished, its
+ * arguments, and an error flag. The calling thread publishes a job (claims
+ * closed, arguments and counts written, claims opened, generation bumped,
+ * workers notified), then claims blocks itself like any worker, and returns
+ * once every block is finished.
+ *
+ * Why blocks are claimed rather than split in fixed shares: on a loaded
+ * machine (this one is shared by several engineers) a worker can wait
+ * milliseconds to be scheduled after `Atomics.notify`. With fixed shares
+ * the caller would wait for it; with claiming, the caller takes the blocks
+ * the sleeping worker has not, and waits at most for the one block each
+ * worker is running. A worker that wakes after the job is done finds no
+ * block and goes back to sleep. Between jobs a worker spins for a moment
+ * (`SPIN_MS`) before it sleeps, so back-to-back jobs (a prefill's layers)
+ * do not pay a wake-up each.
+ *
+ * Block sizes are the kernels' (kernels/cpu/wasm/gemm.ts): `gemm_tiles`
+ * over a few tile rows (at most an L2-sized block of A). `runBlock` is the
+ * one function both sides run: its source is copied into the worker script.
+ *
+ * Where it runs. Deno always has `SharedArrayBuffer` and workers; a browser
+ * has them only on a cross-origin-isolated page. Elsewhere (or when a
+ * worker cannot start, e.g. a CSP without `worker-src blob:`) the kernels
+ * run on the calling thread alone. The worker source is a string turned
+ * into a `blob:` URL, so bundles need no second file.
+ *
+ * This file is browser-safe: no `Deno.*`.
+ *
+ * @module
+ */
+
+/** Bytes at the start of the memory reserved for the control block. */
+export const CONTROL_BYTES = 256;
+
+/** Job kinds. */
+export const Job = { exit: 0, gemm: 1 } as const;
+
+/** Int32 slots of the control block. */
+const Ctl = {
+  generation: 0,
+  kind: 1,
+  blocks: 2,
+  next: 3,
+  finished: 4,
+  /** Arguments: `ARGS .. ARGS + 9`. */
+  args: 5,
+  error: 16,
+} as const;
+
+/** A claim counter value no block index reaches: claims made while a job is being written. */
+const CLOSED = 1 << 30;
+
+/** How long a worker keeps checking for the next job before it sleeps. */
+const SPIN_MS = 0.2;
+
+/**
+ * Runs block `i` of the job in `ctl`. This exact function is also the body
+ * the workers run (its source is copied into the worker script), so it must
+ * use nothing but its arguments. Argument slots start at 5.
+ */
+// deno-lint-ignore no-explicit-any
+export function runBlock(ex: any, ctl: Int32Array, i: number): void {
+  if (ctl[1] === 1) {
+    // gemm_tiles(ap, bp, cp, mTiles, nPanels, K, ldc) over tile rows [i·bt, (i+1)·bt).
+    const ap = ctl[5], bp = ctl[6], cp = ctl[7], mTiles = ctl[8], nPanels = ctl[9];
+    const K = ctl[10], ldc = ctl[11], bt = ctl[12], MR = ctl[13];
+    const t0 = i * bt, n = Math.min(bt, mTiles - t0);
+    ex.gemm_tiles(ap + t0 * K * MR * 4, bp, cp + t0 * MR * ldc * 4, n, nPanels, K, ldc);
+  }
+}
+
+/** The worker script: instantiate the kernels on the shared memory, then claim blocks until exit. */
+const WORKER_SOURCE = `
+const runBlock = ${runBlock.toString()};
+onmessage = (e) => {
+  const { module, memory } = e.data;
+  const ex = new WebAssembly.Instance(module, { env: { memory } }).exports;
+  const ctl = new Int32Array(memory.buffer, 0, ${CONTROL_BYTES / 4});
+  let seen = Atomics.load(ctl, ${Ctl.generation});
+  postMessage("ready");
+  for (;;) {
+    let now = Atomics.load(ctl, ${Ctl.generation});
+    if (now === seen) {
+      const until = performance.now() + ${SPIN_MS};
+      while (now === seen && performance.now() < until) now = Atomics.load(ctl, ${Ctl.generation});
+      if (now === seen) {
+        Atomics.wait(ctl, ${Ctl.generation}, seen);
+        continue;
+      }
+    }
+    seen = now;
+    if (Atomics.load(ctl, ${Ctl.kind}) === 0) break;
+    for (;;) {
+      const i = Atomics.add(ctl, ${Ctl.next}, 1);
+      if (i >= Atomics.load(ctl, ${Ctl.blocks})) break;
+      try { runBlock(ex, ctl, i); } catch (err) { Atomics.store(ctl, ${Ctl.error}, 1); }
+      Atomics.add(ctl, ${Ctl.finished}, 1);
+      Atomics.notify(ctl, ${Ctl.finished});
+    }
+  }
+  close();
+};
+`;
+
+/** A started pool of `threads - 1` workers (the calling thread is the last one). */
+export class ThreadPool {
+  /** Threads that run each job, the caller included. */
+  readonly threads: number;
+  readonly #ctl: Int32Array;
+  readonly #canWait: boolean;
+
+  private constructor(threads: number, ctl: Int32Array) {
+    this.threads = threads;
+    this.#ctl = ctl;
+    this.#canWait = mainThreadCanWait(ctl);
+  }
+
+  /**
+   * Starts `threads - 1` workers on `memory` (shared) with `module`, and
+   * resolves once all are ready; rejects if one cannot start.
+   */
+  static async start(
+    module: WebAssembly.Module,
+    memory: WebAssembly.Memory,
+    threads: number,
+  ): Promise<ThreadPool> {
+    const url = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "text/javascript" }));
+    const ctl = new Int32Array(memory.buffer, 0, CONTROL_BYTES / 4);
+    const workers: Worker[] = [];
+    try {
+      const ready: Promise<void>[] = [];
+      for (let index = 1; index < threads; index++) {
+        const w = new Worker(url, { type: "module" });
+        workers.push(w);
+        ready.push(
+          new Promise((resolve, reject) => {
+            w.onmessage = () => resolve();
+            w.onerror = (e) => {
+              e.preventDefault();
+              reject(new Error(`a CPU kernel worker failed to start: ${e.message}`));
+            };
+          }),
+        );
+        w.postMessage({ module, memory });
+      }
+      await Promise.all(ready);
+    } catch (e) {
+      exit(ctl);
+      for (const w of workers) w.terminate();
+      throw e;
+    } finally {
+      URL.revokeObjectURL(url);
+    }
+    return new ThreadPool(threads, ctl);
+  }
+
+  /**
+   * Runs `blocks` blocks of a job of `kind` with `args` on every thread, and
+   * returns when all are finished. `ex` is the calling thread's instance of
+   * the kernels.
+   */
+  run(ex: unknown, kind: number, args: readonly number[], blocks: number): void {
+    const ctl = this.#ctl;
+    Atomics.store(ctl, Ctl.next, CLOSED); // late claims of the last job see no block
+    Atomics.store(ctl, Ctl.kind, kind);
+    for (let i = 0; i < args.length; i++) ctl[Ctl.args + i] = args[i];
+    Atomics.store(ctl, Ctl.blocks, blocks);
+    Atomics.store(ctl, Ctl.finished, 0);
+    Atomics.store(ctl, Ctl.error, 0);
+    Atomics.store(ctl, Ctl.next, 0);
+    Atomics.add(ctl, Ctl.generation, 1);
+    Atomics.notify(ctl, Ctl.generation);
+    for (;;) {
+      const i = Atomics.add(ctl, Ctl.next, 1);
+      if (i >= blocks) break;
+      runBlock(ex, ctl, i);
+      Atomics.add(ctl, Ctl.finished, 1);
+    }
+    for (;;) {
+      const done = Atomics.load(ctl, Ctl.finished);
+      if (done >= blocks) break;
+      if (this.#canWait) Atomics.wait(ctl, Ctl.finished, done, 1);
+    }
+    if (Atomics.load(ctl, Ctl.error) !== 0) {
+      throw new Error("a CPU kernel worker failed while running its block");
+    }
+  }
+
+  /** Stops the workers (each closes itself). */
+  close(): void {
+    exit(this.#ctl);
+  }
+}
+
+/** Tells every worker to close. */
+function exit(ctl: Int32Array): void {
+  Atomics.store(ctl, Ctl.next, CLOSED);
+  Atomics.store(ctl, Ctl.kind, Job.exit);
+  Atomics.add(ctl, Ctl.generation, 1);
+  Atomics.notify(ctl, Ctl.generation);
+}
+
+/** Whether `Atomics.wait` may block this thread (Deno's main thread yes, a browser's no). */
+function mainThreadCanWait(ctl: Int32Array): boolean {
+  try {
+    Atomics.wait(ctl, 63, 12345, 0); // returns "not-equal" or "timed-out" where allowed
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether this realm can share memory with workers: `SharedArrayBuffer`,
+ * `Worker` and, in a browser, a cross-origin-isolated page.
+ */
+export function threadsAvailable(): { ok: boolean; why: string } {
+  const g = globalThis as { crossOriginIsolated?: boolean };
+  if (typeof SharedArrayBuffer !== "function") {
+    return { ok: false, why: "SharedArrayBuffer is not available" };
+  }
+  if (g.crossOriginIsolated === false) {
+    return { ok: false, why: "the page is not cross-origin isolated" };
+  }
+  if (typeof Worker !== "function") return { ok: false, why: "workers are not available" };
+  return { ok: true, why: "" };
+}

@@ -1,0 +1,246 @@
+/**
+ * The CPU kernels' worker pool (kernels/cpu/wasm/thread_pool.ts): the
+ * thread count of `cpu()`, what `cpuKernelInfo()` reports, and that a
+ * script using the pool still exits on its own (a worker waiting for work
+ * would keep Deno alive; the pool stops when idle).
+ *
+ * @module
+ */
+
+import { assert, assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
+import { cpu, cpuThreadSetting } from "../devices/cpu_device.ts";
+import {
+  cpuKernelInfo,
+  cpuThreadsReady,
+  forgetCpuKernels,
+  setCpuKernelMode,
+} from "../kernels/cpu/wasm/runtime.ts";
+import { installBuiltins } from "../builtins/install.ts";
+import { getGlobalFunc } from "../ground/registry.ts";
+import { tensor } from "../devices/tensor.ts";
+import type { NDArray } from "../devices/ndarray.ts";
+
+installBuiltins();
+
+function random(n: number, seed: number): Float32Array {
+  const out = new Float32Array(n);
+  let s = seed;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = s / 2 ** 31 - 1;
+  }
+  return out;
+}
+
+Deno.test("cpu() sets the kernels' thread count and rejects a bad one", async () => {
+  const before = cpuThreadSetting();
+  try {
+    assertThrows(() => cpu(0, { threads: 0 }), RangeError, "threads must be an integer");
+    assertThrows(() => cpu(0, { threads: 1.5 }), RangeError, "got 1.5");
+    assertEquals(cpuThreadSetting(), before, "a rejected setting changes nothing");
+    cpu(0, { threads: 3 });
+    assertEquals(await cpuThreadsReady(), 3);
+    const info = cpuKernelInfo();
+    assertEquals([info.threads, info.threadsRequested, info.threadsReason], [3, 3, null]);
+    const description = cpu().description;
+    assert(/^cpu\(0\): WebAssembly (relaxed-simd|simd128) kernels, 3 threads$/.test(description));
+    setCpuKernelMode("typescript");
+    assertEquals(cpu().description, "cpu(0): TypeScript kernels (setCpuKernelMode)");
+    setCpuKernelMode("auto");
+    cpu(0, { threads: 1 });
+    assertEquals(await cpuThreadsReady(), 1);
+    assertStringIncludes(cpu().description, "kernels, 1 thread");
+  } finally {
+    cpu(0, { threads: before });
+  }
+});
+
+Deno.test("a script whose products ran on the worker pool exits by itself", async () => {
+  const script = `
+    import { installBuiltins } from "${new URL("../builtins/install.ts", import.meta.url)}";
+    import { getGlobalFunc } from "${new URL("../ground/registry.ts", import.meta.url)}";
+    import { tensor } from "${new URL("../devices/tensor.ts", import.meta.url)}";
+    import { cpu } from "${new URL("../devices/cpu_device.ts", import.meta.url)}";
+    import { cpuThreadsReady } from "${new URL("../kernels/cpu/wasm/runtime.ts", import.meta.url)}";
+    installBuiltins();
+    cpu(0, { threads: 2 });
+    console.log("threads", await cpuThreadsReady());
+    const n = 96;
+    const a = tensor(Array.from({ length: n * n }, (_, i) => (i % 7) - 3), { shape: [n, n] });
+    const b = tensor(Array.from({ length: n * n }, (_, i) => (i % 5) - 2), { shape: [n, n] });
+    const c = getGlobalFunc("vm.op.matmul")(a, b);
+    const got = c.cpuView();
+    let want = 0;
+    for (let k = 0; k < n; k++) want += ((k % 7) - 3) * (((k * n + 5) % 5) - 2);
+    console.log("c[0][5]", got[5] === want);
+  `;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-read", "-"],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(script));
+  await writer.close();
+  const timer = setTimeout(() => child.kill(), 30_000);
+  const { code, stdout, stderr } = await child.output();
+  clearTimeout(timer);
+  const out = new TextDecoder().decode(stdout);
+  assertEquals(code, 0, new TextDecoder().decode(stderr));
+  assert(out.includes("threads 2"), out);
+  assert(out.includes("c[0][5] true"), out);
+});
+
+Deno.test("products larger than one block or chunk equal a plain loop, on one and two threads", async () => {
+  const before = cpuThreadSetting();
+  const linear = getGlobalFunc("vm.op.linear")!, matmul = getGlobalFunc("vm.op.matmul")!;
+  // Decode-shaped linears over many weight chunks (K not a multiple of 8: padded rows),
+  // and a product of several blocks of A and B (K large enough that B splits).
+  const cases: { op: "linear" | "matmul"; M: number; K: number; N: number }[] = [
+    { op: "linear", M: 2, K: 1001, N: 2100 },
+    { op: "linear", M: 1, K: 4096, N: 700 },
+    { op: "linear", M: 3, K: 1000, N: 1500 }, // several rows over each chunk
+    { op: "matmul", M: 70, K: 2100, N: 530 },
+  ];
+  try {
+    setCpuKernelMode("wasm");
+    for (const threads of [1, 2]) {
+      cpu(0, { threads });
+      assertEquals(await cpuThreadsReady(), threads);
+      for (const { op, M, K, N } of cases) {
+        const av = random(M * K, 1), bv = random(K * N, 2);
+        using a = tensor(av, { shape: [M, K] });
+        using b = tensor(bv, { shape: op === "linear" ? [N, K] : [K, N] });
+        using c = (op === "linear" ? linear(a, b) : matmul(a, b)) as NDArray;
+        const got = await c.data() as Float32Array;
+        for (let i = 0; i < M; i++) {
+          for (let j = 0; j < N; j++) {
+            let want = 0;
+            for (let k = 0; k < K; k++) {
+              want += av[i * K + k] * (op === "linear" ? bv[j * K + k] : bv[k * N + j]);
+            }
+            const err = Math.abs(got[i * N + j] - want);
+            if (err > 1e-5 * K) {
+              throw new Error(
+                `${op} ${M}×${K}×${N}, ${threads} thread(s): [${i}, ${j}] = ${
+                  got[i * N + j]
+                }, expected ${want}`,
+              );
+            }
+          }
+        }
+      }
+    }
+  } finally {
+    setCpuKernelMode("auto");
+    cpu(0, { threads: before });
+  }
+});
+
+Deno.test("where workers cannot start, the kernels run on one thread, say why, and do not retry", async () => {
+  const before = cpuThreadSetting();
+  const RealWorker = globalThis.Worker;
+  let attempts = 0;
+  // What a page whose CSP has no `worker-src blob:` does to `new Worker(blobURL)`.
+  globalThis.Worker = class {
+    constructor() {
+      attempts++;
+      throw new DOMException("Refused to create a worker from a blob: URL", "SecurityError");
+    }
+  } as unknown as typeof Worker;
+  forgetCpuKernels();
+  try {
+    cpu(0, { threads: 2 });
+    assertEquals(await cpuThreadsReady(), 1);
+    const info = cpuKernelInfo();
+    assertEquals(info.threads, 1);
+    assertStringIncludes(info.threadsReason ?? "", "Refused to create a worker");
+    assertStringIncludes(cpu().description, "1 thread (Refused to create a worker");
+    // Products still compute, on the calling thread, and the pool is not retried each call.
+    const matmul = getGlobalFunc("vm.op.matmul")!;
+    const av = random(40 * 30, 7), bv = random(30 * 50, 8);
+    using a = tensor(av, { shape: [40, 30] });
+    using b = tensor(bv, { shape: [30, 50] });
+    setCpuKernelMode("wasm");
+    for (let round = 0; round < 3; round++) {
+      using c = matmul(a, b) as NDArray;
+      const got = await c.data() as Float32Array;
+      let want = 0;
+      for (let k = 0; k < 30; k++) want += av[39 * 30 + k] * bv[k * 50 + 49];
+      assert(Math.abs(got[39 * 50 + 49] - want) < 1e-4);
+    }
+    assertEquals(attempts, 1);
+  } finally {
+    globalThis.Worker = RealWorker;
+    setCpuKernelMode("auto");
+    forgetCpuKernels();
+    cpu(0, { threads: before });
+  }
+});
+
+Deno.test("where a shared memory cannot be reserved, the kernels take an ordinary one and one thread", async () => {
+  const before = cpuThreadSetting();
+  const RealMemory = WebAssembly.Memory;
+  // What a 32-bit engine does when the shared memory's 2 GiB maximum cannot be reserved.
+  (WebAssembly as { Memory: unknown }).Memory = function (d: WebAssembly.MemoryDescriptor) {
+    if (d.shared) throw new RangeError("WebAssembly.Memory(): could not allocate memory");
+    return new RealMemory(d);
+  };
+  forgetCpuKernels();
+  try {
+    cpu(0, { threads: 2 });
+    assertEquals(await cpuThreadsReady(), 1);
+    const info = cpuKernelInfo();
+    assert(info.simd !== null, "WebAssembly kernels are still used");
+    assertStringIncludes(info.threadsReason ?? "", "shared memory could not be reserved");
+    setCpuKernelMode("wasm");
+    const matmul = getGlobalFunc("vm.op.matmul")!;
+    const av = random(12 * 7, 9), bv = random(7 * 10, 10);
+    using a = tensor(av, { shape: [12, 7] });
+    using b = tensor(bv, { shape: [7, 10] });
+    using c = matmul(a, b) as NDArray;
+    const got = await c.data() as Float32Array;
+    let want = 0;
+    for (let k = 0; k < 7; k++) want += av[11 * 7 + k] * bv[k * 10 + 9];
+    assert(Math.abs(got[11 * 10 + 9] - want) < 1e-5);
+  } finally {
+    (WebAssembly as { Memory: unknown }).Memory = RealMemory;
+    setCpuKernelMode("auto");
+    forgetCpuKernels();
+    cpu(0, { threads: before });
+  }
+});
+
+Deno.test("a product whose scratch cannot be had (past 2 GiB) runs on the TypeScript kernel", async () => {
+  const grow = WebAssembly.Memory.prototype.grow;
+  forgetCpuKernels();
+  await cpuThreadsReady(); // fresh kernels: a memory of one page, so any product must grow it
+  let refused = 0;
+  WebAssembly.Memory.prototype.grow = function () {
+    refused++;
+    throw new RangeError("WebAssembly.Memory.grow(): Maximum memory size exceeded");
+  };
+  setCpuKernelMode("wasm");
+  try {
+    const M = 600, K = 700, N = 500;
+    const av = random(M * K, 11), bv = random(K * N, 12);
+    using a = tensor(av, { shape: [M, K] });
+    using b = tensor(bv, { shape: [K, N] });
+    using c = getGlobalFunc("vm.op.matmul")!(a, b) as NDArray;
+    const got = await c.data() as Float32Array;
+    for (const [i, j] of [[0, 0], [M - 1, N - 1], [317, 211]]) {
+      let want = 0;
+      for (let k = 0; k < K; k++) want += av[i * K + k] * bv[k * N + j];
+      assert(
+        Math.abs(got[i * N + j] - want) < 1e-3,
+        `[${i}, ${j}] = ${got[i * N + j]}, expected ${want}`,
+      );
+    }
+    assert(refused > 0, "the WebAssembly path asked for more memory");
+  } finally {
+    WebAssembly.Memory.prototype.grow = grow;
+    setCpuKernelMode("auto");
+    forgetCpuKernels();
+  }
+});

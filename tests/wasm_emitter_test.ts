@@ -1,0 +1,242 @@
+/**
+ * The WebAssembly emitter (kernels/cpu/wasm/emitter.ts) at the instruction
+ * level: LEB128 and instruction encodings against the examples and tables
+ * of the WebAssembly specification, a whole module byte for byte, and what
+ * the emitted code computes when run; then the two matrix kernels of
+ * gemm_module.ts called directly on packed operands and compared with a
+ * plain loop, and the fallback to TypeScript when WebAssembly is refused.
+ *
+ * @module
+ */
+
+import { assert, assertEquals, assertThrows } from "@std/assert";
+import {
+  FunctionCode,
+  ModuleBuilder,
+  Op,
+  SimdOp,
+  ValType,
+  writeI32,
+  writeU32,
+} from "../kernels/cpu/wasm/emitter.ts";
+import { DOT_ROWS, gemmModuleBytes, MR, NR } from "../kernels/cpu/wasm/gemm_module.ts";
+import {
+  cpuKernelInfo,
+  forgetCpuKernels,
+  type GemmExports,
+  setCpuKernelMode,
+} from "../kernels/cpu/wasm/runtime.ts";
+import { installBuiltins } from "../builtins/install.ts";
+import { getGlobalFunc } from "../ground/registry.ts";
+import { tensor } from "../devices/tensor.ts";
+import type { NDArray } from "../devices/ndarray.ts";
+
+installBuiltins();
+
+const u32 = (v: number) => {
+  const out: number[] = [];
+  writeU32(out, v);
+  return out;
+};
+const i32 = (v: number) => {
+  const out: number[] = [];
+  writeI32(out, v);
+  return out;
+};
+
+Deno.test("LEB128 encodings match the specification's examples", () => {
+  assertEquals(u32(0), [0x00]);
+  assertEquals(u32(127), [0x7f]);
+  assertEquals(u32(128), [0x80, 0x01]);
+  assertEquals(u32(624485), [0xe5, 0x8e, 0x26]);
+  assertEquals(u32(0xffffffff), [0xff, 0xff, 0xff, 0xff, 0x0f]);
+  assertEquals(i32(63), [0x3f]);
+  assertEquals(i32(64), [0xc0, 0x00]);
+  assertEquals(i32(-64), [0x40]);
+  assertEquals(i32(-65), [0xbf, 0x7f]);
+  assertEquals(i32(-123456), [0xc0, 0xbb, 0x78]);
+  assertEquals(i32(0xffffffff), [0x7f]); // wraps to -1
+  assertThrows(() => u32(-1), RangeError, "u32");
+  assertThrows(() => i32(2 ** 32), RangeError, "i32");
+});
+
+Deno.test("instructions encode as the specification's opcode tables say", () => {
+  const f = new FunctionCode(2);
+  f.get(1).i32(-1).op(Op.i32Add).set(0);
+  assertEquals(f.bytes, [0x20, 0x01, 0x41, 0x7f, 0x6a, 0x21, 0x00]);
+  const g = new FunctionCode(0);
+  g.simd(SimdOp.f32x4Add).simd(SimdOp.f32x4RelaxedMadd).simdMem(SimdOp.v128Load32Splat, 2, 4);
+  g.simdLane(SimdOp.f32x4ExtractLane, 3).mem(Op.f32Store, 2, 200);
+  assertEquals(g.bytes, [
+    ...[0xfd, 0xe4, 0x01], // f32x4.add = 0xfd 228
+    ...[0xfd, 0x85, 0x02], // f32x4.relaxed_madd = 0xfd 0x105
+    ...[0xfd, 0x09, 0x02, 0x04], // v128.load32_splat align=2 offset=4
+    ...[0xfd, 0x1f, 0x03], // f32x4.extract_lane 3
+    ...[0x38, 0x02, 0xc8, 0x01], // f32.store align=2 offset=200
+  ]);
+  const h = new FunctionCode(0);
+  h.f32(1.5);
+  assertEquals(h.bytes, [0x43, 0x00, 0x00, 0xc0, 0x3f]);
+  assertThrows(() => h.end(), Error, "without an open block");
+  h.block();
+  assertThrows(() => h.encode(), Error, "left open");
+});
+
+Deno.test("a module encodes byte for byte: types, memory import, functions, exports, code", () => {
+  const empty = new ModuleBuilder(null);
+  empty.function("f", []);
+  assertEquals([...empty.encode()], [
+    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
+    ...[0x01, 0x04, 0x01, 0x60, 0x00, 0x00], // type section: () -> ()
+    ...[0x03, 0x02, 0x01, 0x00], // function section: type 0
+    ...[0x07, 0x05, 0x01, 0x01, 0x66, 0x00, 0x00], // export "f" = func 0
+    ...[0x0a, 0x04, 0x01, 0x02, 0x00, 0x0b], // code: no locals, end
+  ]);
+  const withMemory = new ModuleBuilder({ module: "e", name: "m", minPages: 1, maxPages: 2 });
+  withMemory.function("g", [ValType.i32], [ValType.i32]).get(0);
+  const bytes = [...withMemory.encode()];
+  // After the header and the type section (i32) -> (i32): the import section, one import
+  // "e" "m" of a memory with min and max.
+  assertEquals(bytes.slice(16, 27), [
+    0x02,
+    0x09,
+    0x01,
+    0x01,
+    0x65,
+    0x01,
+    0x6d,
+    0x02,
+    0x01,
+    0x01,
+    0x02,
+  ]);
+  assert(WebAssembly.validate(new Uint8Array(bytes)));
+  assertThrows(
+    () => new ModuleBuilder({ module: "e", name: "m", minPages: 1, shared: true }).encode(),
+    Error,
+    "maxPages",
+  );
+});
+
+Deno.test("emitted code runs: locals, loops, memory and SIMD lanes", () => {
+  const m = new ModuleBuilder({ module: "env", name: "memory", minPages: 1 });
+  // sum(n) = 0 + 3 + 6 + ... below n, with forLoop.
+  const sum = m.function("sum", [ValType.i32], [ValType.i32]);
+  const i = sum.local(ValType.i32), s = sum.local(ValType.i32);
+  sum.forLoop(i, 0, 0, 3, () => sum.get(s).get(i).op(Op.i32Add).set(s));
+  sum.get(s);
+  // axpy4(p): mem[p..p+4] = mem[p..p+4] * 2.5 + (1, 2, 3, 4), then lane 2 as f32.
+  const axpy = m.function("axpy4", [ValType.i32], [ValType.f32]);
+  const v = axpy.local(ValType.v128);
+  axpy.get(0).get(0).simdMem(SimdOp.v128Load, 4).f32(2.5).simd(SimdOp.f32x4Splat)
+    .simd(SimdOp.f32x4Mul).f32x4Const([1, 2, 3, 4]).simd(SimdOp.f32x4Add).tee(v)
+    .simdMem(SimdOp.v128Store, 4);
+  axpy.get(v).simdLane(SimdOp.f32x4ExtractLane, 2);
+  const memory = new WebAssembly.Memory({ initial: 1 });
+  const ex = new WebAssembly.Instance(new WebAssembly.Module(m.encode()), { env: { memory } })
+    .exports as { sum(n: number): number; axpy4(p: number): number };
+  assertEquals(ex.sum(10), 0 + 3 + 6 + 9);
+  assertEquals(ex.sum(0), 0);
+  const f = new Float32Array(memory.buffer);
+  f.set([1, -2, 4, 0.5], 4);
+  assertEquals(ex.axpy4(16), 13);
+  assertEquals([...f.subarray(4, 8)], [3.5, -3, 13, 5.25]);
+});
+
+function random(n: number, seed: number): Float32Array {
+  const out = new Float32Array(n);
+  let s = seed;
+  for (let i = 0; i < n; i++) {
+    s = (s * 1103515245 + 12345) % 2147483648;
+    out[i] = s / 2147483648 * 2 - 1;
+  }
+  return out;
+}
+
+for (const relaxed of [false, true]) {
+  const level = relaxed ? "relaxed SIMD" : "SIMD128";
+  Deno.test(`gemm_tiles and dot_rows (${level}) compute packed products as a plain loop does`, () => {
+    const bytes = gemmModuleBytes(relaxed, { module: "env", name: "memory", minPages: 4 });
+    // Deno 2.9 (V8) has relaxed SIMD: both levels must validate here.
+    assert(WebAssembly.validate(bytes), `${level} does not validate`);
+    const memory = new WebAssembly.Memory({ initial: 4 });
+    const ex = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory } })
+      .exports as unknown as GemmExports;
+    const f = new Float32Array(memory.buffer);
+    // Two tile rows, three column panels; A row-major [rows][K], B panels [K][NR]. K = 3, 5
+    // and 8: the remainder loop alone, the unrolled loop and the remainder, the unrolled alone.
+    for (const K of [3, 5, 8]) {
+      const mTiles = 2, nPanels = 3, ldc = nPanels * NR + 4;
+      const ap = random(mTiles * MR * K, K), bp = random(nPanels * K * NR, 2);
+      const apOff = 0, bpOff = 1024, cpOff = 2048;
+      f.set(ap, apOff);
+      f.set(bp, bpOff);
+      f.fill(7, cpOff, cpOff + mTiles * MR * ldc);
+      ex.gemm_tiles(apOff * 4, bpOff * 4, cpOff * 4, mTiles, nPanels, K, ldc);
+      for (let r = 0; r < mTiles * MR; r++) {
+        for (let c = 0; c < ldc; c++) {
+          const got = f[cpOff + r * ldc + c];
+          if (c >= nPanels * NR) {
+            assertEquals(got, 7, `C padding column ${c} must stay untouched`);
+            continue;
+          }
+          let want = 0;
+          const p0 = Math.floor(c / NR);
+          for (let k = 0; k < K; k++) want += ap[r * K + k] * bp[p0 * K * NR + k * NR + c % NR];
+          assert(Math.abs(got - want) <= 1e-5, `K=${K}: C[${r}, ${c}] = ${got}, expected ${want}`);
+        }
+      }
+    }
+    // dot_rows: 8 rows of a weight [rows, Kp], Kp = 16.
+    const rows = 2 * DOT_ROWS, Kp = 16;
+    const x = random(Kp, 3), w = random(rows * Kp, 4);
+    f.set(x, 0);
+    f.set(w, 64);
+    ex.dot_rows(0, 64 * 4, 4096 * 4, rows, Kp);
+    for (let j = 0; j < rows; j++) {
+      let want = 0;
+      for (let k = 0; k < Kp; k++) want += x[k] * w[j * Kp + k];
+      assert(Math.abs(f[4096 + j] - want) <= 1e-5, `out[${j}] = ${f[4096 + j]}, expected ${want}`);
+    }
+  });
+}
+
+Deno.test("where WebAssembly cannot be compiled, the TypeScript kernels run and it is said once", async () => {
+  const realModule = WebAssembly.Module;
+  const warnings: unknown[][] = [];
+  const realWarn = console.warn;
+  // What a page whose CSP lacks 'wasm-unsafe-eval' does to new WebAssembly.Module.
+  (WebAssembly as { Module: unknown }).Module = function () {
+    throw new WebAssembly.CompileError("Refused to compile or instantiate WebAssembly module");
+  };
+  console.warn = (...args: unknown[]) => warnings.push(args);
+  forgetCpuKernels();
+  setCpuKernelMode("wasm");
+  try {
+    const matmul = getGlobalFunc("vm.op.matmul")!;
+    const av = random(6 * 5, 5), bv = random(5 * 9, 6);
+    using a = tensor(av, { shape: [6, 5] });
+    using b = tensor(bv, { shape: [5, 9] });
+    for (let round = 0; round < 2; round++) {
+      using c = matmul(a, b) as NDArray;
+      const got = await c.data() as Float32Array;
+      for (let i = 0; i < 6; i++) {
+        for (let j = 0; j < 9; j++) {
+          let want = 0;
+          for (let k = 0; k < 5; k++) want += av[i * 5 + k] * bv[k * 9 + j];
+          assert(Math.abs(got[i * 9 + j] - want) <= 1e-5);
+        }
+      }
+    }
+    const info = cpuKernelInfo();
+    assertEquals(info.simd, null);
+    assert(info.reason?.includes("Refused to compile"), info.reason ?? "no reason");
+    assertEquals(warnings.length, 1);
+  } finally {
+    (WebAssembly as { Module: unknown }).Module = realModule;
+    console.warn = realWarn;
+    setCpuKernelMode("auto");
+    forgetCpuKernels();
+  }
+  assert(cpuKernelInfo().simd !== null, "WebAssembly compiles again once allowed");
+});
