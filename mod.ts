@@ -89,6 +89,18 @@ export type {
   WebGPUDevice,
 } from "./runtime.ts";
 export type { CallLimits, LimitedVirtualMachine } from "./runtime.ts";
+export { loadTVMPackage, parseTVMPackageManifest, TVMPackageError } from "./runtime.ts";
+export type {
+  HostFunction,
+  HostParam,
+  KernelInfo,
+  LoadTVMPackageOptions,
+  PackageFunction,
+  PlanExpr,
+  PlanStmt,
+  TVMPackage,
+  TVMPackageManifest,
+} from "./runtime.ts";
 export type {
   ChromeTrace,
   ChromeTraceEvent,
