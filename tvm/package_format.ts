@@ -224,6 +224,8 @@ export class TVMPackageError extends Error {
 
   /** Builds the error; the message names file and field. */
   constructor(file: string, field: string, reason: string, options?: ErrorOptions) {
+    // A path through a deep expression would drown the reason: keep its two ends.
+    if (field.length > 200) field = `${field.slice(0, 120)}…${field.slice(-60)}`;
     super(
       `Cannot load TVM package: ${file}${field === "" ? "" : `, ${field}`}: ${reason}`,
       options,

@@ -23,6 +23,7 @@ expression language, and refuses (naming function and construct) anything else.
 import base64
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -292,6 +293,15 @@ def capture_host_functions(mod, target):
 # ---------------------------------------------------------------------------------------------
 # Package
 
+def walk(body):
+    """Every statement of a plan body, branches included."""
+    for s in body:
+        yield s
+        if "if" in s:
+            yield from walk(s["then"])
+            yield from walk(s["else"])
+
+
 def b64(a):
     return base64.b64encode(np.ascontiguousarray(a).tobytes()).decode()
 
@@ -322,6 +332,13 @@ def export(model, out_dir):
         if info[name]["arg_types"] != k["arg_types"] \
                 or info[name]["launch_param_tags"] != k["launch_param_tags"]:
             raise SystemExit(f"kernel {name}: captured metadata differs from the build's")
+
+    # TVM keeps TIR functions the VM never calls (reshapes it turned into vm.builtin.reshape):
+    # the package holds only what the executable calls and the kernels those launch.
+    called = set(re.findall(r"^@(\S+) packed_func;$", ex.as_text(), re.MULTILINE))
+    hosts = {n: h for n, h in hosts.items() if n in called}
+    launched = {s["launch"] for h in hosts.values() for s in walk(h["body"]) if "launch" in s}
+    kernels = {n: k for n, k in kernels.items() if n in launched}
 
     os.makedirs(os.path.join(out_dir, "params"), exist_ok=True)
     ex.mod.write_to_file(os.path.join(out_dir, "executable.tvm"))
