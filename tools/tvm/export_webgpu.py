@@ -83,9 +83,14 @@ class EncoderBlock(nn.Module):
 
 
 MODELS = {
-    # name: (module factory, input spec, the symbolic dimension, its values in reference.json)
+    # name: (module factory, input spec, sizes of the symbolic dimension in reference.json).
+    # mlp and encoder are committed under testdata/tvm_webgpu/; the *_bench sizes are exported
+    # by bench/tvm_webgpu_bench.ts into bench/.tvm_packages/ (git-ignored).
     "mlp": (lambda: MLP(), {"x": nn.spec.Tensor(["n", 16], "float32")}, [1, 3, 37]),
     "encoder": (lambda: EncoderBlock(), {"x": nn.spec.Tensor(["s", 32], "float32")}, [1, 5, 19]),
+    "mlp_bench": (lambda: MLP(256, 1024, 256), {"x": nn.spec.Tensor(["n", 256], "float32")}, [64]),
+    "encoder_bench": (lambda: EncoderBlock(256, 4, 1024),
+                      {"x": nn.spec.Tensor(["s", 256], "float32")}, [64]),
 }
 
 
