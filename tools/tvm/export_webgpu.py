@@ -311,18 +311,16 @@ def b64(a):
     return base64.b64encode(np.ascontiguousarray(a).tobytes()).decode()
 
 
-def export(model, out_dir):
-    factory, spec, sizes = MODELS[model]
-    module = factory()
-    mod, named = module.export_tvm({"forward": spec})
-    rng = np.random.default_rng(23)
-    params = {}
-    for name, p in named:
-        shape = [int(d) for d in p.shape]
-        if name.endswith("weight") and len(shape) == 1:  # layer norm scale
-            params[name] = (1 + 0.1 * rng.standard_normal(shape)).astype(p.dtype)
-        else:
-            params[name] = (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(p.dtype)
+def export_package(mod, params, out_dir, *, function="forward", reference_inputs=(), name="model"):
+    """Compiles Relax module `mod` for WebGPU and writes a package into `out_dir`.
+
+    `mod[function]` takes its inputs, then its weights (as `nn.Module.export_tvm` makes it);
+    `params` maps each weight's name to a NumPy array, in that parameter order. Each tuple of
+    NumPy arrays in `reference_inputs` is run through TVM's own CPU build (target="llvm") and
+    written with its output to reference.json. Raises `Unsupported` (naming the host function
+    and construct) for host code the package format cannot express.
+    """
+    num_inputs = len(mod[function].params) - len(params)
     target = tvm.target.Target("webgpu", host="llvm")
     ex = relax.build(mod, target=target)
     webgpu_mod = ex.mod.imports[0].imports[0]
@@ -332,11 +330,11 @@ def export(model, out_dir):
     info = json.loads(webgpu_mod.inspect_source("func_info"))
     if set(info) != set(kernels) or sum(len(k["wgsl"]) for k in kernels.values()) != len(whole) \
             or not all(k["wgsl"] in whole for k in kernels.values()):
-        raise SystemExit("the captured kernels differ from relax.build's WebGPU module")
-    for name, k in kernels.items():
-        if info[name]["arg_types"] != k["arg_types"] \
-                or info[name]["launch_param_tags"] != k["launch_param_tags"]:
-            raise SystemExit(f"kernel {name}: captured metadata differs from the build's")
+        raise Unsupported("the captured kernels differ from relax.build's WebGPU module")
+    for kname, k in kernels.items():
+        if info[kname]["arg_types"] != k["arg_types"] \
+                or info[kname]["launch_param_tags"] != k["launch_param_tags"]:
+            raise Unsupported(f"kernel {kname}: captured metadata differs from the build's")
 
     # TVM keeps TIR functions the VM never calls (reshapes it turned into vm.builtin.reshape):
     # the package holds only what the executable calls and the kernels those launch.
@@ -350,12 +348,10 @@ def export(model, out_dir):
 
     # Tensor cache, as tvmjs writes it: one raw shard, records in parameter order.
     records, offset, shard = [], 0, bytearray()
-    for name, _ in named:
-        a = params[name]
-        raw = a.tobytes()
-        records.append({"name": name, "shape": list(a.shape), "dtype": str(a.dtype),
-                        "format": "f32-to-bf16" if False else "raw", "nbytes": len(raw),
-                        "byteOffset": offset})
+    for pname, a in params.items():
+        raw = np.ascontiguousarray(a).tobytes()
+        records.append({"name": pname, "shape": list(a.shape), "dtype": str(a.dtype),
+                        "format": "raw", "nbytes": len(raw), "byteOffset": offset})
         shard += raw
         offset += len(raw)
     with open(os.path.join(out_dir, "params", "params_shard_0.bin"), "wb") as f:
@@ -369,10 +365,10 @@ def export(model, out_dir):
         "format": FORMAT,
         "version": VERSION,
         "tvm_version": tvm.__version__,
-        "model": model,
+        "model": name,
         "executable": "executable.tvm",
         "params": "params/ndarray-cache.json",
-        "functions": {"forward": {"inputs": len(spec), "params": [n for n, _ in named]}},
+        "functions": {function: {"inputs": num_inputs, "params": list(params)}},
         "kernels": dict(sorted(kernels.items())),
         "host_functions": dict(sorted(hosts.items())),
     }
@@ -383,22 +379,42 @@ def export(model, out_dir):
     # Reference: TVM's own CPU build on the same inputs.
     cpu_ex = relax.build(mod, target="llvm")
     vm = relax.VirtualMachine(cpu_ex, tvm.cpu())
-    dev_params = [tvm.runtime.tensor(params[n], tvm.cpu()) for n, _ in named]
-    (inp_name, inp_spec), = spec.items()
+    weights = [tvm.runtime.tensor(a, tvm.cpu()) for a in params.values()]
     cases = []
-    for size in sizes:
-        shape = [size if isinstance(d, str) else int(d) for d in inp_spec.shape]
-        x = rng.standard_normal(shape).astype("float32")
-        y = vm["forward"](tvm.runtime.tensor(x, tvm.cpu()), *dev_params).numpy()
-        cases.append({"function": "forward",
-                      "inputs": [{"shape": list(x.shape), "dtype": "float32", "base64": b64(x)}],
-                      "output": {"shape": list(y.shape), "dtype": str(y.dtype), "base64": b64(y)}})
+    for inputs in reference_inputs:
+        y = vm[function](*[tvm.runtime.tensor(x, tvm.cpu()) for x in inputs], *weights).numpy()
+        cases.append({
+            "function": function,
+            "inputs": [{"shape": list(x.shape), "dtype": str(x.dtype), "base64": b64(x)}
+                       for x in inputs],
+            "output": {"shape": list(y.shape), "dtype": str(y.dtype), "base64": b64(y)},
+        })
     with open(os.path.join(out_dir, "reference.json"), "w") as f:
         json.dump({"reference": f"TVM {tvm.__version__} relax.build(target='llvm'), relax VM on CPU",
                    "cases": cases}, f, indent=1)
         f.write("\n")
-    print(f"{model}: {len(kernels)} kernels, {len(hosts)} host functions, "
+    print(f"{name}: {len(kernels)} kernels, {len(hosts)} host functions, "
           f"{offset} parameter bytes, {len(cases)} reference cases -> {out_dir}")
+
+
+def export(model, out_dir):
+    """Exports one of MODELS with seeded weights and reference inputs."""
+    factory, spec, sizes = MODELS[model]
+    mod, named = factory().export_tvm({"forward": spec})
+    rng = np.random.default_rng(23)
+    params = {}
+    for pname, p in named:
+        shape = [int(d) for d in p.shape]
+        if pname.endswith("weight") and len(shape) == 1:  # layer norm scale
+            params[pname] = (1 + 0.1 * rng.standard_normal(shape)).astype(p.dtype)
+        else:
+            params[pname] = (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(p.dtype)
+    (inp_spec,) = spec.values()
+    inputs = []
+    for size in sizes:
+        shape = [size if isinstance(d, str) else int(d) for d in inp_spec.shape]
+        inputs.append((rng.standard_normal(shape).astype("float32"),))
+    export_package(mod, params, out_dir, reference_inputs=inputs, name=model)
 
 
 if __name__ == "__main__":
