@@ -32,6 +32,14 @@ export function float32s(base64: string): Float32Array {
   return new Float32Array(bytes.buffer);
 }
 
+/** A reference input as a CPU tensor (float32 or int32). */
+export function inputTensor(input: ReferenceCase["inputs"][number]): NDArray {
+  const bytes = Uint8Array.from(atob(input.base64), (c) => c.charCodeAt(0));
+  if (input.dtype === "int32") return tensor(new Int32Array(bytes.buffer), { shape: input.shape });
+  if (input.dtype !== "float32") throw new TypeError(`reference input of dtype ${input.dtype}`);
+  return tensor(new Float32Array(bytes.buffer), { shape: input.shape });
+}
+
 /**
  * The comparison the issue asks for: max |got - want| over the tensor,
  * relative to max |want| (an elementwise ratio is meaningless where a
@@ -53,12 +61,13 @@ export async function compareWithReference(
   name: string,
   pkg: TVMPackage,
   tolerance = 1e-4,
+  cases?: ReferenceCase[],
 ): Promise<{ lines: string[]; worst: number }> {
   const vm = pkg.createVM();
   const lines: string[] = [];
   let worst = 0;
-  for (const c of await referenceCases(name)) {
-    const inputs = c.inputs.map((i) => tensor(float32s(i.base64), { shape: i.shape }));
+  for (const c of cases ?? await referenceCases(name)) {
+    const inputs = c.inputs.map(inputTensor);
     try {
       using out = await vm.invokeTensor(c.function, ...inputs, ...pkg.params(c.function));
       const got = await out.data() as Float32Array;

@@ -230,3 +230,31 @@ Deno.test("TVM host plans: arguments are checked as TVM's argument binder does",
   assertThrows(() => add(a, b), Error, "add: expected 3 arguments, got 2");
   assertThrows(() => add(a, 5, c), Error, "add: argument 1 (B) must be a tensor, got number 5");
 });
+
+Deno.test("TVM host plans: sizes bind before they are checked, wherever they appear", () => {
+  // TVM's take(word_weight, ids[batch * seq], batch, seq, out[batch * seq, 384]): the flat ids
+  // come before the scalars that bind batch and seq, as in the MiniLM package.
+  const m = addManifest();
+  m.host_functions = {
+    take: {
+      params: [
+        {
+          name: "ids",
+          kind: "tensor",
+          dtype: "int32",
+          shape: [{ op: "mul", args: [{ var: "batch" }, { var: "seq" }] }],
+        },
+        { name: "batch", kind: "scalar", dtype: "int64" },
+        { name: "out", kind: "tensor", dtype: "float32", shape: [{ var: "n" }, { var: "seq" }] },
+      ],
+      body: [],
+    },
+  };
+  const parsed = parseTVMPackageManifest(JSON.stringify(m), "package.json");
+  const take = hostFunction("take", parsed.host_functions.get("take")!, () => {});
+  using ids = tensor(new Int32Array(6), { dtype: "int32" });
+  using out = tensor(new Float32Array(3 * 3), { shape: [3, 3] });
+  take(ids, 2n, out); // batch 2 (a bigint, as call_tir_dyn passes it), seq 3 from out
+  using wrong = tensor(new Float32Array(3 * 4), { shape: [3, 4] });
+  assertThrows(() => take(ids, 2n, wrong), Error, "take: argument 0 (ids) dimension 0 must be 8");
+});

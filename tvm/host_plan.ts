@@ -78,6 +78,10 @@ class PlanRunner {
     }
     const env: Env = new Map();
     const tensors: (NDArray | null)[] = [];
+    // First the kinds, dtypes and ranks, binding each symbolic variable at its first bare
+    // occurrence (TVM's argument binder does the same); then every other dimension is checked,
+    // so `batch * seq` may come before the parameter that binds `batch`.
+    const binders = new Set<string>();
     params.forEach((p, i) => {
       const a = args[i];
       const what = `argument ${i} (${p.name})`;
@@ -99,21 +103,27 @@ class PlanRunner {
         );
       }
       shape.forEach((d, k) => {
-        const got = a.shape[k];
         if (typeof d === "object" && "var" in d && !env.has(d.var)) {
-          env.set(d.var, got);
-          return;
+          env.set(d.var, a.shape[k]);
+          binders.add(`${i}:${k}`);
         }
+      });
+      tensors.push(a);
+    });
+    params.forEach((p, i) => {
+      const a = tensors[i];
+      if (a === null) return;
+      p.shape!.forEach((d, k) => {
+        if (binders.has(`${i}:${k}`)) return;
         const want = this.eval(d, env, tensors);
-        if (want !== got) {
+        if (want !== a.shape[k]) {
           this.fail(
-            `${what} dimension ${k} must be ${want}${
+            `argument ${i} (${p.name}) dimension ${k} must be ${want}${
               typeof d === "object" && "var" in d ? ` (${d.var})` : ""
             }, got shape [${a.shape.join(", ")}]`,
           );
         }
       });
-      tensors.push(a);
     });
     this.stmts(this.fn.body, env, tensors);
   }

@@ -474,6 +474,17 @@ class PlanChecker {
     const f = r.object(v, this.field);
     const scope = new Set<string>();
     const params = r.array(f.params, `${this.field}.params`);
+    // As TVM's argument binder: scalar parameters and bare symbolic dimensions bind first, so
+    // `batch * seq` may come before the parameter that binds `batch`.
+    for (const p of params) {
+      if (isObject(p) && p.kind === "scalar" && typeof p.name === "string") scope.add(p.name);
+      if (!isObject(p) || !Array.isArray(p.shape)) continue;
+      for (const d of p.shape) {
+        if (isObject(d) && typeof d.var === "string" && Object.keys(d).length === 1) {
+          scope.add(d.var);
+        }
+      }
+    }
     params.forEach((p, i) => {
       const at = `${this.field}.params[${i}]`;
       const o = r.object(p, at);

@@ -13,7 +13,11 @@ import {
   compareWithReference,
   type ElementwiseManifest,
   elementwisePackage,
+  float32s,
+  inputTensor,
+  maxRelativeDifference,
   PACKAGES_DIR,
+  type ReferenceCase,
   values,
   writePackage,
 } from "../_tvm_packages.ts";
@@ -230,3 +234,78 @@ gpuTest("TVM package: tensors at a byte offset are refused with the reason", asy
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+// all-MiniLM-L6-v2 with its real weights, exported by tools/tvm/export_minilm.sh into
+// .weights/tvm-minilm (90 MB: generated, never committed). Registered when the package is there,
+// or when CI requires it (RELAXVM_REQUIRE_TVM=1 and RELAXVM_REQUIRE_WEIGHTS=1), then failing
+// with how to make it.
+const MINILM = new URL("../../.weights/tvm-minilm/", import.meta.url);
+const ST_REFERENCE = new URL("../../testdata/minilm/", import.meta.url);
+const exists = (url: URL) => {
+  try {
+    Deno.statSync(url);
+    return true;
+  } catch {
+    return false;
+  }
+};
+if (
+  exists(new URL("package.json", MINILM)) ||
+  (Deno.env.get("RELAXVM_REQUIRE_TVM") === "1" && Deno.env.get("RELAXVM_REQUIRE_WEIGHTS") === "1")
+) {
+  gpuTest(
+    "TVM package all-MiniLM-L6-v2 (real weights, dynamic batch and length): matches TVM's llvm build and sentence-transformers",
+    async (gpu) => {
+      assert(
+        exists(new URL("package.json", MINILM)),
+        "no .weights/tvm-minilm: run bash tools/tvm/export_minilm.sh (after tools/tvm/setup.sh and tools/fetch_weights.ts)",
+      );
+      using pkg = await loadTVMPackage(MINILM, { device: gpu });
+      const vm = pkg.createVM();
+      const cases = (JSON.parse(await Deno.readTextFile(new URL("reference.json", MINILM))) as {
+        cases: (ReferenceCase & { sentences: number[] | null })[];
+      }).cases;
+      const st = exists(new URL("embeddings.bin", ST_REFERENCE))
+        ? new Float32Array((await Deno.readFile(new URL("embeddings.bin", ST_REFERENCE))).buffer)
+        : null;
+      let minCosine = 1, maxAbs = 0, compared = 0;
+      for (const c of cases) {
+        const inputs = c.inputs.map(inputTensor);
+        try {
+          using out = await vm.invokeTensor("forward", ...inputs, ...pkg.params());
+          const got = await out.data() as Float32Array;
+          const rel = maxRelativeDifference(got, float32s(c.output.base64));
+          console.log(
+            `all-MiniLM-L6-v2 forward(ids [${c.inputs[0].shape}]) -> [${out.shape}]: ` +
+              `max rel diff vs TVM llvm ${rel.toExponential(2)}`,
+          );
+          assert(rel <= 1e-4, `max relative difference ${rel}`);
+          if (st === null || c.sentences === null) continue;
+          c.sentences.forEach((s, row) => {
+            const a = got.subarray(row * 384, (row + 1) * 384);
+            const b = st.subarray(s * 384, (s + 1) * 384);
+            let dot = 0, na = 0, nb = 0;
+            for (let i = 0; i < 384; i++) {
+              dot += a[i] * b[i];
+              na += a[i] * a[i];
+              nb += b[i] * b[i];
+              maxAbs = Math.max(maxAbs, Math.abs(a[i] - b[i]));
+            }
+            minCosine = Math.min(minCosine, dot / Math.sqrt(na * nb));
+            compared++;
+          });
+        } finally {
+          for (const t of inputs) t.dispose();
+        }
+      }
+      if (st !== null) {
+        console.log(
+          `all-MiniLM-L6-v2 through TVM's kernels vs sentence-transformers, ${compared} sentences: ` +
+            `min cosine ${minCosine.toFixed(7)}, max abs diff ${maxAbs.toExponential(2)}`,
+        );
+        assertGreater(compared, 0);
+        assert(minCosine >= 0.99999 && maxAbs <= 1e-4, `cosine ${minCosine}, abs ${maxAbs}`);
+      }
+    },
+  );
+}

@@ -130,6 +130,15 @@ class PlanWriter:
         self.data = {}  # data var (the parameter's pointer) -> parameter index
         self.vars = set()
         self.params = []
+        # As TVM's argument binder: every bare symbolic dimension binds first, so a dimension
+        # such as `batch * seq` may come before the parameter that binds `batch`.
+        for p in func.params:
+            if isinstance(p.ty, tirx.buffer.BufferType):
+                for d in p.ty.shape:
+                    if type(d).__name__ in ("Var", "SizeVar"):
+                        self.vars.add(d.name)
+            else:
+                self.vars.add(p.name)  # a scalar parameter (Relax passes symbolic sizes so)
         for i, p in enumerate(func.params):
             ty = p.ty
             if isinstance(ty, tirx.buffer.BufferType):
@@ -239,33 +248,34 @@ class PlanWriter:
                     "grid": args[len(args) - n:], "grid_tags": launch})
 
 
-def capture_host_functions(mod, target):
-    """Runs relax.build up to TIR's host/device split, with MakePackedAPI skipped."""
-    build_module = sys.modules["tvm.tirx.build"]
+def build_and_capture(mod, target):
+    """relax.build(mod, target), keeping the TIR module as it is just before MakePackedAPI.
+
+    One build, so the kernels and host functions are those of the executable (a second
+    relax.build of the same module may fuse differently). MakePackedAPI is where TVM turns host
+    functions into C-ABI code; just before it, after SplitHostDevice, they are still buffer
+    parameters and kernel calls.
+    """
     captured = {}
+    original = tirx.transform.MakePackedAPI
 
-    class Captured(Exception):
-        pass
-
-    def capture(m):
+    @tvm.transform.module_pass(opt_level=0, name="relaxvm.CaptureHostFunctions")
+    def capture(m, _ctx):
         captured["mod"] = m
-        raise Captured()
+        return m
 
-    original_split = build_module.split_host_device_mods
-    skipped = ["MakePackedAPI", "FP8StorageLegalize", "BF16StorageLegalize"]
-    originals = {n: getattr(tirx.transform, n) for n in skipped}
-    build_module.split_host_device_mods = capture
-    for n in skipped:
-        setattr(tirx.transform, n, lambda: tvm.transform.Sequential([]))
+    tirx.transform.MakePackedAPI = lambda: tvm.transform.Sequential([capture, original()])
     try:
-        relax.build(mod, target=target)
-    except Captured:
-        pass
+        ex = relax.build(mod, target=target)
     finally:
-        build_module.split_host_device_mods = original_split
-        for n, f in originals.items():
-            setattr(tirx.transform, n, f)
-    host_mod, device_mods = original_split(captured["mod"])
+        tirx.transform.MakePackedAPI = original
+    return ex, captured["mod"]
+
+
+def host_functions_and_kernels(lowered):
+    """The host functions (as launch plans) and kernels (WGSL + func_info) of a lowered module."""
+    original_split = sys.modules["tvm.tirx.build"].split_host_device_mods
+    host_mod, device_mods = original_split(lowered)
     from tvm.s_tir.pipeline import finalize_device_passes
     build_webgpu = tvm.get_global_func("target.build.webgpu")
     hosts, kernels = {}, {}
@@ -322,9 +332,9 @@ def export_package(mod, params, out_dir, *, function="forward", reference_inputs
     """
     num_inputs = len(mod[function].params) - len(params)
     target = tvm.target.Target("webgpu", host="llvm")
-    ex = relax.build(mod, target=target)
+    ex, lowered = build_and_capture(mod, target)
     webgpu_mod = ex.mod.imports[0].imports[0]
-    hosts, kernels = capture_host_functions(mod, target)
+    hosts, kernels = host_functions_and_kernels(lowered)
     # The per-kernel sources come from a second lowering; they must be the build's own.
     whole = webgpu_mod.inspect_source()
     info = json.loads(webgpu_mod.inspect_source("func_info"))
