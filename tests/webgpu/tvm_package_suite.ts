@@ -22,6 +22,7 @@ import {
   writePackage,
 } from "../_tvm_packages.ts";
 import { gpuTest } from "./suite_registry.ts";
+import { defaultAllocator } from "../../devices/allocation_context.ts";
 
 for (const name of ["mlp", "encoder"]) {
   gpuTest(`TVM package ${name}: WebGPU outputs match TVM's llvm build within 1e-4`, async (gpu) => {
@@ -309,3 +310,34 @@ if (
     },
   );
 }
+
+gpuTest(
+  "TVM package: a load that fails after the weights are up frees them; dispose frees them too",
+  async (gpu) => {
+    const live = () => defaultAllocator(gpu).stats().liveBytes;
+    const src = new URL("mlp/", PACKAGES_DIR);
+    const manifest = JSON.parse(await Deno.readTextFile(new URL("package.json", src)));
+    manifest.functions.forward.params[3] = "fc3.bias"; // not in the tensor cache
+    const dir = await writePackage(manifest, await Deno.readFile(new URL("executable.tvm", src)), {
+      "params/ndarray-cache.json": await Deno.readTextFile(
+        new URL("params/ndarray-cache.json", src),
+      ),
+      "params/params_shard_0.bin": await Deno.readFile(new URL("params/params_shard_0.bin", src)),
+    });
+    try {
+      const before = live();
+      await assertRejects(
+        () => loadTVMPackage(dir, { device: gpu }),
+        TVMPackageError,
+        'functions["forward"].params[3]: the tensor cache has no record "fc3.bias"',
+      );
+      assertEquals(live(), before, "the weights uploaded before the failure are freed");
+      const pkg = await loadTVMPackage(src, { device: gpu });
+      assertEquals(live() - before, 3232, "the MLP's weights, uploaded once");
+      pkg.dispose();
+      assertEquals(live(), before, "dispose() frees them");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
