@@ -44,8 +44,12 @@ export async function readExecutable(path: string): Promise<Executable> {
 }
 
 /** Writes `ex.save()` to `path`; returns the number of bytes written. */
-export async function writeExecutable(path: string, ex: Executable): Promise<number> {
-  const bytes = ex.save();
+export async function writeExecutable(
+  path: string,
+  ex: Executable,
+  format: "relaxvm" | "tvm" = "relaxvm",
+): Promise<number> {
+  const bytes = ex.save({ format });
   await Deno.writeFile(callerPath(path), bytes);
   return bytes.length;
 }

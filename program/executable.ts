@@ -14,7 +14,7 @@ import { printable } from "../ground/printable.ts";
 import type { ConstantValue, FunctionInfo, ProgramData } from "./program_data.ts";
 import { loadProgram, saveProgram } from "./serialize.ts";
 import { isTvmExecutable, loadTvmProgram, saveTvmProgram } from "./tvm_format.ts";
-import { formatStats, formatText, type TextOptions } from "./text_format.ts";
+import { formatPython, formatStats, formatText, type TextOptions } from "./text_format.ts";
 import { formatTypeScript, type TypeScriptOptions } from "./typescript_format.ts";
 import { verifyProgram } from "./verifier.ts";
 
@@ -307,6 +307,29 @@ export class Executable implements ProgramData {
    */
   as_text(options: TextOptions = {}): string {
     return formatText(this, options);
+  }
+
+  /**
+   * The listing TVM prints with `ex.as_python()`, byte for byte: Python that
+   * rebuilds the VM functions with TVM's `ExecBuilder` (constants appear as
+   * `ib.c(i)`, as TVM prints them). `as_typescript()` is relaxvm's runnable
+   * counterpart.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("main", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));
+   * assertEquals(
+   *   ib.get().as_python(),
+   *   'ib = rx.Builder()\nwith ib.function("main", num_inputs=1):\n    ib.emit_ret(ib.r(0))\n',
+   * );
+   * ```
+   */
+  as_python(): string {
+    return formatPython(this);
   }
 
   /**

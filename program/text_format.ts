@@ -73,26 +73,148 @@ export function instructionText(p: ProgramData, index: number): string {
   return cursorText(p, new InstructionCursor(p).seek(index));
 }
 
-/** How a constant appears in `stats()`. */
-export function constantSummary(value: ConstantValue): string {
-  if (value instanceof NDArray) {
-    return value.shape.length === 0 ? "scalar" : `[${value.shape.join(", ")}]`;
+/**
+ * A C++ `std::ostringstream` as TVM's `Stats()` uses it: writes overwrite
+ * from the put position, and `seekp(-2)` steps back over a ", " (or over
+ * the last two characters written, whatever they are: for an empty shape
+ * TVM prints `shapetupl]`).
+ */
+class SeekableText {
+  #chars: string[] = [];
+  #pos = 0;
+  write(s: string): void {
+    for (const ch of s) this.#chars[this.#pos++] = ch;
   }
+  seekBack2(): void {
+    this.#pos = Math.max(0, this.#pos - 2);
+  }
+  toString(): string {
+    return this.#chars.join("");
+  }
+}
+
+/** How a constant appears in `stats()` (an empty shape included, see `formatStats`). */
+export function constantSummary(value: ConstantValue): string {
+  const out = new SeekableText();
+  writeConstantSummary(out, value);
+  out.seekBack2();
+  return out.toString().slice(0, -2);
+}
+
+/** Writes `value` and ", " as TVM's `Stats()` does. */
+function writeConstantSummary(out: SeekableText, value: ConstantValue): void {
+  if (value instanceof NDArray && value.shape.length > 0) {
+    out.write("[");
+    for (const d of value.shape) out.write(`${d}, `);
+    out.seekBack2();
+    out.write("], ");
+  } else if (value instanceof ShapeTuple) {
+    out.write("shapetuple[");
+    for (const d of value) out.write(`${d}, `);
+    out.seekBack2();
+    out.write("], ");
+  } else {
+    out.write(`${constantText(value)}, `);
+  }
+}
+
+function constantText(value: ConstantValue): string {
+  if (value instanceof NDArray) return "scalar";
   if (value instanceof ShapeTuple) return `shapetuple[${[...value].join(", ")}]`;
   if (value instanceof DataType) return value.toString();
-  // TVM writes a string constant's bytes as they are, between quotes.
-  if (typeof value === "string") return `"${value}"`;
+  // TVM writes a string constant's bytes as they are, between quotes; control characters
+  // are escaped here (ground/printable.ts: a dump never carries raw terminal escapes).
+  if (typeof value === "string") return `"${printable(value)}"`;
   if (typeof value === "bigint") return String(value);
   return Object.is(value, -0) ? "-0" : String(value);
 }
 
-/** `stats()`: the constant pool and the globals, as TVM prints them. */
+/**
+ * `stats()`: the constant pool and the globals, byte for byte as TVM 0.27
+ * prints them (`VMExecutable::Stats`), quirks included: an empty shape
+ * prints as `shapetupl]`. TVM cannot print a `Float` constant (it throws
+ * "Unsupported constant pool type float"); relaxvm prints the number.
+ * Names and strings holding control characters are the one deliberate
+ * difference: relaxvm escapes them (`\n`, `\x1b`), TVM writes them raw.
+ */
 export function formatStats(ex: ProgramData): string {
-  const constants = ex.constants.map(constantSummary).join(", ");
-  const globals = ex.functions.map((f) => printable(f.name)).join(", ");
-  return "Relax VM executable statistics:\n" +
-    `  Constant pool (# ${ex.constants.length}): [${constants}]\n` +
-    `  Globals (#${ex.functions.length}): [${globals}]\n`;
+  const out = new SeekableText();
+  out.write("Relax VM executable statistics:\n");
+  out.write(`  Constant pool (# ${ex.constants.length}): [`);
+  for (const c of ex.constants) writeConstantSummary(out, c);
+  if (ex.constants.length > 0) out.seekBack2();
+  out.write("]\n");
+  out.write(`  Globals (#${ex.functions.length}): [`);
+  for (const f of ex.functions) out.write(`${printable(f.name)}, `);
+  if (ex.functions.length > 0) out.seekBack2();
+  out.write("]\n");
+  return out.toString();
+}
+
+/** TVM's `std::to_string` of a register in `as_python()`: `%void` and `%vm` as their numbers. */
+function pythonRegister(reg: number): string {
+  if (reg === VOID_REGISTER) return String(2 ** 54);
+  if (reg === VM_REGISTER) return "18014398509481985"; // 2^54 + 1: not a float64
+  return String(reg);
+}
+
+function pythonFunctionName(p: ProgramData, index: number): string {
+  const f = p.functions[index];
+  return f === undefined ? `ib.unknown_func_index(${index})` : `"${printable(f.name)}"`;
+}
+
+function pythonOperand(p: ProgramData, word: number): string {
+  const value = argValue(word);
+  switch (argKind(word)) {
+    case ArgKind.Register:
+      return value === VM_REGISTER ? "ib.r(vm)" : `ib.r(${pythonRegister(value)})`;
+    case ArgKind.Immediate:
+      return `ib.imm(${value})`;
+    case ArgKind.ConstIdx:
+      return `ib.c(${value})`;
+    case ArgKind.FuncIdx:
+      return `ib.f(${pythonFunctionName(p, value)})`;
+  }
+}
+
+/**
+ * `as_python()`: the listing TVM 0.27 prints (`VMExecutable::AsPython`),
+ * byte for byte — Python that rebuilds the VM functions with TVM's
+ * `ExecBuilder` (as TVM prints it, it names the builder `rx.Builder()` and
+ * leaves out parameter names and constants' values). Names with control
+ * characters are escaped, as in `as_text()`.
+ */
+export function formatPython(ex: ProgramData): string {
+  const c = new InstructionCursor(ex);
+  let out = "ib = rx.Builder()\n";
+  for (const f of ex.functions) {
+    if (f.kind !== "vm") continue;
+    out += `with ib.function("${printable(f.name)}", num_inputs=${f.numArgs}):\n`;
+    for (let i = f.start; i < f.end; i++) {
+      c.seek(i);
+      switch (c.op) {
+        case Opcode.Call: {
+          const args: string[] = [];
+          for (let k = 0; k < c.argCount; k++) args.push(pythonOperand(ex, c.argWord(k)));
+          const dst = c.dst === VOID_REGISTER ? "" : `, dst=ib.r(${pythonRegister(c.dst)})`;
+          out += `    ib.emit_call(${pythonFunctionName(ex, c.func)}, args=[${
+            args.join(", ")
+          }]${dst})\n`;
+          break;
+        }
+        case Opcode.Ret:
+          out += `    ib.emit_ret(ib.r(${pythonRegister(c.register)}))\n`;
+          break;
+        case Opcode.Goto:
+          out += `    ib.emit_goto(${c.jump})\n`;
+          break;
+        case Opcode.If:
+          out += `    ib.emit_if(ib.r(${pythonRegister(c.register)}), ${c.jump})\n`;
+          break;
+      }
+    }
+  }
+  return out;
 }
 
 function releaseNote(regs: readonly number[] | null): string {

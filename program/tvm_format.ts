@@ -87,6 +87,8 @@ const TVM_VM = SPECIAL_REGISTER + 1n;
 const VALUE_BITS = 56n;
 const VALUE_MASK = (1n << VALUE_BITS) - 1n;
 const MAX_NDIM = 32;
+/** The bits of the NaN that JS engines, Python and TVM make. */
+const CANONICAL_NAN = 0x7ff8000000000000n;
 const LIMIT = BigInt(MAX_OPERAND_VALUE);
 
 /** Whether `bytes` starts with either of TVM's magic numbers. */
@@ -306,8 +308,25 @@ function readConstant(r: ByteReader, index: number): ConstantValue {
       return tvmString(r, "string constant");
     case TvmTypeIndex.Int:
       return r.i64("integer constant");
-    case TvmTypeIndex.Float:
-      return r.f64("float constant");
+    case TvmTypeIndex.Float: {
+      // A NaN's payload does not survive as a JS number (engines may canonicalize it), so
+      // only the canonical NaN (the one Python and TVM make) is kept, exactly.
+      const bitsAt = r.position;
+      const bits = r.u64("float constant");
+      const isNaN = (bits & 0x7ff0000000000000n) === 0x7ff0000000000000n &&
+        (bits & 0xfffffffffffffn) !== 0n;
+      if (isNaN && bits !== CANONICAL_NAN) {
+        throw r.fail(
+          `constant ${index} is a NaN with payload 0x${
+            bits.toString(16)
+          }, which a JavaScript number cannot keep exactly`,
+          bitsAt,
+        );
+      }
+      const view = new DataView(new ArrayBuffer(8));
+      view.setBigUint64(0, bits, true);
+      return view.getFloat64(0, true);
+    }
     case TvmTypeIndex.DataType:
       return readDataType(r, `constant ${index}: dtype`);
     default:
@@ -327,11 +346,7 @@ function readConstants(r: ByteReader, constants: ConstantValue[]): void {
 /** Converts TVM's code words to relaxvm's; `wordsAt` is where the words start in the file. */
 class CodeConverter {
   readonly out: Float64Array;
-  constructor(
-    readonly r: ByteReader,
-    readonly words: BigInt64Array,
-    readonly wordsAt: number,
-  ) {
+  constructor(readonly words: BigInt64Array, readonly wordsAt: number) {
     this.out = new Float64Array(words.length);
   }
 
@@ -416,7 +431,7 @@ function readCode(r: ByteReader): { offsets: Uint32Array; data: Float64Array; da
   const dataStart = r.position;
   const words = new BigInt64Array(nwords);
   for (let i = 0; i < nwords; i++) words[i] = r.i64("code word");
-  const converter = new CodeConverter(r, words, dataStart);
+  const converter = new CodeConverter(words, dataStart);
   // Instructions must tile the words in order: each word converts as one kind of field.
   let next = 0;
   for (let i = 0; i < n; i++) {

@@ -287,6 +287,10 @@ function notBuildable(ex: ProgramData): string | null {
     if (typeof value === "number" && Number.isNaN(value) && !isCanonicalNaN(value)) {
       return `constant c[${i}] is a NaN with a payload`;
     }
+    if (typeof value === "bigint" && value < 2n ** 55n && value > -(2n ** 55n)) {
+      // convert_constant makes such an integer an immediate, as TVM's builder does.
+      return `constant c[${i}] is an Int that the builder writes as an immediate`;
+    }
     if (value instanceof NDArray && hasOddNaN(value)) {
       return `constant c[${i}] is a ${value.dtype} tensor holding a NaN with a payload`;
     }

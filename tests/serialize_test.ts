@@ -73,6 +73,8 @@ Deno.test("golden: as_text, stats and binaries match testdata/", async () => {
   }
 });
 
+// The listing as the design document prints it; tests/tvm/relaxvm_golden_test.ts checks every
+// golden dump against what TVM 0.27 itself prints for the same executable.
 Deno.test("golden: the design document's listing is TVM's", () => {
   assertEquals(designDocProgram().as_text().split("\n").slice(0, 5), [
     "@func0:",

@@ -23,11 +23,18 @@ export const buildCommand: CommandSpec = {
       required: true,
       description: "where to write the executable",
     },
+    format: {
+      kind: "value",
+      valueName: "<format>",
+      default: "relaxvm",
+      choices: ["relaxvm", "tvm"],
+      description: "relaxvm's format, or Apache TVM 0.27's (which TVM loads and runs)",
+    },
   },
   async run(args) {
     const output = args.value("output")!;
     const ex = await importExecutable(args.requiredArgument("module"));
-    const size = await writeExecutable(output, ex);
+    const size = await writeExecutable(output, ex, args.value("format") as "relaxvm" | "tvm");
     const names = ex.function_names.map(printable).join(", ");
     console.log(`Wrote ${output} (${size} bytes; functions: ${names})`);
   },

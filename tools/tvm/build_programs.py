@@ -3,7 +3,12 @@
     tools/tvm/.venv/bin/python tools/tvm/build_programs.py IN.json OUT.json
 
 IN.json is {"programs": [description, ...]} (the format is documented in
-tests/tvm/description.ts, which writes it). For each program this writes what
+tests/tvm/description.ts, which writes it). A description may carry
+"relaxvm_bytes", the hex of the file relaxvm wrote for it: TVM then also
+loads those bytes, prints them and runs them ("relaxvm_loaded",
+"relaxvm_as_text", ..., "relaxvm_results"); a description with only a name
+and "relaxvm_bytes" is just loaded and printed.
+For each program this writes what
 TVM makes of it: the executable's bytes (hex), as_text(), as_python(),
 stats() (or the error TVM raises: it cannot print a float constant), and the
 result of each run in TVM's VM on the CPU. One Python process builds them all:
@@ -153,6 +158,8 @@ def value_of(v):
         return ["int", str(v)]
     if isinstance(v, float):
         return ["float", bits_of_float(v)]
+    if isinstance(v, tvm_ffi.dtype):  # before str: tvm_ffi.dtype is a str
+        return ["dtype", str(v)]
     if isinstance(v, str):
         return ["str", str(v)]
     if isinstance(v, tvm_ffi.Shape):
@@ -160,8 +167,6 @@ def value_of(v):
     if isinstance(v, tvm.runtime.Tensor):
         arr = v.numpy()
         return ["tensor", str(v.dtype), [int(d) for d in v.shape], arr.tobytes().hex()]
-    if isinstance(v, tvm.DataType) or type(v).__name__ == "dtype":
-        return ["dtype", str(v)]
     if isinstance(v, (list, tuple)) or type(v).__name__ == "Array":
         return ["array", [value_of(x) for x in v]]
     if type(v).__name__ == "Function":
@@ -170,7 +175,11 @@ def value_of(v):
 
 
 def run(ex, runs):
-    vm = relax.VirtualMachine(ex, tvm.cpu())
+    try:
+        vm = relax.VirtualMachine(ex, tvm.cpu())
+    except Exception as e:  # pylint: disable=broad-except
+        # TVM resolves every packed function when the VM starts: one it lacks fails them all.
+        return [["error", str(e).strip().splitlines()[-1][:300]] for _ in runs]
     results = []
     for func, inputs in runs:
         try:
@@ -180,8 +189,30 @@ def run(ex, runs):
     return results
 
 
+def load_relaxvm_bytes(desc, out):
+    """Loads and runs the bytes relaxvm wrote for this program, as TVM would any file."""
+    try:
+        ex = relax.VMExecutable(LOAD_FROM_BYTES(bytes.fromhex(desc["relaxvm_bytes"])))
+    except Exception as e:  # pylint: disable=broad-except
+        out["relaxvm_load_error"] = str(e).strip().splitlines()[-1][:300]
+        return
+    out["relaxvm_loaded"] = True
+    out["relaxvm_as_text"] = ex.as_text()
+    out["relaxvm_as_python"] = ex.as_python()
+    try:
+        out["relaxvm_stats"] = ex.stats()
+    except Exception as e:  # pylint: disable=broad-except
+        out["relaxvm_stats_error"] = str(e).strip().splitlines()[-1][:300]
+    if desc.get("runs"):
+        out["relaxvm_results"] = run(ex, desc["runs"])
+
+
 def describe(desc):
     out = {"name": desc.get("name")}
+    if "relaxvm_bytes" in desc:
+        load_relaxvm_bytes(desc, out)
+    if "items" not in desc:  # only a file relaxvm wrote, for TVM to load and print
+        return out
     try:
         ex = build(desc)
     except Exception as e:  # pylint: disable=broad-except
@@ -196,7 +227,11 @@ def describe(desc):
     except Exception as e:  # pylint: disable=broad-except
         out["stats_error"] = str(e).strip().splitlines()[-1][:300]
     # Run what TVM loads back from the bytes: the results are those of the file.
-    loaded = relax.VMExecutable(LOAD_FROM_BYTES(raw))
+    try:
+        loaded = relax.VMExecutable(LOAD_FROM_BYTES(raw))
+    except Exception as e:  # pylint: disable=broad-except
+        out["load_error"] = str(e).strip().splitlines()[-1][:300]
+        return out
     if desc.get("runs"):
         out["results"] = run(loaded, desc["runs"])
     return out

@@ -12,7 +12,18 @@ if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$stamp" "$here/requir
   echo "tools/tvm/.venv is up to date ($(grep -m1 apache-tvm== "$here/requirements.txt"))"
   exit 0
 fi
-"$python" -m venv "$venv"
+if ! "$python" -m venv "$venv" >/dev/null 2>&1; then
+  # Debian's python3 makes venvs only with python3-venv (ensurepip) installed.
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+    rm -rf "$venv"
+    "$python" -m venv "$venv"
+  else
+    echo "tools/tvm/setup.sh: '$python -m venv' failed; install python3-venv (apt-get install python3-venv)" >&2
+    exit 1
+  fi
+fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
   -r "$here/requirements.txt"
 "$venv/bin/python" -c "import tvm; from tvm import relax; print('TVM', tvm.__version__, 'in tools/tvm/.venv')"
