@@ -174,23 +174,17 @@ function elementwiseManifest(op: "+" | "*") {
   return manifest as typeof manifest & { [field: string]: unknown };
 }
 
-/** Writes a package directory (manifest, executable, optional extra files) and returns its path. */
-export async function writePackage(
+/** A package held in memory (manifest, executable, optional extra files), for `loadTVMPackage`. */
+export function packageFiles(
   manifest: unknown,
   executable: Uint8Array,
   extra: Record<string, Uint8Array | string> = {},
-): Promise<string> {
-  const dir = await Deno.makeTempDir({ prefix: "relaxvm-tvm-package-" });
-  await Deno.writeTextFile(`${dir}/package.json`, JSON.stringify(manifest));
-  await Deno.writeFile(`${dir}/executable.tvm`, executable);
-  for (const [path, data] of Object.entries(extra)) {
-    await Deno.mkdir(`${dir}/${path.split("/").slice(0, -1).join("/") || "."}`, {
-      recursive: true,
-    });
-    if (typeof data === "string") await Deno.writeTextFile(`${dir}/${path}`, data);
-    else await Deno.writeFile(`${dir}/${path}`, data);
-  }
-  return dir;
+): Map<string, Uint8Array | string> {
+  return new Map<string, Uint8Array | string>([
+    ["package.json", JSON.stringify(manifest)],
+    ["executable.tvm", executable],
+    ...Object.entries(extra),
+  ]);
 }
 
 /** The values of a tensor, as numbers. */

@@ -6,8 +6,14 @@
  * `fuzz/tvm_package_family.ts`.
  */
 
-import { assert, assertEquals, assertThrows } from "@std/assert";
-import { Executable, parseTVMPackageManifest, tensor, TVMPackageError } from "../mod.ts";
+import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
+import {
+  Executable,
+  loadTVMPackage,
+  parseTVMPackageManifest,
+  tensor,
+  TVMPackageError,
+} from "../mod.ts";
 import { hostFunction, type KernelLaunch } from "../tvm/host_plan.ts";
 import type { HostFunction } from "../tvm/package_format.ts";
 import { elementwisePackage, PACKAGES_DIR } from "./_tvm_packages.ts";
@@ -257,4 +263,30 @@ Deno.test("TVM host plans: sizes bind before they are checked, wherever they app
   take(ids, 2n, out); // batch 2 (a bigint, as call_tir_dyn passes it), seq 3 from out
   using wrong = tensor(new Float32Array(3 * 4), { shape: [3, 4] });
   assertThrows(() => take(ids, 2n, wrong), Error, "take: argument 0 (ids) dimension 0 must be 8");
+});
+
+Deno.test("TVM package: a package in memory that lacks a file says which", async () => {
+  await assertRejects(
+    () => loadTVMPackage(new Map()),
+    TVMPackageError,
+    "package.json: the package has no such file",
+  );
+  const { manifest } = elementwisePackage("+");
+  await assertRejects(
+    () => loadTVMPackage(new Map([["package.json", JSON.stringify(manifest)]])),
+    TVMPackageError,
+    "executable.tvm: the package has no such file",
+  );
+  const broken = elementwisePackage("+");
+  await assertRejects(
+    () =>
+      loadTVMPackage(
+        new Map<string, string | Uint8Array>([
+          ["package.json", JSON.stringify(broken.manifest)],
+          ["executable.tvm", broken.executable.subarray(0, 20)],
+        ]),
+      ),
+    TVMPackageError,
+    "executable.tvm: Cannot load executable",
+  );
 });

@@ -66,22 +66,67 @@ export interface TVMPackage extends Disposable {
   dispose(): void;
 }
 
-async function fetchFile(url: URL, signal: AbortSignal | undefined): Promise<Response> {
-  let response: Response;
-  try {
-    response = await fetch(url, { signal });
-  } catch (e) {
-    throw new TVMPackageError(url.href, "", `cannot fetch it (${e})`, { cause: e });
+/** Reads a package's files by their package-relative paths. */
+interface PackageReader {
+  /** What errors call the file. */
+  name(path: string): string;
+  /** The file's bytes. */
+  bytes(path: string): Promise<Uint8Array>;
+}
+
+/** Files under a directory URL, through `fetch`. */
+function urlReader(base: URL, signal: AbortSignal | undefined): PackageReader {
+  return {
+    name: (path) => new URL(path, base).href,
+    async bytes(path) {
+      const url = new URL(path, base);
+      let response: Response;
+      try {
+        response = await fetch(url, { signal });
+      } catch (e) {
+        throw new TVMPackageError(url.href, "", `cannot fetch it (${e})`, { cause: e });
+      }
+      if (!response.ok) {
+        await response.body?.cancel();
+        throw new TVMPackageError(url.href, "", `cannot fetch it (HTTP ${response.status})`);
+      }
+      return new Uint8Array(await response.arrayBuffer());
+    },
+  };
+}
+
+/** Files held in memory, by path. */
+function mapReader(files: ReadonlyMap<string, Uint8Array | string>): PackageReader {
+  return {
+    name: (path) => path,
+    bytes(path) {
+      const file = files.get(path);
+      if (file === undefined) {
+        return Promise.reject(new TVMPackageError(path, "", "the package has no such file"));
+      }
+      return Promise.resolve(typeof file === "string" ? new TextEncoder().encode(file) : file);
+    },
+  };
+}
+
+/** `path` relative to the directory of `from` (package-relative, `/`-separated). */
+function sibling(from: string, path: string, file: string): string {
+  const parts = from.split("/").slice(0, -1);
+  for (const seg of path.split("/")) {
+    if (seg === "..") {
+      if (parts.length === 0) {
+        throw new TVMPackageError(file, "", `${JSON.stringify(path)} points outside the package`);
+      }
+      parts.pop();
+    } else if (seg !== "." && seg !== "") parts.push(seg);
   }
-  if (!response.ok) {
-    await response.body?.cancel();
-    throw new TVMPackageError(url.href, "", `cannot fetch it (HTTP ${response.status})`);
-  }
-  return response;
+  return parts.join("/");
 }
 
 /**
- * Loads the TVM package in directory (or URL) `location` onto a WebGPU
+ * Loads the TVM package in directory (or URL) `location` — or held in
+ * memory, as a map from package-relative paths (`package.json`,
+ * `executable.tvm`, `params/...`) to their bytes or text — onto a WebGPU
  * device: validates the manifest, loads the executable (TVM's format),
  * checks that every packed function it calls is a relaxvm builtin or one
  * of the package's host functions, compiles the kernels, and uploads the
@@ -103,44 +148,45 @@ async function fetchFile(url: URL, signal: AbortSignal | undefined): Promise<Res
  * ```
  */
 export async function loadTVMPackage(
-  location: string | URL,
+  location: string | URL | ReadonlyMap<string, Uint8Array | string>,
   options: LoadTVMPackageOptions = {},
 ): Promise<TVMPackage> {
-  const base = asDirectory(resolveLocation(location));
-  const manifestUrl = new URL("package.json", base);
-  const { signal } = options;
+  const reader = location instanceof Map
+    ? mapReader(location)
+    : urlReader(asDirectory(resolveLocation(location as string | URL)), options.signal);
+  const manifestFile = reader.name("package.json");
   const manifest = parseTVMPackageManifest(
-    await (await fetchFile(manifestUrl, signal)).text(),
-    manifestUrl.href,
+    new TextDecoder().decode(await reader.bytes("package.json")),
+    manifestFile,
   );
-  const exeUrl = new URL(manifest.executable, base);
-  const bytes = new Uint8Array(await (await fetchFile(exeUrl, signal)).arrayBuffer());
+  const exeFile = reader.name(manifest.executable);
+  const bytes = await reader.bytes(manifest.executable);
   let executable: Executable;
   try {
     executable = Executable.load(bytes);
   } catch (e) {
     if (e instanceof LoadError) {
-      throw new TVMPackageError(exeUrl.href, "", e.message, { cause: e });
+      throw new TVMPackageError(exeFile, "", e.message, { cause: e });
     }
     throw e;
   }
   const owned: NDArray[] = [];
   try {
-    checkCalls(manifest, executable, manifestUrl.href);
+    checkCalls(manifest, executable, manifestFile);
     const device = options.device ?? await webgpu();
-    const launch = await compileKernels(device, manifest.kernels, manifestUrl.href);
+    const launch = await compileKernels(device, manifest.kernels, manifestFile);
     const functions = new Map<string, PackedFunc>();
     for (const [name, fn] of manifest.host_functions) {
       functions.set(name, hostFunction(name, fn, launch));
     }
     const weights = manifest.params === null
       ? new Map<string, NDArray>()
-      : await loadWeights(new URL(manifest.params, base), device, owned, signal);
+      : await loadWeights(reader, manifest.params, device, owned);
     const params = new Map<string, NDArray[]>();
     for (const [name, f] of manifest.functions) {
       if (!executable.functions.some((g) => g.kind === "vm" && g.name === name)) {
         throw new TVMPackageError(
-          manifestUrl.href,
+          manifestFile,
           `functions[${JSON.stringify(name)}]`,
           "the executable has no such VM function",
         );
@@ -151,7 +197,7 @@ export async function loadTVMPackage(
           const t = weights.get(p);
           if (t === undefined) {
             throw new TVMPackageError(
-              manifestUrl.href,
+              manifestFile,
               `functions[${JSON.stringify(name)}].params[${i}]`,
               `the tensor cache has no record ${JSON.stringify(p)}`,
             );
@@ -217,24 +263,25 @@ function checkCalls(manifest: TVMPackageManifest, ex: Executable, file: string):
   }
 }
 
-/** The tensor cache at `indexUrl`, each record a tensor on `device` (also pushed onto `owned`). */
+/** The tensor cache whose index is `index`, each record a tensor on `device` (also in `owned`). */
 async function loadWeights(
-  indexUrl: URL,
+  reader: PackageReader,
+  indexPath: string,
   device: WebGPUDevice,
   owned: NDArray[],
-  signal: AbortSignal | undefined,
 ): Promise<Map<string, NDArray>> {
+  const indexFile = reader.name(indexPath);
   const index = parseTensorCacheIndex(
-    await (await fetchFile(indexUrl, signal)).text(),
-    indexUrl.href,
+    new TextDecoder().decode(await reader.bytes(indexPath)),
+    indexFile,
   );
   const out = new Map<string, NDArray>();
   for (const shard of index.records) {
-    const url = new URL(shard.dataPath, indexUrl);
-    const bytes = new Uint8Array(await (await fetchFile(url, signal)).arrayBuffer());
+    const path = sibling(indexPath, shard.dataPath, indexFile);
+    const bytes = await reader.bytes(path);
     if (bytes.length !== shard.nbytes) {
       throw new TVMPackageError(
-        url.href,
+        reader.name(path),
         "",
         `the shard is ${bytes.length} bytes, the index says ${shard.nbytes}`,
       );

@@ -16,10 +16,10 @@ import {
   float32s,
   inputTensor,
   maxRelativeDifference,
+  packageFiles,
   PACKAGES_DIR,
   type ReferenceCase,
   values,
-  writePackage,
 } from "../_tvm_packages.ts";
 import { gpuTest } from "./suite_registry.ts";
 import { defaultAllocator } from "../../devices/allocation_context.ts";
@@ -36,49 +36,41 @@ for (const name of ["mlp", "encoder"]) {
 
 gpuTest("TVM package: two packages with a kernel named add each run their own", async (gpu) => {
   const plus = elementwisePackage("+"), times = elementwisePackage("*");
-  const dirs = [
-    await writePackage(plus.manifest, plus.executable),
-    await writePackage(times.manifest, times.executable),
+  const packages = [
+    packageFiles(plus.manifest, plus.executable),
+    packageFiles(times.manifest, times.executable),
   ];
-  try {
-    using adding = await loadTVMPackage(dirs[0], { device: gpu });
-    using multiplying = await loadTVMPackage(dirs[1], { device: gpu });
-    const vms = [adding.createVM(), multiplying.createVM()];
-    using a = tensor([1, 2, 3, 4, 5]), b = tensor([10, 20, 30, 40, 50]);
-    using out0 = tensor(new Float32Array(5), { device: gpu });
-    using out1 = tensor(new Float32Array(5), { device: gpu });
-    using r0 = await vms[0].invokeTensor("main", a, b, out0);
-    using r1 = await vms[1].invokeTensor("main", a, b, out1);
-    assertEquals(await values(r0), [11, 22, 33, 44, 55]);
-    assertEquals(await values(r1), [10, 40, 90, 160, 250]);
-    // Nothing went to the process-wide registry: a plain VM does not know "add".
-    const plain = new VirtualMachine(adding.executable, gpu);
-    await assertRejects(() => plain.invoke("main", a, b, out0), VMError, "Unknown packed function");
-  } finally {
-    for (const d of dirs) await Deno.remove(d, { recursive: true });
-  }
+  using adding = await loadTVMPackage(packages[0], { device: gpu });
+  using multiplying = await loadTVMPackage(packages[1], { device: gpu });
+  const vms = [adding.createVM(), multiplying.createVM()];
+  using a = tensor([1, 2, 3, 4, 5]), b = tensor([10, 20, 30, 40, 50]);
+  using out0 = tensor(new Float32Array(5), { device: gpu });
+  using out1 = tensor(new Float32Array(5), { device: gpu });
+  using r0 = await vms[0].invokeTensor("main", a, b, out0);
+  using r1 = await vms[1].invokeTensor("main", a, b, out1);
+  assertEquals(await values(r0), [11, 22, 33, 44, 55]);
+  assertEquals(await values(r1), [10, 40, 90, 160, 250]);
+  // Nothing went to the process-wide registry: a plain VM does not know "add".
+  const plain = new VirtualMachine(adding.executable, gpu);
+  await assertRejects(() => plain.invoke("main", a, b, out0), VMError, "Unknown packed function");
 });
 
 gpuTest(
   "TVM package: a grid beyond 65535 workgroups folds into z (tvmjs's contract)",
   async (gpu) => {
     const { manifest, executable } = elementwisePackage("+");
-    const dir = await writePackage(manifest, executable);
-    try {
-      using pkg = await loadTVMPackage(dir, { device: gpu });
-      const vm = pkg.createVM();
-      const n = 65536 * 64 + 100; // 65538 workgroups of 64
-      const av = new Float32Array(n).map((_, i) => i % 1000);
-      using a = tensor(av), b = tensor(new Float32Array(n).fill(1));
-      using out = tensor(new Float32Array(n), { device: gpu });
-      using r = await vm.invokeTensor("main", a, b, out);
-      const got = await r.data() as Float32Array;
-      let wrong = 0;
-      for (let i = 0; i < n; i++) if (got[i] !== av[i] + 1) wrong++;
-      assertEquals(wrong, 0, "every element, the folded last workgroups included");
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    const dir = packageFiles(manifest, executable);
+    using pkg = await loadTVMPackage(dir, { device: gpu });
+    const vm = pkg.createVM();
+    const n = 65536 * 64 + 100; // 65538 workgroups of 64
+    const av = new Float32Array(n).map((_, i) => i % 1000);
+    using a = tensor(av), b = tensor(new Float32Array(n).fill(1));
+    using out = tensor(new Float32Array(n), { device: gpu });
+    using r = await vm.invokeTensor("main", a, b, out);
+    const got = await r.data() as Float32Array;
+    let wrong = 0;
+    for (let i = 0; i < n; i++) if (got[i] !== av[i] + 1) wrong++;
+    assertEquals(wrong, 0, "every element, the folded last workgroups included");
   },
 );
 
@@ -86,33 +78,29 @@ gpuTest(
   "TVM package: host asserts fail as VMErrors naming the function and argument",
   async (gpu) => {
     const { manifest, executable } = elementwisePackage("+");
-    const dir = await writePackage(manifest, executable);
-    try {
-      using pkg = await loadTVMPackage(dir, { device: gpu });
-      const vm = pkg.createVM();
-      using a = tensor([1, 2, 3]), b = tensor([1, 2]);
-      using out = tensor(new Float32Array(3), { device: gpu });
-      const e = await assertRejects(() => vm.invoke("main", a, b, out), VMError);
-      assertEquals(e.functionName, "main");
-      assertEquals(e.packedFunc, "add");
-      assert(e.message.includes("argument 1 (B) dimension 0 must be 3 (n)"), e.message);
-      using ints = tensor([1, 2, 3], { dtype: "int32" });
-      await assertRejects(
-        () => vm.invoke("main", a, ints, out),
-        VMError,
-        "argument 1 (B) must be float32, got int32",
-      );
-      await assertRejects(
-        () => vm.invoke("main", a, a, tensor([[1, 2, 3]], { device: gpu })),
-        VMError,
-        "argument 2 (C) must have 1 dimensions",
-      );
-      // The VM is still usable.
-      using ok = await vm.invokeTensor("main", a, a, out);
-      assertEquals(await values(ok), [2, 4, 6]);
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    const dir = packageFiles(manifest, executable);
+    using pkg = await loadTVMPackage(dir, { device: gpu });
+    const vm = pkg.createVM();
+    using a = tensor([1, 2, 3]), b = tensor([1, 2]);
+    using out = tensor(new Float32Array(3), { device: gpu });
+    const e = await assertRejects(() => vm.invoke("main", a, b, out), VMError);
+    assertEquals(e.functionName, "main");
+    assertEquals(e.packedFunc, "add");
+    assert(e.message.includes("argument 1 (B) dimension 0 must be 3 (n)"), e.message);
+    using ints = tensor([1, 2, 3], { dtype: "int32" });
+    await assertRejects(
+      () => vm.invoke("main", a, ints, out),
+      VMError,
+      "argument 1 (B) must be float32, got int32",
+    );
+    await assertRejects(
+      () => vm.invoke("main", a, a, tensor([[1, 2, 3]], { device: gpu })),
+      VMError,
+      "argument 2 (C) must have 1 dimensions",
+    );
+    // The VM is still usable.
+    using ok = await vm.invokeTensor("main", a, a, out);
+    assertEquals(await values(ok), [2, 4, 6]);
   },
 );
 
@@ -151,24 +139,16 @@ async function failsToLoad(
 ): Promise<void> {
   const { manifest, executable } = elementwisePackage("+");
   change(manifest);
-  const dir = await writePackage(manifest, executable);
-  try {
-    await assertRejects(() => loadTVMPackage(dir, { device: gpu }), TVMPackageError, expected);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  const dir = packageFiles(manifest, executable);
+  await assertRejects(() => loadTVMPackage(dir, { device: gpu }), TVMPackageError, expected);
   // The device has no error left behind: a kernel of relaxvm's own still runs and reads back.
   const ok = elementwisePackage("+");
-  const okDir = await writePackage(ok.manifest, ok.executable);
-  try {
-    using pkg = await loadTVMPackage(okDir, { device: gpu });
-    using a = tensor([1, 2]);
-    using out = tensor(new Float32Array(2), { device: gpu });
-    using r = await pkg.createVM().invokeTensor("main", a, a, out);
-    assertEquals(await values(r), [2, 4]);
-  } finally {
-    await Deno.remove(okDir, { recursive: true });
-  }
+  const okDir = packageFiles(ok.manifest, ok.executable);
+  using pkg = await loadTVMPackage(okDir, { device: gpu });
+  using a = tensor([1, 2]);
+  using out = tensor(new Float32Array(2), { device: gpu });
+  using r = await pkg.createVM().invokeTensor("main", a, a, out);
+  assertEquals(await values(r), [2, 4]);
 }
 
 gpuTest(
@@ -215,24 +195,20 @@ gpuTest("TVM package fuzz: a missing weight or host function fails at load", asy
 
 gpuTest("TVM package: tensors at a byte offset are refused with the reason", async (gpu) => {
   const { manifest, executable } = elementwisePackage("+");
-  const dir = await writePackage(manifest, executable);
+  const dir = packageFiles(manifest, executable);
+  using pkg = await loadTVMPackage(dir, { device: gpu });
+  const vm = pkg.createVM({ moveInputs: false });
+  using a = tensor([1, 2, 3, 4], { device: gpu });
+  const view = new NDArray(a.storage, 4, [3], "float32"); // a[1:], 4 bytes into the buffer
   try {
-    using pkg = await loadTVMPackage(dir, { device: gpu });
-    const vm = pkg.createVM({ moveInputs: false });
-    using a = tensor([1, 2, 3, 4], { device: gpu });
-    const view = new NDArray(a.storage, 4, [3], "float32"); // a[1:], 4 bytes into the buffer
-    try {
-      using out = tensor(new Float32Array(3), { device: gpu });
-      await assertRejects(
-        () => vm.invoke("main", view, view, out),
-        VMError,
-        "starts at byte 4 of its buffer",
-      );
-    } finally {
-      view.release();
-    }
+    using out = tensor(new Float32Array(3), { device: gpu });
+    await assertRejects(
+      () => vm.invoke("main", view, view, out),
+      VMError,
+      "starts at byte 4 of its buffer",
+    );
   } finally {
-    await Deno.remove(dir, { recursive: true });
+    view.release();
   }
 });
 
@@ -318,26 +294,22 @@ gpuTest(
     const src = new URL("mlp/", PACKAGES_DIR);
     const manifest = JSON.parse(await Deno.readTextFile(new URL("package.json", src)));
     manifest.functions.forward.params[3] = "fc3.bias"; // not in the tensor cache
-    const dir = await writePackage(manifest, await Deno.readFile(new URL("executable.tvm", src)), {
+    const dir = packageFiles(manifest, await Deno.readFile(new URL("executable.tvm", src)), {
       "params/ndarray-cache.json": await Deno.readTextFile(
         new URL("params/ndarray-cache.json", src),
       ),
       "params/params_shard_0.bin": await Deno.readFile(new URL("params/params_shard_0.bin", src)),
     });
-    try {
-      const before = live();
-      await assertRejects(
-        () => loadTVMPackage(dir, { device: gpu }),
-        TVMPackageError,
-        'functions["forward"].params[3]: the tensor cache has no record "fc3.bias"',
-      );
-      assertEquals(live(), before, "the weights uploaded before the failure are freed");
-      const pkg = await loadTVMPackage(src, { device: gpu });
-      assertEquals(live() - before, 3232, "the MLP's weights, uploaded once");
-      pkg.dispose();
-      assertEquals(live(), before, "dispose() frees them");
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    const before = live();
+    await assertRejects(
+      () => loadTVMPackage(dir, { device: gpu }),
+      TVMPackageError,
+      'functions["forward"].params[3]: the tensor cache has no record "fc3.bias"',
+    );
+    assertEquals(live(), before, "the weights uploaded before the failure are freed");
+    const pkg = await loadTVMPackage(src, { device: gpu });
+    assertEquals(live() - before, 3232, "the MLP's weights, uploaded once");
+    pkg.dispose();
+    assertEquals(live(), before, "dispose() frees them");
   },
 );
