@@ -301,12 +301,54 @@ def host_functions_and_kernels(lowered):
         if not isinstance(f, tirx.PrimFunc):
             continue
         plan = PlanWriter(f, gv.name_hint)
-        hosts[gv.name_hint] = {"params": plan.params, "body": plan.body}
+        hosts[gv.name_hint] = {"params": plan.params, "body": canonical(plan.body)}
     return hosts, kernels
 
 
 # ---------------------------------------------------------------------------------------------
 # Package
+
+def loads(e):
+    """The (parameter, index) pairs an expression loads from."""
+    if isinstance(e, dict):
+        found = [(e["load"], json.dumps(e["index"]))] if "load" in e else []
+        for v in e.values():
+            found += loads(v)
+        return found
+    if isinstance(e, list):
+        return [x for v in e for x in loads(v)]
+    return []
+
+
+def canonical(body):
+    """The plan with each run of independent stores sorted by slot.
+
+    TVM emits a shape function's stores in an order that changes from one build to the next
+    (it iterates a pointer-keyed map). Stores to constant slots that no store of the run reads
+    commute, so sorting them makes the package the same every time.
+    """
+    out, run = [], []
+
+    def flush():
+        slots = {(s["store"], json.dumps(s["index"])) for s in run}
+        independent = all(isinstance(s["index"], int) for s in run) and not any(
+            load in slots for s in run for load in loads(s["value"]))
+        if independent:
+            run.sort(key=lambda s: (s["store"], s["index"]))
+        out.extend(run)
+        run.clear()
+
+    for s in body:
+        if "store" in s:
+            run.append(s)
+            continue
+        flush()
+        if "if" in s:
+            s = {**s, "then": canonical(s["then"]), "else": canonical(s["else"])}
+        out.append(s)
+    flush()
+    return out
+
 
 def walk(body):
     """Every statement of a plan body, branches included."""
