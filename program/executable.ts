@@ -235,10 +235,9 @@ export class Executable implements ProgramData {
   /**
    * The binary form. By default relaxvm's own format (magic, version, then
    * the function, constant and code sections); `{ format: "tvm" }` writes the
-   * bytes Apache TVM 0.27 writes for the same program, which TVM loads and
-   * runs (`tvm.runtime.load_module`-free: its loader
-   * `ffi.Module.load_from_bytes.relax.VMExecutable`). TVM's format has no
-   * liveness flag: a program loaded back from it runs with liveness on.
+   * bytes Apache TVM 0.27 writes for the same program, which TVM loads
+   * (`relax.ExecutableLoadFromFile`) and runs. TVM's format has no liveness
+   * flag: a program loaded back from it runs with liveness on.
    *
    * @example
    * ```ts

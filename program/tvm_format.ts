@@ -581,10 +581,11 @@ function tvmWords(p: ProgramData): BigInt64Array {
 }
 
 /**
- * The bytes TVM 0.27 writes for this program (`VMExecutable.SaveToBytes`):
- * TVM loads them with `tvm.runtime.load_module`-style loaders
- * (`ffi.Module.load_from_bytes.relax.VMExecutable`). relaxvm's liveness
- * flag has no place there (TVM frees values its own way) and is dropped.
+ * The bytes TVM 0.27 writes for this program (`VMExecutable.SaveToBytes`),
+ * which TVM loads with `relax.ExecutableLoadFromFile` (a file) or
+ * `ffi.Module.load_from_bytes.relax.VMExecutable` (bytes). relaxvm's
+ * liveness flag has no place there (TVM frees values its own way) and is
+ * dropped.
  */
 export function saveTvmProgram(p: ProgramData): Uint8Array {
   const w = new ByteWriter();

@@ -50,3 +50,23 @@ for (const p of programs) {
     }
   });
 }
+
+Deno.test("TVM golden files: as_typescript() rebuilds each byte for byte (Int constants as bigint literals)", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "relaxvm_tvm_ts_" });
+  try {
+    for (const name of [...programs.map((p) => p.name), "mlp_dynamic_batch"]) {
+      const bytes = await Deno.readFile(new URL(`${name}.tvm`, dir));
+      using ex = Executable.load(bytes);
+      const path = `${tmp}/${name}.ts`;
+      await Deno.writeTextFile(
+        path,
+        ex.as_typescript({ importFrom: new URL("../../mod.ts", import.meta.url).href }),
+      );
+      const { ex: rebuilt } = await import(new URL(`file://${path}`).href) as { ex: Executable };
+      assertEquals(toHex(rebuilt.save({ format: "tvm" })), toHex(bytes), name);
+      rebuilt.dispose();
+    }
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
