@@ -131,8 +131,9 @@ function sibling(from: string, path: string, file: string): string {
  * checks that every packed function it calls is a relaxvm builtin or one
  * of the package's host functions, compiles the kernels, and uploads the
  * weights. All or nothing: on failure whatever was made is freed and the
- * error (`TVMPackageError`, or `LoadError` for the executable's bytes, or
- * `TensorCacheError` for the weights) names the file and the field.
+ * error names the file and the field: a `TVMPackageError` (with the
+ * `LoadError` as its `cause` when the executable's bytes are bad), or a
+ * `TensorCacheError` for a malformed weights index.
  *
  * @example Run a TVM-compiled MLP (the package `tools/tvm/export_webgpu.py mlp` writes)
  * ```ts
