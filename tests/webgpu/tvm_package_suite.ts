@@ -235,7 +235,7 @@ if (
     async (gpu) => {
       assert(
         exists(new URL("package.json", MINILM)),
-        "no .weights/tvm-minilm: run bash tools/tvm/export_minilm.sh (after tools/tvm/setup.sh and tools/fetch_weights.ts)",
+        "no .weights/tvm-minilm: run bash tools/tvm/export_minilm.sh (after bash tools/tvm/setup.sh and bash tools/fetch_weights.sh)",
       );
       using pkg = await loadTVMPackage(MINILM, { device: gpu });
       const vm = pkg.createVM();

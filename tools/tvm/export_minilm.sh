@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Exports all-MiniLM-L6-v2 with its real weights as a TVM WebGPU package into .weights/tvm-minilm
 # (git-ignored; ~90 MB), for tests/webgpu/tvm_package_suite.ts. Needs tools/tvm/.venv
-# (tools/tvm/setup.sh) and the converted weights in .weights/all-MiniLM-L6-v2 (tools/fetch_weights.ts),
+# (tools/tvm/setup.sh) and the converted weights in .weights/all-MiniLM-L6-v2 (bash tools/fetch_weights.sh),
 # so CI runs it after both. Without them it says so and does nothing, unless RELAXVM_REQUIRE_TVM=1
 # and RELAXVM_REQUIRE_WEIGHTS=1 (CI), when it fails. Idempotent: an export made from the same
 # weights, scripts and reference is kept.
@@ -12,7 +12,7 @@ weights="$root/.weights/all-MiniLM-L6-v2"
 out="$root/.weights/tvm-minilm"
 reference="$root/testdata/minilm/reference.json"
 if [ ! -x "$python" ] || [ ! -f "$weights/tensor-cache.json" ]; then
-  msg="tools/tvm/export_minilm.sh: needs tools/tvm/.venv (bash tools/tvm/setup.sh) and $weights (deno run -A tools/fetch_weights.ts)"
+  msg="tools/tvm/export_minilm.sh: needs tools/tvm/.venv (bash tools/tvm/setup.sh) and $weights (bash tools/fetch_weights.sh)"
   if [ "${RELAXVM_REQUIRE_TVM:-}" = 1 ] && [ "${RELAXVM_REQUIRE_WEIGHTS:-}" = 1 ]; then
     echo "$msg" >&2
     exit 1
