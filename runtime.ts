@@ -82,6 +82,18 @@ export type {
   TensorCacheProgress,
 } from "./builtins/tensor_cache_loader.ts";
 export { TensorCacheError } from "./builtins/tensor_cache_format.ts";
+export { loadTVMPackage } from "./tvm/load_package.ts";
+export type { LoadTVMPackageOptions, TVMPackage } from "./tvm/load_package.ts";
+export { parseTVMPackageManifest, TVMPackageError } from "./tvm/package_format.ts";
+export type {
+  HostFunction,
+  HostParam,
+  KernelInfo,
+  PackageFunction,
+  PlanExpr,
+  PlanStmt,
+  TVMPackageManifest,
+} from "./tvm/package_format.ts";
 export type {
   TensorCacheIndex,
   TensorCacheRecord,

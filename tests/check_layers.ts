@@ -4,6 +4,7 @@
  * ```text
  * cli                                   the command line tool
  * mod.ts, runtime.ts, testing.ts        entry points: install builtins, export the API
+ * tvm                                   TVM-compiled packages: WGSL kernels, host plans
  * builtins ──▶ kernels                  vm.* packed functions; per-device op kernels
  * builder   vm                          the DSL; the virtual machine
  * program                               bytecode, decoder, executable, verifier, formats
@@ -36,8 +37,9 @@ export const ALLOWED_IMPORTS: Readonly<Record<string, readonly string[]>> = {
   vm: ["ground", "devices", "program"],
   kernels: ["ground", "devices"],
   builtins: ["ground", "devices", "kernels"],
-  entry: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins"],
-  cli: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "entry"],
+  tvm: ["ground", "devices", "program", "vm", "kernels", "builtins"],
+  entry: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "tvm"],
+  cli: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "tvm", "entry"],
 };
 
 /** The library's entry points (files at the root that belong to the `entry` layer). */

@@ -128,6 +128,13 @@ export interface VirtualMachineOptions extends CallLimits {
    * touched. Default 1 GiB.
    */
   maxMemoryBytes?: number;
+  /**
+   * Packed functions of this VM alone, found before the process-wide
+   * registry: what TVM keeps in an executable's imported library, such as
+   * the compiled kernels of one model (`loadTVMPackage` passes its host
+   * functions here). Two VMs may each call their own `add`.
+   */
+  functions?: ReadonlyMap<string, PackedFunc> | Readonly<Record<string, PackedFunc>>;
 }
 
 /** The memory a VM may hold by default (`maxMemoryBytes`): 1 GiB. */
@@ -298,6 +305,8 @@ export class VirtualMachine {
   readonly #program: ProgramData;
   /** How the VM runs code (its options). */
   readonly #mode: "interpret" | "compiled";
+  /** This VM's own packed functions (`functions`), looked up before the registry. */
+  readonly #ownFunctions: ReadonlyMap<string, PackedFunc>;
   readonly #dispatch: "specialized" | "generic";
   readonly #outputs = new Map<string, unknown>();
   #disposed = false;
@@ -354,6 +363,7 @@ export class VirtualMachine {
     if (typeof moveInputs !== "boolean") {
       throw new TypeError(`moveInputs must be true or false, got ${String(moveInputs)}`);
     }
+    this.#ownFunctions = ownFunctions(options.functions);
     this.executable = ex;
     this.devices = Object.freeze(list);
     this.#inputTarget = moveInputs && list[0].kind !== "cpu" ? list[0] : null;
@@ -370,7 +380,7 @@ export class VirtualMachine {
     this.#interp = new Interpreter(run, this.#state);
     this.#interp.limits = this.#limits;
     for (const f of ex.functions) {
-      if (f.kind === "packed" && getGlobalFunc(f.name) === undefined) {
+      if (f.kind === "packed" && this.#packedFunc(f.name) === undefined) {
         this.#unregistered.push(f.name);
       }
     }
@@ -438,9 +448,14 @@ export class VirtualMachine {
 
   #callee(index: number): (...args: unknown[]) => unknown {
     const f = this.executable.functions[index];
-    if (f.kind === "packed") return getGlobalFunc(f.name) ?? this.#unregisteredCallee(f.name);
+    if (f.kind === "packed") return this.#packedFunc(f.name) ?? this.#unregisteredCallee(f.name);
     const interp = this.#interp;
     return (...args: unknown[]) => interp.call(index, args);
+  }
+
+  /** The packed function `name`: this VM's own, else the registry's. */
+  #packedFunc(name: string): PackedFunc | undefined {
+    return this.#ownFunctions.get(name) ?? getGlobalFunc(name);
   }
 
   /**
@@ -471,7 +486,9 @@ export class VirtualMachine {
     let reason = `Unknown packed function ${quote(name)}${
       guess === undefined ? "" : ` (did you mean ${quote(guess)}?)`
     }: register it with registerFunc`;
-    const others = this.#unregistered.filter((n) => n !== name && getGlobalFunc(n) === undefined);
+    const others = this.#unregistered.filter((n) =>
+      n !== name && this.#packedFunc(n) === undefined
+    );
     if (others.length > 0) {
       const shown = others.slice(0, 10).map(quote).join(", ");
       const more = others.length > 10 ? ` and ${others.length - 10} more` : "";
@@ -1142,7 +1159,7 @@ export class VirtualMachine {
         ? fns.join(", ")
         : `${fns.slice(0, 5).join(", ")}, … ${fns.length - 5} more`,
     );
-    const missing = this.#unregistered.filter((n) => getGlobalFunc(n) === undefined);
+    const missing = this.#unregistered.filter((n) => this.#packedFunc(n) === undefined);
     if (missing.length > 0) parts.push(`unregistered: ${missing.map(printable).join(", ")}`);
     const live = (d: Device) =>
       this.#state.allocators().find((a) => a.device === d)?.stats().liveBytes ?? 0;
@@ -1255,4 +1272,20 @@ function shortText(x: object): string {
   } catch {
     return "an object";
   }
+}
+
+/** `VirtualMachineOptions.functions` as a map, each entry checked to be a function. */
+function ownFunctions(
+  functions: VirtualMachineOptions["functions"],
+): ReadonlyMap<string, PackedFunc> {
+  if (functions === undefined) return new Map();
+  const entries = functions instanceof Map
+    ? [...functions.entries()]
+    : Object.entries(functions as Readonly<Record<string, PackedFunc>>);
+  for (const [name, f] of entries) {
+    if (typeof f !== "function") {
+      throw new TypeError(`functions: "${printable(name)}" must be a function, got ${typeof f}`);
+    }
+  }
+  return new Map(entries);
 }

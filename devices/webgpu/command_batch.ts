@@ -136,14 +136,14 @@ export class CommandBatch {
     this.#scopeOpen = true;
   }
 
-  /** Records a compute dispatch of `[x, y]` workgroups. */
-  dispatch(pipeline: GPUComputePipeline, bindGroup: GPUBindGroup, x: number, y = 1): void {
+  /** Records a compute dispatch of `[x, y, z]` workgroups. */
+  dispatch(pipeline: GPUComputePipeline, bindGroup: GPUBindGroup, x: number, y = 1, z = 1): void {
     this.openScope();
-    if (this.#timing !== null) return this.#timedDispatch(pipeline, bindGroup, x, y);
+    if (this.#timing !== null) return this.#timedDispatch(pipeline, bindGroup, x, y, z);
     if (this.#pass === null) this.#pass = this.#encoderNow().beginComputePass();
     this.#pass.setPipeline(pipeline);
     this.#pass.setBindGroup(0, bindGroup);
-    this.#pass.dispatchWorkgroups(x, y);
+    this.#pass.dispatchWorkgroups(x, y, z);
     this.#recorded++;
     this.#dispatches++;
   }
@@ -153,7 +153,13 @@ export class CommandBatch {
    * `timestampWrites` record when the pass starts and ends on the GPU.
    * Passes cost a little each, which is why only a profile does this.
    */
-  #timedDispatch(pipeline: GPUComputePipeline, bindGroup: GPUBindGroup, x: number, y: number) {
+  #timedDispatch(
+    pipeline: GPUComputePipeline,
+    bindGroup: GPUBindGroup,
+    x: number,
+    y: number,
+    z: number,
+  ) {
     const timing = this.#timing!;
     const encoder = this.#encoderNow();
     if (this.#pass !== null) {
@@ -175,7 +181,7 @@ export class CommandBatch {
     });
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindGroup);
-    pass.dispatchWorkgroups(x, y);
+    pass.dispatchWorkgroups(x, y, z);
     pass.end();
     timing.tags.push(timing.tag);
     timing.submittedAt.push(NaN);

@@ -416,6 +416,74 @@ const checks: [string, () => Promise<void>][] = [
     }
   }],
 
+  [
+    "a TVM-compiled package (the encoder block) loads from dist/relaxvm.js and matches TVM's llvm build",
+    async () => {
+      // tests/webgpu/tvm_package_suite.ts runs it in Deno (naga); this is Chromium's Tint.
+      const dir = new URL("../../testdata/tvm_webgpu/encoder/", import.meta.url);
+      const reference = JSON.parse(await Deno.readTextFile(new URL("reference.json", dir)));
+      const page = await browser!.newPage();
+      try {
+        await page.route("**/tvm_package/**", (route) => {
+          const file = new URL(route.request().url()).pathname.split("/tvm_package/")[1];
+          const known = ["package.json", "executable.tvm", "reference.json"];
+          const ok = known.includes(file) || /^params\/[\w.-]+$/.test(file);
+          return ok
+            ? route.fulfill({ path: new URL(file, dir).pathname })
+            : route.fulfill({ status: 404, body: "" });
+        });
+        await page.route("**/tvm_example.html", (route) =>
+          route.fulfill({
+            contentType: "text/html",
+            body: `<!doctype html>
+<script type="module">
+import { loadTVMPackage, tensor } from "./dist/relaxvm.js";
+const bytes = (b) => Uint8Array.from(atob(b), (c) => c.charCodeAt(0)).buffer;
+const { cases } = await (await fetch("./tvm_package/reference.json")).json();
+const pkg = await loadTVMPackage(new URL("./tvm_package/", location.href));
+const vm = pkg.createVM();
+const outputs = [];
+for (const c of cases) {
+  const x = tensor(new Float32Array(bytes(c.inputs[0].base64)), { shape: c.inputs[0].shape });
+  const y = await vm.invoke("forward", x, ...pkg.params());
+  outputs.push(Array.from(await y.data()));
+}
+console.log(JSON.stringify(outputs));
+</script>`,
+          }));
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const logged = new Promise<string>((resolve, reject) => {
+          page.on("pageerror", reject);
+          page.on("console", (m) => {
+            if (m.type() === "log") resolve(m.text());
+            else if (m.type() === "error") reject(new Error(m.text()));
+          });
+          // SwiftShader compiles the 14 kernels in about 13 s on a 2-core machine.
+          timer = setTimeout(
+            () => reject(new Error("the TVM package page printed nothing")),
+            4 * ACTION_TIMEOUT_MS,
+          );
+        }).finally(() => clearTimeout(timer));
+        await page.goto(new URL("tvm_example.html", base).href);
+        const outputs = JSON.parse(await logged) as number[][];
+        assertEquals(outputs.length, reference.cases.length);
+        reference.cases.forEach((c: { output: { base64: string } }, i: number) => {
+          const raw = Uint8Array.from(atob(c.output.base64), (ch) => ch.charCodeAt(0));
+          const want = new Float32Array(raw.buffer);
+          let diff = 0, scale = 0;
+          want.forEach((w, j) => {
+            diff = Math.max(diff, Math.abs(outputs[i][j] - w));
+            scale = Math.max(scale, Math.abs(w));
+          });
+          assertEquals(outputs[i].length, want.length);
+          assert(diff / scale <= 1e-4, `case ${i}: max rel diff ${diff / scale}`);
+        });
+      } finally {
+        await page.close();
+      }
+    },
+  ],
+
   ["index.html loads with its CSP and builds the first sample", async () => {
     index = await open(browser!, base);
     assertEquals(index.csp, PLAYGROUND_CSP);

@@ -16,6 +16,7 @@ import { hostileFamily } from "./hostile_family.ts";
 import { loaderFamily } from "./loader_family.ts";
 import { runFamily } from "./run_family.ts";
 import { tvmFormatFamily } from "./tvm_format_family.ts";
+import { tvmPackageFamily } from "./tvm_package_family.ts";
 import { Random } from "./random.ts";
 import { bugCount, type FamilyReport, reportTable } from "./report.ts";
 
@@ -27,6 +28,7 @@ export const FAMILIES: Record<string, (rand: Random, cases: number) => Promise<F
   hostile: hostileFamily,
   bombs: bombFamily,
   tvm: tvmFormatFamily,
+  tvm_package: tvmPackageFamily,
 };
 
 /** Runs the chosen families and returns their reports. */

@@ -12,3 +12,4 @@ import "./minilm_suite.ts";
 import "./ops_suite.ts";
 import "./profile_suite.ts";
 import "./vm_suite.ts";
+import "./tvm_package_suite.ts";

@@ -1,0 +1,478 @@
+"""Compiles a Relax model for WebGPU with the pinned TVM and writes a relaxvm TVM package.
+
+    python tools/tvm/export_webgpu.py MODEL OUT_DIR      (MODEL: mlp, encoder)
+
+A package is a directory (format "relaxvm-tvm-webgpu", version 1; the README's "Running
+TVM-compiled models" and tvm/package_format.ts describe every field):
+
+    package.json             the manifest: kernels (WGSL + TVM's launch metadata), host plans,
+                             entry functions and which parameters they take
+    executable.tvm           relax.build's VM executable in TVM's own format
+    params/ndarray-cache.json, params/params_shard_0.bin   the weights, as tvmjs's tensor cache
+    reference.json           inputs and the outputs of TVM's own CPU build (target="llvm") on them
+
+Why launch plans. The VM calls a host function per TIR function: TVM compiles it with LLVM to
+unpack the arguments, check them and launch the WGSL kernel with a grid computed from the
+shapes. Captured just after SplitHostDevice (before MakePackedAPI turns them into C ABI code),
+those host functions are tiny: buffer parameters with symbolic shapes, a few let-bindings and
+`call_ffi_kernel(name, buffers..., scalars..., grid extents...)`; shape functions are stores of
+integer arithmetic into the shape heap. This script writes them as JSON statements over a small
+expression language, and refuses (naming function and construct) anything else.
+"""
+
+import base64
+import json
+import os
+import re
+import sys
+
+import numpy as np
+import tvm
+from tvm import relax, tirx
+from tvm.relax.frontend import nn
+
+FORMAT = "relaxvm-tvm-webgpu"
+VERSION = 1
+
+
+class Unsupported(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Models
+
+class MLP(nn.Module):
+    def __init__(self, d_in=16, d_hidden=32, d_out=8):
+        self.fc1 = nn.Linear(d_in, d_hidden)
+        self.fc2 = nn.Linear(d_hidden, d_out)
+
+    def forward(self, x):
+        return self.fc2(nn.relu(self.fc1(x)))
+
+
+class EncoderBlock(nn.Module):
+    """A pre-norm transformer encoder block: self-attention and a GELU MLP, residuals around both."""
+
+    def __init__(self, d=32, heads=4, d_ff=64):
+        self.d, self.heads = d, heads
+        self.ln1 = nn.LayerNorm(d)
+        self.q = nn.Linear(d, d)
+        self.k = nn.Linear(d, d)
+        self.v = nn.Linear(d, d)
+        self.o = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.up = nn.Linear(d, d_ff)
+        self.down = nn.Linear(d_ff, d)
+
+    def forward(self, x):  # x: (s, d)
+        op = nn.op
+        s = x.shape[0]
+        hd = self.d // self.heads
+        h = self.ln1(x)
+
+        def split(t):  # (s, d) -> (heads, s, hd)
+            return op.permute_dims(op.reshape(t, (s, self.heads, hd)), (1, 0, 2))
+
+        q, k, v = split(self.q(h)), split(self.k(h)), split(self.v(h))
+        scores = op.matmul(q, op.permute_dims(k, (0, 2, 1))) * (1.0 / float(np.sqrt(hd)))
+        att = op.matmul(op.softmax(scores, axis=-1), v)  # (heads, s, hd)
+        att = op.reshape(op.permute_dims(att, (1, 0, 2)), (s, self.d))
+        x = x + self.o(att)
+        return x + self.down(op.gelu(self.up(self.ln2(x))))
+
+
+MODELS = {
+    # name: (module factory, input spec, sizes of the symbolic dimension in reference.json).
+    # mlp and encoder are committed under testdata/tvm_webgpu/; the *_bench sizes are exported
+    # by bench/tvm_webgpu_bench.ts into bench/.tvm_packages/ (git-ignored).
+    "mlp": (lambda: MLP(), {"x": nn.spec.Tensor(["n", 16], "float32")}, [1, 3, 37]),
+    "encoder": (lambda: EncoderBlock(), {"x": nn.spec.Tensor(["s", 32], "float32")}, [1, 5, 19]),
+    "mlp_bench": (lambda: MLP(256, 1024, 256), {"x": nn.spec.Tensor(["n", 256], "float32")}, [64]),
+    "encoder_bench": (lambda: EncoderBlock(256, 4, 1024),
+                      {"x": nn.spec.Tensor(["s", 256], "float32")}, [64]),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Host functions -> launch plans
+
+BINARY = {
+    tirx.Add: "add", tirx.Sub: "sub", tirx.Mul: "mul", tirx.FloorDiv: "floordiv",
+    tirx.FloorMod: "floormod", tirx.Div: "truncdiv", tirx.Mod: "truncmod", tirx.Min: "min",
+    tirx.Max: "max", tirx.EQ: "eq", tirx.NE: "ne", tirx.LT: "lt", tirx.LE: "le", tirx.GT: "gt",
+    tirx.GE: "ge", tirx.And: "and", tirx.Or: "or",
+}
+
+
+def dtype_of(e):
+    """An expression's dtype as TVM spells it (tirx keeps it in `ty`, a PrimType)."""
+    ty = getattr(e, "ty", None)
+    return str(getattr(ty, "dtype", ty)) if ty is not None else str(e.dtype)
+
+
+def param_of(data, params):
+    """The parameter index behind a buffer's data pointer (`tirx.buffer_data(param)`), or None."""
+    if type(data).__name__ == "Call" and str(data.op.name) == "tirx.buffer_data" \
+            and len(data.args) == 1:
+        data = data.args[0]
+    for p, i in params.items():
+        # Parameters are unique by name within a PrimFunc; identity (same_as) alone misses
+        # the copies some passes leave in buffer_data calls.
+        if p.same_as(data) or (type(data).__name__ == "Var" and data.name == p.name):
+            return i
+    return None
+
+
+class PlanWriter:
+    def __init__(self, func, name):
+        self.name = name
+        self.data = {}  # data var (the parameter's pointer) -> parameter index
+        self.vars = set()
+        self.params = []
+        # As TVM's argument binder: every bare symbolic dimension binds first, so a dimension
+        # such as `batch * seq` may come before the parameter that binds `batch`.
+        for p in func.params:
+            if isinstance(p.ty, tirx.buffer.BufferType):
+                for d in p.ty.shape:
+                    if type(d).__name__ in ("Var", "SizeVar"):
+                        self.vars.add(d.name)
+            else:
+                self.vars.add(p.name)  # a scalar parameter (Relax passes symbolic sizes so)
+        for i, p in enumerate(func.params):
+            ty = p.ty
+            if isinstance(ty, tirx.buffer.BufferType):
+                if ty.strides is not None and len(ty.strides) > 0:
+                    raise Unsupported(f"{name}: parameter {p.name} has strides")
+                if not (isinstance(ty.elem_offset, tirx.IntImm) and int(ty.elem_offset) == 0) \
+                        and ty.elem_offset is not None:
+                    raise Unsupported(f"{name}: parameter {p.name} has an element offset")
+                self.data[p] = i
+                self.params.append({
+                    "name": str(p.name), "kind": "tensor", "dtype": str(ty.dtype),
+                    "shape": [self.expr(d, bind=True) for d in ty.shape],
+                })
+            else:
+                self.vars.add(p.name)
+                self.params.append({"name": str(p.name), "kind": "scalar", "dtype": dtype_of(p)})
+        self.body = self.stmt(func.body)
+
+    def fail(self, what):
+        raise Unsupported(f"host function {self.name}: unsupported {what}")
+
+    def expr(self, e, bind=False):
+        if isinstance(e, int):
+            return e
+        if isinstance(e, tirx.IntImm):
+            if dtype_of(e) == "bool":
+                return {"op": "ne", "args": [int(e.value), 0]}
+            return int(e.value)
+        if isinstance(e, tirx.FloatImm):
+            return {"float": float(e.value)}
+        if isinstance(e, tvm.ir.expr.Var) or type(e).__name__ in ("Var", "SizeVar"):
+            if param_of(e, self.data) is not None:
+                return {"data": param_of(e, self.data)}
+            if bind:
+                self.vars.add(e.name)
+            elif e.name not in self.vars:
+                self.fail(f"free variable {e.name}")
+            return {"var": str(e.name)}
+        for cls, op in BINARY.items():
+            if isinstance(e, cls):
+                return {"op": op, "args": [self.expr(e.a), self.expr(e.b)]}
+        if isinstance(e, tirx.Not):
+            return {"op": "not", "args": [self.expr(e.a)]}
+        if isinstance(e, tirx.Select):
+            return {"op": "select", "args": [self.expr(e.condition), self.expr(e.true_value),
+                                             self.expr(e.false_value)]}
+        if isinstance(e, tirx.Cast):
+            return {"op": "cast", "dtype": dtype_of(e), "args": [self.expr(e.value)]}
+        if type(e).__name__ in ("BufferLoad", "TensorLoad"):
+            src = e.buffer if hasattr(e, "buffer") else e.source
+            src = src.data if hasattr(src, "data") else src
+            if len(e.indices) != 1 or param_of(src, self.data) is None:
+                self.fail(f"load {e}")
+            return {"load": param_of(src, self.data), "index": self.expr(e.indices[0])}
+        if type(e).__name__ == "Call" and param_of(e, self.data) is not None:
+            return {"data": param_of(e, self.data)}
+        self.fail(f"expression {type(e).__name__}: {e}")
+
+    def stmt(self, s):
+        out = []
+        self.stmts(s, out)
+        return out
+
+    def stmts(self, s, out):
+        kind = type(s).__name__
+        if kind == "SeqStmt":
+            for x in s.seq:
+                self.stmts(x, out)
+        elif kind == "DeclBuffer":
+            # A flat view of a parameter (TVM's FlattenBuffer); anything else is not host code.
+            if param_of(s.buffer.data, self.data) is None:
+                self.fail(f"buffer {s.buffer.name} that is not a view of a parameter")
+        elif kind == "Bind":
+            value = self.expr(s.value)
+            self.vars.add(s.var.name)
+            out.append({"let": str(s.var.name), "value": value})
+        elif kind in ("BufferStore", "TensorStore"):
+            if len(s.indices) != 1 or param_of(s.buffer.data, self.data) is None:
+                self.fail(f"store {s}")
+            out.append({"store": param_of(s.buffer.data, self.data), "index": self.expr(s.indices[0]),
+                        "value": self.expr(s.value)})
+        elif kind == "AssertStmt":
+            msg = s.message.value if hasattr(s.message, "value") else str(s.message)
+            out.append({"assert": self.expr(s.condition), "message": str(msg)})
+        elif kind == "IfThenElse":
+            out.append({"if": self.expr(s.condition), "then": self.stmt(s.then_case),
+                        "else": self.stmt(s.else_case) if s.else_case is not None else []})
+        elif kind == "Evaluate":
+            self.evaluate(s.value, out)
+        else:
+            self.fail(f"statement {kind}")
+
+    def evaluate(self, call, out):
+        if isinstance(call, tirx.IntImm):
+            return  # T.evaluate(0): nothing
+        if type(call).__name__ != "Call" or call.op.name != "tirx.call_ffi_kernel" \
+                and not str(call.op.name).endswith("call_ffi_kernel"):
+            self.fail(f"call {call}")
+        kernel = call.args[0].value
+        launch = getattr(call.attrs, "launch_params", None) if call.attrs is not None else None
+        launch = None if launch is None else [str(t) for t in launch]
+        if launch is None:
+            self.fail(f"kernel call without launch_params: {call}")
+        args = [self.expr(a) for a in call.args[1:]]
+        n = len(launch)
+        out.append({"launch": str(kernel), "args": args[:len(args) - n],
+                    "grid": args[len(args) - n:], "grid_tags": launch})
+
+
+def build_and_capture(mod, target):
+    """relax.build(mod, target), keeping the TIR module as it is just before MakePackedAPI.
+
+    One build, so the kernels and host functions are those of the executable (a second
+    relax.build of the same module may fuse differently). MakePackedAPI is where TVM turns host
+    functions into C-ABI code; just before it, after SplitHostDevice, they are still buffer
+    parameters and kernel calls.
+    """
+    captured = {}
+    original = tirx.transform.MakePackedAPI
+
+    @tvm.transform.module_pass(opt_level=0, name="relaxvm.CaptureHostFunctions")
+    def capture(m, _ctx):
+        captured["mod"] = m
+        return m
+
+    tirx.transform.MakePackedAPI = lambda: tvm.transform.Sequential([capture, original()])
+    try:
+        ex = relax.build(mod, target=target)
+    finally:
+        tirx.transform.MakePackedAPI = original
+    return ex, captured["mod"]
+
+
+def host_functions_and_kernels(lowered):
+    """The host functions (as launch plans) and kernels (WGSL + func_info) of a lowered module."""
+    original_split = sys.modules["tvm.tirx.build"].split_host_device_mods
+    host_mod, device_mods = original_split(lowered)
+    from tvm.s_tir.pipeline import finalize_device_passes
+    build_webgpu = tvm.get_global_func("target.build.webgpu")
+    hosts, kernels = {}, {}
+    funcs = [(gv, f) for gv, f in host_mod.functions.items()]
+    for t, dm in device_mods.items():
+        final = finalize_device_passes()(dm)
+        for gv, f in final.functions.items():
+            cc = f.attrs.get("calling_conv")
+            if cc is None or int(cc) != 2:
+                continue
+            one = build_webgpu(tvm.IRModule({gv: f}), t)
+            info = json.loads(one.inspect_source("func_info"))[gv.name_hint]
+            kernels[gv.name_hint] = {
+                "wgsl": one.inspect_source(),
+                "arg_types": list(info["arg_types"]),
+                "launch_param_tags": list(info["launch_param_tags"]),
+            }
+        for gv, f in dm.functions.items():
+            cc = f.attrs.get("calling_conv")
+            if cc is None:
+                funcs.append((gv, f))
+    for gv, f in funcs:
+        if not isinstance(f, tirx.PrimFunc):
+            continue
+        plan = PlanWriter(f, gv.name_hint)
+        hosts[gv.name_hint] = {"params": plan.params, "body": canonical(plan.body)}
+    return hosts, kernels
+
+
+# ---------------------------------------------------------------------------------------------
+# Package
+
+def loads(e):
+    """The (parameter, index) pairs an expression loads from."""
+    if isinstance(e, dict):
+        found = [(e["load"], json.dumps(e["index"]))] if "load" in e else []
+        for v in e.values():
+            found += loads(v)
+        return found
+    if isinstance(e, list):
+        return [x for v in e for x in loads(v)]
+    return []
+
+
+def canonical(body):
+    """The plan with each run of independent stores sorted by slot.
+
+    TVM emits a shape function's stores in an order that changes from one build to the next
+    (it iterates a pointer-keyed map). Stores to constant slots that no store of the run reads
+    commute, so sorting them makes the package the same every time.
+    """
+    out, run = [], []
+
+    def flush():
+        slots = {(s["store"], json.dumps(s["index"])) for s in run}
+        independent = all(isinstance(s["index"], int) for s in run) and not any(
+            load in slots for s in run for load in loads(s["value"]))
+        if independent:
+            run.sort(key=lambda s: (s["store"], s["index"]))
+        out.extend(run)
+        run.clear()
+
+    for s in body:
+        if "store" in s:
+            run.append(s)
+            continue
+        flush()
+        if "if" in s:
+            s = {**s, "then": canonical(s["then"]), "else": canonical(s["else"])}
+        out.append(s)
+    flush()
+    return out
+
+
+def walk(body):
+    """Every statement of a plan body, branches included."""
+    for s in body:
+        yield s
+        if "if" in s:
+            yield from walk(s["then"])
+            yield from walk(s["else"])
+
+
+def b64(a):
+    return base64.b64encode(np.ascontiguousarray(a).tobytes()).decode()
+
+
+def export_package(mod, params, out_dir, *, function="forward", reference_inputs=(), name="model"):
+    """Compiles Relax module `mod` for WebGPU and writes a package into `out_dir`.
+
+    `mod[function]` takes its inputs, then its weights (as `nn.Module.export_tvm` makes it);
+    `params` maps each weight's name to a NumPy array, in that parameter order. Each tuple of
+    NumPy arrays in `reference_inputs` is run through TVM's own CPU build (target="llvm") and
+    written with its output to reference.json. Raises `Unsupported` (naming the host function
+    and construct) for host code the package format cannot express.
+    """
+    num_inputs = len(mod[function].params) - len(params)
+    target = tvm.target.Target("webgpu", host="llvm")
+    ex, lowered = build_and_capture(mod, target)
+    webgpu_mod = ex.mod.imports[0].imports[0]
+    hosts, kernels = host_functions_and_kernels(lowered)
+    # The per-kernel sources come from a second lowering; they must be the build's own.
+    whole = webgpu_mod.inspect_source()
+    info = json.loads(webgpu_mod.inspect_source("func_info"))
+    if set(info) != set(kernels) or sum(len(k["wgsl"]) for k in kernels.values()) != len(whole) \
+            or not all(k["wgsl"] in whole for k in kernels.values()):
+        raise Unsupported("the captured kernels differ from relax.build's WebGPU module")
+    for kname, k in kernels.items():
+        if info[kname]["arg_types"] != k["arg_types"] \
+                or info[kname]["launch_param_tags"] != k["launch_param_tags"]:
+            raise Unsupported(f"kernel {kname}: captured metadata differs from the build's")
+
+    # TVM keeps TIR functions the VM never calls (reshapes it turned into vm.builtin.reshape):
+    # the package holds only what the executable calls and the kernels those launch.
+    called = set(re.findall(r"^@(\S+) packed_func;$", ex.as_text(), re.MULTILINE))
+    hosts = {n: h for n, h in hosts.items() if n in called}
+    launched = {s["launch"] for h in hosts.values() for s in walk(h["body"]) if "launch" in s}
+    kernels = {n: k for n, k in kernels.items() if n in launched}
+
+    os.makedirs(os.path.join(out_dir, "params"), exist_ok=True)
+    ex.mod.write_to_file(os.path.join(out_dir, "executable.tvm"))
+
+    # Tensor cache, as tvmjs writes it: one raw shard, records in parameter order.
+    records, offset, shard = [], 0, bytearray()
+    for pname, a in params.items():
+        raw = np.ascontiguousarray(a).tobytes()
+        records.append({"name": pname, "shape": list(a.shape), "dtype": str(a.dtype),
+                        "format": "raw", "nbytes": len(raw), "byteOffset": offset})
+        shard += raw
+        offset += len(raw)
+    with open(os.path.join(out_dir, "params", "params_shard_0.bin"), "wb") as f:
+        f.write(shard)
+    with open(os.path.join(out_dir, "params", "ndarray-cache.json"), "w") as f:
+        json.dump({"metadata": {"ParamSize": len(records), "ParamBytes": offset},
+                   "records": [{"dataPath": "params_shard_0.bin", "format": "raw-shard",
+                                "nbytes": offset, "records": records}]}, f, indent=1)
+
+    manifest = {
+        "format": FORMAT,
+        "version": VERSION,
+        "tvm_version": tvm.__version__,
+        "model": name,
+        "executable": "executable.tvm",
+        "params": "params/ndarray-cache.json",
+        "functions": {function: {"inputs": num_inputs, "params": list(params)}},
+        "kernels": dict(sorted(kernels.items())),
+        "host_functions": dict(sorted(hosts.items())),
+    }
+    with open(os.path.join(out_dir, "package.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+
+    # Reference: TVM's own CPU build on the same inputs.
+    cpu_ex = relax.build(mod, target="llvm")
+    vm = relax.VirtualMachine(cpu_ex, tvm.cpu())
+    weights = [tvm.runtime.tensor(a, tvm.cpu()) for a in params.values()]
+    cases = []
+    for inputs in reference_inputs:
+        y = vm[function](*[tvm.runtime.tensor(x, tvm.cpu()) for x in inputs], *weights).numpy()
+        cases.append({
+            "function": function,
+            "inputs": [{"shape": list(x.shape), "dtype": str(x.dtype), "base64": b64(x)}
+                       for x in inputs],
+            "output": {"shape": list(y.shape), "dtype": str(y.dtype), "base64": b64(y)},
+        })
+    with open(os.path.join(out_dir, "reference.json"), "w") as f:
+        json.dump({"reference": f"TVM {tvm.__version__} relax.build(target='llvm'), relax VM on CPU",
+                   "cases": cases}, f, indent=1)
+        f.write("\n")
+    print(f"{name}: {len(kernels)} kernels, {len(hosts)} host functions, "
+          f"{offset} parameter bytes, {len(cases)} reference cases -> {out_dir}")
+
+
+def export(model, out_dir):
+    """Exports one of MODELS with seeded weights and reference inputs."""
+    factory, spec, sizes = MODELS[model]
+    mod, named = factory().export_tvm({"forward": spec})
+    rng = np.random.default_rng(23)
+    params = {}
+    for pname, p in named:
+        shape = [int(d) for d in p.shape]
+        if pname.endswith("weight") and len(shape) == 1:  # layer norm scale
+            params[pname] = (1 + 0.1 * rng.standard_normal(shape)).astype(p.dtype)
+        else:
+            params[pname] = (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(p.dtype)
+    (inp_spec,) = spec.values()
+    inputs = []
+    for size in sizes:
+        shape = [size if isinstance(d, str) else int(d) for d in inp_spec.shape]
+        inputs.append((rng.standard_normal(shape).astype("float32"),))
+    export_package(mod, params, out_dir, reference_inputs=inputs, name=model)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in MODELS:
+        raise SystemExit(f"usage: export_webgpu.py {{{','.join(MODELS)}}} OUT_DIR")
+    try:
+        export(sys.argv[1], sys.argv[2])
+    except Unsupported as e:
+        raise SystemExit(f"export_webgpu.py: cannot export {sys.argv[1]}: {e}")

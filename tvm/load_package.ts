@@ -1,0 +1,304 @@
+/**
+ * `loadTVMPackage`: a model TVM compiled for WebGPU (`relax.build(mod,
+ * Target("webgpu", host="llvm"))`, exported by `tools/tvm/export_webgpu.py`)
+ * loaded onto a relaxvm WebGPU device, with no WebAssembly: the executable
+ * runs on relaxvm's VM, TVM's WGSL kernels on the device, and the host code
+ * between them from the package's launch plans.
+ *
+ * Every read goes through `fetch`, so a package loads from `https:` in
+ * browsers and Deno and from `file:` URLs and plain paths in Deno.
+ *
+ * This file is browser-safe: no `Deno.*`.
+ *
+ * @module
+ */
+
+import { getGlobalFunc, type PackedFunc } from "../ground/registry.ts";
+import { LoadError } from "../ground/errors.ts";
+import { NDArray } from "../devices/ndarray.ts";
+import { webgpu, type WebGPUDevice } from "../devices/webgpu/webgpu_device.ts";
+import { Executable } from "../program/executable.ts";
+import { VirtualMachine, type VirtualMachineOptions } from "../vm/virtual_machine.ts";
+import { asDirectory, resolveLocation } from "../builtins/tensor_cache_files.ts";
+import {
+  decodeRecord,
+  parseTensorCacheIndex,
+  recordBytes,
+  type TensorCacheRecord,
+} from "../builtins/tensor_cache_format.ts";
+import { tensorDType } from "../ground/dtype.ts";
+import { hostFunction } from "./host_plan.ts";
+import {
+  parseTVMPackageManifest,
+  TVMPackageError,
+  type TVMPackageManifest,
+} from "./package_format.ts";
+import { compileKernels } from "./webgpu_kernels.ts";
+
+/** Options of `loadTVMPackage`. */
+export interface LoadTVMPackageOptions {
+  /** The device the kernels and weights go to; default `await webgpu()`. */
+  device?: WebGPUDevice;
+  /** Cancels the fetches. */
+  signal?: AbortSignal;
+}
+
+/**
+ * A loaded TVM package: its executable, the packed functions it brings
+ * (host functions over compiled kernels, for its VMs only) and its weights
+ * on the device. Make VMs with `createVM`; `dispose()` frees the weights and
+ * the executable.
+ */
+export interface TVMPackage extends Disposable {
+  /** The validated manifest. */
+  readonly manifest: TVMPackageManifest;
+  /** The Relax VM executable, loaded from TVM's format. */
+  readonly executable: Executable;
+  /** The device the kernels run on. */
+  readonly device: WebGPUDevice;
+  /** The packed functions the executable calls that the package defines. */
+  readonly functions: ReadonlyMap<string, PackedFunc>;
+  /** The weights a call of VM function `name` passes after its inputs, in order. */
+  params(name?: string): NDArray[];
+  /** A VM running the package on its device, with its functions registered for that VM alone. */
+  createVM(options?: Omit<VirtualMachineOptions, "functions">): VirtualMachine;
+  /** Frees the weights and the executable's constants. */
+  dispose(): void;
+}
+
+/** Reads a package's files by their package-relative paths. */
+interface PackageReader {
+  /** What errors call the file. */
+  name(path: string): string;
+  /** The file's bytes. */
+  bytes(path: string): Promise<Uint8Array>;
+}
+
+/** Files under a directory URL, through `fetch`. */
+function urlReader(base: URL, signal: AbortSignal | undefined): PackageReader {
+  return {
+    name: (path) => new URL(path, base).href,
+    async bytes(path) {
+      const url = new URL(path, base);
+      let response: Response;
+      try {
+        response = await fetch(url, { signal });
+      } catch (e) {
+        throw new TVMPackageError(url.href, "", `cannot fetch it (${e})`, { cause: e });
+      }
+      if (!response.ok) {
+        await response.body?.cancel();
+        throw new TVMPackageError(url.href, "", `cannot fetch it (HTTP ${response.status})`);
+      }
+      return new Uint8Array(await response.arrayBuffer());
+    },
+  };
+}
+
+/** Files held in memory, by path. */
+function mapReader(files: ReadonlyMap<string, Uint8Array | string>): PackageReader {
+  return {
+    name: (path) => path,
+    bytes(path) {
+      const file = files.get(path);
+      if (file === undefined) {
+        return Promise.reject(new TVMPackageError(path, "", "the package has no such file"));
+      }
+      return Promise.resolve(typeof file === "string" ? new TextEncoder().encode(file) : file);
+    },
+  };
+}
+
+/** `path` relative to the directory of `from` (package-relative, `/`-separated). */
+function sibling(from: string, path: string, file: string): string {
+  const parts = from.split("/").slice(0, -1);
+  for (const seg of path.split("/")) {
+    if (seg === "..") {
+      if (parts.length === 0) {
+        throw new TVMPackageError(file, "", `${JSON.stringify(path)} points outside the package`);
+      }
+      parts.pop();
+    } else if (seg !== "." && seg !== "") parts.push(seg);
+  }
+  return parts.join("/");
+}
+
+/**
+ * Loads the TVM package in directory (or URL) `location` — or held in
+ * memory, as a map from package-relative paths (`package.json`,
+ * `executable.tvm`, `params/...`) to their bytes or text — onto a WebGPU
+ * device: validates the manifest, loads the executable (TVM's format),
+ * checks that every packed function it calls is a relaxvm builtin or one
+ * of the package's host functions, compiles the kernels, and uploads the
+ * weights. All or nothing: on failure whatever was made is freed and the
+ * error names the file and the field: a `TVMPackageError` (with the
+ * `LoadError` as its `cause` when the executable's bytes are bad), or a
+ * `TensorCacheError` for a malformed weights index.
+ *
+ * @example Run a TVM-compiled MLP (the package `tools/tvm/export_webgpu.py mlp` writes)
+ * ```ts
+ * import { loadTVMPackage, tensor } from "@relaxvm/relaxvm";
+ *
+ * if (import.meta.main) { // needs a WebGPU adapter; the doc tests only type-check it
+ *   using pkg = await loadTVMPackage("testdata/tvm_webgpu/mlp");
+ *   const vm = pkg.createVM();
+ *   using x = tensor(new Float32Array(3 * 16).fill(0.5), { shape: [3, 16] });
+ *   using y = await vm.invokeTensor("forward", x, ...pkg.params("forward"));
+ *   console.log(y.shape, await y.data()); // [3, 8] Float32Array(24) [...]
+ * }
+ * ```
+ */
+export async function loadTVMPackage(
+  location: string | URL | ReadonlyMap<string, Uint8Array | string>,
+  options: LoadTVMPackageOptions = {},
+): Promise<TVMPackage> {
+  const reader = location instanceof Map
+    ? mapReader(location)
+    : urlReader(asDirectory(resolveLocation(location as string | URL)), options.signal);
+  const manifestFile = reader.name("package.json");
+  const manifest = parseTVMPackageManifest(
+    new TextDecoder().decode(await reader.bytes("package.json")),
+    manifestFile,
+  );
+  const exeFile = reader.name(manifest.executable);
+  const bytes = await reader.bytes(manifest.executable);
+  let executable: Executable;
+  try {
+    executable = Executable.load(bytes);
+  } catch (e) {
+    if (e instanceof LoadError) {
+      throw new TVMPackageError(exeFile, "", e.message, { cause: e });
+    }
+    throw e;
+  }
+  const owned: NDArray[] = [];
+  try {
+    checkCalls(manifest, executable, manifestFile);
+    const device = options.device ?? await webgpu();
+    const launch = await compileKernels(device, manifest.kernels, manifestFile);
+    const functions = new Map<string, PackedFunc>();
+    for (const [name, fn] of manifest.host_functions) {
+      functions.set(name, hostFunction(name, fn, launch));
+    }
+    const weights = manifest.params === null
+      ? new Map<string, NDArray>()
+      : await loadWeights(reader, manifest.params, device, owned);
+    const params = new Map<string, NDArray[]>();
+    for (const [name, f] of manifest.functions) {
+      if (!executable.functions.some((g) => g.kind === "vm" && g.name === name)) {
+        throw new TVMPackageError(
+          manifestFile,
+          `functions[${JSON.stringify(name)}]`,
+          "the executable has no such VM function",
+        );
+      }
+      params.set(
+        name,
+        f.params.map((p, i) => {
+          const t = weights.get(p);
+          if (t === undefined) {
+            throw new TVMPackageError(
+              manifestFile,
+              `functions[${JSON.stringify(name)}].params[${i}]`,
+              `the tensor cache has no record ${JSON.stringify(p)}`,
+            );
+          }
+          return t;
+        }),
+      );
+    }
+    let disposed = false;
+    const pkg: TVMPackage = {
+      manifest,
+      executable,
+      device,
+      functions,
+      params(name = "forward") {
+        const list = params.get(name);
+        if (list === undefined) {
+          throw new RangeError(
+            `The package has no function ${JSON.stringify(name)}; it has ${
+              [...params.keys()].map((n) => JSON.stringify(n)).join(", ")
+            }`,
+          );
+        }
+        return [...list];
+      },
+      createVM(vmOptions = {}) {
+        if (disposed) throw new TypeError("The TVM package was disposed");
+        return new VirtualMachine(executable, device, { ...vmOptions, functions });
+      },
+      dispose() {
+        if (disposed) return;
+        disposed = true;
+        for (const t of owned) t.dispose();
+        owned.length = 0;
+        executable.dispose();
+      },
+      [Symbol.dispose]() {
+        pkg.dispose();
+      },
+    };
+    return pkg;
+  } catch (e) {
+    for (const t of owned) t.dispose();
+    executable.dispose();
+    throw e;
+  }
+}
+
+/** Every packed function the executable calls must be a builtin or a host function of the package. */
+function checkCalls(manifest: TVMPackageManifest, ex: Executable, file: string): void {
+  const missing = ex.functions.filter((f) =>
+    f.kind === "packed" && !manifest.host_functions.has(f.name) &&
+    getGlobalFunc(f.name) === undefined
+  ).map((f) => JSON.stringify(f.name));
+  if (missing.length > 0) {
+    throw new TVMPackageError(
+      file,
+      "host_functions",
+      `the executable calls ${missing.slice(0, 10).join(", ")}${
+        missing.length > 10 ? ` and ${missing.length - 10} more` : ""
+      }, which neither the package nor relaxvm's builtins define`,
+    );
+  }
+}
+
+/** The tensor cache whose index is `index`, each record a tensor on `device` (also in `owned`). */
+async function loadWeights(
+  reader: PackageReader,
+  indexPath: string,
+  device: WebGPUDevice,
+  owned: NDArray[],
+): Promise<Map<string, NDArray>> {
+  const indexFile = reader.name(indexPath);
+  const index = parseTensorCacheIndex(
+    new TextDecoder().decode(await reader.bytes(indexPath)),
+    indexFile,
+  );
+  const out = new Map<string, NDArray>();
+  for (const shard of index.records) {
+    const path = sibling(indexPath, shard.dataPath, indexFile);
+    const bytes = await reader.bytes(path);
+    if (bytes.length !== shard.nbytes) {
+      throw new TVMPackageError(
+        reader.name(path),
+        "",
+        `the shard is ${bytes.length} bytes, the index says ${shard.nbytes}`,
+      );
+    }
+    for (const record of shard.records) {
+      const t = recordTensor(bytes, record, device);
+      owned.push(t);
+      out.set(record.name, t);
+    }
+  }
+  return out;
+}
+
+function recordTensor(shard: Uint8Array, record: TensorCacheRecord, device: WebGPUDevice): NDArray {
+  const raw = decodeRecord(recordBytes(shard, record), record);
+  const t = NDArray.empty(record.shape, tensorDType(record.dtype), device);
+  device.writeBlock(t.block, t.byteOffset, raw);
+  return t.handToUser() as NDArray;
+}
