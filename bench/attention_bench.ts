@@ -49,6 +49,7 @@ import {
   webgpu,
 } from "../mod.ts";
 import { randomValues } from "./_random.ts";
+import { median } from "./_stats.ts";
 
 const HEADS = 6, HEAD_SIZE = 64, BATCH = 20;
 
@@ -139,12 +140,6 @@ function runners(device: Device, { Tq, Tk }: Shape): Runners {
       for (const o of outs) o.dispose();
     },
   };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((x, y) => x - y);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 /** Median milliseconds per attention of `fn(n)` over `runs`, interleaved across the runners. */

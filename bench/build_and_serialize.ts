@@ -9,6 +9,7 @@
  */
 
 import { ExecBuilder, Executable } from "../mod.ts";
+import { median } from "./_stats.ts";
 
 const N = 1_000_000;
 
@@ -16,10 +17,6 @@ function time<T>(fn: () => T): [T, number] {
   const t0 = performance.now();
   const out = fn();
   return [out, performance.now() - t0];
-}
-
-function median(xs: number[]): number {
-  return [...xs].sort((a, b) => a - b)[xs.length >> 1];
 }
 
 if (import.meta.main) {

@@ -13,6 +13,7 @@
  */
 
 import { ExecBuilder, registerFunc, VirtualMachine } from "../mod.ts";
+import { median } from "./_stats.ts";
 
 const CALLS = 1000;
 const table: ((a: number, b: number) => number)[] = [
@@ -46,11 +47,6 @@ export function plainLoop(a: number, b: number): number {
   let out = 0;
   for (let i = 0; i < CALLS; i++) out = table[i & 7](a, b);
   return out;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((x, y) => x - y);
-  return s[s.length >> 1];
 }
 
 async function measure(run: () => unknown, rounds: number, perRound: number): Promise<number> {

@@ -17,6 +17,7 @@
 
 import { ExecBuilder, type Executable, registerFunc, VirtualMachine } from "../mod.ts";
 import { loadReport, type VirtualMachineOptions } from "../vm/virtual_machine.ts";
+import { median } from "./_stats.ts";
 
 registerFunc("bench.branch_add", (a: number, b: number) => a + b, { override: true });
 
@@ -44,10 +45,6 @@ export function branchingProgram(k: number): Executable {
 /** Number of instructions of `branchingProgram(k)`. */
 export function branchingInstructions(k: number): number {
   return 3 * k + 2;
-}
-
-function median(xs: number[]): number {
-  return [...xs].sort((a, b) => a - b)[xs.length >> 1];
 }
 
 /** Median ms of `new VirtualMachine(ex, cpu, options)` over `rounds`. */

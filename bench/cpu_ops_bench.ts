@@ -31,6 +31,7 @@ import type { NDArray } from "../devices/ndarray.ts";
 import { tensor } from "../devices/tensor.ts";
 import { ExecBuilder, VirtualMachine } from "../mod.ts";
 import { randomValues } from "./_random.ts";
+import { median } from "./_stats.ts";
 
 installBuiltins();
 
@@ -112,12 +113,6 @@ function addCase(n: number, runs: number): Case {
   const millions = n / 2 ** 20;
   const name = `add ${Number.isInteger(millions) ? `${millions}M` : n} floats`;
   return binaryCase(name, "vm.op.add", tf.add, [n], n, runs);
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((x, y) => x - y);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
 /** Times one case: a warm-up run each, then `runs` interleaved runs; medians in ms. */

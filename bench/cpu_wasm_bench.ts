@@ -39,6 +39,7 @@ import { cpuKernelInfo, cpuThreadsReady, setCpuKernelMode } from "../kernels/cpu
 import { matmulModel } from "./_onnx_matmul.ts";
 import { randomValues } from "./_random.ts";
 import { peer } from "./_peer.ts";
+import { median } from "./_stats.ts";
 
 const quick = Deno.args.includes("--quick");
 const ROUNDS = quick ? 5 : 9;
@@ -168,12 +169,6 @@ async function ortNodeSide(): Promise<Side> {
       };
     },
   };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((x, y) => x - y);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 const settle = () => new Promise((r) => setTimeout(r, 60));

@@ -23,6 +23,7 @@
 
 import { ExecBuilder, type Executable, registerFunc, VirtualMachine } from "../mod.ts";
 import type { VirtualMachineOptions } from "../vm/virtual_machine.ts";
+import { median } from "./_stats.ts";
 
 /** Number of calls in the program. */
 export const CALLS = 1000;
@@ -106,11 +107,6 @@ export function straightLine(calls: CallList): (x: number, y: number) => unknown
   return new Function(...names, `return function straight(r0, r1) {\n${body}\n};`)(
     ...table,
   ) as (x: number, y: number) => unknown;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((x, y) => x - y);
-  return s[s.length >> 1];
 }
 
 /**

@@ -45,14 +45,9 @@ import { buildGPT } from "../models/gpt/program.ts";
 import { argmax, GPTSession } from "../models/gpt/session.ts";
 import { makeWeights, paramCount, paramSpecs } from "../models/gpt/weights.ts";
 import { TfjsGPT } from "./_gpt_tfjs.ts";
+import { median } from "./_stats.ts";
 
 const PROMPT = 16, STEPS = 64, PREFILL = 64;
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
 
 /** A deterministic prompt of `n` tokens. */
 function prompt(c: GPTConfig, n: number): number[] {

@@ -25,6 +25,7 @@ import * as tf from "npm:@tensorflow/tfjs-core@4.22.0";
 import "npm:@tensorflow/tfjs-backend-webgpu@4.22.0";
 import { ExecBuilder, type NDArray, tensor, VirtualMachine, webgpu } from "../mod.ts";
 import { randomValues } from "./_random.ts";
+import { median } from "./_stats.ts";
 
 const gpu = await webgpu();
 tf.enableProdMode();
@@ -47,12 +48,6 @@ interface OpCase {
   bytes: number;
   /** Op counts for the slope. */
   counts: [number, number];
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((x, y) => x - y);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 /** A VM function `ops(a, b)` calling `op` `n` times (each result is dead at once) and returning one more. */

@@ -28,6 +28,7 @@ import { peer } from "./_peer.ts";
 import { cpu, webgpu } from "../mod.ts";
 import { buildMiniLM } from "../models/minilm/program.ts";
 import { MiniLMSession, padBatch } from "../models/minilm/session.ts";
+import { median } from "./_stats.ts";
 
 const WEIGHTS = new URL("../.weights/all-MiniLM-L6-v2/", import.meta.url);
 const ONNX = new URL("model.onnx", WEIGHTS);
@@ -47,12 +48,6 @@ for (
     console.log(`minilm bench: ${file.pathname} is missing; make it with ${how}`);
     Deno.exit(0);
   }
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 /** A side embeds a padded batch; resolves to `[rows × 384]`. */

@@ -33,6 +33,7 @@ import * as tf from "npm:@tensorflow/tfjs-core@4.22.0";
 import "npm:@tensorflow/tfjs-backend-cpu@4.22.0";
 import { type NDArray, tensor, VirtualMachine } from "../mod.ts";
 import { A, B, OPS, plainChain, SIZE, smallOpsProgram, X0 } from "./small_ops_program.ts";
+import { median } from "./_stats.ts";
 
 /** The same chain as TF.js eager ops; `tf.tidy` disposes every intermediate. */
 function tfChain(x0: tf.Tensor, a: tf.Tensor, b: tf.Tensor): Float32Array {
@@ -47,12 +48,6 @@ function tfChain(x0: tf.Tensor, a: tf.Tensor, b: tf.Tensor): Float32Array {
   const values = out.dataSync() as Float32Array;
   out.dispose();
   return values;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((p, q) => p - q);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
 /** Runs `body` `reps` times; returns ns per op. */

@@ -34,6 +34,7 @@ import {
 } from "../mod.ts";
 import { relaxvmEncoder, relaxvmMLP } from "./_tvm_models.ts";
 import { float32s, maxRelativeDifference, type ReferenceCase } from "../tests/_tvm_packages.ts";
+import { median } from "./_stats.ts";
 
 const root = new URL("../", import.meta.url);
 const packages = new URL("bench/.tvm_packages/", root);
@@ -59,11 +60,6 @@ async function ensurePackage(name: string): Promise<URL | null> {
   }).output();
   if (code !== 0) throw new Error(new TextDecoder().decode(stderr));
   return dir;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
 async function timeCall(vm: VirtualMachine, args: unknown[]): Promise<number> {

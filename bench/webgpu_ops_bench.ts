@@ -24,6 +24,7 @@ import * as tf from "npm:@tensorflow/tfjs-core@4.22.0";
 import "npm:@tensorflow/tfjs-backend-webgpu@4.22.0";
 import { ExecBuilder, type NDArray, tensor, VirtualMachine, webgpu } from "../mod.ts";
 import { randomValues } from "./_random.ts";
+import { median } from "./_stats.ts";
 
 interface Case {
   name: string;
@@ -81,12 +82,6 @@ function makeCase(
       c.dispose();
     },
   };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((x, y) => x - y);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 async function time(fn: () => Promise<void>): Promise<number> {
