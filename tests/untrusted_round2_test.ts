@@ -4,12 +4,23 @@
  * what relaxvm does about it now.
  */
 
-import { assert, assertEquals, assertRejects, assertStringIncludes } from "@std/assert";
 import {
+  assert,
+  assertEquals,
+  assertRejects,
+  assertStringIncludes,
+  assertThrows,
+} from "@std/assert";
+import {
+  encodeTensorCache,
   ExecBuilder,
+  Executable,
+  getGlobalFunc,
   type NDArray,
   shape,
   tensor,
+  TensorCache,
+  type TensorCacheLoader,
   VirtualMachine,
   type VirtualMachineOptions,
   VMError,
@@ -62,4 +73,284 @@ Deno.test("finding 1: a reshape of a constant is read-only: in-place builtins re
   // A copy is writable again, and the block of a freed constant goes back writable.
   using t = tensor([1, 2]);
   assert(!t.readOnly);
+});
+
+/** A loaded executable (bytes from elsewhere) whose `main` loads the cache at `location`. */
+function loaderProgram(location: string): Executable {
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 0 }, () => {
+    ib.emit_call("vm.builtin.tensor_cache.load", [location, ib.imm(1), ib.imm(0)]);
+    ib.emit_call("vm.builtin.param_array_from_cache", ["w", ib.imm(-1)], { dst: ib.r(0) });
+    ib.emit_ret(ib.r(0));
+  });
+  return Executable.load(ib.get().save());
+}
+
+/** A cache of `w_0 = [1, 2, 3]` as files, and an index whose shard is `dataPath`. */
+async function cacheFiles(dataPath?: string) {
+  using w = tensor([1, 2, 3]);
+  const { files, index } = await encodeTensorCache({ w_0: w });
+  const shardName = index.records[0].dataPath;
+  const edited = { ...index, records: [{ ...index.records[0], dataPath: dataPath ?? shardName }] };
+  return { files, shardName, shard: files.get(shardName)!, indexText: JSON.stringify(edited) };
+}
+
+const dataUrl = (text: string) => `data:application/json,${encodeURIComponent(text)}`;
+
+Deno.test("finding 2: a loaded program reads no file or URL its host did not grant", async () => {
+  const secret = await Deno.makeTempFile({ suffix: ".bin" });
+  await Deno.writeFile(secret, new Uint8Array(12345));
+  try {
+    const { indexText } = await cacheFiles(new URL(`file://${secret}`).href);
+    for (const [form, options] of Object.entries(FORMS)) {
+      for (
+        const location of [dataUrl(indexText), secret, "https://127.0.0.1:9/tensor-cache.json"]
+      ) {
+        using vm = new VirtualMachine(loaderProgram(location), undefined, options);
+        const e = await assertRejects(
+          () => vm.invoke("main"),
+          VMError,
+          "is not granted to this VM",
+        );
+        assertStringIncludes(e.message, "tensorCacheRoots", form);
+        assert(!e.message.includes("12345"), `${form}: nothing about the file leaks`);
+        assertEquals(vm.tensorCache.size, 0);
+        assertEquals(vm.memory_stats().liveBytes, 0);
+      }
+      // Granting the index does not grant the file its shard names.
+      const index = dataUrl(indexText);
+      using vm = new VirtualMachine(loaderProgram(index), undefined, {
+        ...options,
+        tensorCacheRoots: [index],
+      });
+      const e = await assertRejects(() => vm.invoke("main"), VMError, "shard");
+      assertStringIncludes(e.message, "is not granted to this VM", form);
+      assert(!e.message.includes("12345"), form);
+    }
+  } finally {
+    await Deno.remove(secret);
+  }
+});
+
+Deno.test("finding 2: a dataPath may not leave the granted directory", async () => {
+  const root = await Deno.makeTempDir();
+  const dir = `${root}/model`;
+  await Deno.mkdir(dir);
+  try {
+    const { shard } = await cacheFiles();
+    await Deno.writeFile(`${root}/outside.bin`, shard); // a well-formed shard, but outside
+    for (const dataPath of ["../outside.bin", "..%2foutside.bin", `file://${root}/outside.bin`]) {
+      const { indexText } = await cacheFiles(dataPath);
+      await Deno.writeTextFile(`${dir}/tensor-cache.json`, indexText);
+      for (const [form, options] of Object.entries(FORMS)) {
+        using vm = new VirtualMachine(loaderProgram(dir), undefined, {
+          ...options,
+          tensorCacheRoots: [dir],
+        });
+        const e = await assertRejects(() => vm.invoke("main"), VMError, "is not granted");
+        assertStringIncludes(e.message, JSON.stringify(dataPath), `${form}: named as written`);
+        assertEquals(vm.tensorCache.size, 0);
+      }
+    }
+    // The same files inside the directory load.
+    const { indexText, shardName } = await cacheFiles();
+    await Deno.writeTextFile(`${dir}/tensor-cache.json`, indexText);
+    await Deno.writeFile(`${dir}/${shardName}`, shard);
+    for (const options of Object.values(FORMS)) {
+      using vm = new VirtualMachine(loaderProgram(dir), undefined, {
+        ...options,
+        tensorCacheRoots: [dir],
+      });
+      const [w] = await vm.invoke("main") as NDArray[];
+      assertEquals([...w.dataSync()], [1, 2, 3]);
+    }
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+/** A loader serving `files` under `mem:/model/`, counting what it was asked. */
+function memoryLoader(files: ReadonlyMap<string, Uint8Array | (() => Response)>) {
+  const asked: string[] = [];
+  const loader: TensorCacheLoader = (url) => {
+    asked.push(url.href);
+    if (!url.href.startsWith("mem:/model/")) return null;
+    const f = files.get(url.href.slice("mem:/model/".length));
+    return typeof f === "function" ? f() : f;
+  };
+  return { loader, asked };
+}
+
+Deno.test("finding 2: a loader function grants what it serves, and nothing else", async () => {
+  const { files } = await cacheFiles();
+  const { loader, asked } = memoryLoader(files);
+  for (const options of Object.values(FORMS)) {
+    using vm = new VirtualMachine(loaderProgram("mem:/model/tensor-cache.json"), undefined, {
+      ...options,
+      tensorCacheRoots: [loader],
+    });
+    const [w] = await vm.invoke("main") as NDArray[];
+    assertEquals([...w.dataSync()], [1, 2, 3]);
+    using other = new VirtualMachine(loaderProgram("file:///etc/passwd"), undefined, {
+      ...options,
+      tensorCacheRoots: [loader],
+    });
+    await assertRejects(() => other.invoke("main"), VMError, "is not granted");
+  }
+  assert(
+    asked.some((u) => u.startsWith("file:///etc/passwd")),
+    "the loader was asked, and refused",
+  );
+});
+
+Deno.test("finding 5: an endless shard is read no further than its index says", async () => {
+  const { files, shardName } = await cacheFiles();
+  let pulled = 0;
+  const endless = () =>
+    new Response(
+      new ReadableStream({
+        pull(c) {
+          pulled += 65536;
+          c.enqueue(new Uint8Array(65536));
+        },
+      }),
+    );
+  const { loader } = memoryLoader(
+    new Map<string, Uint8Array | (() => Response)>([...files, [shardName, endless]]),
+  );
+  for (const [form, options] of Object.entries(FORMS)) {
+    pulled = 0;
+    using vm = new VirtualMachine(loaderProgram("mem:/model/tensor-cache.json"), undefined, {
+      ...options,
+      tensorCacheRoots: [loader],
+    });
+    await assertRejects(() => vm.invoke("main"), VMError, "reading stopped there");
+    assert(pulled <= 4 * 65536, `${form}: ${pulled} bytes pulled`);
+    assertEquals([vm.tensorCache.size, vm.memory_stats().liveBytes], [0, 0]);
+  }
+});
+
+Deno.test("finding 5: a load whose call timed out stops reading and caches nothing", async () => {
+  const { files, shardName } = await cacheFiles();
+  let cancelled = 0;
+  const slow = () =>
+    new Response(
+      new ReadableStream({
+        async pull(c) {
+          await new Promise((r) => setTimeout(r, 20));
+          c.enqueue(new Uint8Array(1));
+        },
+        cancel() {
+          cancelled++;
+        },
+      }),
+    );
+  const { loader } = memoryLoader(
+    new Map<string, Uint8Array | (() => Response)>([...files, [shardName, slow]]),
+  );
+  for (const [form, options] of Object.entries(FORMS)) {
+    using vm = new VirtualMachine(loaderProgram("mem:/model/tensor-cache.json"), undefined, {
+      ...options,
+      tensorCacheRoots: [loader],
+    });
+    const before = cancelled;
+    await assertRejects(() => vm.with({ timeoutMs: 50 }).invoke("main"), VMError, "Timed out");
+    // The shard needs ~20 ms a byte: it would finish long after; it must stop instead.
+    await new Promise((r) => setTimeout(r, 200));
+    assertEquals(cancelled, before + 1, `${form}: the read was cancelled`);
+    assertEquals([vm.tensorCache.size, vm.memory_stats().liveBytes], [0, 0], form);
+  }
+});
+
+Deno.test("finding 7: a program's load counts against its VM's memory limit", async () => {
+  using big = tensor(new Float32Array(1 << 16)); // 256 KiB
+  const { files } = await encodeTensorCache({ w_0: big });
+  const { loader } = memoryLoader(files);
+  for (const [form, options] of Object.entries(FORMS)) {
+    using vm = new VirtualMachine(loaderProgram("mem:/model/tensor-cache.json"), undefined, {
+      ...options,
+      tensorCacheRoots: [loader],
+      maxMemoryBytes: 2 ** 17,
+    });
+    const e = await assertRejects(() => vm.invoke("main"), VMError, "maxMemoryBytes");
+    assertStringIncludes(e.message, "262144", form);
+    assertEquals(vm.memory_stats().liveBytes, 0);
+    using roomy = new VirtualMachine(loaderProgram("mem:/model/tensor-cache.json"), undefined, {
+      ...options,
+      tensorCacheRoots: [loader],
+    });
+    await roomy.invoke("main");
+    assertEquals(roomy.memory_stats().liveBytes >= 262144, true, "counted in the VM");
+    roomy.dispose();
+    assertEquals(roomy.tensorCache.size, 0, "disposing the VM empties its own cache");
+  }
+});
+
+/** A program that caches its argument under "w", and one that does `op` to the cached "w". */
+function tenantProgram(): Executable {
+  const ib = new ExecBuilder();
+  ib.function("put", { num_inputs: 1 }, () => {
+    ib.emit_call("vm.builtin.tensor_cache.update", ["w", ib.r(0), ib.imm(1)]);
+    ib.emit_ret(ib.r(0));
+  });
+  ib.function("get", { num_inputs: 0 }, () => {
+    ib.emit_call("vm.builtin.tensor_cache.get", ["w"], { dst: ib.r(0) });
+    ib.emit_ret(ib.r(0));
+  });
+  ib.function("clear", { num_inputs: 0 }, () => {
+    ib.emit_call("vm.builtin.tensor_cache.clear", [], { dst: ib.r(0) });
+    ib.emit_ret(ib.r(0));
+  });
+  ib.function("kill", { num_inputs: 0 }, () => {
+    ib.emit_call("vm.builtin.tensor_cache.get", ["w"], { dst: ib.r(0) });
+    ib.emit_call("vm.builtin.kill", [ib.r(0)]);
+    ib.emit_ret(ib.r(0));
+  });
+  ib.function("soften", { num_inputs: 0 }, () => {
+    ib.emit_call("vm.builtin.tensor_cache.get", ["w"], { dst: ib.r(0) });
+    ib.emit_call("vm.builtin.reshape", [ib.r(0), shape(1, 3)], { dst: ib.r(1) });
+    ib.emit_call("vm.builtin.apply_softmax_with_temperature", [ib.r(1), ib.convert_constant(1)]);
+    ib.emit_ret(ib.r(1));
+  });
+  return Executable.load(ib.get().save());
+}
+
+Deno.test("finding 3: each VM has its own tensor cache; cached tensors cannot be killed or changed", async () => {
+  const ex = tenantProgram();
+  for (const [form, options] of Object.entries(FORMS)) {
+    using a = new VirtualMachine(ex, undefined, options);
+    using b = new VirtualMachine(ex, undefined, options);
+    using w = tensor([1, 2, 3]);
+    await a.invoke("put", w);
+    assertEquals(await b.invoke("get"), null, `${form}: b does not see a's weights`);
+    await b.invoke("clear");
+    assertEquals(a.tensorCache.names(), ["w"], `${form}: b cannot clear a's cache`);
+    await assertRejects(() => a.invoke("kill"), VMError, "kill");
+    await assertRejects(() => a.invoke("soften"), VMError, "read-only");
+    assert(!w.disposed);
+    assertEquals([...w.dataSync()], [1, 2, 3], `${form}: the cached tensor is unchanged`);
+    assertEquals(
+      getGlobalFunc("vm.builtin.tensor_cache.get")!("w"),
+      null,
+      "the host's is untouched",
+    );
+  }
+});
+
+Deno.test("finding 3: a cache shared on purpose is shared, and still read-only to programs", async () => {
+  const ex = tenantProgram();
+  using shared = new TensorCache();
+  using a = new VirtualMachine(ex, undefined, { tensorCache: shared });
+  using b = new VirtualMachine(ex, undefined, { tensorCache: shared, mode: "compiled" });
+  using w = tensor([1, 2, 3]);
+  await a.invoke("put", w);
+  using seen = await b.invoke<NDArray>("get");
+  assertEquals([...seen.dataSync()], [1, 2, 3]);
+  await assertRejects(() => b.invoke("soften"), VMError, "read-only");
+  a.dispose();
+  assertEquals(shared.names(), ["w"], "disposing a VM leaves a cache it was given");
+  assertThrows(
+    () => new VirtualMachine(ex, undefined, { tensorCache: {} as TensorCache }),
+    TypeError,
+  );
 });

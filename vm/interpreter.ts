@@ -280,6 +280,11 @@ export class Interpreter {
     this.#allocators = allocators;
   }
 
+  /** The call signal of the invocation running now (`Invocation.callSignal`), if any. */
+  currentCallSignal(): AbortSignal | undefined {
+    return this.#current?.callSignal();
+  }
+
   /**
    * Runs function-table entry `index` with `args`: its value, or a Promise of
    * it. Inside a running invocation (a call from the program, or from a

@@ -18,6 +18,7 @@ import { cpu } from "../devices/cpu_device.ts";
 import type { Device } from "../devices/device.ts";
 import { MemoryScope } from "../devices/memory_scope.ts";
 import { NDArray } from "../devices/ndarray.ts";
+import { TensorCache, type TensorCacheRoot } from "../devices/tensor_cache.ts";
 import { Closure } from "../ground/closure.ts";
 import { VMError } from "../ground/errors.ts";
 import {
@@ -128,6 +129,31 @@ export interface VirtualMachineOptions extends CallLimits {
    * touched. Default 1 GiB.
    */
   maxMemoryBytes?: number;
+  /**
+   * The tensor cache the VM's programs read and write
+   * (`vm.builtin.tensor_cache.*`, `param_*_from_cache`). Default: the VM's
+   * own, empty at first and cleared when the VM is disposed, so programs of
+   * different VMs (tenants) never see each other's weights. Pass one
+   * `TensorCache` to several VMs to share it on purpose, or
+   * `TensorCache.host` for the process-wide one. Tensors a VM's programs load
+   * count against that VM's `maxMemoryBytes`.
+   */
+  tensorCache?: TensorCache;
+  /**
+   * What the VM's programs may read with `vm.builtin.tensor_cache.load`:
+   * directories (paths or `file:` URLs) and URL prefixes, each granting
+   * itself and what is under it, opaque URLs (`blob:`, `data:`) granting
+   * exactly themselves, and loader functions (`TensorCacheLoader`) granting
+   * what they serve. Default: nothing, so a program names no file or URL
+   * the host did not grant: a load of anything else fails with a `VMError`
+   * naming the location as the program wrote it and nothing about it. An
+   * index's shards must lie under the root that granted the index.
+   *
+   * ```ts ignore
+   * new VirtualMachine(ex, cpu(), { tensorCacheRoots: ["./weights/"] });
+   * ```
+   */
+  tensorCacheRoots?: readonly TensorCacheRoot[];
 }
 
 /** The memory a VM may hold by default (`maxMemoryBytes`): 1 GiB. */
@@ -359,7 +385,21 @@ export class VirtualMachine {
     this.#inputTarget = moveInputs && list[0].kind !== "cpu" ? list[0] : null;
     this.#mode = mode;
     this.#dispatch = dispatch;
-    this.#state = new MemoryScope(this.devices, allocator, maxMemoryBytes);
+    const tensorCache = options.tensorCache ?? null;
+    if (tensorCache !== null && !(tensorCache instanceof TensorCache)) {
+      throw new TypeError("tensorCache must be a TensorCache");
+    }
+    const roots = options.tensorCacheRoots ?? [];
+    if (
+      !Array.isArray(roots) ||
+      !roots.every((r) => typeof r === "string" || r instanceof URL || typeof r === "function")
+    ) {
+      throw new TypeError(
+        "tensorCacheRoots must be an array of paths, URLs and loader functions",
+      );
+    }
+    this.#state = new MemoryScope(this.devices, allocator, maxMemoryBytes, tensorCache);
+    this.#state.tensorCacheRoots = Object.freeze([...roots]);
     // A file may name a high register once (r(2^24 - 1)) and so ask for a register file far
     // larger than its code: every call would copy it, and liveness would scan it per block.
     // The VM runs such a program renumbered densely (as the builder always does).
@@ -369,6 +409,8 @@ export class VirtualMachine {
     this.#program = run;
     this.#interp = new Interpreter(run, this.#state);
     this.#interp.limits = this.#limits;
+    const interp = this.#interp;
+    this.#state.callSignal = () => interp.currentCallSignal();
     for (const f of ex.functions) {
       if (f.kind === "packed" && getGlobalFunc(f.name) === undefined) {
         this.#unregistered.push(f.name);
@@ -593,6 +635,7 @@ export class VirtualMachine {
     this.#inputs.clear();
     for (const out of this.#outputs.values()) releaseValue(out);
     this.#outputs.clear();
+    this.#state.clearOwnTensorCache();
     for (const a of this.#state.allocators()) a.close();
   }
 
@@ -1149,6 +1192,15 @@ export class VirtualMachine {
         : `live ${this.devices.map((d) => `${formatBytes(live(d))} on ${d}`).join(", ")}`,
     );
     return `VirtualMachine(${parts.join("; ")})`;
+  }
+
+  /**
+   * The tensor cache this VM's programs see (VM option `tensorCache`; by
+   * default the VM's own). The host may fill it itself, with no grant
+   * needed: `await loadTensorCache(dir, { cache: vm.tensorCache })`.
+   */
+  get tensorCache(): TensorCache {
+    return this.#state.tensorCache;
   }
 
   /** Memory counters of `device` (default: the first device) for this VM. */
