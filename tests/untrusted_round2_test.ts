@@ -354,3 +354,36 @@ Deno.test("finding 3: a cache shared on purpose is shared, and still read-only t
     TypeError,
   );
 });
+
+Deno.test("finding 6: straight-line large kernels stop at the call's timeout", async () => {
+  // 40 matmuls of 256x256 in a row, no jump or call between them: ~10 ms or more each.
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 1 }, () => {
+    let x = ib.r(0);
+    for (let i = 0; i < 40; i++) {
+      const y = ib.r(1 + i);
+      ib.emit_call("vm.op.matmul", [x, ib.r(0)], { dst: y });
+      x = y;
+    }
+    ib.emit_ret(x);
+  });
+  const ex = ib.get();
+  using a = tensor(new Float32Array(256 * 256).fill(1 / 256), { shape: [256, 256] });
+  for (const [form, options] of Object.entries(FORMS)) {
+    using vm = new VirtualMachine(ex, undefined, options);
+    const t0 = performance.now();
+    using full = await vm.invoke<NDArray>("main", a); // unlimited, it finishes
+    const whole = performance.now() - t0;
+    const limit = Math.max(5, whole / 8);
+    const t1 = performance.now();
+    await assertRejects(
+      () => vm.with({ timeoutMs: limit }).invoke("main", a),
+      VMError,
+      "Timed out",
+    );
+    const stopped = performance.now() - t1;
+    assert(stopped < limit + whole / 3, `${form}: stopped after ${stopped} ms of ${whole}`);
+    assertEquals(full.shape, [256, 256]);
+    assertEquals(vm.memory_stats().liveBytes, 256 * 256 * 4, `${form}: only the result is live`);
+  }
+});

@@ -280,6 +280,11 @@ export class Interpreter {
     this.#allocators = allocators;
   }
 
+  /** Checks the clock and signal of the invocation running now (`Invocation.checkNow`). */
+  checkNow(): void {
+    this.#current?.checkNow();
+  }
+
   /** The call signal of the invocation running now (`Invocation.callSignal`), if any. */
   currentCallSignal(): AbortSignal | undefined {
     return this.#current?.callSignal();

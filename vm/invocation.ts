@@ -284,6 +284,23 @@ export class Invocation {
   }
 
   /**
+   * Checks the clock and the signal now, between the instructions' own
+   * checks (before a large allocation: `MemoryLimit.onLargeBlock`), and
+   * throws `LimitExceeded` if the invocation must stop. Nothing to do for an
+   * invocation without a clock or signal.
+   */
+  checkNow(): void {
+    if (!this.#watched) return;
+    if (this.#stop === null && this.limits.signal?.aborted) this.#stop = this.#aborted();
+    if (this.#stop === null && performance.now() >= this.#deadline) this.#stop = this.#timedOut();
+    if (this.#stop !== null) {
+      this.budget = -Infinity;
+      this.#controller?.abort(this.#stop);
+      throw this.#stop;
+    }
+  }
+
+  /**
    * A signal that aborts when this invocation stops (its timeout, its
    * signal) or finishes, for work a builtin starts on its behalf (a
    * download) that must not outlive it; undefined for an invocation with no

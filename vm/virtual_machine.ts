@@ -411,6 +411,9 @@ export class VirtualMachine {
     this.#interp.limits = this.#limits;
     const interp = this.#interp;
     this.#state.callSignal = () => interp.currentCallSignal();
+    // Between instructions the clock is read on backward jumps and calls only; a large kernel
+    // reads it too, before its output is allocated, so straight-line heavy code stops in time.
+    this.#state.limit.onLargeBlock = () => interp.checkNow();
     for (const f of ex.functions) {
       if (f.kind === "packed" && getGlobalFunc(f.name) === undefined) {
         this.#unregistered.push(f.name);
