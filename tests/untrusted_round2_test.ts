@@ -387,3 +387,26 @@ Deno.test("finding 6: straight-line large kernels stop at the call's timeout", a
     assertEquals(vm.memory_stats().liveBytes, 256 * 256 * 4, `${form}: only the result is live`);
   }
 });
+
+Deno.test("finding 12: time_evaluator takes no endless count and never starves the event loop", async () => {
+  const ib = new ExecBuilder();
+  ib.function("id", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));
+  const ex = ib.get();
+  for (const [form, options] of Object.entries(FORMS)) {
+    const controller = new AbortController();
+    using vm = new VirtualMachine(ex, undefined, { ...options, signal: controller.signal });
+    for (const bad of [Infinity, NaN, 1.5, 0, -1, 2 ** 31]) {
+      assertThrows(() => vm.time_evaluator("id", { number: bad }), RangeError, "number and repeat");
+      assertThrows(() => vm.time_evaluator("id", { repeat: bad }), RangeError, "number and repeat");
+    }
+    // A timer fires while a long timing runs (it yields), and its abort stops the timing.
+    setTimeout(() => controller.abort(new Error("enough")), 50);
+    const t0 = performance.now();
+    const timing = vm.time_evaluator("id", { number: 2 ** 31 - 1 })(1);
+    await assertRejects(() => timing, VMError, "Aborted");
+    assert(performance.now() - t0 < 5000, form);
+    using plain = new VirtualMachine(ex, undefined, options);
+    const timed = await plain.time_evaluator("id", { number: 3, repeat: 2 })(1);
+    assertEquals(timed.results.length, 2);
+  }
+});

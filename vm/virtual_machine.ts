@@ -156,6 +156,9 @@ export interface VirtualMachineOptions extends CallLimits {
   tensorCacheRoots?: readonly TensorCacheRoot[];
 }
 
+/** The most runs or measurements `time_evaluator` takes: 2^31 - 1. */
+const MAX_TIMED_RUNS = 2 ** 31 - 1;
+
 /** The memory a VM may hold by default (`maxMemoryBytes`): 1 GiB. */
 export const DEFAULT_MAX_MEMORY_BYTES = 2 ** 30;
 
@@ -1011,14 +1014,36 @@ export class VirtualMachine {
     return this.#export(name, this.#outputs.get(name));
   }
 
-  /** An async function that times `name` over `repeat` measurements of `number` runs each. */
+  /** Throws the VM's "Aborted" `VMError` if its default signal (option `signal`) has aborted. */
+  #checkAborted(name: string): void {
+    const signal = this.#limits.signal;
+    if (signal?.aborted) {
+      throw new VMError(
+        { functionName: name, pc: -1, instruction: "", packedFunc: "" },
+        "Aborted by the call's AbortSignal",
+        { cause: signal.reason },
+      );
+    }
+  }
+
+  /**
+   * An async function that times `name` over `repeat` measurements of
+   * `number` runs each (integers up to 2^31 - 1). It yields to the event
+   * loop about every 20 ms, outside the measured time, and stops with a
+   * `VMError` when the VM's `signal` aborts; each run has the VM's limits.
+   */
   time_evaluator(
     name: string,
     options: TimeEvaluatorOptions = {},
   ): (...args: unknown[]) => Promise<TimingResult> {
     const number = options.number ?? 1, repeat = options.repeat ?? 1;
-    if (!(number >= 1 && repeat >= 1)) {
-      throw new RangeError("time_evaluator: number and repeat must be at least 1");
+    const count = (v: number) => Number.isSafeInteger(v) && v >= 1 && v <= MAX_TIMED_RUNS;
+    if (!count(number) || !count(repeat)) {
+      throw new RangeError(
+        `time_evaluator: number and repeat must be integers from 1 to ${MAX_TIMED_RUNS}, got ${
+          String(number)
+        } and ${String(repeat)}`,
+      );
     }
     // A name made by save_function times the saved function with its bound arguments.
     const saved = this.#saved.get(name);
@@ -1033,12 +1058,22 @@ export class VirtualMachine {
         // Moved once for all runs (`moveInputs`): the runs time the function, not the uploads.
         placed = savedArgs ? null : this.#place(saved?.name ?? name, given, true);
         const args = savedArgs ? saved.args : placed?.args ?? given;
+        // Runs that return at once resume on microtasks, which starve timers and I/O: the loop
+        // yields a macrotask about every 20 ms, and stops when the VM's signal aborts.
+        let lastYield = performance.now();
         for (let r = 0; r < repeat; r++) {
-          const t0 = performance.now();
+          let t0 = performance.now();
           for (let n = 0; n < number; n++) {
             const out = await this.#interp.invoke(this.#limits, index, args);
             releaseValue(out);
             this.#flush();
+            const now = performance.now();
+            if (now - lastYield > 20) {
+              await new Promise((resolve) => setTimeout(resolve, 0));
+              lastYield = performance.now();
+              t0 += lastYield - now; // the pause is not the function's time
+              this.#checkAborted(name);
+            }
           }
           await Promise.all(this.devices.map((d) => d.synchronize()));
           results.push((performance.now() - t0) / number);
