@@ -25,6 +25,7 @@ import {
   type VirtualMachineOptions,
   VMError,
 } from "../mod.ts";
+import { saveProgram } from "../program/serialize.ts";
 
 /** The three dispatch forms: every VM-level finding is checked in each. */
 export const FORMS: Record<string, VirtualMachineOptions> = {
@@ -409,4 +410,38 @@ Deno.test("finding 12: time_evaluator takes no endless count and never starves t
     const timed = await plain.time_evaluator("id", { number: 3, repeat: 2 })(1);
     assertEquals(timed.results.length, 2);
   }
+});
+
+Deno.test("finding 11: many functions naming register 2^24 - 1 load in time linear in the file", () => {
+  const ib = new ExecBuilder();
+  const count = 1000;
+  for (let i = 0; i < count; i++) {
+    ib.function(`f${i}`, { num_inputs: 1 }, () => {
+      ib.emit_call("vm.builtin.copy", [ib.r(0)], { dst: ib.r(1) });
+      ib.emit_ret(ib.r(1));
+    });
+  }
+  const built = ib.get();
+  const code = Float64Array.from(built.instrData);
+  const high = (1 << 24) - 1;
+  for (const f of built.functions) {
+    if (f.kind !== "vm") continue;
+    const ret = built.instrOffset[f.start + 1];
+    code[ret + 1] = high; // the register returned
+    code[ret - 4] = high; // the copy's destination
+  }
+  const bytes = saveProgram({
+    ...built,
+    functions: built.functions.map((f) =>
+      f.kind === "vm" ? { ...f, registerFileSize: 1 << 24 } : f
+    ),
+    instrOffset: built.instrOffset,
+    instrData: code,
+    constants: built.constants,
+  });
+  const t0 = performance.now();
+  using ex = Executable.load(bytes);
+  const ms = performance.now() - t0;
+  assertStringIncludes(ex.as_text(), `dst: %${high}`);
+  assert(ms < 500, `${ms.toFixed(0)} ms to load ${bytes.length} bytes`);
 });
