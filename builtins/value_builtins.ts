@@ -151,7 +151,9 @@ valueBuiltins.add("vm.builtin.read_if_cond", (x: unknown): boolean | Promise<boo
 
 valueBuiltins.add("vm.builtin.make_closure", (f: unknown, ...captured: unknown[]) => {
   checkLive(captured, "make_closure", "captured value");
-  if (f instanceof Closure) return new Closure(f.name, (...args) => f.call(args), captured);
+  if (f instanceof Closure) {
+    return new Closure(f.name, (...args) => f.call(args), captured, f.owner ?? null);
+  }
   if (typeof f === "function") {
     return new Closure(f.name || "anonymous", f as (...a: unknown[]) => unknown, captured);
   }

@@ -445,3 +445,53 @@ Deno.test("finding 11: many functions naming register 2^24 - 1 load in time line
   assertStringIncludes(ex.as_text(), `dst: %${high}`);
   assert(ms < 500, `${ms.toFixed(0)} ms to load ${bytes.length} bytes`);
 });
+
+/** `spin()` loops forever; `make()` returns a closure of it; `call(c)` invokes closure `c`. */
+function closureProgram(): Executable {
+  const ib = new ExecBuilder();
+  ib.function("spin", { num_inputs: 0 }, () => {
+    ib.emit_goto(1);
+    ib.emit_goto(-1);
+    ib.emit_call("vm.builtin.null_value", [], { dst: ib.r(0) });
+    ib.emit_ret(ib.r(0));
+  });
+  ib.function("make", { num_inputs: 0 }, () => {
+    ib.emit_call("vm.builtin.make_closure", [ib.f("spin")], { dst: ib.r(0) });
+    ib.emit_ret(ib.r(0));
+  });
+  ib.function("call", { num_inputs: 1 }, () => {
+    ib.emit_call("vm.builtin.invoke_closure", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  return Executable.load(ib.get().save());
+}
+
+Deno.test("finding 9: a closure runs only in the VM that made it, under that VM's limits", async () => {
+  const ex = closureProgram();
+  for (const [form, options] of Object.entries(FORMS)) {
+    using c = new VirtualMachine(ex, undefined, options);
+    using b = new VirtualMachine(ex, undefined, options);
+    using closure = await c.invoke<import("../mod.ts").VMObject>("make");
+    const limited = b.with({ fuel: 1000, timeoutMs: 200 });
+    const t0 = performance.now();
+    await assertRejects(() => limited.invoke_closure(closure), VMError, "belongs to another VM");
+    await assertRejects(() => limited.invoke("call", closure), VMError, "belongs to another VM");
+    assert(performance.now() - t0 < 1000, form);
+    // In its own VM, the caller's limits hold.
+    await assertRejects(
+      () => c.with({ fuel: 1000 }).invoke_closure(closure),
+      VMError,
+      "Out of fuel",
+    );
+    await assertRejects(
+      () => c.with({ fuel: 1000 }).invoke("call", closure),
+      VMError,
+      "Out of fuel",
+    );
+    // A disposed VM's closures no longer run.
+    c.dispose();
+    await assertRejects(() => c.invoke_closure(closure), VMError, "disposed");
+    await assertRejects(() => b.with({ timeoutMs: 200 }).invoke("call", closure), VMError);
+    assertEquals(b.memory_stats().liveBytes, 0);
+  }
+});

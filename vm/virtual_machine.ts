@@ -12,7 +12,7 @@
  * @module
  */
 
-import { activateAllocators } from "../devices/allocation_context.ts";
+import { activateAllocators, activeAllocators } from "../devices/allocation_context.ts";
 import type { AllocatorKind, MemoryStats } from "../devices/allocator.ts";
 import { cpu } from "../devices/cpu_device.ts";
 import type { Device } from "../devices/device.ts";
@@ -475,7 +475,10 @@ export class VirtualMachine {
   #functionRef(index: number): Closure {
     let ref = this.#functionRefs.get(index);
     if (ref === undefined) {
-      ref = new Closure(this.executable.functions[index].name, this.#callee(index));
+      const f = this.executable.functions[index];
+      ref = f.kind === "vm"
+        ? new Closure(f.name, this.#guardedCallee(index), [], this)
+        : new Closure(f.name, this.#callee(index));
       ref.retain();
       this.#functionRefs.set(index, ref);
     }
@@ -487,6 +490,30 @@ export class VirtualMachine {
     if (f.kind === "packed") return getGlobalFunc(f.name) ?? this.#unregisteredCallee(f.name);
     const interp = this.#interp;
     return (...args: unknown[]) => interp.call(index, args);
+  }
+
+  /**
+   * What a closure of VM function `index` calls: the function, in this VM,
+   * unless the VM was disposed or another VM is running (a closure handed
+   * from one VM's results to another's program): its call would run under
+   * this VM's limits, outside the running call's fuel, clock and signal, so
+   * it is refused. A closure runs in the VM that made it
+   * (`vm.invoke_closure`, or a program of that VM).
+   */
+  #guardedCallee(index: number): (...args: unknown[]) => unknown {
+    const interp = this.#interp, state = this.#state;
+    return (...args: unknown[]) => {
+      if (this.#disposed) throw this.#disposedError(index);
+      const active = activeAllocators();
+      if (active !== null && active !== state) {
+        throw new ReferenceError(
+          `Closure(${
+            printable(this.executable.functions[index].name)
+          }) belongs to another VM: a closure runs only in the VM that made it, under that VM's limits`,
+        );
+      }
+      return interp.call(index, args);
+    };
   }
 
   /**
@@ -914,6 +941,12 @@ export class VirtualMachine {
       throw new VMError(
         { functionName: "", pc: -1, instruction: "", packedFunc: "" },
         "invoke_closure needs a Closure",
+      );
+    }
+    if (closure.owner !== null && closure.owner !== this) {
+      throw new VMError(
+        { functionName: closure.name, pc: -1, instruction: "", packedFunc: "" },
+        `invoke_closure: ${closure} belongs to another VM: call it through the VM that made it, whose limits, memory and tensor cache it uses`,
       );
     }
     if (closure.disposed && closure.captured.length > 0) {
