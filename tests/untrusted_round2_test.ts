@@ -495,3 +495,29 @@ Deno.test("finding 9: a closure runs only in the VM that made it, under that VM'
     assertEquals(b.memory_stats().liveBytes, 0);
   }
 });
+
+Deno.test("finding 10: recursion through invoke_closure stops at maxCallDepth, alike in every form", async () => {
+  const ib = new ExecBuilder();
+  ib.function("rec", { num_inputs: 2 }, () => {
+    ib.emit_call("vm.op.add", [ib.r(1), ib.r(1)], { dst: ib.r(2) });
+    ib.emit_call("vm.builtin.invoke_closure", [ib.r(0), ib.r(0), ib.r(2)], { dst: ib.r(3) });
+    ib.emit_ret(ib.r(3));
+  });
+  ib.function("main", { num_inputs: 1 }, () => {
+    ib.emit_call("vm.builtin.make_closure", [ib.f("rec")], { dst: ib.r(1) });
+    ib.emit_call("vm.builtin.invoke_closure", [ib.r(1), ib.r(1), ib.r(0)], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(2));
+  });
+  const ex = Executable.load(ib.get().save());
+  using x = tensor([1, 2]);
+  const messages = new Set<string>();
+  for (const [form, options] of Object.entries(FORMS)) {
+    for (const maxCallDepth of [undefined, 300]) {
+      using vm = new VirtualMachine(ex, undefined, { ...options, maxCallDepth });
+      const e = await assertRejects(() => vm.invoke("main", x), VMError, "Call stack overflow");
+      messages.add(e.message);
+      assertEquals(vm.memory_stats().liveBytes, 0, `${form}: nothing left behind`);
+    }
+  }
+  assertEquals(messages.size, 2, [...messages].join("\n")); // one per depth, whatever the form
+});

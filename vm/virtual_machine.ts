@@ -512,7 +512,7 @@ export class VirtualMachine {
           }) belongs to another VM: a closure runs only in the VM that made it, under that VM's limits`,
         );
       }
-      return interp.call(index, args);
+      return interp.callClosure(index, args);
     };
   }
 
