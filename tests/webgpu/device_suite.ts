@@ -215,3 +215,21 @@ gpuTest("one VM call of many GPU ops submits once, and its read waits once", asy
   assertEquals(gpu.submitCount - submits, 2, "the read submits its copy");
   await gpu.synchronize();
 });
+
+gpuTest("issue 18 finding 4: N concurrent readbacks cost O(N), not O(N²)", async (gpu) => {
+  // Before: each read awaited Promise.all over every error scope in flight, so 2,000
+  // concurrent reads took 10 s and 2.3 GB, and 3,000 ran V8 out of memory.
+  const time = async (n: number) => {
+    const ts = Array.from({ length: n }, (_, i) => tensor([i, i + 1], { device: gpu }));
+    const t0 = performance.now();
+    const values = await Promise.all(ts.map((t) => t.data()));
+    const ms = performance.now() - t0;
+    values.forEach((v, i) => assertEquals([...v], [i, i + 1]));
+    for (const t of ts) t.dispose();
+    return ms;
+  };
+  await time(100); // warm up
+  const small = await time(500), large = await time(4000);
+  // Eight times the reads: linear is ~8x; quadratic was ~64x.
+  assert(large < 24 * Math.max(small, 5), `500 reads: ${small} ms, 4000: ${large} ms`);
+});
