@@ -12,6 +12,7 @@ import { MemoryScope } from "../devices/memory_scope.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { Closure } from "../ground/closure.ts";
 import { Tuple, tupleFields } from "../ground/tuple.ts";
+import { printable } from "../ground/printable.ts";
 import { BuiltinTable } from "./builtin_table.ts";
 import { describe } from "./describe.ts";
 import { checkLive } from "./validate.ts";
@@ -41,7 +42,8 @@ valueBuiltins.add("vm.builtin.move", (x: unknown) => x, {
 });
 
 valueBuiltins.add("vm.builtin.print", (x: unknown) => {
-  console.log(x);
+  // A program's strings are the file's: terminal escapes in them are shown, not obeyed.
+  console.log(typeof x === "string" ? printable(x) : x);
   return null;
 }, {
   signature: "(x) → null",

@@ -521,3 +521,23 @@ Deno.test("finding 10: recursion through invoke_closure stops at maxCallDepth, a
   }
   assertEquals(messages.size, 2, [...messages].join("\n")); // one per depth, whatever the form
 });
+
+Deno.test("unclear errors: print and debug_print show a program's terminal escapes escaped", async () => {
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 0 }, () => {
+    ib.emit_call("vm.builtin.print", ["\x1b[2Jgone\x9b"], { dst: ib.r(0) });
+    ib.emit_call("vm.builtin.debug_print", ["line\x1b]0;t\x07", "\x1b[31m"], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  const printed: unknown[][] = [];
+  const log = console.log;
+  console.log = (...args: unknown[]) => printed.push(args);
+  try {
+    await new VirtualMachine(Executable.load(ib.get().save())).invoke("main");
+  } finally {
+    console.log = log;
+  }
+  const text = printed.flat().join(" ");
+  assert(!new RegExp("[\\u001b\\u0007\\u009b]").test(text), text);
+  assertStringIncludes(text, "\\x1b[2Jgone\\x9b");
+});
