@@ -541,3 +541,39 @@ Deno.test("unclear errors: print and debug_print show a program's terminal escap
   assert(!new RegExp("[\\u001b\\u0007\\u009b]").test(text), text);
   assertStringIncludes(text, "\\x1b[2Jgone\\x9b");
 });
+
+Deno.test("finding 7: sampling counts its host work against maxMemoryBytes", async () => {
+  const ib = new ExecBuilder();
+  const k = (v: number) => ib.convert_constant(v);
+  ib.function("logits", { num_inputs: 1 }, () => {
+    ib.emit_call("vm.builtin.sample_top_p_from_logits", [ib.r(0), k(1), k(0.9), k(0.5)], {
+      dst: ib.r(1),
+    });
+    ib.emit_ret(ib.r(1));
+  });
+  ib.function("prob", { num_inputs: 1 }, () => {
+    ib.emit_call("vm.builtin.sample_top_p_from_prob", [ib.r(0), k(0.9), k(0.5)], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  ib.function("op", { num_inputs: 2 }, () => {
+    ib.emit_call("vm.op.sample_top_p", [ib.r(0), ib.r(1), k(1), k(0.9)], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(2));
+  });
+  const ex = ib.get();
+  const V = 1 << 16;
+  using row = tensor(new Float32Array(V).fill(1 / V), { shape: [1, V] });
+  using u = tensor([0.5], { shape: [1] });
+  for (const [form, options] of Object.entries(FORMS)) {
+    // The row itself fits (256 KiB); its sort (24 to 32 bytes an element) does not.
+    using tight = new VirtualMachine(ex, undefined, { ...options, maxMemoryBytes: 1 << 20 });
+    await assertRejects(() => tight.invoke("logits", row), VMError, "bytes of host memory");
+    await assertRejects(() => tight.invoke("prob", row), VMError, "bytes of host memory");
+    await assertRejects(() => tight.invoke("op", row, u), VMError, "bytes of host memory");
+    assertEquals(tight.memory_stats().liveBytes, 0, form);
+    using roomy = new VirtualMachine(ex, undefined, options);
+    assertEquals(typeof await roomy.invoke("logits", row), "number");
+    assertEquals(typeof await roomy.invoke("prob", row), "number");
+    using picked = await roomy.invoke<NDArray>("op", row, u);
+    assertEquals(picked.shape, [1]);
+  }
+});
