@@ -577,3 +577,29 @@ Deno.test("finding 7: sampling counts its host work against maxMemoryBytes", asy
     assertEquals(picked.shape, [1]);
   }
 });
+
+Deno.test("finding 7: nested tuples made in a loop count against maxMemoryBytes", async () => {
+  // r1 = (r1, r1) forever: each tuple holds the last; only the memory limit can stop it.
+  const ib = new ExecBuilder();
+  ib.function("nest", { num_inputs: 1 }, () => {
+    ib.emit_call("vm.builtin.make_tuple", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_call("vm.builtin.make_tuple", [ib.r(1), ib.r(1)], { dst: ib.r(1) });
+    ib.emit_goto(-1);
+    ib.emit_ret(ib.r(1));
+  });
+  ib.function("pair", { num_inputs: 1 }, () => {
+    ib.emit_call("vm.builtin.make_tuple", [ib.r(0), ib.r(0)], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  const ex = Executable.load(ib.get().save());
+  for (const [form, options] of Object.entries(FORMS)) {
+    using vm = new VirtualMachine(ex, undefined, { ...options, maxMemoryBytes: 1 << 20 });
+    const t0 = performance.now();
+    const e = await assertRejects(() => vm.invoke("nest", 1), VMError, "make_tuple");
+    assertStringIncludes(e.message, "maxMemoryBytes");
+    assert(performance.now() - t0 < 2000, form);
+    // Everything was given back: the VM makes tuples again, as many as before.
+    assertEquals(await vm.invoke("pair", 1), [1, 1]);
+    await assertRejects(() => vm.invoke("nest", 1), VMError, "make_tuple");
+  }
+});
