@@ -603,3 +603,23 @@ Deno.test("finding 7: nested tuples made in a loop count against maxMemoryBytes"
     await assertRejects(() => vm.invoke("nest", 1), VMError, "make_tuple");
   }
 });
+
+Deno.test("finding 7: a profile counts its records against maxMemoryBytes", async () => {
+  const ib = new ExecBuilder();
+  ib.function("calls", { num_inputs: 1 }, () => {
+    ib.emit_call("vm.builtin.copy", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_goto(-1);
+    ib.emit_ret(ib.r(1));
+  });
+  ib.function("once", { num_inputs: 1 }, () => {
+    ib.emit_call("vm.builtin.copy", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  const ex = Executable.load(ib.get().save());
+  using vm = new VirtualMachine(ex, undefined, { maxMemoryBytes: 1 << 20 });
+  const t0 = performance.now();
+  await assertRejects(() => vm.profile("calls", 1), VMError, "profile: recording call 2049");
+  assert(performance.now() - t0 < 5000);
+  const report = await vm.profile("once", 1); // what the failed profile held was given back
+  assertEquals(report.calls.length, 1);
+});
