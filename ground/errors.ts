@@ -179,15 +179,25 @@ export class VMError extends Error {
   constructor(location: VMErrorLocation, reason: string, options?: ErrorOptions) {
     const parts = location.functionName === "" ? [] : [`in @${printable(location.functionName)}`];
     if (location.pc >= 0) parts.push(`instruction ${location.pc}`);
-    if (location.instruction !== "") parts.push(`\`${location.instruction}\``);
+    if (location.instruction !== "") parts.push(`\`${cut(location.instruction, 500)}\``);
     if (location.packedFunc !== "") parts.push(`calling ${printable(location.packedFunc)}`);
-    super(parts.length === 0 ? reason : `${reason} (${parts.join(", ")})`, options);
+    // A reason may carry what a program chose (a string, a name): bounded, so one failing call
+    // cannot print megabytes on one line.
+    const shown = cut(reason, 4000);
+    super(parts.length === 0 ? shown : `${shown} (${parts.join(", ")})`, options);
     this.name = "VMError";
     this.functionName = location.functionName;
     this.pc = location.pc;
     this.instruction = location.instruction;
     this.packedFunc = location.packedFunc;
   }
+}
+
+/** `text`, cut to `max` characters with a note of how many more there were. */
+function cut(text: string, max: number): string {
+  return text.length <= max
+    ? text
+    : `${text.slice(0, max)}… (${text.length - max} more characters)`;
 }
 
 const WEBGPU_ERROR_BRAND = brandKey("WebGPUError");

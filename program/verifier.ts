@@ -90,6 +90,8 @@ function checkOperandRanges(
     if (c.op === Opcode.Call) {
       const callee = p.functions[c.func];
       const n = c.argCount;
+      // A JavaScript call takes about 120,000 arguments before V8 reports a stack overflow.
+      if (n > MAX_INPUTS) report(pc, `passes ${n} operands, more than ${MAX_INPUTS}`);
       if (callee === undefined) {
         report(pc, `calls function index ${c.func}, which does not exist`);
       } else if (callee.kind === "vm" && callee.numArgs !== n) {

@@ -623,3 +623,52 @@ Deno.test("finding 7: a profile counts its records against maxMemoryBytes", asyn
   const report = await vm.profile("once", 1); // what the failed profile held was given back
   assertEquals(report.calls.length, 1);
 });
+
+Deno.test("unclear errors: kill then ret is a VMError, not a raw ReferenceError, in every form", async () => {
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 1 }, () => {
+    ib.emit_call("vm.op.add", [ib.r(0), ib.r(0)], { dst: ib.r(1) });
+    ib.emit_call("vm.builtin.kill", [ib.r(1)], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(1));
+  });
+  ib.function("outer", { num_inputs: 1 }, () => {
+    ib.emit_call("main", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  const ex = Executable.load(ib.get().save());
+  using x = tensor([1]);
+  for (const [form, options] of Object.entries(FORMS)) {
+    using vm = new VirtualMachine(ex, undefined, options);
+    await assertRejects(() => vm.invoke("main", x), VMError, "whose memory was already released");
+    const e = await assertRejects(() => vm.invoke("outer", x), VMError);
+    assertStringIncludes(e.message, "released", form);
+    assertEquals(vm.memory_stats().liveBytes, 0, form);
+  }
+});
+
+Deno.test("unclear errors: a call of more than 65536 operands is refused at load", () => {
+  const ib = new ExecBuilder();
+  ib.function("wide", { num_inputs: 1 }, () => {
+    ib.emit_call("vm.builtin.make_tuple", Array.from({ length: 65537 }, () => ib.r(0)), {
+      dst: ib.r(1),
+    });
+    ib.emit_ret(ib.r(1));
+  });
+  assertThrows(() => ib.get(), Error, "passes 65537 operands, more than 65536");
+});
+
+Deno.test("unclear errors: an error message a program makes long is cut", async () => {
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 0 }, () => {
+    // The second update fails with a message that names the (megabyte) name.
+    const name = "x".repeat(1 << 20), w = ib.convert_constant(tensor([1]));
+    ib.emit_call("vm.builtin.tensor_cache.update", [name, w], { dst: ib.r(0) });
+    ib.emit_call("vm.builtin.tensor_cache.update", [name, w], { dst: ib.r(0) });
+    ib.emit_ret(ib.r(0));
+  });
+  const e = await assertRejects(
+    () => new VirtualMachine(Executable.load(ib.get().save())).invoke("main"),
+    VMError,
+  );
+  assert(e.message.length < 6000, `${e.message.length} characters`);
+});

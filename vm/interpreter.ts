@@ -551,9 +551,15 @@ export class Interpreter {
     frame.inv.probe?.after(token, true);
   }
 
-  /** Ends a frame: the result survives (floating), every register is released. */
+  /**
+   * Ends a frame: the result survives (floating), every register is
+   * released. A result whose memory was already released (`kill r; ret r`)
+   * is returned as it is, for the caller to refuse with a `VMError`: the
+   * VM's result check, or the caller's register store.
+   */
   #teardown(frame: Frame, result: unknown): unknown {
-    const held = typeof result === "object" && result !== null && VMObject.is(result);
+    const held = typeof result === "object" && result !== null && VMObject.is(result) &&
+      !result.disposed;
     if (held) result.retain();
     releaseAllRegisters(frame.regs, frame.fn.registers);
     if (held) result.disown();
@@ -657,6 +663,10 @@ export class Interpreter {
       // (ground/object.ts heldBeyondFrames), as the protocol always releases them.
       retain(v) {
         if (typeof v === "object" && v !== null && VMObject.is(v)) v.retain();
+      },
+      keepResult(v) {
+        // As #teardown: a released result goes back as it is, for the caller to refuse.
+        if (typeof v === "object" && v !== null && VMObject.is(v) && !v.disposed) v.retain();
       },
       release: releaseValue,
       disown: disownValue,
