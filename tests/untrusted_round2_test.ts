@@ -16,7 +16,8 @@ import {
   ExecBuilder,
   Executable,
   getGlobalFunc,
-  type NDArray,
+  LoadError,
+  NDArray,
   shape,
   tensor,
   TensorCache,
@@ -671,4 +672,25 @@ Deno.test("unclear errors: an error message a program makes long is cut", async 
     VMError,
   );
   assert(e.message.length < 6000, `${e.message.length} characters`);
+});
+
+Deno.test("unclear errors: -0 code words and bool constants other than 0/1 are refused at load", () => {
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 1 }, () => {
+    ib.emit_call("vm.builtin.copy", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_ret(ib.r(1));
+  });
+  const built = ib.get();
+  const code = Float64Array.from(built.instrData);
+  const zero = code.findIndex((w) => w === 0);
+  code[zero] = -0;
+  const negativeZero = saveProgram({ ...built, instrData: code, constants: built.constants });
+  assertThrows(() => Executable.load(negativeZero), LoadError, `code word ${zero} is -0`);
+  using odd = NDArray.empty([3], "bool");
+  (odd.cpuView() as Uint8Array).set([1, 0, 2]);
+  const bools = saveProgram({ ...built, constants: [odd] });
+  assertThrows(() => Executable.load(bools), LoadError, "bool element 2 is 2, not 0 or 1");
+  // What the builder writes still loads, and dumps back to the same bytes.
+  using ok = Executable.load(built.save());
+  assertEquals(ok.save(), built.save());
 });
