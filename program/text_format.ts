@@ -8,7 +8,7 @@
 import { ArgKind, argKind, argValue, Opcode, VM_REGISTER, VOID_REGISTER } from "./bytecode.ts";
 import { InstructionCursor } from "./decoder.ts";
 import { DataType } from "../ground/dtype.ts";
-import { printable } from "../ground/printable.ts";
+import { printable, quoted } from "../ground/printable.ts";
 import { computeReleases } from "./liveness.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
@@ -80,7 +80,7 @@ export function constantSummary(value: ConstantValue): string {
   }
   if (value instanceof ShapeTuple) return `shapetuple[${[...value].join(", ")}]`;
   if (value instanceof DataType) return value.toString();
-  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "string") return quoted(value);
   return Object.is(value, -0) ? "-0" : String(value);
 }
 

@@ -539,6 +539,7 @@ Deno.test("unclear errors: print and debug_print show a program's terminal escap
     console.log = log;
   }
   const text = printed.flat().join(" ");
+  // deno-lint-ignore no-control-regex
   assert(!new RegExp("[\\u001b\\u0007\\u009b]").test(text), text);
   assertStringIncludes(text, "\\x1b[2Jgone\\x9b");
 });
