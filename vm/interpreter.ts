@@ -175,17 +175,32 @@ export function reasonOf(e: unknown): string {
     if (e instanceof Error) {
       const message: unknown = e.message;
       if (typeof message !== "string") return "a packed function threw an Error without a message";
-      if (e instanceof RangeError && /call stack/i.test(message)) {
-        return "Call stack overflow in a packed function";
+      // V8's RangeError "Maximum call stack size exceeded", or the SyntaxError of a regular
+      // expression that ran out of stack while an error near the top was being described.
+      if (
+        (e instanceof RangeError && message.includes("call stack")) ||
+        (message.includes("regular expression") && message.includes("Stack overflow"))
+      ) {
+        return STACK_OVERFLOW;
       }
       return message;
     }
     const text: unknown = String(e);
     return typeof text === "string" ? text : "a packed function threw a value that cannot be shown";
   } catch {
+    // Describing the value failed: near the top of the stack, that is the stack itself.
+    try {
+      if (e instanceof RangeError) return STACK_OVERFLOW;
+    } catch {
+      // A revoked Proxy.
+    }
     return "a packed function threw a value that cannot be shown";
   }
 }
+
+/** What a JavaScript stack overflow inside a call is reported as, in every dispatch form. */
+const STACK_OVERFLOW =
+  "Call stack overflow: the JavaScript stack ran out (a maxCallDepth above the default, or deep recursion in a packed function)";
 
 /**
  * `v` as a Promise when it is one or a thenable (an object with a callable
