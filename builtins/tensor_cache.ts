@@ -57,6 +57,19 @@ function cacheOf(who: string): TensorCache {
   return runningScope(who)?.tensorCache ?? TensorCache.host;
 }
 
+/** `cacheOf`, for a builtin that changes the cache: refused on a cache programs may only read. */
+function writableCacheOf(who: string): TensorCache {
+  const scope = runningScope(who);
+  if (scope === null) return TensorCache.host;
+  const cache = scope.tensorCache;
+  if (cache.programsReadOnly) {
+    throw new TypeError(
+      `${who}: the VM's tensor cache is shared read-only by its host: programs cannot change it`,
+    );
+  }
+  return cache;
+}
+
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const tensorCacheBuiltins = new BuiltinTable("Tensor cache", import.meta.url);
 
@@ -94,7 +107,7 @@ tensorCacheBuiltins.add(
     }
     await loadTensorCacheFor(location, {
       device,
-      cache: scope.tensorCache,
+      cache: writableCacheOf(who),
       // Progress is reported after awaits, when no VM is running: the function the program
       // passed runs as part of its VM again (its cache, its allocators), not the host's.
       onProgress: report === undefined ? undefined : (p) => {
@@ -144,7 +157,7 @@ tensorCacheBuiltins.add(
       throw new TypeError(`${who}: expected a tensor, got ${describe(t)}`);
     }
     if (t.disposed) throw new ReferenceError(`${who}: ${t} was used after its memory was released`);
-    cacheOf(who).update(stringArg(name, "name", who), t, Boolean(override));
+    writableCacheOf(who).update(stringArg(name, "name", who), t, Boolean(override));
     return null;
   },
   {
@@ -159,7 +172,7 @@ tensorCacheBuiltins.add(
 );
 
 tensorCacheBuiltins.add("vm.builtin.tensor_cache.remove", (name: unknown) => {
-  cacheOf("tensor_cache.remove").remove(stringArg(name, "name", "tensor_cache.remove"));
+  writableCacheOf("tensor_cache.remove").remove(stringArg(name, "name", "tensor_cache.remove"));
   return null;
 }, {
   signature: "(name) → null",
@@ -171,7 +184,7 @@ tensorCacheBuiltins.add("vm.builtin.tensor_cache.remove", (name: unknown) => {
 });
 
 tensorCacheBuiltins.add("vm.builtin.tensor_cache.clear", () => {
-  cacheOf("tensor_cache.clear").clear();
+  writableCacheOf("tensor_cache.clear").clear();
   return null;
 }, {
   signature: "() → null",

@@ -74,7 +74,7 @@ const TENSOR_CACHE_BRAND = brandKey("TensorCache");
  *   ib.emit_ret(ib.r(0));
  * });
  * const ex = ib.get();
- * using weights = new TensorCache();
+ * using weights = new TensorCache({ programsReadOnly: true }); // programs cannot change it
  * using w = tensor([1, 2, 3]);
  * weights.update("w", w);
  * using a = new VirtualMachine(ex, undefined, { tensorCache: weights });
@@ -110,6 +110,21 @@ export class TensorCache {
   }
 
   readonly #entries = new Map<string, NDArray>();
+  /**
+   * Whether programs may only read this cache: `tensor_cache.update`,
+   * `remove`, `clear` and `load` in a VM fail on it (the host's own calls
+   * still work). For weights the host loads once and shares between
+   * tenants that must not change them for each other.
+   */
+  readonly programsReadOnly: boolean;
+
+  /**
+   * An empty cache. `{ programsReadOnly: true }`: programs of the VMs given
+   * it may read it but not change it (see `programsReadOnly`).
+   */
+  constructor(options: { programsReadOnly?: boolean } = {}) {
+    this.programsReadOnly = options.programsReadOnly === true;
+  }
 
   /** The tensor cached under `name`, if any. */
   get(name: string): NDArray | undefined {

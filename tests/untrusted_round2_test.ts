@@ -731,3 +731,19 @@ Deno.test("finding 10: past the JavaScript stack (maxCallDepth raised), every fo
     "Call stack overflow: the JavaScript stack ran out (a maxCallDepth above the default, or deep recursion in a packed function)",
   ]);
 });
+
+Deno.test("finding 3: a cache the host shares read-only cannot be changed by programs", async () => {
+  const ex = tenantProgram();
+  using shared = new TensorCache({ programsReadOnly: true });
+  using w = tensor([1, 2, 3]);
+  shared.update("w", w); // the host may
+  for (const [form, options] of Object.entries(FORMS)) {
+    using vm = new VirtualMachine(ex, undefined, { ...options, tensorCache: shared });
+    using seen = await vm.invoke<NDArray>("get");
+    assertEquals([...seen.dataSync()], [1, 2, 3]);
+    using other = tensor([9]);
+    await assertRejects(() => vm.invoke("put", other), VMError, "shared read-only");
+    await assertRejects(() => vm.invoke("clear"), VMError, "shared read-only");
+    assertEquals(shared.names(), ["w"], form);
+  }
+});
