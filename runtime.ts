@@ -76,6 +76,8 @@ export type { WebGPUDevice } from "./devices/webgpu/webgpu_device.ts";
 export type { Storage } from "./devices/storage.ts";
 export type { AttentionKVCache } from "./devices/attention_kv_cache.ts";
 export { loadTensorCache } from "./builtins/tensor_cache_loader.ts";
+export { TensorCache } from "./devices/tensor_cache.ts";
+export type { TensorCacheLoader, TensorCacheRoot } from "./devices/tensor_cache.ts";
 export type {
   LoadedTensorCache,
   LoadTensorCacheOptions,

@@ -11,6 +11,7 @@ import { NDArray } from "../devices/ndarray.ts";
 import { Closure } from "../ground/closure.ts";
 import { getGlobalFunc } from "../ground/registry.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
+import { printable } from "../ground/printable.ts";
 import { BuiltinTable } from "./builtin_table.ts";
 import { describe } from "./describe.ts";
 
@@ -106,13 +107,15 @@ callBuiltins.add(
 );
 
 callBuiltins.add("vm.builtin.debug_print", (lineInfo: unknown, x: unknown) => {
+  // Strings from the program are shown escaped: terminal escapes in them are not obeyed.
+  const where = printable(String(lineInfo));
   if (!(x instanceof NDArray)) {
-    console.log(`${lineInfo}:`, x);
+    console.log(`${where}:`, typeof x === "string" ? printable(x) : x);
     return null;
   }
   const print = (values: ArrayLike<number | bigint>) => {
     console.log(
-      `${lineInfo}: shape = (${x.shape.join(", ")}), dtype = ${x.dtype}, data =\n[${
+      `${where}: shape = (${x.shape.join(", ")}), dtype = ${x.dtype}, data =\n[${
         Array.from(values).join(", ")
       }]`,
     );

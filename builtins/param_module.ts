@@ -20,19 +20,19 @@ const PARAM_MODULE_BRAND = brandKey("ParamModule");
  *
  * @example A program that gathers its weights into a module
  * ```ts
- * import { ExecBuilder, getGlobalFunc, type ParamModule, tensor, VirtualMachine } from "@relaxvm/relaxvm";
+ * import { ExecBuilder, type ParamModule, tensor, VirtualMachine } from "@relaxvm/relaxvm";
  * import { assertEquals } from "@std/assert";
  *
- * using w = tensor([1, 2]);
- * getGlobalFunc("vm.builtin.tensor_cache.update")!("w_0", w, true);
  * const ib = new ExecBuilder();
  * ib.function("params", 0, () => {
  *   ib.emit_call("vm.builtin.param_module_from_cache", ["w", ib.imm(-1)], { dst: ib.r(0) });
  *   ib.emit_ret(ib.r(0));
  * });
- * using module = await new VirtualMachine(ib.get()).invoke("params") as ParamModule;
+ * using vm = new VirtualMachine(ib.get());
+ * using w = tensor([1, 2]);
+ * vm.tensorCache.update("w_0", w); // the VM's own cache: its programs see it
+ * using module = await vm.invoke("params") as ParamModule;
  * assertEquals(module.params.map((t) => t.shape), [[2]]);
- * getGlobalFunc("vm.builtin.tensor_cache.clear")!();
  * ```
  */
 export class ParamModule extends VMObject {

@@ -27,6 +27,7 @@ import type { TypedArray } from "../ground/dtype.ts";
 import { BuiltinTable } from "./builtin_table.ts";
 import { describe } from "./describe.ts";
 import { checkWritable } from "./validate.ts";
+import { runningLimit, withHostScratch } from "./host_scratch.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const samplingBuiltins = new BuiltinTable("Sampling", import.meta.url);
@@ -87,24 +88,27 @@ samplingBuiltins.add(
     const v = singleRow(t, who);
     const temp = numberArg(temperature, "temperature", who);
     const p = numberArg(topP, "top_p", who), u = numberArg(uniform, "uniform", who);
-    return hostValues(t, (values) => {
-      const order = sortedDescending(values.subarray(0, v) as Float32Array, () => true);
-      if (temp < 1e-6) return order[0];
-      const scale = f32(1 / temp), max = values[order[0]] as number;
-      const e = order.map((i) => f32(Math.exp(f32(f32((values[i] as number) - max) * scale))));
-      let sum = 0;
-      for (const x of e) sum = f32(sum + x);
-      let cum = 0, nucleus = 0;
-      const cums = e.map((x) => {
-        const prob = f32(x / sum);
-        if (cum < p) nucleus = f32(nucleus + prob);
-        cum = f32(cum + prob);
-        return cum;
-      });
-      for (let k = 0; k < order.length; k++) if (u < f32(cums[k] / nucleus)) return order[k];
-      if (u <= cums[0]) return order[0];
-      throw new RangeError(`${who}: uniform sample ${u} is beyond the distribution`);
-    });
+    // The sort and its two arrays of numbers: about 32 bytes an element (issue 18: 4.4 GB).
+    const limit = runningLimit();
+    return hostValues(t, (values) =>
+      withHostScratch(32 * v, who, () => {
+        const order = sortedDescending(values.subarray(0, v) as Float32Array, () => true);
+        if (temp < 1e-6) return order[0];
+        const scale = f32(1 / temp), max = values[order[0]] as number;
+        const e = order.map((i) => f32(Math.exp(f32(f32((values[i] as number) - max) * scale))));
+        let sum = 0;
+        for (const x of e) sum = f32(sum + x);
+        let cum = 0, nucleus = 0;
+        const cums = e.map((x) => {
+          const prob = f32(x / sum);
+          if (cum < p) nucleus = f32(nucleus + prob);
+          cum = f32(cum + prob);
+          return cum;
+        });
+        for (let k = 0; k < order.length; k++) if (u < f32(cums[k] / nucleus)) return order[k];
+        if (u <= cums[0]) return order[0];
+        throw new RangeError(`${who}: uniform sample ${u} is beyond the distribution`);
+      }, limit));
   },
   {
     signature: "(logits, temperature, top_p, uniform) → index",
@@ -125,32 +129,34 @@ samplingBuiltins.add(
     const t = tensorArg(prob, "float32", who, "prob");
     const v = singleRow(t, who);
     const p = numberArg(topP, "top_p", who), u = numberArg(uniform, "uniform", who);
-    return hostValues(t, (all) => {
-      const values = all.subarray(0, v) as Float32Array;
-      const attempt = (cutoff: number): number => {
-        const order = sortedDescending(values, (i) => values[i] >= cutoff);
-        if (order.length === 0) return -1;
-        if (u < values[order[0]] / p) return order[0];
-        let cum = 0, nucleus = 0;
-        const stored = order.map((i) => values[i]);
-        for (let k = 0; k < order.length && cum < p; k++) {
-          nucleus = f32(nucleus + values[order[k]]);
-          cum = f32(cum + values[order[k]]);
-          stored[k] = cum;
-        }
-        if (cum < p && cutoff !== 0) return -1; // not enough mass above the cutoff
-        for (let k = 0; k < order.length; k++) if (u < f32(stored[k] / nucleus)) return order[k];
-        return order[order.length - 1];
-      };
-      const first = p < 1 ? attempt(f32(p / 1024)) : -1;
-      const found = first >= 0 ? first : attempt(0);
-      if (found >= 0) return found;
-      throw new RangeError(
-        values.every(Number.isNaN)
-          ? `${who}: every probability is NaN, cannot sample`
-          : `${who}: cannot sample from the given probabilities`,
-      );
-    });
+    const limit = runningLimit();
+    return hostValues(t, (all) =>
+      withHostScratch(24 * v, who, () => {
+        const values = all.subarray(0, v) as Float32Array;
+        const attempt = (cutoff: number): number => {
+          const order = sortedDescending(values, (i) => values[i] >= cutoff);
+          if (order.length === 0) return -1;
+          if (u < values[order[0]] / p) return order[0];
+          let cum = 0, nucleus = 0;
+          const stored = order.map((i) => values[i]);
+          for (let k = 0; k < order.length && cum < p; k++) {
+            nucleus = f32(nucleus + values[order[k]]);
+            cum = f32(cum + values[order[k]]);
+            stored[k] = cum;
+          }
+          if (cum < p && cutoff !== 0) return -1; // not enough mass above the cutoff
+          for (let k = 0; k < order.length; k++) if (u < f32(stored[k] / nucleus)) return order[k];
+          return order[order.length - 1];
+        };
+        const first = p < 1 ? attempt(f32(p / 1024)) : -1;
+        const found = first >= 0 ? first : attempt(0);
+        if (found >= 0) return found;
+        throw new RangeError(
+          values.every(Number.isNaN)
+            ? `${who}: every probability is NaN, cannot sample`
+            : `${who}: cannot sample from the given probabilities`,
+        );
+      }, limit));
   },
   {
     signature: "(prob, top_p, uniform) → index",

@@ -42,6 +42,7 @@
 import type { NDArray } from "../devices/ndarray.ts";
 import type { TensorDType } from "../ground/dtype.ts";
 import { formatShape } from "../kernels/broadcast.ts";
+import { withHostScratch } from "./host_scratch.ts";
 import { BuiltinTable } from "./builtin_table.ts";
 import {
   checkArgCount,
@@ -134,12 +135,15 @@ function sampleTopP(args: readonly unknown[]): NDArray {
         `got ${formatShape(uniform.shape)}`,
     );
   }
-  return launch(
-    logits,
-    rowsShape,
-    "int32",
-    (backend, out) => backend.sampleTopP(logits, uniform, temperature, topP, out),
-  );
+  // On the CPU a row's weights and sort order live on the host: about 24 bytes an element.
+  const scratch = logits.device.kind === "cpu" ? 24 * logits.shape[rank - 1] : 0;
+  return withHostScratch(scratch, name, () =>
+    launch(
+      logits,
+      rowsShape,
+      "int32",
+      (backend, out) => backend.sampleTopP(logits, uniform, temperature, topP, out),
+    ));
 }
 
 const ERRORS =

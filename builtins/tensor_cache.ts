@@ -1,8 +1,12 @@
 /**
- * The tensor cache builtins of TVM's `tensor_cache_support.cc`: the
- * process-wide cache of named tensors (builtins/tensor_cache_store.ts),
- * filled by `tensor_cache.load` (builtins/tensor_cache_loader.ts), and the
- * `param_*_from_cache` builtins that gather a model's weights from it.
+ * The tensor cache builtins of TVM's `tensor_cache_support.cc`: a cache of
+ * named tensors (devices/tensor_cache.ts), filled by `tensor_cache.load`
+ * (builtins/tensor_cache_loader.ts), and the `param_*_from_cache` builtins
+ * that gather a model's weights from it. Where TVM has one cache per
+ * process, each builtin here works on the cache of the VM running it (its
+ * own, or one its host shares on purpose), and on `TensorCache.host` when
+ * the host calls it outside any VM. A program's `load` reads only what its
+ * VM grants (builtins/tensor_cache_access.ts).
  *
  * ```text
  * tensor_cache.load(path_or_url, device_type, device_id[, on_progress])  async
@@ -21,15 +25,50 @@
  * @module
  */
 
+import { activateAllocators, activeAllocators } from "../devices/allocation_context.ts";
 import type { Device } from "../devices/device.ts";
 import { findDevice } from "../devices/find_device.ts";
+import { MemoryScope } from "../devices/memory_scope.ts";
 import { NDArray } from "../devices/ndarray.ts";
+import { TensorCache } from "../devices/tensor_cache.ts";
 import { Tuple, tupleFields } from "../ground/tuple.ts";
 import { BuiltinTable } from "./builtin_table.ts";
 import { describe } from "./describe.ts";
 import { ParamModule } from "./param_module.ts";
-import { loadTensorCache, type TensorCacheProgress } from "./tensor_cache_loader.ts";
-import { cacheClear, cacheGet, cacheRemove, cacheUpdate } from "./tensor_cache_store.ts";
+import {
+  loadTensorCache,
+  loadTensorCacheFor,
+  type TensorCacheProgress,
+} from "./tensor_cache_loader.ts";
+
+/**
+ * The VM running the builtin now (its memory scope), or null when the host
+ * calls it outside any VM.
+ */
+function runningScope(who: string): MemoryScope | null {
+  const active = activeAllocators();
+  if (active === null) return null;
+  if (active instanceof MemoryScope) return active;
+  throw new Error(`${who}: called with allocators active that belong to no VM`);
+}
+
+/** The cache the builtin works on: the running VM's, or the host's outside any VM. */
+function cacheOf(who: string): TensorCache {
+  return runningScope(who)?.tensorCache ?? TensorCache.host;
+}
+
+/** `cacheOf`, for a builtin that changes the cache: refused on a cache programs may only read. */
+function writableCacheOf(who: string): TensorCache {
+  const scope = runningScope(who);
+  if (scope === null) return TensorCache.host;
+  const cache = scope.tensorCache;
+  if (cache.programsReadOnly) {
+    throw new TypeError(
+      `${who}: the VM's tensor cache is shared read-only by its host: programs cannot change it`,
+    );
+  }
+  return cache;
+}
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const tensorCacheBuiltins = new BuiltinTable("Tensor cache", import.meta.url);
@@ -60,26 +99,47 @@ tensorCacheBuiltins.add(
     if (onProgress !== undefined && onProgress !== null && typeof onProgress !== "function") {
       throw new TypeError(`${who}: on_progress must be a function, got ${describe(onProgress)}`);
     }
-    await loadTensorCache(location, {
+    const scope = runningScope(who);
+    const report = onProgress as ((p: TensorCacheProgress) => void) | null | undefined ?? undefined;
+    if (scope === null) {
+      await loadTensorCache(location, { device, onProgress: report, cache: TensorCache.host });
+      return null;
+    }
+    await loadTensorCacheFor(location, {
       device,
-      onProgress: onProgress as ((p: TensorCacheProgress) => void) | undefined ?? undefined,
+      cache: writableCacheOf(who),
+      // Progress is reported after awaits, when no VM is running: the function the program
+      // passed runs as part of its VM again (its cache, its allocators), not the host's.
+      onProgress: report === undefined ? undefined : (p) => {
+        const previous = activateAllocators(scope);
+        try {
+          report(p);
+        } finally {
+          activateAllocators(previous);
+        }
+      },
+    }, {
+      roots: scope.tensorCacheRoots,
+      allocator: (d) => scope.allocatorFor(d),
+      limit: scope.limit,
+      callSignal: scope.callSignal(),
     });
     return null;
   },
   {
     signature: "(path_or_url, device_type, device_id[, on_progress]) → null, asynchronously",
     summary:
-      "Loads a tvmjs tensor cache (a directory or URL with `tensor-cache.json`) onto the device with DLPack type `device_type` (1 CPU, 15 WebGPU; the device must have been acquired) and index `device_id`, replacing cached tensors of the same names. `on_progress`, a function, receives a `TensorCacheProgress` at the start and after each shard. Resolves to null. All or nothing: see `loadTensorCache`.",
+      "Loads a tvmjs tensor cache (a directory or URL with `tensor-cache.json`) into the VM's tensor cache, onto the device with DLPack type `device_type` (1 CPU, 15 WebGPU; the device must have been acquired) and index `device_id`, replacing cached tensors of the same names. Only from what the VM grants (option `tensorCacheRoots`; nothing by default), counted against its `maxMemoryBytes`, stopped with the call. `on_progress`, a function, receives a `TensorCacheProgress` at the start and after each shard. Resolves to null. All or nothing: see `loadTensorCache`.",
     dtypes: "any",
     devices: ["cpu", "webgpu"],
     errors:
-      "`TypeError` (arguments), `Error` (no such device), `TensorCacheError` (a malformed or incomplete cache, naming file and record).",
+      "`TypeError` (arguments), `Error` (no such device; a location or shard the VM does not grant, named as written), `TensorCacheError` (a malformed, incomplete or too large cache, naming file and record).",
     tvm: "vm.builtin.tensor_cache.load (tensor_cache_support.cc)",
   },
 );
 
 tensorCacheBuiltins.add("vm.builtin.tensor_cache.get", (name: unknown) => {
-  return cacheGet(stringArg(name, "name", "tensor_cache.get")) ?? null;
+  return cacheOf("tensor_cache.get").get(stringArg(name, "name", "tensor_cache.get")) ?? null;
 }, {
   signature: "(name) → tensor or null",
   summary: "The cached tensor, or null.",
@@ -96,13 +156,14 @@ tensorCacheBuiltins.add(
     if (!(t instanceof NDArray)) {
       throw new TypeError(`${who}: expected a tensor, got ${describe(t)}`);
     }
-    cacheUpdate(stringArg(name, "name", who), t, Boolean(override));
+    if (t.disposed) throw new ReferenceError(`${who}: ${t} was used after its memory was released`);
+    writableCacheOf(who).update(stringArg(name, "name", who), t, Boolean(override));
     return null;
   },
   {
     signature: "(name, tensor[, override]) → null",
     summary:
-      "Caches `tensor` under `name` (by reference; the cache holds it). `override` (boolean or 0/1, default false) allows replacing an existing entry. Returns null.",
+      "Caches `tensor` under `name` in the VM's tensor cache (by reference; the cache holds it, and pins it: from now on it is read-only to builtins and cannot be killed). `override` (boolean or 0/1, default false) allows replacing an existing entry. Returns null.",
     dtypes: "any",
     devices: ["cpu", "webgpu"],
     errors: "`TypeError` (arguments), `Error` (the name exists and no override).",
@@ -111,7 +172,7 @@ tensorCacheBuiltins.add(
 );
 
 tensorCacheBuiltins.add("vm.builtin.tensor_cache.remove", (name: unknown) => {
-  cacheRemove(stringArg(name, "name", "tensor_cache.remove"));
+  writableCacheOf("tensor_cache.remove").remove(stringArg(name, "name", "tensor_cache.remove"));
   return null;
 }, {
   signature: "(name) → null",
@@ -123,11 +184,11 @@ tensorCacheBuiltins.add("vm.builtin.tensor_cache.remove", (name: unknown) => {
 });
 
 tensorCacheBuiltins.add("vm.builtin.tensor_cache.clear", () => {
-  cacheClear();
+  writableCacheOf("tensor_cache.clear").clear();
   return null;
 }, {
   signature: "() → null",
-  summary: "Drops every entry.",
+  summary: "Drops every entry of the VM's tensor cache.",
   dtypes: null,
   devices: ["cpu", "webgpu"],
   errors: "",
@@ -139,9 +200,10 @@ function byPrefix(prefix: unknown, count: unknown, who: string): NDArray[] {
   const p = stringArg(prefix, "prefix", who);
   const n = integerArg(count, "num_params", who);
   if (n < -1) throw new RangeError(`${who}: num_params must be -1 or more, got ${n}`);
+  const cache = cacheOf(who);
   const out: NDArray[] = [];
   for (let i = 0; n === -1 || i < n; i++) {
-    const t = cacheGet(`${p}_${i}`);
+    const t = cache.get(`${p}_${i}`);
     if (t === undefined) {
       if (n === -1) break;
       throw new ReferenceError(`${who}: "${p}_${i}" is not in the tensor cache`);
@@ -153,11 +215,12 @@ function byPrefix(prefix: unknown, count: unknown, who: string): NDArray[] {
 
 /** The tensors named in `names`, in order. */
 function byName(names: readonly unknown[], who: string): NDArray[] {
+  const cache = cacheOf(who);
   return names.map((name, i) => {
     if (typeof name !== "string") {
       throw new TypeError(`${who}: name ${i} must be a string, got ${describe(name)}`);
     }
-    const t = cacheGet(name);
+    const t = cache.get(name);
     if (t === undefined) throw new ReferenceError(`${who}: "${name}" is not in the tensor cache`);
     return t;
   });

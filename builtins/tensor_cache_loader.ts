@@ -1,8 +1,11 @@
 /**
  * `loadTensorCache`: reads a tvmjs tensor cache (a directory or URL holding
- * `tensor-cache.json` and its shards) into the process-wide tensor cache,
- * with `fetch` for every read: `https:` in browsers and Deno, `file:` and
- * plain paths in Deno.
+ * `tensor-cache.json` and its shards) into a `TensorCache` (by default the
+ * process-wide `TensorCache.host`), with `fetch` for every read: `https:` in
+ * browsers and Deno, `file:` and plain paths in Deno. `loadTensorCacheFor`
+ * is the same load made for a program (`vm.builtin.tensor_cache.load`):
+ * only from what its VM grants, counted against its memory limit, stopped
+ * with its call (builtins/tensor_cache_access.ts).
  *
  * Loading is all or nothing: the index is validated first, each shard is
  * checked against the index when it arrives, and the tensors enter the
@@ -15,11 +18,13 @@
 
 import { cpu } from "../devices/cpu_device.ts";
 import type { Device } from "../devices/device.ts";
+import type { Allocator, MemoryLimit } from "../devices/allocator.ts";
 import { defaultAllocator } from "../devices/allocation_context.ts";
 import { NDArray, shapeSize } from "../devices/ndarray.ts";
+import { TensorCache, type TensorCacheRoot } from "../devices/tensor_cache.ts";
 import { elementBytes, type TensorDType } from "../ground/dtype.ts";
-import { cacheUpdate } from "./tensor_cache_store.ts";
 import { asDirectory, resolveLocation } from "./tensor_cache_files.ts";
+import { MAX_INDEX_BYTES, readGranted, refused } from "./tensor_cache_access.ts";
 import {
   decodeRecord,
   parseTensorCacheIndex,
@@ -53,8 +58,10 @@ export interface LoadTensorCacheOptions {
   device?: Device;
   /** Called at the start and after each shard. */
   onProgress?: (progress: TensorCacheProgress) => void;
-  /** Cancels the fetches. */
+  /** Cancels the fetches; an aborted load caches nothing. */
   signal?: AbortSignal;
+  /** The cache the tensors go into; default `TensorCache.host` (a VM's: `vm.tensorCache`). */
+  cache?: TensorCache;
 }
 
 /** What `loadTensorCache` resolves to. */
@@ -67,25 +74,19 @@ export interface LoadedTensorCache {
   metadata: Record<string, unknown>;
 }
 
-const INDEX_NAMES = ["tensor-cache.json", "ndarray-cache.json"];
-
-async function fetchBytes(url: URL, signal?: AbortSignal): Promise<ArrayBuffer> {
-  let response: Response;
-  try {
-    response = await fetch(url, { signal });
-  } catch (e) {
-    throw new TensorCacheError(url.href, undefined, `cannot fetch it (${e})`, { cause: e });
-  }
-  if (!response.ok) {
-    await response.body?.cancel();
-    throw new TensorCacheError(
-      url.href,
-      undefined,
-      `HTTP ${response.status} ${response.statusText}`,
-    );
-  }
-  return await response.arrayBuffer();
+/** How a load made for a program is confined (`loadTensorCacheFor`). */
+export interface ProgramLoad {
+  /** What the program's VM grants (`tensorCacheRoots`). */
+  roots: readonly TensorCacheRoot[];
+  /** Where the tensors' memory comes from: the VM's allocators. */
+  allocator: (device: Device) => Allocator;
+  /** The VM's memory limit, checked against the index before any shard is read. */
+  limit: MemoryLimit;
+  /** Aborts when the program's call stops or ends. */
+  callSignal: AbortSignal | undefined;
 }
+
+const INDEX_NAMES = ["tensor-cache.json", "ndarray-cache.json"];
 
 /**
  * The index: `location` itself if it names a `.json` file or cannot be a
@@ -94,6 +95,8 @@ async function fetchBytes(url: URL, signal?: AbortSignal): Promise<ArrayBuffer> 
  */
 async function fetchIndex(
   location: URL,
+  written: string,
+  roots: readonly TensorCacheRoot[] | null,
   signal?: AbortSignal,
 ): Promise<{ url: URL; index: TensorCacheIndex }> {
   const isFile = location.pathname.endsWith(".json") ||
@@ -103,9 +106,9 @@ async function fetchIndex(
     : INDEX_NAMES.map((n) => new URL(n, asDirectory(location)));
   const failures: TensorCacheError[] = [];
   for (const url of candidates) {
-    let bytes: ArrayBuffer;
+    let bytes: Uint8Array;
     try {
-      bytes = await fetchBytes(url, signal);
+      bytes = await readGranted(roots, url, written, "the location", MAX_INDEX_BYTES, signal);
     } catch (e) {
       if (signal?.aborted || !(e instanceof TensorCacheError)) throw e;
       failures.push(e);
@@ -120,19 +123,33 @@ async function fetchIndex(
   );
 }
 
-/** A tensor for `record` on `device`, from the allocator outside any VM: the cache outlives VMs. */
-function tensorFor(record: TensorCacheRecord, bytes: Uint8Array, device: Device): NDArray {
+/** A tensor for `record` on `device`, from `allocator`. */
+function tensorFor(
+  record: TensorCacheRecord,
+  bytes: Uint8Array,
+  device: Device,
+  allocator: Allocator,
+): NDArray {
   const dtype = record.dtype as TensorDType;
   const nbytes = shapeSize(record.shape) * elementBytes(dtype);
-  const out = new NDArray(defaultAllocator(device).allocBlock(nbytes), 0, record.shape, dtype);
-  device.writeBlock(out.block, 0, decodeRecord(bytes, record));
+  const out = new NDArray(allocator.allocBlock(nbytes), 0, record.shape, dtype);
+  try {
+    device.writeBlock(out.block, 0, decodeRecord(bytes, record));
+  } catch (e) {
+    out.releaseIfUnowned();
+    throw e;
+  }
   return out;
 }
 
 /**
- * Loads a tvmjs tensor cache into the process-wide tensor cache, where
- * programs find it with `vm.builtin.tensor_cache.get` and
- * `vm.builtin.param_array_from_cache`. `pathOrUrl` is a directory holding
+ * Loads a tvmjs tensor cache into `options.cache`: by default the
+ * process-wide `TensorCache.host` (what the builtins see when called outside
+ * any VM, and what VMs given `{ tensorCache: TensorCache.host }` share), or a
+ * VM's own (`vm.tensorCache`), where its programs find it with
+ * `vm.builtin.tensor_cache.get` and `vm.builtin.param_array_from_cache`. The
+ * host's load reads whatever the process may; a program's load
+ * (`vm.builtin.tensor_cache.load`) only what its VM grants. `pathOrUrl` is a directory holding
  * `tensor-cache.json` (or an older cache's `ndarray-cache.json`), or the
  * JSON file itself; a URL or, in Deno, a path. A `blob:` or `data:` URL is
  * always the JSON file (its shards' `dataPath`s are then absolute URLs, such
@@ -140,10 +157,11 @@ function tensorFor(record: TensorCacheRecord, bytes: Uint8Array, device: Device)
  * after another, each decoded into tensors on `options.device`.
  *
  * Rejects with `TensorCacheError` (naming the file and the record) when the
- * index is malformed, a record does not match its shape and dtype or lies
- * outside its shard or over another record, a name is used twice, a shard
- * is missing or of another length than the index says. Nothing is cached
- * then.
+ * index is malformed or larger than 64 MiB, a record does not match its
+ * shape and dtype or lies outside its shard or over another record, a name
+ * is used twice, a shard is missing or of another length than the index says
+ * (a longer one is read no further than that). Nothing is cached then, nor
+ * when `signal` aborts.
  *
  * @example Write a cache, load it, read a tensor back
  * ```ts
@@ -162,14 +180,61 @@ function tensorFor(record: TensorCacheRecord, bytes: Uint8Array, device: Device)
  * await Deno.remove(dir, { recursive: true });
  * ```
  */
-export async function loadTensorCache(
+export function loadTensorCache(
   pathOrUrl: string | URL,
   options: LoadTensorCacheOptions = {},
 ): Promise<LoadedTensorCache> {
+  return load(pathOrUrl, options, null);
+}
+
+/**
+ * `loadTensorCache` for a program (`vm.builtin.tensor_cache.load`): only
+ * what `program.roots` grant is read (else an error naming the location as
+ * written, before any read), the tensors' memory comes from the VM and must
+ * fit its limit, and the load stops with the program's call.
+ */
+export function loadTensorCacheFor(
+  location: string,
+  options: LoadTensorCacheOptions,
+  program: ProgramLoad,
+): Promise<LoadedTensorCache> {
+  return load(location, options, program);
+}
+
+async function load(
+  pathOrUrl: string | URL,
+  options: LoadTensorCacheOptions,
+  program: ProgramLoad | null,
+): Promise<LoadedTensorCache> {
   const device = options.device ?? cpu();
+  const cache = options.cache ?? TensorCache.host;
+  const allocator = program === null ? defaultAllocator(device) : program.allocator(device);
+  const signals = [options.signal, program?.callSignal].filter((s) => s !== undefined);
+  const signal = signals.length < 2 ? signals[0] : AbortSignal.any(signals);
+  const written = String(pathOrUrl);
   const started = performance.now();
-  const { url, index } = await fetchIndex(resolveLocation(pathOrUrl), options.signal);
+  let location: URL;
+  try {
+    location = resolveLocation(pathOrUrl);
+  } catch (e) {
+    if (program === null) throw e;
+    throw refused(written, "the location");
+  }
+  const roots = program?.roots ?? null;
+  const { url, index } = await fetchIndex(
+    location,
+    written,
+    roots,
+    signal,
+  );
   const totalBytes = index.records.reduce((n, s) => n + s.nbytes, 0);
+  if (program !== null && program.limit.heldBytes + totalBytes > program.limit.maxBytes) {
+    throw new TensorCacheError(
+      url.href,
+      undefined,
+      `its ${totalBytes} bytes of shards would pass the VM's memory limit of ${program.limit.maxBytes} bytes (maxMemoryBytes), with ${program.limit.heldBytes} bytes in use`,
+    );
+  }
   let loadedBytes = 0;
   const report = (shardsLoaded: number) => {
     if (options.onProgress === undefined) return;
@@ -191,8 +256,20 @@ export async function loadTensorCache(
   const loaded: [string, NDArray][] = [];
   try {
     for (const [i, shard] of index.records.entries()) {
-      const shardUrl = new URL(shard.dataPath, url);
-      const bytes = new Uint8Array(await fetchBytes(shardUrl, options.signal));
+      let shardUrl: URL;
+      try {
+        shardUrl = new URL(shard.dataPath, url);
+      } catch {
+        throw refused(shard.dataPath, "shard");
+      }
+      const bytes = await readGranted(
+        roots,
+        shardUrl,
+        shard.dataPath,
+        "shard",
+        shard.nbytes,
+        signal,
+      );
       if (bytes.length !== shard.nbytes) {
         throw new TensorCacheError(
           shardUrl.href,
@@ -201,15 +278,20 @@ export async function loadTensorCache(
         );
       }
       for (const record of shard.records) {
-        loaded.push([record.name, tensorFor(record, recordBytes(bytes, record), device)]);
+        loaded.push([
+          record.name,
+          tensorFor(record, recordBytes(bytes, record), device, allocator),
+        ]);
       }
       loadedBytes += shard.nbytes;
       report(i + 1);
     }
+    // A load whose call stopped while it read caches nothing.
+    signal?.throwIfAborted();
   } catch (e) {
     for (const [, t] of loaded) t.releaseIfUnowned();
     throw e;
   }
-  for (const [name, t] of loaded) cacheUpdate(name, t, true);
+  for (const [name, t] of loaded) cache.update(name, t, true);
   return { url, names: loaded.map(([name]) => name), metadata: index.metadata };
 }

@@ -106,15 +106,17 @@ export function checkLive(values: readonly unknown[], who: string, what = "argum
 }
 
 /**
- * Throws a `TypeError` naming `who` if tensor `t` is a constant of the
- * executable (pinned, see ground/object.ts): every VM that runs the
- * executable shares it, so a builtin that writes in place (a shape heap, the
- * logits a sampling step changes) must not write into it.
+ * Throws a `TypeError` naming `who` if tensor `t` is read-only: a constant
+ * of the executable or a cached tensor, or a view of one's memory (a
+ * reshape: read-only belongs to the memory, see `MemoryBlock.readOnly`).
+ * Every VM that runs the executable, every program that reads the cache,
+ * shares it, so a builtin that writes in place (a shape heap, the logits a
+ * sampling step changes) must not write into it.
  */
-export function checkWritable(t: { readonly pinned: boolean }, who: string, what: string): void {
-  if (t.pinned) {
+export function checkWritable(t: { readonly readOnly: boolean }, who: string, what: string): void {
+  if (t.readOnly) {
     throw new TypeError(
-      `${who}: ${what} is a constant of the executable, shared by every VM that runs it: it cannot be changed in place`,
+      `${who}: ${what} is read-only (a constant of the executable or a cached tensor, or a view of one), shared by every program that uses it: it cannot be changed in place`,
     );
   }
 }

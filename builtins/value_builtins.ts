@@ -12,9 +12,12 @@ import { MemoryScope } from "../devices/memory_scope.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { Closure } from "../ground/closure.ts";
 import { Tuple, tupleFields } from "../ground/tuple.ts";
+import { printable } from "../ground/printable.ts";
 import { BuiltinTable } from "./builtin_table.ts";
 import { describe } from "./describe.ts";
 import { checkLive } from "./validate.ts";
+import { runningLimit } from "./host_scratch.ts";
+import { cpu } from "../devices/cpu_device.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const valueBuiltins = new BuiltinTable(
@@ -41,7 +44,8 @@ valueBuiltins.add("vm.builtin.move", (x: unknown) => x, {
 });
 
 valueBuiltins.add("vm.builtin.print", (x: unknown) => {
-  console.log(x);
+  // A program's strings are the file's: terminal escapes in them are shown, not obeyed.
+  console.log(typeof x === "string" ? printable(x) : x);
   return null;
 }, {
   signature: "(x) → null",
@@ -62,15 +66,29 @@ valueBuiltins.add("vm.builtin.null_value", () => null, {
   tvm: "vm.builtin.null_value (builtin.cc)",
 });
 
+/** Host bytes a tuple of `n` fields is counted as: the object and its array of fields. */
+const tupleBytes = (n: number) => 64 + 8 * n;
+
 valueBuiltins.add("vm.builtin.make_tuple", (...fields: unknown[]) => {
   checkLive(fields, "make_tuple", "field");
-  return new Tuple(fields);
+  // Tuples are host memory a program can make without end (nested, in a loop): counted against
+  // the VM's memory limit while they live.
+  const limit = runningLimit(), bytes = tupleBytes(fields.length);
+  if (limit === null) return new Tuple(fields);
+  try {
+    limit.take(bytes, cpu(), bytes);
+  } catch (e) {
+    throw new RangeError(`make_tuple: a tuple of ${fields.length} fields: ${(e as Error).message}`);
+  }
+  return new Tuple(fields).chargeTo(limit, bytes);
 }, {
   signature: "(...fields) → tuple",
-  summary: "A tuple holding the fields (users receive it as an array).",
+  summary:
+    "A tuple holding the fields (users receive it as an array). Inside a VM its host memory (64 bytes plus 8 a field) counts against `maxMemoryBytes` while it lives.",
   dtypes: "any",
   devices: ["cpu", "webgpu"],
-  errors: "`ReferenceError` (a field whose memory was released).",
+  errors:
+    "`ReferenceError` (a field whose memory was released), `RangeError` (past the VM's memory limit).",
   tvm: "vm.builtin.make_tuple (builtin.cc)",
 });
 
@@ -151,7 +169,9 @@ valueBuiltins.add("vm.builtin.read_if_cond", (x: unknown): boolean | Promise<boo
 
 valueBuiltins.add("vm.builtin.make_closure", (f: unknown, ...captured: unknown[]) => {
   checkLive(captured, "make_closure", "captured value");
-  if (f instanceof Closure) return new Closure(f.name, (...args) => f.call(args), captured);
+  if (f instanceof Closure) {
+    return new Closure(f.name, (...args) => f.call(args), captured, f.owner ?? null);
+  }
   if (typeof f === "function") {
     return new Closure(f.name || "anonymous", f as (...a: unknown[]) => unknown, captured);
   }

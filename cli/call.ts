@@ -1,7 +1,8 @@
 /**
  * What `relaxvm run` and `relaxvm profile` share: the arguments that name a
  * function and its arguments, the options that shape them (`--dtype`,
- * `--preload`, `--device`), and making the VM that calls it.
+ * `--preload`, `--device`), the limits of the call (`--timeout`, by default
+ * a minute, `--fuel`, `--max-memory`), and making the VM that calls it.
  *
  * @module
  */
@@ -16,6 +17,7 @@ import {
 } from "../mod.ts";
 import type { ArgumentSpec, OptionSpec, ParsedArguments } from "./arguments.ts";
 import { importModule, readExecutable } from "./executable_file.ts";
+import { UsageError } from "./failure.ts";
 import { parseArg } from "./values.ts";
 
 const DTYPES = TENSOR_DTYPES;
@@ -53,7 +55,38 @@ export const CALL_OPTIONS: Readonly<Record<string, OptionSpec>> = {
     repeatable: true,
     description: "a module to import first, e.g. one that calls registerFunc for the program",
   },
+  timeout: {
+    kind: "value",
+    valueName: "<ms>",
+    default: "60000",
+    description: "stop the call after this many milliseconds (`none`: no limit)",
+  },
+  fuel: {
+    kind: "value",
+    valueName: "<n>",
+    default: "none",
+    description: "stop the call after this many instructions (loops and calls count)",
+  },
+  "max-memory": {
+    kind: "value",
+    valueName: "<bytes>",
+    default: String(2 ** 30),
+    description: "the most memory the VM may hold",
+  },
 };
+
+/** A limit option's value: a non-negative number, or `none` (no limit). */
+function limitValue(args: ParsedArguments, name: string): number | undefined {
+  const text = args.value(name);
+  if (text === undefined || text === "none") return undefined;
+  const n = Number(text);
+  if (text.trim() === "" || !(n >= 0)) {
+    throw new UsageError(
+      `option '--${name}' got ${JSON.stringify(text)}; give a non-negative number or none`,
+    );
+  }
+  return n;
+}
 
 /** A VM for the command line's file and device, the function to call and its arguments. */
 export interface PreparedCall {
@@ -68,13 +101,19 @@ export interface PreparedCall {
  * them to its device).
  */
 export async function prepareCall(args: ParsedArguments): Promise<PreparedCall> {
+  const limits = {
+    timeoutMs: limitValue(args, "timeout"),
+    fuel: limitValue(args, "fuel"),
+    maxMemoryBytes: limitValue(args, "max-memory"),
+  };
   for (const module of args.values("preload")) await importModule(module);
   const ex = await readExecutable(args.requiredArgument("file"));
   const dtype = args.value("dtype") as TensorDType;
   const values = args.rest("args").map((a) => parseArg(a, dtype));
   const device: Device = args.value("device") === "webgpu" ? await webgpu() : cpu();
   return {
-    vm: new VirtualMachine(ex, device),
+    // A file from elsewhere may loop forever or allocate without end: the call is bounded.
+    vm: new VirtualMachine(ex, device, limits),
     function: args.requiredArgument("function"),
     args: values,
   };

@@ -7,6 +7,10 @@
  */
 
 import { CheckError } from "../mod.ts";
+import { printable } from "../ground/printable.ts";
+
+/** The longest error line shown: a message a program shaped may be megabytes long. */
+const MAX_ERROR_CHARS = 2000;
 
 /** A mistake in how the CLI was invoked (bad argument, missing export, ...). */
 export class UsageError extends Error {
@@ -20,12 +24,14 @@ export class UsageError extends Error {
 /**
  * The text shown for `error`: the message alone for the library's own error
  * classes and usage errors, `name: message` for anything else. A
- * `CheckError` keeps its list of problems, one per line. An unknown packed
+ * `CheckError` keeps its list of problems, one per line. Control characters
+ * (terminal escapes a file put in a name or string) are shown escaped, and
+ * a line longer than 2000 characters is cut. An unknown packed
  * function adds how to register it from the command line (`--preload`).
  */
 export function describeError(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
-  if (error instanceof CheckError) return error.message;
+  if (error instanceof CheckError) return error.message.split("\n").map(printable).join("\n");
   const known = error instanceof UsageError || error.name === "LoadError" ||
     error.name === "VMError" || error instanceof Deno.errors.NotFound;
   let text = (known ? error.message : `${error.name}: ${error.message}`).split("\n")[0];
@@ -33,5 +39,9 @@ export function describeError(error: unknown): string {
   if (error.name === "VMError" && text.startsWith("Unknown packed function")) {
     text += "; --preload <module> imports a module that registers it";
   }
-  return text;
+  if (text.length > MAX_ERROR_CHARS) {
+    text = `${text.slice(0, MAX_ERROR_CHARS)}… (${text.length - MAX_ERROR_CHARS} more characters)`;
+  }
+  // Names and strings in messages come from the file: terminal escapes are shown, not obeyed.
+  return printable(text);
 }

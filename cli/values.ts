@@ -6,6 +6,8 @@
  */
 
 import { Closure, NDArray, ShapeTuple, tensor, type TensorDType } from "../mod.ts";
+import { formatNested } from "../ground/inspect.ts";
+import { printable } from "../ground/printable.ts";
 import { UsageError } from "./failure.ts";
 
 /**
@@ -79,24 +81,47 @@ function nestedText(v: unknown): string {
   return Array.isArray(v) ? `[${v.map(nestedText).join(", ")}]` : String(v);
 }
 
+/** Tensors of more elements print their ends only, as NumPy does (`[0, 1, 2, ..., 7, 8, 9]`). */
+const SUMMARY_THRESHOLD = 1000;
+/** Tuples of more fields print their first and last few. */
+const MAX_FIELDS = 100;
+/** Strings print at most this many characters. */
+const MAX_STRING = 10_000;
+
 /**
  * Formats a VM result for the terminal: a tensor as its values with dtype
  * and shape, a ShapeTuple as `(32, 16)`, a tuple as `(a, b)`, a string as
  * JSON, anything else with `String()`. Reading a tensor awaits its data, so
- * a GPU tensor works too.
+ * a GPU tensor works too. A result a program chose is bounded on screen: a
+ * tensor of more than 1000 elements shows the ends of each axis, a long
+ * tuple its first and last fields, a long string its start, and control
+ * characters (terminal escapes) are shown escaped.
  */
 export async function formatValue(value: unknown): Promise<string> {
   if (value instanceof NDArray) {
-    const data = [...await value.data()] as (number | bigint)[];
-    const values = nestedText(nest(data, value.shape));
-    return `${values} (${value.dtype}, shape [${value.shape.join(", ")}])`;
+    const data = await value.data();
+    const described = `(${value.dtype}, shape [${value.shape.join(", ")}])`;
+    if (value.size > SUMMARY_THRESHOLD) {
+      return `${formatNested(data, value.shape, { width: Infinity })} ${described}`;
+    }
+    return `${nestedText(nest([...data] as (number | bigint)[], value.shape))} ${described}`;
   }
   if (value instanceof ShapeTuple) return `(${[...value].join(", ")})`;
   if (Array.isArray(value)) {
-    const parts = await Promise.all(value.map(formatValue));
+    const shown = value.length <= MAX_FIELDS
+      ? value
+      : [...value.slice(0, 3), ELIDED, ...value.slice(-3)];
+    const parts = await Promise.all(shown.map((v) => v === ELIDED ? "..." : formatValue(v)));
     return `(${parts.join(", ")})`;
   }
-  if (typeof value === "string") return JSON.stringify(value);
-  if (value instanceof Closure) return `Closure(${value.name})`;
-  return String(value);
+  if (typeof value === "string") {
+    const cut = value.length > MAX_STRING
+      ? `${value.slice(0, MAX_STRING)}… (${value.length - MAX_STRING} more characters)`
+      : value;
+    return printable(JSON.stringify(cut));
+  }
+  if (value instanceof Closure) return `Closure(${printable(value.name)})`;
+  return printable(String(value));
 }
+
+const ELIDED = Symbol("elided");

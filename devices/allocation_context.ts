@@ -55,6 +55,14 @@ export function allocatorsActive(): boolean {
   return context.active !== null;
 }
 
+/**
+ * The active allocators (a running VM's `MemoryScope`), or null outside any
+ * VM: how a builtin finds the VM that called it (its tensor cache, say).
+ */
+export function activeAllocators(): AllocatorSet | null {
+  return context.active;
+}
+
 /** Makes `set` the active allocators; returns the previous ones to restore later. */
 export function activateAllocators(set: AllocatorSet | null): AllocatorSet | null {
   const previous = context.active;

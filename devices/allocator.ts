@@ -88,6 +88,15 @@ export class MemoryLimit {
   readonly maxBytes: number;
   /** Bytes of the blocks held now (live and pooled). */
   heldBytes = 0;
+  /**
+   * Called before a block of `LARGE_BLOCK_BYTES` or more is handed out (from
+   * the pool or new): the VM checks its call's clock and signal there, so a
+   * run of large kernels with no jump or call between them (12 matmuls in a
+   * row) stops at its timeout instead of after the last. It may throw: the
+   * allocation, and the kernel, then do not happen. Costs one clock read per
+   * large block, nothing for small ones.
+   */
+  onLargeBlock: (() => void) | null = null;
   readonly #trim: () => void;
 
   /** A limit of `maxBytes`; `trim` gives pooled blocks back when a request does not fit. */
@@ -117,6 +126,9 @@ export class MemoryLimit {
     this.heldBytes -= blockBytes;
   }
 }
+
+/** Blocks this large make the VM check its call's clock (`MemoryLimit.onLargeBlock`): 64 KiB. */
+export const LARGE_BLOCK_BYTES = 65536;
 
 /** Throws a clear error when `nbytes` cannot be allocated on `device`. */
 export function checkAllocationSize(device: Device, nbytes: number): void {

@@ -16,6 +16,7 @@ import { type Allocator, type AllocatorKind, MemoryLimit } from "./allocator.ts"
 import type { AllocatorSet } from "./allocation_context.ts";
 import { NaiveAllocator } from "./naive_allocator.ts";
 import { PooledAllocator } from "./pooled_allocator.ts";
+import { TensorCache, type TensorCacheRoot } from "./tensor_cache.ts";
 
 const MEMORY_SCOPE_BRAND = brandKey("MemoryScope");
 
@@ -41,6 +42,21 @@ export class MemoryScope implements AllocatorSet {
   /** What the allocators may hold together. */
   readonly limit: MemoryLimit;
   readonly #allocators = new Map<Device, Allocator>();
+  #tensorCache: TensorCache | null;
+  /** Whether the tensor cache was made here (and so is cleared with the VM). */
+  #ownsTensorCache = false;
+  /**
+   * What the VM's programs may load into their tensor cache
+   * (`tensor_cache.load`): nothing unless the host granted roots (VM option
+   * `tensorCacheRoots`). Checked in builtins/tensor_cache_access.ts.
+   */
+  tensorCacheRoots: readonly TensorCacheRoot[] = [];
+  /**
+   * The `AbortSignal` of the call running now, if it has limits to watch
+   * (a timeout, a signal): aborts when that call stops or ends, so work a
+   * builtin started for it (a download) stops too. Set by the VM.
+   */
+  callSignal: () => AbortSignal | undefined = () => undefined;
   /** The last device asked for and its allocator: most VMs allocate on one device. */
   #lastDevice: Device | undefined = undefined;
   #lastAllocator: Allocator | undefined = undefined;
@@ -50,13 +66,36 @@ export class MemoryScope implements AllocatorSet {
    *
    * @ignore
    */
-  constructor(devices: readonly Device[], allocatorKind: AllocatorKind, maxBytes = Infinity) {
+  constructor(
+    devices: readonly Device[],
+    allocatorKind: AllocatorKind,
+    maxBytes = Infinity,
+    tensorCache: TensorCache | null = null,
+  ) {
+    this.#tensorCache = tensorCache;
     this.devices = devices;
     this.allocatorKind = allocatorKind;
     // Over the limit, every pool gives its free blocks back before a request fails.
     this.limit = new MemoryLimit(maxBytes, () => {
       for (const a of this.#allocators.values()) a.clear();
     });
+  }
+
+  /**
+   * The tensor cache the VM's programs see: the one the VM was given, or its
+   * own, made on first use.
+   */
+  get tensorCache(): TensorCache {
+    if (this.#tensorCache === null) {
+      this.#tensorCache = new TensorCache();
+      this.#ownsTensorCache = true;
+    }
+    return this.#tensorCache;
+  }
+
+  /** Empties the tensor cache if it is the VM's own (the VM is being disposed). */
+  clearOwnTensorCache(): void {
+    if (this.#ownsTensorCache) this.#tensorCache!.clear();
   }
 
   /** The allocator serving `device` (created on first use). */

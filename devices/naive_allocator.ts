@@ -10,6 +10,7 @@ import {
   type Allocator,
   checkAllocationSize,
   emptyStats,
+  LARGE_BLOCK_BYTES,
   type MemoryLimit,
   type MemoryStats,
 } from "./allocator.ts";
@@ -33,6 +34,7 @@ export class NaiveAllocator implements Allocator {
 
   allocBlock(nbytes: number): MemoryBlock {
     checkAllocationSize(this.device, nbytes);
+    if (nbytes >= LARGE_BLOCK_BYTES) this.#limit?.onLargeBlock?.();
     // Zero-byte tensors still get a distinct (4-byte) block so views stay valid everywhere.
     const blockBytes = Math.max(4, Math.ceil(nbytes / 4) * 4);
     this.#limit?.take(blockBytes, this.device, nbytes);

@@ -260,6 +260,28 @@ export class NDArray extends VMObject {
     return this.#memory.handle;
   }
 
+  /**
+   * Pins the tensor (`kill()` refuses it) and makes its memory read-only for
+   * builtins: the block, so every view of it, this one's reshapes included
+   * (see `MemoryBlock.readOnly`). What the constants of an executable and
+   * the tensors of a tensor cache get: programs share them.
+   *
+   * @ignore
+   */
+  override pin(): this {
+    super.pin();
+    this.#memory.readOnly = true;
+    return this;
+  }
+
+  /**
+   * Whether builtins may not write into this tensor's memory: it is, or views, a constant of an
+   * executable or a cached tensor (`pin()`).
+   */
+  get readOnly(): boolean {
+    return this.#memory.readOnly;
+  }
+
   /** The device holding the data. */
   get device(): Device {
     return this.#memory.device;
@@ -441,6 +463,9 @@ export class NDArray extends VMObject {
     if (this.#collectable) collected.unregister(this);
     this.#view = undefined;
     if (this.#storage !== null) this.#storage.release();
-    else this.#memory.owner.reclaim(this.#memory);
+    else {
+      this.#memory.readOnly = false;
+      this.#memory.owner.reclaim(this.#memory);
+    }
   }
 }

@@ -23,6 +23,7 @@ import {
   type Allocator,
   checkAllocationSize,
   emptyStats,
+  LARGE_BLOCK_BYTES,
   type MemoryLimit,
   type MemoryStats,
 } from "./allocator.ts";
@@ -78,6 +79,7 @@ export class PooledAllocator implements Allocator {
     if (!(nbytes >= 0 && nbytes <= this.#maxBytes && Number.isSafeInteger(nbytes))) {
       checkAllocationSize(this.device, nbytes);
     }
+    if (nbytes >= LARGE_BLOCK_BYTES) this.#limit?.onLargeBlock?.();
     const blockBytes = sizeClass(nbytes);
     const s = this.#stats;
     const list = this.#list(blockBytes, false);

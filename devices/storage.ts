@@ -57,6 +57,14 @@ export class MemoryBlock {
    * Null when there is none.
    */
   hostView: TypedArray | null = null;
+  /**
+   * Whether builtins may write into the block: false for the memory of an
+   * executable's constants and of cached tensors (`NDArray.pin()`), which
+   * programs share. It belongs to the block, not to one tensor over it, so
+   * every view of it (a reshape, a second tensor over its storage) is
+   * read-only too. Cleared when the block goes back to its allocator.
+   */
+  readOnly = false;
 
   /** Made by allocators. */
   constructor(device: Device, bytes: number, handle: unknown, owner: BlockOwner) {
@@ -119,12 +127,18 @@ export class Storage extends VMObject {
     return this.memory.handle;
   }
 
+  /** Whether builtins may not write into the block (`MemoryBlock.readOnly`). */
+  get readOnly(): boolean {
+    return this.memory.readOnly;
+  }
+
   /**
    * Gives the block back to the allocator that made it.
    *
    * @ignore
    */
   protected free(): void {
+    this.memory.readOnly = false;
     this.memory.owner.reclaim(this.memory);
   }
 

@@ -58,6 +58,13 @@ export class Closure extends VMObject {
   readonly name: string;
   /** The captured values, passed after the call's own arguments. */
   readonly captured: readonly unknown[];
+  /**
+   * The VM whose function this closure calls, or null for a packed
+   * function: another VM's `invoke_closure` refuses it.
+   *
+   * @ignore
+   */
+  readonly owner: object | null;
   readonly #target: ClosureTarget;
 
   /**
@@ -65,9 +72,15 @@ export class Closure extends VMObject {
    *
    * @ignore
    */
-  constructor(name: string, target: ClosureTarget, captured: readonly unknown[] = []) {
+  constructor(
+    name: string,
+    target: ClosureTarget,
+    captured: readonly unknown[] = [],
+    owner: object | null = null,
+  ) {
     super();
     this.name = name;
+    this.owner = owner;
     this.#target = target;
     this.captured = Object.freeze([...captured]);
     for (const v of this.captured) retainValue(v);

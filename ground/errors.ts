@@ -219,14 +219,16 @@ export class VMError extends Error {
     if (location.pc >= 0) parts.push(`instruction ${location.pc}`);
     const built = location.builtInstruction ?? "";
     if (location.instruction !== "") {
-      parts.push(
-        `\`${location.instruction}\`${built === "" ? "" : ` (as built: \`${built.trimEnd()}\`)`}`,
-      );
+      const asBuilt = built === "" ? "" : ` (as built: \`${cut(built.trimEnd(), 500)}\`)`;
+      parts.push(`\`${cut(location.instruction, 500)}\`${asBuilt}`);
     }
     if (location.packedFunc !== "") parts.push(`calling ${printable(location.packedFunc)}`);
+    // A reason may carry what a program chose (a string, a name): bounded, so one failing call
+    // cannot print megabytes on one line.
+    const shown = cut(reason, 4000);
     const limit = ErrorLimit.stackTraceLimit;
     if (typeof limit === "number") ErrorLimit.stackTraceLimit = limit + 30;
-    super(parts.length === 0 ? reason : `${reason} (${parts.join(", ")})`, options);
+    super(parts.length === 0 ? shown : `${shown} (${parts.join(", ")})`, options);
     if (typeof limit === "number") ErrorLimit.stackTraceLimit = limit;
     this.name = "VMError";
     // The VM's own frames (interpreter, dispatch, invoke's helpers) say nothing to its user.
@@ -237,6 +239,13 @@ export class VMError extends Error {
     this.packedFunc = location.packedFunc;
     this.builtInstruction = built;
   }
+}
+
+/** `text`, cut to `max` characters with a note of how many more there were. */
+function cut(text: string, max: number): string {
+  return text.length <= max
+    ? text
+    : `${text.slice(0, max)}… (${text.length - max} more characters)`;
 }
 
 const WEBGPU_ERROR_BRAND = brandKey("WebGPUError");

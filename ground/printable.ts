@@ -28,3 +28,19 @@ export function printable(name: string): string {
       : `\\u${code.toString(16).padStart(4, "0")}`;
   });
 }
+
+/** What `JSON.stringify` leaves raw that a terminal or an editor would act on. */
+const RAW_AFTER_JSON = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/g;
+
+/**
+ * `JSON.stringify(text)` with the characters it leaves raw but a terminal or
+ * an editor obeys (C1 controls such as `\x9b`, which starts an escape
+ * sequence, DEL, line separators, bidirectional overrides) written as
+ * `\uXXXX` too: the same JavaScript string literal, safe to print.
+ */
+export function quoted(text: string): string {
+  return JSON.stringify(text).replace(
+    RAW_AFTER_JSON,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}

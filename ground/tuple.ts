@@ -31,11 +31,28 @@ export class Tuple extends VMObject {
   /** The fields, in order (only `resetItem` changes them). */
   readonly fields: readonly unknown[];
 
+  /** What the tuple's host memory is counted against (`chargeTo`), and how much. */
+  #charged: { give(bytes: number): void } | null = null;
+  #chargedBytes = 0;
+
   /** Holds a reference to each field. */
   constructor(fields: readonly unknown[]) {
     super();
     this.fields = [...fields];
     for (const v of this.fields) retainValue(v);
+  }
+
+  /**
+   * Records that `bytes` of host memory were counted against `limit` for
+   * this tuple (a VM's memory limit, by `make_tuple`): given back when the
+   * tuple is freed.
+   *
+   * @ignore
+   */
+  chargeTo(limit: { give(bytes: number): void }, bytes: number): this {
+    this.#charged = limit;
+    this.#chargedBytes = bytes;
+    return this;
   }
 
   /**
@@ -72,11 +89,13 @@ export class Tuple extends VMObject {
   }
 
   /**
-   * Releases every field.
+   * Releases every field, and gives back the host memory counted for it.
    *
    * @ignore
    */
   protected free(): void {
+    this.#charged?.give(this.#chargedBytes);
+    this.#charged = null;
     for (const v of this.fields) releaseValue(v);
   }
 

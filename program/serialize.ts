@@ -223,7 +223,15 @@ function readConstant(r: ByteReader): ConstantValue {
           at,
         );
       }
-      return tensorFromBytes(r.bytes(nbytes, "tensor data"), dims, dt);
+      const dataAt = r.position;
+      const data = r.bytes(nbytes, "tensor data");
+      if (dt === "bool") {
+        // Elements are 0 or 1: another byte reads as true but writes back as 1, so the
+        // executable would not survive its own dumps (as_typescript) byte for byte.
+        const bad = data.findIndex((b) => b > 1);
+        if (bad >= 0) throw r.fail(`bool element ${bad} is ${data[bad]}, not 0 or 1`, dataAt + bad);
+      }
+      return tensorFromBytes(data, dims, dt);
     }
     default:
       throw r.fail(`unknown constant tag ${tag}`, at);
@@ -315,6 +323,13 @@ export function loadProgram(bytes: Uint8Array): LoadedProgram {
     r.align(8);
     const dataStart = r.position;
     const data = r.f64Array(nwords, "instr_data");
+    // -0 decodes as 0 everywhere but writes back as -0 only here: the dumps (as_typescript)
+    // could not rebuild the file byte for byte. No writer makes one.
+    for (let i = 0; i < data.length; i++) {
+      if (data[i] === 0 && 1 / data[i] < 0) {
+        throw r.fail(`code word ${i} is -0`, dataStart + 8 * i);
+      }
+    }
     r.endLimit(old);
     if (r.remaining !== 0) {
       r.section = "trailer";

@@ -29,6 +29,7 @@
  * @module
  */
 
+import { quoted } from "../ground/printable.ts";
 import { ArgKind, argKind, argValue, Opcode, VM_REGISTER, VOID_REGISTER } from "./bytecode.ts";
 import { InstructionCursor } from "./decoder.ts";
 import { saveProgram } from "./serialize.ts";
@@ -109,9 +110,9 @@ function layout(doc: Doc, indent: number, trailing = ""): string {
 /** A string literal as `deno fmt` writes it: double quotes, unless only single ones avoid escapes. */
 function stringLiteral(text: string): string {
   if (text.includes('"') && !text.includes("'")) {
-    return `'${JSON.stringify(text).slice(1, -1).replaceAll('\\"', '"')}'`;
+    return `'${quoted(text).slice(1, -1).replaceAll('\\"', '"')}'`;
   }
-  return JSON.stringify(text);
+  return quoted(text);
 }
 
 function tensorLiteral(t: NDArray, used: Set<string>): Doc {

@@ -90,6 +90,8 @@ function checkOperandRanges(
     if (c.op === Opcode.Call) {
       const callee = p.functions[c.func];
       const n = c.argCount;
+      // A JavaScript call takes about 120,000 arguments before V8 reports a stack overflow.
+      if (n > MAX_INPUTS) report(pc, `passes ${n} operands, more than ${MAX_INPUTS}`);
       if (callee === undefined) {
         report(pc, `calls function index ${c.func}, which does not exist`);
       } else if (callee.kind === "vm" && callee.numArgs !== n) {
@@ -139,10 +141,22 @@ function checkRegisterUse(
   report: Report,
   warn: (m: string) => void,
 ): void {
-  // Bitmaps, not Sets: this runs over every instruction of every build and load.
+  // Bitmaps, not Sets: this runs over every instruction of every build and load. But a file
+  // may name register 2^24 - 1 in a function of two instructions (valid: the VM renumbers it),
+  // and a bitmap of the whole file per function then cost 16 MiB of zeroing each (a 1 MB file
+  // of such functions took 14 s): where the file is far larger than the code, a Set.
   const size = f.registerFileSize;
-  const written = new Uint8Array(size);
-  written.fill(1, 0, Math.min(f.numArgs, size));
+  const instructions = f.end - f.start;
+  let isWritten: (reg: number) => boolean, markWritten: (reg: number) => void;
+  if (size <= 4096 || size <= 16 * (instructions + f.numArgs)) {
+    const bits = new Uint8Array(size).fill(1, 0, Math.min(f.numArgs, size));
+    isWritten = (reg) => bits[reg] === 1;
+    markWritten = (reg) => bits[reg] = 1;
+  } else {
+    const set = new Set<number>();
+    isWritten = (reg) => reg < f.numArgs || set.has(reg);
+    markWritten = (reg) => set.add(reg);
+  }
   const usedInput = new Uint8Array(f.numArgs);
   let pc = 0;
   const read = (reg: number) => {
@@ -151,10 +165,10 @@ function checkRegisterUse(
       report(pc, `reads ${registerText(reg)}, outside the register file of ${size}`);
       return;
     }
-    if (written[reg] === 0) {
+    if (!isWritten(reg)) {
       const inputs = f.numArgs === 0 ? "none" : `%0..%${f.numArgs - 1}`;
       report(pc, `reads ${registerText(reg)} before any write (the inputs are ${inputs})`);
-      written[reg] = 1; // report each register once
+      markWritten(reg); // report each register once
     }
     if (reg < f.numArgs) usedInput[reg] = 1;
   };
@@ -164,7 +178,7 @@ function checkRegisterUse(
     c.forEachRead(read);
     const dst = c.written();
     if (dst >= size) report(pc, `writes ${registerText(dst)}, outside the register file`);
-    else if (dst >= 0) written[dst] = 1;
+    else if (dst >= 0) markWritten(dst);
   }
   for (let r = 0; r < f.numArgs; r++) {
     if (usedInput[r] === 0) {

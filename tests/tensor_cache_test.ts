@@ -428,10 +428,13 @@ Deno.test("a VM program loads a cache and gathers its weights", () =>
       ib.emit_call("vm.op.add", [ib.r(4), ib.r(0)], { dst: ib.r(5) });
       ib.emit_ret(ib.r(5));
     });
-    const vm = new VirtualMachine(ib.get());
+    using vm = new VirtualMachine(ib.get(), undefined, { tensorCacheRoots: [dir] });
     using x = tensor([100, 100]);
     using out = await vm.invoke("main", x) as NDArray;
     assertEquals([...out.dataSync()], [111, 122]);
+    // The weights went into the VM's own cache, not the host's.
+    assertEquals(vm.tensorCache.names(), ["w_0", "w_1"]);
+    assertEquals(cached("w_0"), null);
     const bad = new ExecBuilder();
     bad.function("main", 0, () => {
       const args = [`${dir}/nowhere`, bad.imm(1), bad.imm(0)];
@@ -439,7 +442,7 @@ Deno.test("a VM program loads a cache and gathers its weights", () =>
       bad.emit_ret(bad.r(0));
     });
     await assertRejects(
-      () => new VirtualMachine(bad.get()).invoke("main"),
+      () => new VirtualMachine(bad.get(), undefined, { tensorCacheRoots: [dir] }).invoke("main"),
       VMError,
       "vm.builtin.tensor_cache.load",
     );

@@ -55,6 +55,8 @@ export interface CompiledHelpers {
   drop(v: object | null): void;
   /** Adds a holder if `v` is a `VMObject`. */
   retain(v: unknown): void;
+  /** Holds a function's result across its teardown (not one already released). */
+  keepResult(v: unknown): void;
   /** Drops a holder if `v` is a `VMObject`. */
   release(v: unknown): void;
   /** Drops a holder without freeing, if `v` is a `VMObject` (a returned value). */
@@ -261,6 +263,7 @@ export function compile(fn: LoadedFunction, helpers: CompiledHelpers): CompiledR
   ].join("\n");
   const source = `"use strict";
 const hold = h.hold, drop = h.drop, retain = h.retain, release = h.release, disown = h.disown;
+const keepResult = h.keepResult;
 const truthy = h.isTruthy;
 ${bindings}
 return function compiled(args, inv) {
@@ -276,7 +279,7 @@ ${loop ? "for (;;) {\nswitch (pc) {\n" : ""}${body}${
   }
   // Ret: every register is released; the result survives, floating, as in the interpreter.
   const held = typeof v === "object";
-  if (held) retain(v);
+  if (held) keepResult(v);
 ${teardown}  if (held) disown(v);
   return v;
 };`;

@@ -181,17 +181,32 @@ export function reasonOf(e: unknown): string {
     if (e instanceof Error) {
       const message: unknown = e.message;
       if (typeof message !== "string") return "a packed function threw an Error without a message";
-      if (e instanceof RangeError && /call stack/i.test(message)) {
-        return "Call stack overflow in a packed function";
+      // V8's RangeError "Maximum call stack size exceeded", or the SyntaxError of a regular
+      // expression that ran out of stack while an error near the top was being described.
+      if (
+        (e instanceof RangeError && message.includes("call stack")) ||
+        (message.includes("regular expression") && message.includes("Stack overflow"))
+      ) {
+        return STACK_OVERFLOW;
       }
       return message;
     }
     const text: unknown = String(e);
     return typeof text === "string" ? text : "a packed function threw a value that cannot be shown";
   } catch {
+    // Describing the value failed: near the top of the stack, that is the stack itself.
+    try {
+      if (e instanceof RangeError) return STACK_OVERFLOW;
+    } catch {
+      // A revoked Proxy.
+    }
     return "a packed function threw a value that cannot be shown";
   }
 }
+
+/** What a JavaScript stack overflow inside a call is reported as, in every dispatch form. */
+const STACK_OVERFLOW =
+  "Call stack overflow: the JavaScript stack ran out (a maxCallDepth above the default, or deep recursion in a packed function)";
 
 /**
  * `v` as a Promise when it is one or a thenable (an object with a callable
@@ -216,6 +231,9 @@ export function asPromise(v: object): Promise<unknown> | null {
 }
 
 /** `e` if it is the VM's own `LimitExceeded`, else null (never running a Proxy's traps unguarded). */
+/** What a call through a closure adds to the call depth besides its own call (`callClosure`). */
+const CLOSURE_EXTRA_DEPTH = 1;
+
 function limitOf(e: unknown): LimitExceeded | null {
   try {
     return e instanceof LimitExceeded ? e : null;
@@ -286,6 +304,16 @@ export class Interpreter {
     this.#allocators = allocators;
   }
 
+  /** Checks the clock and signal of the invocation running now (`Invocation.checkNow`). */
+  checkNow(): void {
+    this.#current?.checkNow();
+  }
+
+  /** The call signal of the invocation running now (`Invocation.callSignal`), if any. */
+  currentCallSignal(): AbortSignal | undefined {
+    return this.#current?.callSignal();
+  }
+
   /**
    * Runs function-table entry `index` with `args`: its value, or a Promise of
    * it. Inside a running invocation (a call from the program, or from a
@@ -296,6 +324,26 @@ export class Interpreter {
     const inv = this.#current;
     if (inv === null) return this.invoke(this.limits, index, args);
     return this.#enter(inv, index, args);
+  }
+
+  /**
+   * `call`, for a closure: a call through `invoke_closure` (a builtin, the
+   * closure, this) takes about twice the JavaScript stack of a call in the
+   * code, so it counts as two nested calls against `maxCallDepth` while it
+   * runs. Recursion through closures then stops with the same "Call stack
+   * overflow" as recursion in the code, in every dispatch form, instead of
+   * exhausting the JavaScript stack first (at about 700 levels, against
+   * about 1,250 for calls in the code).
+   */
+  callClosure(index: number, args: readonly unknown[]): unknown {
+    const inv = this.#current;
+    if (inv === null) return this.invoke(this.limits, index, args);
+    inv.depth += CLOSURE_EXTRA_DEPTH;
+    try {
+      return this.#enter(inv, index, args);
+    } finally {
+      inv.depth -= CLOSURE_EXTRA_DEPTH;
+    }
   }
 
   /**
@@ -524,9 +572,15 @@ export class Interpreter {
     frame.inv.probe?.after(token, true);
   }
 
-  /** Ends a frame: the result survives (floating), every register is released. */
+  /**
+   * Ends a frame: the result survives (floating), every register is
+   * released. A result whose memory was already released (`kill r; ret r`)
+   * is returned as it is, for the caller to refuse with a `VMError`: the
+   * VM's result check, or the caller's register store.
+   */
   #teardown(frame: Frame, result: unknown): unknown {
-    const held = typeof result === "object" && result !== null && VMObject.is(result);
+    const held = typeof result === "object" && result !== null && VMObject.is(result) &&
+      !result.disposed;
     if (held) result.retain();
     releaseAllRegisters(frame.regs, frame.fn.registers);
     if (held) result.disown();
@@ -631,6 +685,10 @@ export class Interpreter {
       // (ground/object.ts heldBeyondFrames), as the protocol always releases them.
       retain(v) {
         if (typeof v === "object" && v !== null && VMObject.is(v)) v.retain();
+      },
+      keepResult(v) {
+        // As #teardown: a released result goes back as it is, for the caller to refuse.
+        if (typeof v === "object" && v !== null && VMObject.is(v) && !v.disposed) v.retain();
       },
       release: releaseValue,
       disown: disownValue,

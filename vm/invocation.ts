@@ -170,6 +170,8 @@ export class Invocation {
   #waiting: Set<() => void> | null = null;
   #timer: ReturnType<typeof setTimeout> | undefined = undefined;
   #onAbort: (() => void) | null = null;
+  /** Aborts when the invocation stops or finishes (`callSignal`); made on first request. */
+  #controller: AbortController | null = null;
 
   /**
    * Budgets for one call under `limits`. Made for every call from the user,
@@ -222,6 +224,7 @@ export class Invocation {
   refill(): void {
     if (this.#stop !== null) {
       this.budget = -Infinity; // stays stopped: every later charge comes back here
+      this.#controller?.abort(this.#stop);
       throw this.#stop;
     }
     const remaining = this.#reserve + this.budget;
@@ -280,6 +283,39 @@ export class Invocation {
     });
   }
 
+  /**
+   * Checks the clock and the signal now, between the instructions' own
+   * checks (before a large allocation: `MemoryLimit.onLargeBlock`), and
+   * throws `LimitExceeded` if the invocation must stop. Nothing to do for an
+   * invocation without a clock or signal.
+   */
+  checkNow(): void {
+    if (!this.#watched) return;
+    if (this.#stop === null && this.limits.signal?.aborted) this.#stop = this.#aborted();
+    if (this.#stop === null && performance.now() >= this.#deadline) this.#stop = this.#timedOut();
+    if (this.#stop !== null) {
+      this.budget = -Infinity;
+      this.#controller?.abort(this.#stop);
+      throw this.#stop;
+    }
+  }
+
+  /**
+   * A signal that aborts when this invocation stops (its timeout, its
+   * signal) or finishes, for work a builtin starts on its behalf (a
+   * download) that must not outlive it; undefined for an invocation with no
+   * clock or signal to watch, which stops only by fuel, between
+   * instructions.
+   */
+  callSignal(): AbortSignal | undefined {
+    if (!this.#watched) return undefined;
+    const controller = this.#controller ??= new AbortController();
+    if (this.#stop === null && this.limits.signal?.aborted) this.#stop = this.#aborted();
+    if (this.#stop === null && performance.now() >= this.#deadline) this.#stop = this.#timedOut();
+    if (this.#stop !== null) controller.abort(this.#stop);
+    return controller.signal;
+  }
+
   /** Why the invocation stopped (after `race` gave `STOPPED`). */
   stopReason(): LimitExceeded {
     return this.#stop!;
@@ -287,7 +323,8 @@ export class Invocation {
 
   /** The call is over: drops the timer and the signal listener. */
   finish(): void {
-    if (!this.#watched) return; // no timer, listener or waiters
+    if (!this.#watched) return; // no timer, listener, waiters or call signal
+    this.#controller?.abort(new LimitExceeded("abort", "The call has ended"));
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
     if (this.#onAbort !== null) this.limits.signal!.removeEventListener("abort", this.#onAbort);
@@ -317,6 +354,7 @@ export class Invocation {
   #halt(reason: LimitExceeded): void {
     this.#stop ??= reason;
     this.budget = -Infinity;
+    this.#controller?.abort(this.#stop);
     const waiting = [...this.#waiting ?? []];
     this.#waiting?.clear();
     for (const wake of waiting) wake();

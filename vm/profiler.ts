@@ -25,6 +25,9 @@ import type { CallProbe } from "./invocation.ts";
 import { type Instr, instrText, type LoadedFunction } from "./loaded_function.ts";
 import { type ProfiledCall, type ProfiledKernel, ProfileReport } from "./profile_report.ts";
 
+/** Host bytes a recorded call is counted as (its record and its row of the report). */
+const RECORD_BYTES = 512;
+
 /** A call being or having been profiled. */
 class Record {
   readonly id: number;
@@ -121,6 +124,17 @@ export class Profiler implements CallProbe {
   }
 
   before(fn: LoadedFunction, ins: Instr): unknown {
+    // Every call is recorded: a program of endless calls would grow the profile without
+    // bound (1 GB per 3 million calls), so records count against the VM's memory limit.
+    try {
+      this.#scope.limit.take(RECORD_BYTES, this.#scope.devices[0], RECORD_BYTES);
+    } catch (e) {
+      throw new RangeError(
+        `profile: recording call ${this.#records.length + 1} (${RECORD_BYTES} bytes each): ${
+          (e as Error).message
+        }; profile a shorter call`,
+      );
+    }
     const parent = this.#open.at(-1) ?? null;
     const [served, allocated] = this.#counters();
     const kind = this.#isVMFunction(ins.fnName) ? "vm" : "packed";
@@ -166,6 +180,7 @@ export class Profiler implements CallProbe {
     inputs: { tensors: number; bytes: number; device: string },
   ): Promise<ProfileReport> {
     const records = this.#records;
+    this.#scope.limit.give(records.length * RECORD_BYTES); // the report is the caller's now
     const kernels: ProfiledKernel[] = [];
     const timed: string[] = [];
     let gpuTotalNs = 0;

@@ -12,12 +12,13 @@
  * @module
  */
 
-import { activateAllocators } from "../devices/allocation_context.ts";
+import { activateAllocators, activeAllocators } from "../devices/allocation_context.ts";
 import type { AllocatorKind, MemoryStats } from "../devices/allocator.ts";
 import { cpu } from "../devices/cpu_device.ts";
 import type { Device } from "../devices/device.ts";
 import { MemoryScope } from "../devices/memory_scope.ts";
 import { NDArray } from "../devices/ndarray.ts";
+import { TensorCache, type TensorCacheRoot } from "../devices/tensor_cache.ts";
 import { Closure } from "../ground/closure.ts";
 import { VMError } from "../ground/errors.ts";
 import {
@@ -135,7 +136,35 @@ export interface VirtualMachineOptions extends CallLimits {
    * functions here). Two VMs may each call their own `add`.
    */
   functions?: ReadonlyMap<string, PackedFunc> | Readonly<Record<string, PackedFunc>>;
+  /**
+   * The tensor cache the VM's programs read and write
+   * (`vm.builtin.tensor_cache.*`, `param_*_from_cache`). Default: the VM's
+   * own, empty at first and cleared when the VM is disposed, so programs of
+   * different VMs (tenants) never see each other's weights. Pass one
+   * `TensorCache` to several VMs to share it on purpose, or
+   * `TensorCache.host` for the process-wide one. Tensors a VM's programs load
+   * count against that VM's `maxMemoryBytes`.
+   */
+  tensorCache?: TensorCache;
+  /**
+   * What the VM's programs may read with `vm.builtin.tensor_cache.load`:
+   * directories (paths or `file:` URLs) and URL prefixes, each granting
+   * itself and what is under it, opaque URLs (`blob:`, `data:`) granting
+   * exactly themselves, and loader functions (`TensorCacheLoader`) granting
+   * what they serve. Default: nothing, so a program names no file or URL
+   * the host did not grant: a load of anything else fails with a `VMError`
+   * naming the location as the program wrote it and nothing about it. An
+   * index's shards must lie under the root that granted the index.
+   *
+   * ```ts ignore
+   * new VirtualMachine(ex, cpu(), { tensorCacheRoots: ["./weights/"] });
+   * ```
+   */
+  tensorCacheRoots?: readonly TensorCacheRoot[];
 }
+
+/** The most runs or measurements `time_evaluator` takes: 2^31 - 1. */
+const MAX_TIMED_RUNS = 2 ** 31 - 1;
 
 /** The memory a VM may hold by default (`maxMemoryBytes`): 1 GiB. */
 export const DEFAULT_MAX_MEMORY_BYTES = 2 ** 30;
@@ -369,7 +398,21 @@ export class VirtualMachine {
     this.#inputTarget = moveInputs && list[0].kind !== "cpu" ? list[0] : null;
     this.#mode = mode;
     this.#dispatch = dispatch;
-    this.#state = new MemoryScope(this.devices, allocator, maxMemoryBytes);
+    const tensorCache = options.tensorCache ?? null;
+    if (tensorCache !== null && !(tensorCache instanceof TensorCache)) {
+      throw new TypeError("tensorCache must be a TensorCache");
+    }
+    const roots = options.tensorCacheRoots ?? [];
+    if (
+      !Array.isArray(roots) ||
+      !roots.every((r) => typeof r === "string" || r instanceof URL || typeof r === "function")
+    ) {
+      throw new TypeError(
+        "tensorCacheRoots must be an array of paths, URLs and loader functions",
+      );
+    }
+    this.#state = new MemoryScope(this.devices, allocator, maxMemoryBytes, tensorCache);
+    this.#state.tensorCacheRoots = Object.freeze([...roots]);
     // A file may name a high register once (r(2^24 - 1)) and so ask for a register file far
     // larger than its code: every call would copy it, and liveness would scan it per block.
     // The VM runs such a program renumbered densely (as the builder always does).
@@ -379,6 +422,11 @@ export class VirtualMachine {
     this.#program = run;
     this.#interp = new Interpreter(run, this.#state);
     this.#interp.limits = this.#limits;
+    const interp = this.#interp;
+    this.#state.callSignal = () => interp.currentCallSignal();
+    // Between instructions the clock is read on backward jumps and calls only; a large kernel
+    // reads it too, before its output is allocated, so straight-line heavy code stops in time.
+    this.#state.limit.onLargeBlock = () => interp.checkNow();
     for (const f of ex.functions) {
       if (f.kind === "packed" && this.#packedFunc(f.name) === undefined) {
         this.#unregistered.push(f.name);
@@ -439,7 +487,10 @@ export class VirtualMachine {
   #functionRef(index: number): Closure {
     let ref = this.#functionRefs.get(index);
     if (ref === undefined) {
-      ref = new Closure(this.executable.functions[index].name, this.#callee(index));
+      const f = this.executable.functions[index];
+      ref = f.kind === "vm"
+        ? new Closure(f.name, this.#guardedCallee(index), [], this)
+        : new Closure(f.name, this.#callee(index));
       ref.retain();
       this.#functionRefs.set(index, ref);
     }
@@ -456,6 +507,30 @@ export class VirtualMachine {
   /** The packed function `name`: this VM's own, else the registry's. */
   #packedFunc(name: string): PackedFunc | undefined {
     return this.#ownFunctions.get(name) ?? getGlobalFunc(name);
+  }
+
+  /**
+   * What a closure of VM function `index` calls: the function, in this VM,
+   * unless the VM was disposed or another VM is running (a closure handed
+   * from one VM's results to another's program): its call would run under
+   * this VM's limits, outside the running call's fuel, clock and signal, so
+   * it is refused. A closure runs in the VM that made it
+   * (`vm.invoke_closure`, or a program of that VM).
+   */
+  #guardedCallee(index: number): (...args: unknown[]) => unknown {
+    const interp = this.#interp, state = this.#state;
+    return (...args: unknown[]) => {
+      if (this.#disposed) throw this.#disposedError(index);
+      const active = activeAllocators();
+      if (active !== null && active !== state) {
+        throw new ReferenceError(
+          `Closure(${
+            printable(this.executable.functions[index].name)
+          }) belongs to another VM: a closure runs only in the VM that made it, under that VM's limits`,
+        );
+      }
+      return interp.callClosure(index, args);
+    };
   }
 
   /**
@@ -612,6 +687,7 @@ export class VirtualMachine {
     this.#inputs.clear();
     for (const out of this.#outputs.values()) releaseValue(out);
     this.#outputs.clear();
+    this.#state.clearOwnTensorCache();
     for (const a of this.#state.allocators()) a.close();
   }
 
@@ -886,6 +962,12 @@ export class VirtualMachine {
         "invoke_closure needs a Closure",
       );
     }
+    if (closure.owner !== null && closure.owner !== this) {
+      throw new VMError(
+        { functionName: closure.name, pc: -1, instruction: "", packedFunc: "" },
+        `invoke_closure: ${closure} belongs to another VM: call it through the VM that made it, whose limits, memory and tensor cache it uses`,
+      );
+    }
     if (closure.disposed && closure.captured.length > 0) {
       throw new VMError(
         { functionName: closure.name, pc: -1, instruction: "", packedFunc: "" },
@@ -984,14 +1066,36 @@ export class VirtualMachine {
     return this.#export(name, this.#outputs.get(name));
   }
 
-  /** An async function that times `name` over `repeat` measurements of `number` runs each. */
+  /** Throws the VM's "Aborted" `VMError` if its default signal (option `signal`) has aborted. */
+  #checkAborted(name: string): void {
+    const signal = this.#limits.signal;
+    if (signal?.aborted) {
+      throw new VMError(
+        { functionName: name, pc: -1, instruction: "", packedFunc: "" },
+        "Aborted by the call's AbortSignal",
+        { cause: signal.reason },
+      );
+    }
+  }
+
+  /**
+   * An async function that times `name` over `repeat` measurements of
+   * `number` runs each (integers up to 2^31 - 1). It yields to the event
+   * loop about every 20 ms, outside the measured time, and stops with a
+   * `VMError` when the VM's `signal` aborts; each run has the VM's limits.
+   */
   time_evaluator(
     name: string,
     options: TimeEvaluatorOptions = {},
   ): (...args: unknown[]) => Promise<TimingResult> {
     const number = options.number ?? 1, repeat = options.repeat ?? 1;
-    if (!(number >= 1 && repeat >= 1)) {
-      throw new RangeError("time_evaluator: number and repeat must be at least 1");
+    const count = (v: number) => Number.isSafeInteger(v) && v >= 1 && v <= MAX_TIMED_RUNS;
+    if (!count(number) || !count(repeat)) {
+      throw new RangeError(
+        `time_evaluator: number and repeat must be integers from 1 to ${MAX_TIMED_RUNS}, got ${
+          String(number)
+        } and ${String(repeat)}`,
+      );
     }
     // A name made by save_function times the saved function with its bound arguments.
     const saved = this.#saved.get(name);
@@ -1006,13 +1110,23 @@ export class VirtualMachine {
         // Moved once for all runs (`moveInputs`): the runs time the function, not the uploads.
         placed = savedArgs ? null : this.#place(saved?.name ?? name, given, true);
         const args = savedArgs ? saved.args : placed?.args ?? given;
+        // Runs that return at once resume on microtasks, which starve timers and I/O: the loop
+        // yields a macrotask about every 20 ms, and stops when the VM's signal aborts.
+        let lastYield = performance.now();
         for (let r = 0; r < repeat; r++) {
-          const t0 = performance.now();
+          let t0 = performance.now();
           for (let n = 0; n < number; n++) {
             const out = await this.#interp.invoke(this.#limits, index, args);
             // A function may return one of its arguments, which the caller still owns.
             if (!args.includes(out)) releaseValue(out);
             this.#flush();
+            const now = performance.now();
+            if (now - lastYield > 20) {
+              await new Promise((resolve) => setTimeout(resolve, 0));
+              lastYield = performance.now();
+              t0 += lastYield - now; // the pause is not the function's time
+              this.#checkAborted(name);
+            }
           }
           await Promise.all(this.devices.map((d) => d.synchronize()));
           results.push((performance.now() - t0) / number);
@@ -1169,6 +1283,15 @@ export class VirtualMachine {
         : `live ${this.devices.map((d) => `${formatBytes(live(d))} on ${d}`).join(", ")}`,
     );
     return `VirtualMachine(${parts.join("; ")})`;
+  }
+
+  /**
+   * The tensor cache this VM's programs see (VM option `tensorCache`; by
+   * default the VM's own). The host may fill it itself, with no grant
+   * needed: `await loadTensorCache(dir, { cache: vm.tensorCache })`.
+   */
+  get tensorCache(): TensorCache {
+    return this.#state.tensorCache;
   }
 
   /** Memory counters of `device` (default: the first device) for this VM. */

@@ -90,7 +90,14 @@ export class CommandBatch {
   #recorded = 0;
   #destroyLater: GPUBuffer[] = [];
   #scopeOpen = false;
-  #inFlightScopes = new Set<Promise<unknown>>();
+  /** Error scopes popped whose outcome has not arrived yet. */
+  #inFlightScopes = 0;
+  /**
+   * Settles when `#inFlightScopes` next reaches 0: every waiting
+   * `checkErrors()` shares it. (One `Promise.all` over the scopes per waiter
+   * made N concurrent readbacks cost O(N²): 3,000 ran V8 out of memory.)
+   */
+  #idle: { promise: Promise<void>; resolve: () => void } | null = null;
   #firstError: WebGPUError | null = null;
   #submits = 0;
   #dispatches = 0;
@@ -322,7 +329,14 @@ export class CommandBatch {
    * stays usable for the next batch).
    */
   async checkErrors(): Promise<void> {
-    while (this.#inFlightScopes.size > 0) await Promise.all(this.#inFlightScopes);
+    if (this.#inFlightScopes > 0) {
+      if (this.#idle === null) {
+        let resolve!: () => void;
+        const promise = new Promise<void>((r) => resolve = r);
+        this.#idle = { promise, resolve };
+      }
+      await this.#idle.promise;
+    }
     const e = this.#firstError;
     this.#firstError = null;
     if (e !== null) throw e;
@@ -339,11 +353,16 @@ export class CommandBatch {
   }
 
   #track(scope: Promise<GPUError | null>): void {
-    const p = scope.then(
+    this.#inFlightScopes++;
+    scope.then(
       (e) => this.#record(e),
       (e) => this.#record(e as Error),
-    ).finally(() => this.#inFlightScopes.delete(p));
-    this.#inFlightScopes.add(p);
+    ).finally(() => {
+      if (--this.#inFlightScopes > 0) return;
+      const idle = this.#idle;
+      this.#idle = null;
+      idle?.resolve();
+    });
   }
 
   #record(e: GPUError | Error | null): void {

@@ -45,8 +45,9 @@ export function argmaxKernel(
   }
 }
 
-/** Reused weights of one row. */
+/** Reused weights of one row, for rows of up to `REUSED_WEIGHTS` elements. */
 let weights = new Float64Array(0);
+const REUSED_WEIGHTS = 1 << 20;
 
 /**
  * Top-p sampling over each row of `logits` (`[rows, V]`, float32), one
@@ -90,8 +91,11 @@ export function sampleTopPRow(
   for (let i = 0; i < V; i++) if (!Number.isNaN(x[i]) && (best < 0 || x[i] > x[best])) best = i;
   if (best < 0) return 0;
   if (temperature < 1e-6) return best;
-  if (weights.length < V) weights = new Float64Array(V);
-  const w = weights, max = x[best], inv = f32(1 / temperature);
+  // Rows of ordinary vocabularies reuse one array; a huge row gets its own, which goes with it
+  // (kept, it would hold the memory of the largest row ever sampled for the process's life).
+  if (weights.length < V && V <= REUSED_WEIGHTS) weights = new Float64Array(V);
+  const w = V <= REUSED_WEIGHTS ? weights : new Float64Array(V);
+  const max = x[best], inv = f32(1 / temperature);
   let Z = 0;
   for (let i = 0; i < V; i++) {
     w[i] = Number.isNaN(x[i]) ? 0 : f32(Math.exp(f32(f32(x[i] - max) * inv)));

@@ -79,15 +79,19 @@ export class GPTSession {
   static async create(config: GPTConfig, options: GPTSessionOptions = {}): Promise<GPTSession> {
     const device = options.device ?? cpu();
     const ex = options.executable ?? buildGPT(config);
-    const vm = new VirtualMachine(ex, device, { mode: options.mode ?? "interpret" });
     let url = options.weights, revoke = () => {};
+    let granted = url === undefined ? [] : [url];
     if (url === undefined) {
       const published = publishInMemory(
         await encodeWeights(config, makeWeights(config, options.seed ?? 1)),
       );
       url = published.url;
+      granted = published.urls;
       revoke = published.revoke;
     }
+    // The program loads its weights itself: the VM grants it exactly where they are.
+    const mode = options.mode ?? "interpret";
+    const vm = new VirtualMachine(ex, device, { mode, tensorCacheRoots: granted });
     try {
       const params = await vm.invoke("load_params", url, device.deviceType, device.id) as NDArray[];
       const caches = await vm.invoke("create_kv_caches") as AttentionKVCache[];

@@ -35,7 +35,8 @@ export class LandeSession {
     if (!response.ok) throw new Error(`${base}lande.json: HTTP ${response.status}`);
     const { langs, ngrams } = await response.json();
     const device = options.device ?? cpu();
-    const vm = new VirtualMachine(buildLande(), device);
+    // The program loads its weights itself: the VM grants it exactly that directory.
+    const vm = new VirtualMachine(buildLande(), device, { tensorCacheRoots: [base.href] });
     const params = await vm.invoke("load_params", base.href, device.deviceType, device.id);
     return new LandeSession(vm, langs, ngrams, params as NDArray[]);
   }

@@ -89,7 +89,10 @@ export class MiniLMSession {
     if (!response.ok) throw new Error(`${tokenizerUrl}: HTTP ${response.status}`);
     const tokenizer = new WordPieceTokenizer(await response.json() as TokenizerJSON);
     const device = options.device ?? cpu();
-    const vm = new VirtualMachine(options.executable ?? buildMiniLM(), device);
+    // The program loads its weights itself: the VM grants it exactly that directory.
+    const vm = new VirtualMachine(options.executable ?? buildMiniLM(), device, {
+      tensorCacheRoots: [base.href],
+    });
     const params = await vm.invoke(
       "load_params",
       base.href,

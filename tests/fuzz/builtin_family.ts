@@ -33,7 +33,6 @@ import { MemoryScope } from "../../devices/memory_scope.ts";
 import { cpu } from "../../mod.ts";
 import { BUILTIN_TABLES } from "../../builtins/install.ts";
 import type { Builtin } from "../../builtins/builtin_table.ts";
-import { getGlobalFunc } from "../../ground/registry.ts";
 import { releaseIfUnowned } from "../../ground/object.ts";
 import type { Random } from "./random.ts";
 import { Random as CaseRandom } from "./random.ts";
@@ -100,7 +99,6 @@ export async function builtinFamily(rand: Random, cases: number): Promise<Family
   const report = emptyReport("builtins");
   const builtins = allBuiltins();
   const host = defaultAllocator(cpu());
-  const clearCache = getGlobalFunc("vm.builtin.tensor_cache.clear");
   const log = console.log;
   console.log = () => {}; // vm.builtin.print and debug_print print what they are given
   try {
@@ -152,7 +150,7 @@ export async function builtinFamily(rand: Random, cases: number): Promise<Family
         if (bad !== null) recordBug(report, "wrong", `${where}: returned ${bad}`);
         releaseIfUnowned(outcome.value);
       }
-      clearCache?.();
+      scope.clearOwnTensorCache(); // what the builtin cached went to the scope's own cache
       made.cleanUp();
       const scopeLive = scope.allocators().reduce((n, a) => n + a.stats().liveBytes, 0);
       const hostLive = host.stats().liveBytes - hostBefore;

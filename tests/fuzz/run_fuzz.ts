@@ -12,6 +12,9 @@
 
 import { bombFamily } from "./bomb_family.ts";
 import { builtinFamily } from "./builtin_family.ts";
+import { cacheFamily } from "./cache_family.ts";
+import { cliFamily } from "./cli_family.ts";
+import { closureFamily } from "./closure_family.ts";
 import { hostileFamily } from "./hostile_family.ts";
 import { loaderFamily } from "./loader_family.ts";
 import { runFamily } from "./run_family.ts";
@@ -29,6 +32,9 @@ export const FAMILIES: Record<string, (rand: Random, cases: number) => Promise<F
   bombs: bombFamily,
   tvm: tvmFormatFamily,
   tvm_package: tvmPackageFamily,
+  cache: cacheFamily,
+  closures: closureFamily,
+  cli: cliFamily,
 };
 
 /** Runs the chosen families and returns their reports. */

@@ -112,11 +112,18 @@ gpuTest("tensor_cache.load puts a TVM-written cache on WebGPU", async (gpu) => {
     ib.emit_call("vm.op.add", [ib.r(1), ib.r(1)], { dst: ib.r(2) });
     ib.emit_ret(ib.r(2));
   });
-  using doubled = await new VirtualMachine(ib.get(), gpu).invoke("main") as NDArray;
+  using vm = new VirtualMachine(ib.get(), gpu, { tensorCacheRoots: [fixture] });
+  using doubled = await vm.invoke("main") as NDArray;
   assertEquals(doubled.device, gpu);
-  const x0 = call("vm.builtin.tensor_cache.get", "x_0") as NDArray;
+  assertEquals(
+    call("vm.builtin.tensor_cache.get", "x_0"),
+    null,
+    "the VM's own cache, not the host's",
+  );
+  const x0 = vm.tensorCache.get("x_0")!;
   assertEquals([x0.device, [...await x0.data()]], [gpu, [1, 2, 3]]);
   assertEquals([...await doubled.data()].slice(1, 4), [-5, 6.28125, 131072]);
-  call("vm.builtin.tensor_cache.clear");
+  assert(vm.memory_stats(gpu).liveBytes > 0, "the weights count in the VM's memory");
+  vm.tensorCache.clear();
   assert(x0.disposed, "clearing the cache frees its GPU tensors");
 });

@@ -16,7 +16,7 @@ import { PooledAllocator } from "../../devices/pooled_allocator.ts";
 import { NDArray } from "../../devices/ndarray.ts";
 import { tensor } from "../../devices/tensor.ts";
 import { kernelContext, webgpu } from "../../devices/webgpu/webgpu_device.ts";
-import { ExecBuilder, VirtualMachine } from "../../mod.ts";
+import { ExecBuilder, getGlobalFunc, VirtualMachine } from "../../mod.ts";
 import { gpuTest } from "./suite_registry.ts";
 
 gpuTest("webgpu() returns the same device for the same id", async (gpu) => {
@@ -245,5 +245,62 @@ gpuTest(
     assert(message.includes("use `await t.data()`"), message);
     assert(message.includes("webgpu(0)"), message);
     assertEquals(await t.data(), new Float32Array([1, 2]));
+  },
+);
+
+gpuTest("issue 18 finding 4: N concurrent readbacks cost O(N), not O(N²)", async (gpu) => {
+  // Before: each read awaited Promise.all over every error scope in flight, so 2,000
+  // concurrent reads took 10 s and 2.3 GB, and 3,000 ran V8 out of memory.
+  const time = async (n: number) => {
+    const ts = Array.from({ length: n }, (_, i) => tensor([i, i + 1], { device: gpu }));
+    const t0 = performance.now();
+    const values = await Promise.all(ts.map((t) => t.data()));
+    const ms = performance.now() - t0;
+    values.forEach((v, i) => assertEquals([...v], [i, i + 1]));
+    for (const t of ts) t.dispose();
+    return ms;
+  };
+  await time(100); // warm up
+  const small = await time(500), large = await time(4000);
+  // Eight times the reads: linear is ~8x; quadratic was ~64x.
+  assert(large < 24 * Math.max(small, 5), `500 reads: ${small} ms, 4000: ${large} ms`);
+});
+
+gpuTest(
+  "issue 18 fuzz: concurrent readbacks mixed with uploads, kernels and disposals",
+  async (gpu) => {
+    // Seeded rounds: each starts N reads at once (N up to 2000) of tensors made on the GPU, some
+    // freshly computed, some disposed while their read is in flight; every read must settle with
+    // its values or a clean error, and the device must stay usable.
+    let state = 20261125;
+    const rand = (n: number) => {
+      state = (state * 1103515245 + 12345) >>> 0;
+      return state % n;
+    };
+    const add = getGlobalFunc("vm.op.add")!;
+    for (let round = 0; round < 8; round++) {
+      const n = 1 + rand(2000);
+      const ts = Array.from({ length: n }, (_, i) => tensor([i, -i], { device: gpu }));
+      const reads = ts.map(async (t, i) => {
+        if (rand(4) === 0) {
+          const out = add(t, t) as NDArray;
+          try {
+            assertEquals([...await out.data()], [2 * i, -2 * i]);
+          } finally {
+            out.dispose();
+          }
+          return;
+        }
+        const pending = t.data();
+        if (rand(8) === 0) t.dispose(); // after the read was queued
+        assertEquals([...await pending], [i, -i]);
+      });
+      const settled = await Promise.allSettled(reads);
+      const failed = settled.filter((s) => s.status === "rejected");
+      assertEquals(failed.length, 0, String((failed[0] as PromiseRejectedResult)?.reason));
+      for (const t of ts) t.dispose();
+    }
+    using last = tensor([7], { device: gpu });
+    assertEquals([...await last.data()], [7]);
   },
 );

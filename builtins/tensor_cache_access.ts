@@ -1,0 +1,192 @@
+/**
+ * What a tensor-cache load may read, and from where it reads it: the
+ * capability check of `vm.builtin.tensor_cache.load`.
+ *
+ * A program names a location; the host decides whether it may be read. A VM
+ * grants its programs the roots of its option `tensorCacheRoots` and nothing
+ * else (by default nothing): a directory or URL prefix grants itself and what
+ * is under it, an opaque URL (`blob:`, `data:`) exactly itself, a loader
+ * function what it serves. The index and every shard must each be granted,
+ * so a `dataPath` cannot leave the granted roots (`../`, an absolute path or
+ * URL, an encoded slash). A refused location is named as the program or the
+ * index wrote it, and nothing is read or fetched for it: the error says
+ * nothing about whether it exists or how long it is.
+ *
+ * Every read is bounded: the index by `MAX_INDEX_BYTES`, a shard by the
+ * length its index declares, so an endless body (`/dev/zero`, a server that
+ * never stops) costs no more than that; reading stops when the call that
+ * loads stops (its timeout or signal) or ends.
+ *
+ * The host itself (calling the builtins or `loadTensorCache` outside any VM)
+ * is trusted and may read anything the process may.
+ *
+ * @module
+ */
+
+import type { TensorCacheRoot } from "../devices/tensor_cache.ts";
+import { printable } from "../ground/printable.ts";
+import { resolveLocation } from "./tensor_cache_files.ts";
+import { TensorCacheError } from "./tensor_cache_format.ts";
+
+/** The largest index (`tensor-cache.json`) read: real ones are a few MB for the largest models. */
+export const MAX_INDEX_BYTES = 64 * 2 ** 20;
+
+/** A location as written, for messages: escaped, and cut short (a program may write megabytes). */
+export function shownLocation(location: string): string {
+  const cut = location.length > 200 ? `${location.slice(0, 200)}…` : location;
+  return JSON.stringify(printable(cut));
+}
+
+/** The error for a location no root grants. */
+export function refused(location: string, what: string): Error {
+  return new Error(
+    `tensor_cache.load: ${what} ${
+      shownLocation(location)
+    } is not granted to this VM: a program may load only from the roots its host grants (the VM option tensorCacheRoots: directories, URL prefixes or loader functions)`,
+  );
+}
+
+/** Whether an URL root (a directory or prefix; an opaque URL exactly) grants `url`. */
+function grantsUrl(root: URL, url: URL): boolean {
+  if (url.href === root.href) return true;
+  // blob:, data: and other URLs without a hierarchical path grant only themselves.
+  const opaque = root.protocol === "blob:" || root.protocol === "data:" ||
+    !root.pathname.startsWith("/");
+  if (opaque || url.protocol !== root.protocol || url.host !== root.host) return false;
+  if (url.username !== root.username || url.password !== root.password) return false;
+  // The URL parser resolves `..`, `%2e%2e` and `\\`, but not an encoded slash, which Deno
+  // decodes when it opens a `file:` URL (`dir/..%2f..%2fetc` is `/etc`): compare decoded paths
+  // and refuse one with a `..` segment, a backslash or a NUL left after decoding.
+  const path = decoded(url.pathname), base = decoded(root.pathname);
+  if (path === null || base === null || /[\\\0]/.test(path)) return false;
+  if (path.split("/").some((segment) => segment === ".." || segment === ".")) return false;
+  return path.startsWith(base.endsWith("/") ? base : `${base}/`);
+}
+
+function decoded(path: string): string | null {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return null;
+  }
+}
+
+/** `root` as a URL (a path resolved like a location), or throws naming it. */
+function rootUrl(root: string | URL): URL {
+  try {
+    const url = resolveLocation(root);
+    url.hash = "";
+    return url;
+  } catch (e) {
+    throw new TypeError(
+      `tensor_cache.load: the granted root ${shownLocation(String(root))} is not a path or URL`,
+      { cause: e },
+    );
+  }
+}
+
+/** Reads a fetched or loaded body, up to `maxBytes`: more is an error, and reading stops there. */
+async function readBounded(
+  body: Uint8Array | ArrayBuffer | Response,
+  url: URL,
+  maxBytes: number,
+  signal?: AbortSignal,
+): Promise<Uint8Array> {
+  if (body instanceof ArrayBuffer) body = new Uint8Array(body);
+  if (body instanceof Uint8Array) {
+    if (body.length > maxBytes) throw tooLong(url, maxBytes);
+    return body;
+  }
+  if (!(body instanceof Response)) {
+    throw new TensorCacheError(
+      url.href,
+      undefined,
+      "the loader returned neither bytes nor a Response",
+    );
+  }
+  if (!body.ok) {
+    await body.body?.cancel().catch(() => {});
+    throw new TensorCacheError(url.href, undefined, `HTTP ${body.status} ${body.statusText}`);
+  }
+  const declared = Number(body.headers.get("content-length") ?? NaN);
+  if (declared > maxBytes) {
+    await body.body?.cancel().catch(() => {});
+    throw tooLong(url, maxBytes);
+  }
+  if (body.body === null) return new Uint8Array(0);
+  const reader = body.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  try {
+    for (;;) {
+      signal?.throwIfAborted();
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.length;
+      if (total > maxBytes) throw tooLong(url, maxBytes);
+      chunks.push(value);
+    }
+  } catch (e) {
+    await reader.cancel().catch(() => {});
+    throw e;
+  } finally {
+    reader.releaseLock();
+  }
+  if (chunks.length === 1) return chunks[0];
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+function tooLong(url: URL, maxBytes: number): TensorCacheError {
+  return new TensorCacheError(
+    url.href,
+    undefined,
+    `the file is longer than the ${maxBytes} bytes it may have (${
+      maxBytes === MAX_INDEX_BYTES ? "the largest index read" : "what the index says"
+    }); reading stopped there`,
+  );
+}
+
+/** `fetch`, bounded and abortable, with failures as `TensorCacheError`s naming the file. */
+async function fetchBounded(url: URL, maxBytes: number, signal?: AbortSignal): Promise<Uint8Array> {
+  let response: Response;
+  try {
+    response = await fetch(url, { signal });
+  } catch (e) {
+    if (signal?.aborted) throw e;
+    throw new TensorCacheError(url.href, undefined, `cannot fetch it (${e})`, { cause: e });
+  }
+  return await readBounded(response, url, maxBytes, signal);
+}
+
+/**
+ * Reads `url` (at most `maxBytes`) through the first of `roots` that grants
+ * it, or, with `roots` null (the host's own load), whatever the process may
+ * read; throws `refused` naming `location` (how the program or the index
+ * wrote it) when no root grants it, before anything is read.
+ */
+export async function readGranted(
+  roots: readonly TensorCacheRoot[] | null,
+  url: URL,
+  location: string,
+  what: string,
+  maxBytes: number,
+  signal?: AbortSignal,
+): Promise<Uint8Array> {
+  if (roots === null) return await fetchBounded(url, maxBytes, signal);
+  for (const root of roots) {
+    if (typeof root === "function") {
+      signal?.throwIfAborted();
+      const body = await root(url, signal ?? new AbortController().signal);
+      if (body === null || body === undefined) continue;
+      return await readBounded(body, url, maxBytes, signal);
+    }
+    if (grantsUrl(rootUrl(root), url)) return await fetchBounded(url, maxBytes, signal);
+  }
+  throw refused(location, what);
+}
