@@ -126,7 +126,8 @@ function tensorFor(record: TensorCacheRecord, bytes: Uint8Array, device: Device)
   const nbytes = shapeSize(record.shape) * elementBytes(dtype);
   const out = new NDArray(defaultAllocator(device).allocBlock(nbytes), 0, record.shape, dtype);
   device.writeBlock(out.block, 0, decodeRecord(bytes, record));
-  return out;
+  // A weight: the CPU kernels may keep a copy of it until someone can write it (NDArray.seal).
+  return out.seal();
 }
 
 /**

@@ -109,12 +109,19 @@ export function checkLive(values: readonly unknown[], who: string, what = "argum
  * Throws a `TypeError` naming `who` if tensor `t` is a constant of the
  * executable (pinned, see ground/object.ts): every VM that runs the
  * executable shares it, so a builtin that writes in place (a shape heap, the
- * logits a sampling step changes) must not write into it.
+ * logits a sampling step changes) must not write into it. Every in-place
+ * writer calls this before it writes: it also ends the tensor's seal.
  */
-export function checkWritable(t: { readonly pinned: boolean }, who: string, what: string): void {
+export function checkWritable(
+  t: { readonly pinned: boolean; unseal?(): void },
+  who: string,
+  what: string,
+): void {
   if (t.pinned) {
     throw new TypeError(
       `${who}: ${what} is a constant of the executable, shared by every VM that runs it: it cannot be changed in place`,
     );
   }
+  // A copy the CPU kernels keep of a sealed tensor (NDArray.seal) would go stale.
+  t.unseal?.();
 }

@@ -1,0 +1,107 @@
+/**
+ * Copies of sealed weights kept in the CPU kernels' WebAssembly memory, so
+ * that a decode step's `linear` reads its weight once, from there, instead
+ * of copying it in on every call (gemm.ts's copy path), and splits the rows
+ * over the worker pool.
+ *
+ * Why it cannot go stale. Only a sealed tensor (`NDArray.seal()`: what a
+ * tensor cache loads on the CPU) is copied, and a copy is used only while
+ * the seal it was made under holds (a copy is keyed by the seal, a new
+ * object per `seal()`). Every way to write into the tensor's block
+ * from outside the library's own kernels ends the seal before the write
+ * can happen: `cpuView()` (whoever gets a view may keep it and write later,
+ * so getting one is enough) and every in-place builtin (`checkWritable`).
+ * Kernels that only read a weight take `readView()`, which leaves it sealed;
+ * kernels write only into tensors they allocate. A block a pool hands out
+ * again belongs to another tensor object, which is not sealed, and a freed
+ * tensor is never sealed.
+ *
+ * Where copies live. In the kernels' shared memory (the pool's), from
+ * `RESIDENT_BASE` (512 MiB) up to the memory's 2 GiB maximum; the kernels'
+ * scratch stays below `RESIDENT_BASE` (a product needing more runs in
+ * TypeScript, as one past 2 GiB did before). Copies are appended; when the
+ * next one does not fit, every copy is dropped and the region starts again
+ * (a model larger than 1.5 GiB takes the copy path for what does not fit).
+ * Pages of the region are committed as copies are written and are never
+ * given back (a WebAssembly memory cannot shrink). Like the scratch, the
+ * region is outside `maxMemoryBytes` and `memory_stats()`: it is a second
+ * copy of weights the tensor cache already holds.
+ *
+ * This file is browser-safe: no `Deno.*`.
+ *
+ * @module
+ */
+
+import type { NDArray } from "../../../devices/ndarray.ts";
+import { shared } from "../../../ground/shared.ts";
+import { DOT_ROWS } from "./gemm_module.ts";
+import { scratchView, type WasmKernels } from "./runtime.ts";
+
+/** Where the copies start, in bytes: the kernels' scratch stays below. */
+export const RESIDENT_BASE = 512 * 2 ** 20;
+/** The memory's maximum (runtime.ts's 2 GiB). */
+const RESIDENT_END = 2 ** 31;
+
+interface Copy {
+  /** Byte address of the copy in the kernels' memory. */
+  readonly at: number;
+  /** The region's epoch when it was written: copies from before a reset are gone. */
+  readonly epoch: number;
+}
+
+interface ResidentState {
+  /** The kernels whose memory holds the copies (tests compile them again). */
+  kernels: WasmKernels | null;
+  /** The next free byte address. */
+  next: number;
+  epoch: number;
+  copies: WeakMap<object, Copy>;
+}
+
+const state: ResidentState = shared("relaxvm.cpuResident.v1", () => ({
+  kernels: null,
+  next: RESIDENT_BASE,
+  epoch: 0,
+  copies: new WeakMap(),
+}));
+
+/** Drops every copy (the next use of each copies it again). */
+export function dropResidentCopies(): void {
+  state.next = RESIDENT_BASE;
+  state.epoch++;
+}
+
+/**
+ * The byte address in `k.memory` of a copy of the float32 weight `w`
+ * (`[N, K]`, read as `rows` rows of K, `rows` ≥ N a multiple of
+ * `DOT_ROWS`: rows past N hold whatever follows and their outputs are to
+ * be dropped), made now if there is none; or -1 where `w` is not sealed or
+ * the copy cannot be had (then the caller copies as before).
+ */
+export function residentCopy(k: WasmKernels, w: NDArray, wv: Float32Array): number {
+  const seal = w.sealToken;
+  if (seal === null) return -1;
+  if (state.kernels !== k) {
+    state.kernels = k;
+    dropResidentCopies();
+  }
+  const have = state.copies.get(seal);
+  if (have !== undefined && have.epoch === state.epoch) return have.at;
+  const rowsBytes = Math.ceil(w.shape[0] / DOT_ROWS) * DOT_ROWS * w.shape[1] * 4;
+  // Reading padded rows stays inside the copy's allocation.
+  const bytes = Math.ceil(rowsBytes / 64) * 64;
+  if (bytes > RESIDENT_END - RESIDENT_BASE) return -1;
+  if (state.next + bytes > RESIDENT_END) dropResidentCopies();
+  const at = state.next;
+  let view: Float32Array;
+  try {
+    view = scratchView(k, at + bytes);
+  } catch (e) {
+    if (e instanceof RangeError) return -1; // the memory cannot grow that far
+    throw e;
+  }
+  view.set(wv.subarray(0, w.size), at / 4);
+  state.next = at + bytes;
+  state.copies.set(seal, { at, epoch: state.epoch });
+  return at;
+}
