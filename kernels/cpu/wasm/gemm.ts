@@ -64,6 +64,16 @@ const SUPER_BYTES = 16 * 1024 * 1024;
 /** Where scratch starts, in floats (after the pool's control block). */
 const BASE = SCRATCH_BASE_BYTES / 4;
 const B_BLOCK_BYTES = 4 * 1024 * 1024;
+/**
+ * A sealed weight's GEMV goes to the pool from this many bytes of weight
+ * (x rows times weight) in `"auto"` mode. Below it, handing out the work
+ * costs more than the second core gives: on GPT-small's decode (weights of
+ * 0.6–6 MiB, 37 products a token, the 2-core machine shared) a threshold
+ * of POOL_MIN_FLOPS made a token 1.4× slower than one thread did (5.6
+ * against 3.9 ms); with this one, two threads are as fast as one there and
+ * a 64 MiB weight still gets both cores.
+ */
+const RESIDENT_POOL_MIN_BYTES = 8 * 2 ** 20;
 /** Bytes of weight rows copied in per `dot_rows` pass: small enough to stay in L2 while read. */
 const DOT_CHUNK_BYTES = 256 * 1024;
 
@@ -316,14 +326,14 @@ function residentDotRows(
   let view = grownScratch(k, (oOff + M * rows) * 4);
   if (view === null) return false;
   view.set(a.subarray(aOff, aOff + M * K), xOff);
-  const pool = 2 * M * N * K >= POOL_MIN_FLOPS || everySize() ? poolFor(k) : null;
+  const pool = M * N * K * 4 >= RESIDENT_POOL_MIN_BYTES || everySize() ? poolFor(k) : null;
   // Blocks of rows, four per thread so that claiming balances.
   const br = pool === null ? rows : roundUp(Math.ceil(rows / (4 * pool.threads)), DOT_ROWS);
   for (let i = 0; i < M; i++) {
     const xp = (xOff + i * K) * 4, op = (oOff + i * rows) * 4;
     if (pool !== null) {
       pool.run(k.exports, Job.dot, [xp, at, op, rows, K, br], Math.ceil(rows / br));
-    } else k.exports.dot_rows(xp, at, op, rows, K);
+    } else k.exports.dot_panels(xp, at, op, rows, K);
   }
   view = scratchView(k, 0);
   for (let i = 0; i < M; i++) {

@@ -34,7 +34,7 @@
 
 import type { NDArray } from "../../../devices/ndarray.ts";
 import { shared } from "../../../ground/shared.ts";
-import { DOT_ROWS } from "./gemm_module.ts";
+import { DOT_K_STEP, DOT_ROWS } from "./gemm_module.ts";
 import { scratchView, type WasmKernels } from "./runtime.ts";
 
 /** Where the copies start, in bytes: the kernels' scratch stays below. */
@@ -74,8 +74,8 @@ export function dropResidentCopies(): void {
 /**
  * The byte address in `k.memory` of a copy of the float32 weight `w`
  * (`[N, K]`, read as `rows` rows of K, `rows` ≥ N a multiple of
- * `DOT_ROWS`: rows past N hold whatever follows and their outputs are to
- * be dropped), made now if there is none; or -1 where `w` is not sealed or
+ * `DOT_ROWS`, packed in panels for `dot_panels` with rows past N zero),
+ * made now if there is none; or -1 where `w` is not sealed or
  * the copy cannot be had (then the caller copies as before).
  */
 export function residentCopy(k: WasmKernels, w: NDArray, wv: Float32Array): number {
@@ -88,7 +88,6 @@ export function residentCopy(k: WasmKernels, w: NDArray, wv: Float32Array): numb
   const have = state.copies.get(seal);
   if (have !== undefined && have.epoch === state.epoch) return have.at;
   const rowsBytes = Math.ceil(w.shape[0] / DOT_ROWS) * DOT_ROWS * w.shape[1] * 4;
-  // Reading padded rows stays inside the copy's allocation.
   const bytes = Math.ceil(rowsBytes / 64) * 64;
   if (bytes > RESIDENT_END - RESIDENT_BASE) return -1;
   if (state.next + bytes > RESIDENT_END) dropResidentCopies();
@@ -100,8 +99,38 @@ export function residentCopy(k: WasmKernels, w: NDArray, wv: Float32Array): numb
     if (e instanceof RangeError) return -1; // the memory cannot grow that far
     throw e;
   }
-  view.set(wv.subarray(0, w.size), at / 4);
+  packPanels(wv, w.shape[0], w.shape[1], view, at / 4);
   state.next = at + bytes;
   state.copies.set(seal, { at, epoch: state.epoch });
   return at;
+}
+
+/**
+ * Packs `w` (`[N, K]`, K a multiple of `DOT_K_STEP`) into the panels
+ * `dot_panels` reads (gemm_module.ts): for each `DOT_ROWS` rows, for each
+ * `DOT_K_STEP` values of K, those values of each of the rows in turn; rows
+ * past N are zero.
+ */
+export function packPanels(
+  w: Float32Array,
+  N: number,
+  K: number,
+  dst: Float32Array,
+  off: number,
+): void {
+  const step = DOT_K_STEP, group = DOT_ROWS * step;
+  for (let j0 = 0; j0 < N; j0 += DOT_ROWS) {
+    const base = off + j0 * K;
+    for (let r = 0; r < DOT_ROWS; r++) {
+      const j = j0 + r;
+      let o = base + r * step;
+      if (j >= N) {
+        for (let k = 0; k < K; k += step, o += group) dst.fill(0, o, o + step);
+        continue;
+      }
+      for (let k = 0, src = j * K; k < K; k += step, o += group, src += step) {
+        for (let e = 0; e < step; e++) dst[o + e] = w[src + e];
+      }
+    }
+  }
 }

@@ -22,9 +22,8 @@
  *
  * Block sizes are the kernels' (kernels/cpu/wasm/gemm.ts): `gemm_tiles`
  * over a few tile rows (at most an L2-sized block of A), or `dot_rows` over
- * a block of weight rows already in the shared memory (`Job.dot`: a GEMV
- * whose weight need not be copied per call; bench/gemv_resident_bench.ts
- * measures what that would give). `runBlock` is the
+ * a block of a packed weight already in the shared memory (`Job.dot`,
+ * `dot_panels`: a sealed weight's copy, resident.ts). `runBlock` is the
  * one function both sides run: its source is copied into the worker script.
  *
  * Where it runs. Deno always has `SharedArrayBuffer` and workers; a browser
@@ -76,10 +75,10 @@ export function runBlock(ex: any, ctl: Int32Array, i: number): void {
     const t0 = i * bt, n = Math.min(bt, mTiles - t0);
     ex.gemm_tiles(ap + t0 * K * MR * 4, bp, cp + t0 * MR * ldc * 4, n, nPanels, K, ldc);
   } else if (ctl[1] === 2) {
-    // dot_rows(xp, wp, op, rows, Kp) over weight rows [i·br, (i+1)·br) (br a multiple of 4).
+    // dot_panels(xp, wp, op, rows, Kp) over weight rows [i·br, (i+1)·br) (br a multiple of 4).
     const xp = ctl[5], wp = ctl[6], op = ctl[7], rows = ctl[8], Kp = ctl[9], br = ctl[10];
     const r0 = i * br, n = Math.min(br, rows - r0);
-    ex.dot_rows(xp, wp + r0 * Kp * 4, op + r0 * 4, n, Kp);
+    ex.dot_panels(xp, wp + r0 * Kp * 4, op + r0 * 4, n, Kp);
   }
 }
 
