@@ -55,7 +55,8 @@ interface ResidentState {
   /** The next free byte address. */
   next: number;
   epoch: number;
-  copies: WeakMap<object, Copy>;
+  /** Per seal, its copy in each layout. */
+  copies: WeakMap<object, { dot?: Copy; gemm?: Copy }>;
 }
 
 const state: ResidentState = shared("relaxvm.cpuResident.v1", () => ({
@@ -79,16 +80,35 @@ export function dropResidentCopies(): void {
  * the copy cannot be had (then the caller copies as before).
  */
 export function residentCopy(k: WasmKernels, w: NDArray, wv: Float32Array): number {
+  const N = w.shape[0], K = w.shape[1];
+  const bytes = Math.ceil(N / DOT_ROWS) * DOT_ROWS * K * 4;
+  return residentLayout(k, w, "dot", bytes, (dst, off) => packPanels(wv, N, K, dst, off));
+}
+
+/**
+ * The byte address in `k.memory` of `w` (sealed) in the layout named
+ * `layout`, `bytes` long, written by `pack(view, floatOffset)` when it is
+ * not there yet; -1 where `w` is not sealed or the memory cannot hold it.
+ * One seal may have a copy in each layout (a weight a decode step reads as
+ * `dot_panels` panels and a prefill as `gemm_tiles` panels).
+ */
+export function residentLayout(
+  k: WasmKernels,
+  w: NDArray,
+  layout: "dot" | "gemm",
+  bytes: number,
+  pack: (dst: Float32Array, off: number) => void,
+): number {
   const seal = w.sealToken;
   if (seal === null) return -1;
   if (state.kernels !== k) {
     state.kernels = k;
     dropResidentCopies();
   }
-  const have = state.copies.get(seal);
+  let copies = state.copies.get(seal);
+  const have = copies?.[layout];
   if (have !== undefined && have.epoch === state.epoch) return have.at;
-  const rowsBytes = Math.ceil(w.shape[0] / DOT_ROWS) * DOT_ROWS * w.shape[1] * 4;
-  const bytes = Math.ceil(rowsBytes / 64) * 64;
+  bytes = Math.ceil(bytes / 64) * 64;
   if (bytes > RESIDENT_END - RESIDENT_BASE) return -1;
   if (state.next + bytes > RESIDENT_END) dropResidentCopies();
   const at = state.next;
@@ -99,9 +119,10 @@ export function residentCopy(k: WasmKernels, w: NDArray, wv: Float32Array): numb
     if (e instanceof RangeError) return -1; // the memory cannot grow that far
     throw e;
   }
-  packPanels(wv, w.shape[0], w.shape[1], view, at / 4);
+  pack(view, at / 4);
   state.next = at + bytes;
-  state.copies.set(seal, { at, epoch: state.epoch });
+  if (copies === undefined) state.copies.set(seal, copies = {});
+  copies[layout] = { at, epoch: state.epoch };
   return at;
 }
 
