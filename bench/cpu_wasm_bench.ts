@@ -10,8 +10,8 @@
  *
  * Cases: matmul f32 n = 256 and 1024, a batched `[8, 256, 512] @ [512,
  * 512]`, and the decode-shaped GEMV (`linear` of `[1, 4096]` by `[4096,
- * 4096]`; the peers compute `[1, 4096] @ [4096, 4096]`, the same 64 MiB of
- * weights read once). relaxvm runs each through a one-instruction VM
+ * 4096]`, the weight sealed as a loaded model's is; the peers compute
+ * `[1, 4096] @ [4096, 4096]`, the same 64 MiB of weights read once). relaxvm runs each through a one-instruction VM
  * function and reads the result (`dataSync()`); the peers run the same
  * product and read theirs. The copy-traffic floor is a 128 MiB
  * `TypedArray.set` in the same process, counted as read + write.
@@ -82,6 +82,9 @@ function relaxvmSide(mode: "auto" | "typescript", name: string): Side {
       // The weight of `linear` is stored [N, K]: the same values, transposed layout.
       const bDims = c.linear ? [c.bDims[1], c.bDims[0]] : c.bDims;
       const b = tensor(values(size(bDims), 2), { shape: bDims });
+      // A linear's weight is sealed, as a tensor cache loads a model's: its packed copy in
+      // the kernels' memory is kept (kernels/cpu/wasm/resident.ts), as the peers keep theirs.
+      if (c.linear) b.seal();
       const vm = vmFunction(c.linear ? "vm.op.linear" : "vm.op.matmul");
       return Promise.resolve(async () => {
         setCpuKernelMode(mode);

@@ -139,7 +139,8 @@ function tensorFor(
     out.releaseIfUnowned();
     throw e;
   }
-  return out;
+  // A weight: the CPU kernels may keep a copy of it until someone can write it (NDArray.seal).
+  return out.seal();
 }
 
 /**

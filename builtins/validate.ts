@@ -111,12 +111,19 @@ export function checkLive(values: readonly unknown[], who: string, what = "argum
  * reshape: read-only belongs to the memory, see `MemoryBlock.readOnly`).
  * Every VM that runs the executable, every program that reads the cache,
  * shares it, so a builtin that writes in place (a shape heap, the logits a
- * sampling step changes) must not write into it.
+ * sampling step changes) must not write into it. Every in-place writer
+ * calls this before it writes: it also ends the tensor's seal.
  */
-export function checkWritable(t: { readonly readOnly: boolean }, who: string, what: string): void {
+export function checkWritable(
+  t: { readonly readOnly: boolean; unseal?(): void },
+  who: string,
+  what: string,
+): void {
   if (t.readOnly) {
     throw new TypeError(
       `${who}: ${what} is read-only (a constant of the executable or a cached tensor, or a view of one), shared by every program that uses it: it cannot be changed in place`,
     );
   }
+  // A copy the CPU kernels keep of a sealed tensor (NDArray.seal) would go stale.
+  t.unseal?.();
 }

@@ -342,9 +342,68 @@ export class NDArray extends VMObject {
    * ```
    */
   cpuView(): TypedArray {
+    // Whoever gets a view may write through it, now or later: a sealed tensor is sealed no more.
+    if (this.#memory.sealedBy !== null) this.#memory.sealedBy = null;
     const view = this.#view;
     if (view !== undefined && !this.disposed) return view;
     return this.#makeView();
+  }
+
+  /**
+   * `cpuView()` for a kernel that only reads the tensor and keeps no view:
+   * leaves the tensor sealed (`seal()`), so a weight's copy in the CPU
+   * kernels' memory stays usable.
+   *
+   * @ignore
+   */
+  readView(): TypedArray {
+    const view = this.#view;
+    if (view !== undefined && !this.disposed) return view;
+    return this.#makeView();
+  }
+
+  /**
+   * Marks the values as unchanging until someone can write them (a
+   * `cpuView()`, an in-place builtin): what the library does for the CPU
+   * tensors a tensor cache loads. Only for a tensor no one holds a view of
+   * (a view got before the seal could write after it). The CPU kernels may then keep a copy of
+   * the tensor in their WebAssembly memory (kernels/cpu/wasm/resident.ts).
+   * CPU tensors only; elsewhere it does nothing.
+   *
+   * @ignore
+   */
+  seal(): this {
+    if (this.device.kind === "cpu" && !this.disposed) this.#memory.sealedBy = { tensor: this };
+    return this;
+  }
+
+  /**
+   * Whether the tensor is sealed (`seal()`) and nothing has been able to write it since.
+   *
+   * @ignore
+   */
+  get sealed(): boolean {
+    return this.sealToken !== null;
+  }
+
+  /**
+   * The current seal (one object per `seal()`, what a kept copy is keyed by),
+   * or null when the tensor is not sealed.
+   *
+   * @ignore
+   */
+  get sealToken(): object | null {
+    const s = this.#memory.sealedBy;
+    return s !== null && s.tensor === this && !this.disposed ? s : null;
+  }
+
+  /**
+   * Ends the seal before an in-place write (`checkWritable`, builtins/validate.ts).
+   *
+   * @ignore
+   */
+  unseal(): void {
+    this.#memory.sealedBy = null;
   }
 
   #makeView(): TypedArray {
@@ -373,7 +432,7 @@ export class NDArray extends VMObject {
         `dataSync: ${this} is on ${this.device}, whose memory cannot be read synchronously; use \`await t.data()\` (or copy it to the CPU first)`,
       );
     }
-    const view = this.cpuView();
+    const view = this.readView(); // a copy: the tensor stays sealed
     const values = valuesOf(this.dtype, view);
     return values === view ? view.slice() : values;
   }

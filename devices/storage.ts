@@ -65,6 +65,17 @@ export class MemoryBlock {
    * read-only too. Cleared when the block goes back to its allocator.
    */
   readOnly = false;
+  /**
+   * The one tensor whose values are known not to change while this is set
+   * (`NDArray.seal()`: a weight loaded from a tensor cache), so that the CPU
+   * kernels may keep a copy of them (kernels/cpu/wasm/resident.ts). Every
+   * way to write into the block from outside the library's kernels clears it
+   * first: `cpuView()`, an in-place builtin (`checkWritable`). A tensor made
+   * later on the same block (a pool reusing it) is another object, so it is
+   * never taken for the sealed one. A new object per `seal()`, so that what
+   * was kept under one seal is never taken for what the next one covers.
+   */
+  sealedBy: { readonly tensor: object } | null = null;
 
   /** Made by allocators. */
   constructor(device: Device, bytes: number, handle: unknown, owner: BlockOwner) {

@@ -20,6 +20,7 @@ import {
   writeU32,
 } from "../kernels/cpu/wasm/emitter.ts";
 import { DOT_ROWS, gemmModuleBytes, MR, NR } from "../kernels/cpu/wasm/gemm_module.ts";
+import { packPanels } from "../kernels/cpu/wasm/resident.ts";
 import {
   cpuKernelInfo,
   forgetCpuKernels,
@@ -155,7 +156,7 @@ function random(n: number, seed: number): Float32Array {
 
 for (const relaxed of [false, true]) {
   const level = relaxed ? "relaxed SIMD" : "SIMD128";
-  Deno.test(`gemm_tiles and dot_rows (${level}) compute packed products as a plain loop does`, () => {
+  Deno.test(`gemm_tiles, dot_rows and dot_panels (${level}) compute products as a plain loop does`, () => {
     const bytes = gemmModuleBytes(relaxed, { module: "env", name: "memory", minPages: 4 });
     // Deno 2.9 (V8) has relaxed SIMD: both levels must validate here.
     assert(WebAssembly.validate(bytes), `${level} does not validate`);
@@ -197,6 +198,26 @@ for (const relaxed of [false, true]) {
       let want = 0;
       for (let k = 0; k < Kp; k++) want += x[k] * w[j * Kp + k];
       assert(Math.abs(f[4096 + j] - want) <= 1e-5, `out[${j}] = ${f[4096 + j]}, expected ${want}`);
+    }
+    // dot_panels: the same weight with 7 of its 8 rows, packed in panels (the 8th row zero),
+    // at a byte address not a multiple of 16 × 4 rows, to catch an address that resets.
+    const n = rows - 1, packedAt = 8192 + 4;
+    f.fill(NaN, packedAt, packedAt + rows * Kp); // anything left unwritten would show
+    packPanels(w, n, Kp, f, packedAt);
+    // The panel layout itself, by hand: [row group][8 values of K][row in group][8]. The
+    // last 8 floats are the zero row's values 8..15.
+    assertEquals(f.slice(packedAt + 8, packedAt + 16), w.slice(Kp, Kp + 8));
+    assertEquals(f.slice(packedAt + 40, packedAt + 48), w.slice(Kp + 8, Kp + 16));
+    assertEquals([...f.slice(packedAt + 8 * Kp - 8, packedAt + 8 * Kp)], new Array(8).fill(0));
+    f.fill(7, 4096, 4096 + rows);
+    ex.dot_panels(0, packedAt * 4, 4096 * 4, rows, Kp);
+    for (let j = 0; j < rows; j++) {
+      let want = 0;
+      for (let k = 0; k < Kp && j < n; k++) want += x[k] * w[j * Kp + k];
+      assert(
+        Math.abs(f[4096 + j] - want) <= 1e-5,
+        `panels out[${j}] = ${f[4096 + j]}, expected ${want}`,
+      );
     }
   });
 }

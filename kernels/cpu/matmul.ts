@@ -123,9 +123,10 @@ export function gemm(
   N: number,
   repackB: boolean,
   transB = false,
+  bTensor: NDArray | null = null,
 ): void {
   // The WebAssembly SIMD kernels take what they cover (kernels/cpu/wasm/gemm.ts).
-  if (wasmGemm(a, aOff, b, bOff, c, cOff, M, K, N, transB)) return;
+  if (wasmGemm(a, aOff, b, bOff, c, cOff, M, K, N, transB, bTensor)) return;
   if (M < MR || N < NR || K === 0) {
     if (transB) gemvRowsT(a, aOff, b, bOff, c, cOff, M, K, N);
     else gemmRows(a, aOff, b, bOff, c, cOff, M, K, N);

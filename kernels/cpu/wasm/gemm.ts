@@ -24,6 +24,15 @@
  *   layers no better for GPT-small's decode (57–117 tokens/s against
  *   95–153), and copying into the pool's shared memory is itself slower
  *   (runtime.ts).
+ * - **The same, with a sealed weight** (one a tensor cache loaded, that
+ *   nothing can have written since: resident.ts) reads the weight from a
+ *   copy kept in the kernels' shared memory, made on its first use, and
+ *   splits its rows over the worker pool: no copy per call, and both cores'
+ *   bandwidth (weights of 8 MiB and more).
+ * - **A product of `MR` rows or more by a sealed weight stored `[N, K]`** (a
+ *   prefill, a batch) packs the weight's panels once, keeps them in the
+ *   shared memory and runs there, on one thread too: no packing per call
+ *   (1.3–2.8× on GPT-small's shapes, 16 and 128 rows).
 
  * `wasmGemm` returns false for what it does not cover (K = 0, fewer than
  * `MR` rows of an untransposed B, work below the size that repays the
@@ -46,6 +55,8 @@ import {
   wasmKernelsFor,
 } from "./runtime.ts";
 import { Job } from "./thread_pool.ts";
+import { RESIDENT_BASE, residentCopy, residentLayout } from "./resident.ts";
+import type { NDArray } from "../../../devices/ndarray.ts";
 
 /** Below this many floating-point operations a product stays in TypeScript in `"auto"` mode. */
 export const GEMM_WASM_MIN_FLOPS = 2 * 32 * 32 * 32;
@@ -56,6 +67,16 @@ const SUPER_BYTES = 16 * 1024 * 1024;
 /** Where scratch starts, in floats (after the pool's control block). */
 const BASE = SCRATCH_BASE_BYTES / 4;
 const B_BLOCK_BYTES = 4 * 1024 * 1024;
+/**
+ * A sealed weight's GEMV goes to the pool from this many bytes of weight
+ * (x rows times weight) in `"auto"` mode. Below it, handing out the work
+ * costs more than the second core gives: on GPT-small's decode (weights of
+ * 0.6–6 MiB, 37 products a token, the 2-core machine shared) a threshold
+ * of POOL_MIN_FLOPS made a token 1.4× slower than one thread did (5.6
+ * against 3.9 ms); with this one, two threads are as fast as one there and
+ * a 64 MiB weight still gets both cores.
+ */
+const RESIDENT_POOL_MIN_BYTES = 8 * 2 ** 20;
 /** Bytes of weight rows copied in per `dot_rows` pass: small enough to stay in L2 while read. */
 const DOT_CHUNK_BYTES = 256 * 1024;
 
@@ -72,8 +93,13 @@ const roundUp = (n: number, m: number) => Math.ceil(n / m) * m;
 /** Whether `"wasm"` mode asks for every size on the WebAssembly path (and its pool). */
 const everySize = () => cpuKernelMode() === "wasm";
 
-/** The scratch view grown to `bytes`, or null where the memory cannot grow that far. */
+/**
+ * The scratch view grown to `bytes`, or null where the memory cannot grow
+ * that far. Scratch stays below `RESIDENT_BASE`, where weights' copies begin
+ * (resident.ts).
+ */
 function grownScratch(space: KernelSpace, bytes: number): Float32Array | null {
+  if (bytes > RESIDENT_BASE) return null;
   try {
     return scratchView(space, bytes);
   } catch (e) {
@@ -86,7 +112,8 @@ function grownScratch(space: KernelSpace, bytes: number): Float32Array | null {
  * `c[M, N] = a[M, K] @ b[K, N]` (or `@ bᵀ` for `b` stored `[N, K]` when
  * `transB`) on the WebAssembly path, at element offsets into row-major
  * arrays. Returns false, having written nothing, where the TypeScript
- * kernel should run instead.
+ * kernel should run instead. `bTensor` is the tensor `b` views when the
+ * caller has it: a sealed weight's copy is then kept (resident.ts).
  */
 export function wasmGemm(
   a: Float32Array,
@@ -99,12 +126,19 @@ export function wasmGemm(
   K: number,
   N: number,
   transB: boolean,
+  bTensor: NDArray | null = null,
 ): boolean {
   if (K === 0 || M === 0 || N === 0) return false;
   if (M < MR && !transB) return false;
   const k = wasmKernelsFor(2 * M * N * K, GEMM_WASM_MIN_FLOPS);
   if (k === null) return false;
-  if (M < MR) return dotRows(k, a, aOff, b, bOff, c, cOff, M, K, N);
+  if (M < MR) {
+    if (bTensor !== null && bOff === 0 && K % DOT_K_STEP === 0) {
+      const at = residentCopy(k, bTensor, b);
+      if (at >= 0 && residentDotRows(k, a, aOff, at, c, cOff, M, K, N)) return true;
+    }
+    return dotRows(k, a, aOff, b, bOff, c, cOff, M, K, N);
+  }
   const nPanels = Math.ceil(N / NR);
   const mct = Math.max(1, Math.floor(A_BLOCK_BYTES / (K * MR * 4)));
   const ncp = Math.min(nPanels, Math.max(1, Math.floor(B_BLOCK_BYTES / (K * NR * 4))));
@@ -119,7 +153,14 @@ export function wasmGemm(
   const cpOff = roundUp(bpOff + ncp * NR * K, 16);
   const total = cpOff + superRows * ldc;
   const pool = 2 * M * N * K >= POOL_MIN_FLOPS || everySize() ? poolFor(k) : null;
-  const space = pool !== null ? k : k.local;
+  // A sealed weight stored [N, K]: its panels are packed once and kept in the shared memory
+  // (resident.ts), so this call packs nothing and runs there even on one thread.
+  const kept = transB && bTensor !== null && bOff === 0
+    ? residentLayout(k, bTensor, "gemm", nPanels * NR * K * 4, (dst, off) => {
+      packBT(b, 0, K, N, 0, nPanels, dst, off);
+    })
+    : -1;
+  const space = pool !== null || kept >= 0 ? k : k.local;
   let view = grownScratch(space, total * 4);
   if (view === null) return false;
   let packedB = -1;
@@ -130,7 +171,9 @@ export function wasmGemm(
     view.fill(0, apOff + rows * K, apOff + mTiles * MR * K);
     for (let j0 = 0; j0 < nPanels; j0 += ncp) {
       const np = Math.min(ncp, nPanels - j0);
-      if (packedB !== j0) {
+      // Byte address of this block's panels: the kept copy's, or the scratch's.
+      const bp = kept >= 0 ? kept + j0 * NR * K * 4 : bpOff * 4;
+      if (kept < 0 && packedB !== j0) {
         if (transB) packBT(b, bOff, K, N, j0 * NR, np, view, bpOff);
         else packB(b, bOff, K, N, j0 * NR, np, view, bpOff);
         packedB = j0;
@@ -138,13 +181,13 @@ export function wasmGemm(
       if (pool !== null) {
         // Blocks of at most mct tile rows, at least four per thread so that claiming balances.
         const bt = Math.max(1, Math.min(mct, Math.ceil(mTiles / (4 * pool.threads))));
-        const args = [apOff * 4, bpOff * 4, cpOff * 4, mTiles, np, K, ldc, bt, MR];
+        const args = [apOff * 4, bp, cpOff * 4, mTiles, np, K, ldc, bt, MR];
         pool.run(space.exports, Job.gemm, args, Math.ceil(mTiles / bt));
       } else {
         for (let i = 0; i < mTiles; i += mct) {
           space.exports.gemm_tiles(
             (apOff + i * K * MR) * 4,
-            bpOff * 4,
+            bp,
             (cpOff + i * MR * ldc) * 4,
             Math.min(mct, mTiles - i),
             np,
@@ -267,6 +310,46 @@ function dotRows(
       view = scratchView(space, 0);
       c.set(view.subarray(oOff, oOff + rows), cOff + i * N + j0);
     }
+  }
+  return true;
+}
+
+/**
+ * `c[i, j] = a[i] · w[j]` with the weight already in the kernels' memory at
+ * byte address `at` (resident.ts; K a multiple of `DOT_K_STEP`): nothing to
+ * copy but x in and the outputs out, so the weight crosses the memory bus
+ * once, and the rows are split over the worker pool (`Job.dot`). Returns
+ * false where its scratch cannot be had.
+ */
+function residentDotRows(
+  k: WasmKernels,
+  a: Float32Array,
+  aOff: number,
+  at: number,
+  c: Float32Array,
+  cOff: number,
+  M: number,
+  K: number,
+  N: number,
+): boolean {
+  const rows = roundUp(N, DOT_ROWS);
+  // Scratch layout, in floats: [control | x rows | outputs per row].
+  const xOff = BASE, oOff = xOff + M * K;
+  let view = grownScratch(k, (oOff + M * rows) * 4);
+  if (view === null) return false;
+  view.set(a.subarray(aOff, aOff + M * K), xOff);
+  const pool = M * N * K * 4 >= RESIDENT_POOL_MIN_BYTES || everySize() ? poolFor(k) : null;
+  // Blocks of rows, four per thread so that claiming balances.
+  const br = pool === null ? rows : roundUp(Math.ceil(rows / (4 * pool.threads)), DOT_ROWS);
+  for (let i = 0; i < M; i++) {
+    const xp = (xOff + i * K) * 4, op = (oOff + i * rows) * 4;
+    if (pool !== null) {
+      pool.run(k.exports, Job.dot, [xp, at, op, rows, K, br], Math.ceil(rows / br));
+    } else k.exports.dot_panels(xp, at, op, rows, K);
+  }
+  view = scratchView(k, 0);
+  for (let i = 0; i < M; i++) {
+    c.set(view.subarray(oOff + i * rows, oOff + i * rows + N), cOff + i * N);
   }
   return true;
 }

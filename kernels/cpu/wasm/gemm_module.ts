@@ -18,6 +18,7 @@
  * - `dot_rows` is the decode-shaped matrix-vector product: `out[j] = x ·
  *   w[j]` for rows of a weight stored `[N, K]`, four rows and eight values of
  *   K per step (eight accumulators), so each vector of x serves four rows.
+ *   `dot_panels` is the same over a weight packed in panels of four rows.
  *
  * With relaxed SIMD a multiply-add is one `f32x4.relaxed_madd` (fused on
  * hardware with FMA); without it, `f32x4.mul` then `f32x4.add`.
@@ -190,10 +191,61 @@ function emitDotRows(m: ModuleBuilder, relaxed: boolean): void {
   });
 }
 
-/** The module's bytes: `gemm_tiles` and `dot_rows` over the imported `env.memory`. */
+/**
+ * `dot_panels(xp, wp, op, rows, Kp)`: `dot_rows` over a weight packed in
+ * panels of `DOT_ROWS` rows (`[rows / DOT_ROWS][Kp / DOT_K_STEP][DOT_ROWS]
+ * [DOT_K_STEP]`, resident.ts packs a sealed weight so), read through one
+ * pointer that only moves forward. Row-major rows of a few hundred values
+ * are four short streams that the hardware prefetcher does not pick up
+ * before each ends: on GPT-small's decode (K = 384) reading them from main
+ * memory was slower than copying them into cache first (gemm.ts).
+ */
+function emitDotPanels(m: ModuleBuilder, relaxed: boolean): void {
+  const i32 = ValType.i32, v128 = ValType.v128, f32 = ValType.f32;
+  const f = m.function("dot_panels", [i32, i32, i32, i32, i32]);
+  const [xp, wp, op, rows, Kp] = [0, 1, 2, 3, 4];
+  const j = f.local(i32), px = f.local(i32), pxEnd = f.local(i32), pw = f.local(i32);
+  const acc: number[] = [];
+  for (let i = 0; i < 2 * DOT_ROWS; i++) acc.push(f.local(v128));
+  const x0 = f.local(v128), x1 = f.local(v128), w = f.local(v128);
+  const sum = f.local(v128);
+  const s = f.local(f32);
+
+  f.get(xp).get(Kp).i32(2).op(Op.i32Shl).op(Op.i32Add).set(pxEnd);
+  f.get(wp).set(pw);
+  f.forLoop(j, 0, rows, DOT_ROWS, () => {
+    for (const a of acc) f.f32x4Const([0, 0, 0, 0]).set(a);
+    f.get(xp).set(px);
+    f.loop();
+    f.get(px).simdMem(SimdOp.v128Load, 4, 0).set(x0);
+    f.get(px).simdMem(SimdOp.v128Load, 4, 16).set(x1);
+    for (let r = 0; r < DOT_ROWS; r++) {
+      f.get(pw).simdMem(SimdOp.v128Load, 4, 32 * r).set(w);
+      madd(f, relaxed, x0, w, acc[2 * r]);
+      f.get(pw).simdMem(SimdOp.v128Load, 4, 32 * r + 16).set(w);
+      madd(f, relaxed, x1, w, acc[2 * r + 1]);
+    }
+    f.get(pw).i32(32 * DOT_ROWS).op(Op.i32Add).set(pw);
+    f.get(px).i32(32).op(Op.i32Add).tee(px).get(pxEnd).op(Op.i32LtU).brIf(0);
+    f.end();
+    for (let r = 0; r < DOT_ROWS; r++) {
+      f.get(acc[2 * r]).get(acc[2 * r + 1]).simd(SimdOp.f32x4Add).set(sum);
+      f.get(sum).simdLane(SimdOp.f32x4ExtractLane, 0);
+      for (let lane = 1; lane < 4; lane++) {
+        f.get(sum).simdLane(SimdOp.f32x4ExtractLane, lane).op(Op.f32Add);
+      }
+      f.set(s);
+      f.get(op).get(j).i32(r).op(Op.i32Add).i32(2).op(Op.i32Shl).op(Op.i32Add).get(s)
+        .mem(Op.f32Store, 2, 0);
+    }
+  });
+}
+
+/** The module's bytes: `gemm_tiles`, `dot_rows` and `dot_panels` over the imported `env.memory`. */
 export function gemmModuleBytes(relaxed: boolean, memory: MemoryImport): Uint8Array<ArrayBuffer> {
   const m = new ModuleBuilder(memory);
   emitGemmTiles(m, relaxed);
   emitDotRows(m, relaxed);
+  emitDotPanels(m, relaxed);
   return m.encode();
 }

@@ -73,6 +73,7 @@ export interface GemmExports {
     ldc: number,
   ): void;
   dot_rows(xp: number, wp: number, op: number, rows: number, Kp: number): void;
+  dot_panels(xp: number, wp: number, op: number, rows: number, Kp: number): void;
 }
 
 /** One instance of the kernels and the memory it addresses. */

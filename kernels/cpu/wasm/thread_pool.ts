@@ -21,7 +21,9 @@
  * do not pay a wake-up each.
  *
  * Block sizes are the kernels' (kernels/cpu/wasm/gemm.ts): `gemm_tiles`
- * over a few tile rows (at most an L2-sized block of A). `runBlock` is the
+ * over a few tile rows (at most an L2-sized block of A), or `dot_rows` over
+ * a block of a packed weight already in the shared memory (`Job.dot`,
+ * `dot_panels`: a sealed weight's copy, resident.ts). `runBlock` is the
  * one function both sides run: its source is copied into the worker script.
  *
  * Where it runs. Deno always has `SharedArrayBuffer` and workers; a browser
@@ -39,7 +41,7 @@
 export const CONTROL_BYTES = 256;
 
 /** Job kinds. */
-export const Job = { exit: 0, gemm: 1 } as const;
+export const Job = { exit: 0, gemm: 1, dot: 2 } as const;
 
 /** Int32 slots of the control block. */
 const Ctl = {
@@ -72,6 +74,11 @@ export function runBlock(ex: any, ctl: Int32Array, i: number): void {
     const K = ctl[10], ldc = ctl[11], bt = ctl[12], MR = ctl[13];
     const t0 = i * bt, n = Math.min(bt, mTiles - t0);
     ex.gemm_tiles(ap + t0 * K * MR * 4, bp, cp + t0 * MR * ldc * 4, n, nPanels, K, ldc);
+  } else if (ctl[1] === 2) {
+    // dot_panels(xp, wp, op, rows, Kp) over weight rows [i·br, (i+1)·br) (br a multiple of 4).
+    const xp = ctl[5], wp = ctl[6], op = ctl[7], rows = ctl[8], Kp = ctl[9], br = ctl[10];
+    const r0 = i * br, n = Math.min(br, rows - r0);
+    ex.dot_panels(xp, wp + r0 * Kp * 4, op + r0 * 4, n, Kp);
   }
 }
 
