@@ -73,11 +73,11 @@ export interface Builtins {
   /**
    * `vm.builtin.make_tuple(...fields) → tuple` (Values, tuples, closures and devices, `builtins/value_builtins.ts`)
    *
-   * A tuple holding the fields (users receive it as an array).
+   * A tuple holding the fields (users receive it as an array). Inside a VM its host memory (64 bytes plus 8 a field) counts against `maxMemoryBytes` while it lives.
    *
    * - dtypes: any
    * - devices: CPU, WebGPU
-   * - errors: `ReferenceError` (a field whose memory was released).
+   * - errors: `ReferenceError` (a field whose memory was released), `RangeError` (past the VM's memory limit).
    * - TVM: `vm.builtin.make_tuple` (builtin.cc)
    */
   readonly "vm.builtin.make_tuple": "(...fields) → tuple";
@@ -739,11 +739,11 @@ export interface Builtins {
   /**
    * `vm.builtin.tensor_cache.load(path_or_url, device_type, device_id[, on_progress]) → null, asynchronously` (Tensor cache, `builtins/tensor_cache.ts`)
    *
-   * Loads a tvmjs tensor cache (a directory or URL with `tensor-cache.json`) onto the device with DLPack type `device_type` (1 CPU, 15 WebGPU; the device must have been acquired) and index `device_id`, replacing cached tensors of the same names. `on_progress`, a function, receives a `TensorCacheProgress` at the start and after each shard. Resolves to null. All or nothing: see `loadTensorCache`.
+   * Loads a tvmjs tensor cache (a directory or URL with `tensor-cache.json`) into the VM's tensor cache, onto the device with DLPack type `device_type` (1 CPU, 15 WebGPU; the device must have been acquired) and index `device_id`, replacing cached tensors of the same names. Only from what the VM grants (option `tensorCacheRoots`; nothing by default), counted against its `maxMemoryBytes`, stopped with the call. `on_progress`, a function, receives a `TensorCacheProgress` at the start and after each shard. Resolves to null. All or nothing: see `loadTensorCache`.
    *
    * - dtypes: any
    * - devices: CPU, WebGPU
-   * - errors: `TypeError` (arguments), `Error` (no such device), `TensorCacheError` (a malformed or incomplete cache, naming file and record).
+   * - errors: `TypeError` (arguments), `Error` (no such device; a location or shard the VM does not grant, named as written), `TensorCacheError` (a malformed, incomplete or too large cache, naming file and record).
    * - TVM: `vm.builtin.tensor_cache.load` (tensor_cache_support.cc)
    */
   readonly "vm.builtin.tensor_cache.load":
@@ -762,7 +762,7 @@ export interface Builtins {
   /**
    * `vm.builtin.tensor_cache.update(name, tensor[, override]) → null` (Tensor cache, `builtins/tensor_cache.ts`)
    *
-   * Caches `tensor` under `name` (by reference; the cache holds it). `override` (boolean or 0/1, default false) allows replacing an existing entry. Returns null.
+   * Caches `tensor` under `name` in the VM's tensor cache (by reference; the cache holds it, and pins it: from now on it is read-only to builtins and cannot be killed). `override` (boolean or 0/1, default false) allows replacing an existing entry. Returns null.
    *
    * - dtypes: any
    * - devices: CPU, WebGPU
@@ -784,7 +784,7 @@ export interface Builtins {
   /**
    * `vm.builtin.tensor_cache.clear() → null` (Tensor cache, `builtins/tensor_cache.ts`)
    *
-   * Drops every entry.
+   * Drops every entry of the VM's tensor cache.
    *
    * - dtypes: none (reads no tensor data)
    * - devices: CPU, WebGPU
