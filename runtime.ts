@@ -40,6 +40,7 @@ export type {
   TimingResult,
   VirtualMachineOptions,
 } from "./vm/virtual_machine.ts";
+export type { Execution } from "./vm/virtual_machine.ts";
 export type { Instrument } from "./vm/interpreter.ts";
 export type { CallLimits } from "./vm/invocation.ts";
 export type { LimitedVirtualMachine } from "./vm/virtual_machine.ts";

@@ -55,9 +55,9 @@ function fibProgram() {
 
 /** The three ways a VM runs code; every test runs under each, and they must behave identically. */
 export const FORMS = {
-  specialized: {},
-  generic: { dispatch: "generic" },
-  compiled: { mode: "compiled" },
+  specialized: { execution: "specialized" },
+  generic: { execution: "generic" },
+  compiled: { execution: "compiled" },
 } as const satisfies Record<string, VirtualMachineOptions>;
 
 /**

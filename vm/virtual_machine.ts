@@ -46,6 +46,7 @@ import type { ProfileReport } from "./profile_report.ts";
 import { profileCall, timeEvaluator } from "./vm_tools.ts";
 import {
   DEFAULT_MAX_MEMORY_BYTES,
+  executionForm,
   type FunctionLoadReport,
   type LimitedVirtualMachine,
   ownFunctions,
@@ -55,7 +56,9 @@ import {
 } from "./vm_options.ts";
 
 export {
+  DEFAULT_EXECUTION,
   DEFAULT_MAX_MEMORY_BYTES,
+  type Execution,
   type FunctionLoadReport,
   type LimitedVirtualMachine,
   type TimeEvaluatorOptions,
@@ -124,7 +127,7 @@ export function loadReport(vm: VirtualMachine): FunctionLoadReport[] {
  *   ib.emit_goto(-4);
  *   ib.emit_ret(ib.r(1));
  * });
- * const vm = new VirtualMachine(ib.get(), undefined, { mode: "compiled" });
+ * const vm = new VirtualMachine(ib.get(), undefined, { execution: "compiled" });
  * assertEquals(await vm.invoke("sum_to", 100), 4950);
  * ```
  *
@@ -183,14 +186,7 @@ export class VirtualMachine {
     if (allocator !== "pooled" && allocator !== "naive") {
       throw new TypeError(`Unknown allocator "${allocator}": use "pooled" or "naive"`);
     }
-    const mode = options.mode ?? "interpret";
-    if (mode !== "interpret" && mode !== "compiled") {
-      throw new TypeError(`Unknown mode "${mode}": use "interpret" or "compiled"`);
-    }
-    const dispatch = options.dispatch ?? "specialized";
-    if (dispatch !== "specialized" && dispatch !== "generic") {
-      throw new TypeError(`Unknown dispatch "${dispatch}": use "specialized" or "generic"`);
-    }
+    const { mode, dispatch } = executionForm(options);
     const maxMemoryBytes = options.maxMemoryBytes ?? DEFAULT_MAX_MEMORY_BYTES;
     if (!(typeof maxMemoryBytes === "number" && maxMemoryBytes >= 0)) {
       throw new RangeError(
@@ -557,7 +553,7 @@ export class VirtualMachine {
    *   ib.emit_ret(ib.r(1));
    * });
    * console.log(new VirtualMachine(ib.get()));
-   * // VirtualMachine(cpu(0); specialized dispatch; double(1 input); live 0 B)
+   * // VirtualMachine(cpu(0); compiled mode; double(1 input); live 0 B)
    * ```
    */
   [INSPECT](): string {
