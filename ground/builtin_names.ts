@@ -106,7 +106,7 @@ export interface Builtins {
   /**
    * `vm.builtin.read_if_cond(x) → boolean` (Values, tuples, closures and devices, `builtins/value_builtins.ts`)
    *
-   * A boolean for `If` from a number, boolean or one-element tensor on any device (a GPU tensor is read back, so this call waits for the GPU).
+   * A boolean for `If` from a number, bigint, boolean or one-element tensor on any device, nonzero being true, the rule `If` itself uses (a GPU tensor is read back, so this call waits for the GPU).
    *
    * - dtypes: any
    * - devices: CPU, WebGPU

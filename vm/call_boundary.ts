@@ -7,6 +7,7 @@
  * @module
  */
 
+import { scalarTruth, tensorTruth } from "../devices/condition.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { VMError } from "../ground/errors.ts";
 import { VMObject } from "../ground/object.ts";
@@ -142,14 +143,16 @@ export function isVMError(e: unknown): e is VMError {
   }
 }
 
-/** The truth of an `If` condition. */
+/**
+ * The truth of an `If` condition (devices/condition.ts): a number, bigint or
+ * boolean, or a one-element CPU tensor; a GPU tensor needs
+ * `vm.builtin.read_if_cond`, which waits for it.
+ */
 export function isTruthy(v: unknown): boolean {
-  if (typeof v === "number") return v !== 0;
-  if (typeof v === "boolean") return v;
-  if (typeof v === "bigint") return v !== 0n;
+  const scalar = scalarTruth(v);
+  if (scalar !== undefined) return scalar;
   if (v instanceof NDArray && v.size === 1 && v.device.kind === "cpu") {
-    // dataSync(), not cpuView(): an int64 element is a bigint (0n !== 0), a bfloat16 one stored bits.
-    return Number(v.dataSync()[0]) !== 0;
+    return tensorTruth(v, "If") as boolean;
   }
   throw new TypeError(
     `If needs a number, boolean or 1-element CPU tensor as its condition, got ${
