@@ -24,6 +24,8 @@ import { DataType, type TensorDType, tensorDType } from "../ground/dtype.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
 import { BuiltinTable } from "./builtin_table.ts";
+import { describe } from "./describe.ts";
+import { tensorArg } from "./validate.ts";
 import {
   backendFor,
   type BinaryOp,
@@ -81,18 +83,6 @@ export const OPERATOR_NAMES: readonly string[] = [
 // ---------------------------------------------------------------------------
 // Argument checks. Each throws with a message that starts with the op name.
 
-/** A short description of any argument value, for error messages. */
-export function describe(value: unknown): string {
-  if (value instanceof NDArray) return String(value);
-  if (value instanceof ShapeTuple) return `ShapeTuple${value}`;
-  if (value instanceof DataType) return `DataType(${value})`;
-  if (value === null || value === undefined) return String(value);
-  if (typeof value === "string") return `string "${value}"`;
-  if (Array.isArray(value)) return `array [${value.map(describe).join(", ")}]`;
-  if (typeof value === "object") return value.constructor?.name ?? "object";
-  return `${typeof value} ${String(value)}`;
-}
-
 export function checkArgCount(
   op: string,
   args: readonly unknown[],
@@ -103,21 +93,6 @@ export function checkArgCount(
   const expected = min === max ? `${min}` : `${min} to ${max}`;
   const noun = max === 1 ? "argument" : "arguments";
   throw new TypeError(`${op}: expected ${expected} ${noun}, got ${args.length}`);
-}
-
-/** `value`, argument `index`, checked to be a live NDArray. */
-export function tensorArg(op: string, value: unknown, index: number, role: string): NDArray {
-  if (!(value instanceof NDArray)) {
-    throw new TypeError(
-      `${op}: argument ${index} (${role}) must be an NDArray, got ${describe(value)}`,
-    );
-  }
-  if (value.disposed) {
-    throw new ReferenceError(
-      `${op}: argument ${index} (${role}) was used after its memory was released`,
-    );
-  }
-  return value;
 }
 
 export function checkDType(
@@ -263,7 +238,7 @@ function makeBinary(op: BinaryOp): (a: unknown, b: unknown) => NDArray {
   const name = `vm.op.${op}`;
   return function binary(a: unknown, b: unknown): NDArray {
     if (arguments.length !== 2) checkArgCount(name, Array.from(arguments), 2, 2);
-    const x = tensorArg(name, a, 0, "a"), y = tensorArg(name, b, 1, "b");
+    const x = tensorArg(a, "argument 0 (a)", name), y = tensorArg(b, "argument 1 (b)", name);
     const dtype = x.dtype;
     if (y.dtype !== dtype) checkSameDType(name, [x, y]);
     if (dtype !== "float32" && dtype !== "int32") checkDType(name, x, "a", NUMERIC);
@@ -301,7 +276,7 @@ function makeUnary(op: UnaryOp): (x: unknown) => NDArray {
   const dtypes = UNARY_OPS[op];
   return function unary(value: unknown): NDArray {
     if (arguments.length !== 1) checkArgCount(name, Array.from(arguments), 1, 1);
-    const x = tensorArg(name, value, 0, "x");
+    const x = tensorArg(value, "argument 0 (x)", name);
     if (x.dtype !== "float32") checkDType(name, x, "x", dtypes);
     const device = x.device;
     const backend = backendFor(device.kind);
@@ -325,7 +300,8 @@ function makeUnary(op: UnaryOp): (x: unknown) => NDArray {
 function matmul(args: readonly unknown[]): NDArray {
   const name = "vm.op.matmul";
   checkArgCount(name, args, 2, 2);
-  const a = tensorArg(name, args[0], 0, "a"), b = tensorArg(name, args[1], 1, "b");
+  const a = tensorArg(args[0], "argument 0 (a)", name),
+    b = tensorArg(args[1], "argument 1 (b)", name);
   checkSameDType(name, [a, b]);
   checkDType(name, a, "a", FLOAT);
   checkSameDevice(name, [a, b]);
@@ -371,10 +347,11 @@ function matmul(args: readonly unknown[]): NDArray {
 function linear(args: readonly unknown[]): NDArray {
   const name = "vm.op.linear";
   checkArgCount(name, args, 2, 3);
-  const x = tensorArg(name, args[0], 0, "x"), w = tensorArg(name, args[1], 1, "weight");
+  const x = tensorArg(args[0], "argument 0 (x)", name),
+    w = tensorArg(args[1], "argument 1 (weight)", name);
   const bias = args[2] === undefined || args[2] === null
     ? null
-    : tensorArg(name, args[2], 2, "bias");
+    : tensorArg(args[2], "argument 2 (bias)", name);
   const all = bias === null ? [x, w] : [x, w, bias];
   for (const [t, role] of [[x, "x"], [w, "weight"], [bias, "bias"]] as const) {
     if (t !== null) checkDType(name, t, role, FLOAT);
@@ -411,7 +388,7 @@ function linear(args: readonly unknown[]): NDArray {
 function reduce(op: ReduceOp, args: readonly unknown[]): NDArray {
   const name = `vm.op.${op}`;
   checkArgCount(name, args, 1, 3);
-  const x = tensorArg(name, args[0], 0, "x");
+  const x = tensorArg(args[0], "argument 0 (x)", name);
   checkDType(name, x, "x", REDUCE_OPS[op]);
   const axes = reductionAxes(name, args[1], x.shape);
   const keepdims = flagArg(name, args[2], "keepdims");
@@ -438,7 +415,7 @@ function reduce(op: ReduceOp, args: readonly unknown[]): NDArray {
 function softmax(args: readonly unknown[]): NDArray {
   const name = "vm.op.softmax";
   checkArgCount(name, args, 1, 1);
-  const x = tensorArg(name, args[0], 0, "x");
+  const x = tensorArg(args[0], "argument 0 (x)", name);
   checkDType(name, x, "x", FLOAT);
   return launch(x, x.shape, x.dtype, (backend, out) => backend.softmax(x, out));
 }
@@ -447,9 +424,9 @@ function softmax(args: readonly unknown[]): NDArray {
 function layerNorm(args: readonly unknown[]): NDArray {
   const name = "vm.op.layer_norm";
   checkArgCount(name, args, 3, 4);
-  const x = tensorArg(name, args[0], 0, "x");
-  const gamma = tensorArg(name, args[1], 1, "gamma");
-  const beta = tensorArg(name, args[2], 2, "beta");
+  const x = tensorArg(args[0], "argument 0 (x)", name);
+  const gamma = tensorArg(args[1], "argument 1 (gamma)", name);
+  const beta = tensorArg(args[2], "argument 2 (beta)", name);
   const eps = args[3] ?? 1e-5;
   for (const [t, role] of [[x, "x"], [gamma, "gamma"], [beta, "beta"]] as const) {
     checkDType(name, t, role, FLOAT);
@@ -475,7 +452,7 @@ function layerNorm(args: readonly unknown[]): NDArray {
 function transpose(args: readonly unknown[]): NDArray {
   const name = "vm.op.transpose";
   checkArgCount(name, args, 1, 2);
-  const x = tensorArg(name, args[0], 0, "x");
+  const x = tensorArg(args[0], "argument 0 (x)", name);
   const rank = x.shape.length;
   const given = axisList(name, args[1], "axes");
   const perm = given === undefined
@@ -496,7 +473,7 @@ function transpose(args: readonly unknown[]): NDArray {
 function cast(args: readonly unknown[]): NDArray {
   const name = "vm.op.cast";
   checkArgCount(name, args, 2, 2);
-  const x = tensorArg(name, args[0], 0, "x");
+  const x = tensorArg(args[0], "argument 0 (x)", name);
   const target = args[1];
   if (typeof target !== "string" && !(target instanceof DataType)) {
     throw new TypeError(`${name}: dtype must be a DataType or a string, got ${describe(target)}`);

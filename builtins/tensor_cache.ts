@@ -35,6 +35,7 @@ import { Tuple, tupleFields } from "../ground/tuple.ts";
 import { BuiltinTable } from "./builtin_table.ts";
 import { describe } from "./describe.ts";
 import { ParamModule } from "./param_module.ts";
+import { integerArg } from "./validate.ts";
 import {
   loadTensorCache,
   loadTensorCacheFor,
@@ -78,11 +79,6 @@ function stringArg(v: unknown, what: string, who: string): string {
     throw new TypeError(`${who}: ${what} must be a string, got ${describe(v)}`);
   }
   return v;
-}
-
-function integerArg(v: unknown, what: string, who: string): number {
-  if (typeof v === "number" && Number.isSafeInteger(v)) return v;
-  throw new TypeError(`${who}: ${what} must be an integer, got ${describe(v)}`);
 }
 
 tensorCacheBuiltins.add(
