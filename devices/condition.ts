@@ -1,7 +1,7 @@
 /**
  * The truth of a condition, one rule for the `If` instruction
  * (vm/call_boundary.ts) and `vm.builtin.read_if_cond`
- * (builtins/value_builtins.ts), as TVM reads them (`If` in vm.cc and
+ * (builtins/values/runtime_values.ts), as TVM reads them (`If` in vm.cc and
  * `ReadIfCond` in builtin.cc: an integer or boolean is true when nonzero, a
  * tensor by its element). In JavaScript an Int is a number or, beyond 2^53, a
  * bigint, so both count; so does any number, as relaxvm's prim values do.

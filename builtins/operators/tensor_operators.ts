@@ -20,20 +20,25 @@
  * @module
  */
 
-import { DataType, type TensorDType, tensorDType } from "../ground/dtype.ts";
-import { NDArray } from "../devices/ndarray.ts";
-import { ShapeTuple } from "../ground/shape_tuple.ts";
-import { BuiltinTable } from "./builtin_table.ts";
-import { describe } from "./describe.ts";
-import { tensorArg } from "./validate.ts";
+import { DataType, type TensorDType, tensorDType } from "../../ground/dtype.ts";
+import { NDArray } from "../../devices/ndarray.ts";
+import { ShapeTuple } from "../../ground/shape_tuple.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import { describe } from "../describe.ts";
+import { tensorArg } from "../validate.ts";
 import {
   backendFor,
   type BinaryOp,
   type OpBackend,
   type ReduceOp,
   type UnaryOp,
-} from "../kernels/kernel_backend.ts";
-import { broadcastPlan, formatShape, sameShape, tryBroadcastShapes } from "../kernels/broadcast.ts";
+} from "../../kernels/kernel_backend.ts";
+import {
+  broadcastPlan,
+  formatShape,
+  sameShape,
+  tryBroadcastShapes,
+} from "../../kernels/broadcast.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const operatorBuiltins = new BuiltinTable("Operators", import.meta.url);

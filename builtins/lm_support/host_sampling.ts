@@ -21,13 +21,13 @@
  * @module
  */
 
-import { cpu } from "../devices/cpu_device.ts";
-import { NDArray } from "../devices/ndarray.ts";
-import type { TypedArray } from "../ground/dtype.ts";
-import { BuiltinTable } from "./builtin_table.ts";
-import { describe } from "./describe.ts";
-import { checkWritable, tensorArg } from "./validate.ts";
-import { runningLimit, withHostScratch } from "./host_scratch.ts";
+import { cpu } from "../../devices/cpu_device.ts";
+import { NDArray } from "../../devices/ndarray.ts";
+import type { TypedArray } from "../../ground/dtype.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import { describe } from "../describe.ts";
+import { checkWritable, tensorArg } from "../validate.ts";
+import { runningLimit, withHostScratch } from "../host_scratch.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const samplingBuiltins = new BuiltinTable("Sampling", import.meta.url);

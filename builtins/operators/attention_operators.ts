@@ -47,14 +47,14 @@
  * @module
  */
 
-import type { TensorDType } from "../ground/dtype.ts";
-import type { NDArray } from "../devices/ndarray.ts";
-import { BuiltinTable } from "./builtin_table.ts";
-import type { AttentionLayout } from "../kernels/kernel_backend.ts";
-import { formatShape } from "../kernels/broadcast.ts";
-import { checkArgCount, checkDType, checkSameDevice, launch } from "./operators.ts";
-import { describe } from "./describe.ts";
-import { tensorArg } from "./validate.ts";
+import type { TensorDType } from "../../ground/dtype.ts";
+import type { NDArray } from "../../devices/ndarray.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import type { AttentionLayout } from "../../kernels/kernel_backend.ts";
+import { formatShape } from "../../kernels/broadcast.ts";
+import { checkArgCount, checkDType, checkSameDevice, launch } from "./tensor_operators.ts";
+import { describe } from "../describe.ts";
+import { tensorArg } from "../validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const attentionBuiltins = new BuiltinTable("Attention operators", import.meta.url);

@@ -39,11 +39,11 @@
  * @module
  */
 
-import type { NDArray } from "../devices/ndarray.ts";
-import type { TensorDType } from "../ground/dtype.ts";
-import { formatShape } from "../kernels/broadcast.ts";
-import { withHostScratch } from "./host_scratch.ts";
-import { BuiltinTable } from "./builtin_table.ts";
+import type { NDArray } from "../../devices/ndarray.ts";
+import type { TensorDType } from "../../ground/dtype.ts";
+import { formatShape } from "../../kernels/broadcast.ts";
+import { withHostScratch } from "../host_scratch.ts";
+import { BuiltinTable } from "../builtin_table.ts";
 import {
   checkArgCount,
   checkDType,
@@ -51,9 +51,9 @@ import {
   flagArg,
   launch,
   normalizeAxis,
-} from "./operators.ts";
-import { describe } from "./describe.ts";
-import { tensorArg } from "./validate.ts";
+} from "../operators/tensor_operators.ts";
+import { describe } from "../describe.ts";
+import { tensorArg } from "../validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const samplingOperatorBuiltins = new BuiltinTable(

@@ -21,14 +21,14 @@
  * @module
  */
 
-import { NDArray } from "../devices/ndarray.ts";
-import { Closure } from "../ground/closure.ts";
-import { DataType, DTypeCode } from "../ground/dtype.ts";
-import { ShapeTuple } from "../ground/shape_tuple.ts";
-import { tupleFields } from "../ground/tuple.ts";
-import { BuiltinTable } from "./builtin_table.ts";
-import { contextPrefix, describe } from "./describe.ts";
-import { integerOrBooleanArg } from "./validate.ts";
+import { NDArray } from "../../devices/ndarray.ts";
+import { Closure } from "../../ground/closure.ts";
+import { DataType, DTypeCode } from "../../ground/dtype.ts";
+import { ShapeTuple } from "../../ground/shape_tuple.ts";
+import { tupleFields } from "../../ground/tuple.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import { contextPrefix, describe } from "../describe.ts";
+import { integerOrBooleanArg } from "../validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const runtimeCheckBuiltins = new BuiltinTable("Runtime checks", import.meta.url);

@@ -23,11 +23,11 @@
  * @module
  */
 
-import { AttentionKVCache } from "../devices/attention_kv_cache.ts";
-import { tupleFields } from "../ground/tuple.ts";
-import { BuiltinTable } from "./builtin_table.ts";
-import { describe } from "./describe.ts";
-import { integerArg, shapeArg, tensorArg } from "./validate.ts";
+import { AttentionKVCache } from "../../devices/attention_kv_cache.ts";
+import { tupleFields } from "../../ground/tuple.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import { describe } from "../describe.ts";
+import { integerArg, shapeArg, tensorArg } from "../validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const kvCacheBuiltins = new BuiltinTable("KV caches", import.meta.url);

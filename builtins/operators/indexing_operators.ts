@@ -64,14 +64,14 @@
  * @module
  */
 
-import type { TensorDType } from "../ground/dtype.ts";
-import { NDArray } from "../devices/ndarray.ts";
-import { tupleFields } from "../ground/tuple.ts";
-import type { Device } from "../devices/device.ts";
-import { BuiltinTable } from "./builtin_table.ts";
-import type { TakeMode } from "../kernels/kernel_backend.ts";
-import { formatShape } from "../kernels/broadcast.ts";
-import { mapIndex } from "../kernels/cpu/take.ts";
+import type { TensorDType } from "../../ground/dtype.ts";
+import { NDArray } from "../../devices/ndarray.ts";
+import { tupleFields } from "../../ground/tuple.ts";
+import type { Device } from "../../devices/device.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import type { TakeMode } from "../../kernels/kernel_backend.ts";
+import { formatShape } from "../../kernels/broadcast.ts";
+import { mapIndex } from "../../kernels/cpu/take.ts";
 import {
   checkArgCount,
   checkSameDevice,
@@ -79,9 +79,9 @@ import {
   launch,
   normalizeAxis,
   reshapedView,
-} from "./operators.ts";
-import { describe } from "./describe.ts";
-import { tensorArg } from "./validate.ts";
+} from "./tensor_operators.ts";
+import { describe } from "../describe.ts";
+import { tensorArg } from "../validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const indexingBuiltins = new BuiltinTable("Indexing operators", import.meta.url);

@@ -6,19 +6,19 @@
  * @module
  */
 
-import { scalarTruth, tensorTruth } from "../devices/condition.ts";
-import { DLDeviceType } from "../devices/device.ts";
-import { findDevice } from "../devices/find_device.ts";
-import { MemoryScope } from "../devices/memory_scope.ts";
-import { NDArray } from "../devices/ndarray.ts";
-import { Closure } from "../ground/closure.ts";
-import { Tuple, tupleFields } from "../ground/tuple.ts";
-import { printable } from "../ground/printable.ts";
-import { BuiltinTable } from "./builtin_table.ts";
-import { describe } from "./describe.ts";
-import { checkLive } from "./validate.ts";
-import { runningLimit } from "./host_scratch.ts";
-import { cpu } from "../devices/cpu_device.ts";
+import { scalarTruth, tensorTruth } from "../../devices/condition.ts";
+import { DLDeviceType } from "../../devices/device.ts";
+import { findDevice } from "../../devices/find_device.ts";
+import { MemoryScope } from "../../devices/memory_scope.ts";
+import { NDArray } from "../../devices/ndarray.ts";
+import { Closure } from "../../ground/closure.ts";
+import { Tuple, tupleFields } from "../../ground/tuple.ts";
+import { printable } from "../../ground/printable.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import { describe } from "../describe.ts";
+import { checkLive } from "../validate.ts";
+import { runningLimit } from "../host_scratch.ts";
+import { cpu } from "../../devices/cpu_device.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const valueBuiltins = new BuiltinTable(
