@@ -18,8 +18,6 @@
  * Also here, because VM options name them: what `tensor_cache.load` may
  * read (`TensorCacheRoot`). The checks are in builtins/tensor_cache/cache_access.ts.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

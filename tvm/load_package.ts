@@ -8,8 +8,6 @@
  * Every read goes through `fetch`, so a package loads from `https:` in
  * browsers and Deno and from `file:` URLs and plain paths in Deno.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

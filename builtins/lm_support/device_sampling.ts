@@ -17,8 +17,6 @@
  * Errors: `TypeError` (kind of value, dtype), `RangeError` (shapes, axis,
  * `top_p` outside (0, 1], a negative or NaN temperature, no elements).
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @example Greedy and nucleus choices from one row of logits
  * ```ts
  * import { getGlobalFunc, type NDArray, tensor } from "@relaxvm/relaxvm";

@@ -27,8 +27,6 @@
  * Errors: `TypeError` (wrong kind of value or dtype), `RangeError` (shapes),
  * messages starting with the operator name.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @example One decode step: one new query against four cached keys
  * ```ts
  * import { getGlobalFunc, type NDArray, tensor } from "@relaxvm/relaxvm";

@@ -29,8 +29,6 @@
  * Errors: `TypeError` (wrong kind of value or dtype), `RangeError` (shapes,
  * axes, indices), messages starting with the operator name.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @example Embedding lookup: rows of a [V, D] table
  * ```ts
  * import { getGlobalFunc, type NDArray, tensor } from "@relaxvm/relaxvm";

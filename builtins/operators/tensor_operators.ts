@@ -1,6 +1,8 @@
 /**
- * The operator front end: registers every `vm.op.*` packed function on
- * import. Each one checks its arguments (count, types, dtypes, devices,
+ * The operator front end: the core `vm.op.*` packed functions (installed
+ * with the rest by `installBuiltins()`, builtins/install.ts; indexing and
+ * attention are beside this file, device sampling in builtins/lm_support/).
+ * Each one checks its arguments (count, types, dtypes, devices,
  * shapes, axes), computes the output shape, allocates the output with
  * `NDArray.empty` on the inputs' device — so the running VM's allocator
  * counts it — and hands the work to that device's kernels (`backendFor`).
@@ -11,11 +13,9 @@
  * (shapes, axes), and their messages start with the operator name; the VM
  * wraps them into a `VMError` naming the instruction.
  *
- * Operator arguments after the tensors follow API.md: reductions
- * `(x, axes?, keepdims?)`, `transpose(x, axes?)`,
+ * Operator arguments after the tensors (the README's operator table):
+ * reductions `(x, axes?, keepdims?)`, `transpose(x, axes?)`,
  * `layer_norm(x, gamma, beta, eps?)`, `cast(x, dtype)`.
- *
- * This file is browser-safe: no `Deno.*`.
  *
  * @module
  */
