@@ -49,7 +49,7 @@ import {
   flagArg,
   launch,
   normalizeAxis,
-} from "../operators/tensor_operators.ts";
+} from "../operators/operator_arguments.ts";
 import { describe } from "../describe.ts";
 import { tensorArg } from "../validate.ts";
 

@@ -50,7 +50,7 @@ import type { NDArray } from "../../devices/ndarray.ts";
 import { BuiltinTable } from "../builtin_table.ts";
 import type { AttentionLayout } from "../../kernels/kernel_backend.ts";
 import { formatShape } from "../../kernels/broadcast.ts";
-import { checkArgCount, checkDType, checkSameDevice, launch } from "./tensor_operators.ts";
+import { checkArgCount, checkDType, checkSameDevice, launch } from "./operator_arguments.ts";
 import { describe } from "../describe.ts";
 import { tensorArg } from "../validate.ts";
 

@@ -77,7 +77,7 @@ import {
   launch,
   normalizeAxis,
   reshapedView,
-} from "./tensor_operators.ts";
+} from "./operator_arguments.ts";
 import { describe } from "../describe.ts";
 import { tensorArg } from "../validate.ts";
 
