@@ -38,11 +38,11 @@ export type { ConstantInput } from "./builder/constant_pool.ts";
 export { check } from "./program/verifier.ts";
 export type { CheckResult } from "./program/verifier.ts";
 export { formalize } from "./program/formalize.ts";
-export { MakeShapeCode, MatchShapeCode } from "./builtins/shape_heap.ts";
-export { dumpTensorCache, encodeTensorCache } from "./builtins/tensor_cache_writer.ts";
+export { MakeShapeCode, MatchShapeCode } from "./builtins/shape_lowering/shape_heap.ts";
+export { dumpTensorCache, encodeTensorCache } from "./builtins/tensor_cache/cache_writer.ts";
 export type {
   EncodedTensorCache,
   EncodeTensorCacheOptions,
   ExistingTensorCache,
   TensorCacheParams,
-} from "./builtins/tensor_cache_writer.ts";
+} from "./builtins/tensor_cache/cache_writer.ts";

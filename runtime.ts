@@ -40,6 +40,7 @@ export type {
   TimingResult,
   VirtualMachineOptions,
 } from "./vm/virtual_machine.ts";
+export type { Execution } from "./vm/virtual_machine.ts";
 export type { Instrument } from "./vm/interpreter.ts";
 export type { CallLimits } from "./vm/invocation.ts";
 export type { LimitedVirtualMachine } from "./vm/virtual_machine.ts";
@@ -75,15 +76,15 @@ export { webgpu } from "./devices/webgpu/webgpu_device.ts";
 export type { WebGPUDevice } from "./devices/webgpu/webgpu_device.ts";
 export type { Storage } from "./devices/storage.ts";
 export type { AttentionKVCache } from "./devices/attention_kv_cache.ts";
-export { loadTensorCache } from "./builtins/tensor_cache_loader.ts";
+export { loadTensorCache } from "./builtins/tensor_cache/cache_loader.ts";
 export { TensorCache } from "./devices/tensor_cache.ts";
 export type { TensorCacheLoader, TensorCacheRoot } from "./devices/tensor_cache.ts";
 export type {
   LoadedTensorCache,
   LoadTensorCacheOptions,
   TensorCacheProgress,
-} from "./builtins/tensor_cache_loader.ts";
-export { TensorCacheError } from "./builtins/tensor_cache_format.ts";
+} from "./builtins/tensor_cache/cache_loader.ts";
+export { TensorCacheError } from "./builtins/tensor_cache/cache_format.ts";
 export { loadTVMPackage } from "./tvm/load_package.ts";
 export type { LoadTVMPackageOptions, TVMPackage } from "./tvm/load_package.ts";
 export { parseTVMPackageManifest, TVMPackageError } from "./tvm/package_format.ts";
@@ -100,8 +101,8 @@ export type {
   TensorCacheIndex,
   TensorCacheRecord,
   TensorCacheShard,
-} from "./builtins/tensor_cache_format.ts";
-export type { ParamModule } from "./builtins/param_module.ts";
+} from "./builtins/tensor_cache/cache_format.ts";
+export type { ParamModule } from "./builtins/tensor_cache/param_module.ts";
 export type { AllocatorKind, MemoryStats } from "./devices/allocator.ts";
 export { CheckError, LoadError, VMError, WebGPUError } from "./ground/errors.ts";
 export type { CheckProblem, VMErrorLocation } from "./ground/errors.ts";

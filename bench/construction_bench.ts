@@ -65,9 +65,9 @@ export function constructionMs(
 if (import.meta.main) {
   const ks = Deno.args.length > 0 ? Deno.args.map(Number) : [500, 1000, 2000, 4000];
   const modes: [string, VirtualMachineOptions][] = [
-    ["generic loop", { dispatch: "generic" }],
-    ["specialized (default)", {}],
-    ["compiled mode", { mode: "compiled" }],
+    ["generic loop", { execution: "generic" }],
+    ["specialized", { execution: "specialized" }],
+    ["compiled mode (default)", { execution: "compiled" }],
   ];
   // Warm the loader up, so the table shows steady-state times rather than V8's first runs.
   const small = branchingProgram(250);

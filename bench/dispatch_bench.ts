@@ -173,8 +173,8 @@ if (import.meta.main) {
   console.log("| form | new VirtualMachine (median of 7) | until within 1.25× of full speed |");
   console.log("| --- | ---: | ---: |");
   const forms: [string, VirtualMachineOptions][] = [
-    ["specialized dispatch", {}],
-    ["compiled mode", { mode: "compiled" }],
+    ["specialized dispatch", { execution: "specialized" }],
+    ["compiled mode (default)", { execution: "compiled" }],
   ];
   // Loads alternate between the forms, so that neither pays alone for warming up the loader.
   const ex = trafficProgram();
@@ -203,20 +203,24 @@ if (import.meta.main) {
     { name: "plain JS table loop", run: tableLoop(calls), baseline: null },
     { name: "straight-line JS (`new Function`)", run: straightLine(calls), baseline: null },
     {
-      name: "interpreter, specialized dispatch (default)",
-      run: vmFor({}),
+      name: "interpreter, specialized dispatch",
+      run: vmFor({ execution: "specialized" }),
       baseline: "table",
     },
-    { name: "interpreter, generic loop", run: vmFor({ dispatch: "generic" }), baseline: "table" },
+    { name: "interpreter, generic loop", run: vmFor({ execution: "generic" }), baseline: "table" },
     {
       name: "interpreter, specialized, liveness off",
-      run: vmFor({}, false),
+      run: vmFor({ execution: "specialized" }, false),
       baseline: "table",
     },
-    { name: "compiled mode", run: vmFor({ mode: "compiled" }), baseline: "straight" },
+    {
+      name: "compiled mode (default)",
+      run: vmFor({ execution: "compiled" }),
+      baseline: "straight",
+    },
     {
       name: "compiled mode, liveness off",
-      run: vmFor({ mode: "compiled" }, false),
+      run: vmFor({ execution: "compiled" }, false),
       baseline: "straight",
     },
   ];

@@ -8,16 +8,12 @@
 
 import { DataType } from "../ground/dtype.ts";
 import type { ConstantValue } from "../program/program_data.ts";
+import { sameConstant, tensorBytes } from "../program/constant_equality.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
 
 /** Values `convert_constant` accepts. */
 export type ConstantInput = ConstantValue | readonly number[];
-
-function tensorBytes(t: NDArray): Uint8Array {
-  const v = t.cpuView();
-  return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
-}
 
 function fnv1a(bytes: Uint8Array): number {
   let h = 0x811c9dc5;
@@ -128,19 +124,4 @@ function keyOf(v: ConstantValue): string {
   if (v instanceof ShapeTuple) return `shape:${[...v].join(",")}`;
   if (v instanceof DataType) return `dtype:${v}`;
   return `tensor:${v.dtype}:${v.shape.join(",")}:${fnv1a(tensorBytes(v))}`;
-}
-
-function sameConstant(a: ConstantValue, b: ConstantValue): boolean {
-  if (typeof a === "number" || typeof b === "number") return Object.is(a, b);
-  if (typeof a === "bigint" || typeof b === "bigint") return a === b;
-  if (typeof a === "string" || typeof b === "string") return a === b;
-  if (a instanceof ShapeTuple && b instanceof ShapeTuple) return a.equals(b);
-  if (a instanceof DataType && b instanceof DataType) return a.equals(b);
-  if (a instanceof NDArray && b instanceof NDArray) {
-    if (a === b) return true;
-    if (a.dtype !== b.dtype || a.shape.join() !== b.shape.join()) return false;
-    const x = tensorBytes(a), y = tensorBytes(b);
-    return x.length === y.length && x.every((byte, i) => byte === y[i]);
-  }
-  return false;
 }

@@ -36,7 +36,11 @@ export class BuiltinTable {
   /** A table called `title`, for the module at `moduleUrl` (its `import.meta.url`). */
   constructor(title: string, moduleUrl: string) {
     this.title = title;
-    this.file = `builtins/${moduleUrl.slice(moduleUrl.lastIndexOf("/") + 1)}`;
+    // Under builtins/ in the repository; a bundle (one module for all) keeps only its name.
+    const at = moduleUrl.lastIndexOf("/builtins/");
+    this.file = at >= 0
+      ? moduleUrl.slice(at + 1)
+      : `builtins/${moduleUrl.slice(moduleUrl.lastIndexOf("/") + 1)}`;
   }
 
   /** Adds builtin `name` with its metadata. */

@@ -8,8 +8,6 @@
  * lists; no tables, whose columns fmt would pad), so the checked-in file is
  * also fmt-clean.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -6,14 +6,30 @@
  */
 
 import { NDArray } from "../devices/ndarray.ts";
+import { DataType } from "../ground/dtype.ts";
+import { quoted } from "../ground/printable.ts";
+import { ShapeTuple } from "../ground/shape_tuple.ts";
 import { Tuple } from "../ground/tuple.ts";
 
-/** A short description of a value for error messages. */
+/**
+ * A short description of any value for error messages, the one every
+ * builtin uses: `number 5`, `string "x"`, `a tuple of 2 [number 1, number 2]`,
+ * `ShapeTuple[2, 3]`, `DataType(float32)`, a tensor as it prints.
+ */
 export function describe(v: unknown): string {
-  if (v === null) return "null";
-  if (v === undefined) return "undefined";
-  if (v instanceof NDArray) return v.toString();
-  if (Array.isArray(v) || v instanceof Tuple) return `a tuple of ${v.length}`;
+  if (v === null || v === undefined) return String(v);
+  if (v instanceof NDArray) return String(v);
+  if (v instanceof ShapeTuple) return `ShapeTuple${v}`;
+  if (v instanceof DataType) return `DataType(${v})`;
+  if (v instanceof Tuple) return `a tuple of ${v.length}`;
+  if (typeof v === "string") return `string ${quoted(v.length > 60 ? `${v.slice(0, 60)}…` : v)}`;
+  // An array is how a tuple reaches JavaScript (users receive tuples as arrays).
+  if (Array.isArray(v)) {
+    if (v.length === 0) return "a tuple of 0";
+    return `a tuple of ${v.length} [${v.slice(0, 4).map(describe).join(", ")}${
+      v.length > 4 ? ", …" : ""
+    }]`;
+  }
   if (typeof v === "function") return `function ${v.name || "anonymous"}`;
   if (typeof v === "object") return v.constructor?.name ?? "an object";
   return `${typeof v} ${String(v)}`;

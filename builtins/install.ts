@@ -8,20 +8,20 @@
  */
 
 import { installKernels } from "../kernels/install.ts";
-import { attentionBuiltins } from "./attention_operator.ts";
-import { callBuiltins } from "./calls.ts";
-import { indexingBuiltins } from "./indexing_operators.ts";
-import { kvCacheBuiltins } from "./kv_cache.ts";
+import { attentionBuiltins } from "./operators/attention_operators.ts";
+import { callBuiltins } from "./values/function_calls.ts";
+import { indexingBuiltins } from "./operators/indexing_operators.ts";
+import { kvCacheBuiltins } from "./lm_support/kv_cache_builtins.ts";
 import { memoryBuiltins } from "./memory.ts";
-import { operatorBuiltins } from "./operators.ts";
-import { primArithmeticBuiltins } from "./prim_arithmetic.ts";
-import { primValueBuiltins } from "./prim_values.ts";
-import { runtimeCheckBuiltins } from "./runtime_checks.ts";
-import { samplingBuiltins } from "./sampling.ts";
-import { samplingOperatorBuiltins } from "./sampling_operators.ts";
-import { shapeHeapBuiltins } from "./shape_heap.ts";
-import { tensorCacheBuiltins } from "./tensor_cache.ts";
-import { valueBuiltins } from "./value_builtins.ts";
+import { operatorBuiltins } from "./operators/tensor_operators.ts";
+import { primArithmeticBuiltins } from "./values/prim_arithmetic.ts";
+import { primValueBuiltins } from "./shape_lowering/prim_values.ts";
+import { runtimeCheckBuiltins } from "./shape_lowering/runtime_checks.ts";
+import { samplingBuiltins } from "./lm_support/host_sampling.ts";
+import { samplingOperatorBuiltins } from "./lm_support/device_sampling.ts";
+import { shapeHeapBuiltins } from "./shape_lowering/shape_heap.ts";
+import { tensorCacheBuiltins } from "./tensor_cache/cache_builtins.ts";
+import { valueBuiltins } from "./values/runtime_values.ts";
 
 /** Every builtin table, in registration order. */
 export const BUILTIN_TABLES = [

@@ -11,6 +11,7 @@
  * @module
  */
 
+import { NDArray } from "../devices/ndarray.ts";
 import { DataType, type TensorDType, tensorDType } from "../ground/dtype.ts";
 import { isVMObject } from "../ground/object.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
@@ -85,6 +86,34 @@ export function integerArg(v: unknown, what: string, who: string, min = -Infinit
     throw new TypeError(`${who}: ${what} must be an integer, got ${describe(v)}`);
   }
   if (v < min) throw new RangeError(`${who}: ${what} must be at least ${min}, got ${v}`);
+  return v;
+}
+
+/**
+ * An integer argument that TVM also accepts as a boolean (0/1), such as
+ * `ndim` of the runtime checks; a `TypeError` naming `who` and `what` for
+ * another kind.
+ */
+export function integerOrBooleanArg(v: unknown, what: string, who: string): number {
+  if (typeof v === "boolean") return v ? 1 : 0;
+  return integerArg(v, what, who);
+}
+
+/**
+ * A tensor argument, live, and of `dtype` when given: a `TypeError` for
+ * another kind or dtype, a `ReferenceError` for a tensor whose memory was
+ * released, each naming `who` and `what` (say, `argument 0 (x)`).
+ */
+export function tensorArg(v: unknown, what: string, who: string, dtype?: TensorDType): NDArray {
+  if (!(v instanceof NDArray)) {
+    throw new TypeError(`${who}: ${what} must be a tensor (NDArray), got ${describe(v)}`);
+  }
+  if (v.disposed) {
+    throw new ReferenceError(`${who}: ${what} was used after its memory was released`);
+  }
+  if (dtype !== undefined && v.dtype !== dtype) {
+    throw new TypeError(`${who}: ${what} must be ${dtype}, got ${v.dtype}`);
+  }
   return v;
 }
 

@@ -19,8 +19,6 @@
  * shows in `memory_stats()`, and its memory returns to the allocator when the
  * last holder releases it.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -5,8 +5,6 @@
  * `kind`. The concrete devices: devices/cpu_device.ts and
  * devices/webgpu/webgpu_device.ts.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

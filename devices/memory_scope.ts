@@ -48,7 +48,7 @@ export class MemoryScope implements AllocatorSet {
   /**
    * What the VM's programs may load into their tensor cache
    * (`tensor_cache.load`): nothing unless the host granted roots (VM option
-   * `tensorCacheRoots`). Checked in builtins/tensor_cache_access.ts.
+   * `tensorCacheRoots`). Checked in builtins/tensor_cache/cache_access.ts.
    */
   tensorCacheRoots: readonly TensorCacheRoot[] = [];
   /**

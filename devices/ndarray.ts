@@ -33,8 +33,6 @@
  * lazy, and `cpuView()` reuses a view cached on the tensor, or the one the
  * block kept from its previous tensor.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -20,8 +20,6 @@
  * a fifth of each op of the 200-op chain in bench/small_ops_bench.ts (CPU
  * time per op ~178 → ~145 ns without it; see devices/ndarray.ts).
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

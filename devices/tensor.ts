@@ -3,8 +3,6 @@
  * (nested) array of numbers, bigints or booleans, or a TypedArray — owned by
  * the caller.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

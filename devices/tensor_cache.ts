@@ -16,9 +16,7 @@
  * holds it either.
  *
  * Also here, because VM options name them: what `tensor_cache.load` may
- * read (`TensorCacheRoot`). The checks are in builtins/tensor_cache_access.ts.
- *
- * This file is browser-safe: no `Deno.*`.
+ * read (`TensorCacheRoot`). The checks are in builtins/tensor_cache/cache_access.ts.
  *
  * @module
  */

@@ -24,8 +24,6 @@
  * that takes another instance of its class reads it through public
  * members (`ShapeTuple.equals` uses `other.dims`).
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -27,7 +27,7 @@
  */
 export interface Builtins {
   /**
-   * `vm.builtin.copy(x) → x` (Values, tuples, closures and devices, `builtins/value_builtins.ts`)
+   * `vm.builtin.copy(x) → x` (Values, tuples, closures and devices, `builtins/values/runtime_values.ts`)
    *
    * The same value in another register (objects are shared, not copied).
    *
@@ -38,7 +38,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.copy": "(x) → x";
   /**
-   * `vm.builtin.move(x) → x` (Values, tuples, closures and devices, `builtins/value_builtins.ts`)
+   * `vm.builtin.move(x) → x` (Values, tuples, closures and devices, `builtins/values/runtime_values.ts`)
    *
    * Like `vm.builtin.copy`; the source register is expected to be dead.
    *
@@ -49,7 +49,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.move": "(x) → x";
   /**
-   * `vm.builtin.print(x) → null` (Values, tuples, closures and devices, `builtins/value_builtins.ts`)
+   * `vm.builtin.print(x) → null` (Values, tuples, closures and devices, `builtins/values/runtime_values.ts`)
    *
    * Prints a value with `console.log`; returns null. TVM has no such builtin: it uses `invoke_debug_func` with `vm.builtin.debug_print`.
    *
@@ -60,7 +60,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.print": "(x) → null";
   /**
-   * `vm.builtin.null_value() → null` (Values, tuples, closures and devices, `builtins/value_builtins.ts`)
+   * `vm.builtin.null_value() → null` (Values, tuples, closures and devices, `builtins/values/runtime_values.ts`)
    *
    * The null value, for a register that holds nothing (TVM returns its `None` object).
    *
@@ -71,7 +71,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.null_value": "() → null";
   /**
-   * `vm.builtin.make_tuple(...fields) → tuple` (Values, tuples, closures and devices, `builtins/value_builtins.ts`)
+   * `vm.builtin.make_tuple(...fields) → tuple` (Values, tuples, closures and devices, `builtins/values/runtime_values.ts`)
    *
    * A tuple holding the fields (users receive it as an array). Inside a VM its host memory (64 bytes plus 8 a field) counts against `maxMemoryBytes` while it lives.
    *
@@ -82,7 +82,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.make_tuple": "(...fields) → tuple";
   /**
-   * `vm.builtin.tuple_getitem(tuple, index) → field` (Values, tuples, closures and devices, `builtins/value_builtins.ts`)
+   * `vm.builtin.tuple_getitem(tuple, index) → field` (Values, tuples, closures and devices, `builtins/values/runtime_values.ts`)
    *
    * Field `index` (the object itself, not a copy).
    *
@@ -93,7 +93,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.tuple_getitem": "(tuple, index) → field";
   /**
-   * `vm.builtin.tuple_reset_item(tuple, index) → null` (Values, tuples, closures and devices, `builtins/value_builtins.ts`)
+   * `vm.builtin.tuple_reset_item(tuple, index) → null` (Values, tuples, closures and devices, `builtins/values/runtime_values.ts`)
    *
    * Sets field `index` to null, in place, releasing what it held (TVM's `LiftTransformParams` drops each weight from the bundled parameter tuple once it is consumed). Every holder of the tuple sees the null. Returns null.
    *
@@ -104,9 +104,9 @@ export interface Builtins {
    */
   readonly "vm.builtin.tuple_reset_item": "(tuple, index) → null";
   /**
-   * `vm.builtin.read_if_cond(x) → boolean` (Values, tuples, closures and devices, `builtins/value_builtins.ts`)
+   * `vm.builtin.read_if_cond(x) → boolean` (Values, tuples, closures and devices, `builtins/values/runtime_values.ts`)
    *
-   * A boolean for `If` from a number, boolean or one-element tensor on any device (a GPU tensor is read back, so this call waits for the GPU).
+   * A boolean for `If` from a number, bigint, boolean or one-element tensor on any device, nonzero being true, the rule `If` itself uses (a GPU tensor is read back, so this call waits for the GPU).
    *
    * - dtypes: any
    * - devices: CPU, WebGPU
@@ -115,7 +115,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.read_if_cond": "(x) → boolean";
   /**
-   * `vm.builtin.make_closure(f, ...captured) → closure` (Values, tuples, closures and devices, `builtins/value_builtins.ts`)
+   * `vm.builtin.make_closure(f, ...captured) → closure` (Values, tuples, closures and devices, `builtins/values/runtime_values.ts`)
    *
    * A closure of `f` (a function reference `f[name]`) that passes `captured` as its last parameters.
    *
@@ -126,7 +126,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.make_closure": "(f, ...captured) → closure";
   /**
-   * `vm.builtin.invoke_closure([vm,] closure, ...args) → what the closure returns` (Values, tuples, closures and devices, `builtins/value_builtins.ts`)
+   * `vm.builtin.invoke_closure([vm,] closure, ...args) → what the closure returns` (Values, tuples, closures and devices, `builtins/values/runtime_values.ts`)
    *
    * Calls a closure (TVM passes `%vm` first; it is accepted and not needed) or a packed function.
    *
@@ -137,7 +137,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.invoke_closure": "([vm,] closure, ...args) → what the closure returns";
   /**
-   * `vm.builtin.to_device(t, dev_type, dev_id) → tensor` (Values, tuples, closures and devices, `builtins/value_builtins.ts`)
+   * `vm.builtin.to_device(t, dev_type, dev_id) → tensor` (Values, tuples, closures and devices, `builtins/values/runtime_values.ts`)
    *
    * A copy of tensor `t` on the device with DLPack type `dev_type` (1 = CPU, 15 = WebGPU) and index `dev_id`. The device must have been acquired (`await webgpu()`).
    *
@@ -148,7 +148,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.to_device": "(t, dev_type, dev_id) → tensor";
   /**
-   * `vm.builtin.alloc_shape_heap([vm,] size) → int64 CPU tensor (the heap)` (Shape heap, `builtins/shape_heap.ts`)
+   * `vm.builtin.alloc_shape_heap([vm,] size) → int64 CPU tensor (the heap)` (Shape heap, `builtins/shape_lowering/shape_heap.ts`)
    *
    * A zeroed heap of `size` integers on the CPU. TVM's compiler passes `%vm` first (`call_builtin_with_ctx`); it is accepted and not needed.
    *
@@ -159,7 +159,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.alloc_shape_heap": "([vm,] size) → int64 CPU tensor (the heap)";
   /**
-   * `vm.builtin.shape_of(t) → ShapeTuple` (Shape heap, `builtins/shape_heap.ts`)
+   * `vm.builtin.shape_of(t) → ShapeTuple` (Shape heap, `builtins/shape_lowering/shape_heap.ts`)
    *
    * The shape of tensor `t`.
    *
@@ -170,7 +170,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.shape_of": "(t) → ShapeTuple";
   /**
-   * `vm.builtin.store_shape(shape, heap, ...indices) → null` (Shape heap, `builtins/shape_heap.ts`)
+   * `vm.builtin.store_shape(shape, heap, ...indices) → null` (Shape heap, `builtins/shape_lowering/shape_heap.ts`)
    *
    * `heap[indices[i]] = shape[i]`. TVM has no such builtin: it uses `match_shape` with StoreToHeap.
    *
@@ -181,7 +181,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.store_shape": "(shape, heap, ...indices) → null";
   /**
-   * `vm.builtin.load_shape(heap, ...indices) → ShapeTuple` (Shape heap, `builtins/shape_heap.ts`)
+   * `vm.builtin.load_shape(heap, ...indices) → ShapeTuple` (Shape heap, `builtins/shape_lowering/shape_heap.ts`)
    *
    * The ShapeTuple `(heap[i0], heap[i1], …)`. TVM has no such builtin: it uses `make_shape` with LoadShape.
    *
@@ -192,7 +192,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.load_shape": "(heap, ...indices) → ShapeTuple";
   /**
-   * `vm.builtin.match_shape(input, heap, ndim, code, value, …, err_ctx?) → null` (Shape heap, `builtins/shape_heap.ts`)
+   * `vm.builtin.match_shape(input, heap, ndim, code, value, …, err_ctx?) → null` (Shape heap, `builtins/shape_lowering/shape_heap.ts`)
    *
    * Checks or binds each of the first `ndim` dimensions of `input` (a tensor's shape, or a ShapeTuple) by its code (`MatchShapeCode`): 0 AssertEqualToImm, the dimension must equal `value`; 1 StoreToHeap, `heap[value]` = the dimension; 2 NoOp; 3 AssertEqualToLoad, the dimension must equal `heap[value]`. `heap` may be null when no code uses it. Returns null.
    *
@@ -203,7 +203,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.match_shape": "(input, heap, ndim, code, value, …, err_ctx?) → null";
   /**
-   * `vm.builtin.make_shape(heap, ndim, code, value, …) → ShapeTuple` (Shape heap, `builtins/shape_heap.ts`)
+   * `vm.builtin.make_shape(heap, ndim, code, value, …) → ShapeTuple` (Shape heap, `builtins/shape_lowering/shape_heap.ts`)
    *
    * A ShapeTuple of `ndim` dimensions, each by its code (`MakeShapeCode`): 0 UseImm, the dimension is `value`; 1 LoadShape, it is `heap[value]`.
    *
@@ -214,7 +214,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.make_shape": "(heap, ndim, code, value, …) → ShapeTuple";
   /**
-   * `vm.builtin.reshape(t, shape) → tensor (a view)` (Shape heap, `builtins/shape_heap.ts`)
+   * `vm.builtin.reshape(t, shape) → tensor (a view)` (Shape heap, `builtins/shape_lowering/shape_heap.ts`)
    *
    * A view of `t` with a new shape of the same size (no copy).
    *
@@ -225,7 +225,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.reshape": "(t, shape) → tensor (a view)";
   /**
-   * `vm.builtin.tensor_to_shape(t) → ShapeTuple` (Shape heap, `builtins/shape_heap.ts`)
+   * `vm.builtin.tensor_to_shape(t) → ShapeTuple` (Shape heap, `builtins/shape_lowering/shape_heap.ts`)
    *
    * A ShapeTuple from the values of a 1-D tensor (read back from a GPU), int64 as TVM makes them, or any other dtype holding integers.
    *
@@ -236,7 +236,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.tensor_to_shape": "(t) → ShapeTuple";
   /**
-   * `vm.builtin.match_prim_value(value, heap, code, reg, err_ctx?) → null` (Prim values, `builtins/prim_values.ts`)
+   * `vm.builtin.match_prim_value(value, heap, code, reg, err_ctx?) → null` (Prim values, `builtins/shape_lowering/prim_values.ts`)
    *
    * Checks the integer `value` by `code` (`MatchShapeCode`): 0 AssertEqualToImm, it must equal `reg`; 1 StoreToHeap, `heap[reg]` = value; 2 NoOp; 3 AssertEqualToLoad, it must equal `heap[reg]`. `heap` may be null when the code does not use it. Returns null.
    *
@@ -247,7 +247,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.match_prim_value": "(value, heap, code, reg, err_ctx?) → null";
   /**
-   * `vm.builtin.make_prim_value(heap, code, reg) → integer` (Prim values, `builtins/prim_values.ts`)
+   * `vm.builtin.make_prim_value(heap, code, reg) → integer` (Prim values, `builtins/shape_lowering/prim_values.ts`)
    *
    * The integer `reg` (code 0, UseImm) or `heap[reg]` (code 1, LoadShape). `heap` may be null for code 0.
    *
@@ -258,7 +258,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.make_prim_value": "(heap, code, reg) → integer";
   /**
-   * `vm.prim.add(a, b) → number` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   * `vm.prim.add(a, b) → number` (Prim arithmetic, `builtins/values/prim_arithmetic.ts`)
    *
    * `a + b`. Numbers give a number, a bigint operand a bigint.
    *
@@ -269,7 +269,7 @@ export interface Builtins {
    */
   readonly "vm.prim.add": "(a, b) → number";
   /**
-   * `vm.prim.sub(a, b) → number` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   * `vm.prim.sub(a, b) → number` (Prim arithmetic, `builtins/values/prim_arithmetic.ts`)
    *
    * `a - b`. Numbers give a number, a bigint operand a bigint.
    *
@@ -280,7 +280,7 @@ export interface Builtins {
    */
   readonly "vm.prim.sub": "(a, b) → number";
   /**
-   * `vm.prim.mul(a, b) → number` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   * `vm.prim.mul(a, b) → number` (Prim arithmetic, `builtins/values/prim_arithmetic.ts`)
    *
    * `a * b`. Numbers give a number, a bigint operand a bigint.
    *
@@ -291,7 +291,7 @@ export interface Builtins {
    */
   readonly "vm.prim.mul": "(a, b) → number";
   /**
-   * `vm.prim.floordiv(a, b) → number` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   * `vm.prim.floordiv(a, b) → number` (Prim arithmetic, `builtins/values/prim_arithmetic.ts`)
    *
    * `floor(a / b)`, rounding toward negative infinity (Python's `a // b`): `-7 // 2` is -4. Numbers give a number, a bigint operand a bigint.
    *
@@ -302,7 +302,7 @@ export interface Builtins {
    */
   readonly "vm.prim.floordiv": "(a, b) → number";
   /**
-   * `vm.prim.floormod(a, b) → number` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   * `vm.prim.floormod(a, b) → number` (Prim arithmetic, `builtins/values/prim_arithmetic.ts`)
    *
    * `a - b * floor(a / b)`, with the sign of `b` (Python's `a % b`): `-7 % 2` is 1. Numbers give a number, a bigint operand a bigint.
    *
@@ -313,7 +313,7 @@ export interface Builtins {
    */
   readonly "vm.prim.floormod": "(a, b) → number";
   /**
-   * `vm.prim.min(a, b) → number` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   * `vm.prim.min(a, b) → number` (Prim arithmetic, `builtins/values/prim_arithmetic.ts`)
    *
    * The smaller of `a` and `b` (NaN if either is). Numbers give a number, a bigint operand a bigint.
    *
@@ -324,7 +324,7 @@ export interface Builtins {
    */
   readonly "vm.prim.min": "(a, b) → number";
   /**
-   * `vm.prim.max(a, b) → number` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   * `vm.prim.max(a, b) → number` (Prim arithmetic, `builtins/values/prim_arithmetic.ts`)
    *
    * The larger of `a` and `b` (NaN if either is). Numbers give a number, a bigint operand a bigint.
    *
@@ -335,7 +335,7 @@ export interface Builtins {
    */
   readonly "vm.prim.max": "(a, b) → number";
   /**
-   * `vm.prim.div(a, b) → number` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   * `vm.prim.div(a, b) → number` (Prim arithmetic, `builtins/values/prim_arithmetic.ts`)
    *
    * `a / b` as a float (Python's `a / b`; a bigint operand is converted to a number first). For integer division use `vm.prim.floordiv`.
    *
@@ -346,7 +346,7 @@ export interface Builtins {
    */
   readonly "vm.prim.div": "(a, b) → number";
   /**
-   * `vm.prim.lt(a, b) → boolean` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   * `vm.prim.lt(a, b) → boolean` (Prim arithmetic, `builtins/values/prim_arithmetic.ts`)
    *
    * `a < b` as a boolean, for `If` (a number and a bigint compare by value; NaN compares false).
    *
@@ -357,7 +357,7 @@ export interface Builtins {
    */
   readonly "vm.prim.lt": "(a, b) → boolean";
   /**
-   * `vm.prim.le(a, b) → boolean` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   * `vm.prim.le(a, b) → boolean` (Prim arithmetic, `builtins/values/prim_arithmetic.ts`)
    *
    * `a <= b` as a boolean, for `If` (a number and a bigint compare by value; NaN compares false).
    *
@@ -368,7 +368,7 @@ export interface Builtins {
    */
   readonly "vm.prim.le": "(a, b) → boolean";
   /**
-   * `vm.prim.gt(a, b) → boolean` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   * `vm.prim.gt(a, b) → boolean` (Prim arithmetic, `builtins/values/prim_arithmetic.ts`)
    *
    * `a > b` as a boolean, for `If` (a number and a bigint compare by value; NaN compares false).
    *
@@ -379,7 +379,7 @@ export interface Builtins {
    */
   readonly "vm.prim.gt": "(a, b) → boolean";
   /**
-   * `vm.prim.ge(a, b) → boolean` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   * `vm.prim.ge(a, b) → boolean` (Prim arithmetic, `builtins/values/prim_arithmetic.ts`)
    *
    * `a >= b` as a boolean, for `If` (a number and a bigint compare by value; NaN compares false).
    *
@@ -390,7 +390,7 @@ export interface Builtins {
    */
   readonly "vm.prim.ge": "(a, b) → boolean";
   /**
-   * `vm.prim.eq(a, b) → boolean` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   * `vm.prim.eq(a, b) → boolean` (Prim arithmetic, `builtins/values/prim_arithmetic.ts`)
    *
    * `a == b` as a boolean, for `If` (a number and a bigint compare by value; NaN compares false).
    *
@@ -401,7 +401,7 @@ export interface Builtins {
    */
   readonly "vm.prim.eq": "(a, b) → boolean";
   /**
-   * `vm.prim.ne(a, b) → boolean` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   * `vm.prim.ne(a, b) → boolean` (Prim arithmetic, `builtins/values/prim_arithmetic.ts`)
    *
    * `a != b` as a boolean, for `If` (a number and a bigint compare by value; NaN compares false, except for `ne`).
    *
@@ -412,7 +412,7 @@ export interface Builtins {
    */
   readonly "vm.prim.ne": "(a, b) → boolean";
   /**
-   * `vm.prim.and(a, b) → boolean` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   * `vm.prim.and(a, b) → boolean` (Prim arithmetic, `builtins/values/prim_arithmetic.ts`)
    *
    * Whether both are true (a number is true when nonzero, as `If` reads it).
    *
@@ -423,7 +423,7 @@ export interface Builtins {
    */
   readonly "vm.prim.and": "(a, b) → boolean";
   /**
-   * `vm.prim.or(a, b) → boolean` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   * `vm.prim.or(a, b) → boolean` (Prim arithmetic, `builtins/values/prim_arithmetic.ts`)
    *
    * Whether either is true (a number is true when nonzero, as `If` reads it).
    *
@@ -434,7 +434,7 @@ export interface Builtins {
    */
   readonly "vm.prim.or": "(a, b) → boolean";
   /**
-   * `vm.prim.not(a) → boolean` (Prim arithmetic, `builtins/prim_arithmetic.ts`)
+   * `vm.prim.not(a) → boolean` (Prim arithmetic, `builtins/values/prim_arithmetic.ts`)
    *
    * Whether `a` is false (a number is true when nonzero, as `If` reads it).
    *
@@ -445,7 +445,7 @@ export interface Builtins {
    */
   readonly "vm.prim.not": "(a) → boolean";
   /**
-   * `vm.builtin.check_tensor_info(x, ndim, err_ctx) or (x, ndim, dtype, err_ctx) → null` (Runtime checks, `builtins/runtime_checks.ts`)
+   * `vm.builtin.check_tensor_info(x, ndim, err_ctx) or (x, ndim, dtype, err_ctx) → null` (Runtime checks, `builtins/shape_lowering/runtime_checks.ts`)
    *
    * Throws unless `x` is a tensor with `ndim` dimensions (-1: any) and, in the 4-argument form, dtype `dtype` (a DataType or string; null: any). As in TVM, the 3-argument form's third argument is the error context, not a dtype; the 2-argument form checks only the kind and rank. Returns null.
    *
@@ -456,7 +456,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.check_tensor_info": "(x, ndim, err_ctx) or (x, ndim, dtype, err_ctx) → null";
   /**
-   * `vm.builtin.check_shape_info(s, ndim, err_ctx) → null` (Runtime checks, `builtins/runtime_checks.ts`)
+   * `vm.builtin.check_shape_info(s, ndim, err_ctx) → null` (Runtime checks, `builtins/shape_lowering/runtime_checks.ts`)
    *
    * Throws unless `s` is a `ShapeTuple` (an array is not accepted, as in TVM) of length `ndim` (-1: any). Returns null.
    *
@@ -467,7 +467,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.check_shape_info": "(s, ndim, err_ctx) → null";
   /**
-   * `vm.builtin.check_tuple_info(t, size, err_ctx) → null` (Runtime checks, `builtins/runtime_checks.ts`)
+   * `vm.builtin.check_tuple_info(t, size, err_ctx) → null` (Runtime checks, `builtins/shape_lowering/runtime_checks.ts`)
    *
    * Throws unless `t` is a tuple (a VM tuple or an array) of exactly `size` elements (no wildcard, as in TVM). Returns null.
    *
@@ -478,7 +478,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.check_tuple_info": "(t, size, err_ctx) → null";
   /**
-   * `vm.builtin.check_func_info(f, err_ctx) → null` (Runtime checks, `builtins/runtime_checks.ts`)
+   * `vm.builtin.check_func_info(f, err_ctx) → null` (Runtime checks, `builtins/shape_lowering/runtime_checks.ts`)
    *
    * Throws unless `f` is callable: a closure (`make_closure`, a function reference `f[name]`) or a packed function. Returns null.
    *
@@ -489,7 +489,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.check_func_info": "(f, err_ctx) → null";
   /**
-   * `vm.builtin.check_prim_value_info(v, dtype, err_ctx) → null` (Runtime checks, `builtins/runtime_checks.ts`)
+   * `vm.builtin.check_prim_value_info(v, dtype, err_ctx) → null` (Runtime checks, `builtins/shape_lowering/runtime_checks.ts`)
    *
    * Throws unless `v` is a scalar (not an object) that `dtype` can hold: for `bool`, a boolean or an integer; for `int*`/`uint*`, an integer (a number or a bigint) or a boolean; for `float*`, any number, bigint or boolean. As in TVM, the width is not range-checked (300 passes an `int8` check). Returns null.
    *
@@ -544,7 +544,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.ensure_zero_offset": "(t) → tensor";
   /**
-   * `vm.builtin.call_tir_dyn(f, a_1, …, a_k, shape) → what f returns` (Calls and debugging, `builtins/calls.ts`)
+   * `vm.builtin.call_tir_dyn(f, a_1, …, a_k, shape) → what f returns` (Calls and debugging, `builtins/values/function_calls.ts`)
    *
    * Calls `f(a_1, …, a_k, shape[0], …, shape[m-1])`, the trailing shape (a ShapeTuple or an array of integers) unpacked into scalar arguments, and returns what `f` returns (TIR functions write their outputs into arguments and return nothing). In relaxvm `f` is a JS function standing for the TIR function: a packed function passed as `ib.f(name)`, or a closure.
    *
@@ -555,7 +555,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.call_tir_dyn": "(f, a_1, …, a_k, shape) → what f returns";
   /**
-   * `vm.builtin.invoke_debug_func(io_effect, func_name, line_info, ...args) → io_effect (null)` (Calls and debugging, `builtins/calls.ts`)
+   * `vm.builtin.invoke_debug_func(io_effect, func_name, line_info, ...args) → io_effect (null)` (Calls and debugging, `builtins/values/function_calls.ts`)
    *
    * Calls the registered packed function `func_name` as `func_name(line_info, ...args)`, discards its result (awaiting it when it is a Promise) and returns `io_effect`, which must be null (TVM's lowered `IOEffect`). Emitted for `nn.print_`/`nn.debug_func`, usually with `vm.builtin.debug_print`.
    *
@@ -567,7 +567,7 @@ export interface Builtins {
   readonly "vm.builtin.invoke_debug_func":
     "(io_effect, func_name, line_info, ...args) → io_effect (null)";
   /**
-   * `vm.builtin.debug_print(line_info, x) → null` (Calls and debugging, `builtins/calls.ts`)
+   * `vm.builtin.debug_print(line_info, x) → null` (Calls and debugging, `builtins/values/function_calls.ts`)
    *
    * Prints `<line_info>: shape = (2, 3), dtype = float32, data =` and the values of tensor `x` (read back from a GPU first), or the value itself when it is not a tensor. Returns null.
    *
@@ -578,7 +578,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.debug_print": "(line_info, x) → null";
   /**
-   * `vm.builtin.attention_kv_cache_create(init, reserve_shape, init_fill_count) → cache` (KV caches, `builtins/kv_cache.ts`)
+   * `vm.builtin.attention_kv_cache_create(init, reserve_shape, init_fill_count) → cache` (KV caches, `builtins/lm_support/kv_cache_builtins.ts`)
    *
    * A new cache on `init`'s device with `init`'s dtype, room for `reserve_shape[0]` rows of `reserve_shape[1:]`, holding `init`'s rows. Then `init_fill_count >= 0` sets the filled rows and window position to it (0: an empty cache; `init` only gives dtype, device and row shape) and a negative one keeps `init`'s rows filled with the window position at 0.
    *
@@ -589,7 +589,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.attention_kv_cache_create": "(init, reserve_shape, init_fill_count) → cache";
   /**
-   * `vm.builtin.attention_kv_cache_append(cache, value) → the same cache` (KV caches, `builtins/kv_cache.ts`)
+   * `vm.builtin.attention_kv_cache_append(cache, value) → the same cache` (KV caches, `builtins/lm_support/kv_cache_builtins.ts`)
    *
    * Appends `value`'s rows after the filled ones, doubling the capacity until they fit (the old rows are copied on the device). Returns the cache. A value on another device than the cache is transferred (from a GPU, that waits).
    *
@@ -600,7 +600,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.attention_kv_cache_append": "(cache, value) → the same cache";
   /**
-   * `vm.builtin.attention_kv_cache_update(cache, value) → the same cache` (KV caches, `builtins/kv_cache.ts`)
+   * `vm.builtin.attention_kv_cache_update(cache, value) → the same cache` (KV caches, `builtins/lm_support/kv_cache_builtins.ts`)
    *
    * Overwrites the filled rows with `value`, which must have exactly `fillCount` rows. Returns the cache.
    *
@@ -611,7 +611,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.attention_kv_cache_update": "(cache, value) → the same cache";
   /**
-   * `vm.builtin.attention_kv_cache_window_override(cache, value, max_cache_size) → the same cache` (KV caches, `builtins/kv_cache.ts`)
+   * `vm.builtin.attention_kv_cache_window_override(cache, value, max_cache_size) → the same cache` (KV caches, `builtins/lm_support/kv_cache_builtins.ts`)
    *
    * Writes `value`'s rows at the window position of a ring buffer of at most `max_cache_size` rows, wrapping to the start. Returns the cache. The rows are kept in rotated order: the oldest is at the window position.
    *
@@ -623,7 +623,7 @@ export interface Builtins {
   readonly "vm.builtin.attention_kv_cache_window_override":
     "(cache, value, max_cache_size) → the same cache";
   /**
-   * `vm.builtin.attention_kv_cache_window_override_with_sinks(cache, value, max_cache_size, num_attention_sinks) → the same cache` (KV caches, `builtins/kv_cache.ts`)
+   * `vm.builtin.attention_kv_cache_window_override_with_sinks(cache, value, max_cache_size, num_attention_sinks) → the same cache` (KV caches, `builtins/lm_support/kv_cache_builtins.ts`)
    *
    * As `window_override`, but the first `num_attention_sinks` rows, once written, are never overwritten: wrapping goes back to row `num_attention_sinks` (StreamingLLM's attention sinks). The logical order of a full window is `rows[0:S]`, `rows[pos:M]`, `rows[S:pos]`. Returns the cache.
    *
@@ -635,7 +635,7 @@ export interface Builtins {
   readonly "vm.builtin.attention_kv_cache_window_override_with_sinks":
     "(cache, value, max_cache_size, num_attention_sinks) → the same cache";
   /**
-   * `vm.builtin.attention_kv_cache_view(cache[, shape]) → tensor (a view)` (KV caches, `builtins/kv_cache.ts`)
+   * `vm.builtin.attention_kv_cache_view(cache[, shape]) → tensor (a view)` (KV caches, `builtins/lm_support/kv_cache_builtins.ts`)
    *
    * A tensor viewing the filled rows of the cache, without copying: later in-place writes show through it; after the cache grows it keeps the old rows. `shape`, when given, must be `[fillCount, ...rows]`.
    *
@@ -646,7 +646,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.attention_kv_cache_view": "(cache[, shape]) → tensor (a view)";
   /**
-   * `vm.builtin.attention_kv_cache_array_popn(caches, n) → null` (KV caches, `builtins/kv_cache.ts`)
+   * `vm.builtin.attention_kv_cache_array_popn(caches, n) → null` (KV caches, `builtins/lm_support/kv_cache_builtins.ts`)
    *
    * Drops the last `n` filled rows of every cache in the tuple (window positions stay). Every cache is checked before any changes, unlike TVM, which pops the caches before a failing one. Returns null.
    *
@@ -657,7 +657,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.attention_kv_cache_array_popn": "(caches, n) → null";
   /**
-   * `vm.builtin.attention_kv_cache_array_clear(caches) → null` (KV caches, `builtins/kv_cache.ts`)
+   * `vm.builtin.attention_kv_cache_array_clear(caches) → null` (KV caches, `builtins/lm_support/kv_cache_builtins.ts`)
    *
    * Empties every cache in the tuple (filled rows and window position to 0; capacity and data kept). Returns null.
    *
@@ -668,7 +668,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.attention_kv_cache_array_clear": "(caches) → null";
   /**
-   * `vm.builtin.sample_top_p_from_logits(logits, temperature, top_p, uniform) → index` (Sampling, `builtins/sampling.ts`)
+   * `vm.builtin.sample_top_p_from_logits(logits, temperature, top_p, uniform) → index` (Sampling, `builtins/lm_support/host_sampling.ts`)
    *
    * Samples a token index from one row of float32 logits: softmax at `temperature` over the logits sorted largest first, keep the smallest prefix whose mass reaches `top_p` (the nucleus), and return the first index whose cumulative probability, renormalized to the nucleus, exceeds `uniform` (a random number in [0, 1) the caller draws). A temperature below 1e-6 returns the argmax.
    *
@@ -679,7 +679,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.sample_top_p_from_logits": "(logits, temperature, top_p, uniform) → index";
   /**
-   * `vm.builtin.sample_top_p_from_prob(prob, top_p, uniform) → index` (Sampling, `builtins/sampling.ts`)
+   * `vm.builtin.sample_top_p_from_prob(prob, top_p, uniform) → index` (Sampling, `builtins/lm_support/host_sampling.ts`)
    *
    * Samples a token index from one row of float32 probabilities (say, from `apply_softmax_with_temperature`) with nucleus (top-p) sampling and the caller's random number `uniform` in [0, 1). As TVM, it first tries only the probabilities of at least `top_p / 1024` and returns the argmax at once when `uniform < max / top_p`; NaN probabilities never qualify.
    *
@@ -690,7 +690,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.sample_top_p_from_prob": "(prob, top_p, uniform) → index";
   /**
-   * `vm.builtin.multinomial_from_uniform(prob, uniform) → int64 CPU tensor [batch, 1]` (Sampling, `builtins/sampling.ts`)
+   * `vm.builtin.multinomial_from_uniform(prob, uniform) → int64 CPU tensor [batch, 1]` (Sampling, `builtins/lm_support/host_sampling.ts`)
    *
    * For each row `b` of float32 probabilities `prob[batch, V]`, the first index whose cumulative probability exceeds `uniform[b, 0]` (strictly), or `V - 1` when none does. Returns a new int64 CPU tensor of shape `[batch, 1]`, wherever the inputs live.
    *
@@ -701,7 +701,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.multinomial_from_uniform": "(prob, uniform) → int64 CPU tensor [batch, 1]";
   /**
-   * `vm.builtin.apply_repetition_penalty(logits, token_ids, penalty) → null (logits changed in place)` (Sampling, `builtins/sampling.ts`)
+   * `vm.builtin.apply_repetition_penalty(logits, token_ids, penalty) → null (logits changed in place)` (Sampling, `builtins/lm_support/host_sampling.ts`)
    *
    * For each token id in the int32 tensor `token_ids` (its last axis), in place: a logit `<= 0` is multiplied by `penalty`, a positive one divided by it (an id listed twice is penalized twice). Returns null.
    *
@@ -713,7 +713,7 @@ export interface Builtins {
   readonly "vm.builtin.apply_repetition_penalty":
     "(logits, token_ids, penalty) → null (logits changed in place)";
   /**
-   * `vm.builtin.apply_presence_and_frequency_penalty(logits, token_ids, token_freqs, presence_penalty, frequency_penalty) → null (logits changed in place)` (Sampling, `builtins/sampling.ts`)
+   * `vm.builtin.apply_presence_and_frequency_penalty(logits, token_ids, token_freqs, presence_penalty, frequency_penalty) → null (logits changed in place)` (Sampling, `builtins/lm_support/host_sampling.ts`)
    *
    * For each position `i` of the int32 tensors' last axis, in place: `logits[ids[i]] -= freqs[i] * frequency_penalty + presence_penalty` (OpenAI's definition). Returns null.
    *
@@ -725,7 +725,7 @@ export interface Builtins {
   readonly "vm.builtin.apply_presence_and_frequency_penalty":
     "(logits, token_ids, token_freqs, presence_penalty, frequency_penalty) → null (logits changed in place)";
   /**
-   * `vm.builtin.apply_softmax_with_temperature(logits, temperature) → null (logits changed in place)` (Sampling, `builtins/sampling.ts`)
+   * `vm.builtin.apply_softmax_with_temperature(logits, temperature) → null (logits changed in place)` (Sampling, `builtins/lm_support/host_sampling.ts`)
    *
    * Replaces each row (last axis) of the float32 CPU tensor `logits` with `softmax(logits / temperature)`, in place, with TVM's one-pass (online) softmax in float32. Returns null. Deviations from TVM, which agree with it on ordinary logits: the running maximum starts at -Infinity where TVM starts at FLT_MIN (1.18e-38), so rows of very negative logits (below about -87) stay exact instead of losing precision or becoming NaN; and every row is normalized, where TVM treats the tensor as one row.
    *
@@ -737,7 +737,7 @@ export interface Builtins {
   readonly "vm.builtin.apply_softmax_with_temperature":
     "(logits, temperature) → null (logits changed in place)";
   /**
-   * `vm.builtin.tensor_cache.load(path_or_url, device_type, device_id[, on_progress]) → null, asynchronously` (Tensor cache, `builtins/tensor_cache.ts`)
+   * `vm.builtin.tensor_cache.load(path_or_url, device_type, device_id[, on_progress]) → null, asynchronously` (Tensor cache, `builtins/tensor_cache/cache_builtins.ts`)
    *
    * Loads a tvmjs tensor cache (a directory or URL with `tensor-cache.json`) into the VM's tensor cache, onto the device with DLPack type `device_type` (1 CPU, 15 WebGPU; the device must have been acquired) and index `device_id`, replacing cached tensors of the same names. Only from what the VM grants (option `tensorCacheRoots`; nothing by default), counted against its `maxMemoryBytes`, stopped with the call. `on_progress`, a function, receives a `TensorCacheProgress` at the start and after each shard. Resolves to null. All or nothing: see `loadTensorCache`.
    *
@@ -749,7 +749,7 @@ export interface Builtins {
   readonly "vm.builtin.tensor_cache.load":
     "(path_or_url, device_type, device_id[, on_progress]) → null, asynchronously";
   /**
-   * `vm.builtin.tensor_cache.get(name) → tensor or null` (Tensor cache, `builtins/tensor_cache.ts`)
+   * `vm.builtin.tensor_cache.get(name) → tensor or null` (Tensor cache, `builtins/tensor_cache/cache_builtins.ts`)
    *
    * The cached tensor, or null.
    *
@@ -760,7 +760,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.tensor_cache.get": "(name) → tensor or null";
   /**
-   * `vm.builtin.tensor_cache.update(name, tensor[, override]) → null` (Tensor cache, `builtins/tensor_cache.ts`)
+   * `vm.builtin.tensor_cache.update(name, tensor[, override]) → null` (Tensor cache, `builtins/tensor_cache/cache_builtins.ts`)
    *
    * Caches `tensor` under `name` in the VM's tensor cache (by reference; the cache holds it, and pins it: from now on it is read-only to builtins and cannot be killed). `override` (boolean or 0/1, default false) allows replacing an existing entry. Returns null.
    *
@@ -771,7 +771,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.tensor_cache.update": "(name, tensor[, override]) → null";
   /**
-   * `vm.builtin.tensor_cache.remove(name) → null` (Tensor cache, `builtins/tensor_cache.ts`)
+   * `vm.builtin.tensor_cache.remove(name) → null` (Tensor cache, `builtins/tensor_cache/cache_builtins.ts`)
    *
    * Drops the entry (absent: nothing happens). Returns null.
    *
@@ -782,7 +782,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.tensor_cache.remove": "(name) → null";
   /**
-   * `vm.builtin.tensor_cache.clear() → null` (Tensor cache, `builtins/tensor_cache.ts`)
+   * `vm.builtin.tensor_cache.clear() → null` (Tensor cache, `builtins/tensor_cache/cache_builtins.ts`)
    *
    * Drops every entry of the VM's tensor cache.
    *
@@ -793,7 +793,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.tensor_cache.clear": "() → null";
   /**
-   * `vm.builtin.param_array_from_cache(prefix, num_params) → tuple of tensors` (Tensor cache, `builtins/tensor_cache.ts`)
+   * `vm.builtin.param_array_from_cache(prefix, num_params) → tuple of tensors` (Tensor cache, `builtins/tensor_cache/cache_builtins.ts`)
    *
    * A tuple of the cached tensors `<prefix>_0` … `<prefix>_{num_params-1}`; with -1, as many as are consecutively there (possibly none).
    *
@@ -804,7 +804,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.param_array_from_cache": "(prefix, num_params) → tuple of tensors";
   /**
-   * `vm.builtin.param_array_from_cache_by_name(names) → tuple of tensors` (Tensor cache, `builtins/tensor_cache.ts`)
+   * `vm.builtin.param_array_from_cache_by_name(names) → tuple of tensors` (Tensor cache, `builtins/tensor_cache/cache_builtins.ts`)
    *
    * A tuple of the cached tensors named in the tuple (or array) `names`, in order.
    *
@@ -815,7 +815,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.param_array_from_cache_by_name": "(names) → tuple of tensors";
   /**
-   * `vm.builtin.param_array_from_cache_by_name_unpacked(name_0, name_1, …) → tuple of tensors` (Tensor cache, `builtins/tensor_cache.ts`)
+   * `vm.builtin.param_array_from_cache_by_name_unpacked(name_0, name_1, …) → tuple of tensors` (Tensor cache, `builtins/tensor_cache/cache_builtins.ts`)
    *
    * As `param_array_from_cache_by_name`, with the names as arguments.
    *
@@ -827,7 +827,7 @@ export interface Builtins {
   readonly "vm.builtin.param_array_from_cache_by_name_unpacked":
     "(name_0, name_1, …) → tuple of tensors";
   /**
-   * `vm.builtin.param_module_from_cache(prefix, num_params) → ParamModule` (Tensor cache, `builtins/tensor_cache.ts`)
+   * `vm.builtin.param_module_from_cache(prefix, num_params) → ParamModule` (Tensor cache, `builtins/tensor_cache/cache_builtins.ts`)
    *
    * A `ParamModule` whose `get_params()` returns the tensors `param_array_from_cache` would return now (later cache changes do not reach it).
    *
@@ -838,7 +838,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.param_module_from_cache": "(prefix, num_params) → ParamModule";
   /**
-   * `vm.builtin.param_module_from_cache_by_name(names) → ParamModule` (Tensor cache, `builtins/tensor_cache.ts`)
+   * `vm.builtin.param_module_from_cache_by_name(names) → ParamModule` (Tensor cache, `builtins/tensor_cache/cache_builtins.ts`)
    *
    * A `ParamModule` of the tensors named in `names`.
    *
@@ -849,7 +849,7 @@ export interface Builtins {
    */
   readonly "vm.builtin.param_module_from_cache_by_name": "(names) → ParamModule";
   /**
-   * `vm.op.add(a, b) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.add(a, b) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * Elementwise `a + b`, with NumPy broadcasting; `a` and `b` have the same dtype and device, and so does the result. int64 computes on the CPU only.
    *
@@ -860,7 +860,7 @@ export interface Builtins {
    */
   readonly "vm.op.add": "(a, b) → tensor";
   /**
-   * `vm.op.subtract(a, b) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.subtract(a, b) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * Elementwise `a - b`, with NumPy broadcasting; `a` and `b` have the same dtype and device, and so does the result. int64 computes on the CPU only.
    *
@@ -871,7 +871,7 @@ export interface Builtins {
    */
   readonly "vm.op.subtract": "(a, b) → tensor";
   /**
-   * `vm.op.multiply(a, b) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.multiply(a, b) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * Elementwise `a * b` (int32 and int64 wrap on overflow), with NumPy broadcasting; `a` and `b` have the same dtype and device, and so does the result. int64 computes on the CPU only.
    *
@@ -882,7 +882,7 @@ export interface Builtins {
    */
   readonly "vm.op.multiply": "(a, b) → tensor";
   /**
-   * `vm.op.divide(a, b) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.divide(a, b) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * Elementwise `a / b` (int32 and int64: truncated toward zero; a zero divisor gives the dividend, as WGSL does), with NumPy broadcasting; `a` and `b` have the same dtype and device, and so does the result. int64 computes on the CPU only.
    *
@@ -893,7 +893,7 @@ export interface Builtins {
    */
   readonly "vm.op.divide": "(a, b) → tensor";
   /**
-   * `vm.op.maximum(a, b) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.maximum(a, b) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * Elementwise the larger of `a` and `b`, with NumPy broadcasting; `a` and `b` have the same dtype and device, and so does the result. int64 computes on the CPU only.
    *
@@ -904,7 +904,7 @@ export interface Builtins {
    */
   readonly "vm.op.maximum": "(a, b) → tensor";
   /**
-   * `vm.op.minimum(a, b) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.minimum(a, b) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * Elementwise the smaller of `a` and `b`, with NumPy broadcasting; `a` and `b` have the same dtype and device, and so does the result. int64 computes on the CPU only.
    *
@@ -915,7 +915,7 @@ export interface Builtins {
    */
   readonly "vm.op.minimum": "(a, b) → tensor";
   /**
-   * `vm.op.negative(x) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.negative(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * Elementwise `-x`; the result has `x`'s shape, dtype and device. int64 computes on the CPU only.
    *
@@ -926,7 +926,7 @@ export interface Builtins {
    */
   readonly "vm.op.negative": "(x) → tensor";
   /**
-   * `vm.op.relu(x) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.relu(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * Elementwise `max(x, 0)` (NaN stays NaN); the result has `x`'s shape, dtype and device. int64 computes on the CPU only.
    *
@@ -937,7 +937,7 @@ export interface Builtins {
    */
   readonly "vm.op.relu": "(x) → tensor";
   /**
-   * `vm.op.exp(x) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.exp(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * Elementwise `exp(x)`; the result has `x`'s shape, dtype and device.
    *
@@ -948,7 +948,7 @@ export interface Builtins {
    */
   readonly "vm.op.exp": "(x) → tensor";
   /**
-   * `vm.op.log(x) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.log(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * Elementwise `log(x)`; the result has `x`'s shape, dtype and device.
    *
@@ -959,7 +959,7 @@ export interface Builtins {
    */
   readonly "vm.op.log": "(x) → tensor";
   /**
-   * `vm.op.sqrt(x) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.sqrt(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * Elementwise `sqrt(x)`; the result has `x`'s shape, dtype and device.
    *
@@ -970,7 +970,7 @@ export interface Builtins {
    */
   readonly "vm.op.sqrt": "(x) → tensor";
   /**
-   * `vm.op.tanh(x) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.tanh(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * Elementwise `tanh(x)`; the result has `x`'s shape, dtype and device.
    *
@@ -981,7 +981,7 @@ export interface Builtins {
    */
   readonly "vm.op.tanh": "(x) → tensor";
   /**
-   * `vm.op.sigmoid(x) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.sigmoid(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * Elementwise `1 / (1 + exp(-x))`; the result has `x`'s shape, dtype and device.
    *
@@ -992,7 +992,7 @@ export interface Builtins {
    */
   readonly "vm.op.sigmoid": "(x) → tensor";
   /**
-   * `vm.op.gelu(x) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.gelu(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * Elementwise `0.5 * x * (1 + erf(x / sqrt(2)))`, the exact (erf) form of TVM's `relax.nn.gelu` and PyTorch's default; the result has `x`'s shape, dtype and device.
    *
@@ -1003,7 +1003,7 @@ export interface Builtins {
    */
   readonly "vm.op.gelu": "(x) → tensor";
   /**
-   * `vm.op.sum(x, axes?, keepdims?) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.sum(x, axes?, keepdims?) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * The sum over `axes` (a shape constant; absent or empty: all axes), which are dropped from the result, or kept with length 1 when `keepdims` (an `imm` 0/1) is 1. int64 computes on the CPU only.
    *
@@ -1014,7 +1014,7 @@ export interface Builtins {
    */
   readonly "vm.op.sum": "(x, axes?, keepdims?) → tensor";
   /**
-   * `vm.op.max(x, axes?, keepdims?) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.max(x, axes?, keepdims?) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * The maximum (of at least one element) over `axes` (a shape constant; absent or empty: all axes), which are dropped from the result, or kept with length 1 when `keepdims` (an `imm` 0/1) is 1. int64 computes on the CPU only.
    *
@@ -1025,7 +1025,7 @@ export interface Builtins {
    */
   readonly "vm.op.max": "(x, axes?, keepdims?) → tensor";
   /**
-   * `vm.op.mean(x, axes?, keepdims?) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.mean(x, axes?, keepdims?) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * The mean over `axes` (a shape constant; absent or empty: all axes), which are dropped from the result, or kept with length 1 when `keepdims` (an `imm` 0/1) is 1.
    *
@@ -1036,7 +1036,7 @@ export interface Builtins {
    */
   readonly "vm.op.mean": "(x, axes?, keepdims?) → tensor";
   /**
-   * `vm.op.matmul(a, b) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.matmul(a, b) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * NumPy's `matmul`: operands of rank ≥ 2 multiply over their last two axes with the leading (batch) axes broadcast (`[B, H, T, D] @ [B, H, D, S]`, `[H, T, D] @ [D, S]`); a 1-D operand is a row (left) or column (right) vector whose axis is dropped from the result.
    *
@@ -1047,7 +1047,7 @@ export interface Builtins {
    */
   readonly "vm.op.matmul": "(a, b) → tensor";
   /**
-   * `vm.op.linear(x, weight, bias?) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.linear(x, weight, bias?) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * `x @ weightᵀ + bias` with `weight` stored `[N, K]` (out features × in features, as `nn.Linear` keeps it), `x` `[..., K]`, `bias` `[N]` or absent → `[..., N]`. One kernel: the transposed weight is never materialized and the bias is added as the outputs are stored (a decode step's one-row products read each weight once).
    *
@@ -1058,7 +1058,7 @@ export interface Builtins {
    */
   readonly "vm.op.linear": "(x, weight, bias?) → tensor";
   /**
-   * `vm.op.softmax(x) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.softmax(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * Softmax over the last axis, numerically stable (the row maximum is subtracted first); a 0-d tensor counts as one row of one.
    *
@@ -1069,7 +1069,7 @@ export interface Builtins {
    */
   readonly "vm.op.softmax": "(x) → tensor";
   /**
-   * `vm.op.layer_norm(x, gamma, beta, eps?) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.layer_norm(x, gamma, beta, eps?) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * Layer normalization over the trailing `gamma.ndim` axes of `x`: `(x - mean) / sqrt(var + eps) * gamma + beta`, `eps` a numeric constant (default 1e-5).
    *
@@ -1080,7 +1080,7 @@ export interface Builtins {
    */
   readonly "vm.op.layer_norm": "(x, gamma, beta, eps?) → tensor";
   /**
-   * `vm.op.transpose(x, axes?) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.transpose(x, axes?) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * A copy of `x` with its axes permuted by `axes` (a shape constant; absent: reversed).
    *
@@ -1091,7 +1091,7 @@ export interface Builtins {
    */
   readonly "vm.op.transpose": "(x, axes?) → tensor";
   /**
-   * `vm.op.cast(x, dtype) → tensor` (Operators, `builtins/operators.ts`)
+   * `vm.op.cast(x, dtype) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *
    * `x` converted to `dtype` (a DataType or its name), between any two tensor dtypes, identically on the CPU and on WebGPU: floats round to nearest even, float to integer truncates toward zero and saturates (NaN gives 0), integers wrap, anything to bool is `x != 0`.
    *
@@ -1102,7 +1102,7 @@ export interface Builtins {
    */
   readonly "vm.op.cast": "(x, dtype) → tensor";
   /**
-   * `vm.op.take(x, indices, axis?, mode?) → tensor` (Indexing operators, `builtins/indexing_operators.ts`)
+   * `vm.op.take(x, indices, axis?, mode?) → tensor` (Indexing operators, `builtins/operators/indexing_operators.ts`)
    *
    * NumPy/TVM `take`: `x` gathered along `axis` (an `imm`; absent: `x` flattened) by int32 or int64 `indices` of any shape, which replace that axis. `mode`: `"fast"` (default: negative indices count from the end; an index outside `[-n, n)` is an error when the indices are in CPU memory and is clamped when they are in GPU memory), `"clip"`, `"wrap"`. A GPU `x` accepts CPU indices (checked, mapped, then uploaded); int64 indices in GPU memory keep their low 32 bits. On WebGPU, `x`'s rows must be whole 4-byte words.
    *
@@ -1113,7 +1113,7 @@ export interface Builtins {
    */
   readonly "vm.op.take": "(x, indices, axis?, mode?) → tensor";
   /**
-   * `vm.op.strided_slice(x, axes, begin, end, strides?) → tensor` (Indexing operators, `builtins/indexing_operators.ts`)
+   * `vm.op.strided_slice(x, axes, begin, end, strides?) → tensor` (Indexing operators, `builtins/operators/indexing_operators.ts`)
    *
    * A contiguous copy of `x[begin:end:stride]` on each axis of `axes` (shapes of one length; `strides` absent: 1), the other axes whole. Python's slice rules: negative bounds count from the end, out-of-range bounds clamp, a negative stride walks backwards, 0 is an error.
    *
@@ -1124,7 +1124,7 @@ export interface Builtins {
    */
   readonly "vm.op.strided_slice": "(x, axes, begin, end, strides?) → tensor";
   /**
-   * `vm.op.concat(tensors, axis?) → tensor` (Indexing operators, `builtins/indexing_operators.ts`)
+   * `vm.op.concat(tensors, axis?) → tensor` (Indexing operators, `builtins/operators/indexing_operators.ts`)
    *
    * The tensors of a tuple (`vm.builtin.make_tuple`'s, or an array) laid one after another along `axis` (an `imm`, default 0, negative counts from the end); same dtype, device and rank, equal sizes on every other axis.
    *
@@ -1135,7 +1135,7 @@ export interface Builtins {
    */
   readonly "vm.op.concat": "(tensors, axis?) → tensor";
   /**
-   * `vm.op.attention(q, k, v, causal?, scale?, layout?) → tensor` (Attention operators, `builtins/attention_operator.ts`)
+   * `vm.op.attention(q, k, v, causal?, scale?, layout?) → tensor` (Attention operators, `builtins/operators/attention_operators.ts`)
    *
    * `softmax(scale · q kᵀ) v`, fused: `q [..., Tq, D]`, `k [..., Tk, D]`, `v [..., Tk, Dv]` with equal leading axes (`[B, H]`, `[H]`, none) → `[..., Tq, Dv]`; with `layout` `"BSHD"` the token axis comes before the heads, `q [..., Tq, H, D]`, `k`, `v` `[..., Tk, H, D]` (a KV cache view as it is) → `[..., Tq, H, Dv]`. `causal` 0/false/absent: none; 1/true/`"BottomRight"`: query `i` sees keys `j <= i + Tk - Tq` (KV-cache decode); `"TopLeft"`: `j <= i`. `scale` a numeric constant (absent or null: `1/sqrt(D)`). One dispatch on WebGPU.
    *
@@ -1146,7 +1146,7 @@ export interface Builtins {
    */
   readonly "vm.op.attention": "(q, k, v, causal?, scale?, layout?) → tensor";
   /**
-   * `vm.op.causal_mask(scores, offset?) → tensor` (Attention operators, `builtins/attention_operator.ts`)
+   * `vm.op.causal_mask(scores, offset?) → tensor` (Attention operators, `builtins/operators/attention_operators.ts`)
    *
    * `scores` with `[..., i, j] = -Infinity` where `j > i + offset` over the last two axes `[m, n]`; `offset` an `imm`, default `n - m`.
    *
@@ -1157,7 +1157,7 @@ export interface Builtins {
    */
   readonly "vm.op.causal_mask": "(scores, offset?) → tensor";
   /**
-   * `vm.op.argmax(x, axis?, keepdims?) → int32 tensor` (Sampling operators, `builtins/sampling_operators.ts`)
+   * `vm.op.argmax(x, axis?, keepdims?) → int32 tensor` (Sampling operators, `builtins/lm_support/device_sampling.ts`)
    *
    * The index of the first maximal element along `axis` (an `imm`, negative counts from the end; absent or null: over the flattened tensor, a 0-d result), that axis dropped or kept with length 1 when `keepdims` (an `imm` 0/1) is 1. NaN counts as larger than every number (NumPy).
    *
@@ -1168,7 +1168,7 @@ export interface Builtins {
    */
   readonly "vm.op.argmax": "(x, axis?, keepdims?) → int32 tensor";
   /**
-   * `vm.op.sample_top_p(logits, uniform, temperature, top_p) → int32 tensor` (Sampling operators, `builtins/sampling_operators.ts`)
+   * `vm.op.sample_top_p(logits, uniform, temperature, top_p) → int32 tensor` (Sampling operators, `builtins/lm_support/device_sampling.ts`)
    *
    * Per row of `logits [..., V]`, a token drawn by top-p (nucleus) sampling from `softmax(logits / temperature)` with the row's uniform sample in [0, 1) from `uniform` (a float32 tensor of one sample per row, on the logits' device) → `[...]`. TVM's rule, shortcut included: the most probable token when `u < p_max / top_p`, else the first of the sorted nucleus whose cumulative mass exceeds `u` times the nucleus's. A temperature below 1e-6 takes the first maximal logit; NaN logits are never chosen (a row of NaN gives 0). On WebGPU one workgroup per row, by bisection over the weights, without sorting; its float32 sums may choose the neighbouring token for a `u` within rounding of a boundary.
    *

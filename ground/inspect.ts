@@ -4,8 +4,8 @@
  * builders, and tensor values nested like NumPy prints them, with the middle
  * of large tensors elided.
  *
- * This file is browser-safe: no `Deno.*`. The symbol is only a key: in a
- * browser nothing calls it and objects print as usual.
+ * The symbol is only a key: in a browser nothing calls it and objects print
+ * as usual.
  *
  * @module
  */

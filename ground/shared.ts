@@ -15,8 +15,6 @@
  * first (`relaxvm.allocation.v1`), so a copy of another version that lays
  * the state out differently gets its own instead of a foreign object.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

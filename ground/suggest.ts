@@ -3,8 +3,6 @@
  * packed function a program calls that is not registered (`vm.op.reluu`).
  * The builder warns with it at `get()`; a loader can use it in its error.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

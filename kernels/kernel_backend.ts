@@ -1,5 +1,5 @@
 /**
- * The contract between the operator front end (builtins/operators.ts:
+ * The contract between the operator front end (builtins/operators/tensor_operators.ts:
  * argument checks, output shapes, output allocation) and the per-device
  * kernel backends (kernels/cpu/, kernels/webgpu/). A backend receives
  * checked inputs and an allocated output and fills the output; it may queue

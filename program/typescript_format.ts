@@ -35,6 +35,7 @@ import { InstructionCursor } from "./decoder.ts";
 import { saveProgram } from "./serialize.ts";
 import { DataType, type NumberArray, type TensorDType } from "../ground/dtype.ts";
 import type { ConstantValue, FunctionInfo, ProgramData } from "./program_data.ts";
+import { sameConstant, tensorBytes } from "./constant_equality.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
 
@@ -154,7 +155,7 @@ const CANONICAL_NAN: Partial<Record<TensorDType, number>> = { float16: 0x7e00, b
 function hasOddNaN(t: NDArray): boolean {
   const canonical = CANONICAL_NAN[t.dtype];
   if (canonical === undefined) return false;
-  const bits = new Uint16Array(bytesOf(t).slice().buffer);
+  const bits = new Uint16Array(tensorBytes(t).slice().buffer);
   const exponent = t.dtype === "float16" ? 0x7c00 : 0x7f80;
   return bits.some((b) =>
     (b & exponent) === exponent && (b & ~exponent & 0x7fff) !== 0 && b !== canonical
@@ -335,27 +336,6 @@ function isCanonicalNaN(v: number): boolean {
   const bits = new Uint32Array(new Float64Array([v]).buffer);
   const canonical = new Uint32Array(new Float64Array([NaN]).buffer);
   return bits[0] === canonical[0] && bits[1] === canonical[1];
-}
-
-/** `convert_constant`'s notion of equal constants (builder/constant_pool.ts). */
-function sameConstant(a: ConstantValue, b: ConstantValue): boolean {
-  if (typeof a === "number" || typeof b === "number") return Object.is(a, b);
-  if (typeof a === "bigint" || typeof b === "bigint") return a === b;
-  if (typeof a === "string" || typeof b === "string") return a === b;
-  if (a instanceof ShapeTuple && b instanceof ShapeTuple) return a.equals(b);
-  if (a instanceof DataType && b instanceof DataType) return a.equals(b);
-  if (a instanceof NDArray && b instanceof NDArray) {
-    if (a.dtype !== b.dtype || a.shape.join() !== b.shape.join()) return false;
-    const x = bytesOf(a), y = bytesOf(b);
-    return x.length === y.length && x.every((byte, i) => byte === y[i]);
-  }
-  return false;
-}
-
-/** The tensor's element bytes as stored. */
-function bytesOf(t: NDArray): Uint8Array {
-  const v = t.cpuView();
-  return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 }
 
 /**

@@ -14,9 +14,9 @@ import { loadReport } from "../vm/virtual_machine.ts";
 import { evalRefused, resetEvalRefused } from "../vm/dynamic_code.ts";
 
 const FORMS: Record<string, VirtualMachineOptions> = {
-  specialized: {},
-  generic: { dispatch: "generic" },
-  compiled: { mode: "compiled" },
+  specialized: { execution: "specialized" },
+  generic: { execution: "generic" },
+  compiled: { execution: "compiled" },
 };
 
 /** Runs `fn` with `globalThis.Function` replaced by `stand_in`, restoring it after. */
@@ -134,10 +134,8 @@ Deno.test("where new Function is unavailable (CSP), every form falls back to the
     resetEvalRefused();
   }
   // Once the refusal is forgotten (a test-only reset), generated code is tried again.
-  assertEquals(loadReport(new VirtualMachine(ex, cpu())).map((f) => f.runsAs), [
-    "specialized",
-    "specialized",
-  ]);
+  const again = new VirtualMachine(ex, cpu(), { execution: "specialized" });
+  assertEquals(loadReport(again).map((f) => f.runsAs), ["specialized", "specialized"]);
 });
 
 Deno.test("an error other than EvalError does not stop later functions from being generated", () => {
@@ -150,7 +148,10 @@ Deno.test("an error other than EvalError does not stop later functions from bein
     if (calls++ === 0) throw new SyntaxError("not a refusal");
     return RealFunction(...args);
   } as unknown as FunctionConstructor;
-  const vm = withFunction(firstFails, () => new VirtualMachine(ib.get(), cpu()));
+  const vm = withFunction(
+    firstFails,
+    () => new VirtualMachine(ib.get(), cpu(), { execution: "specialized" }),
+  );
   assertEquals(loadReport(vm).map((f) => f.runsAs), ["generic", "specialized"]);
   assertFalse(evalRefused());
 });

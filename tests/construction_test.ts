@@ -18,8 +18,8 @@ Deno.test("liveness of the branching program: each exit releases once, on entry"
 });
 
 const FORMS: Record<string, VirtualMachineOptions> = {
-  specialized: {},
-  compiled: { mode: "compiled" },
+  specialized: { execution: "specialized" },
+  compiled: { execution: "compiled" },
 };
 
 /**

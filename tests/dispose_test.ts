@@ -92,7 +92,11 @@ Deno.test("dispose: a loop that loads, runs and disposes holds nothing between i
   for (let i = 0; i < 50; i++) {
     using ex = Executable.load(bytes);
     constants.push(constantOf(ex));
-    for (const form of [{}, { dispatch: "generic" as const }, { mode: "compiled" as const }]) {
+    for (
+      const form of [{ execution: "specialized" as const }, { execution: "generic" as const }, {
+        execution: "compiled" as const,
+      }]
+    ) {
       using vm = new VirtualMachine(ex, cpu(), form);
       using x = tensor([1, 2, 3]);
       using y = await vm.invoke("twice", x) as NDArray;

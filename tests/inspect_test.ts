@@ -143,7 +143,7 @@ Deno.test("inspect: a VM shows its devices, how it runs, its functions and live 
   const vm = new VirtualMachine(ex);
   assertEquals(
     show(vm),
-    "VirtualMachine(cpu(0); specialized dispatch; main(x, y), typo(1 input); " +
+    "VirtualMachine(cpu(0); compiled mode; main(x, y), typo(1 input); " +
       "unregistered: test.inspect.not_registered; live 0 B)",
   );
   using x = tensor(new Float32Array(300));
@@ -153,11 +153,11 @@ Deno.test("inspect: a VM shows its devices, how it runs, its functions and live 
   out.dispose();
   assertStringIncludes(show(vm), "; live 0 B)");
   assertEquals(
-    show(new VirtualMachine(ex, undefined, { mode: "compiled" })).split("; ").slice(0, 2),
-    ["VirtualMachine(cpu(0)", "compiled mode"],
+    show(new VirtualMachine(ex, undefined, { execution: "specialized" })).split("; ").slice(0, 2),
+    ["VirtualMachine(cpu(0)", "specialized dispatch"],
   );
   assertStringIncludes(
-    show(new VirtualMachine(ex, [cpu(0), cpu(1)], { dispatch: "generic" })),
+    show(new VirtualMachine(ex, [cpu(0), cpu(1)], { execution: "generic" })),
     "VirtualMachine(cpu(0), cpu(1); generic dispatch;",
   );
   assertStringIncludes(

@@ -27,9 +27,9 @@ import { loadReport } from "../vm/virtual_machine.ts";
 
 /** The three ways a VM runs code; every limit must hold in each. */
 const FORMS = {
-  specialized: {},
-  generic: { dispatch: "generic" },
-  compiled: { mode: "compiled" },
+  specialized: { execution: "specialized" },
+  generic: { execution: "generic" },
+  compiled: { execution: "compiled" },
 } as const satisfies Record<string, VirtualMachineOptions>;
 type Form = keyof typeof FORMS;
 

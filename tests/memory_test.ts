@@ -19,9 +19,9 @@ registerFunc("test.mem.fail_if", (flag: number) => {
 
 /** The three ways a VM runs code; memory figures must be the same in each. */
 const FORMS: Record<string, VirtualMachineOptions> = {
-  specialized: {},
-  generic: { dispatch: "generic" },
-  compiled: { mode: "compiled" },
+  specialized: { execution: "specialized" },
+  generic: { execution: "generic" },
+  compiled: { execution: "compiled" },
 };
 
 Deno.test("liveness: the chain computes the same result with a fraction of the peak memory, the same in every form (CPU)", async () => {

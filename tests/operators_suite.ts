@@ -11,10 +11,10 @@
 
 import { assert, assertEquals, AssertionError, assertThrows } from "@std/assert";
 import { installBuiltins } from "../builtins/install.ts";
-import { OPERATOR_NAMES } from "../builtins/operators.ts";
-import { INDEXING_OPERATOR_NAMES } from "../builtins/indexing_operators.ts";
-import { ATTENTION_OPERATOR_NAMES } from "../builtins/attention_operator.ts";
-import { SAMPLING_OPERATOR_NAMES } from "../builtins/sampling_operators.ts";
+import { OPERATOR_NAMES } from "../builtins/operators/tensor_operators.ts";
+import { INDEXING_OPERATOR_NAMES } from "../builtins/operators/indexing_operators.ts";
+import { ATTENTION_OPERATOR_NAMES } from "../builtins/operators/attention_operators.ts";
+import { SAMPLING_OPERATOR_NAMES } from "../builtins/lm_support/device_sampling.ts";
 import { Tuple } from "../ground/tuple.ts";
 import { ExecBuilder } from "../builder/exec_builder.ts";
 import { VirtualMachine } from "../vm/virtual_machine.ts";

@@ -24,9 +24,9 @@ import {
 import { sizeClass } from "../devices/pooled_allocator.ts";
 
 const FORMS: Record<string, VirtualMachineOptions> = {
-  specialized: {},
-  generic: { dispatch: "generic" },
-  compiled: { mode: "compiled" },
+  specialized: { execution: "specialized" },
+  generic: { execution: "generic" },
+  compiled: { execution: "compiled" },
 };
 
 registerFunc("test.profile.lt", (a: number, b: number) => a < b, { override: true });

@@ -47,6 +47,6 @@ Deno.test("REPL: the README's one-liner puts the API in scope and values print a
   assertStringIncludes(out, "DataType(int32)");
   assertStringIncludes(
     out,
-    "VirtualMachine(cpu(0); specialized dispatch; double(1 input); live 0 B)",
+    "VirtualMachine(cpu(0); compiled mode; double(1 input); live 0 B)",
   );
 });

@@ -325,7 +325,11 @@ Deno.test("finding 11: odd thrown values become VMErrors; wrapping calls no user
     });
   }
   const ex = ib.get();
-  for (const options of [{}, { dispatch: "generic" }, { mode: "compiled" }] as const) {
+  for (
+    const options of [{ execution: "specialized" }, { execution: "generic" }, {
+      execution: "compiled",
+    }] as const
+  ) {
     const vm = new VirtualMachine(ex, cpu(), options);
     for (which = 0; which < thrown.length; which++) {
       await assertRejects(() => vm.invoke("throw_odd"), VMError);
@@ -366,7 +370,11 @@ Deno.test("finding 11: a thenable result is awaited like a Promise", async () =>
     });
   }
   const ex = ib.get();
-  for (const options of [{}, { dispatch: "generic" }, { mode: "compiled" }] as const) {
+  for (
+    const options of [{ execution: "specialized" }, { execution: "generic" }, {
+      execution: "compiled",
+    }] as const
+  ) {
     const vm = new VirtualMachine(ex, cpu(), options);
     assertEquals(await vm.invoke("main", 21), 42);
     await assertRejects(() => vm.invoke("bad_then"), VMError, "then getter");

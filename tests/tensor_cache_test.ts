@@ -25,7 +25,7 @@ import {
   VirtualMachine,
   VMError,
 } from "../mod.ts";
-import { recordBytes } from "../builtins/tensor_cache_format.ts";
+import { recordBytes } from "../builtins/tensor_cache/cache_format.ts";
 import { bfloat16BitsToFloat32, float32ToBfloat16Bits } from "../ground/float_formats.ts";
 
 const call = (name: string, ...args: unknown[]) => getGlobalFunc(name)!(...args);

@@ -15,7 +15,7 @@ import {
   VirtualMachine,
   VMError,
 } from "../mod.ts";
-import { MakeShapeCode, MatchShapeCode } from "../builtins/shape_heap.ts";
+import { MakeShapeCode, MatchShapeCode } from "../builtins/shape_lowering/shape_heap.ts";
 
 const call = (name: string, ...args: unknown[]) => getGlobalFunc(name)!(...args);
 const { AssertEqualToImm, StoreToHeap, NoOp, AssertEqualToLoad } = MatchShapeCode;

@@ -30,9 +30,9 @@ import { saveProgram } from "../program/serialize.ts";
 
 /** The three dispatch forms: every VM-level finding is checked in each. */
 export const FORMS: Record<string, VirtualMachineOptions> = {
-  specialized: {},
-  generic: { dispatch: "generic" },
-  compiled: { mode: "compiled" },
+  specialized: { execution: "specialized" },
+  generic: { execution: "generic" },
+  compiled: { execution: "compiled" },
 };
 
 Deno.test("finding 1: a reshape of a constant is read-only: in-place builtins refuse it", async () => {

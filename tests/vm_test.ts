@@ -55,9 +55,9 @@ function fibProgram() {
 
 /** The three ways a VM runs code; every test runs under each, and they must behave identically. */
 export const FORMS = {
-  specialized: {},
-  generic: { dispatch: "generic" },
-  compiled: { mode: "compiled" },
+  specialized: { execution: "specialized" },
+  generic: { execution: "generic" },
+  compiled: { execution: "compiled" },
 } as const satisfies Record<string, VirtualMachineOptions>;
 
 /**
@@ -457,6 +457,45 @@ function defineVMTests(form: keyof typeof FORMS) {
       "If needs a number",
     );
     assertEquals(e.instruction, "If    %0, 3");
+  });
+
+  Deno.test(`If and vm.builtin.read_if_cond share one truth rule, bigints included [${form}]`, async () => {
+    // TVM (vm.cc If, builtin.cc ReadIfCond): an Int or bool is true when nonzero, a tensor by
+    // its element. An Int beyond 2^53 reaches the VM as a bigint.
+    const ib = new ExecBuilder();
+    ib.function("direct", 1, () => {
+      ib.emit_if(ib.r(0), 3);
+      ib.emit_call("vm.builtin.copy", ["yes"], { dst: ib.r(1) });
+      ib.emit_ret(ib.r(1));
+      ib.emit_call("vm.builtin.copy", ["no"], { dst: ib.r(1) });
+      ib.emit_ret(ib.r(1));
+    });
+    ib.function("read", 1, () => {
+      ib.emit_call("vm.builtin.read_if_cond", [ib.r(0)], { dst: ib.r(2) });
+      ib.emit_if(ib.r(2), 3);
+      ib.emit_call("vm.builtin.copy", ["yes"], { dst: ib.r(1) });
+      ib.emit_ret(ib.r(1));
+      ib.emit_call("vm.builtin.copy", ["no"], { dst: ib.r(1) });
+      ib.emit_ret(ib.r(1));
+    });
+    const vm = loadIn(ib.get(), form);
+    using zero64 = tensor([0n], { dtype: "int64" });
+    using big64 = tensor([2n ** 60n], { dtype: "int64" });
+    const cases: [unknown, string][] = [
+      [0, "no"],
+      [-3, "yes"],
+      [false, "no"],
+      [true, "yes"],
+      [0n, "no"],
+      [2n ** 60n, "yes"],
+      [-(2n ** 60n), "yes"],
+      [zero64, "no"],
+      [big64, "yes"],
+    ];
+    for (const [cond, want] of cases) {
+      assertEquals(await vm.invoke("direct", cond), want, `If ${String(cond)}`);
+      assertEquals(await vm.invoke("read", cond), want, `read_if_cond ${String(cond)}`);
+    }
   });
 }
 

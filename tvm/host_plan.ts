@@ -17,8 +17,6 @@
  * round toward minus infinity, truncdiv/truncmod toward zero, int32 casts
  * that would wrap are refused rather than silently wrapped.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -8,8 +8,6 @@
  * Every read goes through `fetch`, so a package loads from `https:` in
  * browsers and Deno and from `file:` URLs and plain paths in Deno.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 
@@ -19,13 +17,13 @@ import { NDArray } from "../devices/ndarray.ts";
 import { webgpu, type WebGPUDevice } from "../devices/webgpu/webgpu_device.ts";
 import { Executable } from "../program/executable.ts";
 import { VirtualMachine, type VirtualMachineOptions } from "../vm/virtual_machine.ts";
-import { asDirectory, resolveLocation } from "../builtins/tensor_cache_files.ts";
+import { asDirectory, resolveLocation } from "../builtins/tensor_cache/cache_files.ts";
 import {
   decodeRecord,
   parseTensorCacheIndex,
   recordBytes,
   type TensorCacheRecord,
-} from "../builtins/tensor_cache_format.ts";
+} from "../builtins/tensor_cache/cache_format.ts";
 import { tensorDType } from "../ground/dtype.ts";
 import { hostFunction } from "./host_plan.ts";
 import {

@@ -49,8 +49,6 @@
  * malformed or hostile package fails with a `TVMPackageError` naming the
  * file and the field.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

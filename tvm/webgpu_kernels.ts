@@ -20,8 +20,6 @@
  *   buffer — what Relax's memory planning produces (one tensor per storage
  *   offset 0); any other tensor is refused with the reason.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

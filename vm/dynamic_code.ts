@@ -18,8 +18,6 @@
  * the flag: that one function stays on the generic loop, and the next is
  * tried.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -48,9 +48,8 @@
  */
 
 import { activateAllocators, type AllocatorSet } from "../devices/allocation_context.ts";
-import { NDArray } from "../devices/ndarray.ts";
 import { VMError } from "../ground/errors.ts";
-import { disownValue, releaseIfUnowned, releaseValue, VMObject } from "../ground/object.ts";
+import { releaseIfUnowned, VMObject } from "../ground/object.ts";
 import type { ProgramData } from "../program/program_data.ts";
 import {
   builtInstrText,
@@ -60,36 +59,27 @@ import {
   type LoadedFunction,
 } from "./loaded_function.ts";
 import { releaseAllRegisters, releaseRegisters, storeFresh, storeResult } from "./registers.ts";
-import { compile, type CompiledHelpers, type CompiledRun, PARK } from "./compiled_mode.ts";
-import { type DispatchHelpers, specialize } from "./specialized_dispatch.ts";
+import { compile, type CompiledRun } from "./compiled_mode.ts";
+import { specialize } from "./specialized_dispatch.ts";
+import {
+  asPromise,
+  checkArgumentsLive,
+  isTruthy,
+  isVMError,
+  limitOf,
+  reasonOf,
+} from "./call_boundary.ts";
+import { Frame, NO_TOKEN, SKIPPED, SUSPENDED } from "./frame.ts";
+import { compiledHelpers, dispatchHelpers } from "./generated_forms.ts";
 import {
   type CallProbe,
-  DEFAULT_MAX_CALL_DEPTH,
-  DEFAULT_MAX_STACK_SLOTS,
   Invocation,
-  LimitExceeded,
+  NO_LIMITS,
   type ResolvedLimits,
   STOPPED,
 } from "./invocation.ts";
 
-/** Deepest nesting of VM function calls before a call fails with `VMError` (the default). */
-export const MAX_CALL_DEPTH = DEFAULT_MAX_CALL_DEPTH;
-
-/** The limits of a VM that was given none. */
-export const NO_LIMITS: ResolvedLimits = Object.freeze({
-  fuel: Infinity,
-  timeoutMs: Infinity,
-  signal: null,
-  maxCallDepth: DEFAULT_MAX_CALL_DEPTH,
-  maxStackSlots: DEFAULT_MAX_STACK_SLOTS,
-});
-
-/** Returned by the loop when a call gave a Promise; the frame is parked. */
-const SUSPENDED: unique symbol = Symbol("suspended");
-/** What an instrumented call that was skipped "returns"; nothing is stored. */
-const SKIPPED: unique symbol = Symbol("skipped");
-/** A frame's `probeToken` when no probed call is in progress. */
-const NO_TOKEN: unique symbol = Symbol("no token");
+export { asPromise, checkArgumentsLive, reasonOf } from "./call_boundary.ts";
 
 /** `fn(func, name, before, ret, args)`; returning `"skip"` before a call skips it. */
 export type Instrument = (
@@ -100,184 +90,8 @@ export type Instrument = (
   args: unknown[],
 ) => unknown;
 
-class Frame {
-  readonly fn: LoadedFunction;
-  readonly regs: unknown[];
-  /** The invocation this frame belongs to (its budgets). */
-  readonly inv: Invocation;
-  pc = 0;
-  pending: Promise<unknown> | null = null;
-  /** The arguments of the call in progress, when an instrument is set. */
-  instrumentArgs: unknown[] = [];
-  /** The probe's token for the call in progress (`vm.profile`), or `NO_TOKEN`. */
-  probeToken: unknown = NO_TOKEN;
-
-  /** A frame over `regs` (a copy of `fn.template` whose registers it now holds). */
-  constructor(fn: LoadedFunction, regs: unknown[], inv: Invocation) {
-    this.fn = fn;
-    this.regs = regs;
-    this.inv = inv;
-  }
-
-  /** A new frame for a call: the arguments become registers `0..n-1`, each holding its value. */
-  static enter(fn: LoadedFunction, args: readonly unknown[], inv: Invocation): Frame {
-    const regs = fn.template.slice();
-    for (let i = 0; i < args.length; i++) {
-      const v = args[i];
-      regs[i] = v;
-      if (typeof v === "object" && v !== null && VMObject.is(v)) v.retain();
-    }
-    return new Frame(fn, regs, inv);
-  }
-}
-
-/**
- * Throws a `VMError` if an argument of `@name` is an object that was already
- * freed, before anything holds any of them: retaining it would throw halfway
- * and leave the arguments before it held forever.
- */
-export function checkArgumentsLive(name: string, args: readonly unknown[]): void {
-  for (let i = 0; i < args.length; i++) {
-    const v = args[i];
-    if (typeof v === "object" && v !== null && VMObject.is(v) && isDisposed(v)) {
-      throw new VMError(
-        { functionName: name, pc: -1, instruction: "", packedFunc: "" },
-        `Argument ${i} of @${name}, ${
-          safeText(v)
-        }, was used after its memory was released (it was disposed or killed)`,
-      );
-    }
-  }
-}
-
-/** `v.disposed`; true when even that throws (a Proxy of an object: it cannot be held). */
-function isDisposed(v: VMObject): boolean {
-  try {
-    return v.disposed;
-  } catch {
-    return true;
-  }
-}
-
-/** `String(v)`, or a placeholder when that throws. */
-function safeText(v: unknown): string {
-  try {
-    return String(v);
-  } catch {
-    return "a value that cannot be shown";
-  }
-}
-
-/**
- * A one-line reason for a thrown value, without running any of its code
- * unguarded: a `message` or `toString` that throws, a revoked Proxy or a
- * Proxy whose traps throw all give a placeholder.
- */
-export function reasonOf(e: unknown): string {
-  try {
-    if (typeof e === "symbol") return e.toString();
-    if (typeof e !== "object" && typeof e !== "function") return String(e);
-    if (e === null) return "null";
-    if (e instanceof Error) {
-      const message: unknown = e.message;
-      if (typeof message !== "string") return "a packed function threw an Error without a message";
-      // V8's RangeError "Maximum call stack size exceeded", or the SyntaxError of a regular
-      // expression that ran out of stack while an error near the top was being described.
-      if (
-        (e instanceof RangeError && message.includes("call stack")) ||
-        (message.includes("regular expression") && message.includes("Stack overflow"))
-      ) {
-        return STACK_OVERFLOW;
-      }
-      return message;
-    }
-    const text: unknown = String(e);
-    return typeof text === "string" ? text : "a packed function threw a value that cannot be shown";
-  } catch {
-    // Describing the value failed: near the top of the stack, that is the stack itself.
-    try {
-      if (e instanceof RangeError) return STACK_OVERFLOW;
-    } catch {
-      // A revoked Proxy.
-    }
-    return "a packed function threw a value that cannot be shown";
-  }
-}
-
-/** What a JavaScript stack overflow inside a call is reported as, in every dispatch form. */
-const STACK_OVERFLOW =
-  "Call stack overflow: the JavaScript stack ran out (a maxCallDepth above the default, or deep recursion in a packed function)";
-
-/**
- * `v` as a Promise when it is one or a thenable (an object with a callable
- * `then`), else null. Never throws: a `then` that cannot be read (a getter
- * that throws, a revoked Proxy) gives a rejected Promise, as the language's
- * own promise resolution does, and `then` is called in a later microtask.
- * `VMObject`s are never thenables.
- */
-export function asPromise(v: object): Promise<unknown> | null {
-  if (VMObject.is(v)) return null;
-  let then: unknown;
-  try {
-    if (v instanceof Promise) return v;
-    then = (v as { then?: unknown }).then;
-  } catch (e) {
-    return Promise.reject(e);
-  }
-  if (typeof then !== "function") return null;
-  return Promise.resolve().then(() =>
-    new Promise((resolve, reject) => Reflect.apply(then as () => void, v, [resolve, reject]))
-  );
-}
-
-/** `e` if it is the VM's own `LimitExceeded`, else null (never running a Proxy's traps unguarded). */
 /** What a call through a closure adds to the call depth besides its own call (`callClosure`). */
 const CLOSURE_EXTRA_DEPTH = 1;
-
-function limitOf(e: unknown): LimitExceeded | null {
-  try {
-    return e instanceof LimitExceeded ? e : null;
-  } catch {
-    return null;
-  }
-}
-
-/** Parks `frame` at `pc` on `v` if it is a Promise or a thenable (`asPromise`). */
-function parkPromise(
-  frame: { pc: number; pending: Promise<unknown> | null },
-  pc: number,
-  v: object,
-): boolean {
-  const p = asPromise(v);
-  if (p === null) return false;
-  frame.pc = pc;
-  frame.pending = p;
-  return true;
-}
-
-/** Whether `e` is a `VMError`, without running a Proxy's traps unguarded. */
-function isVMError(e: unknown): e is VMError {
-  try {
-    return e instanceof VMError;
-  } catch {
-    return false;
-  }
-}
-
-function isTruthy(v: unknown): boolean {
-  if (typeof v === "number") return v !== 0;
-  if (typeof v === "boolean") return v;
-  if (typeof v === "bigint") return v !== 0n;
-  if (v instanceof NDArray && v.size === 1 && v.device.kind === "cpu") {
-    // dataSync(), not cpuView(): an int64 element is a bigint (0n !== 0), a bfloat16 one stored bits.
-    return Number(v.dataSync()[0]) !== 0;
-  }
-  throw new TypeError(
-    `If needs a number, boolean or 1-element CPU tensor as its condition, got ${
-      v instanceof NDArray ? v.toString() : v === undefined ? "undefined" : typeof v
-    } (read GPU conditions with vm.builtin.read_if_cond)`,
-  );
-}
 
 /** Runs the compiled functions of one executable. */
 export class Interpreter {
@@ -615,7 +429,7 @@ export class Interpreter {
       const fn = frame.fn;
       if (this.#onDemand !== null && fn.specialized === null && !this.#onDemand.has(fn)) {
         this.#onDemand.add(fn);
-        fn.specialized = specialize(fn, this.#dispatchHelpers());
+        fn.specialized = specialize(fn, dispatchHelpers());
       }
       const specialized = fn.specialized;
       return specialized !== null && this.instrument === null && frame.inv.probe === null
@@ -629,7 +443,7 @@ export class Interpreter {
 
   /** Emits the specialized loop of every function (see vm/specialized_dispatch.ts). */
   specializeAll(): void {
-    const helpers = this.#dispatchHelpers();
+    const helpers = dispatchHelpers();
     for (const fn of this.functions) if (fn !== undefined) fn.specialized = specialize(fn, helpers);
   }
 
@@ -641,78 +455,15 @@ export class Interpreter {
     this.#onDemand = new Set();
   }
 
-  #dispatchHelpers(): DispatchHelpers {
-    return {
-      // Called for every object result: the common one, a VMObject, returns at once, so V8
-      // inlines this into the specialized loop without spending the budget it needs to
-      // inline the packed functions.
-      parks(frame, pc, v) {
-        if (VMObject.is(v as object)) return false; // the generated code passes objects only
-        return parkPromise(frame, pc, v as object);
-      },
-      store: storeResult,
-      release: releaseValue,
-      releaseList: releaseRegisters,
-      isTruthy,
-      suspended: SUSPENDED,
-    };
-  }
-
   /** Compiles every function (see vm/compiled_mode.ts); those that cannot be stay interpreted. */
   compileAll(): void {
-    let pending: Promise<unknown> | null = null;
-    /** The value the call returned: a Promise, or the thenable `pending` stands for. */
-    let pendingValue: unknown = null;
-    const parks = (v: object) => {
-      const p = asPromise(v);
-      if (p === null) return;
-      pending = p;
-      pendingValue = v;
-      throw PARK;
-    };
-    const helpers: CompiledHelpers = {
-      hold(v) {
-        if (v === null) return;
-        if (VMObject.is(v)) v.retain();
-        else parks(v);
-      },
-      drop(v) {
-        if (v === null) return;
-        if (VMObject.is(v)) v.releaseIfUnowned();
-        else parks(v);
-      },
-      // A frame's registers hold with retain() alone: they never join the GC safety net
-      // (ground/object.ts heldBeyondFrames), as the protocol always releases them.
-      retain(v) {
-        if (typeof v === "object" && v !== null && VMObject.is(v)) v.retain();
-      },
-      keepResult(v) {
-        // As #teardown: a released result goes back as it is, for the caller to refuse.
-        if (typeof v === "object" && v !== null && VMObject.is(v) && !v.disposed) v.retain();
-      },
-      release: releaseValue,
-      disown: disownValue,
-      isTruthy,
-      park: (fn, pc, registers) => {
-        if (pending === null) throw new Error("compiled function parked without a Promise");
-        const regs = fn.template.slice();
-        for (let r = 0; r < registers.length; r++) regs[r] = registers[r];
-        // A fresh store put the Promise in its register before `hold` saw it.
-        const dst = fn.code[pc].dst;
-        if (dst >= 0 && regs[dst] === pendingValue) regs[dst] = undefined;
-        const frame = new Frame(fn, regs, this.#current!);
-        frame.pc = pc;
-        frame.pending = pending;
-        pending = null;
-        pendingValue = null;
+    const helpers = compiledHelpers({
+      current: () => this.#current!,
+      parked: (frame) => {
         this.#parked = frame;
-        return SUSPENDED;
       },
-      fail: (fn, pc, e, registers) => {
-        for (const v of registers) releaseValue(v);
-        return this.#wrap({ fn, pc }, e);
-      },
-    };
+      wrap: (frame, e) => this.#wrap(frame, e),
+    });
     for (const fn of this.functions) if (fn !== undefined) fn.compiled = compile(fn, helpers);
   }
 

@@ -369,3 +369,12 @@ export class Invocation {
     return new LimitExceeded("abort", "Aborted by the call's AbortSignal", { cause: reason });
   }
 }
+
+/** The limits of a VM that was given none. */
+export const NO_LIMITS: ResolvedLimits = Object.freeze({
+  fuel: Infinity,
+  timeoutMs: Infinity,
+  signal: null,
+  maxCallDepth: DEFAULT_MAX_CALL_DEPTH,
+  maxStackSlots: DEFAULT_MAX_STACK_SLOTS,
+});

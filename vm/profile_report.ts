@@ -7,8 +7,6 @@
  * per function and per instruction, prints them as a table, and writes a
  * Chrome trace (`chrome://tracing`, Perfetto).
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

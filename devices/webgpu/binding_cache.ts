@@ -15,8 +15,6 @@
  * When a buffer is destroyed, `forget()` drops the bind groups that name it,
  * so a later buffer cannot be confused with it.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

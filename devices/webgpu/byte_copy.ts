@@ -6,8 +6,6 @@
  * owns one destination word and rewrites only the bytes inside the target
  * range, so bytes of a neighbouring tensor sharing that word survive.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -29,8 +29,6 @@
  * (each dispatch is its own usage scope), so kernels may share one compute
  * pass; the pass is ended only when a copy has to be recorded or at submit.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

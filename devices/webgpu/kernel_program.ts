@@ -13,8 +13,6 @@
  * - Workgroups are counted linearly; `dispatchSize` folds more than 65535 of
  *   them into a 2-D grid and `linearWorkgroup` recovers the index.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

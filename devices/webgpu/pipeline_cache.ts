@@ -12,8 +12,6 @@
  * "auto" layout is private to its pipeline), and bindings the shader happens
  * not to use are not stripped away.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

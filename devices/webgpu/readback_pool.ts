@@ -6,8 +6,6 @@
  * A buffer returns to the pool only after it has been unmapped, so one that
  * is still being mapped by an earlier read can never be handed out again.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

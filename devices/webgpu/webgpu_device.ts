@@ -3,8 +3,8 @@
  * open command encoder (devices/webgpu/command_batch.ts) and submitted by
  * `flush()` or by a read, so a whole VM call costs a single wait for the GPU.
  *
- * This file is browser-safe: no `Deno.*` calls (it only checks whether
- * `globalThis.Deno` exists, to pick how results are read back).
+ * It calls no `Deno.*`: it only checks whether `globalThis.Deno` exists, to
+ * pick how results are read back.
  *
  * @module
  */

@@ -1,7 +1,7 @@
 /**
  * The CPU operator backend: TypedArray kernels over `NDArray.cpuView()`,
  * installed for `cpu` devices by kernels/install.ts. The operator front end
- * (builtins/operators.ts) checks arguments and allocates outputs; these
+ * (builtins/operators/tensor_operators.ts) checks arguments and allocates outputs; these
  * kernels only compute. They are also the reference the GPU kernels are
  * tested against.
  *

@@ -2,8 +2,6 @@
  * The sizes of the GPT-2-style decoder this folder builds: `tiny` for the
  * tests, `small` for the benchmark (issue 11).
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

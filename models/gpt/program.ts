@@ -44,8 +44,6 @@
  *   a register; the sampled token stays on the device and is the next
  *   step's input, so N tokens cost one wait when the host reads the ids.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

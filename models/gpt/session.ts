@@ -7,8 +7,6 @@
  * back per token, or on the device with `decode_n`, one read back per N
  * tokens.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -12,8 +12,6 @@
  * `[vocab, d_model]` is also the output projection (tied weights): the
  * logits are `linear(x, wte)`.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

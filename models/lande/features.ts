@@ -6,8 +6,6 @@
  * model's lists (unigrams, bigrams, trigrams, quadgrams, in that order) its
  * frequency among the text's n-grams of that length, 0 when absent.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -5,8 +5,6 @@
  * params) → float32[B, 50]`, the probability of each language:
  * `softmax(linear(relu(linear(x, w1, b1)), w2, b2))`. Any batch size.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -3,8 +3,6 @@
  * languages and n-grams from `lande.json`, loads the network through the
  * program's `load_params`, and classifies texts in one batch.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -5,8 +5,6 @@
  * normalization. Sentences are truncated to 256 tokens
  * (`sentence_bert_config.json`'s `max_seq_length`).
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -23,8 +23,6 @@
  * softmax (`vm.op.attention` has no mask argument): scores are
  * `[B, H, S, S]`.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

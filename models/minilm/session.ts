@@ -9,8 +9,6 @@
  * The model directory is what `tools/fetch_minilm.ts` writes
  * (`tensor-cache.json` and shards, `tokenizer.json`).
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

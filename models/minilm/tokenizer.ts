@@ -20,8 +20,6 @@
  *    becomes `[UNK]`.
  * 5. `[CLS] … [SEP]`, truncated to `maxTokens`.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

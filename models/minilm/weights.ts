@@ -7,8 +7,6 @@
  * Matrices keep PyTorch's `nn.Linear` layout `[out, in]`, which
  * `vm.op.linear` reads as it is.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

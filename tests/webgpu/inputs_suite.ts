@@ -167,7 +167,7 @@ gpuTest("inputs: moveInputs: false passes CPU tensors as they are", async (gpu) 
   const vm = new VirtualMachine(addProgram(), gpu, { moveInputs: false });
   assertEquals(
     Deno.inspect(vm),
-    `VirtualMachine(${gpu}; specialized dispatch; inputs not moved; add(2 inputs), id(1 input), ` +
+    `VirtualMachine(${gpu}; compiled mode; inputs not moved; add(2 inputs), id(1 input), ` +
       "sum_fields(1 input); live 0 B)",
   );
   using a = tensor([1, 2]);

@@ -33,6 +33,7 @@ import {
   cpu,
   type Device,
   Executable,
+  type Execution,
   NDArray,
   TENSOR_DTYPES,
   type TensorDType,
@@ -109,11 +110,11 @@ const ui = {
     "select",
     {
       id: "dispatch",
-      title: "how the VM runs functions (VirtualMachineOptions mode and dispatch)",
+      title: "how the VM runs functions (VirtualMachineOptions execution)",
     },
     ...options(
-      ["specialized", "generic", "compiled"],
-      ["specialized loop", "generic loop", "compiled mode"],
+      ["compiled", "specialized", "generic"],
+      ["compiled mode", "specialized loop", "generic loop"],
     ),
   ),
   dtype: el("select", { id: "dtype" }, ...options(DTYPES)),
@@ -480,9 +481,7 @@ async function run(): Promise<string> {
   const name = ui.fn.value;
   const kind = ui.device.value;
   const runAs = ui.dispatch.value;
-  const vmOptions: VirtualMachineOptions = runAs === "compiled"
-    ? { mode: "compiled" }
-    : { dispatch: runAs as "specialized" | "generic" };
+  const vmOptions: VirtualMachineOptions = { execution: runAs as Execution };
   const how = runAs === "compiled" ? "compiled mode" : `${runAs} dispatch`;
   const repeat = Math.max(1, Math.min(1000, Math.floor(Number(ui.repeat.value)) || 1));
 

@@ -4,8 +4,6 @@
  * field into VM values, and describe results. No DOM here, so the tests
  * run these in Deno (tests/playground_test.ts).
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

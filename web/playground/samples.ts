@@ -5,8 +5,6 @@
  * strict Content-Security-Policy builds. tests/playground_test.ts checks
  * that both give byte-identical executables.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

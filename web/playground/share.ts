@@ -3,7 +3,7 @@
  * and the function to run, compressed (deflate) into the URL's fragment, so a link opens the
  * same program for anyone, and the fragment never reaches a server.
  *
- * This file is browser-safe: no `Deno.*` (and no DOM, so tests/playground_test.ts runs it).
+ * It uses no DOM, so tests/playground_test.ts runs it.
  *
  * @module
  */

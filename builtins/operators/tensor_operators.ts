@@ -1,6 +1,8 @@
 /**
- * The operator front end: registers every `vm.op.*` packed function on
- * import. Each one checks its arguments (count, types, dtypes, devices,
+ * The operator front end: the core `vm.op.*` packed functions (installed
+ * with the rest by `installBuiltins()`, builtins/install.ts; indexing and
+ * attention are beside this file, device sampling in builtins/lm_support/).
+ * Each one checks its arguments (count, types, dtypes, devices,
  * shapes, axes), computes the output shape, allocates the output with
  * `NDArray.empty` on the inputs' device — so the running VM's allocator
  * counts it — and hands the work to that device's kernels (`backendFor`).
@@ -11,27 +13,42 @@
  * (shapes, axes), and their messages start with the operator name; the VM
  * wraps them into a `VMError` naming the instruction.
  *
- * Operator arguments after the tensors follow API.md: reductions
- * `(x, axes?, keepdims?)`, `transpose(x, axes?)`,
+ * Operator arguments after the tensors (the README's operator table):
+ * reductions `(x, axes?, keepdims?)`, `transpose(x, axes?)`,
  * `layer_norm(x, gamma, beta, eps?)`, `cast(x, dtype)`.
- *
- * This file is browser-safe: no `Deno.*`.
  *
  * @module
  */
 
-import { DataType, type TensorDType, tensorDType } from "../ground/dtype.ts";
-import { NDArray } from "../devices/ndarray.ts";
-import { ShapeTuple } from "../ground/shape_tuple.ts";
-import { BuiltinTable } from "./builtin_table.ts";
+import { DataType, type TensorDType, tensorDType } from "../../ground/dtype.ts";
+import { NDArray } from "../../devices/ndarray.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import { describe } from "../describe.ts";
+import { tensorArg } from "../validate.ts";
+import {
+  axisList,
+  checkArgCount,
+  checkDType,
+  checkSameDevice,
+  checkSameDType,
+  flagArg,
+  launch,
+  normalizeAxis,
+  reductionAxes,
+  reshapedView,
+} from "./operator_arguments.ts";
 import {
   backendFor,
   type BinaryOp,
-  type OpBackend,
   type ReduceOp,
   type UnaryOp,
-} from "../kernels/kernel_backend.ts";
-import { broadcastPlan, formatShape, sameShape, tryBroadcastShapes } from "../kernels/broadcast.ts";
+} from "../../kernels/kernel_backend.ts";
+import {
+  broadcastPlan,
+  formatShape,
+  sameShape,
+  tryBroadcastShapes,
+} from "../../kernels/broadcast.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const operatorBuiltins = new BuiltinTable("Operators", import.meta.url);
@@ -79,172 +96,6 @@ export const OPERATOR_NAMES: readonly string[] = [
 ].map((op) => `vm.op.${op}`);
 
 // ---------------------------------------------------------------------------
-// Argument checks. Each throws with a message that starts with the op name.
-
-/** A short description of any argument value, for error messages. */
-export function describe(value: unknown): string {
-  if (value instanceof NDArray) return String(value);
-  if (value instanceof ShapeTuple) return `ShapeTuple${value}`;
-  if (value instanceof DataType) return `DataType(${value})`;
-  if (value === null || value === undefined) return String(value);
-  if (typeof value === "string") return `string "${value}"`;
-  if (Array.isArray(value)) return `array [${value.map(describe).join(", ")}]`;
-  if (typeof value === "object") return value.constructor?.name ?? "object";
-  return `${typeof value} ${String(value)}`;
-}
-
-export function checkArgCount(
-  op: string,
-  args: readonly unknown[],
-  min: number,
-  max: number,
-): void {
-  if (args.length >= min && args.length <= max) return;
-  const expected = min === max ? `${min}` : `${min} to ${max}`;
-  const noun = max === 1 ? "argument" : "arguments";
-  throw new TypeError(`${op}: expected ${expected} ${noun}, got ${args.length}`);
-}
-
-/** `value`, argument `index`, checked to be a live NDArray. */
-export function tensorArg(op: string, value: unknown, index: number, role: string): NDArray {
-  if (!(value instanceof NDArray)) {
-    throw new TypeError(
-      `${op}: argument ${index} (${role}) must be an NDArray, got ${describe(value)}`,
-    );
-  }
-  if (value.disposed) {
-    throw new ReferenceError(
-      `${op}: argument ${index} (${role}) was used after its memory was released`,
-    );
-  }
-  return value;
-}
-
-export function checkDType(
-  op: string,
-  x: NDArray,
-  role: string,
-  allowed: readonly TensorDType[],
-): void {
-  if (!allowed.includes(x.dtype)) {
-    const hint = x.dtype === "float16" || x.dtype === "bfloat16"
-      ? ` (relaxvm's operators compute ${x.dtype} tensors as float32: cast them with vm.op.cast first${
-        shaderF16Note(x)
-      })`
-      : "";
-    throw new TypeError(
-      `${op}: ${role} has dtype ${x.dtype}, expected ${allowed.join(" or ")}${hint}`,
-    );
-  }
-  checkDevice(op, x);
-}
-
-/** What a WebGPU device offers for float16 code of one's own, for messages. */
-function shaderF16Note(x: NDArray): string {
-  const device = x.device as { kind: string; shaderF16?: boolean };
-  if (device.kind !== "webgpu") return "";
-  return device.shaderF16
-    ? `; this adapter offers shader-f16 to WGSL of your own`
-    : `; this adapter does not offer shader-f16 either`;
-}
-
-/** int64 arithmetic runs on the CPU only: WGSL has no 64-bit integers. */
-function checkDevice(op: string, x: NDArray): void {
-  if (x.dtype === "int64" && x.device.kind !== "cpu") {
-    throw new TypeError(
-      `${op}: int64 arithmetic is not available on ${x.device}: WGSL has no 64-bit integers ` +
-        `(int64 tensors there can be stored, copied, moved with to_device and cast; ` +
-        `compute on the CPU or cast to int32)`,
-    );
-  }
-}
-
-export function checkSameDType(op: string, tensors: readonly NDArray[]): void {
-  const first = tensors[0];
-  for (const t of tensors) {
-    if (t.dtype !== first.dtype) {
-      throw new TypeError(`${op}: dtypes ${tensors.map((t) => t.dtype).join(" and ")} differ`);
-    }
-  }
-}
-
-export function checkSameDevice(op: string, tensors: readonly NDArray[]): void {
-  const first = tensors[0];
-  for (const t of tensors) {
-    if (t.device !== first.device) {
-      const devices = tensors.map((t) => String(t.device)).join(" and ");
-      throw new TypeError(`${op}: tensors are on different devices, ${devices}`);
-    }
-  }
-}
-
-/** An axis in `[-rank, rank)` normalized to `[0, rank)`. */
-export function normalizeAxis(op: string, axis: number, shape: readonly number[]): number {
-  const rank = shape.length;
-  if (!Number.isInteger(axis) || axis < -rank || axis >= rank) {
-    throw new RangeError(`${op}: axis ${axis} is out of range for shape ${formatShape(shape)}`);
-  }
-  return axis < 0 ? axis + rank : axis;
-}
-
-/** An axis list given as a ShapeTuple, a number[] or a single number; `undefined` when absent. */
-export function axisList(op: string, value: unknown, role: string): number[] | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (value instanceof ShapeTuple) return [...value];
-  if (typeof value === "number") return [value];
-  if (Array.isArray(value) && value.every((v) => typeof v === "number")) return value;
-  throw new TypeError(
-    `${op}: ${role} must be a ShapeTuple or an array of integers, got ${describe(value)}`,
-  );
-}
-
-/** Reduction axes: sorted, unique, non-negative; all axes when absent or empty. */
-function reductionAxes(op: string, value: unknown, shape: readonly number[]): number[] {
-  const given = axisList(op, value, "axes");
-  if (given === undefined || given.length === 0) return shape.map((_, i) => i);
-  const axes = given.map((a) => normalizeAxis(op, a, shape));
-  if (new Set(axes).size !== axes.length) {
-    throw new RangeError(
-      `${op}: axes [${given.join(", ")}] repeat an axis of shape ${formatShape(shape)}`,
-    );
-  }
-  return axes.sort((a, b) => a - b);
-}
-
-export function flagArg(op: string, value: unknown, role: string): boolean {
-  if (value === undefined || value === null) return false;
-  if (typeof value === "boolean") return value;
-  if (value === 0 || value === 1) return value === 1;
-  throw new TypeError(`${op}: ${role} must be 0, 1 or a boolean, got ${describe(value)}`);
-}
-
-/**
- * Allocates the output on `x`'s device, runs `kernel` and returns the output;
- * a kernel that throws does not leak the output's memory.
- */
-export function launch(
-  x: NDArray,
-  shape: readonly number[],
-  dtype: TensorDType,
-  kernel: (backend: OpBackend, out: NDArray) => void,
-): NDArray {
-  const backend = backendFor(x.device.kind);
-  const out = NDArray.empty(shape, dtype, x.device);
-  try {
-    kernel(backend, out);
-  } catch (e) {
-    out.releaseIfUnowned();
-    throw e;
-  }
-  return out;
-}
-
-/** A view of `x`'s memory with another shape of the same size (for 1-D matmul operands). */
-export function reshapedView(x: NDArray, shape: readonly number[]): NDArray {
-  return new NDArray(x.storage, x.byteOffset, shape, x.dtype);
-}
-
-// ---------------------------------------------------------------------------
 // The operators.
 
 /**
@@ -253,7 +104,7 @@ export function reshapedView(x: NDArray, shape: readonly number[]): NDArray {
  *
  * This is the hot path of programs of many small ops, so it is written for
  * the common case: the checks compare fields and allocate nothing (the
- * helpers above build messages only when a check fails), same-shaped
+ * helpers in operator_arguments.ts build messages only when a check fails), same-shaped
  * operands give the output `a`'s frozen shape array, and any other pair
  * takes its output shape from the cached broadcast plan
  * (`broadcastPlan`), which the CPU kernel then reuses for its walk.
@@ -263,7 +114,7 @@ function makeBinary(op: BinaryOp): (a: unknown, b: unknown) => NDArray {
   const name = `vm.op.${op}`;
   return function binary(a: unknown, b: unknown): NDArray {
     if (arguments.length !== 2) checkArgCount(name, Array.from(arguments), 2, 2);
-    const x = tensorArg(name, a, 0, "a"), y = tensorArg(name, b, 1, "b");
+    const x = tensorArg(a, "argument 0 (a)", name), y = tensorArg(b, "argument 1 (b)", name);
     const dtype = x.dtype;
     if (y.dtype !== dtype) checkSameDType(name, [x, y]);
     if (dtype !== "float32" && dtype !== "int32") checkDType(name, x, "a", NUMERIC);
@@ -301,7 +152,7 @@ function makeUnary(op: UnaryOp): (x: unknown) => NDArray {
   const dtypes = UNARY_OPS[op];
   return function unary(value: unknown): NDArray {
     if (arguments.length !== 1) checkArgCount(name, Array.from(arguments), 1, 1);
-    const x = tensorArg(name, value, 0, "x");
+    const x = tensorArg(value, "argument 0 (x)", name);
     if (x.dtype !== "float32") checkDType(name, x, "x", dtypes);
     const device = x.device;
     const backend = backendFor(device.kind);
@@ -325,7 +176,8 @@ function makeUnary(op: UnaryOp): (x: unknown) => NDArray {
 function matmul(args: readonly unknown[]): NDArray {
   const name = "vm.op.matmul";
   checkArgCount(name, args, 2, 2);
-  const a = tensorArg(name, args[0], 0, "a"), b = tensorArg(name, args[1], 1, "b");
+  const a = tensorArg(args[0], "argument 0 (a)", name),
+    b = tensorArg(args[1], "argument 1 (b)", name);
   checkSameDType(name, [a, b]);
   checkDType(name, a, "a", FLOAT);
   checkSameDevice(name, [a, b]);
@@ -371,10 +223,11 @@ function matmul(args: readonly unknown[]): NDArray {
 function linear(args: readonly unknown[]): NDArray {
   const name = "vm.op.linear";
   checkArgCount(name, args, 2, 3);
-  const x = tensorArg(name, args[0], 0, "x"), w = tensorArg(name, args[1], 1, "weight");
+  const x = tensorArg(args[0], "argument 0 (x)", name),
+    w = tensorArg(args[1], "argument 1 (weight)", name);
   const bias = args[2] === undefined || args[2] === null
     ? null
-    : tensorArg(name, args[2], 2, "bias");
+    : tensorArg(args[2], "argument 2 (bias)", name);
   const all = bias === null ? [x, w] : [x, w, bias];
   for (const [t, role] of [[x, "x"], [w, "weight"], [bias, "bias"]] as const) {
     if (t !== null) checkDType(name, t, role, FLOAT);
@@ -411,7 +264,7 @@ function linear(args: readonly unknown[]): NDArray {
 function reduce(op: ReduceOp, args: readonly unknown[]): NDArray {
   const name = `vm.op.${op}`;
   checkArgCount(name, args, 1, 3);
-  const x = tensorArg(name, args[0], 0, "x");
+  const x = tensorArg(args[0], "argument 0 (x)", name);
   checkDType(name, x, "x", REDUCE_OPS[op]);
   const axes = reductionAxes(name, args[1], x.shape);
   const keepdims = flagArg(name, args[2], "keepdims");
@@ -438,7 +291,7 @@ function reduce(op: ReduceOp, args: readonly unknown[]): NDArray {
 function softmax(args: readonly unknown[]): NDArray {
   const name = "vm.op.softmax";
   checkArgCount(name, args, 1, 1);
-  const x = tensorArg(name, args[0], 0, "x");
+  const x = tensorArg(args[0], "argument 0 (x)", name);
   checkDType(name, x, "x", FLOAT);
   return launch(x, x.shape, x.dtype, (backend, out) => backend.softmax(x, out));
 }
@@ -447,9 +300,9 @@ function softmax(args: readonly unknown[]): NDArray {
 function layerNorm(args: readonly unknown[]): NDArray {
   const name = "vm.op.layer_norm";
   checkArgCount(name, args, 3, 4);
-  const x = tensorArg(name, args[0], 0, "x");
-  const gamma = tensorArg(name, args[1], 1, "gamma");
-  const beta = tensorArg(name, args[2], 2, "beta");
+  const x = tensorArg(args[0], "argument 0 (x)", name);
+  const gamma = tensorArg(args[1], "argument 1 (gamma)", name);
+  const beta = tensorArg(args[2], "argument 2 (beta)", name);
   const eps = args[3] ?? 1e-5;
   for (const [t, role] of [[x, "x"], [gamma, "gamma"], [beta, "beta"]] as const) {
     checkDType(name, t, role, FLOAT);
@@ -475,7 +328,7 @@ function layerNorm(args: readonly unknown[]): NDArray {
 function transpose(args: readonly unknown[]): NDArray {
   const name = "vm.op.transpose";
   checkArgCount(name, args, 1, 2);
-  const x = tensorArg(name, args[0], 0, "x");
+  const x = tensorArg(args[0], "argument 0 (x)", name);
   const rank = x.shape.length;
   const given = axisList(name, args[1], "axes");
   const perm = given === undefined
@@ -496,7 +349,7 @@ function transpose(args: readonly unknown[]): NDArray {
 function cast(args: readonly unknown[]): NDArray {
   const name = "vm.op.cast";
   checkArgCount(name, args, 2, 2);
-  const x = tensorArg(name, args[0], 0, "x");
+  const x = tensorArg(args[0], "argument 0 (x)", name);
   const target = args[1];
   if (typeof target !== "string" && !(target instanceof DataType)) {
     throw new TypeError(`${name}: dtype must be a DataType or a string, got ${describe(target)}`);

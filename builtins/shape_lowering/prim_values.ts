@@ -2,7 +2,7 @@
  * Symbolic prim values on the shape heap: TVM's shape lowering turns an
  * `R.Prim(value=n)` parameter into `match_prim_value` (check it, or store it
  * on the heap) and a symbolic prim value it returns into `make_prim_value`.
- * The codes are those of `match_shape` / `make_shape` (builtins/shape_heap.ts):
+ * The codes are those of `match_shape` / `make_shape` (builtins/shape_lowering/shape_heap.ts):
  *
  * ```text
  * match_prim_value(value, heap, code, reg, err_ctx?)
@@ -18,8 +18,8 @@
  * @module
  */
 
-import { BuiltinTable } from "./builtin_table.ts";
-import { contextPrefix, describe } from "./describe.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import { contextPrefix, describe } from "../describe.ts";
 import {
   heapIndex,
   heapView,

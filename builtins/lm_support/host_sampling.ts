@@ -21,28 +21,18 @@
  * @module
  */
 
-import { cpu } from "../devices/cpu_device.ts";
-import { NDArray } from "../devices/ndarray.ts";
-import type { TypedArray } from "../ground/dtype.ts";
-import { BuiltinTable } from "./builtin_table.ts";
-import { describe } from "./describe.ts";
-import { checkWritable } from "./validate.ts";
-import { runningLimit, withHostScratch } from "./host_scratch.ts";
+import { cpu } from "../../devices/cpu_device.ts";
+import { NDArray } from "../../devices/ndarray.ts";
+import type { TypedArray } from "../../ground/dtype.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import { describe } from "../describe.ts";
+import { checkWritable, tensorArg } from "../validate.ts";
+import { runningLimit, withHostScratch } from "../host_scratch.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const samplingBuiltins = new BuiltinTable("Sampling", import.meta.url);
 
 const f32 = Math.fround;
-
-function tensorArg(v: unknown, dtype: string, who: string, what: string): NDArray {
-  if (!(v instanceof NDArray)) {
-    throw new TypeError(`${who}: ${what} must be a tensor, got ${describe(v)}`);
-  }
-  if (v.dtype !== dtype) {
-    throw new TypeError(`${who}: ${what} must be ${dtype}, got ${v.dtype}`);
-  }
-  return v;
-}
 
 function numberArg(v: unknown, what: string, who: string): number {
   if (typeof v === "number") return v;
@@ -84,7 +74,7 @@ samplingBuiltins.add(
   "vm.builtin.sample_top_p_from_logits",
   (logits: unknown, temperature: unknown, topP: unknown, uniform: unknown) => {
     const who = "sample_top_p_from_logits";
-    const t = tensorArg(logits, "float32", who, "logits");
+    const t = tensorArg(logits, "logits", who, "float32");
     const v = singleRow(t, who);
     const temp = numberArg(temperature, "temperature", who);
     const p = numberArg(topP, "top_p", who), u = numberArg(uniform, "uniform", who);
@@ -126,7 +116,7 @@ samplingBuiltins.add(
   "vm.builtin.sample_top_p_from_prob",
   (prob: unknown, topP: unknown, uniform: unknown) => {
     const who = "sample_top_p_from_prob";
-    const t = tensorArg(prob, "float32", who, "prob");
+    const t = tensorArg(prob, "prob", who, "float32");
     const v = singleRow(t, who);
     const p = numberArg(topP, "top_p", who), u = numberArg(uniform, "uniform", who);
     const limit = runningLimit();
@@ -172,8 +162,8 @@ samplingBuiltins.add(
 
 samplingBuiltins.add("vm.builtin.multinomial_from_uniform", (prob: unknown, uniform: unknown) => {
   const who = "multinomial_from_uniform";
-  const pt = tensorArg(prob, "float32", who, "prob");
-  const ut = tensorArg(uniform, "float32", who, "uniform");
+  const pt = tensorArg(prob, "prob", who, "float32");
+  const ut = tensorArg(uniform, "uniform", who, "float32");
   if (pt.shape.length === 0) throw new RangeError(`${who}: prob must have at least one axis`);
   const batch = pt.shape.length === 1 ? 1 : pt.shape[0];
   const v = pt.shape[pt.shape.length - 1];
@@ -218,8 +208,8 @@ samplingBuiltins.add(
   "vm.builtin.apply_repetition_penalty",
   (logits: unknown, tokenIds: unknown, penalty: unknown) => {
     const who = "apply_repetition_penalty";
-    const l = tensorArg(logits, "float32", who, "logits");
-    const ids = tensorArg(tokenIds, "int32", who, "token_ids");
+    const l = tensorArg(logits, "logits", who, "float32");
+    const ids = tensorArg(tokenIds, "token_ids", who, "int32");
     const factor = numberArg(penalty, "penalty", who);
     onCpu(l, who, "logits");
     onCpu(ids, who, "token_ids");
@@ -249,9 +239,9 @@ samplingBuiltins.add(
   "vm.builtin.apply_presence_and_frequency_penalty",
   (logits: unknown, tokenIds: unknown, tokenFreqs: unknown, presence: unknown, freq: unknown) => {
     const who = "apply_presence_and_frequency_penalty";
-    const l = tensorArg(logits, "float32", who, "logits");
-    const ids = tensorArg(tokenIds, "int32", who, "token_ids");
-    const freqs = tensorArg(tokenFreqs, "int32", who, "token_freqs");
+    const l = tensorArg(logits, "logits", who, "float32");
+    const ids = tensorArg(tokenIds, "token_ids", who, "int32");
+    const freqs = tensorArg(tokenFreqs, "token_freqs", who, "int32");
     const presencePenalty = numberArg(presence, "presence_penalty", who);
     const frequencyPenalty = numberArg(freq, "frequency_penalty", who);
     for (const [t, what] of [[l, "logits"], [ids, "token_ids"], [freqs, "token_freqs"]] as const) {
@@ -294,7 +284,7 @@ samplingBuiltins.add(
   "vm.builtin.apply_softmax_with_temperature",
   (logits: unknown, temperature: unknown) => {
     const who = "apply_softmax_with_temperature";
-    const l = tensorArg(logits, "float32", who, "logits");
+    const l = tensorArg(logits, "logits", who, "float32");
     onCpu(l, who, "logits");
     checkWritable(l, who, "logits");
     const inv = f32(1 / numberArg(temperature, "temperature", who));

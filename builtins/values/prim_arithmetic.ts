@@ -25,8 +25,8 @@
  * @module
  */
 
-import { BuiltinTable } from "./builtin_table.ts";
-import { describe } from "./describe.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import { describe } from "../describe.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const primArithmeticBuiltins = new BuiltinTable("Prim arithmetic", import.meta.url);

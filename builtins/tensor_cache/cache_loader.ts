@@ -5,7 +5,7 @@
  * browsers and Deno, `file:` and plain paths in Deno. `loadTensorCacheFor`
  * is the same load made for a program (`vm.builtin.tensor_cache.load`):
  * only from what its VM grants, counted against its memory limit, stopped
- * with its call (builtins/tensor_cache_access.ts).
+ * with its call (builtins/tensor_cache/cache_access.ts).
  *
  * Loading is all or nothing: the index is validated first, each shard is
  * checked against the index when it arrives, and the tensors enter the
@@ -16,15 +16,15 @@
  * @module
  */
 
-import { cpu } from "../devices/cpu_device.ts";
-import type { Device } from "../devices/device.ts";
-import type { Allocator, MemoryLimit } from "../devices/allocator.ts";
-import { defaultAllocator } from "../devices/allocation_context.ts";
-import { NDArray, shapeSize } from "../devices/ndarray.ts";
-import { TensorCache, type TensorCacheRoot } from "../devices/tensor_cache.ts";
-import { elementBytes, type TensorDType } from "../ground/dtype.ts";
-import { asDirectory, resolveLocation } from "./tensor_cache_files.ts";
-import { MAX_INDEX_BYTES, readGranted, refused } from "./tensor_cache_access.ts";
+import { cpu } from "../../devices/cpu_device.ts";
+import type { Device } from "../../devices/device.ts";
+import type { Allocator, MemoryLimit } from "../../devices/allocator.ts";
+import { defaultAllocator } from "../../devices/allocation_context.ts";
+import { NDArray, shapeSize } from "../../devices/ndarray.ts";
+import { TensorCache, type TensorCacheRoot } from "../../devices/tensor_cache.ts";
+import { elementBytes, type TensorDType } from "../../ground/dtype.ts";
+import { asDirectory, resolveLocation } from "./cache_files.ts";
+import { MAX_INDEX_BYTES, readGranted, refused } from "./cache_access.ts";
 import {
   decodeRecord,
   parseTensorCacheIndex,
@@ -32,7 +32,7 @@ import {
   TensorCacheError,
   type TensorCacheIndex,
   type TensorCacheRecord,
-} from "./tensor_cache_format.ts";
+} from "./cache_format.ts";
 
 /** What `onProgress` receives, after the index and after each shard (tvmjs's fields and more). */
 export interface TensorCacheProgress {

@@ -7,10 +7,10 @@
  * @module
  */
 
-import { brand, type Branded, brandKey } from "../ground/brand.ts";
-import type { NDArray } from "../devices/ndarray.ts";
-import { retainValue, VMObject } from "../ground/object.ts";
-import { Tuple } from "../ground/tuple.ts";
+import { brand, type Branded, brandKey } from "../../ground/brand.ts";
+import type { NDArray } from "../../devices/ndarray.ts";
+import { retainValue, VMObject } from "../../ground/object.ts";
+import { Tuple } from "../../ground/tuple.ts";
 
 const PARAM_MODULE_BRAND = brandKey("ParamModule");
 

@@ -21,23 +21,17 @@
  * @module
  */
 
-import { NDArray } from "../devices/ndarray.ts";
-import { Closure } from "../ground/closure.ts";
-import { DataType, DTypeCode } from "../ground/dtype.ts";
-import { ShapeTuple } from "../ground/shape_tuple.ts";
-import { tupleFields } from "../ground/tuple.ts";
-import { BuiltinTable } from "./builtin_table.ts";
-import { contextPrefix, describe } from "./describe.ts";
+import { NDArray } from "../../devices/ndarray.ts";
+import { Closure } from "../../ground/closure.ts";
+import { DataType, DTypeCode } from "../../ground/dtype.ts";
+import { ShapeTuple } from "../../ground/shape_tuple.ts";
+import { tupleFields } from "../../ground/tuple.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import { contextPrefix, describe } from "../describe.ts";
+import { integerOrBooleanArg } from "../validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const runtimeCheckBuiltins = new BuiltinTable("Runtime checks", import.meta.url);
-
-/** An integer argument such as `ndim` (TVM also accepts a boolean as 0/1). */
-function integerArg(v: unknown, what: string, who: string): number {
-  if (typeof v === "boolean") return v ? 1 : 0;
-  if (typeof v === "number" && Number.isSafeInteger(v)) return v;
-  throw new TypeError(`${who}: ${what} must be an integer, got ${describe(v)}`);
-}
 
 /** A dtype argument: a DataType or its spelling; null or undefined means "any". */
 function dtypeArg(v: unknown, who: string): DataType | null {
@@ -61,7 +55,7 @@ runtimeCheckBuiltins.add("vm.builtin.check_tensor_info", (...args: unknown[]) =>
   if (!(x instanceof NDArray)) {
     throw new TypeError(`${ctx}${who}: expected a tensor, got ${describe(x)}`);
   }
-  const ndim = integerArg(ndimArg, "ndim", who);
+  const ndim = integerOrBooleanArg(ndimArg, "ndim", who);
   if (ndim !== -1 && x.shape.length !== ndim) {
     throw new RangeError(
       `${ctx}${who}: expected a tensor with ndim ${ndim}, got ndim ${x.shape.length} (shape [${
@@ -91,7 +85,7 @@ runtimeCheckBuiltins.add(
     if (!(s instanceof ShapeTuple)) {
       throw new TypeError(`${ctx}${who}: expected a shape, got ${describe(s)}`);
     }
-    const ndim = integerArg(ndimArg, "ndim", who);
+    const ndim = integerOrBooleanArg(ndimArg, "ndim", who);
     if (ndim !== -1 && s.length !== ndim) {
       throw new RangeError(`${ctx}${who}: expected a shape with ndim ${ndim}, got ${s}`);
     }
@@ -116,7 +110,7 @@ runtimeCheckBuiltins.add(
     if (fields === undefined) {
       throw new TypeError(`${ctx}${who}: expected a tuple, got ${describe(t)}`);
     }
-    const size = integerArg(sizeArg, "size", who);
+    const size = integerOrBooleanArg(sizeArg, "size", who);
     if (fields.length !== size) {
       throw new RangeError(
         `${ctx}${who}: expected a tuple with ${size} elements, got one with ${fields.length} elements`,

@@ -23,10 +23,10 @@
  * @module
  */
 
-import type { TensorCacheRoot } from "../devices/tensor_cache.ts";
-import { printable } from "../ground/printable.ts";
-import { resolveLocation } from "./tensor_cache_files.ts";
-import { TensorCacheError } from "./tensor_cache_format.ts";
+import type { TensorCacheRoot } from "../../devices/tensor_cache.ts";
+import { printable } from "../../ground/printable.ts";
+import { resolveLocation } from "./cache_files.ts";
+import { TensorCacheError } from "./cache_format.ts";
 
 /** The largest index (`tensor-cache.json`) read: real ones are a few MB for the largest models. */
 export const MAX_INDEX_BYTES = 64 * 2 ** 20;

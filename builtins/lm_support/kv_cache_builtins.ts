@@ -23,12 +23,11 @@
  * @module
  */
 
-import { AttentionKVCache } from "../devices/attention_kv_cache.ts";
-import { NDArray } from "../devices/ndarray.ts";
-import { tupleFields } from "../ground/tuple.ts";
-import { BuiltinTable } from "./builtin_table.ts";
-import { describe } from "./describe.ts";
-import { shapeArg } from "./validate.ts";
+import { AttentionKVCache } from "../../devices/attention_kv_cache.ts";
+import { tupleFields } from "../../ground/tuple.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import { describe } from "../describe.ts";
+import { integerArg, shapeArg, tensorArg } from "../validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const kvCacheBuiltins = new BuiltinTable("KV caches", import.meta.url);
@@ -38,16 +37,6 @@ function cacheArg(v: unknown, who: string): AttentionKVCache {
     throw new TypeError(`${who}: expected a KV cache, got ${describe(v)}`);
   }
   return v;
-}
-
-function tensorArg(v: unknown, who: string): NDArray {
-  if (!(v instanceof NDArray)) throw new TypeError(`${who}: expected a tensor, got ${describe(v)}`);
-  return v;
-}
-
-function integerArg(v: unknown, what: string, who: string): number {
-  if (typeof v === "number" && Number.isSafeInteger(v)) return v;
-  throw new TypeError(`${who}: ${what} must be an integer, got ${describe(v)}`);
 }
 
 function cachesArg(v: unknown, who: string): AttentionKVCache[] {
@@ -72,7 +61,7 @@ kvCacheBuiltins.add(
       throw new RangeError(`${who}: reserve_shape needs at least one dimension (the rows)`);
     }
     return AttentionKVCache.create(
-      tensorArg(init, who),
+      tensorArg(init, "value", who),
       reserve,
       integerArg(initFillCount, "init_fill_count", who),
     );
@@ -92,7 +81,7 @@ kvCacheBuiltins.add(
 kvCacheBuiltins.add("vm.builtin.attention_kv_cache_append", (cache: unknown, value: unknown) => {
   const who = "attention_kv_cache_append";
   const c = cacheArg(cache, who);
-  return then(c.append(tensorArg(value, who)), c);
+  return then(c.append(tensorArg(value, "value", who)), c);
 }, {
   signature: "(cache, value) → the same cache",
   summary:
@@ -106,7 +95,7 @@ kvCacheBuiltins.add("vm.builtin.attention_kv_cache_append", (cache: unknown, val
 kvCacheBuiltins.add("vm.builtin.attention_kv_cache_update", (cache: unknown, value: unknown) => {
   const who = "attention_kv_cache_update";
   const c = cacheArg(cache, who);
-  return then(c.update(tensorArg(value, who)), c);
+  return then(c.update(tensorArg(value, "value", who)), c);
 }, {
   signature: "(cache, value) → the same cache",
   summary:
@@ -123,7 +112,7 @@ kvCacheBuiltins.add(
     const who = "attention_kv_cache_window_override";
     const c = cacheArg(cache, who);
     const m = integerArg(maxCacheSize, "max_cache_size", who);
-    return then(c.windowOverride(tensorArg(value, who), m, 0, who), c);
+    return then(c.windowOverride(tensorArg(value, "value", who), m, 0, who), c);
   },
   {
     signature: "(cache, value, max_cache_size) → the same cache",
@@ -146,7 +135,7 @@ kvCacheBuiltins.add(
     if (s < 0 || s > m) {
       throw new RangeError(`${who}: num_attention_sinks ${s} is not in 0..${m}`);
     }
-    return then(c.windowOverride(tensorArg(value, who), m, s, who), c);
+    return then(c.windowOverride(tensorArg(value, "value", who), m, s, who), c);
   },
   {
     signature: "(cache, value, max_cache_size, num_attention_sinks) → the same cache",

@@ -17,8 +17,6 @@
  * Errors: `TypeError` (kind of value, dtype), `RangeError` (shapes, axis,
  * `top_p` outside (0, 1], a negative or NaN temperature, no elements).
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @example Greedy and nucleus choices from one row of logits
  * ```ts
  * import { getGlobalFunc, type NDArray, tensor } from "@relaxvm/relaxvm";
@@ -39,21 +37,21 @@
  * @module
  */
 
-import type { NDArray } from "../devices/ndarray.ts";
-import type { TensorDType } from "../ground/dtype.ts";
-import { formatShape } from "../kernels/broadcast.ts";
-import { withHostScratch } from "./host_scratch.ts";
-import { BuiltinTable } from "./builtin_table.ts";
+import type { NDArray } from "../../devices/ndarray.ts";
+import type { TensorDType } from "../../ground/dtype.ts";
+import { formatShape } from "../../kernels/broadcast.ts";
+import { withHostScratch } from "../host_scratch.ts";
+import { BuiltinTable } from "../builtin_table.ts";
 import {
   checkArgCount,
   checkDType,
   checkSameDevice,
-  describe,
   flagArg,
   launch,
   normalizeAxis,
-  tensorArg,
-} from "./operators.ts";
+} from "../operators/operator_arguments.ts";
+import { describe } from "../describe.ts";
+import { tensorArg } from "../validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const samplingOperatorBuiltins = new BuiltinTable(
@@ -70,7 +68,7 @@ const ARGMAX_DTYPES: readonly TensorDType[] = ["float32", "int32"];
 function argmax(args: readonly unknown[]): NDArray {
   const name = "vm.op.argmax";
   checkArgCount(name, args, 1, 3);
-  const x = tensorArg(name, args[0], 0, "x");
+  const x = tensorArg(args[0], "argument 0 (x)", name);
   checkDType(name, x, "x", ARGMAX_DTYPES);
   const keepdims = flagArg(name, args[2], "keepdims");
   const axisArg = args[1];
@@ -103,8 +101,8 @@ function argmax(args: readonly unknown[]): NDArray {
 function sampleTopP(args: readonly unknown[]): NDArray {
   const name = "vm.op.sample_top_p";
   checkArgCount(name, args, 4, 4);
-  const logits = tensorArg(name, args[0], 0, "logits");
-  const uniform = tensorArg(name, args[1], 1, "uniform");
+  const logits = tensorArg(args[0], "argument 0 (logits)", name);
+  const uniform = tensorArg(args[1], "argument 1 (uniform)", name);
   checkDType(name, logits, "logits", ["float32"]);
   checkDType(name, uniform, "uniform", ["float32"]);
   checkSameDevice(name, [logits, uniform]);

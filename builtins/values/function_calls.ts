@@ -7,13 +7,13 @@
  * @module
  */
 
-import { NDArray } from "../devices/ndarray.ts";
-import { Closure } from "../ground/closure.ts";
-import { getGlobalFunc } from "../ground/registry.ts";
-import { ShapeTuple } from "../ground/shape_tuple.ts";
-import { printable } from "../ground/printable.ts";
-import { BuiltinTable } from "./builtin_table.ts";
-import { describe } from "./describe.ts";
+import { NDArray } from "../../devices/ndarray.ts";
+import { Closure } from "../../ground/closure.ts";
+import { getGlobalFunc } from "../../ground/registry.ts";
+import { ShapeTuple } from "../../ground/shape_tuple.ts";
+import { printable } from "../../ground/printable.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import { describe } from "../describe.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const callBuiltins = new BuiltinTable("Calls and debugging", import.meta.url);

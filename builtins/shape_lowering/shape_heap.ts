@@ -22,13 +22,13 @@
  * @module
  */
 
-import { cpu } from "../devices/cpu_device.ts";
-import { NDArray } from "../devices/ndarray.ts";
-import { ShapeTuple } from "../ground/shape_tuple.ts";
-import { BuiltinTable } from "./builtin_table.ts";
-import { MemoryScope } from "../devices/memory_scope.ts";
-import { contextPrefix, describe } from "./describe.ts";
-import { checkDims, checkWritable, shapeArg } from "./validate.ts";
+import { cpu } from "../../devices/cpu_device.ts";
+import { NDArray } from "../../devices/ndarray.ts";
+import { ShapeTuple } from "../../ground/shape_tuple.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import { MemoryScope } from "../../devices/memory_scope.ts";
+import { contextPrefix, describe } from "../describe.ts";
+import { checkDims, checkWritable, shapeArg } from "../validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const shapeHeapBuiltins = new BuiltinTable("Shape heap", import.meta.url);

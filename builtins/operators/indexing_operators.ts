@@ -29,8 +29,6 @@
  * Errors: `TypeError` (wrong kind of value or dtype), `RangeError` (shapes,
  * axes, indices), messages starting with the operator name.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @example Embedding lookup: rows of a [V, D] table
  * ```ts
  * import { getGlobalFunc, type NDArray, tensor } from "@relaxvm/relaxvm";
@@ -64,24 +62,24 @@
  * @module
  */
 
-import type { TensorDType } from "../ground/dtype.ts";
-import { NDArray } from "../devices/ndarray.ts";
-import { tupleFields } from "../ground/tuple.ts";
-import type { Device } from "../devices/device.ts";
-import { BuiltinTable } from "./builtin_table.ts";
-import type { TakeMode } from "../kernels/kernel_backend.ts";
-import { formatShape } from "../kernels/broadcast.ts";
-import { mapIndex } from "../kernels/cpu/take.ts";
+import type { TensorDType } from "../../ground/dtype.ts";
+import { NDArray } from "../../devices/ndarray.ts";
+import { tupleFields } from "../../ground/tuple.ts";
+import type { Device } from "../../devices/device.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import type { TakeMode } from "../../kernels/kernel_backend.ts";
+import { formatShape } from "../../kernels/broadcast.ts";
+import { mapIndex } from "../../kernels/cpu/take.ts";
 import {
   checkArgCount,
   checkSameDevice,
   checkSameDType,
-  describe,
   launch,
   normalizeAxis,
   reshapedView,
-  tensorArg,
-} from "./operators.ts";
+} from "./operator_arguments.ts";
+import { describe } from "../describe.ts";
+import { tensorArg } from "../validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const indexingBuiltins = new BuiltinTable("Indexing operators", import.meta.url);
@@ -164,8 +162,8 @@ function uploadIndices(indices: NDArray, n: number, mode: TakeMode, device: Devi
 function take(args: readonly unknown[]): NDArray {
   const name = "vm.op.take";
   checkArgCount(name, args, 2, 4);
-  const x = tensorArg(name, args[0], 0, "x");
-  const indices = tensorArg(name, args[1], 1, "indices");
+  const x = tensorArg(args[0], "argument 0 (x)", name);
+  const indices = tensorArg(args[1], "argument 1 (indices)", name);
   // Not checkDType: int64 indices are read (or narrowed) on any device, no arithmetic needed.
   if (!INDEX_DTYPES.includes(indices.dtype)) {
     throw new TypeError(
@@ -239,7 +237,7 @@ export function sliceBounds(
 function stridedSlice(args: readonly unknown[]): NDArray {
   const name = "vm.op.strided_slice";
   checkArgCount(name, args, 4, 5);
-  const x = tensorArg(name, args[0], 0, "x");
+  const x = tensorArg(args[0], "argument 0 (x)", name);
   const axes = intList(name, args[1], "axes");
   const begin = intList(name, args[2], "begin");
   const end = intList(name, args[3], "end");
@@ -291,7 +289,7 @@ function concat(args: readonly unknown[]): NDArray {
     );
   }
   if (fields.length === 0) throw new RangeError(`${name}: needs at least one tensor, got none`);
-  const tensors = fields.map((f, i) => tensorArg(name, f, 0, `tensor ${i} of the tuple`));
+  const tensors = fields.map((f, i) => tensorArg(f, `argument 0 (tensor ${i} of the tuple)`, name));
   checkSameDType(name, tensors);
   checkSameDevice(name, tensors);
   const first = tensors[0];

@@ -1,5 +1,5 @@
 /**
- * Writing tensor caches in the tvmjs format (builtins/tensor_cache_format.ts),
+ * Writing tensor caches in the tvmjs format (builtins/tensor_cache/cache_format.ts),
  * so users can ship their own weights: `encodeTensorCache` makes the files
  * in memory (anywhere, browsers included); `dumpTensorCache` also writes
  * them to a directory (Deno). Shards are filled as TVM's
@@ -9,15 +9,15 @@
  * @module
  */
 
-import { NDArray } from "../devices/ndarray.ts";
-import { float32ToBfloat16Bits } from "../ground/float_formats.ts";
-import { asDirectory, resolveLocation, writeFiles } from "./tensor_cache_files.ts";
+import { NDArray } from "../../devices/ndarray.ts";
+import { float32ToBfloat16Bits } from "../../ground/float_formats.ts";
+import { asDirectory, resolveLocation, writeFiles } from "./cache_files.ts";
 import {
   parseTensorCacheIndex,
   type TensorCacheIndex,
   type TensorCacheRecord,
   type TensorCacheShard,
-} from "./tensor_cache_format.ts";
+} from "./cache_format.ts";
 
 /** The tensors to store: a record, a `Map`, or `[name, tensor]` pairs, in record order. */
 export type TensorCacheParams =

@@ -1,12 +1,12 @@
 /**
  * The tensor cache builtins of TVM's `tensor_cache_support.cc`: a cache of
  * named tensors (devices/tensor_cache.ts), filled by `tensor_cache.load`
- * (builtins/tensor_cache_loader.ts), and the `param_*_from_cache` builtins
+ * (builtins/tensor_cache/cache_loader.ts), and the `param_*_from_cache` builtins
  * that gather a model's weights from it. Where TVM has one cache per
  * process, each builtin here works on the cache of the VM running it (its
  * own, or one its host shares on purpose), and on `TensorCache.host` when
  * the host calls it outside any VM. A program's `load` reads only what its
- * VM grants (builtins/tensor_cache_access.ts).
+ * VM grants (builtins/tensor_cache/cache_access.ts).
  *
  * ```text
  * tensor_cache.load(path_or_url, device_type, device_id[, on_progress])  async
@@ -25,21 +25,18 @@
  * @module
  */
 
-import { activateAllocators, activeAllocators } from "../devices/allocation_context.ts";
-import type { Device } from "../devices/device.ts";
-import { findDevice } from "../devices/find_device.ts";
-import { MemoryScope } from "../devices/memory_scope.ts";
-import { NDArray } from "../devices/ndarray.ts";
-import { TensorCache } from "../devices/tensor_cache.ts";
-import { Tuple, tupleFields } from "../ground/tuple.ts";
-import { BuiltinTable } from "./builtin_table.ts";
-import { describe } from "./describe.ts";
+import { activateAllocators, activeAllocators } from "../../devices/allocation_context.ts";
+import type { Device } from "../../devices/device.ts";
+import { findDevice } from "../../devices/find_device.ts";
+import { MemoryScope } from "../../devices/memory_scope.ts";
+import { NDArray } from "../../devices/ndarray.ts";
+import { TensorCache } from "../../devices/tensor_cache.ts";
+import { Tuple, tupleFields } from "../../ground/tuple.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import { describe } from "../describe.ts";
 import { ParamModule } from "./param_module.ts";
-import {
-  loadTensorCache,
-  loadTensorCacheFor,
-  type TensorCacheProgress,
-} from "./tensor_cache_loader.ts";
+import { integerArg } from "../validate.ts";
+import { loadTensorCache, loadTensorCacheFor, type TensorCacheProgress } from "./cache_loader.ts";
 
 /**
  * The VM running the builtin now (its memory scope), or null when the host
@@ -78,11 +75,6 @@ function stringArg(v: unknown, what: string, who: string): string {
     throw new TypeError(`${who}: ${what} must be a string, got ${describe(v)}`);
   }
   return v;
-}
-
-function integerArg(v: unknown, what: string, who: string): number {
-  if (typeof v === "number" && Number.isSafeInteger(v)) return v;
-  throw new TypeError(`${who}: ${what} must be an integer, got ${describe(v)}`);
 }
 
 tensorCacheBuiltins.add(

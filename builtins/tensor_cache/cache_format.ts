@@ -26,10 +26,10 @@
  * @module
  */
 
-import { brand, type Branded, brandKey } from "../ground/brand.ts";
-import { type TensorDType, tensorDType } from "../ground/dtype.ts";
-import { elementBytes } from "../ground/dtype.ts";
-import { bfloat16BitsToFloat32 } from "../ground/float_formats.ts";
+import { brand, type Branded, brandKey } from "../../ground/brand.ts";
+import { type TensorDType, tensorDType } from "../../ground/dtype.ts";
+import { elementBytes } from "../../ground/dtype.ts";
+import { bfloat16BitsToFloat32 } from "../../ground/float_formats.ts";
 
 /** One tensor in a shard. */
 export interface TensorCacheRecord {

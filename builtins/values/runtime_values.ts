@@ -6,18 +6,19 @@
  * @module
  */
 
-import { DLDeviceType } from "../devices/device.ts";
-import { findDevice } from "../devices/find_device.ts";
-import { MemoryScope } from "../devices/memory_scope.ts";
-import { NDArray } from "../devices/ndarray.ts";
-import { Closure } from "../ground/closure.ts";
-import { Tuple, tupleFields } from "../ground/tuple.ts";
-import { printable } from "../ground/printable.ts";
-import { BuiltinTable } from "./builtin_table.ts";
-import { describe } from "./describe.ts";
-import { checkLive } from "./validate.ts";
-import { runningLimit } from "./host_scratch.ts";
-import { cpu } from "../devices/cpu_device.ts";
+import { scalarTruth, tensorTruth } from "../../devices/condition.ts";
+import { DLDeviceType } from "../../devices/device.ts";
+import { findDevice } from "../../devices/find_device.ts";
+import { MemoryScope } from "../../devices/memory_scope.ts";
+import { NDArray } from "../../devices/ndarray.ts";
+import { Closure } from "../../ground/closure.ts";
+import { Tuple, tupleFields } from "../../ground/tuple.ts";
+import { printable } from "../../ground/printable.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import { describe } from "../describe.ts";
+import { checkLive } from "../validate.ts";
+import { runningLimit } from "../host_scratch.ts";
+import { cpu } from "../../devices/cpu_device.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const valueBuiltins = new BuiltinTable(
@@ -143,23 +144,16 @@ valueBuiltins.add("vm.builtin.tuple_reset_item", (tuple: unknown, index: unknown
 });
 
 valueBuiltins.add("vm.builtin.read_if_cond", (x: unknown): boolean | Promise<boolean> => {
-  if (typeof x === "number") return x !== 0;
-  if (typeof x === "boolean") return x;
-  if (x instanceof NDArray) {
-    if (x.size !== 1) {
-      throw new TypeError(
-        `read_if_cond: expected a one-element tensor, got shape [${x.shape.join(", ")}]`,
-      );
-    }
-    // Number(): an int64 element is a bigint (0n !== 0); dataSync/data give bfloat16 values.
-    if (x.device.kind === "cpu") return Number(x.dataSync()[0]) !== 0;
-    return x.data().then((d) => Number(d[0]) !== 0);
-  }
-  throw new TypeError(`read_if_cond: expected a number, boolean or tensor, got ${describe(x)}`);
+  const scalar = scalarTruth(x);
+  if (scalar !== undefined) return scalar;
+  if (x instanceof NDArray) return tensorTruth(x, "read_if_cond");
+  throw new TypeError(
+    `read_if_cond: expected a number, bigint, boolean or tensor, got ${describe(x)}`,
+  );
 }, {
   signature: "(x) → boolean",
   summary:
-    "A boolean for `If` from a number, boolean or one-element tensor on any device (a GPU tensor is read back, so this call waits for the GPU).",
+    "A boolean for `If` from a number, bigint, boolean or one-element tensor on any device, nonzero being true, the rule `If` itself uses (a GPU tensor is read back, so this call waits for the GPU).",
   dtypes: "any",
   devices: ["cpu", "webgpu"],
   errors: "`TypeError` (another kind of value, a tensor of more than one element).",

@@ -27,8 +27,6 @@
  * Errors: `TypeError` (wrong kind of value or dtype), `RangeError` (shapes),
  * messages starting with the operator name.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @example One decode step: one new query against four cached keys
  * ```ts
  * import { getGlobalFunc, type NDArray, tensor } from "@relaxvm/relaxvm";
@@ -47,19 +45,14 @@
  * @module
  */
 
-import type { TensorDType } from "../ground/dtype.ts";
-import type { NDArray } from "../devices/ndarray.ts";
-import { BuiltinTable } from "./builtin_table.ts";
-import type { AttentionLayout } from "../kernels/kernel_backend.ts";
-import { formatShape } from "../kernels/broadcast.ts";
-import {
-  checkArgCount,
-  checkDType,
-  checkSameDevice,
-  describe,
-  launch,
-  tensorArg,
-} from "./operators.ts";
+import type { TensorDType } from "../../ground/dtype.ts";
+import type { NDArray } from "../../devices/ndarray.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import type { AttentionLayout } from "../../kernels/kernel_backend.ts";
+import { formatShape } from "../../kernels/broadcast.ts";
+import { checkArgCount, checkDType, checkSameDevice, launch } from "./operator_arguments.ts";
+import { describe } from "../describe.ts";
+import { tensorArg } from "../validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const attentionBuiltins = new BuiltinTable("Attention operators", import.meta.url);
@@ -76,7 +69,7 @@ const FLOAT: readonly TensorDType[] = ["float32"];
 function causalMask(args: readonly unknown[]): NDArray {
   const name = "vm.op.causal_mask";
   checkArgCount(name, args, 1, 2);
-  const x = tensorArg(name, args[0], 0, "scores");
+  const x = tensorArg(args[0], "argument 0 (scores)", name);
   checkDType(name, x, "scores", FLOAT);
   const rank = x.shape.length;
   if (rank < 2) {
@@ -119,9 +112,9 @@ const LAYOUTS: readonly AttentionLayout[] = ["BHSD", "BSHD"];
 function attention(args: readonly unknown[]): NDArray {
   const name = "vm.op.attention";
   checkArgCount(name, args, 3, 6);
-  const q = tensorArg(name, args[0], 0, "q");
-  const k = tensorArg(name, args[1], 1, "k");
-  const v = tensorArg(name, args[2], 2, "v");
+  const q = tensorArg(args[0], "argument 0 (q)", name);
+  const k = tensorArg(args[1], "argument 1 (k)", name);
+  const v = tensorArg(args[2], "argument 2 (v)", name);
   for (const [t, role] of [[q, "q"], [k, "k"], [v, "v"]] as const) checkDType(name, t, role, FLOAT);
   checkSameDevice(name, [q, k, v]);
   const shapes = `q ${formatShape(q.shape)}, k ${formatShape(k.shape)} and v ${
