@@ -11,6 +11,7 @@
  * @module
  */
 
+import { beforeLargeInput } from "../devices/allocation_context.ts";
 import { NDArray } from "../devices/ndarray.ts";
 import { DataType, type TensorDType, tensorDType } from "../ground/dtype.ts";
 import { isVMObject } from "../ground/object.ts";
@@ -114,6 +115,7 @@ export function tensorArg(v: unknown, what: string, who: string, dtype?: TensorD
   if (dtype !== undefined && v.dtype !== dtype) {
     throw new TypeError(`${who}: ${what} must be ${dtype}, got ${v.dtype}`);
   }
+  beforeLargeInput(v.nbytes);
   return v;
 }
 

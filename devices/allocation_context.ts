@@ -10,7 +10,7 @@
  */
 
 import type { Device } from "./device.ts";
-import type { Allocator } from "./allocator.ts";
+import { type Allocator, LARGE_BLOCK_BYTES } from "./allocator.ts";
 import { NaiveAllocator } from "./naive_allocator.ts";
 import { shared } from "../ground/shared.ts";
 
@@ -18,6 +18,8 @@ import { shared } from "../ground/shared.ts";
 export interface AllocatorSet {
   /** The allocator for `device`. */
   allocatorFor(device: Device): Allocator;
+  /** The memory limit the set's allocators share, whose hook checks the running call's clock. */
+  readonly limit?: { readonly onLargeBlock: (() => void) | null };
 }
 
 /**
@@ -68,4 +70,16 @@ export function activateAllocators(set: AllocatorSet | null): AllocatorSet | nul
   const previous = context.active;
   context.active = set;
   return previous;
+}
+
+/**
+ * Called by builtins for each tensor they take (`tensorArg`): before a kernel
+ * reads a large input, the running call checks its clock and signal, as it
+ * does before a large allocation (`MemoryLimit.onLargeBlock`). A reduction
+ * reads megabytes into a 4-byte result, so the allocation check alone would
+ * let a run of them go on past the call's timeout. One comparison for a small
+ * tensor; a clock read for a large one.
+ */
+export function beforeLargeInput(nbytes: number): void {
+  if (nbytes >= LARGE_BLOCK_BYTES) context.active?.limit?.onLargeBlock?.();
 }

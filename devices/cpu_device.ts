@@ -2,8 +2,6 @@
  * The CPU device: blocks are `ArrayBuffer`s, and every copy is synchronous.
  * It is also the host every other device copies through.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -2,8 +2,6 @@
  * Where `attention`'s rows live for each layout (`AttentionLayout`): the
  * geometry both backends index with, so that neither needs a transpose.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

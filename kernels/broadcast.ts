@@ -6,8 +6,6 @@
  * Shapes align at their trailing axes; two sizes are compatible when they are
  * equal or one of them is 1, and a missing leading axis counts as 1.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -3,8 +3,6 @@
  * and `concat`: where a slice's window starts and how it steps, and where
  * each input of a concatenation lands in the output, in elements.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

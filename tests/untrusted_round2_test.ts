@@ -390,6 +390,34 @@ Deno.test("finding 6: straight-line large kernels stop at the call's timeout", a
   }
 });
 
+Deno.test("finding 6: large kernels with small outputs (reductions) stop at the call's timeout", async () => {
+  // 60 sums of a 4M-element tensor in a row: each reads 16 MiB but allocates a 4-byte result, so
+  // the check before a large allocation never runs; the one before large input must.
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 1 }, () => {
+    for (let i = 0; i < 60; i++) ib.emit_call("vm.op.sum", [ib.r(0)], { dst: ib.r(1 + i) });
+    ib.emit_ret(ib.r(60));
+  });
+  const ex = ib.get();
+  using a = tensor(new Float32Array(1 << 22).fill(1), { shape: [1 << 22] });
+  for (const [form, options] of Object.entries(FORMS)) {
+    using vm = new VirtualMachine(ex, undefined, options);
+    const t0 = performance.now();
+    using full = await vm.invoke<NDArray>("main", a); // unlimited, it finishes
+    const whole = performance.now() - t0;
+    const limit = Math.max(5, whole / 8);
+    const t1 = performance.now();
+    await assertRejects(
+      () => vm.with({ timeoutMs: limit }).invoke("main", a),
+      VMError,
+      "Timed out",
+    );
+    const stopped = performance.now() - t1;
+    assert(stopped < limit + whole / 3, `${form}: stopped after ${stopped} ms of ${whole}`);
+    assertEquals(full.dataSync()[0], 1 << 22);
+  }
+});
+
 Deno.test("finding 12: time_evaluator takes no endless count and never starves the event loop", async () => {
   const ib = new ExecBuilder();
   ib.function("id", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));

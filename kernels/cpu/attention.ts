@@ -12,8 +12,6 @@
  * `exp` from overflowing (as `vm.op.softmax` does); NaN in a row's scores
  * makes that row NaN.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

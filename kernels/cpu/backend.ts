@@ -5,8 +5,6 @@
  * kernels only compute. They are also the reference the GPU kernels are
  * tested against.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

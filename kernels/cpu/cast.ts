@@ -16,8 +16,6 @@
  *   the format's range become infinities, NaN stays NaN. float16 and
  *   bfloat16 → anything go through their exact float32 value.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

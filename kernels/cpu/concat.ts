@@ -6,8 +6,6 @@
  * side by side, so each input is `outer` block copies (one when the axis is
  * the first).
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -12,8 +12,6 @@
  * `vs`/`sv` row over the whole output, and any other broadcast walks the
  * outer axes and runs one row per step.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -7,8 +7,6 @@
  * `-2^63`. Exact at every magnitude, and slower than the number kernels:
  * int64 tensors are shapes, token ids and indices, not bulk data.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

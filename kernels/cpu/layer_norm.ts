@@ -5,8 +5,6 @@
  * `E[x²] - E[x]²` form cancels badly when the mean is large); the variance is
  * the population one (divided by the row length), as in TVM and PyTorch.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

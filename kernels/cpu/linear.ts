@@ -8,8 +8,6 @@
  * to the WebAssembly SIMD kernels first when they are large enough
  * (matmul.ts's `gemm`). The bias is added as each row is finished.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -36,8 +36,6 @@
  * of a single product first, so a decode step's one-row batches become
  * one product with full tiles.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -9,8 +9,6 @@
  * not drift and int32 sums are exact (stored modulo 2^32, wrapping as on the
  * GPU) while they stay below 2^53.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -3,8 +3,6 @@
  * (nucleus) sampling over rows of logits. They are the reference for the
  * WebGPU kernels, which compute the same results without sorting.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

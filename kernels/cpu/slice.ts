@@ -7,8 +7,6 @@
  * whole rows becomes block copies and only a stepped innermost axis is an
  * element loop.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

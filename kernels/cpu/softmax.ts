@@ -5,8 +5,6 @@
  * the largest term is `exp(0) = 1` and nothing overflows; a row holding
  * `+Infinity` or `NaN` yields `NaN`, as the textbook formula does.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -8,8 +8,6 @@
  *
  * Indices are int32 or int64 (`BigInt64Array`), mapped by `mapIndex`.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

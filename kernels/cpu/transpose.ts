@@ -6,8 +6,6 @@
  * a permutation that keeps the innermost axis becomes block copies and a
  * 2-D transpose stays a single strided loop.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

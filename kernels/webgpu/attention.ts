@@ -24,8 +24,6 @@
  * `workgroup_reduce.ts` hold: the workgroup variant's chunk loop bounds
  * depend only on the workgroup id and uniforms.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

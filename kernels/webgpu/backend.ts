@@ -9,8 +9,6 @@
  * devices/webgpu/ (kernel_program.ts and the caches: pipelines by key and
  * layout, uniform buffers, bind groups).
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

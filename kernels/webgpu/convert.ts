@@ -29,8 +29,6 @@
  * The source is read through strides (as in the elementwise template), so a
  * transpose is a convert from a dtype to itself.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -23,8 +23,6 @@
  * - int32 `divide` follows WGSL's rule: truncating, and a zero divisor yields
  *   the dividend (so does `-2^31 / -1`); the CPU kernel implements the same.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -16,8 +16,6 @@
  *   sizes and strides come from uniforms, so one pipeline serves every shape
  *   of that rank.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

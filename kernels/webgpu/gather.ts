@@ -6,8 +6,6 @@
  * strides are whole multiples of four words) and work for any dtype whose
  * rows are whole words; callers fall back to `copyBlock` where they are not.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

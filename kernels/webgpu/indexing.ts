@@ -5,8 +5,6 @@
  * `[64, 128, 3]` add is a flat loop of 24576, a bias add `[64, 128] + [128]`
  * needs two dimensions, not more.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

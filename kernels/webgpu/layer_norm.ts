@@ -7,8 +7,6 @@
  * One thread per row when rows are many or short, one workgroup per row when
  * they are few and long.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

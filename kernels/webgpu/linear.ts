@@ -17,8 +17,6 @@
  * along N; for more, up to 8 rows × 8 columns per thread, the workgroup
  * 8 × 8 threads.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

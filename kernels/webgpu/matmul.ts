@@ -32,8 +32,6 @@
  * Threads of a workgroup are laid out `COLS` blocks wide, so neighbouring
  * threads share the rows of A they read and walk adjacent columns of B.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -17,8 +17,6 @@
  *   same template until one value per result remains. Right for few, long
  *   reductions (a full sum of 16M values would otherwise run on one thread).
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

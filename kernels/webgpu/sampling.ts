@@ -26,8 +26,6 @@
  * CPU's, so a sample whose `u` falls within rounding of a boundary between
  * two tokens may differ between the devices; everywhere else they agree.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

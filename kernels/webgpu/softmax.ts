@@ -7,8 +7,6 @@
  * workgroup per row (tree reductions in workgroup memory) when they are few
  * and long.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -8,8 +8,6 @@
  * only from uniform control flow (every thread of the workgroup reaches the
  * call; an early `return` must depend only on the workgroup id or uniforms).
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -18,8 +18,6 @@
  * Encodings follow the WebAssembly core specification 2.0 (binary format,
  * §5) and the relaxed-SIMD proposal (opcodes 0xfd 0x100–0x113).
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -39,8 +39,6 @@
  * call in `"auto"` mode, no WebAssembly); the caller then runs the
  * TypeScript kernel.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -23,8 +23,6 @@
  * With relaxed SIMD a multiply-add is one `f32x4.relaxed_madd` (fused on
  * hardware with FMA); without it, `f32x4.mul` then `f32x4.add`.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

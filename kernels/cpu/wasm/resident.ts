@@ -27,8 +27,6 @@
  * region is outside `maxMemoryBytes` and `memory_stats()`: it is a second
  * copy of weights the tensor cache already holds.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

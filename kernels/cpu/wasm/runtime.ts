@@ -26,8 +26,6 @@
  * worker blocked waiting for work would keep Deno alive), and starts again
  * on the next call.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 

@@ -32,8 +32,6 @@
  * run on the calling thread alone. The worker source is a string turned
  * into a `blob:` URL, so bundles need no second file.
  *
- * This file is browser-safe: no `Deno.*`.
- *
  * @module
  */
 
