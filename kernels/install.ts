@@ -8,11 +8,11 @@
  */
 
 import { cpuBackend } from "./cpu/backend.ts";
-import { registerBackend } from "./kernel_backend.ts";
+import { registerKernels } from "./kernel_backend.ts";
 import { webgpuBackend } from "./webgpu/backend.ts";
 
-/** Installs the CPU and WebGPU kernels. */
+/** Installs the CPU and WebGPU kernels (each backend's `Partial<OpBackend>`). */
 export function installKernels(): void {
-  registerBackend("cpu", cpuBackend);
-  registerBackend("webgpu", webgpuBackend);
+  registerKernels("cpu", cpuBackend);
+  registerKernels("webgpu", webgpuBackend);
 }

@@ -1,9 +1,24 @@
 /**
- * The contract between the operator front end (builtins/operators/tensor_operators.ts:
- * argument checks, output shapes, output allocation) and the per-device
- * kernel backends (kernels/cpu/, kernels/webgpu/). A backend receives
- * checked inputs and an allocated output and fills the output; it may queue
- * the work (a GPU) and return before it is done.
+ * The kernel registry: the contract between the operator front end
+ * (builtins/operators/: argument checks, output shapes, output allocation)
+ * and the per-device kernels (kernels/cpu/, kernels/webgpu/). A kernel
+ * receives checked inputs and an allocated output and fills the output; it
+ * may queue the work (a GPU) and return before it is done.
+ *
+ * As in TF.js's kernel registry, there is one kernel per (op, device kind),
+ * and a backend registers the kernels it has (`registerKernels`, or
+ * `registerKernel` for one), so adding a backend or a kernel to one is a
+ * change in that backend's folder alone. `OpBackend` lists every op and its
+ * signature; a backend is a `Partial<OpBackend>`.
+ *
+ * Fallback rule: there is no silent fallback. An op with no kernel for a
+ * tensor's device kind throws, when called, an error naming the op and the
+ * device kind (and the ops that kind does have); a kind with no kernel at
+ * all throws at `backendFor`. A backend that wants another backend's kernel
+ * for an op declares it by registering that kernel under its own kind (one
+ * line in its backend.ts), which only works where the kernel can read the
+ * backend's memory — a CPU kernel cannot read a GPU buffer synchronously, so
+ * WebGPU registers every op.
  *
  * @module
  */
@@ -33,7 +48,11 @@ export type TakeMode = "fast" | "clip" | "wrap";
  */
 export type AttentionLayout = "BHSD" | "BSHD";
 
-/** Kernels of one device kind. Every method fills `out`, already allocated on the inputs' device. */
+/**
+ * Every op's kernel signature: the table `backendFor` returns for one device
+ * kind. Every method fills `out`, already allocated on the inputs' device.
+ * A backend registers a `Partial<OpBackend>`; see the module's fallback rule.
+ */
 export interface OpBackend {
   /** `out[i] = op(x[i])`; `out` has x's shape and dtype. */
   unary(op: UnaryOp, x: NDArray, out: NDArray): void;
@@ -125,17 +144,118 @@ export interface OpBackend {
   ): void;
 }
 
-/** Installed backends by device kind; a plain record, so the lookup on every op is one property load. */
-const backends: Partial<Record<DeviceKind, OpBackend>> = {};
+/** An op's name: one entry of the kernel table. */
+export type KernelName = keyof OpBackend;
 
-/** Installs the kernels for one device kind (done by each backend module on import). */
-export function registerBackend(kind: DeviceKind, backend: OpBackend): void {
-  backends[kind] = backend;
+/** Every op, in `OpBackend`'s order (the `satisfies` check keeps the list complete). */
+export const KERNEL_NAMES = [
+  "unary",
+  "binary",
+  "matmul",
+  "linear",
+  "reduce",
+  "softmax",
+  "layerNorm",
+  "transpose",
+  "cast",
+  "take",
+  "stridedSlice",
+  "concat",
+  "argmax",
+  "sampleTopP",
+  "causalMask",
+  "attention",
+] as const satisfies readonly KernelName[];
+// A compile error here means an op was added to `OpBackend` without being listed above.
+const _everyOpListed: Exclude<KernelName, (typeof KERNEL_NAMES)[number]> extends never ? true
+  : never = true;
+void _everyOpListed;
+
+/**
+ * Kernels by (device kind, op). Each kind's table is complete: an op with no
+ * registered kernel holds a stand-in that throws the missing-kernel error,
+ * so the front end's lookup stays one property load per op and needs no check.
+ */
+export class KernelRegistry {
+  readonly #tables: Partial<Record<DeviceKind, OpBackend>> = {};
+  readonly #registered: Partial<Record<DeviceKind, Set<KernelName>>> = {};
+
+  /** Registers `kernel` as `op`'s kernel for `kind` devices, replacing any earlier one. */
+  register<K extends KernelName>(kind: DeviceKind, op: K, kernel: OpBackend[K]): void {
+    if (!(KERNEL_NAMES as readonly string[]).includes(op)) {
+      throw new TypeError(`No op named ${JSON.stringify(op)} has a kernel table entry`);
+    }
+    if (typeof kernel !== "function") {
+      throw new TypeError(`The ${op} kernel for ${kind} devices must be a function`);
+    }
+    const table = this.#tables[kind] ??= this.#emptyTable(kind);
+    (this.#registered[kind] ??= new Set()).add(op);
+    table[op] = kernel;
+  }
+
+  /** Registers each kernel in `kernels` for `kind` devices. */
+  registerAll(kind: DeviceKind, kernels: Partial<OpBackend>): void {
+    for (const op of KERNEL_NAMES) {
+      const kernel = kernels[op];
+      if (kernel !== undefined) this.register(kind, op, kernel);
+    }
+  }
+
+  /** Whether `kind` devices have a kernel for `op`. */
+  has(kind: DeviceKind, op: KernelName): boolean {
+    return this.#registered[kind]?.has(op) ?? false;
+  }
+
+  /** The kernel table for `kind`; throws when no kernel at all is registered for it. */
+  tableFor(kind: DeviceKind): OpBackend {
+    const table = this.#tables[kind];
+    if (table === undefined) {
+      throw new Error(`No operator kernels are installed for ${kind} devices`);
+    }
+    return table;
+  }
+
+  #emptyTable(kind: DeviceKind): OpBackend {
+    const table = {} as Record<KernelName, unknown>;
+    for (const op of KERNEL_NAMES) {
+      table[op] = () => {
+        const have = [...(this.#registered[kind] ?? [])].join(", ");
+        throw new Error(
+          `No ${op} kernel is installed for ${kind} devices (${kind} has: ${have || "none"})`,
+        );
+      };
+    }
+    return table as unknown as OpBackend;
+  }
 }
 
-/** The kernels for `kind`; throws when none are installed. */
+/** The registry the `vm.op.*` front end uses (filled by kernels/install.ts). */
+const registry = new KernelRegistry();
+
+/** Registers one kernel, `op` for `kind` devices, in the front end's registry. */
+export function registerKernel<K extends KernelName>(
+  kind: DeviceKind,
+  op: K,
+  kernel: OpBackend[K],
+): void {
+  registry.register(kind, op, kernel);
+}
+
+/** Registers the kernels a backend has for `kind` devices (done by kernels/install.ts). */
+export function registerKernels(kind: DeviceKind, kernels: Partial<OpBackend>): void {
+  registry.registerAll(kind, kernels);
+}
+
+/** Whether the front end has a kernel for `op` on `kind` devices. */
+export function hasKernel(kind: DeviceKind, op: KernelName): boolean {
+  return registry.has(kind, op);
+}
+
+/**
+ * The kernel table for `kind`: one property load finds an op's kernel, and an
+ * op `kind` lacks throws the missing-kernel error when called. Throws when no
+ * kernel at all is installed for `kind`.
+ */
 export function backendFor(kind: DeviceKind): OpBackend {
-  const b = backends[kind];
-  if (b === undefined) throw new Error(`No operator kernels are installed for ${kind} devices`);
-  return b;
+  return registry.tableFor(kind);
 }

@@ -23,8 +23,8 @@ import { softmaxKernel } from "./softmax.ts";
 import { takeKernel } from "./take.ts";
 import { transposeKernel } from "./transpose.ts";
 
-/** The CPU kernels, one per `OpBackend` method. */
-export const cpuBackend: OpBackend = {
+/** The CPU kernels by op (every op has one); registered for `cpu` devices by kernels/install.ts. */
+export const cpuBackend: Partial<OpBackend> = {
   unary: unaryKernel,
   binary: binaryKernel,
   matmul: matmulKernel,

@@ -1,5 +1,5 @@
 /**
- * The WebGPU operator kernels: op glue implementing `OpBackend` on top of the
+ * The WebGPU operator kernels: op glue, one kernel per `OpBackend` op, on top of the
  * WGSL templates, installed for `"webgpu"` devices by kernels/install.ts.
  *
  * Each method turns checked tensors into a `Program` (template + uniforms)
@@ -149,7 +149,7 @@ function requireFloat32(op: string, ...ts: NDArray[]): void {
 }
 
 /** The WebGPU kernels. */
-export const webgpuBackend: OpBackend = {
+export const webgpuBackend: Partial<OpBackend> = {
   unary(op: UnaryOp, x: NDArray, out: NDArray): void {
     elementwise(unaryFn(op, wgslType(x.dtype)), [x], [contiguousStrides(x.shape)], out);
   },
