@@ -2,6 +2,7 @@
  * Apache TVM's executable format (`relax.VMExecutable`, TVM 0.23–0.27), read
  * and written byte for byte as TVM's `src/runtime/vm/executable.cc` does.
  * Checked against `apache-tvm==0.27.0.post1` by tests/tvm/ (tools/tvm/).
+ * This file reads; program/tvm_format_save.ts writes.
  *
  * ```text
  * header     u64 magic 0xD225DE2F4214151E, string version "0.14"
@@ -37,11 +38,9 @@
  * @module
  */
 
-import { ByteReader, ByteWriter } from "./byte_io.ts";
+import { ByteReader } from "./byte_io.ts";
 import {
   ArgKind,
-  argKind,
-  argValue,
   encodeArg,
   MAX_OPERAND_VALUE,
   type OpcodeInfo,
@@ -54,7 +53,7 @@ import { LoadError } from "../ground/errors.ts";
 import { printable } from "../ground/printable.ts";
 import { NDArray, shapeSize } from "../devices/ndarray.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
-import type { ConstantValue, FunctionInfo, ProgramData } from "./program_data.ts";
+import type { ConstantValue, FunctionInfo } from "./program_data.ts";
 import { type LoadedProgram, verifiedProgram } from "./serialize.ts";
 
 /** The magic number of TVM ≥ 0.23's executables (`kTVMVMBytecodeMagicV2`). */
@@ -77,15 +76,18 @@ export const TvmTypeIndex = {
 } as const;
 
 /** `kTVMNDArrayMagic`: starts every tensor SaveDLTensor writes. */
-const TENSOR_MAGIC = 0xDD5E40F096B4A13Fn;
-const FuncKind = { Packed: 0, VM: 1, VMTIR: 2 } as const;
+export const TENSOR_MAGIC = 0xDD5E40F096B4A13Fn;
+/** The kind word before each function of the table. */
+export const FuncKind = { Packed: 0, VM: 1, VMTIR: 2 } as const;
 /** A packed function's num_args in TVM's table (DeclareFunction marks it undefined). */
-const PACKED_NUM_ARGS = -2n;
+export const PACKED_NUM_ARGS = -2n;
 const SPECIAL_REGISTER = 2n ** 54n;
-const TVM_VOID = SPECIAL_REGISTER;
-const TVM_VM = SPECIAL_REGISTER + 1n;
-const VALUE_BITS = 56n;
-const VALUE_MASK = (1n << VALUE_BITS) - 1n;
+/** TVM's `%void` and `%vm` register numbers. */
+export const TVM_VOID = SPECIAL_REGISTER;
+export const TVM_VM = SPECIAL_REGISTER + 1n;
+/** An operand word is `kind << VALUE_BITS | value`, value masked by VALUE_MASK. */
+export const VALUE_BITS = 56n;
+export const VALUE_MASK = (1n << VALUE_BITS) - 1n;
 const MAX_NDIM = 32;
 /** The bits of the NaN that JS engines, Python and TVM make. */
 const CANONICAL_NAN = 0x7ff8000000000000n;
@@ -497,126 +499,4 @@ export function loadTvmProgram(bytes: Uint8Array): LoadedProgram {
     for (const c of constants) if (c instanceof NDArray) c.dispose();
     throw e;
   }
-}
-
-// ---------------------------------------------------------------- writing
-
-function writeString(w: ByteWriter, s: string): void {
-  const b = new TextEncoder().encode(s);
-  w.i64(b.length);
-  w.bytes(b);
-}
-
-function writeConstant(w: ByteWriter, c: ConstantValue, index: number): void {
-  if (typeof c === "number") {
-    w.i32(TvmTypeIndex.Float);
-    w.f64(c);
-  } else if (typeof c === "bigint") {
-    if (c !== BigInt.asIntN(64, c)) {
-      throw new RangeError(`constant c[${index}] = ${c} does not fit TVM's int64`);
-    }
-    w.i32(TvmTypeIndex.Int);
-    w.i64(c);
-  } else if (typeof c === "string") {
-    w.i32(TvmTypeIndex.Str);
-    writeString(w, c);
-  } else if (c instanceof ShapeTuple) {
-    w.i32(TvmTypeIndex.Shape);
-    w.i64(c.length);
-    for (const d of c) w.i64(d);
-  } else if (c instanceof DataType) {
-    w.i32(TvmTypeIndex.DataType);
-    w.u8(c.code);
-    w.u8(c.bits);
-    w.u16(c.lanes);
-  } else {
-    w.i32(TvmTypeIndex.Tensor);
-    w.i64(TENSOR_MAGIC);
-    w.i64(0);
-    w.i32(1); // kDLCPU
-    w.i32(0);
-    w.i32(c.shape.length);
-    const dt = DataType.parse(c.dtype);
-    w.u8(dt.code);
-    w.u8(dt.bits);
-    w.u16(dt.lanes);
-    for (const d of c.shape) w.i64(d);
-    const data = c.cpuView(); // the stored bytes: bfloat16 bits, not their float32 values
-    w.i64(data.byteLength);
-    w.bytes(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
-  }
-}
-
-function tvmRegister(reg: number): bigint {
-  if (reg === VOID_REGISTER) return TVM_VOID;
-  if (reg === VM_REGISTER) return TVM_VM;
-  return BigInt(reg);
-}
-
-function tvmOperand(word: number): bigint {
-  const kind = argKind(word), value = argValue(word);
-  const v = kind === ArgKind.Register ? tvmRegister(value) : BigInt(value);
-  return (BigInt(kind) << VALUE_BITS) | (v & VALUE_MASK);
-}
-
-/** TVM's code words for relaxvm's, led by the opcode table. */
-function tvmWords(p: ProgramData): BigInt64Array {
-  const out = new BigInt64Array(p.instrData.length);
-  for (let i = 0; i < p.instrOffset.length; i++) {
-    const at = p.instrOffset[i];
-    const info = opcodeInfo(p.instrData[at])!;
-    out[at] = BigInt(p.instrData[at]);
-    let operands = 0;
-    info.fields.forEach((field, k) => {
-      const v = p.instrData[at + 1 + k];
-      out[at + 1 + k] = field.role === "write" || field.role === "read"
-        ? tvmRegister(v)
-        : BigInt(v);
-      if (field.role === "count") operands = v;
-    });
-    const first = at + 1 + info.fields.length;
-    for (let w = first; w < first + operands; w++) out[w] = tvmOperand(p.instrData[w]);
-  }
-  return out;
-}
-
-/**
- * The bytes TVM 0.27 writes for this program (`VMExecutable.SaveToBytes`),
- * which TVM loads with `relax.ExecutableLoadFromFile` (a file) or
- * `ffi.Module.load_from_bytes.relax.VMExecutable` (bytes). relaxvm's
- * liveness flag has no place there (TVM frees values its own way) and is
- * dropped.
- */
-export function saveTvmProgram(p: ProgramData): Uint8Array {
-  const w = new ByteWriter();
-  w.i64(TVM_MAGIC);
-  writeString(w, TVM_VM_VERSION);
-  w.i64(p.functions.length);
-  for (const f of p.functions) {
-    w.i32(f.kind === "vm" ? FuncKind.VM : FuncKind.Packed);
-    writeString(w, f.name);
-    if (f.kind === "vm") {
-      w.i64(f.start);
-      w.i64(f.end);
-      w.i64(f.numArgs);
-      w.i64(f.registerFileSize);
-      w.i64(f.paramNames.length);
-      for (const name of f.paramNames) writeString(w, name);
-    } else {
-      w.i64(0);
-      w.i64(0);
-      w.i64(PACKED_NUM_ARGS);
-      w.i64(0);
-      w.i64(0);
-    }
-  }
-  w.i64(0); // memory scopes
-  w.i64(p.constants.length);
-  p.constants.forEach((c, i) => writeConstant(w, c, i));
-  w.i64(p.instrOffset.length);
-  for (const o of p.instrOffset) w.i64(o);
-  const words = tvmWords(p);
-  w.i64(words.length);
-  for (const word of words) w.i64(word);
-  return w.finish();
 }
