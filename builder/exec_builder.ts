@@ -15,27 +15,29 @@
  * @module
  */
 
-import { CheckError, type CheckProblem, formatProblem } from "../ground/errors.ts";
-import { getGlobalFunc, listGlobalFuncNames } from "../ground/registry.ts";
-import { suggestName } from "../ground/suggest.ts";
+import { CheckError, type CheckProblem } from "../ground/errors.ts";
 import { printable } from "../ground/printable.ts";
 import { INSPECT } from "../ground/inspect.ts";
 import type { BuiltinName } from "../ground/builtin_names.ts";
-import {
-  ArgKind,
-  encodeArg,
-  MAX_OPERAND_VALUE,
-  VM_REGISTER,
-  VOID_REGISTER,
-} from "../program/bytecode.ts";
-import { CodeWriter } from "../program/code_writer.ts";
-import { InstructionCursor } from "../program/decoder.ts";
+import { MAX_OPERAND_VALUE, VM_REGISTER, VOID_REGISTER } from "../program/bytecode.ts";
 import { type Executable, executableFromVerified } from "../program/executable.ts";
 import { formalizeProgram } from "../program/formalize.ts";
-import type { FunctionInfo, ProgramData } from "../program/program_data.ts";
 import { verifyProgram } from "../program/verifier.ts";
-import { checkConstant, type ConstantInput, ConstantPool, describe } from "./constant_pool.ts";
+import { type ConstantInput, describe } from "./constant_pool.ts";
 import { Operand } from "./operand.ts";
+import { BuilderState } from "./builder_state.ts";
+import {
+  checkInteger,
+  checkLabel,
+  checkName,
+  checkOptions,
+  CLOSE_HINT,
+  describeArg,
+  type FunctionEntry,
+  immediateOf,
+  operandText,
+  unregisteredWarnings,
+} from "./builder_checks.ts";
 
 /** Options of `ExecBuilder.function`. */
 export interface FunctionOptions {
@@ -65,156 +67,6 @@ export interface GetOptions {
 
 /** An `emit_call` argument: an operand, or a plain value that becomes a constant. */
 export type CallArg = Operand | ConstantInput;
-
-interface FunctionEntry {
-  kind: "vm" | "packed";
-  name: string;
-  start: number;
-  end: number;
-  numArgs: number;
-  paramNames: string[];
-  /** Whether a `function()` scope defined its body. */
-  defined: boolean;
-  /** Whether only `f(name)` has mentioned it (then it must become a VM function). */
-  onlyReferenced: boolean;
-  /** Labels jumped to but never placed in its body (see `label()`); `get()` reports them. */
-  unplacedLabels?: string[];
-}
-
-/**
- * A `TypeError` unless `name` can be a label: a non-empty string that does not look like a
- * number (`emit_goto("2")` is far likelier an offset passed as a string than a label).
- */
-function checkLabel(name: unknown, what: string): asserts name is string {
-  if (typeof name !== "string" || name === "" || /^\s*[-+]?\d/.test(name)) {
-    throw new TypeError(
-      `${what}: expected an integer offset or a label name (a string not starting with a digit), got ${
-        describe(name)
-      }`,
-    );
-  }
-}
-
-/** The labels of the function being written: where each is, and the jumps waiting for one. */
-interface LabelScope {
-  /** Label name -> the index (global) of the instruction it marks. */
-  placed: Map<string, number>;
-  /** Jumps to labels not placed yet: the jump's instruction index and the label. */
-  pending: { index: number; label: string }[];
-}
-
-/** What a `function()` body may change, so that a body that throws can take it back. */
-interface UndoMark {
-  functions: number;
-  code: number;
-  constants: number;
-  duplicates: number;
-  /** The fields of entries that existed before the body, as they were. */
-  saved: Map<FunctionEntry, FunctionEntry>;
-}
-
-/** How to close a scope that `using` left open, shown wherever an open scope is reported. */
-const CLOSE_HINT =
-  "close it with the scope's [Symbol.dispose]() (at the REPL's top level `using _ = ib.function(...)` never closes: call _[Symbol.dispose]()), or use the callback form ib.function(name, opts, () => { ... })";
-
-/** A `TypeError` unless `name` is a non-empty string. */
-function checkName(name: unknown, what: string): asserts name is string {
-  if (typeof name !== "string" || name === "") {
-    throw new TypeError(`${what}: name must be a non-empty string, got ${describe(name)}`);
-  }
-}
-
-/**
- * A `TypeError` unless `opts` is undefined or a plain options object whose
- * keys are all in `allowed` (a misspelt option would otherwise be ignored
- * without a word).
- */
-function checkOptions(
-  opts: unknown,
-  allowed: readonly string[],
-  what: string,
-): asserts opts is Record<string, unknown> | undefined {
-  if (opts === undefined) return;
-  if (typeof opts !== "object" || opts === null || Array.isArray(opts) || opts instanceof Operand) {
-    throw new TypeError(
-      `${what}: options must be an object { ${allowed.join(", ")} }, got ${describeArg(opts)}`,
-    );
-  }
-  for (const key in opts) {
-    if (!allowed.includes(key)) {
-      throw new TypeError(
-        `${what}: unknown option "${key}"; the options are ${
-          allowed.map((k) => `"${k}"`).join(", ")
-        }`,
-      );
-    }
-  }
-}
-
-/** An argument as a message names it: operands as the builder call that makes them. */
-function describeArg(v: unknown): string {
-  if (v instanceof Operand) return operandText(v);
-  return describe(v);
-}
-
-function operandText(op: Operand): string {
-  return op[INSPECT]();
-}
-
-/**
- * A `TypeError` for a non-number, a `RangeError` for a number that is not a
- * safe integer within `limit` (`min` and up).
- */
-function checkInteger(v: unknown, min: number, limit: number, what: string): asserts v is number {
-  if (typeof v !== "number") {
-    throw new TypeError(`${what}: expected an integer, got ${describe(v)}`);
-  }
-  if (!Number.isSafeInteger(v) || v < min || v > limit) {
-    throw new RangeError(
-      `${what}: ${v} is not ${
-        min === 0 ? "a non-negative integer" : "an integer"
-      } of magnitude at most ${limit}`,
-    );
-  }
-}
-
-/**
- * A warning per packed function `code` uses that the registry does not
- * hold now, naming its first use and the registered name it most likely
- * misspells. A warning, not an error: the function may be registered later,
- * before a VM calls it (a VM loads the executable anyway and fails at that call if not).
- */
-function unregisteredWarnings(code: ProgramData): string[] {
-  const warnings: string[] = [];
-  let names: string[] | undefined;
-  code.functions.forEach((f, index) => {
-    if (f.kind !== "packed" || getGlobalFunc(f.name) !== undefined) return;
-    names ??= listGlobalFuncNames();
-    const guess = suggestName(f.name, names);
-    const hint = guess === undefined ? "" : `; did you mean ${guess}?`;
-    const where = firstUse(code, index);
-    warnings.push(
-      `${where}packed function ${
-        printable(f.name)
-      } is not registered${hint} (register it before a VM calls it)`,
-    );
-  });
-  return warnings;
-}
-
-/** `@func[pc]: ` of the first instruction that refers to function `index`, or "" for none. */
-function firstUse(code: ProgramData, index: number): string {
-  const cursor = new InstructionCursor(code);
-  for (const owner of code.functions) {
-    if (owner.kind !== "vm") continue;
-    for (let i = owner.start; i < owner.end; i++) {
-      if (cursor.seek(i).refersToFunction(index)) {
-        return `${formatProblem({ functionName: owner.name, pc: i - owner.start, message: "" })}`;
-      }
-    }
-  }
-  return "";
-}
 
 /**
  * Builds an `Executable`.
@@ -253,20 +105,8 @@ function firstUse(code: ProgramData, index: number): string {
  * ```
  */
 export class ExecBuilder {
-  #functions: FunctionEntry[] = [];
-  #byName = new Map<string, number>();
-  #pool = new ConstantPool();
-  #code = new CodeWriter();
-  #open: FunctionEntry | null = null;
-  /** Whether the open scope is a callback's (then nesting is a plain mistake, not a forgotten close). */
-  #openByCallback = false;
-  /** Second and later definitions of a name, built detached (see `function()`) for `get()` to report. */
-  #duplicates: FunctionEntry[] = [];
-  #argScratch = new Float64Array(8);
-  /** Set while a `function()` body runs: what to restore if it throws. */
-  #undo: UndoMark | null = null;
-  /** The open function's labels. */
-  #labels: LabelScope = { placed: new Map(), pending: [] };
+  /** The function table, pool, code and scope state (builder/builder_state.ts). */
+  readonly #s = new BuilderState();
 
   /**
    * Opens VM function `name`. `opts` is `{ num_inputs, param_names }` or a
@@ -281,11 +121,11 @@ export class ExecBuilder {
    */
   function(name: string, opts: FunctionOptions | number = {}, body?: () => void): Disposable {
     checkName(name, "function");
-    if (this.#open !== null) {
+    if (this.#s.open !== null) {
       throw new Error(
-        this.#openByCallback
-          ? `Cannot open function "${name}" inside the body of function "${this.#open.name}": scopes do not nest`
-          : `Cannot open function "${name}": function "${this.#open.name}" is still open (scopes do not nest); ${CLOSE_HINT}`,
+        this.#s.openByCallback
+          ? `Cannot open function "${name}" inside the body of function "${this.#s.open.name}": scopes do not nest`
+          : `Cannot open function "${name}": function "${this.#s.open.name}" is still open (scopes do not nest); ${CLOSE_HINT}`,
       );
     }
     if (typeof opts === "function") {
@@ -321,51 +161,51 @@ export class ExecBuilder {
       throw new TypeError(`function "${name}": body must be a function, got ${describe(body)}`);
     }
     // Nothing has changed yet; from here on, a body that throws is taken back.
-    const undo = body === undefined ? null : this.#mark();
-    const entry = this.#entry(name);
+    const undo = body === undefined ? null : this.#s.mark();
+    const entry = this.#s.entry(name);
     // A duplicate is built into a detached entry, so the rest of the program still checks; so is
     // a replacement, which takes the old definition's place only once it closes (a body that
     // throws leaves the old one in place).
     let scope: FunctionEntry;
     if (entry?.defined) {
       scope = { ...entry };
-      if (!replace) this.#duplicates.push(scope);
+      if (!replace) this.#s.duplicates.push(scope);
     } else if (entry !== undefined) {
-      this.#touch(entry);
+      this.#s.touch(entry);
       scope = entry;
     } else {
-      scope = this.#add(name, "vm");
+      scope = this.#s.add(name, "vm");
     }
     Object.assign(scope, {
       kind: "vm",
-      start: this.#code.count,
-      end: this.#code.count,
+      start: this.#s.code.count,
+      end: this.#s.code.count,
       numArgs: numInputs,
       paramNames,
       defined: true,
       onlyReferenced: false,
       unplacedLabels: undefined,
     });
-    this.#open = scope;
-    this.#openByCallback = undo !== null;
-    this.#labels = { placed: new Map(), pending: [] };
+    this.#s.open = scope;
+    this.#s.openByCallback = undo !== null;
+    this.#s.labels = { placed: new Map(), pending: [] };
     const close = () => {
-      if (this.#open === scope) {
-        scope.end = this.#code.count;
-        this.#open = null;
-        this.#resolveLabels(scope);
-        if (replace && entry?.defined && scope !== entry) this.#replace(entry, scope);
+      if (this.#s.open === scope) {
+        scope.end = this.#s.code.count;
+        this.#s.open = null;
+        this.#s.resolveLabels(scope);
+        if (replace && entry?.defined && scope !== entry) this.#s.replace(entry, scope);
       }
     };
     if (undo !== null) {
-      this.#undo = undo;
+      this.#s.undo = undo;
       try {
         body!();
       } catch (error) {
-        this.#rollback(undo);
+        this.#s.rollback(undo);
         throw error;
       } finally {
-        this.#undo = null;
+        this.#s.undo = null;
         close();
       }
     }
@@ -373,7 +213,7 @@ export class ExecBuilder {
       [Symbol.dispose]: close,
       // What the REPL shows for `ib.function(...)`: whether the scope is still open.
       [INSPECT]: () =>
-        `FunctionScope(${printable(name)}, ${this.#open === scope ? "open" : "closed"})`,
+        `FunctionScope(${printable(name)}, ${this.#s.open === scope ? "open" : "closed"})`,
     } as Disposable;
   }
 
@@ -399,8 +239,10 @@ export class ExecBuilder {
           ? e.paramNames.map(printable).join(", ")
           : `${e.numArgs} input${e.numArgs === 1 ? "" : "s"}`
       })`;
-    const done = this.#functions.filter((e) => e.kind === "vm" && e.defined && e !== this.#open);
-    const twice = this.#duplicates.filter((e) => e !== this.#open);
+    const done = this.#s.functions.filter((e) =>
+      e.kind === "vm" && e.defined && e !== this.#s.open
+    );
+    const twice = this.#s.duplicates.filter((e) => e !== this.#s.open);
     const parts = [done.length === 0 ? "no functions" : done.map(describe).join(", ")];
     if (twice.length > 0) {
       parts.push(
@@ -409,8 +251,8 @@ export class ExecBuilder {
         } (remove_function(name) or function(name, { replace: true }))`,
       );
     }
-    if (this.#open !== null) parts.push(`open: ${describe(this.#open)}`);
-    const n = this.#code.count, c = this.#pool.length;
+    if (this.#s.open !== null) parts.push(`open: ${describe(this.#s.open)}`);
+    const n = this.#s.code.count, c = this.#s.pool.length;
     parts.push(`${n} instruction${n === 1 ? "" : "s"}, ${c} constant${c === 1 ? "" : "s"}`);
     return `ExecBuilder(${parts.join("; ")})`;
   }
@@ -423,12 +265,12 @@ export class ExecBuilder {
         `declare_function("${name}"): kind must be "packed" or "vm", got ${describe(kind)}`,
       );
     }
-    const entry = this.#entry(name);
+    const entry = this.#s.entry(name);
     if (entry === undefined) {
-      this.#add(name, kind);
+      this.#s.add(name, kind);
       return;
     }
-    this.#touch(entry);
+    this.#s.touch(entry);
     entry.onlyReferenced = false;
     if (kind === "vm" && !entry.defined) entry.kind = "vm";
   }
@@ -464,15 +306,15 @@ export class ExecBuilder {
    */
   remove_function(name: string): void {
     checkName(name, "remove_function");
-    if (this.#open !== null) {
+    if (this.#s.open !== null) {
       throw new Error(
-        `remove_function("${name}"): function "${this.#open.name}" is still open; close it first`,
+        `remove_function("${name}"): function "${this.#s.open.name}" is still open; close it first`,
       );
     }
-    const index = this.#byName.get(name);
-    const entry = index === undefined ? undefined : this.#functions[index];
+    const index = this.#s.byName.get(name);
+    const entry = index === undefined ? undefined : this.#s.functions[index];
     if (entry === undefined || entry.kind !== "vm" || !entry.defined) {
-      const defined = this.#functions.filter((e) => e.kind === "vm" && e.defined)
+      const defined = this.#s.functions.filter((e) => e.kind === "vm" && e.defined)
         .map((e) => printable(e.name));
       throw new Error(
         `remove_function("${name}"): this builder defines no VM function of that name (${
@@ -480,7 +322,7 @@ export class ExecBuilder {
         })`,
       );
     }
-    this.#removeDefinitions(entry);
+    this.#s.removeDefinitions(entry);
     Object.assign(entry, {
       start: 0,
       end: 0,
@@ -489,11 +331,11 @@ export class ExecBuilder {
       defined: false,
       unplacedLabels: undefined,
     });
-    if (!this.#code.refersToFunction(index!)) {
-      this.#code.dropFunction(index!);
-      this.#functions.splice(index!, 1);
-      this.#byName.clear();
-      this.#functions.forEach((e, i) => this.#byName.set(e.name, i));
+    if (!this.#s.code.refersToFunction(index!)) {
+      this.#s.code.dropFunction(index!);
+      this.#s.functions.splice(index!, 1);
+      this.#s.byName.clear();
+      this.#s.functions.forEach((e, i) => this.#s.byName.set(e.name, i));
     }
   }
 
@@ -569,7 +411,7 @@ export class ExecBuilder {
       const small = immediateOf(value);
       if (small !== null) return new Operand("immediate", small);
     }
-    return new Operand("constant", this.#pool.intern(value));
+    return new Operand("constant", this.#s.pool.intern(value));
   }
 
   /**
@@ -582,7 +424,7 @@ export class ExecBuilder {
     args: readonly CallArg[] = [],
     opts: CallOptions = {},
   ): void {
-    this.#scope("emit_call");
+    this.#s.scope("emit_call");
     checkName(name, "emit_call");
     if (!Array.isArray(args)) {
       throw new TypeError(
@@ -600,7 +442,7 @@ export class ExecBuilder {
     }
     let dst = VOID_REGISTER;
     if (typeof opts === "object" && opts !== null && opts.dst !== undefined) {
-      dst = this.#register(opts.dst, "emit_call", name);
+      dst = this.#s.register(opts.dst, "emit_call", name);
     } else {
       // Without a destination, a misspelt one ({ dest: … }) would discard the result unseen.
       checkOptions(opts, ["dst"], `emit_call("${name}")`);
@@ -610,31 +452,31 @@ export class ExecBuilder {
     // immediates and constant indices are encoded at once; function references and plain
     // values (which may add a table entry or a constant) only once all are checked.
     const n = args.length;
-    const words = n <= this.#argScratch.length ? this.#argScratch : new Float64Array(n);
+    const words = n <= this.#s.argScratch.length ? this.#s.argScratch : new Float64Array(n);
     let pending = false;
     for (let k = 0; k < n; k++) {
-      const word = this.#checkedWord(args[k], k, name);
+      const word = this.#s.checkedWord(args[k], k, name);
       if (Number.isNaN(word)) pending = true;
       words[k] = word;
     }
     if (pending) {
-      for (let k = 0; k < n; k++) if (Number.isNaN(words[k])) words[k] = this.#argWord(args[k]);
+      for (let k = 0; k < n; k++) if (Number.isNaN(words[k])) words[k] = this.#s.argWord(args[k]);
     }
-    let index = this.#byName.get(name);
+    let index = this.#s.byName.get(name);
     if (index === undefined) {
-      this.#add(name, "packed");
-      index = this.#functions.length - 1;
-    } else if (this.#functions[index].onlyReferenced) {
-      this.#touch(this.#functions[index]);
-      this.#functions[index].onlyReferenced = false;
+      this.#s.add(name, "packed");
+      index = this.#s.functions.length - 1;
+    } else if (this.#s.functions[index].onlyReferenced) {
+      this.#s.touch(this.#s.functions[index]);
+      this.#s.functions[index].onlyReferenced = false;
     }
-    this.#code.call(dst, index, words, n);
+    this.#s.code.call(dst, index, words, n);
   }
 
   /** `Ret`: returns the value in register `reg`. */
   emit_ret(reg: Operand): void {
-    this.#scope("emit_ret");
-    this.#code.ret(this.#register(reg, "emit_ret"));
+    this.#s.scope("emit_ret");
+    this.#s.code.ret(this.#s.register(reg, "emit_ret"));
   }
 
   /**
@@ -660,8 +502,8 @@ export class ExecBuilder {
    * ```
    */
   emit_goto(pc_offset: number | string): void {
-    this.#scope("emit_goto");
-    this.#code.goto(this.#jump(pc_offset, "emit_goto"));
+    this.#s.scope("emit_goto");
+    this.#s.code.goto(this.#s.jump(pc_offset, "emit_goto"));
   }
 
   /**
@@ -671,9 +513,9 @@ export class ExecBuilder {
    * `vm.prim.*` comparisons make the condition; see `emit_goto` for a loop.
    */
   emit_if(cond: Operand, false_offset: number | string): void {
-    this.#scope("emit_if");
-    const register = this.#register(cond, "emit_if");
-    this.#code.if(register, this.#jump(false_offset, "emit_if"));
+    this.#s.scope("emit_if");
+    const register = this.#s.register(cond, "emit_if");
+    this.#s.code.if(register, this.#s.jump(false_offset, "emit_if"));
   }
 
   /**
@@ -707,12 +549,12 @@ export class ExecBuilder {
    * ```
    */
   label(name: string): void {
-    this.#scope("label");
+    this.#s.scope("label");
     checkLabel(name, "label");
-    if (this.#labels.placed.has(name)) {
+    if (this.#s.labels.placed.has(name)) {
       throw new Error(`label("${name}"): this function already has a label "${name}"`);
     }
-    this.#labels.placed.set(name, this.#code.count);
+    this.#s.labels.placed.set(name, this.#s.code.count);
   }
 
   /**
@@ -749,20 +591,20 @@ export class ExecBuilder {
     if (typeof liveness !== "boolean") {
       throw new TypeError(`get: liveness must be true or false, got ${describe(liveness)}`);
     }
-    const problems: CheckProblem[] = this.#duplicates.map((e) => ({
+    const problems: CheckProblem[] = this.#s.duplicates.map((e) => ({
       functionName: e.name,
       pc: -1,
       message:
         `is defined twice (duplicate function name); to define it again, pass { replace: true } or call ib.remove_function("${e.name}") first`,
     }));
-    if (this.#open !== null) {
+    if (this.#s.open !== null) {
       problems.push({
-        functionName: this.#open.name,
+        functionName: this.#s.open.name,
         pc: -1,
         message: `scope was never closed; ${CLOSE_HINT}`,
       });
     }
-    for (const e of [...this.#functions, ...this.#duplicates]) {
+    for (const e of [...this.#s.functions, ...this.#s.duplicates]) {
       for (const label of e.unplacedLabels ?? []) {
         problems.push({
           functionName: e.name,
@@ -771,10 +613,10 @@ export class ExecBuilder {
         });
       }
     }
-    const raw = this.#snapshot(liveness);
-    this.#functions.forEach((e, index) => {
+    const raw = this.#s.snapshot(liveness);
+    this.#s.functions.forEach((e, index) => {
       if (e.onlyReferenced) {
-        problems.push(...this.#unknownReferences(raw, index));
+        problems.push(...this.#s.unknownReferences(raw, index));
       } else if (e.kind === "vm" && !e.defined) {
         problems.push({
           functionName: e.name,
@@ -792,281 +634,4 @@ export class ExecBuilder {
     // The snapshot is this call's own copy of the code, so formalize may rewrite it.
     return executableFromVerified(formalizeProgram(raw), [...warnings, ...unregistered]);
   }
-
-  /**
-   * One problem per instruction that passes `f(name)` for a name no
-   * `function()` defined and no `declare_function` declared, naming the
-   * function and instruction, as the verifier's problems do.
-   */
-  #unknownReferences(code: ProgramData, index: number): CheckProblem[] {
-    const name = this.#functions[index].name;
-    const message =
-      `f("${name}") refers to an unknown VM function; define it with ib.function("${name}", ...) or declare it with ib.declare_function("${name}")`;
-    const found: CheckProblem[] = [];
-    const cursor = new InstructionCursor(code);
-    for (const owner of code.functions) {
-      if (owner.kind !== "vm") continue;
-      for (let i = owner.start; i < owner.end; i++) {
-        if (cursor.seek(i).refersToFunction(index)) {
-          found.push({ functionName: owner.name, pc: i - owner.start, message });
-        }
-      }
-    }
-    // A reference from a duplicate definition (built detached, see function()) has no owner.
-    return found.length > 0 ? found : [{ functionName: "", pc: -1, message }];
-  }
-
-  #snapshot(liveness: boolean): ProgramData {
-    const code = this.#code.snapshot();
-    const cursor = new InstructionCursor(code);
-    const functions: FunctionInfo[] = this.#functions.map((e) => {
-      if (e.kind !== "vm" || !e.defined) {
-        return {
-          // An undefined VM function is reported by get(); checking it as code would only repeat that.
-          kind: "packed",
-          name: e.name,
-          start: 0,
-          end: 0,
-          numArgs: e.numArgs,
-          registerFileSize: 0,
-          paramNames: [],
-        };
-      }
-      // Before formalize, the register file spans the largest register named.
-      let maxReg = e.numArgs - 1;
-      const widen = (r: number) => {
-        if (r > maxReg) maxReg = r;
-      };
-      // A scope still open (reported by get()) covers what was emitted so far.
-      const end = e === this.#open ? this.#code.count : e.end;
-      for (let i = e.start; i < end; i++) {
-        cursor.seek(i).forEachRead(widen);
-        widen(cursor.dst);
-      }
-      return {
-        kind: "vm",
-        name: e.name,
-        start: e.start,
-        end,
-        numArgs: e.numArgs,
-        registerFileSize: maxReg + 1,
-        paramNames: e.paramNames,
-      };
-    });
-    return { ...code, functions, constants: this.#pool.values, liveness };
-  }
-
-  #entry(name: string): FunctionEntry | undefined {
-    const i = this.#byName.get(name);
-    return i === undefined ? undefined : this.#functions[i];
-  }
-
-  #add(name: string, kind: "vm" | "packed"): FunctionEntry {
-    const entry: FunctionEntry = {
-      kind,
-      name,
-      start: 0,
-      end: 0,
-      numArgs: 0,
-      paramNames: [],
-      defined: false,
-      onlyReferenced: false,
-    };
-    this.#byName.set(name, this.#functions.length);
-    this.#functions.push(entry);
-    return entry;
-  }
-
-  /** Closes a `replace: true` scope: `scope`, built detached, takes the place of `entry`. */
-  #replace(entry: FunctionEntry, scope: FunctionEntry): void {
-    this.#removeDefinitions(entry, scope);
-    Object.assign(entry, {
-      start: scope.start,
-      end: scope.end,
-      numArgs: scope.numArgs,
-      paramNames: scope.paramNames,
-      unplacedLabels: scope.unplacedLabels,
-    });
-  }
-
-  /**
-   * Takes the code of `entry`'s definition and of its duplicates out of the builder and forgets
-   * the duplicates; the code of every other function (and of `also`, a detached scope) moves down.
-   */
-  #removeDefinitions(entry: FunctionEntry, also?: FunctionEntry): void {
-    const old = [entry, ...this.#duplicates.filter((d) => d.name === entry.name)];
-    this.#duplicates = this.#duplicates.filter((d) => d.name !== entry.name);
-    // From the last range to the first, so the ranges still to remove do not move.
-    old.sort((a, b) => b.start - a.start);
-    const moved = [...this.#functions, ...this.#duplicates];
-    if (also !== undefined) moved.push(also);
-    for (const { start, end } of old) {
-      this.#code.remove(start, end);
-      for (const e of moved) {
-        if (e.kind === "vm" && e.defined && !old.includes(e) && e.start >= end) {
-          e.start -= end - start;
-          e.end -= end - start;
-        }
-      }
-    }
-  }
-
-  /** Where a `function()` body starts: what a body that throws is rolled back to. */
-  #mark(): UndoMark {
-    return {
-      functions: this.#functions.length,
-      code: this.#code.count,
-      constants: this.#pool.length,
-      duplicates: this.#duplicates.length,
-      saved: new Map(),
-    };
-  }
-
-  /** Records `entry`'s fields before a change, while a body runs (once per entry). */
-  #touch(entry: FunctionEntry): void {
-    const undo = this.#undo;
-    if (undo !== null && !undo.saved.has(entry)) {
-      undo.saved.set(entry, { ...entry, paramNames: [...entry.paramNames] });
-    }
-  }
-
-  /** Takes back everything done since `mark`. */
-  #rollback(mark: UndoMark): void {
-    for (const [entry, before] of mark.saved) Object.assign(entry, before);
-    for (const entry of this.#functions.splice(mark.functions)) this.#byName.delete(entry.name);
-    this.#code.truncate(mark.code);
-    this.#pool.truncate(mark.constants);
-    this.#duplicates.length = mark.duplicates;
-    this.#open = null;
-  }
-
-  #scope(what: string): FunctionEntry {
-    if (this.#open === null) {
-      throw new Error(`${what}: no function is open; call it inside ib.function(...)`);
-    }
-    return this.#open;
-  }
-
-  /** The register `op` names; a `TypeError` naming `what` (and `callee`) for anything else. */
-  #register(op: unknown, what: string, callee?: string): number {
-    if (!(op instanceof Operand) || op.kind !== "register") {
-      const where = callee === undefined ? what : `${what}("${callee}") dst`;
-      throw new TypeError(`${where}: expected a register (ib.r(i)), got ${describeArg(op)}`);
-    }
-    return op.value as number;
-  }
-
-  #offset(v: unknown, what: string): number {
-    checkInteger(v, -(2 ** 31), 2 ** 31, `${what}: offset`);
-    return v;
-  }
-
-  /** The offset of a jump to `target` (an offset, or a label: 0 until a forward one is placed). */
-  #jump(target: unknown, what: string): number {
-    if (typeof target !== "string") return this.#offset(target, what);
-    checkLabel(target, what);
-    const at = this.#labels.placed.get(target);
-    if (at !== undefined) return at - this.#code.count;
-    this.#labels.pending.push({ index: this.#code.count, label: target });
-    return 1; // until the label is placed: the next instruction (a valid jump, if never placed)
-  }
-
-  /** Closing `scope`: patches the jumps to labels placed after them; notes any never placed. */
-  #resolveLabels(scope: FunctionEntry): void {
-    const { placed, pending } = this.#labels;
-    const unplaced = new Set<string>();
-    for (const { index, label } of pending) {
-      const at = placed.get(label);
-      if (at === undefined) unplaced.add(label);
-      else this.#code.setJump(index, at - index);
-    }
-    scope.unplacedLabels = unplaced.size === 0 ? undefined : [...unplaced];
-    this.#labels = { placed: new Map(), pending: [] };
-  }
-
-  /**
-   * The operand word of argument `k` when encoding it changes nothing
-   * (a register, immediate or constant index), NaN when it is a function
-   * reference or a plain value that `#argWord` encodes later. Throws a
-   * `TypeError` for anything that cannot be an argument; changes nothing.
-   */
-  #checkedWord(a: unknown, k: number, callee: string): number {
-    if (a instanceof Operand) {
-      // Operands come checked from r(), c(), imm(), f(); their fields are not writable.
-      switch (a.kind) {
-        case "register":
-          return encodeArg(ArgKind.Register, a.value as number);
-        case "immediate":
-          return encodeArg(ArgKind.Immediate, a.value as number);
-        case "constant":
-          return encodeArg(ArgKind.ConstIdx, a.value as number);
-        case "function":
-          return NaN;
-      }
-      throw new TypeError(
-        `emit_call("${callee}"): argument ${k} is a malformed operand; make operands with ib.r(), ib.c(), ib.imm(), ib.f()`,
-      );
-    }
-    if (typeof a === "bigint") {
-      immediateOf(a); // the RangeError, before anything changes
-      return NaN;
-    }
-    if (typeof a === "number") {
-      throw new TypeError(
-        `emit_call("${callee}"): a bare number (${a}) is ambiguous; write ib.imm(${a}) for an integer immediate or ib.convert_constant(${a}) for a numeric constant`,
-      );
-    }
-    try {
-      checkConstant(a as ConstantInput);
-    } catch (error) {
-      if (!(error instanceof TypeError)) throw error;
-      throw new TypeError(
-        `emit_call("${callee}"): argument ${k} is neither an operand (ib.r(i), ib.c(i), ib.imm(v), ib.f(name)) nor a constant: ${
-          error.message.replace(/^convert_constant: /, "")
-        }`,
-      );
-    }
-    return NaN;
-  }
-
-  /** The operand word of a checked argument (adding a function entry or constant when new). */
-  #argWord(a: CallArg): number {
-    if (a instanceof Operand) {
-      switch (a.kind) {
-        case "register":
-          return encodeArg(ArgKind.Register, a.value as number);
-        case "immediate":
-          return encodeArg(ArgKind.Immediate, a.value as number);
-        case "constant":
-          return encodeArg(ArgKind.ConstIdx, a.value as number);
-        case "function": {
-          const name = a.value as string;
-          if (this.#entry(name) === undefined) this.#add(name, "packed").onlyReferenced = true;
-          return encodeArg(ArgKind.FuncIdx, this.#byName.get(name)!);
-        }
-      }
-    }
-    if (typeof a === "bigint") {
-      const small = immediateOf(a);
-      if (small !== null) return encodeArg(ArgKind.Immediate, small);
-    }
-    return encodeArg(ArgKind.ConstIdx, this.#pool.intern(a));
-  }
-}
-
-/** TVM's largest immediate, 2^55 - 1: a 56-bit signed value (bytecode.h, kValueMaxLimit). */
-const TVM_MAX_IMMEDIATE = 2n ** 55n - 1n;
-
-/**
- * The immediate TVM's builder makes of integer `v` (as a number), or null
- * when TVM makes it a constant; a `RangeError` when TVM's immediate is
- * wider than relaxvm's (ConvertConstant_ in TVM's exec_builder.cc).
- */
-function immediateOf(v: bigint): number | null {
-  const magnitude = v < 0n ? -v : v;
-  if (magnitude > TVM_MAX_IMMEDIATE) return null;
-  if (magnitude <= BigInt(MAX_OPERAND_VALUE)) return Number(v);
-  throw new RangeError(
-    `convert_constant(${v}n): TVM makes an integer below 2^55 an immediate, and relaxvm's immediates hold less than 2^51; use a number (a Float constant) or a value of at least 2^55`,
-  );
 }
