@@ -239,11 +239,105 @@ function emitDotPanels(m: ModuleBuilder, relaxed: boolean): void {
   });
 }
 
-/** The module's bytes: `gemm_tiles`, `dot_rows` and `dot_panels` over the imported `env.memory`. */
+/**
+ * `gelu(xp, op, bytes)`: `out = 0.5·x·(1 + erf(x/√2))` over `bytes / 16`
+ * vectors of float32 (byte addresses, 16-byte aligned; `bytes` a multiple
+ * of 16), with the TypeScript kernel's formula (elementwise.ts: erf by
+ * Abramowitz & Stegun 7.1.26) and `exp(-z²)` computed as `2^k · e^r`: `k`
+ * the nearest integer to `-z²·log2 e` (the argument clamped at -87, where
+ * the float32 result is already below 1e-37), `r = -z² - k·ln 2` in two
+ * parts (Cody–Waite) and `e^r` by its Taylor series to degree 6 (relative
+ * error below 1e-7 for |r| ≤ ln2 / 2), `2^k` built from its exponent bits.
+ * Four values per step where Math.exp takes one: the hot non-linear op of
+ * MiniLM's feed-forward layers. For `x > 0` the result is `x - h`, for
+ * `x ≤ 0` it is `h`, with `h = 0.5·x·t·P(t)·exp(-z²)` and `x` clamped to
+ * ±10 in `h` (past it `h` is below float32's resolution of the result), so
+ * `±Infinity` map to `Infinity` and 0 and NaN stays NaN.
+ */
+function emitGelu(m: ModuleBuilder): void {
+  const i32 = ValType.i32, v128 = ValType.v128;
+  const f = m.function("gelu", [i32, i32, i32]);
+  const [xp, op, bytes] = [0, 1, 2];
+  const i = f.local(i32);
+  const x = f.local(v128), z = f.local(v128), t = f.local(v128), y = f.local(v128);
+  const k = f.local(v128), r = f.local(v128), e = f.local(v128), h = f.local(v128);
+  const splat = (v: number) => f.f32x4Const([v, v, v, v]);
+  const mul = () => f.simd(SimdOp.f32x4Mul), add = () => f.simd(SimdOp.f32x4Add);
+  f.forLoop(i, 0, bytes, 16, () => {
+    f.get(xp).get(i).op(Op.i32Add).simdMem(SimdOp.v128Load, 4, 0).set(x);
+    // z = |x| / √2; t = 1 / (1 + p·z)
+    f.get(x).simd(SimdOp.f32x4Abs);
+    splat(Math.SQRT1_2);
+    mul();
+    f.set(z);
+    splat(1);
+    splat(1).get(z);
+    splat(0.3275911);
+    mul();
+    add();
+    f.simd(SimdOp.f32x4Div).set(t);
+    // y = max(-z², -87); k = nearest(y·log2 e); r = y - k·ln2_hi - k·ln2_lo
+    f.f32x4Const([0, 0, 0, 0]).get(z).get(z);
+    mul();
+    f.simd(SimdOp.f32x4Sub);
+    splat(-87).simd(SimdOp.f32x4Max).set(y);
+    f.get(y);
+    splat(Math.LOG2E);
+    mul();
+    f.simd(SimdOp.f32x4Nearest).set(k);
+    f.get(y).get(k);
+    splat(0.693359375);
+    mul();
+    f.simd(SimdOp.f32x4Sub).get(k);
+    splat(-2.12194440e-4);
+    mul();
+    f.simd(SimdOp.f32x4Sub).set(r);
+    // e = (1 + r(1 + r(1/2 + r(1/6 + r(1/24 + r(1/120 + r/720)))))) · 2^k
+    splat(1 / 720);
+    for (const c of [1 / 120, 1 / 24, 1 / 6, 1 / 2, 1, 1]) {
+      f.get(r);
+      mul();
+      splat(c);
+      add();
+    }
+    f.get(k).simd(SimdOp.i32x4TruncSatF32x4S);
+    f.i32(127).simd(SimdOp.i32x4Splat).simd(SimdOp.i32x4Add).i32(23).simd(SimdOp.i32x4Shl);
+    mul();
+    f.set(e);
+    // h = 0.5 · clamp(x, ±10) · t·(a1 + t(a2 + t(a3 + t(a4 + t·a5)))) · e
+    splat(1.061405429);
+    for (const c of [-1.453152027, 1.421413741, -0.284496736, 0.254829592]) {
+      f.get(t);
+      mul();
+      splat(c);
+      add();
+    }
+    f.get(t);
+    mul();
+    f.get(e);
+    mul();
+    f.get(x);
+    splat(-10).simd(SimdOp.f32x4Max);
+    splat(10).simd(SimdOp.f32x4Min);
+    mul();
+    splat(0.5);
+    mul();
+    f.set(h);
+    // x > 0 ? x - h : h (so -0 stays -0)
+    f.get(op).get(i).op(Op.i32Add);
+    f.get(x).get(h).simd(SimdOp.f32x4Sub).get(h);
+    f.get(x).f32x4Const([0, 0, 0, 0]).simd(SimdOp.f32x4Gt);
+    f.simd(SimdOp.v128Bitselect);
+    f.simdMem(SimdOp.v128Store, 4, 0);
+  });
+}
+
+/** The module's bytes: `gemm_tiles`, `dot_rows`, `dot_panels` and `gelu` over the imported `env.memory`. */
 export function gemmModuleBytes(relaxed: boolean, memory: MemoryImport): Uint8Array<ArrayBuffer> {
   const m = new ModuleBuilder(memory);
   emitGemmTiles(m, relaxed);
   emitDotRows(m, relaxed);
   emitDotPanels(m, relaxed);
+  emitGelu(m);
   return m.encode();
 }

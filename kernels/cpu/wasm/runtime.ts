@@ -72,6 +72,7 @@ export interface GemmExports {
   ): void;
   dot_rows(xp: number, wp: number, op: number, rows: number, Kp: number): void;
   dot_panels(xp: number, wp: number, op: number, rows: number, Kp: number): void;
+  gelu(xp: number, op: number, bytes: number): void;
 }
 
 /** One instance of the kernels and the memory it addresses. */
