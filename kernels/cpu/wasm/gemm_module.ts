@@ -68,9 +68,9 @@ const K_UNROLL = 4;
  * one pointer per row and B at `32u + 16v` from one pointer, then a step at
  * a time for the last `K mod K_UNROLL`.
  */
-function emitGemmTiles(m: ModuleBuilder, relaxed: boolean): void {
+function emitGemmTiles(m: ModuleBuilder, relaxed: boolean, MR: number, name: string): void {
   const i32 = ValType.i32, v128 = ValType.v128;
-  const f = m.function("gemm_tiles", [i32, i32, i32, i32, i32, i32, i32]);
+  const f = m.function(name, [i32, i32, i32, i32, i32, i32, i32]);
   const [ap, bp, cp, mTiles, nPanels, K, ldc] = [0, 1, 2, 3, 4, 5, 6];
   const jp = f.local(i32), ip = f.local(i32), pb = f.local(i32), pbEnd = f.local(i32);
   const pbEnd4 = f.local(i32), bPanel = f.local(i32), cTile = f.local(i32);
@@ -332,10 +332,11 @@ function emitGelu(m: ModuleBuilder): void {
   });
 }
 
-/** The module's bytes: `gemm_tiles`, `dot_rows`, `dot_panels` and `gelu` over the imported `env.memory`. */
+/** The module's bytes: `gemm_tiles` (and `gemm_tiles_1` … `_5` for the last rows), `dot_rows`, `dot_panels` and `gelu` over the imported `env.memory`. */
 export function gemmModuleBytes(relaxed: boolean, memory: MemoryImport): Uint8Array<ArrayBuffer> {
   const m = new ModuleBuilder(memory);
-  emitGemmTiles(m, relaxed);
+  emitGemmTiles(m, relaxed, MR, "gemm_tiles");
+  for (let r = 1; r < MR; r++) emitGemmTiles(m, relaxed, r, `gemm_tiles_${r}`);
   emitDotRows(m, relaxed);
   emitDotPanels(m, relaxed);
   emitGelu(m);
