@@ -191,7 +191,13 @@ export function wasmGemm(
         else packB(b, bOff, K, N, j0 * NR, np, view, bpOff);
         packedB = j0;
       }
-      if (pool !== null && fullTiles > 0) {
+      if (pool !== null && fullTiles < 4 * pool.threads) {
+        // Few tile rows (MiniLM at batch 1: 8 to 14 rows): blocks of column panels instead, four
+        // per thread, each with the tail rows too.
+        const bpb = Math.max(1, Math.ceil(np / (4 * pool.threads)));
+        const args = [apOff * 4, bp, cpOff * 4, fullTiles, np, K, ldc, bpb, MR, tailRows, NR];
+        pool.run(space.exports, Job.gemmPanels, args, Math.ceil(np / bpb));
+      } else if (pool !== null) {
         // Blocks of at most mct tile rows, at least four per thread so that claiming balances.
         const bt = Math.max(1, Math.min(mct, Math.ceil(fullTiles / (4 * pool.threads))));
         const args = [apOff * 4, bp, cpOff * 4, fullTiles, np, K, ldc, bt, MR];
@@ -210,7 +216,7 @@ export function wasmGemm(
         }
       }
       // The last rows % MR rows: one tile of exactly that many rows, on this thread.
-      if (tailRows > 0) {
+      if (tailRows > 0 && (pool === null || fullTiles >= 4 * pool.threads)) {
         TAIL_KERNELS[tailRows](space.exports)(
           (apOff + fullTiles * MR * K) * 4,
           bp,
