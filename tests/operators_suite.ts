@@ -624,6 +624,12 @@ export function defineOperatorTests(
 
   // --------------------------------------------------- softmax, layer_norm
 
+  /** `rx` with every seventh value -Infinity and every eleventh -3.4e38. */
+  const masked = (rx: Ref): Ref => ({
+    shape: rx.shape,
+    data: Array.from(rx.data, (v, i) => i % 7 === 3 ? -Infinity : i % 11 === 5 ? -3.4e38 : v),
+  });
+
   test("vm.op.softmax over the last axis, numerically stable", async (dev) => {
     const refs: Ref[] = [
       randomRef([3, 5], 900, -3, 3),
@@ -632,6 +638,9 @@ export function defineOperatorTests(
       randomRef([], 903),
       randomRef([2, 2, 130], 904, -3, 3),
       { shape: [2, 3], data: [1000, 1001, 1002, -1000, -1001, -1002] },
+      // More rows than one chunk of the CPU's WebAssembly path (65536 values), with masked
+      // entries (-Infinity, -3.4e38, as attention masks write them) whose share must be 0.
+      masked(randomRef([1200, 77], 905, -30, 30)),
     ];
     for (const rx of refs) {
       using x = put(dev, rx);

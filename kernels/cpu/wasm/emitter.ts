@@ -83,6 +83,7 @@ export const SimdOp = {
   f32x4ExtractLane: 0x1f,
   i32x4Splat: 0x11,
   v128Bitselect: 0x52,
+  f32x4Lt: 0x43,
   f32x4Gt: 0x44,
   f32x4Nearest: 0x6a,
   i32x4Shl: 0xab,

@@ -90,6 +90,7 @@ export interface GemmExports {
   gemm_tiles_5: GemmTiles;
   dot_panels(xp: number, wp: number, op: number, rows: number, Kp: number): void;
   gelu(xp: number, op: number, bytes: number): void;
+  exp(xp: number, op: number, bytes: number): void;
 }
 
 /** One instance of the kernels and the memory it addresses. */
