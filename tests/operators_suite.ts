@@ -322,6 +322,20 @@ export function defineOperatorTests(
     });
   }
 
+  // More values than one chunk of the CPU's WebAssembly gelu (kernels/cpu/wasm/unary.ts, 65536)
+  // and not a multiple of its four lanes; past ±4 too, where erf nears ±1.
+  test("vm.op.gelu float32 over 70001 values in [-6, 6]", async (dev) => {
+    const rx = randomRef([70001], 390, -6, 6);
+    using x = put(dev, rx);
+    assertResult(
+      await call("vm.op.gelu", x),
+      refUnary(rx, REF_UNARY.gelu),
+      "float32",
+      FLOAT_TOL,
+      "gelu",
+    );
+  });
+
   test("unary operators at extreme inputs", async (dev) => {
     const cases: [string, number[], number[]][] = [
       ["exp", [-200, 0, 100], [0, 1, Infinity]],
@@ -330,7 +344,7 @@ export function defineOperatorTests(
       ["tanh", [-30, 0, 30], [-1, 0, 1]],
       ["sigmoid", [-100, 0, 100], [0, 0.5, 1]],
       ["relu", [-2, 0, 3.5], [0, 0, 3.5]],
-      ["gelu", [-10, 0, 10], [0, 0, 10]],
+      ["gelu", [-10, 0, 10, Infinity, NaN], [0, 0, 10, Infinity, NaN]],
       ["negative", [1.5, 0, -2], [-1.5, -0, 2]],
     ];
     for (const [op, x, want] of cases) {
@@ -610,6 +624,12 @@ export function defineOperatorTests(
 
   // --------------------------------------------------- softmax, layer_norm
 
+  /** `rx` with every seventh value -Infinity and every eleventh -3.4e38. */
+  const masked = (rx: Ref): Ref => ({
+    shape: rx.shape,
+    data: Array.from(rx.data, (v, i) => i % 7 === 3 ? -Infinity : i % 11 === 5 ? -3.4e38 : v),
+  });
+
   test("vm.op.softmax over the last axis, numerically stable", async (dev) => {
     const refs: Ref[] = [
       randomRef([3, 5], 900, -3, 3),
@@ -618,6 +638,9 @@ export function defineOperatorTests(
       randomRef([], 903),
       randomRef([2, 2, 130], 904, -3, 3),
       { shape: [2, 3], data: [1000, 1001, 1002, -1000, -1001, -1002] },
+      // More rows than one chunk of the CPU's WebAssembly path (65536 values), with masked
+      // entries (-Infinity, -3.4e38, as attention masks write them) whose share must be 0.
+      masked(randomRef([1200, 77], 905, -30, 30)),
     ];
     for (const rx of refs) {
       using x = put(dev, rx);

@@ -21,6 +21,7 @@ import type { BinaryOp, UnaryOp } from "../kernel_backend.ts";
 import { broadcastPlan } from "../broadcast.ts";
 import { INT64_LOOPS, unaryInt64 } from "./int64.ts";
 import type { RowLoops } from "./row_loops.ts";
+import { wasmGelu } from "./wasm/unary.ts";
 
 // Float results are computed in double precision and rounded once on store,
 // which for + - * / gives exactly the float32 result. For int32 operands the
@@ -293,5 +294,13 @@ const UNARY_LOOPS: Record<UnaryOp, (x: NumberArray, o: NumberArray, n: number) =
 export function unaryKernel(op: UnaryOp, x: NDArray, out: NDArray): void {
   if (x.dtype === "int64") {
     unaryInt64(op, x.cpuView() as BigInt64Array, out.cpuView() as BigInt64Array, x.size);
-  } else UNARY_LOOPS[op](x.cpuView() as NumberArray, out.cpuView() as NumberArray, x.size);
+  } else {
+    const xv = x.cpuView() as NumberArray, ov = out.cpuView() as NumberArray;
+    // gelu over float32 goes to the WebAssembly SIMD kernel (kernels/cpu/wasm/unary.ts) when large enough.
+    if (
+      op === "gelu" && xv instanceof Float32Array && ov instanceof Float32Array &&
+      wasmGelu(xv, ov, x.size)
+    ) return;
+    UNARY_LOOPS[op](xv, ov, x.size);
+  }
 }

@@ -45,6 +45,8 @@
 import { DOT_K_STEP, DOT_ROWS, MR, NR } from "./gemm_module.ts";
 import {
   cpuKernelMode,
+  type GemmExports,
+  type GemmTiles,
   type KernelSpace,
   poolFor,
   SCRATCH_BASE_BYTES,
@@ -87,6 +89,18 @@ const DOT_CHUNK_BYTES = 256 * 1024;
 const POOL_MIN_FLOPS = 2 ** 20;
 
 const roundUp = (n: number, m: number) => Math.ceil(n / m) * m;
+
+/** The tail kernel of `r` rows (1 ≤ r < MR), by r. */
+const TAIL_KERNELS: readonly ((e: GemmExports) => GemmTiles)[] = [
+  () => {
+    throw new Error("no tail of 0 rows");
+  },
+  (e) => e.gemm_tiles_1,
+  (e) => e.gemm_tiles_2,
+  (e) => e.gemm_tiles_3,
+  (e) => e.gemm_tiles_4,
+  (e) => e.gemm_tiles_5,
+];
 
 /** Whether `"wasm"` mode asks for every size on the WebAssembly path (and its pool). */
 const everySize = () => cpuKernelMode() === "wasm";
@@ -164,6 +178,7 @@ export function wasmGemm(
   let packedB = -1;
   for (let s0 = 0; s0 < M; s0 += superRows) {
     const rows = Math.min(superRows, M - s0), mTiles = Math.ceil(rows / MR);
+    const fullTiles = Math.floor(rows / MR), tailRows = rows - fullTiles * MR;
     // A as it is, rows past M zero: the kernel reads it row-major.
     view.set(a.subarray(aOff + s0 * K, aOff + (s0 + rows) * K), apOff);
     view.fill(0, apOff + rows * K, apOff + mTiles * MR * K);
@@ -176,23 +191,41 @@ export function wasmGemm(
         else packB(b, bOff, K, N, j0 * NR, np, view, bpOff);
         packedB = j0;
       }
-      if (pool !== null) {
+      if (pool !== null && fullTiles < 4 * pool.threads) {
+        // Few tile rows (MiniLM at batch 1: 8 to 14 rows): blocks of column panels instead, four
+        // per thread, each with the tail rows too.
+        const bpb = Math.max(1, Math.ceil(np / (4 * pool.threads)));
+        const args = [apOff * 4, bp, cpOff * 4, fullTiles, np, K, ldc, bpb, MR, tailRows, NR];
+        pool.run(space.exports, Job.gemmPanels, args, Math.ceil(np / bpb));
+      } else if (pool !== null) {
         // Blocks of at most mct tile rows, at least four per thread so that claiming balances.
-        const bt = Math.max(1, Math.min(mct, Math.ceil(mTiles / (4 * pool.threads))));
-        const args = [apOff * 4, bp, cpOff * 4, mTiles, np, K, ldc, bt, MR];
-        pool.run(space.exports, Job.gemm, args, Math.ceil(mTiles / bt));
+        const bt = Math.max(1, Math.min(mct, Math.ceil(fullTiles / (4 * pool.threads))));
+        const args = [apOff * 4, bp, cpOff * 4, fullTiles, np, K, ldc, bt, MR];
+        pool.run(space.exports, Job.gemm, args, Math.ceil(fullTiles / bt));
       } else {
-        for (let i = 0; i < mTiles; i += mct) {
+        for (let i = 0; i < fullTiles; i += mct) {
           space.exports.gemm_tiles(
             (apOff + i * K * MR) * 4,
             bp,
             (cpOff + i * MR * ldc) * 4,
-            Math.min(mct, mTiles - i),
+            Math.min(mct, fullTiles - i),
             np,
             K,
             ldc,
           );
         }
+      }
+      // The last rows % MR rows: one tile of exactly that many rows, on this thread.
+      if (tailRows > 0 && (pool === null || fullTiles >= 4 * pool.threads)) {
+        TAIL_KERNELS[tailRows](space.exports)(
+          (apOff + fullTiles * MR * K) * 4,
+          bp,
+          (cpOff + fullTiles * MR * ldc) * 4,
+          1,
+          np,
+          K,
+          ldc,
+        );
       }
       view = scratchView(space, 0);
       const c0 = j0 * NR, w = Math.min(N, c0 + np * NR) - c0;

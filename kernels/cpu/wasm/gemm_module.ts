@@ -68,9 +68,9 @@ const K_UNROLL = 4;
  * one pointer per row and B at `32u + 16v` from one pointer, then a step at
  * a time for the last `K mod K_UNROLL`.
  */
-function emitGemmTiles(m: ModuleBuilder, relaxed: boolean): void {
+function emitGemmTiles(m: ModuleBuilder, relaxed: boolean, MR: number, name: string): void {
   const i32 = ValType.i32, v128 = ValType.v128;
-  const f = m.function("gemm_tiles", [i32, i32, i32, i32, i32, i32, i32]);
+  const f = m.function(name, [i32, i32, i32, i32, i32, i32, i32]);
   const [ap, bp, cp, mTiles, nPanels, K, ldc] = [0, 1, 2, 3, 4, 5, 6];
   const jp = f.local(i32), ip = f.local(i32), pb = f.local(i32), pbEnd = f.local(i32);
   const pbEnd4 = f.local(i32), bPanel = f.local(i32), cTile = f.local(i32);
@@ -239,11 +239,148 @@ function emitDotPanels(m: ModuleBuilder, relaxed: boolean): void {
   });
 }
 
-/** The module's bytes: `gemm_tiles`, `dot_rows` and `dot_panels` over the imported `env.memory`. */
+/**
+ * Pushes `e^y` for the v128 local `y` (float32 lanes), having clamped `y` at
+ * `EXP_MIN` in place: `2^k · e^r` with `k` the nearest integer to `y·log2 e`,
+ * `r = y - k·ln 2` in two parts (Cody–Waite) and `e^r` by its Taylor series
+ * to degree 6 (relative error below 1e-7 for |r| ≤ ln2 / 2), `2^k` built
+ * from its exponent bits. Arguments above 0 are not expected (softmax and
+ * gelu pass `x - max` and `-z²`). `k`, `r` are v128 scratch locals. NaN
+ * stays NaN.
+ */
+function expOfLocal(f: FunctionCode, y: number, k: number, r: number): void {
+  const splat = (v: number) => f.f32x4Const([v, v, v, v]);
+  const mul = () => f.simd(SimdOp.f32x4Mul), add = () => f.simd(SimdOp.f32x4Add);
+  f.get(y);
+  splat(EXP_MIN).simd(SimdOp.f32x4Max).set(y);
+  f.get(y);
+  splat(Math.LOG2E);
+  mul();
+  f.simd(SimdOp.f32x4Nearest).set(k);
+  f.get(y).get(k);
+  splat(0.693359375);
+  mul();
+  f.simd(SimdOp.f32x4Sub).get(k);
+  splat(-2.12194440e-4);
+  mul();
+  f.simd(SimdOp.f32x4Sub).set(r);
+  // (1 + r(1 + r(1/2 + r(1/6 + r(1/24 + r(1/120 + r/720)))))) · 2^k
+  splat(1 / 720);
+  for (const c of [1 / 120, 1 / 24, 1 / 6, 1 / 2, 1, 1]) {
+    f.get(r);
+    mul();
+    splat(c);
+    add();
+  }
+  f.get(k).simd(SimdOp.i32x4TruncSatF32x4S);
+  f.i32(127).simd(SimdOp.i32x4Splat).simd(SimdOp.i32x4Add).i32(23).simd(SimdOp.i32x4Shl);
+  mul();
+}
+
+/**
+ * Where `expOfLocal` clamps: e^-87.3 is just above float32's smallest
+ * normal number, so `2^k` stays a normal number; `exp` writes 0 below it.
+ */
+const EXP_MIN = -87.3;
+
+/**
+ * `exp(xp, op, bytes)`: `out = e^x` over `bytes / 16` vectors of float32 of
+ * at most 0 (softmax's `x - max`; byte addresses, 16-byte aligned), 0
+ * where `x < EXP_MIN` (the float32 result would be subnormal) and NaN for
+ * NaN.
+ */
+function emitExp(m: ModuleBuilder): void {
+  const i32 = ValType.i32, v128 = ValType.v128;
+  const f = m.function("exp", [i32, i32, i32]);
+  const [xp, op, bytes] = [0, 1, 2];
+  const i = f.local(i32);
+  const x = f.local(v128), y = f.local(v128), k = f.local(v128), r = f.local(v128);
+  f.forLoop(i, 0, bytes, 16, () => {
+    f.get(op).get(i).op(Op.i32Add);
+    f.get(xp).get(i).op(Op.i32Add).simdMem(SimdOp.v128Load, 4, 0).tee(x).set(y);
+    f.f32x4Const([0, 0, 0, 0]);
+    expOfLocal(f, y, k, r);
+    f.get(x).f32x4Const([EXP_MIN, EXP_MIN, EXP_MIN, EXP_MIN]).simd(SimdOp.f32x4Lt);
+    f.simd(SimdOp.v128Bitselect);
+    f.simdMem(SimdOp.v128Store, 4, 0);
+  });
+}
+
+/**
+ * `gelu(xp, op, bytes)`: `out = 0.5·x·(1 + erf(x/√2))` over `bytes / 16`
+ * vectors of float32 (byte addresses, 16-byte aligned; `bytes` a multiple
+ * of 16), with the TypeScript kernel's formula (elementwise.ts: erf by
+ * Abramowitz & Stegun 7.1.26) and `exp(-z²)` by `expOfLocal`.
+ * Four values per step where Math.exp takes one: the hot non-linear op of
+ * MiniLM's feed-forward layers. For `x > 0` the result is `x - h`, for
+ * `x ≤ 0` it is `h`, with `h = 0.5·x·t·P(t)·exp(-z²)` and `x` clamped to
+ * ±10 in `h` (past it `h` is below float32's resolution of the result), so
+ * `±Infinity` map to `Infinity` and 0 and NaN stays NaN.
+ */
+function emitGelu(m: ModuleBuilder): void {
+  const i32 = ValType.i32, v128 = ValType.v128;
+  const f = m.function("gelu", [i32, i32, i32]);
+  const [xp, op, bytes] = [0, 1, 2];
+  const i = f.local(i32);
+  const x = f.local(v128), z = f.local(v128), t = f.local(v128), y = f.local(v128);
+  const k = f.local(v128), r = f.local(v128), e = f.local(v128), h = f.local(v128);
+  const splat = (v: number) => f.f32x4Const([v, v, v, v]);
+  const mul = () => f.simd(SimdOp.f32x4Mul), add = () => f.simd(SimdOp.f32x4Add);
+  f.forLoop(i, 0, bytes, 16, () => {
+    f.get(xp).get(i).op(Op.i32Add).simdMem(SimdOp.v128Load, 4, 0).set(x);
+    // z = |x| / √2; t = 1 / (1 + p·z)
+    f.get(x).simd(SimdOp.f32x4Abs);
+    splat(Math.SQRT1_2);
+    mul();
+    f.set(z);
+    splat(1);
+    splat(1).get(z);
+    splat(0.3275911);
+    mul();
+    add();
+    f.simd(SimdOp.f32x4Div).set(t);
+    // e = exp(-z²)
+    f.f32x4Const([0, 0, 0, 0]).get(z).get(z);
+    mul();
+    f.simd(SimdOp.f32x4Sub).set(y);
+    expOfLocal(f, y, k, r);
+    f.set(e);
+    // h = 0.5 · clamp(x, ±10) · t·(a1 + t(a2 + t(a3 + t(a4 + t·a5)))) · e
+    splat(1.061405429);
+    for (const c of [-1.453152027, 1.421413741, -0.284496736, 0.254829592]) {
+      f.get(t);
+      mul();
+      splat(c);
+      add();
+    }
+    f.get(t);
+    mul();
+    f.get(e);
+    mul();
+    f.get(x);
+    splat(-10).simd(SimdOp.f32x4Max);
+    splat(10).simd(SimdOp.f32x4Min);
+    mul();
+    splat(0.5);
+    mul();
+    f.set(h);
+    // x > 0 ? x - h : h (so -0 stays -0)
+    f.get(op).get(i).op(Op.i32Add);
+    f.get(x).get(h).simd(SimdOp.f32x4Sub).get(h);
+    f.get(x).f32x4Const([0, 0, 0, 0]).simd(SimdOp.f32x4Gt);
+    f.simd(SimdOp.v128Bitselect);
+    f.simdMem(SimdOp.v128Store, 4, 0);
+  });
+}
+
+/** The module's bytes: `gemm_tiles` (and `gemm_tiles_1` … `_5` for the last rows), `dot_rows`, `dot_panels`, `gelu` and `exp` over the imported `env.memory`. */
 export function gemmModuleBytes(relaxed: boolean, memory: MemoryImport): Uint8Array<ArrayBuffer> {
   const m = new ModuleBuilder(memory);
-  emitGemmTiles(m, relaxed);
+  emitGemmTiles(m, relaxed, MR, "gemm_tiles");
+  for (let r = 1; r < MR; r++) emitGemmTiles(m, relaxed, r, `gemm_tiles_${r}`);
   emitDotRows(m, relaxed);
   emitDotPanels(m, relaxed);
+  emitGelu(m);
+  emitExp(m);
   return m.encode();
 }

@@ -59,6 +59,17 @@ export interface CpuKernelInfo {
   threadsReason: string | null;
 }
 
+/** `gemm_tiles`' signature: `(ap, bp, cp, mTiles, nPanels, K, ldc)`. */
+export type GemmTiles = (
+  ap: number,
+  bp: number,
+  cp: number,
+  mTiles: number,
+  nPanels: number,
+  K: number,
+  ldc: number,
+) => void;
+
 /** The exported kernel functions of gemm_module.ts. */
 export interface GemmExports {
   gemm_tiles(
@@ -71,7 +82,15 @@ export interface GemmExports {
     ldc: number,
   ): void;
   dot_rows(xp: number, wp: number, op: number, rows: number, Kp: number): void;
+  /** `gemm_tiles` with tiles of 1 … 5 rows (`MR` - 1): the last rows of a product. */
+  gemm_tiles_1: GemmTiles;
+  gemm_tiles_2: GemmTiles;
+  gemm_tiles_3: GemmTiles;
+  gemm_tiles_4: GemmTiles;
+  gemm_tiles_5: GemmTiles;
   dot_panels(xp: number, wp: number, op: number, rows: number, Kp: number): void;
+  gelu(xp: number, op: number, bytes: number): void;
+  exp(xp: number, op: number, bytes: number): void;
 }
 
 /** One instance of the kernels and the memory it addresses. */

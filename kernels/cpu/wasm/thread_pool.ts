@@ -39,7 +39,7 @@
 export const CONTROL_BYTES = 256;
 
 /** Job kinds. */
-export const Job = { exit: 0, gemm: 1, dot: 2 } as const;
+export const Job = { exit: 0, gemm: 1, dot: 2, gemmPanels: 3 } as const;
 
 /** Int32 slots of the control block. */
 const Ctl = {
@@ -72,6 +72,25 @@ export function runBlock(ex: any, ctl: Int32Array, i: number): void {
     const K = ctl[10], ldc = ctl[11], bt = ctl[12], MR = ctl[13];
     const t0 = i * bt, n = Math.min(bt, mTiles - t0);
     ex.gemm_tiles(ap + t0 * K * MR * 4, bp, cp + t0 * MR * ldc * 4, n, nPanels, K, ldc);
+  } else if (ctl[1] === 3) {
+    // The same product split by column panels [i·bp, (i+1)·bp) instead of tile rows, for few rows:
+    // gemm_tiles over the full tiles, then gemm_tiles_<tail> over the last `tail` rows.
+    const ap = ctl[5], bp = ctl[6], cp = ctl[7], fullTiles = ctl[8], nPanels = ctl[9];
+    const K = ctl[10], ldc = ctl[11], bpb = ctl[12], MR = ctl[13], tail = ctl[14], NR = ctl[15];
+    const p0 = i * bpb, n = Math.min(bpb, nPanels - p0);
+    const b = bp + p0 * K * NR * 4, c = cp + p0 * NR * 4;
+    if (fullTiles > 0) ex.gemm_tiles(ap, b, c, fullTiles, n, K, ldc);
+    if (tail > 0) {
+      ex["gemm_tiles_" + tail](
+        ap + fullTiles * MR * K * 4,
+        b,
+        c + fullTiles * MR * ldc * 4,
+        1,
+        n,
+        K,
+        ldc,
+      );
+    }
   } else if (ctl[1] === 2) {
     // dot_panels(xp, wp, op, rows, Kp) over weight rows [i·br, (i+1)·br) (br a multiple of 4).
     const xp = ctl[5], wp = ctl[6], op = ctl[7], rows = ctl[8], Kp = ctl[9], br = ctl[10];
