@@ -129,21 +129,19 @@ async function ortWebSide(): Promise<Side> {
         executionProviders: ["wasm"],
       });
       globalThis.Worker = worker;
-      const a = new ort.Tensor(
-        "float32",
-        values(size(c.aDims), 1),
-        c.aDims,
-      );
-      const b = new ort.Tensor(
-        "float32",
-        values(size(c.bDims), 2),
-        c.bDims,
-      );
-      return async () => {
-        const r = await s.run({ A: a, B: b });
-        await r.C.getData();
-      };
+      return ortMatmulRun(ort, s, c);
     },
+  };
+}
+
+/** One onnxruntime (web or node) matmul call on `c`'s operands, its result read back. */
+// deno-lint-ignore no-explicit-any -- the peers are untyped (bench/_peer.ts)
+function ortMatmulRun(ort: any, session: any, c: { aDims: number[]; bDims: number[] }) {
+  const a = new ort.Tensor("float32", values(size(c.aDims), 1), c.aDims);
+  const b = new ort.Tensor("float32", values(size(c.bDims), 2), c.bDims);
+  return async () => {
+    const r = await session.run({ A: a, B: b });
+    await r.C.getData();
   };
 }
 
@@ -156,20 +154,7 @@ async function ortNodeSide(): Promise<Side> {
         intraOpNumThreads: 2,
         interOpNumThreads: 1,
       });
-      const a = new ort.Tensor(
-        "float32",
-        values(size(c.aDims), 1),
-        c.aDims,
-      );
-      const b = new ort.Tensor(
-        "float32",
-        values(size(c.bDims), 2),
-        c.bDims,
-      );
-      return async () => {
-        const r = await s.run({ A: a, B: b });
-        await r.C.getData();
-      };
+      return ortMatmulRun(ort, s, c);
     },
   };
 }

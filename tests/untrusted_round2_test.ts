@@ -357,6 +357,33 @@ Deno.test("finding 3: a cache shared on purpose is shared, and still read-only t
   );
 });
 
+/**
+ * In every execution form: `main(a)` runs to the end without limits, and under a timeout of an
+ * eighth of that it stops with "Timed out" soon after the timeout; `after` checks the full result.
+ */
+async function assertStopsAtTimeout(
+  ex: Executable,
+  a: NDArray,
+  after: (vm: VirtualMachine, full: NDArray, form: string) => void,
+): Promise<void> {
+  for (const [form, options] of Object.entries(FORMS)) {
+    using vm = new VirtualMachine(ex, undefined, options);
+    const t0 = performance.now();
+    using full = await vm.invoke<NDArray>("main", a); // unlimited, it finishes
+    const whole = performance.now() - t0;
+    const limit = Math.max(5, whole / 8);
+    const t1 = performance.now();
+    await assertRejects(
+      () => vm.with({ timeoutMs: limit }).invoke("main", a),
+      VMError,
+      "Timed out",
+    );
+    const stopped = performance.now() - t1;
+    assert(stopped < limit + whole / 3, `${form}: stopped after ${stopped} ms of ${whole}`);
+    after(vm, full, form);
+  }
+}
+
 Deno.test("finding 6: straight-line large kernels stop at the call's timeout", async () => {
   // 40 matmuls of 256x256 in a row, no jump or call between them: ~10 ms or more each.
   const ib = new ExecBuilder();
@@ -371,23 +398,10 @@ Deno.test("finding 6: straight-line large kernels stop at the call's timeout", a
   });
   const ex = ib.get();
   using a = tensor(new Float32Array(256 * 256).fill(1 / 256), { shape: [256, 256] });
-  for (const [form, options] of Object.entries(FORMS)) {
-    using vm = new VirtualMachine(ex, undefined, options);
-    const t0 = performance.now();
-    using full = await vm.invoke<NDArray>("main", a); // unlimited, it finishes
-    const whole = performance.now() - t0;
-    const limit = Math.max(5, whole / 8);
-    const t1 = performance.now();
-    await assertRejects(
-      () => vm.with({ timeoutMs: limit }).invoke("main", a),
-      VMError,
-      "Timed out",
-    );
-    const stopped = performance.now() - t1;
-    assert(stopped < limit + whole / 3, `${form}: stopped after ${stopped} ms of ${whole}`);
+  await assertStopsAtTimeout(ex, a, (vm, full, form) => {
     assertEquals(full.shape, [256, 256]);
     assertEquals(vm.memory_stats().liveBytes, 256 * 256 * 4, `${form}: only the result is live`);
-  }
+  });
 });
 
 Deno.test("finding 6: large kernels with small outputs (reductions) stop at the call's timeout", async () => {
@@ -400,22 +414,7 @@ Deno.test("finding 6: large kernels with small outputs (reductions) stop at the 
   });
   const ex = ib.get();
   using a = tensor(new Float32Array(1 << 22).fill(1), { shape: [1 << 22] });
-  for (const [form, options] of Object.entries(FORMS)) {
-    using vm = new VirtualMachine(ex, undefined, options);
-    const t0 = performance.now();
-    using full = await vm.invoke<NDArray>("main", a); // unlimited, it finishes
-    const whole = performance.now() - t0;
-    const limit = Math.max(5, whole / 8);
-    const t1 = performance.now();
-    await assertRejects(
-      () => vm.with({ timeoutMs: limit }).invoke("main", a),
-      VMError,
-      "Timed out",
-    );
-    const stopped = performance.now() - t1;
-    assert(stopped < limit + whole / 3, `${form}: stopped after ${stopped} ms of ${whole}`);
-    assertEquals(full.dataSync()[0], 1 << 22);
-  }
+  await assertStopsAtTimeout(ex, a, (_vm, full) => assertEquals(full.dataSync()[0], 1 << 22));
 });
 
 Deno.test("finding 12: time_evaluator takes no endless count and never starves the event loop", async () => {
