@@ -85,7 +85,7 @@ export interface TensorCacheBuiltins {
    *
    * - dtypes: any
    * - devices: CPU, WebGPU
-   * - errors: `ReferenceError` (a name missing with num_params >= 0), `TypeError`.
+   * - errors: `ReferenceError` (a name missing with num_params >= 0), `RangeError` (num_params below -1), `TypeError`.
    * - TVM: `vm.builtin.param_array_from_cache`
    */
   readonly "vm.builtin.param_array_from_cache": "(prefix, num_params) → tuple of tensors";
@@ -119,7 +119,7 @@ export interface TensorCacheBuiltins {
    *
    * - dtypes: any
    * - devices: CPU, WebGPU
-   * - errors: none of its own
+   * - errors: `ReferenceError` (a name missing with num_params >= 0), `RangeError` (num_params below -1), `TypeError`.
    * - TVM: `vm.builtin.param_module_from_cache`
    */
   readonly "vm.builtin.param_module_from_cache": "(prefix, num_params) → ParamModule";
@@ -130,7 +130,7 @@ export interface TensorCacheBuiltins {
    *
    * - dtypes: any
    * - devices: CPU, WebGPU
-   * - errors: none of its own
+   * - errors: `ReferenceError` (a name missing), `TypeError`.
    * - TVM: `vm.builtin.param_module_from_cache_by_name`
    */
   readonly "vm.builtin.param_module_from_cache_by_name": "(names) → ParamModule";
