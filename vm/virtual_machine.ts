@@ -173,17 +173,8 @@ export class VirtualMachine {
   ) {
     const list = Array.isArray(devices) ? [...devices] : [devices];
     if (list.length === 0) throw new TypeError("VirtualMachine needs at least one device");
-    const {
-      allocator,
-      mode,
-      dispatch,
-      maxMemoryBytes,
-      limits,
-      moveInputs,
-      own,
-      tensorCache,
-      roots,
-    } = checkedOptions(options);
+    const checked = checkedOptions(options);
+    const { mode, dispatch, limits } = checked;
     if (ex.disposed) {
       throw new VMError(
         { functionName: "", pc: -1, instruction: "", packedFunc: "" },
@@ -192,11 +183,16 @@ export class VirtualMachine {
     }
     this.executable = ex;
     this.devices = Object.freeze(list);
-    const inputTarget = moveInputs && list[0].kind !== "cpu" ? list[0] : null;
+    const inputTarget = checked.moveInputs && list[0].kind !== "cpu" ? list[0] : null;
     this.#mode = mode;
     this.#dispatch = dispatch;
-    this.#state = new MemoryScope(this.devices, allocator, maxMemoryBytes, tensorCache);
-    this.#state.tensorCacheRoots = roots;
+    this.#state = new MemoryScope(
+      this.devices,
+      checked.allocator,
+      checked.maxMemoryBytes,
+      checked.tensorCache,
+    );
+    this.#state.tensorCacheRoots = checked.roots;
     // A file may name a high register once (r(2^24 - 1)) and so ask for a register file far
     // larger than its code: every call would copy it, and liveness would scan it per block.
     // The VM runs such a program renumbered densely (as the builder always does).
@@ -222,7 +218,7 @@ export class VirtualMachine {
       () => linker.releaseConstants(),
     );
     this.#calls = calls;
-    const linker = new Linker(ex, this.#state, interp, own, {
+    const linker = new Linker(ex, this.#state, interp, checked.own, {
       vm: this,
       checkCallable: (index) => {
         if (calls.disposed) throw calls.disposedError(index);
