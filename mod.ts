@@ -30,7 +30,8 @@
 // the builder, the checker and formalize, and the tensor-cache writer.
 export * from "./runtime.ts";
 export { ExecBuilder } from "./builder/exec_builder.ts";
-export type { BuiltinName, Builtins } from "./ground/builtin_names.ts";
+// The Builtins interface, BuiltinName, and the per-family interfaces Builtins extends.
+export type * from "./ground/builtin_names.ts";
 export type { DTypeName, ScalarDTypeName } from "./ground/dtype.ts";
 export type { CallArg, CallOptions, FunctionOptions, GetOptions } from "./builder/exec_builder.ts";
 export type { Operand, OperandKind } from "./builder/operand.ts";

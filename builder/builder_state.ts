@@ -19,6 +19,7 @@ import { Operand } from "./operand.ts";
 import {
   checkInteger,
   checkLabel,
+  CLOSE_HINT,
   describeArg,
   type FunctionEntry,
   immediateOf,
@@ -42,6 +43,49 @@ export class BuilderState {
   undo: UndoMark | null = null;
   /** The open function's labels. */
   labels: LabelScope = { placed: new Map(), pending: [] };
+
+  /**
+   * What the builder's own state says is wrong with the program `get()` is about to check,
+   * before the verifier reads its code (`raw`, this builder's `snapshot()`): a name defined
+   * twice, a scope never closed, a label jumped to but never placed, a VM function declared
+   * but never defined, an `f(name)` no function answers.
+   */
+  tableProblems(raw: ProgramData): CheckProblem[] {
+    const problems: CheckProblem[] = this.duplicates.map((e) => ({
+      functionName: e.name,
+      pc: -1,
+      message:
+        `is defined twice (duplicate function name); to define it again, pass { replace: true } or call ib.remove_function("${e.name}") first`,
+    }));
+    if (this.open !== null) {
+      problems.push({
+        functionName: this.open.name,
+        pc: -1,
+        message: `scope was never closed; ${CLOSE_HINT}`,
+      });
+    }
+    for (const e of [...this.functions, ...this.duplicates]) {
+      for (const label of e.unplacedLabels ?? []) {
+        problems.push({
+          functionName: e.name,
+          pc: -1,
+          message: `jumps to label "${label}", which it never places (ib.label("${label}"))`,
+        });
+      }
+    }
+    this.functions.forEach((e, index) => {
+      if (e.onlyReferenced) {
+        problems.push(...this.unknownReferences(raw, index));
+      } else if (e.kind === "vm" && !e.defined) {
+        problems.push({
+          functionName: e.name,
+          pc: -1,
+          message: "was declared as a VM function but never defined",
+        });
+      }
+    });
+    return problems;
+  }
 
   /**
    * One problem per instruction that passes `f(name)` for a name no

@@ -15,7 +15,7 @@
  * @module
  */
 
-import { CheckError, type CheckProblem } from "../ground/errors.ts";
+import { CheckError } from "../ground/errors.ts";
 import { printable } from "../ground/printable.ts";
 import { INSPECT } from "../ground/inspect.ts";
 import type { BuiltinName } from "../ground/builtin_names.ts";
@@ -565,40 +565,8 @@ export class ExecBuilder {
     if (typeof liveness !== "boolean") {
       throw new TypeError(`get: liveness must be true or false, got ${describe(liveness)}`);
     }
-    const problems: CheckProblem[] = this.#s.duplicates.map((e) => ({
-      functionName: e.name,
-      pc: -1,
-      message:
-        `is defined twice (duplicate function name); to define it again, pass { replace: true } or call ib.remove_function("${e.name}") first`,
-    }));
-    if (this.#s.open !== null) {
-      problems.push({
-        functionName: this.#s.open.name,
-        pc: -1,
-        message: `scope was never closed; ${CLOSE_HINT}`,
-      });
-    }
-    for (const e of [...this.#s.functions, ...this.#s.duplicates]) {
-      for (const label of e.unplacedLabels ?? []) {
-        problems.push({
-          functionName: e.name,
-          pc: -1,
-          message: `jumps to label "${label}", which it never places (ib.label("${label}"))`,
-        });
-      }
-    }
     const raw = this.#s.snapshot(liveness);
-    this.#s.functions.forEach((e, index) => {
-      if (e.onlyReferenced) {
-        problems.push(...this.#s.unknownReferences(raw, index));
-      } else if (e.kind === "vm" && !e.defined) {
-        problems.push({
-          functionName: e.name,
-          pc: -1,
-          message: "was declared as a VM function but never defined",
-        });
-      }
-    });
+    const problems = this.#s.tableProblems(raw);
     const { errors, warnings } = verifyProgram(raw);
     for (const { functionName, pc, message } of errors) {
       problems.push({ functionName, pc, message });

@@ -139,7 +139,7 @@ export function checkLive(values: readonly unknown[], who: string, what = "argum
 /**
  * Throws a `TypeError` naming `who` if tensor `t` is read-only: a constant
  * of the executable or a cached tensor, or a view of one's memory (a
- * reshape: read-only belongs to the memory, see `MemoryBlock.readOnly`).
+ * reshape: read-only belongs to the memory, see `BlockAccess` in devices/storage.ts).
  * Every VM that runs the executable, every program that reads the cache,
  * shares it, so a builtin that writes in place (a shape heap, the logits a
  * sampling step changes) must not write into it. Every in-place writer

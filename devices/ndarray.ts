@@ -261,14 +261,14 @@ export class NDArray extends VMObject {
   /**
    * Pins the tensor (`kill()` refuses it) and makes its memory read-only for
    * builtins: the block, so every view of it, this one's reshapes included
-   * (see `MemoryBlock.readOnly`). What the constants of an executable and
+   * (see `BlockAccess`). What the constants of an executable and
    * the tensors of a tensor cache get: programs share them.
    *
    * @ignore
    */
   override pin(): this {
     super.pin();
-    this.#memory.readOnly = true;
+    this.#memory.pin();
     return this;
   }
 
@@ -341,7 +341,7 @@ export class NDArray extends VMObject {
    */
   cpuView(): TypedArray {
     // Whoever gets a view may write through it, now or later: a sealed tensor is sealed no more.
-    if (this.#memory.sealedBy !== null) this.#memory.sealedBy = null;
+    this.#memory.unseal();
     const view = this.#view;
     if (view !== undefined && !this.disposed) return view;
     return this.#makeView();
@@ -371,7 +371,7 @@ export class NDArray extends VMObject {
    * @ignore
    */
   seal(): this {
-    if (this.device.kind === "cpu" && !this.disposed) this.#memory.sealedBy = { tensor: this };
+    if (this.device.kind === "cpu" && !this.disposed) this.#memory.seal(this);
     return this;
   }
 
@@ -391,8 +391,7 @@ export class NDArray extends VMObject {
    * @ignore
    */
   get sealToken(): object | null {
-    const s = this.#memory.sealedBy;
-    return s !== null && s.tensor === this && !this.disposed ? s : null;
+    return this.disposed ? null : this.#memory.sealFor(this);
   }
 
   /**
@@ -401,7 +400,7 @@ export class NDArray extends VMObject {
    * @ignore
    */
   unseal(): void {
-    this.#memory.sealedBy = null;
+    this.#memory.unseal();
   }
 
   #makeView(): TypedArray {
@@ -521,7 +520,7 @@ export class NDArray extends VMObject {
     this.#view = undefined;
     if (this.#storage !== null) this.#storage.release();
     else {
-      this.#memory.readOnly = false;
+      this.#memory.reclaimed();
       this.#memory.owner.reclaim(this.#memory);
     }
   }

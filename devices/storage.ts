@@ -35,6 +35,41 @@ export interface BlockOwner {
 }
 
 /**
+ * Who may write a block, and whether its values are known not to have changed: the one
+ * state `MemoryBlock.access` holds. Two things are said in it.
+ *
+ * - **Read-only** (to builtins): the memory of an executable's constants and of cached
+ *   tensors (`NDArray.pin()`), which programs share. In-place builtins refuse it
+ *   (`checkWritable`, builtins/validate.ts); the host may still write through `cpuView()`.
+ *   It belongs to the block, not to one tensor over it, so every view of the block (a
+ *   reshape, a second tensor over its storage) is read-only too.
+ * - **Sealed** (by one tensor): nothing has been able to write the values since
+ *   `NDArray.seal()` (a weight a tensor cache loads), so the CPU kernels may keep a copy of
+ *   them (kernels/cpu/wasm/resident.ts). Every way to write into the block from outside the
+ *   library's kernels ends the seal first: `cpuView()`, an in-place builtin.
+ *
+ * The states, and the `MemoryBlock` methods that move between them (nothing else does):
+ *
+ * | state            | builtins may write in place | a kept copy is valid |
+ * | ---------------- | --------------------------- | -------------------- |
+ * | `writable`       | yes                         | no                   |
+ * | `sealed`         | yes, ending the seal        | yes, the sealer's    |
+ * | `readOnly`       | no                          | no                   |
+ * | `readOnlySealed` | no                          | yes, the sealer's    |
+ *
+ * - `pin()`: `writable` → `readOnly`, `sealed` → `readOnlySealed` (for good, until freed).
+ * - `seal(tensor)`: `writable` → `sealed`, `readOnly` → `readOnlySealed`; a sealed block gets
+ *   a new seal, for `tensor`.
+ * - `unseal()` (a `cpuView()`, an in-place builtin): `sealed` → `writable`,
+ *   `readOnlySealed` → `readOnly`; the others stay.
+ * - `reclaimed()` (the block goes back to its allocator): any → `writable`.
+ *
+ * A tensor cache's weights are `readOnlySealed` (loaded sealed, then pinned by the cache);
+ * a user's `cpuView()` of one leaves it `readOnly`.
+ */
+export type BlockAccess = "writable" | "sealed" | "readOnly" | "readOnlySealed";
+
+/**
  * One raw block of device memory and what travels with it.
  *
  * @ignore
@@ -55,25 +90,15 @@ export class MemoryBlock {
    * Null when there is none.
    */
   hostView: TypedArray | null = null;
+  /** See `BlockAccess`; changed only by the methods below. */
+  #access: BlockAccess = "writable";
   /**
-   * Whether builtins may write into the block: false for the memory of an
-   * executable's constants and of cached tensors (`NDArray.pin()`), which
-   * programs share. It belongs to the block, not to one tensor over it, so
-   * every view of it (a reshape, a second tensor over its storage) is
-   * read-only too. Cleared when the block goes back to its allocator.
+   * In the sealed states, the seal: the one tensor it covers (a tensor made later on the
+   * same block, by a pool reusing it, is another object, so it is never taken for the
+   * sealed one), in a new object per `seal()`, so that what was kept under one seal is
+   * never taken for what the next one covers. Null in the others.
    */
-  readOnly = false;
-  /**
-   * The one tensor whose values are known not to change while this is set
-   * (`NDArray.seal()`: a weight loaded from a tensor cache), so that the CPU
-   * kernels may keep a copy of them (kernels/cpu/wasm/resident.ts). Every
-   * way to write into the block from outside the library's kernels clears it
-   * first: `cpuView()`, an in-place builtin (`checkWritable`). A tensor made
-   * later on the same block (a pool reusing it) is another object, so it is
-   * never taken for the sealed one. A new object per `seal()`, so that what
-   * was kept under one seal is never taken for what the next one covers.
-   */
-  sealedBy: { readonly tensor: object } | null = null;
+  #seal: { readonly tensor: object } | null = null;
 
   /** Made by allocators. */
   constructor(device: Device, bytes: number, handle: unknown, owner: BlockOwner) {
@@ -81,6 +106,46 @@ export class MemoryBlock {
     this.bytes = bytes;
     this.handle = handle;
     this.owner = owner;
+  }
+
+  /** Who may write the block, and whether a copy of it may be kept (`BlockAccess`). */
+  get access(): BlockAccess {
+    return this.#access;
+  }
+
+  /** Whether builtins may not write into the block: `readOnly` or `readOnlySealed`. */
+  get readOnly(): boolean {
+    return this.#access === "readOnly" || this.#access === "readOnlySealed";
+  }
+
+  /** Makes the block read-only to builtins, keeping a seal it has. */
+  pin(): void {
+    this.#access = this.#seal === null ? "readOnly" : "readOnlySealed";
+  }
+
+  /** Seals the block for `tensor` (a new seal, replacing one it had), keeping read-only. */
+  seal(tensor: object): void {
+    this.#seal = { tensor };
+    this.#access = this.readOnly ? "readOnlySealed" : "sealed";
+  }
+
+  /** Ends the seal, if any, before something may write the block; read-only stays. */
+  unseal(): void {
+    if (this.#seal === null) return;
+    this.#seal = null;
+    this.#access = this.#access === "readOnlySealed" ? "readOnly" : "writable";
+  }
+
+  /** The seal covering `tensor`, or null when the block is not sealed for it. */
+  sealFor(tensor: object): object | null {
+    const s = this.#seal;
+    return s !== null && s.tensor === tensor ? s : null;
+  }
+
+  /** Back to `writable` as the block returns to its allocator, for whoever gets it next. */
+  reclaimed(): void {
+    this.#seal = null;
+    this.#access = "writable";
   }
 }
 
@@ -136,7 +201,7 @@ export class Storage extends VMObject {
     return this.memory.handle;
   }
 
-  /** Whether builtins may not write into the block (`MemoryBlock.readOnly`). */
+  /** Whether builtins may not write into the block (`MemoryBlock.readOnly`, `BlockAccess`). */
   get readOnly(): boolean {
     return this.memory.readOnly;
   }
@@ -147,7 +212,7 @@ export class Storage extends VMObject {
    * @ignore
    */
   protected free(): void {
-    this.memory.readOnly = false;
+    this.memory.reclaimed();
     this.memory.owner.reclaim(this.memory);
   }
 

@@ -7,6 +7,7 @@
 
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { ExecBuilder } from "../mod.ts";
+import { addBigTensor, addSpin } from "./_hostile_functions.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
@@ -25,21 +26,8 @@ async function relaxvm(...args: string[]) {
 /** A saved executable: `spin` loops forever, `big(n)` returns zeros of [n], `odd` fails oddly. */
 async function hostileFile(): Promise<string> {
   const ib = new ExecBuilder();
-  ib.function("spin", { num_inputs: 0 }, () => {
-    ib.emit_goto(1);
-    ib.emit_goto(-1);
-    ib.emit_call("vm.builtin.null_value", [], { dst: ib.r(0) });
-    ib.emit_ret(ib.r(0));
-  });
-  ib.function("big", { num_inputs: 1 }, () => {
-    ib.emit_call("vm.builtin.alloc_storage", [ib.vm_state(), [1 << 22], ib.imm(0), "float32"], {
-      dst: ib.r(1),
-    });
-    ib.emit_call("vm.builtin.alloc_tensor", [ib.r(1), ib.imm(0), [1 << 22], "float32"], {
-      dst: ib.r(2),
-    });
-    ib.emit_ret(ib.r(2));
-  });
+  addSpin(ib);
+  addBigTensor(ib, "big", 1);
   ib.function("text\x1b[2J\x9b31m", { num_inputs: 0 }, () => {
     ib.emit_call("vm.builtin.copy", ["\x1b]0;pwned\x07" + "x".repeat(50_000)], { dst: ib.r(0) });
     ib.emit_ret(ib.r(0));

@@ -27,6 +27,7 @@ import {
   VMError,
 } from "../mod.ts";
 import { saveProgram } from "../program/serialize.ts";
+import { addSpin } from "./_hostile_functions.ts";
 
 /** The three dispatch forms: every VM-level finding is checked in each. */
 export const FORMS: Record<string, VirtualMachineOptions> = {
@@ -477,12 +478,7 @@ Deno.test("finding 11: many functions naming register 2^24 - 1 load in time line
 /** `spin()` loops forever; `make()` returns a closure of it; `call(c)` invokes closure `c`. */
 function closureProgram(): Executable {
   const ib = new ExecBuilder();
-  ib.function("spin", { num_inputs: 0 }, () => {
-    ib.emit_goto(1);
-    ib.emit_goto(-1);
-    ib.emit_call("vm.builtin.null_value", [], { dst: ib.r(0) });
-    ib.emit_ret(ib.r(0));
-  });
+  addSpin(ib);
   ib.function("make", { num_inputs: 0 }, () => {
     ib.emit_call("vm.builtin.make_closure", [ib.f("spin")], { dst: ib.r(0) });
     ib.emit_ret(ib.r(0));

@@ -22,7 +22,7 @@ import { cpu } from "../devices/cpu_device.ts";
 import type { Device } from "../devices/device.ts";
 import { MemoryScope } from "../devices/memory_scope.ts";
 import type { NDArray } from "../devices/ndarray.ts";
-import { TensorCache } from "../devices/tensor_cache.ts";
+import type { TensorCache } from "../devices/tensor_cache.ts";
 import { VMError } from "../ground/errors.ts";
 import { formatBytes, INSPECT } from "../ground/inspect.ts";
 import { printable } from "../ground/printable.ts";
@@ -32,24 +32,15 @@ import { formalize } from "../program/formalize.ts";
 import { computeReleases } from "../program/liveness.ts";
 import { Calls } from "./calls.ts";
 import { type Instrument, Interpreter } from "./interpreter.ts";
-import {
-  type CallLimits,
-  checkCount,
-  DEFAULT_MAX_CALL_DEPTH,
-  DEFAULT_MAX_STACK_SLOTS,
-  NO_LIMITS,
-  resolveLimits,
-} from "./invocation.ts";
+import { type CallLimits, resolveLimits } from "./invocation.ts";
 import { Linker, sparseRegisters } from "./linking.ts";
 import { loadFunction } from "./loaded_function.ts";
 import type { ProfileReport } from "./profile_report.ts";
 import { profileCall, timeEvaluator } from "./vm_tools.ts";
 import {
-  DEFAULT_MAX_MEMORY_BYTES,
-  executionForm,
+  checkedOptions,
   type FunctionLoadReport,
   type LimitedVirtualMachine,
-  ownFunctions,
   type TimeEvaluatorOptions,
   type TimingResult,
   type VirtualMachineOptions,
@@ -182,56 +173,26 @@ export class VirtualMachine {
   ) {
     const list = Array.isArray(devices) ? [...devices] : [devices];
     if (list.length === 0) throw new TypeError("VirtualMachine needs at least one device");
-    const allocator = options.allocator ?? "pooled";
-    if (allocator !== "pooled" && allocator !== "naive") {
-      throw new TypeError(`Unknown allocator "${allocator}": use "pooled" or "naive"`);
-    }
-    const { mode, dispatch } = executionForm(options);
-    const maxMemoryBytes = options.maxMemoryBytes ?? DEFAULT_MAX_MEMORY_BYTES;
-    if (!(typeof maxMemoryBytes === "number" && maxMemoryBytes >= 0)) {
-      throw new RangeError(
-        `maxMemoryBytes must be a non-negative number of bytes, got ${String(maxMemoryBytes)}`,
-      );
-    }
-    const limits = resolveLimits(options, {
-      ...NO_LIMITS,
-      maxCallDepth: checkCount("maxCallDepth", options.maxCallDepth ?? DEFAULT_MAX_CALL_DEPTH),
-      maxStackSlots: checkCount(
-        "maxStackSlots",
-        options.maxStackSlots ?? DEFAULT_MAX_STACK_SLOTS,
-      ),
-    });
+    const checked = checkedOptions(options);
+    const { mode, dispatch, limits } = checked;
     if (ex.disposed) {
       throw new VMError(
         { functionName: "", pc: -1, instruction: "", packedFunc: "" },
         "Cannot run a disposed executable: its constants are released",
       );
     }
-    const moveInputs = options.moveInputs ?? true;
-    if (typeof moveInputs !== "boolean") {
-      throw new TypeError(`moveInputs must be true or false, got ${String(moveInputs)}`);
-    }
-    const own = ownFunctions(options.functions);
     this.executable = ex;
     this.devices = Object.freeze(list);
-    const inputTarget = moveInputs && list[0].kind !== "cpu" ? list[0] : null;
+    const inputTarget = checked.moveInputs && list[0].kind !== "cpu" ? list[0] : null;
     this.#mode = mode;
     this.#dispatch = dispatch;
-    const tensorCache = options.tensorCache ?? null;
-    if (tensorCache !== null && !(tensorCache instanceof TensorCache)) {
-      throw new TypeError("tensorCache must be a TensorCache");
-    }
-    const roots = options.tensorCacheRoots ?? [];
-    if (
-      !Array.isArray(roots) ||
-      !roots.every((r) => typeof r === "string" || r instanceof URL || typeof r === "function")
-    ) {
-      throw new TypeError(
-        "tensorCacheRoots must be an array of paths, URLs and loader functions",
-      );
-    }
-    this.#state = new MemoryScope(this.devices, allocator, maxMemoryBytes, tensorCache);
-    this.#state.tensorCacheRoots = Object.freeze([...roots]);
+    this.#state = new MemoryScope(
+      this.devices,
+      checked.allocator,
+      checked.maxMemoryBytes,
+      checked.tensorCache,
+    );
+    this.#state.tensorCacheRoots = checked.roots;
     // A file may name a high register once (r(2^24 - 1)) and so ask for a register file far
     // larger than its code: every call would copy it, and liveness would scan it per block.
     // The VM runs such a program renumbered densely (as the builder always does).
@@ -257,7 +218,7 @@ export class VirtualMachine {
       () => linker.releaseConstants(),
     );
     this.#calls = calls;
-    const linker = new Linker(ex, this.#state, interp, own, {
+    const linker = new Linker(ex, this.#state, interp, checked.own, {
       vm: this,
       checkCallable: (index) => {
         if (calls.disposed) throw calls.disposedError(index);

@@ -8,10 +8,18 @@
 
 import type { AllocatorKind } from "../devices/allocator.ts";
 import type { NDArray } from "../devices/ndarray.ts";
-import type { TensorCache, TensorCacheRoot } from "../devices/tensor_cache.ts";
+import { TensorCache, type TensorCacheRoot } from "../devices/tensor_cache.ts";
 import { printable } from "../ground/printable.ts";
 import type { PackedFunc } from "../ground/registry.ts";
-import type { CallLimits } from "./invocation.ts";
+import {
+  type CallLimits,
+  checkCount,
+  DEFAULT_MAX_CALL_DEPTH,
+  DEFAULT_MAX_STACK_SLOTS,
+  NO_LIMITS,
+  type ResolvedLimits,
+  resolveLimits,
+} from "./invocation.ts";
 
 /**
  * Options of `new VirtualMachine`. Besides how the VM runs code, they set
@@ -289,4 +297,65 @@ export function executionForm(options: VirtualMachineOptions): ExecutionForm {
     throw new TypeError(`Unknown dispatch "${d}": use "specialized" or "generic"`);
   }
   return { mode: m, dispatch: d };
+}
+
+/** `VirtualMachineOptions` checked, with their defaults filled in (`checkedOptions`). */
+export interface CheckedOptions extends ExecutionForm {
+  readonly allocator: AllocatorKind;
+  readonly maxMemoryBytes: number;
+  readonly limits: ResolvedLimits;
+  readonly moveInputs: boolean;
+  readonly own: ReadonlyMap<string, PackedFunc>;
+  readonly tensorCache: TensorCache | null;
+  readonly roots: readonly TensorCacheRoot[];
+}
+
+/**
+ * The options a `VirtualMachine` is made with, checked before it holds anything: a
+ * `TypeError` (a `RangeError` for a number out of range) for the first wrong one.
+ */
+export function checkedOptions(options: VirtualMachineOptions): CheckedOptions {
+  const allocator = options.allocator ?? "pooled";
+  if (allocator !== "pooled" && allocator !== "naive") {
+    throw new TypeError(`Unknown allocator "${allocator}": use "pooled" or "naive"`);
+  }
+  const { mode, dispatch } = executionForm(options);
+  const maxMemoryBytes = options.maxMemoryBytes ?? DEFAULT_MAX_MEMORY_BYTES;
+  if (!(typeof maxMemoryBytes === "number" && maxMemoryBytes >= 0)) {
+    throw new RangeError(
+      `maxMemoryBytes must be a non-negative number of bytes, got ${String(maxMemoryBytes)}`,
+    );
+  }
+  const limits = resolveLimits(options, {
+    ...NO_LIMITS,
+    maxCallDepth: checkCount("maxCallDepth", options.maxCallDepth ?? DEFAULT_MAX_CALL_DEPTH),
+    maxStackSlots: checkCount("maxStackSlots", options.maxStackSlots ?? DEFAULT_MAX_STACK_SLOTS),
+  });
+  const moveInputs = options.moveInputs ?? true;
+  if (typeof moveInputs !== "boolean") {
+    throw new TypeError(`moveInputs must be true or false, got ${String(moveInputs)}`);
+  }
+  const own = ownFunctions(options.functions);
+  const tensorCache = options.tensorCache ?? null;
+  if (tensorCache !== null && !(tensorCache instanceof TensorCache)) {
+    throw new TypeError("tensorCache must be a TensorCache");
+  }
+  const roots = options.tensorCacheRoots ?? [];
+  if (
+    !Array.isArray(roots) ||
+    !roots.every((r) => typeof r === "string" || r instanceof URL || typeof r === "function")
+  ) {
+    throw new TypeError("tensorCacheRoots must be an array of paths, URLs and loader functions");
+  }
+  return {
+    allocator,
+    mode,
+    dispatch,
+    maxMemoryBytes,
+    limits,
+    moveInputs,
+    own,
+    tensorCache,
+    roots: Object.freeze([...roots]),
+  };
 }

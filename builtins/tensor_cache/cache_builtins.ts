@@ -226,30 +226,50 @@ function namesArg(v: unknown, who: string): readonly unknown[] {
   return fields;
 }
 
-tensorCacheBuiltins.add(
-  "vm.builtin.param_array_from_cache",
-  (prefix: unknown, count: unknown) => new Tuple(byPrefix(prefix, count, "param_array_from_cache")),
-  {
-    signature: "(prefix, num_params) → tuple of tensors",
-    summary:
-      "A tuple of the cached tensors `<prefix>_0` … `<prefix>_{num_params-1}`; with -1, as many as are consecutively there (possibly none).",
-    dtypes: "any",
-    devices: ["cpu", "webgpu"],
-    errors: "`ReferenceError` (a name missing with num_params >= 0), `TypeError`.",
-    tvm: "vm.builtin.param_array_from_cache",
-  },
-);
+/**
+ * Registers `vm.builtin.<form>(prefix, num_params)` and `vm.builtin.<form>_by_name(names)`:
+ * the cached tensors by prefix (`byPrefix`) or by the names in a tuple (`byName`), handed
+ * out by `wrap` as `result`. TVM has two such forms, a tuple of tensors and a `ParamModule`,
+ * which differ only in that.
+ */
+function addParamForm(
+  form: "param_array_from_cache" | "param_module_from_cache",
+  result: string,
+  wrap: (tensors: NDArray[]) => Tuple | ParamModule,
+  summaries: { readonly byPrefix: string; readonly byName: string },
+): void {
+  const byNameForm = `${form}_by_name`;
+  tensorCacheBuiltins.add(
+    `vm.builtin.${form}`,
+    (prefix: unknown, count: unknown) => wrap(byPrefix(prefix, count, form)),
+    {
+      signature: `(prefix, num_params) → ${result}`,
+      summary: summaries.byPrefix,
+      dtypes: "any",
+      devices: ["cpu", "webgpu"],
+      errors:
+        "`ReferenceError` (a name missing with num_params >= 0), `RangeError` (num_params below -1), `TypeError`.",
+      tvm: `vm.builtin.${form}`,
+    },
+  );
+  tensorCacheBuiltins.add(
+    `vm.builtin.${byNameForm}`,
+    (names: unknown) => wrap(byName(namesArg(names, byNameForm), byNameForm)),
+    {
+      signature: `(names) → ${result}`,
+      summary: summaries.byName,
+      dtypes: "any",
+      devices: ["cpu", "webgpu"],
+      errors: "`ReferenceError` (a name missing), `TypeError`.",
+      tvm: `vm.builtin.${byNameForm}`,
+    },
+  );
+}
 
-tensorCacheBuiltins.add("vm.builtin.param_array_from_cache_by_name", (names: unknown) => {
-  const who = "param_array_from_cache_by_name";
-  return new Tuple(byName(namesArg(names, who), who));
-}, {
-  signature: "(names) → tuple of tensors",
-  summary: "A tuple of the cached tensors named in the tuple (or array) `names`, in order.",
-  dtypes: "any",
-  devices: ["cpu", "webgpu"],
-  errors: "`ReferenceError` (a name missing), `TypeError`.",
-  tvm: "vm.builtin.param_array_from_cache_by_name",
+addParamForm("param_array_from_cache", "tuple of tensors", (tensors) => new Tuple(tensors), {
+  byPrefix:
+    "A tuple of the cached tensors `<prefix>_0` … `<prefix>_{num_params-1}`; with -1, as many as are consecutively there (possibly none).",
+  byName: "A tuple of the cached tensors named in the tuple (or array) `names`, in order.",
 });
 
 tensorCacheBuiltins.add(
@@ -265,29 +285,8 @@ tensorCacheBuiltins.add(
   },
 );
 
-tensorCacheBuiltins.add(
-  "vm.builtin.param_module_from_cache",
-  (prefix: unknown, count: unknown) =>
-    new ParamModule(byPrefix(prefix, count, "param_module_from_cache")),
-  {
-    signature: "(prefix, num_params) → ParamModule",
-    summary:
-      "A `ParamModule` whose `get_params()` returns the tensors `param_array_from_cache` would return now (later cache changes do not reach it).",
-    dtypes: "any",
-    devices: ["cpu", "webgpu"],
-    errors: "",
-    tvm: "vm.builtin.param_module_from_cache",
-  },
-);
-
-tensorCacheBuiltins.add("vm.builtin.param_module_from_cache_by_name", (names: unknown) => {
-  const who = "param_module_from_cache_by_name";
-  return new ParamModule(byName(namesArg(names, who), who));
-}, {
-  signature: "(names) → ParamModule",
-  summary: "A `ParamModule` of the tensors named in `names`.",
-  dtypes: "any",
-  devices: ["cpu", "webgpu"],
-  errors: "",
-  tvm: "vm.builtin.param_module_from_cache_by_name",
+addParamForm("param_module_from_cache", "ParamModule", (tensors) => new ParamModule(tensors), {
+  byPrefix:
+    "A `ParamModule` whose `get_params()` returns the tensors `param_array_from_cache` would return now (later cache changes do not reach it).",
+  byName: "A `ParamModule` of the tensors named in `names`.",
 });

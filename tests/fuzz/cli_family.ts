@@ -17,6 +17,7 @@
 
 import { ExecBuilder } from "../../mod.ts";
 import { main } from "../../cli/main.ts";
+import { addBigTensor, addSpin } from "../_hostile_functions.ts";
 import { Random } from "./random.ts";
 import { caseSeeds, emptyReport, type FamilyReport, recordBug, settle } from "./report.ts";
 
@@ -33,21 +34,8 @@ const NAMES = ["spin", "big", "text", "echo", "t\u001b[2Jx\u009b31m"];
 /** The program every case starts from. */
 function hostileProgram(): Uint8Array {
   const ib = new ExecBuilder();
-  ib.function("spin", { num_inputs: 0 }, () => {
-    ib.emit_goto(1);
-    ib.emit_goto(-1);
-    ib.emit_call("vm.builtin.null_value", [], { dst: ib.r(0) });
-    ib.emit_ret(ib.r(0));
-  });
-  ib.function("big", { num_inputs: 0 }, () => {
-    ib.emit_call("vm.builtin.alloc_storage", [ib.vm_state(), [1 << 22], ib.imm(0), "float32"], {
-      dst: ib.r(0),
-    });
-    ib.emit_call("vm.builtin.alloc_tensor", [ib.r(0), ib.imm(0), [1 << 22], "float32"], {
-      dst: ib.r(1),
-    });
-    ib.emit_ret(ib.r(1));
-  });
+  addSpin(ib);
+  addBigTensor(ib, "big", 0);
   ib.function("text", { num_inputs: 0 }, () => {
     ib.emit_call("vm.builtin.copy", ["\u001b]0;x\u0007\u009b2J" + "y".repeat(100_000)], {
       dst: ib.r(0),

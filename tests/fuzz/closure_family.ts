@@ -23,6 +23,7 @@ import {
   type VirtualMachineOptions,
   VMError,
 } from "../../mod.ts";
+import { addSpin } from "../_hostile_functions.ts";
 import { Random } from "./random.ts";
 import { caseSeeds, emptyReport, type FamilyReport, recordBug, settle } from "./report.ts";
 
@@ -42,12 +43,7 @@ const FORMS: readonly VirtualMachineOptions[] = [
  */
 function closureProgram(): Executable {
   const ib = new ExecBuilder();
-  ib.function("spin", { num_inputs: 0 }, () => {
-    ib.emit_goto(1);
-    ib.emit_goto(-1);
-    ib.emit_call("vm.builtin.null_value", [], { dst: ib.r(0) });
-    ib.emit_ret(ib.r(0));
-  });
+  addSpin(ib);
   ib.function("echo", { num_inputs: 1 }, () => ib.emit_ret(ib.r(0)));
   ib.function("rec", { num_inputs: 2 }, () => {
     ib.emit_call("vm.builtin.make_tuple", [ib.r(1)], { dst: ib.r(2) });

@@ -85,18 +85,38 @@ export async function corpus(rand: Random, randomCount: number): Promise<Uint8Ar
 /** Runs `cases` loader cases from `rand`'s sequence. */
 export async function loaderFamily(rand: Random, cases: number): Promise<FamilyReport> {
   const report = emptyReport("loader");
-  const programs = await corpus(rand, 40);
+  runLoadCases(report, rand, await corpus(rand, 40), cases, mutate, (ex) => {
+    ex.as_text();
+    ex.stats();
+  });
+  return report;
+}
+
+/**
+ * The cases both loader families run (this one and tvm_format_family.ts): `cases` times,
+ * bytes `mutateBytes` makes from two programs of `programs` are loaded and, where they
+ * load, given to `inspect` (what the family checks of an executable: it throws or records
+ * a bug in `report`) and put in a VM within budget; then disposed, leaving nothing
+ * allocated. A rejection must be a `LoadError`, a failed VM construction a `VMError`.
+ */
+export function runLoadCases(
+  report: FamilyReport,
+  rand: Random,
+  programs: readonly Uint8Array[],
+  cases: number,
+  mutateBytes: (rand: Random, bytes: Uint8Array, other: Uint8Array) => Uint8Array,
+  inspect: (ex: Executable, bytes: Uint8Array, i: number) => void,
+): void {
   const host = defaultAllocator(cpu());
   for (let i = 0; i < cases; i++) {
-    const bytes = mutate(rand, rand.pick(programs), rand.pick(programs));
+    const bytes = mutateBytes(rand, rand.pick(programs), rand.pick(programs));
     report.tried++;
     const liveBefore = host.stats().liveBytes;
     const t0 = performance.now();
     let ex: Executable | undefined;
     try {
       ex = Executable.load(bytes);
-      ex.as_text();
-      ex.stats();
+      inspect(ex, bytes, i);
       report.loaded++;
     } catch (e) {
       if (e instanceof LoadError) report.rejected++;
@@ -136,5 +156,4 @@ export async function loaderFamily(rand: Random, cases: number): Promise<FamilyR
       );
     }
   }
-  return report;
 }

@@ -12,14 +12,10 @@
  * @module
  */
 
-import { cpu, Executable, LoadError, VirtualMachine, VMError } from "../../mod.ts";
-import { defaultAllocator } from "../../devices/allocation_context.ts";
-import { constructionBudgetMs, mutate } from "./loader_family.ts";
+import { mutate, runLoadCases } from "./loader_family.ts";
 import { randomProgram } from "./program_generator.ts";
 import type { Random } from "./random.ts";
 import { emptyReport, type FamilyReport, recordBug } from "./report.ts";
-
-const HANG_MS = 2000;
 
 const EDGE_I64 = [
   0n,
@@ -77,53 +73,13 @@ function same(a: Uint8Array, b: Uint8Array): boolean {
 /** Runs `cases` TVM-format loader cases from `rand`'s sequence. */
 export async function tvmFormatFamily(rand: Random, cases: number): Promise<FamilyReport> {
   const report = emptyReport("tvm");
-  const programs = await corpus(rand, 40);
-  const host = defaultAllocator(cpu());
-  for (let i = 0; i < cases; i++) {
-    const bytes = mutateTvm(rand, rand.pick(programs), rand.pick(programs));
-    report.tried++;
-    const liveBefore = host.stats().liveBytes;
-    const t0 = performance.now();
-    let ex: Executable | undefined;
-    try {
-      ex = Executable.load(bytes);
-      ex.as_text();
-      ex.as_python();
-      ex.stats();
-      if (!same(ex.save({ format: "tvm" }), bytes)) {
-        recordBug(report, "wrong", `case ${i}: loaded, but does not write back the same bytes`);
-      }
-      report.loaded++;
-    } catch (e) {
-      if (e instanceof LoadError) report.rejected++;
-      else recordBug(report, "otherExceptions", `case ${i}: ${String(e).slice(0, 200)}`);
+  runLoadCases(report, rand, await corpus(rand, 40), cases, mutateTvm, (ex, bytes, i) => {
+    ex.as_text();
+    ex.as_python();
+    ex.stats();
+    if (!same(ex.save({ format: "tvm" }), bytes)) {
+      recordBug(report, "wrong", `case ${i}: loaded, but does not write back the same bytes`);
     }
-    if (ex !== undefined) {
-      const t1 = performance.now();
-      try {
-        new VirtualMachine(ex).dispose();
-      } catch (e) {
-        if (!(e instanceof VMError)) {
-          recordBug(report, "otherExceptions", `case ${i} (VM): ${String(e).slice(0, 200)}`);
-        }
-      }
-      const ms = performance.now() - t1;
-      if (ms > constructionBudgetMs(ex.instructionCount)) {
-        recordBug(report, "overBudget", `case ${i}: ${ms.toFixed(0)} ms`);
-      }
-    }
-    const elapsed = performance.now() - t0;
-    if (elapsed > HANG_MS) recordBug(report, "hangs", `case ${i}: ${elapsed.toFixed(0)} ms`);
-    ex?.dispose();
-    if (host.stats().liveBytes !== liveBefore) {
-      recordBug(
-        report,
-        "leaks",
-        `case ${i}: ${ex === undefined ? "a rejected load" : "a disposed executable"} left ${
-          host.stats().liveBytes - liveBefore
-        } bytes`,
-      );
-    }
-  }
+  });
   return report;
 }
