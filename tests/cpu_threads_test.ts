@@ -102,6 +102,12 @@ Deno.test("products larger than one block or chunk equal a plain loop, on one an
     { op: "linear", M: 1, K: 4096, N: 700 },
     { op: "linear", M: 3, K: 1000, N: 1500 }, // several rows over each chunk
     { op: "matmul", M: 70, K: 2100, N: 530 },
+    // Blocks of k (gemm.ts's KC): K = 1024 (A's rows padded against cache-set aliasing) with
+    // few tile rows and a tail (the column-panel split), K = 517 (blocks of 260 and 257) with
+    // many tile rows, and a linear's kept-free transposed B in blocks of k.
+    { op: "matmul", M: 13, K: 1024, N: 20 },
+    { op: "matmul", M: 125, K: 517, N: 37 },
+    { op: "linear", M: 40, K: 777, N: 33 },
   ];
   try {
     setCpuKernelMode("wasm");

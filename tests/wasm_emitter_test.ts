@@ -164,27 +164,51 @@ for (const relaxed of [false, true]) {
     const ex = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory } })
       .exports as unknown as GemmExports;
     const f = new Float32Array(memory.buffer);
-    // Two tile rows, three column panels; A row-major [rows][K], B panels [K][NR]. K = 3, 5
-    // and 8: the remainder loop alone, the unrolled loop and the remainder, the unrolled alone.
-    for (const K of [3, 5, 8]) {
-      const mTiles = 2, nPanels = 3, ldc = nPanels * NR + 4;
-      const ap = random(mTiles * MR * K, K), bp = random(nPanels * K * NR, 2);
-      const apOff = 0, bpOff = 1024, cpOff = 2048;
-      f.set(ap, apOff);
-      f.set(bp, bpOff);
-      f.fill(7, cpOff, cpOff + mTiles * MR * ldc);
-      ex.gemm_tiles(apOff * 4, bpOff * 4, cpOff * 4, mTiles, nPanels, K, ldc);
-      for (let r = 0; r < mTiles * MR; r++) {
-        for (let c = 0; c < ldc; c++) {
-          const got = f[cpOff + r * ldc + c];
-          if (c >= nPanels * NR) {
-            assertEquals(got, 7, `C padding column ${c} must stay untouched`);
-            continue;
+    // Two tile rows, three column panels; A row-major [rows][lda] (lda > K: padded rows), B
+    // panels [K][NR]. K = 3, 5 and 8: the remainder loop alone, the unrolled loop and the
+    // remainder, the unrolled alone. Each product runs once whole and once in two blocks of k
+    // (the second accumulating into C), as gemm.ts's K-blocking calls it.
+    for (const K of [3, 5, 8, 13]) {
+      for (const split of [K, 4, 1]) {
+        if (split > K) continue;
+        const mTiles = 2, nPanels = 3, ldc = nPanels * NR + 4, lda = K + 3;
+        const ap = random(mTiles * MR * lda, K), bp = random(nPanels * K * NR, 2);
+        const apOff = 0, bpOff = 1024, cpOff = 2048;
+        f.set(ap, apOff);
+        f.set(bp, bpOff);
+        f.fill(7, cpOff, cpOff + mTiles * MR * ldc);
+        for (let k0 = 0; k0 < K; k0 += split) {
+          const kc = Math.min(split, K - k0);
+          ex.gemm_tiles(
+            (apOff + k0) * 4,
+            (bpOff + k0 * NR) * 4,
+            cpOff * 4,
+            mTiles,
+            nPanels,
+            kc,
+            lda,
+            K,
+            ldc,
+            k0 > 0 ? 1 : 0,
+          );
+        }
+        for (let r = 0; r < mTiles * MR; r++) {
+          for (let c = 0; c < ldc; c++) {
+            const got = f[cpOff + r * ldc + c];
+            if (c >= nPanels * NR) {
+              assertEquals(got, 7, `C padding column ${c} must stay untouched`);
+              continue;
+            }
+            let want = 0;
+            const p0 = Math.floor(c / NR);
+            for (let k = 0; k < K; k++) {
+              want += ap[r * lda + k] * bp[p0 * K * NR + k * NR + c % NR];
+            }
+            assert(
+              Math.abs(got - want) <= 1e-5,
+              `K=${K} in blocks of ${split}: C[${r}, ${c}] = ${got}, expected ${want}`,
+            );
           }
-          let want = 0;
-          const p0 = Math.floor(c / NR);
-          for (let k = 0; k < K; k++) want += ap[r * K + k] * bp[p0 * K * NR + k * NR + c % NR];
-          assert(Math.abs(got - want) <= 1e-5, `K=${K}: C[${r}, ${c}] = ${got}, expected ${want}`);
         }
       }
     }

@@ -5,13 +5,17 @@
  * - **Products of at least `MR` rows** run as BLIS does, less the packing
  *   of A: B is packed a block of column panels at a time (`[K][NR]` each,
  *   zero-padded past N; a weight stored `[N, K]` is transposed on the way),
- *   A is copied in as it is (one `TypedArray.set`, rows past M zeroed) and
- *   read a row pointer per tile row, and `gemm_tiles` computes every tile
- *   into a scratch C that is then copied into the output. Packing B is the
- *   copy into WebAssembly memory that this copy-in version needs anyway, so
- *   it costs no extra pass. Work is handed out in blocks of tile rows sized
- *   for L2 (256 KiB of A); the B block is sized for L3 (4 MiB, so a
- *   1024-square B is one block and A is copied once).
+ *   A is copied in as it is (rows past M zeroed, each row padded off a
+ *   multiple of 2 KiB: `rowStride`) and read a row pointer per tile row,
+ *   and `gemm_tiles` computes every tile into a scratch C that is then
+ *   copied into the output. K is taken in blocks of about `KC` steps, so
+ *   that a panel's block of B stays in L1 while a block of A rows passes
+ *   over it (without them a 1024-square product ran at half the speed of a
+ *   256-square one: each panel, `K · NR · 4` = 32 KiB, filled L1). Packing
+ *   B is the copy into WebAssembly memory that this copy-in version needs
+ *   anyway, so it costs no extra pass. Work is handed out in blocks of tile
+ *   rows sized for L2 (256 KiB of A); the B block is sized for L3 (4 MiB,
+ *   so a 1024-square B is one block and A is copied once).
  * - **A weight stored `[N, K]` times fewer than `MR` rows** (a decode step's
  *   `linear`) copies the weight in chunks of rows small enough to stay in
  *   L2 (256 KiB) and takes `dot_rows` over each chunk while it is there: the
@@ -62,6 +66,8 @@ import type { NDArray } from "../../../devices/ndarray.ts";
 export const GEMM_WASM_MIN_FLOPS = 2 * 32 * 32 * 32;
 
 const A_BLOCK_BYTES = 256 * 1024;
+/** Steps of k per block: the kernel's B panel block (`KC · NR · 4` bytes) stays in L1. */
+const KC = 256;
 /** Most bytes of A, and of C, per pass over B. */
 const SUPER_BYTES = 16 * 1024 * 1024;
 /** Where scratch starts, in floats (after the pool's control block). */
@@ -152,16 +158,20 @@ export function wasmGemm(
     return dotRows(k, a, aOff, b, bOff, c, cOff, M, K, N);
   }
   const nPanels = Math.ceil(N / NR);
-  const mct = Math.max(1, Math.floor(A_BLOCK_BYTES / (K * MR * 4)));
+  // Blocks of k of about KC steps (a multiple of 4, the kernel's unrolling), so that a B panel's
+  // block ([kc][NR], 8 KiB) stays in L1 and a tile row's A ([MR][kc]) in L2.
+  const kcb = roundUp(Math.ceil(K / Math.ceil(K / KC)), 4);
+  const lda = rowStride(K);
+  const mct = Math.max(1, Math.floor(A_BLOCK_BYTES / (kcb * MR * 4)));
   const ncp = Math.min(nPanels, Math.max(1, Math.floor(B_BLOCK_BYTES / (K * NR * 4))));
   const ldc = ncp * NR;
   // Rows of A copied in at once: all of them unless they (or their rows of C) pass SUPER_BYTES.
   const superRows = Math.min(
     roundUp(M, MR),
-    Math.max(MR, Math.floor(SUPER_BYTES / (Math.max(K, ldc) * 4) / MR) * MR),
+    Math.max(MR, Math.floor(SUPER_BYTES / (Math.max(lda, ldc) * 4) / MR) * MR),
   );
   // Scratch layout, in floats: [control | A rows | B block | C rows × B block].
-  const apOff = BASE, bpOff = roundUp(apOff + superRows * K, 16);
+  const apOff = BASE, bpOff = roundUp(apOff + superRows * lda, 16);
   const cpOff = roundUp(bpOff + ncp * NR * K, 16);
   const total = cpOff + superRows * ldc;
   const pool = 2 * M * N * K >= POOL_MIN_FLOPS || everySize() ? poolFor(k) : null;
@@ -179,9 +189,15 @@ export function wasmGemm(
   for (let s0 = 0; s0 < M; s0 += superRows) {
     const rows = Math.min(superRows, M - s0), mTiles = Math.ceil(rows / MR);
     const fullTiles = Math.floor(rows / MR), tailRows = rows - fullTiles * MR;
-    // A as it is, rows past M zero: the kernel reads it row-major.
-    view.set(a.subarray(aOff + s0 * K, aOff + (s0 + rows) * K), apOff);
-    view.fill(0, apOff + rows * K, apOff + mTiles * MR * K);
+    // A as it is, `lda` floats a row, rows past M zero: the kernel reads it row-major.
+    const from = aOff + s0 * K;
+    if (lda === K) view.set(a.subarray(from, from + rows * K), apOff);
+    else {
+      for (let r = 0; r < rows; r++) {
+        view.set(a.subarray(from + r * K, from + (r + 1) * K), apOff + r * lda);
+      }
+    }
+    view.fill(0, apOff + rows * lda, apOff + mTiles * MR * lda);
     for (let j0 = 0; j0 < nPanels; j0 += ncp) {
       const np = Math.min(ncp, nPanels - j0);
       // Byte address of this block's panels: the kept copy's, or the scratch's.
@@ -191,41 +207,55 @@ export function wasmGemm(
         else packB(b, bOff, K, N, j0 * NR, np, view, bpOff);
         packedB = j0;
       }
-      if (pool !== null && fullTiles < 4 * pool.threads) {
-        // Few tile rows (MiniLM at batch 1: 8 to 14 rows): blocks of column panels instead, four
-        // per thread, each with the tail rows too.
-        const bpb = Math.max(1, Math.ceil(np / (4 * pool.threads)));
-        const args = [apOff * 4, bp, cpOff * 4, fullTiles, np, K, ldc, bpb, MR, tailRows, NR];
-        pool.run(space.exports, Job.gemmPanels, args, Math.ceil(np / bpb));
-      } else if (pool !== null) {
-        // Blocks of at most mct tile rows, at least four per thread so that claiming balances.
-        const bt = Math.max(1, Math.min(mct, Math.ceil(fullTiles / (4 * pool.threads))));
-        const args = [apOff * 4, bp, cpOff * 4, fullTiles, np, K, ldc, bt, MR];
-        pool.run(space.exports, Job.gemm, args, Math.ceil(fullTiles / bt));
-      } else {
-        for (let i = 0; i < fullTiles; i += mct) {
-          space.exports.gemm_tiles(
-            (apOff + i * K * MR) * 4,
-            bp,
-            (cpOff + i * MR * ldc) * 4,
-            Math.min(mct, fullTiles - i),
+      for (let k0 = 0; k0 < K; k0 += kcb) {
+        const kc = Math.min(kcb, K - k0), acc = k0 > 0 ? 1 : 0;
+        // This block of k: A's columns from k0, the panels' rows from k0.
+        const ak = (apOff + k0) * 4, bk = bp + k0 * NR * 4, cp = cpOff * 4;
+        const tail = tailRows > 0 ? TAIL_KERNELS[tailRows](space.exports) : null;
+        if (pool !== null && fullTiles < 4 * pool.threads) {
+          // Few tile rows (MiniLM at batch 1: 8 to 14 rows): blocks of column panels instead,
+          // four per thread, each with the tail rows too.
+          const bpb = Math.max(1, Math.ceil(np / (4 * pool.threads)));
+          const args = [ak, bk, cp, fullTiles, np, kc, lda, K, ldc, acc, bpb, MR, tailRows, NR];
+          pool.run(space.exports, Job.gemmPanels, args, Math.ceil(np / bpb));
+        } else {
+          if (pool !== null) {
+            // Blocks of at most mct tile rows, at least four per thread so that claiming
+            // balances.
+            const bt = Math.max(1, Math.min(mct, Math.ceil(fullTiles / (4 * pool.threads))));
+            const args = [ak, bk, cp, fullTiles, np, kc, lda, K, ldc, acc, bt, MR];
+            pool.run(space.exports, Job.gemm, args, Math.ceil(fullTiles / bt));
+          } else {
+            for (let i = 0; i < fullTiles; i += mct) {
+              const n = Math.min(mct, fullTiles - i);
+              space.exports.gemm_tiles(
+                ak + i * MR * lda * 4,
+                bk,
+                cp + i * MR * ldc * 4,
+                n,
+                np,
+                kc,
+                lda,
+                K,
+                ldc,
+                acc,
+              );
+            }
+          }
+          // The last rows % MR rows: one tile of exactly that many rows, on this thread.
+          tail?.(
+            ak + fullTiles * MR * lda * 4,
+            bk,
+            cp + fullTiles * MR * ldc * 4,
+            1,
             np,
+            kc,
+            lda,
             K,
             ldc,
+            acc,
           );
         }
-      }
-      // The last rows % MR rows: one tile of exactly that many rows, on this thread.
-      if (tailRows > 0 && (pool === null || fullTiles >= 4 * pool.threads)) {
-        TAIL_KERNELS[tailRows](space.exports)(
-          (apOff + fullTiles * MR * K) * 4,
-          bp,
-          (cpOff + fullTiles * MR * ldc) * 4,
-          1,
-          np,
-          K,
-          ldc,
-        );
       }
       view = scratchView(space, 0);
       const c0 = j0 * NR, w = Math.min(N, c0 + np * NR) - c0;
@@ -236,6 +266,17 @@ export function wasmGemm(
     }
   }
   return true;
+}
+
+/**
+ * A's row length in the scratch: K padded to a multiple of 4 floats, and by
+ * a cache line more when that is a multiple of 2 KiB: rows 4 KiB apart (K =
+ * 1024) map a tile's six rows onto one set of the L1 cache, and each load
+ * evicts the row before it.
+ */
+function rowStride(K: number): number {
+  const lda = roundUp(K, 4);
+  return lda % 512 === 0 ? lda + 16 : lda;
 }
 
 /** Packs B's columns `col0 .. col0 + np·NR` into `np` panels `[K][NR]` at `off`, zero past N. */

@@ -48,9 +48,9 @@ const Ctl = {
   blocks: 2,
   next: 3,
   finished: 4,
-  /** Arguments: `ARGS .. ARGS + 9`. */
+  /** Arguments: `args .. error - 1`. */
   args: 5,
-  error: 16,
+  error: 24,
 } as const;
 
 /** A claim counter value no block index reaches: claims made while a job is being written. */
@@ -67,29 +67,26 @@ const SPIN_MS = 0.2;
 // deno-lint-ignore no-explicit-any
 export function runBlock(ex: any, ctl: Int32Array, i: number): void {
   if (ctl[1] === 1) {
-    // gemm_tiles(ap, bp, cp, mTiles, nPanels, K, ldc) over tile rows [i·bt, (i+1)·bt).
+    // gemm_tiles(ap, bp, cp, mTiles, nPanels, kc, lda, ldb, ldc, acc) over tile rows
+    // [i·bt, (i+1)·bt).
     const ap = ctl[5], bp = ctl[6], cp = ctl[7], mTiles = ctl[8], nPanels = ctl[9];
-    const K = ctl[10], ldc = ctl[11], bt = ctl[12], MR = ctl[13];
+    const kc = ctl[10], lda = ctl[11], ldb = ctl[12], ldc = ctl[13], acc = ctl[14];
+    const bt = ctl[15], MR = ctl[16];
     const t0 = i * bt, n = Math.min(bt, mTiles - t0);
-    ex.gemm_tiles(ap + t0 * K * MR * 4, bp, cp + t0 * MR * ldc * 4, n, nPanels, K, ldc);
+    const a = ap + t0 * MR * lda * 4, c = cp + t0 * MR * ldc * 4;
+    ex.gemm_tiles(a, bp, c, n, nPanels, kc, lda, ldb, ldc, acc);
   } else if (ctl[1] === 3) {
-    // The same product split by column panels [i·bp, (i+1)·bp) instead of tile rows, for few rows:
-    // gemm_tiles over the full tiles, then gemm_tiles_<tail> over the last `tail` rows.
+    // The same product split by column panels [i·bpb, (i+1)·bpb) instead of tile rows, for few
+    // rows: gemm_tiles over the full tiles, then gemm_tiles_<tail> over the last `tail` rows.
     const ap = ctl[5], bp = ctl[6], cp = ctl[7], fullTiles = ctl[8], nPanels = ctl[9];
-    const K = ctl[10], ldc = ctl[11], bpb = ctl[12], MR = ctl[13], tail = ctl[14], NR = ctl[15];
+    const kc = ctl[10], lda = ctl[11], ldb = ctl[12], ldc = ctl[13], acc = ctl[14];
+    const bpb = ctl[15], MR = ctl[16], tail = ctl[17], NR = ctl[18];
     const p0 = i * bpb, n = Math.min(bpb, nPanels - p0);
-    const b = bp + p0 * K * NR * 4, c = cp + p0 * NR * 4;
-    if (fullTiles > 0) ex.gemm_tiles(ap, b, c, fullTiles, n, K, ldc);
+    const b = bp + p0 * ldb * NR * 4, c = cp + p0 * NR * 4;
+    if (fullTiles > 0) ex.gemm_tiles(ap, b, c, fullTiles, n, kc, lda, ldb, ldc, acc);
     if (tail > 0) {
-      ex["gemm_tiles_" + tail](
-        ap + fullTiles * MR * K * 4,
-        b,
-        c + fullTiles * MR * ldc * 4,
-        1,
-        n,
-        K,
-        ldc,
-      );
+      const a = ap + fullTiles * MR * lda * 4, ct = c + fullTiles * MR * ldc * 4;
+      ex["gemm_tiles_" + tail](a, b, ct, 1, n, kc, lda, ldb, ldc, acc);
     }
   } else if (ctl[1] === 2) {
     // dot_panels(xp, wp, op, rows, Kp) over weight rows [i·br, (i+1)·br) (br a multiple of 4).
