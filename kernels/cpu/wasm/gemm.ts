@@ -8,7 +8,7 @@
  *   A is copied in as it is (rows past M zeroed, each row padded off a
  *   multiple of 2 KiB: `rowStride`) and read a row pointer per tile row,
  *   and `gemm_tiles` computes every tile into a scratch C that is then
- *   copied into the output. K is taken in blocks of about `KC` steps, so
+ *   copied into the output. K is taken in blocks of about `gemmBlocking.kc` steps, so
  *   that a panel's block of B stays in L1 while a block of A rows passes
  *   over it (without them a 1024-square product ran at half the speed of a
  *   256-square one: each panel, `K · NR · 4` = 32 KiB, filled L1). Packing
@@ -49,8 +49,6 @@
 import { DOT_K_STEP, DOT_ROWS, MR, NR } from "./gemm_module.ts";
 import {
   cpuKernelMode,
-  type GemmExports,
-  type GemmTiles,
   type KernelSpace,
   poolFor,
   SCRATCH_BASE_BYTES,
@@ -58,16 +56,26 @@ import {
   type WasmKernels,
   wasmKernelsFor,
 } from "./runtime.ts";
-import { Job } from "./thread_pool.ts";
+import { Job, runAlone } from "./thread_pool.ts";
 import { RESIDENT_BASE, residentCopy, residentLayout } from "./resident.ts";
 import type { NDArray } from "../../../devices/ndarray.ts";
 
 /** Below this many floating-point operations a product stays in TypeScript in `"auto"` mode. */
 export const GEMM_WASM_MIN_FLOPS = 2 * 32 * 32 * 32;
 
-const A_BLOCK_BYTES = 256 * 1024;
-/** Steps of k per block: the kernel's B panel block (`KC · NR · 4` bytes) stays in L1. */
-const KC = 256;
+/**
+ * The blocking of products of `MR` rows or more, a mutable object so that
+ * bench/gemm_blocking_bench.ts can compare settings in one process; nothing
+ * else changes it.
+ */
+export const gemmBlocking = {
+  /** Steps of k per block: a B panel's block (`kc · NR · 4` bytes) stays in L1. */
+  kc: 256,
+  /** Most bytes of A (`MR` rows × kc) per block of tile rows: stays in L2. */
+  aBlockBytes: 256 * 1024,
+  /** Blocks of work per thread on the pool: more balance better when a thread is descheduled. */
+  blocksPerThread: 4,
+};
 /** Most bytes of A, and of C, per pass over B. */
 const SUPER_BYTES = 16 * 1024 * 1024;
 /** Where scratch starts, in floats (after the pool's control block). */
@@ -95,18 +103,6 @@ const DOT_CHUNK_BYTES = 256 * 1024;
 const POOL_MIN_FLOPS = 2 ** 20;
 
 const roundUp = (n: number, m: number) => Math.ceil(n / m) * m;
-
-/** The tail kernel of `r` rows (1 ≤ r < MR), by r. */
-const TAIL_KERNELS: readonly ((e: GemmExports) => GemmTiles)[] = [
-  () => {
-    throw new Error("no tail of 0 rows");
-  },
-  (e) => e.gemm_tiles_1,
-  (e) => e.gemm_tiles_2,
-  (e) => e.gemm_tiles_3,
-  (e) => e.gemm_tiles_4,
-  (e) => e.gemm_tiles_5,
-];
 
 /** Whether `"wasm"` mode asks for every size on the WebAssembly path (and its pool). */
 const everySize = () => cpuKernelMode() === "wasm";
@@ -160,9 +156,10 @@ export function wasmGemm(
   const nPanels = Math.ceil(N / NR);
   // Blocks of k of about KC steps (a multiple of 4, the kernel's unrolling), so that a B panel's
   // block ([kc][NR], 8 KiB) stays in L1 and a tile row's A ([MR][kc]) in L2.
+  const KC = gemmBlocking.kc;
   const kcb = roundUp(Math.ceil(K / Math.ceil(K / KC)), 4);
   const lda = rowStride(K);
-  const mct = Math.max(1, Math.floor(A_BLOCK_BYTES / (kcb * MR * 4)));
+  const mct = Math.max(1, Math.floor(gemmBlocking.aBlockBytes / (kcb * MR * 4)));
   const ncp = Math.min(nPanels, Math.max(1, Math.floor(B_BLOCK_BYTES / (K * NR * 4))));
   const ldc = ncp * NR;
   // Rows of A copied in at once: all of them unless they (or their rows of C) pass SUPER_BYTES.
@@ -207,55 +204,26 @@ export function wasmGemm(
         else packB(b, bOff, K, N, j0 * NR, np, view, bpOff);
         packedB = j0;
       }
-      for (let k0 = 0; k0 < K; k0 += kcb) {
-        const kc = Math.min(kcb, K - k0), acc = k0 > 0 ? 1 : 0;
-        // This block of k: A's columns from k0, the panels' rows from k0.
-        const ak = (apOff + k0) * 4, bk = bp + k0 * NR * 4, cp = cpOff * 4;
-        const tail = tailRows > 0 ? TAIL_KERNELS[tailRows](space.exports) : null;
-        if (pool !== null && fullTiles < 4 * pool.threads) {
-          // Few tile rows (MiniLM at batch 1: 8 to 14 rows): blocks of column panels instead,
-          // four per thread, each with the tail rows too.
-          const bpb = Math.max(1, Math.ceil(np / (4 * pool.threads)));
-          const args = [ak, bk, cp, fullTiles, np, kc, lda, K, ldc, acc, bpb, MR, tailRows, NR];
-          pool.run(space.exports, Job.gemmPanels, args, Math.ceil(np / bpb));
-        } else {
-          if (pool !== null) {
-            // Blocks of at most mct tile rows, at least four per thread so that claiming
-            // balances.
-            const bt = Math.max(1, Math.min(mct, Math.ceil(fullTiles / (4 * pool.threads))));
-            const args = [ak, bk, cp, fullTiles, np, kc, lda, K, ldc, acc, bt, MR];
-            pool.run(space.exports, Job.gemm, args, Math.ceil(fullTiles / bt));
-          } else {
-            for (let i = 0; i < fullTiles; i += mct) {
-              const n = Math.min(mct, fullTiles - i);
-              space.exports.gemm_tiles(
-                ak + i * MR * lda * 4,
-                bk,
-                cp + i * MR * ldc * 4,
-                n,
-                np,
-                kc,
-                lda,
-                K,
-                ldc,
-                acc,
-              );
-            }
-          }
-          // The last rows % MR rows: one tile of exactly that many rows, on this thread.
-          tail?.(
-            ak + fullTiles * MR * lda * 4,
-            bk,
-            cp + fullTiles * MR * ldc * 4,
-            1,
-            np,
-            kc,
-            lda,
-            K,
-            ldc,
-            acc,
-          );
-        }
+      // Every block of k inside each block of work (thread_pool.ts's runBlock): one hand-off
+      // per B block, and a block's rows of C stay in cache across its blocks of k.
+      const perThread = gemmBlocking.blocksPerThread;
+      const common = [apOff * 4, bp, cpOff * 4, fullTiles, np, K, kcb, lda, ldc];
+      if (pool !== null && fullTiles < 4 * pool.threads) {
+        // Few tile rows (MiniLM at batch 1: 8 to 14 rows): blocks of column panels instead,
+        // four per thread, each with the tail rows too.
+        const bpb = Math.max(1, Math.ceil(np / (perThread * pool.threads)));
+        const args = [...common, bpb, MR, NR, tailRows];
+        pool.run(space.exports, Job.gemmPanels, args, Math.ceil(np / bpb));
+      } else {
+        // Blocks of at most mct tile rows (A's block in L2), on the pool at least four per
+        // thread so that claiming balances; the last one takes the tail rows.
+        const bt = pool === null
+          ? mct
+          : Math.max(1, Math.min(mct, Math.ceil(fullTiles / (perThread * pool.threads))));
+        const args = [...common, bt, MR, NR, tailRows];
+        const blocks = Math.max(1, Math.ceil(fullTiles / bt));
+        if (pool !== null) pool.run(space.exports, Job.gemm, args, blocks);
+        else runAlone(space.exports, Job.gemm, args, blocks);
       }
       view = scratchView(space, 0);
       const c0 = j0 * NR, w = Math.min(N, c0 + np * NR) - c0;
