@@ -156,7 +156,7 @@ function random(n: number, seed: number): Float32Array {
 
 for (const relaxed of [false, true]) {
   const level = relaxed ? "relaxed SIMD" : "SIMD128";
-  Deno.test(`gemm_tiles, dot_rows and dot_panels (${level}) compute products as a plain loop does`, () => {
+  Deno.test(`gemm_tiles, pack_panels, dot_rows and dot_panels (${level}) compute products as a plain loop does`, () => {
     const bytes = gemmModuleBytes(relaxed, { module: "env", name: "memory", minPages: 4 });
     // Deno 2.9 (V8) has relaxed SIMD: both levels must validate here.
     assert(WebAssembly.validate(bytes), `${level} does not validate`);
@@ -211,6 +211,23 @@ for (const relaxed of [false, true]) {
           }
         }
       }
+    }
+    // pack_panels: two panels of a B of 5 rows, 19 floats apart, from column 2 of the copy at
+    // a byte address not a multiple of 16; past the panels stays untouched.
+    {
+      const K = 5, lds = 19, rawAt = 3000 + 1, packAt = 3200;
+      const raw = random(K * lds, 11);
+      f.set(raw, rawAt);
+      f.fill(7, packAt, packAt + 2 * K * NR + 4);
+      ex.pack_panels((rawAt + 2) * 4, packAt * 4, K, lds, 2);
+      for (let p = 0; p < 2; p++) {
+        for (let k = 0; k < K; k++) {
+          for (let s = 0; s < NR; s++) {
+            assertEquals(f[packAt + (p * K + k) * NR + s], raw[k * lds + 2 + p * NR + s]);
+          }
+        }
+      }
+      assertEquals([...f.subarray(packAt + 2 * K * NR, packAt + 2 * K * NR + 4)], [7, 7, 7, 7]);
     }
     // dot_rows: 8 rows of a weight [rows, Kp], Kp = 16.
     const rows = 2 * DOT_ROWS, Kp = 16;

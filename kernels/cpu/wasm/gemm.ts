@@ -56,7 +56,7 @@ import {
   type WasmKernels,
   wasmKernelsFor,
 } from "./runtime.ts";
-import { Job, runAlone } from "./thread_pool.ts";
+import { Job, runAlone, type ThreadPool } from "./thread_pool.ts";
 import { RESIDENT_BASE, residentCopy, residentLayout } from "./resident.ts";
 import type { NDArray } from "../../../devices/ndarray.ts";
 
@@ -78,6 +78,8 @@ export const gemmBlocking = {
 };
 /** Most bytes of A, and of C, per pass over B. */
 const SUPER_BYTES = 16 * 1024 * 1024;
+/** B's packing is split over the pool from this many floats of B. */
+const PACK_POOL_MIN_FLOATS = 2 ** 16;
 /** Where scratch starts, in floats (after the pool's control block). */
 const BASE = SCRATCH_BASE_BYTES / 4;
 const B_BLOCK_BYTES = 4 * 1024 * 1024;
@@ -167,10 +169,12 @@ export function wasmGemm(
     roundUp(M, MR),
     Math.max(MR, Math.floor(SUPER_BYTES / (Math.max(lda, ldc) * 4) / MR) * MR),
   );
-  // Scratch layout, in floats: [control | A rows | B block | C rows × B block].
+  // Scratch layout, in floats: [control | A rows | B block | C rows × B block | B's rows as they
+  // are, for pack_panels (an untransposed B)].
   const apOff = BASE, bpOff = roundUp(apOff + superRows * lda, 16);
   const cpOff = roundUp(bpOff + ncp * NR * K, 16);
-  const total = cpOff + superRows * ldc;
+  const rawOff = roundUp(cpOff + superRows * ldc, 16);
+  const total = rawOff + (transB ? 0 : K * ldc);
   const pool = 2 * M * N * K >= POOL_MIN_FLOPS || everySize() ? poolFor(k) : null;
   // A sealed weight stored [N, K]: its panels are packed once and kept in the shared memory
   // (resident.ts), so this call packs nothing and runs there even on one thread.
@@ -201,7 +205,7 @@ export function wasmGemm(
       const bp = kept >= 0 ? kept + j0 * NR * K * 4 : bpOff * 4;
       if (kept < 0 && packedB !== j0) {
         if (transB) packBT(b, bOff, K, N, j0 * NR, np, view, bpOff);
-        else packB(b, bOff, K, N, j0 * NR, np, view, bpOff);
+        else packPanels(space, pool, b, bOff, K, N, j0 * NR, np, view, rawOff, bpOff);
         packedB = j0;
       }
       // Every block of k inside each block of work (thread_pool.ts's runBlock): one hand-off
@@ -245,6 +249,44 @@ export function wasmGemm(
 function rowStride(K: number): number {
   const lda = roundUp(K, 4);
   return lda % 512 === 0 ? lda + 16 : lda;
+}
+
+/**
+ * `packB` through WebAssembly: B's rows (the block's columns) copied in as
+ * they are at `rawOff`, then `pack_panels` (split over the pool where there
+ * is one and B is large) moves them into the panels with vector loads and
+ * stores; a last panel that passes N is packed by `packB`. On a
+ * 1024-square B the TypeScript packing took about 2 ms, a twentieth of the
+ * product on two cores, on the calling thread while the workers waited.
+ */
+function packPanels(
+  space: KernelSpace,
+  pool: ThreadPool | null,
+  b: Float32Array,
+  bOff: number,
+  K: number,
+  N: number,
+  col0: number,
+  np: number,
+  view: Float32Array,
+  rawOff: number,
+  off: number,
+): void {
+  const full = Math.min(np, Math.floor((N - col0) / NR)), width = full * NR;
+  if (full > 0) {
+    if (col0 === 0 && width === N) view.set(b.subarray(bOff, bOff + K * N), rawOff);
+    else {
+      for (let k = 0, src = bOff + col0; k < K; k++, src += N) {
+        view.set(b.subarray(src, src + width), rawOff + k * width);
+      }
+    }
+    const threads = pool === null || K * width < PACK_POOL_MIN_FLOATS ? 1 : pool.threads;
+    const per = Math.ceil(full / (2 * threads));
+    const args = [rawOff * 4, off * 4, K, width, full, per, NR];
+    if (threads > 1) pool!.run(space.exports, Job.packPanels, args, Math.ceil(full / per));
+    else runAlone(space.exports, Job.packPanels, args, Math.ceil(full / per));
+  }
+  if (full < np) packB(b, bOff, K, N, col0 + width, np - full, view, off + full * K * NR);
 }
 
 /** Packs B's columns `col0 .. col0 + np·NR` into `np` panels `[K][NR]` at `off`, zero past N. */

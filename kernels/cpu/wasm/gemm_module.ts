@@ -160,6 +160,38 @@ function emitGemmTiles(m: ModuleBuilder, relaxed: boolean, MR: number, name: str
 }
 
 /**
+ * `pack_panels(src, dst, K, lds, nPanels)`: B's column panels for
+ * `gemm_tiles` from a row-major copy of B: panel `p < nPanels` (`[K][NR]` at
+ * `dst + p·K·NR·4`) holds columns `p·NR .. p·NR + NR` of the `K` rows at
+ * `src`, `lds` floats apart. Byte addresses; every panel full (the driver
+ * packs a last, partial one itself). Two vector loads and stores per row
+ * where TypeScript moves eight floats one by one.
+ */
+function emitPackPanels(m: ModuleBuilder): void {
+  const i32 = ValType.i32;
+  const f = m.function("pack_panels", [i32, i32, i32, i32, i32]);
+  const src = 0, dst = 1, K = 2, lds = 3, nPanels = 4;
+  const p = f.local(i32), k = f.local(i32), from = f.local(i32), to = f.local(i32);
+  const ldsBytes = f.local(i32);
+  f.get(lds).i32(2).op(Op.i32Shl).set(ldsBytes);
+  f.get(dst).set(to);
+  f.forLoop(p, 0, nPanels, 1, () => {
+    f.get(src).get(p).i32(NR * 4).op(Op.i32Mul).op(Op.i32Add).set(from);
+    f.forLoop(k, 0, K, 1, () => {
+      for (let v = 0; v < NR / 4; v++) {
+        f.get(to).get(from).simdMem(SimdOp.v128Load, 2, 16 * v).simdMem(
+          SimdOp.v128Store,
+          2,
+          16 * v,
+        );
+      }
+      f.get(from).get(ldsBytes).op(Op.i32Add).set(from);
+      f.get(to).i32(NR * 4).op(Op.i32Add).set(to);
+    });
+  });
+}
+
+/**
  * `dot_rows(xp, wp, op, rows, Kp)`: `out[j] = Σ_k x[k]·w[j·Kp + k]` for
  * `j < rows` (a multiple of `DOT_ROWS`), with x at `xp`, w at `wp`, out at
  * `op` (float32, byte addresses, 16-byte aligned); `Kp` is a positive
@@ -394,11 +426,12 @@ function emitGelu(m: ModuleBuilder): void {
   });
 }
 
-/** The module's bytes: `gemm_tiles` (and `gemm_tiles_1` … `_5` for the last rows), `dot_rows`, `dot_panels`, `gelu` and `exp` over the imported `env.memory`. */
+/** The module's bytes: `gemm_tiles` (and `gemm_tiles_1` … `_5` for the last rows), `pack_panels`, `dot_rows`, `dot_panels`, `gelu` and `exp` over the imported `env.memory`. */
 export function gemmModuleBytes(relaxed: boolean, memory: MemoryImport): Uint8Array<ArrayBuffer> {
   const m = new ModuleBuilder(memory);
   emitGemmTiles(m, relaxed, MR, "gemm_tiles");
   for (let r = 1; r < MR; r++) emitGemmTiles(m, relaxed, r, `gemm_tiles_${r}`);
+  emitPackPanels(m);
   emitDotRows(m, relaxed);
   emitDotPanels(m, relaxed);
   emitGelu(m);

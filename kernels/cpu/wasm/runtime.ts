@@ -86,6 +86,8 @@ export interface GemmExports {
   gemm_tiles_3: GemmTiles;
   gemm_tiles_4: GemmTiles;
   gemm_tiles_5: GemmTiles;
+  /** B's full column panels from a row-major copy of B (gemm_module.ts). */
+  pack_panels(src: number, dst: number, K: number, lds: number, nPanels: number): void;
   dot_panels(xp: number, wp: number, op: number, rows: number, Kp: number): void;
   gelu(xp: number, op: number, bytes: number): void;
   exp(xp: number, op: number, bytes: number): void;

@@ -39,7 +39,7 @@
 export const CONTROL_BYTES = 256;
 
 /** Job kinds. */
-export const Job = { exit: 0, gemm: 1, dot: 2, gemmPanels: 3 } as const;
+export const Job = { exit: 0, gemm: 1, dot: 2, gemmPanels: 3, packPanels: 4 } as const;
 
 /** Int32 slots of the control block. */
 const Ctl = {
@@ -104,6 +104,12 @@ export function runBlock(ex: any, ctl: Int32Array, i: number): void {
         );
       }
     }
+  } else if (ctl[1] === 4) {
+    // pack_panels(src, dst, K, lds, nPanels) over panels [i·per, (i+1)·per).
+    const src = ctl[5], dst = ctl[6], K = ctl[7], lds = ctl[8], nPanels = ctl[9];
+    const per = ctl[10], NR = ctl[11];
+    const p0 = i * per, n = Math.min(per, nPanels - p0);
+    ex.pack_panels(src + p0 * NR * 4, dst + p0 * K * NR * 4, K, lds, n);
   } else if (ctl[1] === 2) {
     // dot_panels(xp, wp, op, rows, Kp) over weight rows [i·br, (i+1)·br) (br a multiple of 4).
     const xp = ctl[5], wp = ctl[6], op = ctl[7], rows = ctl[8], Kp = ctl[9], br = ctl[10];
