@@ -78,8 +78,11 @@ export const gemmBlocking = {
 };
 /** Most bytes of A, and of C, per pass over B. */
 const SUPER_BYTES = 16 * 1024 * 1024;
-/** B's packing is split over the pool from this many floats of B. */
-const PACK_POOL_MIN_FLOATS = 2 ** 16;
+/**
+ * B's packing is split over the pool from this many floats of B (1 MiB):
+ * below it a hand-off costs about what it saves.
+ */
+const PACK_POOL_MIN_FLOATS = 2 ** 18;
 /** Where scratch starts, in floats (after the pool's control block). */
 const BASE = SCRATCH_BASE_BYTES / 4;
 const B_BLOCK_BYTES = 4 * 1024 * 1024;
