@@ -8,6 +8,7 @@
  * ```sh
  * deno run -A bench/gemm_blocking_bench.ts   # kc 256, 384; 4, 16 blocks per thread
  * deno run -A bench/gemm_blocking_bench.ts --kc=128,256 --a=128,256 --bpt=4 --rounds=9
+ * deno run -A bench/gemm_blocking_bench.ts --kc=256,99999 --bpt=4 --pad=0,1  # no K-blocking, no padding
  * ```
  *
  * @module
@@ -24,6 +25,7 @@ const arg = (name: string, fallback: number[]) => {
   return a === undefined ? fallback : a.slice(name.length + 3).split(",").map(Number);
 };
 const kcs = arg("kc", [256, 384]), aKiBs = arg("a", [256]), bpts = arg("bpt", [4, 16]);
+const pads = arg("pad", [1]).map((p) => p !== 0);
 const ROUNDS = arg("rounds", [7])[0];
 
 const shapes: [string, number, number, number, boolean][] = [
@@ -34,7 +36,9 @@ const shapes: [string, number, number, number, boolean][] = [
 ];
 const settings = kcs.flatMap((kc) =>
   aKiBs.flatMap((aKiB) =>
-    bpts.map((blocksPerThread) => ({ kc, aBlockBytes: aKiB * 1024, blocksPerThread }))
+    bpts.flatMap((blocksPerThread) =>
+      pads.map((padRows) => ({ kc, aBlockBytes: aKiB * 1024, blocksPerThread, padRows }))
+    )
   )
 );
 
@@ -58,9 +62,9 @@ for (const threads of [1, 2]) {
       }
     }
     const cells = settings.map((s, i) =>
-      `kc ${s.kc} A ${s.aBlockBytes / 1024}K ${s.blocksPerThread}/t: ${
-        (2 * M * N * K / median(times[i]) / 1e6).toFixed(1).padStart(5)
-      }`
+      `kc ${s.kc} A ${s.aBlockBytes / 1024}K ${s.blocksPerThread}/t${
+        s.padRows ? "" : " unpadded"
+      }: ${(2 * M * N * K / median(times[i]) / 1e6).toFixed(1).padStart(5)}`
     );
     console.log(`${got}t ${name.padEnd(22)} GFLOP/s  ${cells.join("  ")}`);
   }
