@@ -21,7 +21,8 @@
  * do not pay a wake-up each.
  *
  * Block sizes are the kernels' (kernels/cpu/wasm/gemm.ts): `gemm_tiles`
- * over a few tile rows (at most an L2-sized block of A), or `dot_rows` over
+ * over a few tile rows (at most an L2-sized block of A) and every block of
+ * k, `pack_panels` over a few of B's column panels, or `dot_rows` over
  * a block of a packed weight already in the shared memory (`Job.dot`,
  * `dot_panels`: a sealed weight's copy, resident.ts). `runBlock` is the
  * one function both sides run: its source is copied into the worker script.
