@@ -13,11 +13,12 @@
  *   passes over it, as BLIS does (on the 2-core Zen 4 machine this and the
  *   row padding measured no faster than whole-K panels in the same process:
  *   its 8-way L1 and its L2 kept the kernel compute-bound; they are kept for
- *   caches that are not). Packing
- *   B is the copy into WebAssembly memory that this copy-in version needs
- *   anyway, so it costs no extra pass. Work is handed out in blocks of tile
- *   rows sized for L2 (256 KiB of A); the B block is sized for L3 (4 MiB,
- *   so a 1024-square B is one block and A is copied once).
+ *   caches that are not). Packing B is the copy into WebAssembly memory
+ *   that this copy-in version needs anyway (an untransposed B is copied in
+ *   as it is and packed by WebAssembly, `packPanels`). Work is handed out in
+ *   blocks of tile rows sized for L2 (256 KiB of A), each over every block
+ *   of k; the B block is sized for L3 (4 MiB, so a 1024-square B is one
+ *   block and A is copied once).
  * - **A weight stored `[N, K]` times fewer than `MR` rows** (a decode step's
  *   `linear`) copies the weight in chunks of rows small enough to stay in
  *   L2 (256 KiB) and takes `dot_rows` over each chunk while it is there: the
@@ -75,7 +76,7 @@ export const gemmBlocking = {
   kc: 256,
   /** Most bytes of A (`MR` rows × kc) per block of tile rows: stays in L2. */
   aBlockBytes: 256 * 1024,
-  /** Blocks of work per thread on the pool: more balance better when a thread is descheduled. */
+  /** Blocks of work per thread on the pool: more of them balance better when a thread stalls. */
   blocksPerThread: 4,
   /** Whether A's rows are padded off multiples of 2 KiB (`rowStride`). */
   padRows: true,
