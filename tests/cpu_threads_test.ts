@@ -102,6 +102,12 @@ Deno.test("products larger than one block or chunk equal a plain loop, on one an
     { op: "linear", M: 1, K: 4096, N: 700 },
     { op: "linear", M: 3, K: 1000, N: 1500 }, // several rows over each chunk
     { op: "matmul", M: 70, K: 2100, N: 530 },
+    // Blocks of k (gemm.ts's KC): K = 1024 (A's rows padded against cache-set aliasing) with
+    // few tile rows and a tail (the column-panel split), K = 517 (blocks of 260 and 257) with
+    // many tile rows, and a linear's kept-free transposed B in blocks of k.
+    { op: "matmul", M: 13, K: 1024, N: 20 },
+    { op: "matmul", M: 125, K: 517, N: 37 },
+    { op: "linear", M: 40, K: 777, N: 33 },
   ];
   try {
     setCpuKernelMode("wasm");
@@ -126,6 +132,48 @@ Deno.test("products larger than one block or chunk equal a plain loop, on one an
                 `${op} ${M}×${K}×${N}, ${threads} thread(s): [${i}, ${j}] = ${
                   got[i * N + j]
                 }, expected ${want}`,
+              );
+            }
+          }
+        }
+      }
+    }
+  } finally {
+    setCpuKernelMode("auto");
+    cpu(0, { threads: before });
+  }
+});
+
+Deno.test("batched products with broadcast batch axes over several blocks of k equal a plain loop", async () => {
+  const before = cpuThreadSetting();
+  const matmul = getGlobalFunc("vm.op.matmul")!;
+  // [2, 1, M, K] @ [3, K, N] -> [2, 3, M, N]: each of the six products has its own pair of
+  // operands (A repeated along the second axis, B along the first), M = 7 rows (one tile and a
+  // tail row), K = 300 (blocks of 152 and 148 steps), N = 20 (a partial panel).
+  const M = 7, K = 300, N = 20;
+  const av = random(2 * M * K, 3), bv = random(3 * K * N, 4);
+  try {
+    setCpuKernelMode("wasm");
+    for (const threads of [1, 2]) {
+      cpu(0, { threads });
+      assertEquals(await cpuThreadsReady(), threads);
+      using a = tensor(av, { shape: [2, 1, M, K] });
+      using b = tensor(bv, { shape: [3, K, N] });
+      using c = matmul(a, b) as NDArray;
+      assertEquals(c.shape, [2, 3, M, N]);
+      const got = await c.data() as Float32Array;
+      for (let i0 = 0; i0 < 2; i0++) {
+        for (let j0 = 0; j0 < 3; j0++) {
+          for (let i = 0; i < M; i++) {
+            for (let j = 0; j < N; j++) {
+              let want = 0;
+              for (let k = 0; k < K; k++) {
+                want += av[(i0 * M + i) * K + k] * bv[(j0 * K + k) * N + j];
+              }
+              const at = ((i0 * 3 + j0) * M + i) * N + j;
+              assert(
+                Math.abs(got[at] - want) <= 1e-5 * K,
+                `${threads} thread(s): [${i0}, ${j0}, ${i}, ${j}] = ${got[at]}, expected ${want}`,
               );
             }
           }

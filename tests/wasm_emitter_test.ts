@@ -156,7 +156,7 @@ function random(n: number, seed: number): Float32Array {
 
 for (const relaxed of [false, true]) {
   const level = relaxed ? "relaxed SIMD" : "SIMD128";
-  Deno.test(`gemm_tiles, dot_rows and dot_panels (${level}) compute products as a plain loop does`, () => {
+  Deno.test(`gemm_tiles, pack_panels, dot_rows and dot_panels (${level}) compute products as a plain loop does`, () => {
     const bytes = gemmModuleBytes(relaxed, { module: "env", name: "memory", minPages: 4 });
     // Deno 2.9 (V8) has relaxed SIMD: both levels must validate here.
     assert(WebAssembly.validate(bytes), `${level} does not validate`);
@@ -164,29 +164,70 @@ for (const relaxed of [false, true]) {
     const ex = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory } })
       .exports as unknown as GemmExports;
     const f = new Float32Array(memory.buffer);
-    // Two tile rows, three column panels; A row-major [rows][K], B panels [K][NR]. K = 3, 5
-    // and 8: the remainder loop alone, the unrolled loop and the remainder, the unrolled alone.
-    for (const K of [3, 5, 8]) {
-      const mTiles = 2, nPanels = 3, ldc = nPanels * NR + 4;
-      const ap = random(mTiles * MR * K, K), bp = random(nPanels * K * NR, 2);
-      const apOff = 0, bpOff = 1024, cpOff = 2048;
-      f.set(ap, apOff);
-      f.set(bp, bpOff);
-      f.fill(7, cpOff, cpOff + mTiles * MR * ldc);
-      ex.gemm_tiles(apOff * 4, bpOff * 4, cpOff * 4, mTiles, nPanels, K, ldc);
-      for (let r = 0; r < mTiles * MR; r++) {
-        for (let c = 0; c < ldc; c++) {
-          const got = f[cpOff + r * ldc + c];
-          if (c >= nPanels * NR) {
-            assertEquals(got, 7, `C padding column ${c} must stay untouched`);
-            continue;
+    // Two tile rows, three column panels; A row-major [rows][lda] (lda > K: padded rows), B
+    // panels [K][NR]. K = 3, 5 and 8: the remainder loop alone, the unrolled loop and the
+    // remainder, the unrolled alone. Each product runs once whole and once in two blocks of k
+    // (the second accumulating into C), as gemm.ts's K-blocking calls it.
+    for (const K of [3, 5, 8, 13]) {
+      for (const split of [K, 4, 1]) {
+        if (split > K) continue;
+        const mTiles = 2, nPanels = 3, ldc = nPanels * NR + 4, lda = K + 3;
+        const ap = random(mTiles * MR * lda, K), bp = random(nPanels * K * NR, 2);
+        const apOff = 0, bpOff = 1024, cpOff = 2048;
+        f.set(ap, apOff);
+        f.set(bp, bpOff);
+        f.fill(7, cpOff, cpOff + mTiles * MR * ldc);
+        for (let k0 = 0; k0 < K; k0 += split) {
+          const kc = Math.min(split, K - k0);
+          ex.gemm_tiles(
+            (apOff + k0) * 4,
+            (bpOff + k0 * NR) * 4,
+            cpOff * 4,
+            mTiles,
+            nPanels,
+            kc,
+            lda,
+            K,
+            ldc,
+            k0 > 0 ? 1 : 0,
+          );
+        }
+        for (let r = 0; r < mTiles * MR; r++) {
+          for (let c = 0; c < ldc; c++) {
+            const got = f[cpOff + r * ldc + c];
+            if (c >= nPanels * NR) {
+              assertEquals(got, 7, `C padding column ${c} must stay untouched`);
+              continue;
+            }
+            let want = 0;
+            const p0 = Math.floor(c / NR);
+            for (let k = 0; k < K; k++) {
+              want += ap[r * lda + k] * bp[p0 * K * NR + k * NR + c % NR];
+            }
+            assert(
+              Math.abs(got - want) <= 1e-5,
+              `K=${K} in blocks of ${split}: C[${r}, ${c}] = ${got}, expected ${want}`,
+            );
           }
-          let want = 0;
-          const p0 = Math.floor(c / NR);
-          for (let k = 0; k < K; k++) want += ap[r * K + k] * bp[p0 * K * NR + k * NR + c % NR];
-          assert(Math.abs(got - want) <= 1e-5, `K=${K}: C[${r}, ${c}] = ${got}, expected ${want}`);
         }
       }
+    }
+    // pack_panels: two panels of a B of 5 rows, 19 floats apart, from column 2 of the copy at
+    // a byte address not a multiple of 16; past the panels stays untouched.
+    {
+      const K = 5, lds = 19, rawAt = 3000 + 1, packAt = 3200;
+      const raw = random(K * lds, 11);
+      f.set(raw, rawAt);
+      f.fill(7, packAt, packAt + 2 * K * NR + 4);
+      ex.pack_panels((rawAt + 2) * 4, packAt * 4, K, lds, 2);
+      for (let p = 0; p < 2; p++) {
+        for (let k = 0; k < K; k++) {
+          for (let s = 0; s < NR; s++) {
+            assertEquals(f[packAt + (p * K + k) * NR + s], raw[k * lds + 2 + p * NR + s]);
+          }
+        }
+      }
+      assertEquals([...f.subarray(packAt + 2 * K * NR, packAt + 2 * K * NR + 4)], [7, 7, 7, 7]);
     }
     // dot_rows: 8 rows of a weight [rows, Kp], Kp = 16.
     const rows = 2 * DOT_ROWS, Kp = 16;

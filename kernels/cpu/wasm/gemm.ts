@@ -5,13 +5,20 @@
  * - **Products of at least `MR` rows** run as BLIS does, less the packing
  *   of A: B is packed a block of column panels at a time (`[K][NR]` each,
  *   zero-padded past N; a weight stored `[N, K]` is transposed on the way),
- *   A is copied in as it is (one `TypedArray.set`, rows past M zeroed) and
- *   read a row pointer per tile row, and `gemm_tiles` computes every tile
- *   into a scratch C that is then copied into the output. Packing B is the
- *   copy into WebAssembly memory that this copy-in version needs anyway, so
- *   it costs no extra pass. Work is handed out in blocks of tile rows sized
- *   for L2 (256 KiB of A); the B block is sized for L3 (4 MiB, so a
- *   1024-square B is one block and A is copied once).
+ *   A is copied in as it is (rows past M zeroed, each row padded off a
+ *   multiple of 2 KiB: `rowStride`) and read a row pointer per tile row,
+ *   and `gemm_tiles` computes every tile into a scratch C that is then
+ *   copied into the output. K is taken in blocks of about `gemmBlocking.kc`
+ *   steps, so that a panel's block of B stays in L1 while a block of A rows
+ *   passes over it, as BLIS does (on the 2-core Zen 4 machine this and the
+ *   row padding measured no faster than whole-K panels in the same process:
+ *   its 8-way L1 and its L2 kept the kernel compute-bound; they are kept for
+ *   caches that are not). Packing B is the copy into WebAssembly memory
+ *   that this copy-in version needs anyway (an untransposed B is copied in
+ *   as it is and packed by WebAssembly, `packPanels`). Work is handed out in
+ *   blocks of tile rows sized for L2 (256 KiB of A), each over every block
+ *   of k; the B block is sized for L3 (4 MiB, so a 1024-square B is one
+ *   block and A is copied once).
  * - **A weight stored `[N, K]` times fewer than `MR` rows** (a decode step's
  *   `linear`) copies the weight in chunks of rows small enough to stay in
  *   L2 (256 KiB) and takes `dot_rows` over each chunk while it is there: the
@@ -45,8 +52,6 @@
 import { DOT_K_STEP, DOT_ROWS, MR, NR } from "./gemm_module.ts";
 import {
   cpuKernelMode,
-  type GemmExports,
-  type GemmTiles,
   type KernelSpace,
   poolFor,
   SCRATCH_BASE_BYTES,
@@ -54,16 +59,35 @@ import {
   type WasmKernels,
   wasmKernelsFor,
 } from "./runtime.ts";
-import { Job } from "./thread_pool.ts";
+import { Job, runAlone, type ThreadPool } from "./thread_pool.ts";
 import { RESIDENT_BASE, residentCopy, residentLayout } from "./resident.ts";
 import type { NDArray } from "../../../devices/ndarray.ts";
 
 /** Below this many floating-point operations a product stays in TypeScript in `"auto"` mode. */
 export const GEMM_WASM_MIN_FLOPS = 2 * 32 * 32 * 32;
 
-const A_BLOCK_BYTES = 256 * 1024;
+/**
+ * The blocking of products of `MR` rows or more, a mutable object so that
+ * bench/gemm_blocking_bench.ts can compare settings in one process; nothing
+ * else changes it.
+ */
+export const gemmBlocking = {
+  /** Steps of k per block: a B panel's block (`kc · NR · 4` bytes) stays in L1. */
+  kc: 256,
+  /** Most bytes of A (`MR` rows × kc) per block of tile rows: stays in L2. */
+  aBlockBytes: 256 * 1024,
+  /** Blocks of work per thread on the pool: more of them balance better when a thread stalls. */
+  blocksPerThread: 4,
+  /** Whether A's rows are padded off multiples of 2 KiB (`rowStride`). */
+  padRows: true,
+};
 /** Most bytes of A, and of C, per pass over B. */
 const SUPER_BYTES = 16 * 1024 * 1024;
+/**
+ * B's packing is split over the pool from this many floats of B (1 MiB):
+ * below it a hand-off costs about what it saves.
+ */
+const PACK_POOL_MIN_FLOATS = 2 ** 18;
 /** Where scratch starts, in floats (after the pool's control block). */
 const BASE = SCRATCH_BASE_BYTES / 4;
 const B_BLOCK_BYTES = 4 * 1024 * 1024;
@@ -89,18 +113,6 @@ const DOT_CHUNK_BYTES = 256 * 1024;
 const POOL_MIN_FLOPS = 2 ** 20;
 
 const roundUp = (n: number, m: number) => Math.ceil(n / m) * m;
-
-/** The tail kernel of `r` rows (1 ≤ r < MR), by r. */
-const TAIL_KERNELS: readonly ((e: GemmExports) => GemmTiles)[] = [
-  () => {
-    throw new Error("no tail of 0 rows");
-  },
-  (e) => e.gemm_tiles_1,
-  (e) => e.gemm_tiles_2,
-  (e) => e.gemm_tiles_3,
-  (e) => e.gemm_tiles_4,
-  (e) => e.gemm_tiles_5,
-];
 
 /** Whether `"wasm"` mode asks for every size on the WebAssembly path (and its pool). */
 const everySize = () => cpuKernelMode() === "wasm";
@@ -152,18 +164,25 @@ export function wasmGemm(
     return dotRows(k, a, aOff, b, bOff, c, cOff, M, K, N);
   }
   const nPanels = Math.ceil(N / NR);
-  const mct = Math.max(1, Math.floor(A_BLOCK_BYTES / (K * MR * 4)));
+  // Blocks of k of about KC steps (a multiple of 4, the kernel's unrolling), so that a B panel's
+  // block ([kc][NR], 8 KiB) stays in L1 and a tile row's A ([MR][kc]) in L2.
+  const KC = gemmBlocking.kc;
+  const kcb = roundUp(Math.ceil(K / Math.ceil(K / KC)), 4);
+  const lda = gemmBlocking.padRows ? rowStride(K) : roundUp(K, 4);
+  const mct = Math.max(1, Math.floor(gemmBlocking.aBlockBytes / (kcb * MR * 4)));
   const ncp = Math.min(nPanels, Math.max(1, Math.floor(B_BLOCK_BYTES / (K * NR * 4))));
   const ldc = ncp * NR;
   // Rows of A copied in at once: all of them unless they (or their rows of C) pass SUPER_BYTES.
   const superRows = Math.min(
     roundUp(M, MR),
-    Math.max(MR, Math.floor(SUPER_BYTES / (Math.max(K, ldc) * 4) / MR) * MR),
+    Math.max(MR, Math.floor(SUPER_BYTES / (Math.max(lda, ldc) * 4) / MR) * MR),
   );
-  // Scratch layout, in floats: [control | A rows | B block | C rows × B block].
-  const apOff = BASE, bpOff = roundUp(apOff + superRows * K, 16);
+  // Scratch layout, in floats: [control | A rows | B block | C rows × B block | B's rows as they
+  // are, for pack_panels (an untransposed B)].
+  const apOff = BASE, bpOff = roundUp(apOff + superRows * lda, 16);
   const cpOff = roundUp(bpOff + ncp * NR * K, 16);
-  const total = cpOff + superRows * ldc;
+  const rawOff = roundUp(cpOff + superRows * ldc, 16);
+  const total = rawOff + (transB ? 0 : K * ldc);
   const pool = 2 * M * N * K >= POOL_MIN_FLOPS || everySize() ? poolFor(k) : null;
   // A sealed weight stored [N, K]: its panels are packed once and kept in the shared memory
   // (resident.ts), so this call packs nothing and runs there even on one thread.
@@ -179,53 +198,44 @@ export function wasmGemm(
   for (let s0 = 0; s0 < M; s0 += superRows) {
     const rows = Math.min(superRows, M - s0), mTiles = Math.ceil(rows / MR);
     const fullTiles = Math.floor(rows / MR), tailRows = rows - fullTiles * MR;
-    // A as it is, rows past M zero: the kernel reads it row-major.
-    view.set(a.subarray(aOff + s0 * K, aOff + (s0 + rows) * K), apOff);
-    view.fill(0, apOff + rows * K, apOff + mTiles * MR * K);
+    // A as it is, `lda` floats a row, rows past M zero: the kernel reads it row-major.
+    const from = aOff + s0 * K;
+    if (lda === K) view.set(a.subarray(from, from + rows * K), apOff);
+    else {
+      for (let r = 0; r < rows; r++) {
+        view.set(a.subarray(from + r * K, from + (r + 1) * K), apOff + r * lda);
+      }
+    }
+    view.fill(0, apOff + rows * lda, apOff + mTiles * MR * lda);
     for (let j0 = 0; j0 < nPanels; j0 += ncp) {
       const np = Math.min(ncp, nPanels - j0);
       // Byte address of this block's panels: the kept copy's, or the scratch's.
       const bp = kept >= 0 ? kept + j0 * NR * K * 4 : bpOff * 4;
       if (kept < 0 && packedB !== j0) {
         if (transB) packBT(b, bOff, K, N, j0 * NR, np, view, bpOff);
-        else packB(b, bOff, K, N, j0 * NR, np, view, bpOff);
+        else packPanels(space, pool, b, bOff, K, N, j0 * NR, np, view, rawOff, bpOff);
         packedB = j0;
       }
+      // Every block of k inside each block of work (thread_pool.ts's runBlock): one hand-off
+      // per B block, and a block's rows of C stay in cache across its blocks of k.
+      const perThread = gemmBlocking.blocksPerThread;
+      const common = [apOff * 4, bp, cpOff * 4, fullTiles, np, K, kcb, lda, ldc];
       if (pool !== null && fullTiles < 4 * pool.threads) {
-        // Few tile rows (MiniLM at batch 1: 8 to 14 rows): blocks of column panels instead, four
-        // per thread, each with the tail rows too.
-        const bpb = Math.max(1, Math.ceil(np / (4 * pool.threads)));
-        const args = [apOff * 4, bp, cpOff * 4, fullTiles, np, K, ldc, bpb, MR, tailRows, NR];
+        // Few tile rows (MiniLM at batch 1: 8 to 14 rows): blocks of column panels instead,
+        // four per thread, each with the tail rows too.
+        const bpb = Math.max(1, Math.ceil(np / (perThread * pool.threads)));
+        const args = [...common, bpb, MR, NR, tailRows];
         pool.run(space.exports, Job.gemmPanels, args, Math.ceil(np / bpb));
-      } else if (pool !== null) {
-        // Blocks of at most mct tile rows, at least four per thread so that claiming balances.
-        const bt = Math.max(1, Math.min(mct, Math.ceil(fullTiles / (4 * pool.threads))));
-        const args = [apOff * 4, bp, cpOff * 4, fullTiles, np, K, ldc, bt, MR];
-        pool.run(space.exports, Job.gemm, args, Math.ceil(fullTiles / bt));
       } else {
-        for (let i = 0; i < fullTiles; i += mct) {
-          space.exports.gemm_tiles(
-            (apOff + i * K * MR) * 4,
-            bp,
-            (cpOff + i * MR * ldc) * 4,
-            Math.min(mct, fullTiles - i),
-            np,
-            K,
-            ldc,
-          );
-        }
-      }
-      // The last rows % MR rows: one tile of exactly that many rows, on this thread.
-      if (tailRows > 0 && (pool === null || fullTiles >= 4 * pool.threads)) {
-        TAIL_KERNELS[tailRows](space.exports)(
-          (apOff + fullTiles * MR * K) * 4,
-          bp,
-          (cpOff + fullTiles * MR * ldc) * 4,
-          1,
-          np,
-          K,
-          ldc,
-        );
+        // Blocks of at most mct tile rows (A's block in L2), on the pool at least four per
+        // thread so that claiming balances; the last one takes the tail rows.
+        const bt = pool === null
+          ? mct
+          : Math.max(1, Math.min(mct, Math.ceil(fullTiles / (perThread * pool.threads))));
+        const args = [...common, bt, MR, NR, tailRows];
+        const blocks = Math.max(1, Math.ceil(fullTiles / bt));
+        if (pool !== null) pool.run(space.exports, Job.gemm, args, blocks);
+        else runAlone(space.exports, Job.gemm, args, blocks);
       }
       view = scratchView(space, 0);
       const c0 = j0 * NR, w = Math.min(N, c0 + np * NR) - c0;
@@ -236,6 +246,55 @@ export function wasmGemm(
     }
   }
   return true;
+}
+
+/**
+ * A's row length in the scratch: K padded to a multiple of 4 floats, and by
+ * a cache line more when that is a multiple of 2 KiB: rows 4 KiB apart (K =
+ * 1024) map a tile's six rows onto one set of the L1 cache, and each load
+ * evicts the row before it.
+ */
+function rowStride(K: number): number {
+  const lda = roundUp(K, 4);
+  return lda % 512 === 0 ? lda + 16 : lda;
+}
+
+/**
+ * `packB` through WebAssembly: B's rows (the block's columns) copied in as
+ * they are at `rawOff`, then `pack_panels` (split over the pool where there
+ * is one and B is large) moves them into the panels with vector loads and
+ * stores; a last panel that passes N is packed by `packB`. On a
+ * 1024-square B the TypeScript packing took about 2 ms, a twentieth of the
+ * product on two cores, on the calling thread while the workers waited.
+ */
+function packPanels(
+  space: KernelSpace,
+  pool: ThreadPool | null,
+  b: Float32Array,
+  bOff: number,
+  K: number,
+  N: number,
+  col0: number,
+  np: number,
+  view: Float32Array,
+  rawOff: number,
+  off: number,
+): void {
+  const full = Math.min(np, Math.floor((N - col0) / NR)), width = full * NR;
+  if (full > 0) {
+    if (col0 === 0 && width === N) view.set(b.subarray(bOff, bOff + K * N), rawOff);
+    else {
+      for (let k = 0, src = bOff + col0; k < K; k++, src += N) {
+        view.set(b.subarray(src, src + width), rawOff + k * width);
+      }
+    }
+    const threads = pool === null || K * width < PACK_POOL_MIN_FLOATS ? 1 : pool.threads;
+    const per = Math.ceil(full / (2 * threads));
+    const args = [rawOff * 4, off * 4, K, width, full, per, NR];
+    if (threads > 1) pool!.run(space.exports, Job.packPanels, args, Math.ceil(full / per));
+    else runAlone(space.exports, Job.packPanels, args, Math.ceil(full / per));
+  }
+  if (full < np) packB(b, bOff, K, N, col0 + width, np - full, view, off + full * K * NR);
 }
 
 /** Packs B's columns `col0 .. col0 + np·NR` into `np` panels `[K][NR]` at `off`, zero past N. */

@@ -3,18 +3,20 @@
  *
  * - `gemm_tiles` is the register-blocked core of a BLIS-style product
  *   (kernels/cpu/wasm/gemm.ts drives it): A row-major as copied in (one
- *   pointer per row of the tile), B packed into column panels of `NR`
- *   columns (`[K][NR]`), and for every tile an `MR × NR` block of C held in
- *   `MR · NR / 4` SIMD accumulators over the whole K. Per step of k it loads
- *   `NR / 4` vectors of B and splats `MR` values of A: with the 6 × 8 tile
- *   that is 12 multiply-adds on 12 independent accumulators (enough to hide
- *   the add latency) for 8 loads, in 15 of the 16 vector registers of x64.
- *   Four steps of k per pass, their loads at immediate offsets, so the
- *   pointers move once per four steps. Measured best of 40 on 512 × 512,
- *   one thread, shared machine: A packed `[K][MR]` with a 4 × 8 tile 33–34
- *   GFLOP/s, 6 × 8 37, 6 × 8 on unpacked A unrolled by four 44–48.
- *   Panels are visited column panel outer, so one B panel stays in L1
- *   while the block of A rows (sized by the driver for L2) passes over it.
+ *   pointer per row of the tile, rows `lda` apart), B packed into column
+ *   panels of `NR` columns (`[K][NR]`), and for every tile an `MR × NR`
+ *   block of C held in `MR · NR / 4` SIMD accumulators over one block of k
+ *   (`kc` steps; later blocks add to C). Per step of k it loads `NR / 4`
+ *   vectors of B and splats `MR` values of A: with the 6 × 8 tile that is
+ *   12 multiply-adds on 12 independent accumulators (enough to hide the add
+ *   latency) for 8 loads, in 15 of the 16 vector registers of x64. Four
+ *   steps of k per pass, their loads at immediate offsets, so the pointers
+ *   move once per four steps. Measured best of 40 on 512 × 512, one thread,
+ *   shared machine: A packed `[K][MR]` with a 4 × 8 tile 33–34 GFLOP/s, 6 ×
+ *   8 37, 6 × 8 on unpacked A unrolled by four 44–48. Panels are visited
+ *   column panel outer, so one B panel's block of k (`kc · NR · 4` bytes)
+ *   stays in L1 while the block of A rows (sized by the driver for L2)
+ *   passes over it.
  * - `dot_rows` is the decode-shaped matrix-vector product: `out[j] = x ·
  *   w[j]` for rows of a weight stored `[N, K]`, four rows and eight values of
  *   K per step (eight accumulators), so each vector of x serves four rows.
@@ -57,24 +59,29 @@ function madd(f: FunctionCode, relaxed: boolean, a: number, b: number, acc: numb
 const K_UNROLL = 4;
 
 /**
- * `gemm_tiles(ap, bp, cp, mTiles, nPanels, K, ldc)`: for every column panel
- * `jp < nPanels` and tile row `ip < mTiles`, stores the `MR × NR` product of
- * rows `ip·MR .. ip·MR + MR` of A (row-major `[rows][K]` at `ap`, as copied
- * in: no packing) and B panel `jp` (at `bp + jp·K·NR·4`) at `cp + (ip·MR·ldc
- * + jp·NR)·4`. `ldc` is C's row length in elements; `K ≥ 1`. Byte
- * addresses; B and C 16-byte aligned.
+ * `gemm_tiles(ap, bp, cp, mTiles, nPanels, kc, lda, ldb, ldc, accumulate)`:
+ * for every column panel `jp < nPanels` and tile row `ip < mTiles`, the
+ * `MR × NR` product over `kc ≥ 1` steps of k of rows `ip·MR .. ip·MR + MR`
+ * of A (row-major, `lda` floats apart, from `ap`: as copied in, no packing)
+ * and B panel `jp` (`[kc][NR]` at `bp + jp·ldb·NR·4`: panels packed over
+ * `ldb` steps of k, of which this call reads `kc` from `bp` on) is stored at
+ * `cp + (ip·MR·ldc + jp·NR)·4`, or added to what is there when `accumulate`
+ * is not 0 (the second and later blocks of k). `ldc` is C's row length in
+ * floats. Byte addresses; B and C 16-byte aligned.
  *
  * The k loop runs `K_UNROLL` steps per pass, reading A at offsets `4u` from
  * one pointer per row and B at `32u + 16v` from one pointer, then a step at
- * a time for the last `K mod K_UNROLL`.
+ * a time for the last `kc mod K_UNROLL`.
  */
 function emitGemmTiles(m: ModuleBuilder, relaxed: boolean, MR: number, name: string): void {
   const i32 = ValType.i32, v128 = ValType.v128;
-  const f = m.function(name, [i32, i32, i32, i32, i32, i32, i32]);
-  const [ap, bp, cp, mTiles, nPanels, K, ldc] = [0, 1, 2, 3, 4, 5, 6];
+  const f = m.function(name, [i32, i32, i32, i32, i32, i32, i32, i32, i32, i32]);
+  const ap = 0, bp = 1, cp = 2, mTiles = 3, nPanels = 4, kc = 5, lda = 6, ldb = 7, ldc = 8;
+  const accumulate = 9;
   const jp = f.local(i32), ip = f.local(i32), pb = f.local(i32), pbEnd = f.local(i32);
   const pbEnd4 = f.local(i32), bPanel = f.local(i32), cTile = f.local(i32);
   const ldcBytes = f.local(i32), rowBytes = f.local(i32), bPanelBytes = f.local(i32);
+  const kcBytes = f.local(i32);
   const pa: number[] = [];
   for (let r = 0; r < MR; r++) pa.push(f.local(i32));
   const acc: number[] = [];
@@ -99,19 +106,20 @@ function emitGemmTiles(m: ModuleBuilder, relaxed: boolean, MR: number, name: str
   };
 
   f.get(ldc).i32(2).op(Op.i32Shl).set(ldcBytes);
-  f.get(K).i32(2).op(Op.i32Shl).set(rowBytes);
-  f.get(K).i32(NR * 4).op(Op.i32Mul).set(bPanelBytes);
+  f.get(lda).i32(2).op(Op.i32Shl).set(rowBytes);
+  f.get(ldb).i32(NR * 4).op(Op.i32Mul).set(bPanelBytes);
+  f.get(kc).i32(NR * 4).op(Op.i32Mul).set(kcBytes);
   f.forLoop(jp, 0, nPanels, 1, () => {
     f.get(bp).get(jp).get(bPanelBytes).op(Op.i32Mul).op(Op.i32Add).set(bPanel);
     f.forLoop(ip, 0, mTiles, 1, () => {
       for (const a of acc) f.f32x4Const([0, 0, 0, 0]).set(a);
-      // Row pointers of this tile: ap + (ip·MR + r)·K·4.
+      // Row pointers of this tile: ap + (ip·MR + r)·lda·4.
       f.get(ap).get(ip).i32(MR).op(Op.i32Mul).get(rowBytes).op(Op.i32Mul).op(Op.i32Add)
         .set(pa[0]);
       for (let r = 1; r < MR; r++) f.get(pa[r - 1]).get(rowBytes).op(Op.i32Add).set(pa[r]);
-      f.get(bPanel).tee(pb).get(bPanelBytes).op(Op.i32Add).set(pbEnd);
-      // pbEnd4 = pb + (K - K mod K_UNROLL)·NR·4
-      f.get(bPanel).get(K).i32(-K_UNROLL).op(Op.i32And).i32(NR * 4).op(Op.i32Mul)
+      f.get(bPanel).tee(pb).get(kcBytes).op(Op.i32Add).set(pbEnd);
+      // pbEnd4 = pb + (kc - kc mod K_UNROLL)·NR·4
+      f.get(bPanel).get(kc).i32(-K_UNROLL).op(Op.i32And).i32(NR * 4).op(Op.i32Mul)
         .op(Op.i32Add).set(pbEnd4);
       // while (pb < pbEnd4) { K_UNROLL steps }
       f.block().loop();
@@ -128,12 +136,57 @@ function emitGemmTiles(m: ModuleBuilder, relaxed: boolean, MR: number, name: str
       // C tile at cp + ip·MR·ldc·4 + jp·NR·4.
       f.get(cp).get(ip).i32(MR).op(Op.i32Mul).get(ldcBytes).op(Op.i32Mul).op(Op.i32Add)
         .get(jp).i32(NR * 4).op(Op.i32Mul).op(Op.i32Add).set(cTile);
+      // A later block of k adds what the earlier ones left in C.
+      f.get(accumulate).if();
+      for (let r = 0; r < MR; r++) {
+        for (let v = 0; v < NR / 4; v++) {
+          const x = acc[r * (NR / 4) + v];
+          f.get(x).get(cTile).simdMem(SimdOp.v128Load, 4, 16 * v).simd(SimdOp.f32x4Add)
+            .set(x);
+        }
+        if (r + 1 < MR) f.get(cTile).get(ldcBytes).op(Op.i32Add).set(cTile);
+      }
+      // Back to the tile's first row.
+      f.get(cTile).get(ldcBytes).i32(MR - 1).op(Op.i32Mul).op(Op.i32Sub).set(cTile);
+      f.end();
       for (let r = 0; r < MR; r++) {
         for (let v = 0; v < NR / 4; v++) {
           f.get(cTile).get(acc[r * (NR / 4) + v]).simdMem(SimdOp.v128Store, 4, 16 * v);
         }
         if (r + 1 < MR) f.get(cTile).get(ldcBytes).op(Op.i32Add).set(cTile);
       }
+    });
+  });
+}
+
+/**
+ * `pack_panels(src, dst, K, lds, nPanels)`: B's column panels for
+ * `gemm_tiles` from a row-major copy of B: panel `p < nPanels` (`[K][NR]` at
+ * `dst + p·K·NR·4`) holds columns `p·NR .. p·NR + NR` of the `K` rows at
+ * `src`, `lds` floats apart. Byte addresses; every panel full (the driver
+ * packs a last, partial one itself). Two vector loads and stores per row
+ * where TypeScript moves eight floats one by one.
+ */
+function emitPackPanels(m: ModuleBuilder): void {
+  const i32 = ValType.i32;
+  const f = m.function("pack_panels", [i32, i32, i32, i32, i32]);
+  const src = 0, dst = 1, K = 2, lds = 3, nPanels = 4;
+  const p = f.local(i32), k = f.local(i32), from = f.local(i32), to = f.local(i32);
+  const ldsBytes = f.local(i32);
+  f.get(lds).i32(2).op(Op.i32Shl).set(ldsBytes);
+  f.get(dst).set(to);
+  f.forLoop(p, 0, nPanels, 1, () => {
+    f.get(src).get(p).i32(NR * 4).op(Op.i32Mul).op(Op.i32Add).set(from);
+    f.forLoop(k, 0, K, 1, () => {
+      for (let v = 0; v < NR / 4; v++) {
+        f.get(to).get(from).simdMem(SimdOp.v128Load, 2, 16 * v).simdMem(
+          SimdOp.v128Store,
+          2,
+          16 * v,
+        );
+      }
+      f.get(from).get(ldsBytes).op(Op.i32Add).set(from);
+      f.get(to).i32(NR * 4).op(Op.i32Add).set(to);
     });
   });
 }
@@ -373,11 +426,12 @@ function emitGelu(m: ModuleBuilder): void {
   });
 }
 
-/** The module's bytes: `gemm_tiles` (and `gemm_tiles_1` … `_5` for the last rows), `dot_rows`, `dot_panels`, `gelu` and `exp` over the imported `env.memory`. */
+/** The module's bytes: `gemm_tiles` (and `gemm_tiles_1` … `_5` for the last rows), `pack_panels`, `dot_rows`, `dot_panels`, `gelu` and `exp` over the imported `env.memory`. */
 export function gemmModuleBytes(relaxed: boolean, memory: MemoryImport): Uint8Array<ArrayBuffer> {
   const m = new ModuleBuilder(memory);
   emitGemmTiles(m, relaxed, MR, "gemm_tiles");
   for (let r = 1; r < MR; r++) emitGemmTiles(m, relaxed, r, `gemm_tiles_${r}`);
+  emitPackPanels(m);
   emitDotRows(m, relaxed);
   emitDotPanels(m, relaxed);
   emitGelu(m);

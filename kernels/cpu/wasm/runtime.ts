@@ -59,28 +59,26 @@ export interface CpuKernelInfo {
   threadsReason: string | null;
 }
 
-/** `gemm_tiles`' signature: `(ap, bp, cp, mTiles, nPanels, K, ldc)`. */
+/**
+ * `gemm_tiles`' signature: `(ap, bp, cp, mTiles, nPanels, kc, lda, ldb, ldc,
+ * accumulate)` (gemm_module.ts).
+ */
 export type GemmTiles = (
   ap: number,
   bp: number,
   cp: number,
   mTiles: number,
   nPanels: number,
-  K: number,
+  kc: number,
+  lda: number,
+  ldb: number,
   ldc: number,
+  accumulate: number,
 ) => void;
 
 /** The exported kernel functions of gemm_module.ts. */
 export interface GemmExports {
-  gemm_tiles(
-    ap: number,
-    bp: number,
-    cp: number,
-    mTiles: number,
-    nPanels: number,
-    K: number,
-    ldc: number,
-  ): void;
+  gemm_tiles: GemmTiles;
   dot_rows(xp: number, wp: number, op: number, rows: number, Kp: number): void;
   /** `gemm_tiles` with tiles of 1 … 5 rows (`MR` - 1): the last rows of a product. */
   gemm_tiles_1: GemmTiles;
@@ -88,6 +86,8 @@ export interface GemmExports {
   gemm_tiles_3: GemmTiles;
   gemm_tiles_4: GemmTiles;
   gemm_tiles_5: GemmTiles;
+  /** B's full column panels from a row-major copy of B (gemm_module.ts). */
+  pack_panels(src: number, dst: number, K: number, lds: number, nPanels: number): void;
   dot_panels(xp: number, wp: number, op: number, rows: number, Kp: number): void;
   gelu(xp: number, op: number, bytes: number): void;
   exp(xp: number, op: number, bytes: number): void;

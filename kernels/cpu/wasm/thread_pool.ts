@@ -21,7 +21,8 @@
  * do not pay a wake-up each.
  *
  * Block sizes are the kernels' (kernels/cpu/wasm/gemm.ts): `gemm_tiles`
- * over a few tile rows (at most an L2-sized block of A), or `dot_rows` over
+ * over a few tile rows (at most an L2-sized block of A) and every block of
+ * k, `pack_panels` over a few of B's column panels, or `dot_rows` over
  * a block of a packed weight already in the shared memory (`Job.dot`,
  * `dot_panels`: a sealed weight's copy, resident.ts). `runBlock` is the
  * one function both sides run: its source is copied into the worker script.
@@ -39,7 +40,7 @@
 export const CONTROL_BYTES = 256;
 
 /** Job kinds. */
-export const Job = { exit: 0, gemm: 1, dot: 2, gemmPanels: 3 } as const;
+export const Job = { exit: 0, gemm: 1, dot: 2, gemmPanels: 3, packPanels: 4 } as const;
 
 /** Int32 slots of the control block. */
 const Ctl = {
@@ -48,9 +49,9 @@ const Ctl = {
   blocks: 2,
   next: 3,
   finished: 4,
-  /** Arguments: `ARGS .. ARGS + 9`. */
+  /** Arguments: `args .. error - 1`. */
   args: 5,
-  error: 16,
+  error: 24,
 } as const;
 
 /** A claim counter value no block index reaches: claims made while a job is being written. */
@@ -66,37 +67,68 @@ const SPIN_MS = 0.2;
  */
 // deno-lint-ignore no-explicit-any
 export function runBlock(ex: any, ctl: Int32Array, i: number): void {
-  if (ctl[1] === 1) {
-    // gemm_tiles(ap, bp, cp, mTiles, nPanels, K, ldc) over tile rows [i·bt, (i+1)·bt).
-    const ap = ctl[5], bp = ctl[6], cp = ctl[7], mTiles = ctl[8], nPanels = ctl[9];
-    const K = ctl[10], ldc = ctl[11], bt = ctl[12], MR = ctl[13];
-    const t0 = i * bt, n = Math.min(bt, mTiles - t0);
-    ex.gemm_tiles(ap + t0 * K * MR * 4, bp, cp + t0 * MR * ldc * 4, n, nPanels, K, ldc);
-  } else if (ctl[1] === 3) {
-    // The same product split by column panels [i·bp, (i+1)·bp) instead of tile rows, for few rows:
-    // gemm_tiles over the full tiles, then gemm_tiles_<tail> over the last `tail` rows.
+  if (ctl[1] === 1 || ctl[1] === 3) {
+    // A product (gemm.ts) over every block of k: gemm_tiles(a, b, c, tiles, panels, kc, lda,
+    // K, ldc, accumulate) per block, the tail tile of the last `tail` rows by gemm_tiles_<tail>.
+    // Job 1 splits the full tile rows in blocks of `per`, the last block taking the tail too;
+    // job 3 (few rows) splits the column panels in blocks of `per`, each with every row.
     const ap = ctl[5], bp = ctl[6], cp = ctl[7], fullTiles = ctl[8], nPanels = ctl[9];
-    const K = ctl[10], ldc = ctl[11], bpb = ctl[12], MR = ctl[13], tail = ctl[14], NR = ctl[15];
-    const p0 = i * bpb, n = Math.min(bpb, nPanels - p0);
-    const b = bp + p0 * K * NR * 4, c = cp + p0 * NR * 4;
-    if (fullTiles > 0) ex.gemm_tiles(ap, b, c, fullTiles, n, K, ldc);
-    if (tail > 0) {
-      ex["gemm_tiles_" + tail](
-        ap + fullTiles * MR * K * 4,
-        b,
-        c + fullTiles * MR * ldc * 4,
-        1,
-        n,
-        K,
-        ldc,
-      );
+    const K = ctl[10], kcb = ctl[11], lda = ctl[12], ldc = ctl[13], per = ctl[14];
+    const MR = ctl[15], NR = ctl[16], tail = ctl[17];
+    let t0 = 0, nt = fullTiles, p0 = 0, np = nPanels, withTail = tail > 0;
+    if (ctl[1] === 1) {
+      t0 = i * per;
+      nt = Math.min(per, fullTiles - t0);
+      withTail = tail > 0 && t0 + nt >= fullTiles;
+    } else {
+      p0 = i * per;
+      np = Math.min(per, nPanels - p0);
     }
+    const a = ap + t0 * MR * lda * 4, b = bp + p0 * K * NR * 4;
+    const c = cp + (t0 * MR * ldc + p0 * NR) * 4;
+    const aTail = ap + fullTiles * MR * lda * 4, cTail = cp + (fullTiles * MR * ldc + p0 * NR) * 4;
+    for (let k0 = 0; k0 < K; k0 += kcb) {
+      const kc = Math.min(kcb, K - k0), acc = k0 > 0 ? 1 : 0;
+      if (nt > 0) ex.gemm_tiles(a + k0 * 4, b + k0 * NR * 4, c, nt, np, kc, lda, K, ldc, acc);
+      if (withTail) {
+        ex["gemm_tiles_" + tail](
+          aTail + k0 * 4,
+          b + k0 * NR * 4,
+          cTail,
+          1,
+          np,
+          kc,
+          lda,
+          K,
+          ldc,
+          acc,
+        );
+      }
+    }
+  } else if (ctl[1] === 4) {
+    // pack_panels(src, dst, K, lds, nPanels) over panels [i·per, (i+1)·per).
+    const src = ctl[5], dst = ctl[6], K = ctl[7], lds = ctl[8], nPanels = ctl[9];
+    const per = ctl[10], NR = ctl[11];
+    const p0 = i * per, n = Math.min(per, nPanels - p0);
+    ex.pack_panels(src + p0 * NR * 4, dst + p0 * K * NR * 4, K, lds, n);
   } else if (ctl[1] === 2) {
     // dot_panels(xp, wp, op, rows, Kp) over weight rows [i·br, (i+1)·br) (br a multiple of 4).
     const xp = ctl[5], wp = ctl[6], op = ctl[7], rows = ctl[8], Kp = ctl[9], br = ctl[10];
     const r0 = i * br, n = Math.min(br, rows - r0);
     ex.dot_panels(xp, wp + r0 * Kp * 4, op + r0 * 4, n, Kp);
   }
+}
+
+/**
+ * Runs `blocks` blocks of a job of `kind` with `args` on the calling thread
+ * alone, through the same `runBlock` the pool's threads run.
+ */
+export function runAlone(ex: unknown, kind: number, args: readonly number[], blocks: number): void {
+  const ctl = new Int32Array(CONTROL_BYTES / 4);
+  ctl[Ctl.kind] = kind;
+  ctl.set(args, Ctl.args);
+  ctl[Ctl.blocks] = blocks;
+  for (let i = 0; i < blocks; i++) runBlock(ex, ctl, i);
 }
 
 /** The worker script: instantiate the kernels on the shared memory, then claim blocks until exit. */
