@@ -40,12 +40,17 @@ import {
 } from "./_onnx_writer.ts";
 
 /** The ONNX model of `c` with `weights` (in cache order, models/gpt/weights.ts). */
-export function gptOnnxModel(c: GPTConfig, weights: readonly Float32Array[]): Uint8Array {
+export function gptOnnxModel(
+  c: GPTConfig,
+  weights: readonly Float32Array[],
+  linearOp: "Gemm" | "MatMul" = "Gemm",
+): Uint8Array {
   const specs = paramSpecs(c);
   if (weights.length !== specs.length) throw new RangeError("one array per parameter expected");
   const H = c.heads, Dh = headSize(c), D = c.dModel;
   const nodes: Field[][] = [];
-  const initializers: Field[][] = specs.map((s, i) => floatTensor(`w${i}`, s.shape, weights[i]));
+  const initializers: Field[][] = [];
+  const used = new Set<number>();
   let fresh = 0;
   /** Appends a node; returns its (first) output's name. */
   const op = (type: string, inputs: string[], attrs: Record<string, Attribute> = {}) => {
@@ -61,9 +66,29 @@ export function gptOnnxModel(c: GPTConfig, weights: readonly Float32Array[]): Ui
     initializers.push(int64Tensor(name, [v.length], v));
     return name;
   };
-  const w = (i: number) => `w${i}`;
-  const linear = (x: string, wi: number, bi: number | null) =>
-    op("Gemm", bi === null ? [x, w(wi)] : [x, w(wi), w(bi)], { transB: 1 });
+  /** Parameter `i` as stored; its initializer is written once, if some node reads it. */
+  const w = (i: number) => {
+    if (!used.has(i)) initializers.push(floatTensor(`w${i}`, specs[i].shape, weights[i]));
+    used.add(i);
+    return `w${i}`;
+  };
+  const transposed = new Set<number>();
+  /** `x Wᵀ + b`: one Gemm on W as stored, or MatMul by a transposed copy (`wT<i>`) and Add. */
+  const linear = (x: string, wi: number, bi: number | null) => {
+    if (linearOp === "Gemm") {
+      return op("Gemm", bi === null ? [x, w(wi)] : [x, w(wi), w(bi)], { transB: 1 });
+    }
+    if (!transposed.has(wi)) {
+      transposed.add(wi);
+      const [rows, cols] = specs[wi].shape, t = new Float32Array(rows * cols), src = weights[wi];
+      for (let r = 0; r < rows; r++) {
+        for (let k = 0; k < cols; k++) t[k * rows + r] = src[r * cols + k];
+      }
+      initializers.push(floatTensor(`wT${wi}`, [cols, rows], t));
+    }
+    const y = op("MatMul", [x, `wT${wi}`]);
+    return bi === null ? y : op("Add", [y, w(bi)]);
+  };
   const layerNorm = (x: string, gamma: number) =>
     op("LayerNormalization", [x, w(gamma), w(gamma + 1)], { axis: -1, epsilon: new Float(c.eps) });
 
@@ -115,7 +140,7 @@ export function gptOnnxModel(c: GPTConfig, weights: readonly Float32Array[]): Ui
     ints("axis0", [0]),
   ]);
   const h = layerNorm(last, specs.length - 2);
-  nodes.push(node("Gemm", [h, w(0)], ["logits"], { transB: 1 }));
+  nodes.push(node("Identity", [linear(h, 0, null)], ["logits"]));
   return model({ name: `gpt_${c.name}`, nodes, initializers, inputs, outputs });
 }
 
@@ -134,6 +159,8 @@ export interface OrtGPTOptions {
   threads?: number;
   /** `graphOptimizationLevel`; default `"all"`. */
   optimization?: "disabled" | "basic" | "extended" | "all";
+  /** How each linear is written (see `gptOnnxModel`); default `"Gemm"`. */
+  linearOp?: "Gemm" | "MatMul";
 }
 
 /** The ONNX decoder in an onnxruntime session, with its KV caches. */
@@ -168,11 +195,15 @@ export class OrtGPT {
     options: OrtGPTOptions = {},
   ): Promise<OrtGPT> {
     ort.env.wasm.numThreads = options.threads ?? 1;
+    ort.env.logLevel = "error";
     const worker = globalThis.Worker;
-    const session = await ort.InferenceSession.create(gptOnnxModel(config, weights), {
-      executionProviders: ["wasm"],
-      graphOptimizationLevel: options.optimization ?? "all",
-    });
+    const session = await ort.InferenceSession.create(
+      gptOnnxModel(config, weights, options.linearOp),
+      {
+        executionProviders: ["wasm"],
+        graphOptimizationLevel: options.optimization ?? "all",
+      },
+    );
     globalThis.Worker = worker;
     return new OrtGPT(config, ort, session);
   }
