@@ -31,15 +31,30 @@ export class JaxGPT {
   #caches: Any[] = [];
   #position = 0;
 
-  /** Uploads the weights (cache order) to jax-js's current default device. */
-  constructor(jax: Any, config: GPTConfig, weights: readonly Float32Array[]) {
+  /**
+   * Uploads the weights (cache order) to jax-js's current default device.
+   * With `transposed`, every matrix a linear reads is uploaded as a
+   * transposed copy `[in, out]` (and the tied embedding twice) so that
+   * `matmul` needs no transpose.
+   */
+  constructor(jax: Any, config: GPTConfig, weights: readonly Float32Array[], transposed = false) {
     this.config = config;
     this.#jax = jax;
     const np = jax.numpy;
     const specs = paramSpecs(config);
-    this.#w = weights.map((w, i) => np.array(w).reshape(specs[i].shape));
+    const isLinear = (i: number) => specs[i].shape.length === 2 && i > 1;
+    this.#w = weights.map((w, i) =>
+      transposed && isLinear(i)
+        ? np.array(transpose(w, specs[i].shape)).reshape([...specs[i].shape].reverse())
+        : np.array(w).reshape(specs[i].shape)
+    );
+    if (transposed) {
+      this.#w.push(
+        np.array(transpose(weights[0], specs[0].shape)).reshape([config.dModel, config.vocab]),
+      );
+    }
     this.#forward = jax.jit((w: Any[], tokens: Any, positions: Any, mask: Any, caches: Any[]) =>
-      forward(jax, config, w, tokens, positions, mask, caches)
+      forward(jax, config, w, tokens, positions, mask, caches, transposed)
     );
     this.reset();
   }
@@ -90,19 +105,24 @@ function forward(
   positions: Any,
   mask: Any,
   caches: Any[],
+  transposed: boolean,
 ): [Any, Any[]] {
   const np = jax.numpy, nn = jax.nn;
   const H = c.heads, Dh = headSize(c), D = c.dModel;
   const n = tokens.shape[0];
+  // With transposed weights, the head's [D, vocab] copy is the last array.
+  const head = transposed ? w.pop() : null;
   const linear = (x: Any, wi: number, bi: number | null) => {
-    const y = np.matmul(x, np.transpose(w[wi]));
+    const y = transposed
+      ? np.matmul(x, wi === 0 ? head : w[wi])
+      : np.matmul(x, np.transpose(w[wi]));
     return bi === null ? y : y.add(w[bi]);
   };
   const layerNorm = (x: Any, gamma: number) =>
     nn.standardize(x, -1, { epsilon: c.eps }).mul(w[gamma]).add(w[gamma + 1]);
   const heads = (t: Any) => np.transpose(t.reshape([n, H, Dh]), [1, 0, 2]);
   const wte = w[0];
-  let x = np.take(wte.ref, tokens, 0).add(np.take(w[1], positions, 0));
+  let x = np.take(transposed ? wte : wte.ref, tokens, 0).add(np.take(w[1], positions, 0));
   const present: Any[] = [];
   for (let l = 0; l < c.layers; l++) {
     const p = layerBase(l);
@@ -128,7 +148,14 @@ function forward(
   }
   mask.dispose();
   const last = x.slice([n - 1, n]);
-  const lnF = w.length - 2;
+  const lnF = w.length - 2; // (after the head's copy was popped)
   const logits = linear(layerNorm(last, lnF), 0, null);
   return [logits, present];
+}
+
+/** A row-major `[rows, cols]` matrix as `[cols, rows]`. */
+function transpose(a: Float32Array, [rows, cols]: readonly number[]): Float32Array {
+  const t = new Float32Array(a.length);
+  for (let r = 0; r < rows; r++) for (let k = 0; k < cols; k++) t[k * rows + r] = a[r * cols + k];
+  return t;
 }
