@@ -7,6 +7,7 @@
  * ```sh
  * deno run -A bench/gpt_cpu_peers_bench.ts            # 7 rounds
  * deno run -A bench/gpt_cpu_peers_bench.ts --quick    # 3 rounds
+ * deno run -A bench/gpt_cpu_peers_bench.ts --profile  # and where relaxvm's decode spends its time
  * ```
  *
  * Sides, each the whole model (models/gpt, `small`: vocab 4096, d_model
@@ -36,6 +37,10 @@
  * `TypedArray.set`, counted as read + write) measured in the same process.
  * A peer that cannot be loaded is reported and left out.
  *
+ * `--profile` adds `vm.profile` of 32 of relaxvm's decode steps (after the
+ * same prompt), summed by function: self time, share, and for `vm.op.linear`
+ * the GB/s of weights it reads.
+ *
  * @module
  */
 
@@ -43,11 +48,18 @@
 import * as tf from "npm:@tensorflow/tfjs-core@4.22.0";
 // deno-lint-ignore no-import-prefix -- a peer: kept out of deno.json, see tests/std/assert.ts
 import "npm:@tensorflow/tfjs-backend-cpu@4.22.0";
-import { cpu } from "../mod.ts";
+import { cpu, type NDArray, tensor, VirtualMachine } from "../mod.ts";
 import { cpuThreadsReady } from "../kernels/cpu/wasm/runtime.ts";
 import { SMALL } from "../models/gpt/config.ts";
 import { argmax, GPTSession } from "../models/gpt/session.ts";
-import { makeWeights, paramCount, paramSpecs } from "../models/gpt/weights.ts";
+import { buildGPT } from "../models/gpt/program.ts";
+import {
+  encodeWeights,
+  makeWeights,
+  paramCount,
+  paramSpecs,
+  publishInMemory,
+} from "../models/gpt/weights.ts";
 import { JaxGPT } from "./_gpt_jax.ts";
 import { OrtGPT } from "./_gpt_onnx.ts";
 import { TfjsGPT } from "./_gpt_tfjs.ts";
@@ -207,6 +219,55 @@ async function main(): Promise<void> {
   }
   console.log("every peer chose relaxvm's tokens");
   for (const m of missing) console.log(`not measured: ${m}`);
+  if (Deno.args.includes("--profile")) await profile(weights, reference.tokens);
+}
+
+/** `vm.profile` of relaxvm's decode steps over `tokens`, summed by function. */
+async function profile(weights: Float32Array[], tokens: readonly number[]): Promise<void> {
+  // A VM of its own, loaded as GPTSession.create loads one (whose parameters are private).
+  const device = cpu();
+  const published = publishInMemory(await encodeWeights(SMALL, weights));
+  const vm = new VirtualMachine(buildGPT(SMALL), device, { tensorCacheRoots: published.urls });
+  const params = await vm.invoke("load_params", published.url, device.deviceType, device.id);
+  published.revoke();
+  const caches = await vm.invoke("create_kv_caches");
+  using ids = tensor(Int32Array.from(PROMPT), { dtype: "int32" });
+  const [first] = await vm.invoke("prefill", ids, caches, params) as [NDArray];
+  first.dispose();
+  const sums = new Map<string, { calls: number; selfMs: number }>();
+  let totalMs = 0;
+  for (const token of tokens) {
+    await cpuThreadsReady();
+    using t = tensor(Int32Array.of(token), { dtype: "int32" });
+    const report = await vm.profile("decode", t, caches, params);
+    totalMs += report.callMs;
+    for (const row of report.byFunction()) {
+      const s = sums.get(row.name) ?? { calls: 0, selfMs: 0 };
+      s.calls += row.calls;
+      s.selfMs += row.selfMs;
+      sums.set(row.name, s);
+    }
+  }
+  // Every matrix is read once per step by one linear (the tied embedding by the last one).
+  const linearBytes = paramSpecs(SMALL).filter((s, i) => s.shape.length === 2 && i !== 1)
+    .reduce((n, s) => n + s.shape[0] * s.shape[1] * 4, 0) * tokens.length;
+  console.log(
+    `\nrelaxvm decode, vm.profile of ${tokens.length} steps: ${
+      (totalMs / tokens.length).toFixed(2)
+    } ms per step (profiled)`,
+  );
+  console.log("| function | calls per step | self ms per step | share |");
+  console.log("| --- | ---: | ---: | ---: |");
+  for (const [name, s] of [...sums].sort((a, b) => b[1].selfMs - a[1].selfMs)) {
+    const extra = name === "vm.op.linear"
+      ? ` (${(linearBytes / s.selfMs / 1e6).toFixed(1)} GB/s of weights)`
+      : "";
+    console.log(
+      `| ${name}${extra} | ${s.calls / tokens.length} | ${
+        (s.selfMs / tokens.length).toFixed(3)
+      } | ${(100 * s.selfMs / totalMs).toFixed(1)}% |`,
+    );
+  }
 }
 
 if (import.meta.main) {
