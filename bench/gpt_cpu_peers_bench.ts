@@ -37,9 +37,9 @@
  * `TypedArray.set`, counted as read + write) measured in the same process.
  * A peer that cannot be loaded is reported and left out.
  *
- * `--profile` adds `vm.profile` of 32 of relaxvm's decode steps (after the
- * same prompt), summed by function: self time, share, and for `vm.op.linear`
- * the GB/s of weights it reads.
+ * `--profile` adds `vm.profile` of relaxvm's prefill of the prompt and of
+ * its 32 decode steps (summed), by function: self time, share, and for
+ * `vm.op.linear` the GB/s of weights it reads.
  *
  * @module
  */
@@ -48,7 +48,14 @@
 import * as tf from "npm:@tensorflow/tfjs-core@4.22.0";
 // deno-lint-ignore no-import-prefix -- a peer: kept out of deno.json, see tests/std/assert.ts
 import "npm:@tensorflow/tfjs-backend-cpu@4.22.0";
-import { cpu, type NDArray, tensor, VirtualMachine } from "../mod.ts";
+import {
+  cpu,
+  getGlobalFunc,
+  type NDArray,
+  type ProfileReport,
+  tensor,
+  VirtualMachine,
+} from "../mod.ts";
 import { cpuThreadsReady } from "../kernels/cpu/wasm/runtime.ts";
 import { SMALL } from "../models/gpt/config.ts";
 import { argmax, GPTSession } from "../models/gpt/session.ts";
@@ -231,43 +238,55 @@ async function profile(weights: Float32Array[], tokens: readonly number[]): Prom
   const params = await vm.invoke("load_params", published.url, device.deviceType, device.id);
   published.revoke();
   const caches = await vm.invoke("create_kv_caches");
+  const clear = getGlobalFunc("vm.builtin.attention_kv_cache_array_clear")!;
   using ids = tensor(Int32Array.from(PROMPT), { dtype: "int32" });
   const [first] = await vm.invoke("prefill", ids, caches, params) as [NDArray];
-  first.dispose();
-  const sums = new Map<string, { calls: number; selfMs: number }>();
-  let totalMs = 0;
+  first.dispose(); // warm: panels of the sealed weights made
+  clear(caches);
+
+  /** Self time and calls by function, summed over `reports`. */
+  const summed = (reports: ProfileReport[]) => {
+    const sums = new Map<string, { calls: number; selfMs: number }>();
+    for (const report of reports) {
+      for (const row of report.byFunction()) {
+        const s = sums.get(row.name) ?? { calls: 0, selfMs: 0 };
+        s.calls += row.calls;
+        s.selfMs += row.selfMs;
+        sums.set(row.name, s);
+      }
+    }
+    return [...sums].sort((a, b) => b[1].selfMs - a[1].selfMs);
+  };
+  const print = (what: string, reports: ProfileReport[], linearBytes: number) => {
+    const n = reports.length, totalMs = reports.reduce((t, r) => t + r.callMs, 0);
+    console.log(`\nrelaxvm ${what}: ${(totalMs / n).toFixed(2)} ms per call (profiled)`);
+    console.log("| function | calls per call | self ms per call | share |");
+    console.log("| --- | ---: | ---: | ---: |");
+    for (const [name, s] of summed(reports)) {
+      const extra = name === "vm.op.linear"
+        ? ` (${(n * linearBytes / s.selfMs / 1e6).toFixed(1)} GB/s of weights)`
+        : "";
+      console.log(
+        `| ${name}${extra} | ${s.calls / n} | ${(s.selfMs / n).toFixed(3)} | ${
+          (100 * s.selfMs / totalMs).toFixed(1)
+        }% |`,
+      );
+    }
+  };
+  // Every matrix is read once per call by one linear (the tied embedding by the last one).
+  const linearBytes = paramSpecs(SMALL).filter((s, i) => s.shape.length === 2 && i !== 1)
+    .reduce((n, s) => n + s.shape[0] * s.shape[1] * 4, 0);
+
+  await cpuThreadsReady();
+  const prefill = await vm.profile("prefill", ids, caches, params);
+  const decodes: ProfileReport[] = [];
   for (const token of tokens) {
     await cpuThreadsReady();
     using t = tensor(Int32Array.of(token), { dtype: "int32" });
-    const report = await vm.profile("decode", t, caches, params);
-    totalMs += report.callMs;
-    for (const row of report.byFunction()) {
-      const s = sums.get(row.name) ?? { calls: 0, selfMs: 0 };
-      s.calls += row.calls;
-      s.selfMs += row.selfMs;
-      sums.set(row.name, s);
-    }
+    decodes.push(await vm.profile("decode", t, caches, params));
   }
-  // Every matrix is read once per step by one linear (the tied embedding by the last one).
-  const linearBytes = paramSpecs(SMALL).filter((s, i) => s.shape.length === 2 && i !== 1)
-    .reduce((n, s) => n + s.shape[0] * s.shape[1] * 4, 0) * tokens.length;
-  console.log(
-    `\nrelaxvm decode, vm.profile of ${tokens.length} steps: ${
-      (totalMs / tokens.length).toFixed(2)
-    } ms per step (profiled)`,
-  );
-  console.log("| function | calls per step | self ms per step | share |");
-  console.log("| --- | ---: | ---: | ---: |");
-  for (const [name, s] of [...sums].sort((a, b) => b[1].selfMs - a[1].selfMs)) {
-    const extra = name === "vm.op.linear"
-      ? ` (${(linearBytes / s.selfMs / 1e6).toFixed(1)} GB/s of weights)`
-      : "";
-    console.log(
-      `| ${name}${extra} | ${s.calls / tokens.length} | ${
-        (s.selfMs / tokens.length).toFixed(3)
-      } | ${(100 * s.selfMs / totalMs).toFixed(1)}% |`,
-    );
-  }
+  print(`prefill of ${PROMPT.length} tokens, vm.profile of one call`, [prefill], linearBytes);
+  print(`decode, vm.profile of ${tokens.length} steps`, decodes, linearBytes);
 }
 
 if (import.meta.main) {
