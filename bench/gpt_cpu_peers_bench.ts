@@ -8,6 +8,7 @@
  * deno run -A bench/gpt_cpu_peers_bench.ts            # 7 rounds
  * deno run -A bench/gpt_cpu_peers_bench.ts --quick    # 3 rounds
  * deno run -A bench/gpt_cpu_peers_bench.ts --profile  # and where relaxvm's decode spends its time
+ * deno run -A bench/gpt_cpu_peers_bench.ts --threads 1  # relaxvm's kernels on one thread
  * ```
  *
  * Sides, each the whole model (models/gpt, `small`: vocab 4096, d_model
@@ -77,6 +78,8 @@ const ROUNDS = Deno.args.includes("--quick") ? 3 : 7;
 const PROMPT = Array.from({ length: 16 }, (_, i) => i + 1);
 const STEPS = 32;
 const TOLERANCE = 1e-4;
+const threadsAt = Deno.args.indexOf("--threads");
+if (threadsAt >= 0) cpu(0, { threads: Number(Deno.args[threadsAt + 1]) });
 
 /** A model with KV caches: `forward` runs tokens after the cached ones, returns the last logits. */
 interface Side {
