@@ -228,6 +228,17 @@ async function main(): Promise<void> {
     );
   }
   console.log("every peer chose relaxvm's tokens");
+  // Issue 21's targets: ≥ 65% of the ceiling, ≥ 2× the strongest WebAssembly peer.
+  const wasmPeers = rows.filter((r) => r.name.startsWith("ort-web") || r.name.startsWith("jax-js"));
+  const strongest = wasmPeers.reduce((a, b) => (b.rate > a.rate ? b : a), wasmPeers[0]);
+  console.log(
+    `targets: ${(100 * rows[0].rate / ceiling).toFixed(0)}% of ceiling (≥ 65%)` +
+      (strongest === undefined
+        ? ""
+        : `; ${
+          (rows[0].rate / strongest.rate).toFixed(2)
+        }× ${strongest.name}, the strongest WebAssembly peer (≥ 2×)`),
+  );
   for (const m of missing) console.log(`not measured: ${m}`);
   if (Deno.args.includes("--profile")) await profile(weights, reference.tokens);
 }
