@@ -13,8 +13,11 @@
  * position and the tied output projection through the token embedding.
  * Every linear is `Gemm(x, W, b, transB = 1)` on the weight as stored,
  * `[out, in]`, so the tied embedding is one initializer read by both
- * `Gather` and the last `Gemm`. GELU is written as PyTorch exports it,
- * `x · 0.5 · (1 + erf(x / √2))`, which onnxruntime's optimizer fuses.
+ * `Gather` and the last `Gemm`. (`linearOp = "MatMul"` writes each linear
+ * as PyTorch's exporter does for 3-D inputs instead, `MatMul` by a
+ * transposed copy and `Add`: slower in onnxruntime-web here, kept to show
+ * it.) GELU is written as PyTorch exports it, `x · 0.5 · (1 + erf(x /
+ * √2))`, the pattern onnxruntime's optimizer fuses into one Gelu.
  *
  * Inputs: `tokens`, `positions` (int64 `[n]`), `mask` (float `[n, past +
  * n]`, 0 where query i may see key j, -1e9 where not), `past_key_<l>`,
