@@ -9,6 +9,7 @@
  * deno run -A bench/gpt_cpu_peers_bench.ts --quick    # 3 rounds
  * deno run -A bench/gpt_cpu_peers_bench.ts --profile  # and where relaxvm's decode spends its time
  * deno run -A bench/gpt_cpu_peers_bench.ts --threads 1  # relaxvm's kernels on one thread
+ * deno run -A bench/gpt_cpu_peers_bench.ts --no-jax     # without jax-js (and its workers)
  * ```
  *
  * Sides, each the whole model (models/gpt, `small`: vocab 4096, d_model
@@ -142,14 +143,17 @@ async function main(): Promise<void> {
   const weights = makeWeights(SMALL, 1);
   const sides: Side[] = [], missing: string[] = [];
   // jax-js first: its workers must start before onnxruntime-web replaces `Worker`.
-  try {
-    const jax = await peer("npm:@jax-js/jax@0.1.25");
-    await jax.init("wasm");
-    jax.defaultDevice("wasm");
-    const m = new JaxGPT(jax, SMALL, weights);
-    sides.push({ name: "jax-js wasm", reset: () => m.reset(), forward: (t) => m.forward(t) });
-  } catch (e) {
-    missing.push(`jax-js: ${e instanceof Error ? e.message : e}`);
+  if (Deno.args.includes("--no-jax")) missing.push("jax-js: left out (--no-jax)");
+  else {
+    try {
+      const jax = await peer("npm:@jax-js/jax@0.1.25");
+      await jax.init("wasm");
+      jax.defaultDevice("wasm");
+      const m = new JaxGPT(jax, SMALL, weights);
+      sides.push({ name: "jax-js wasm", reset: () => m.reset(), forward: (t) => m.forward(t) });
+    } catch (e) {
+      missing.push(`jax-js: ${e instanceof Error ? e.message : e}`);
+    }
   }
   try {
     const ort = await peer("npm:onnxruntime-web@1.30.0");
