@@ -36,7 +36,8 @@
  * within 1e-4 of relaxvm's, as `max|relaxvm − peer| / max|peer|`.
  *
  * The bandwidth ceiling is weight bytes over the copy floor (a 128 MiB
- * `TypedArray.set`, counted as read + write) measured in the same process.
+ * `TypedArray.set`, counted as read + write) measured in the same process,
+ * three times after each round, median.
  * A peer that cannot be loaded is reported and left out.
  *
  * `--profile` adds `vm.profile` of relaxvm's prefill of the prompt and of
@@ -127,11 +128,13 @@ function relDiff(a: Float32Array[], b: Float32Array[]): number {
   return worst;
 }
 
-/** GB/s of read + write traffic of a 128 MiB `TypedArray.set`, median of 9. */
-function copyFloor(): number {
-  const src = new Float32Array(32 * 2 ** 20).fill(1), dst = new Float32Array(src.length);
+const copySrc = new Float32Array(32 * 2 ** 20).fill(1), copyDst = new Float32Array(copySrc.length);
+
+/** GB/s of read + write traffic of a 128 MiB `TypedArray.set`, median of `times`. */
+function copyFloor(times: number): number {
+  const src = copySrc, dst = copyDst;
   const ms: number[] = [];
-  for (let i = 0; i < 9; i++) {
+  for (let i = 0; i < times; i++) {
     const t0 = performance.now();
     dst.set(src);
     ms.push(performance.now() - t0);
@@ -187,12 +190,14 @@ async function main(): Promise<void> {
   });
 
   const runs: Run[][] = sides.map(() => []);
+  const floors: number[] = [];
   for (const s of sides) await run(s); // warm: compiled, pools filled
   for (let r = 0; r < ROUNDS; r++) {
     for (let j = 0; j < sides.length; j++) {
       const i = (r + j) % sides.length;
       runs[i].push(await run(sides[i]));
     }
+    floors.push(copyFloor(3)); // between rounds too: the load moves
     console.error(`round ${r + 1} of ${ROUNDS}`);
   }
 
@@ -209,7 +214,7 @@ async function main(): Promise<void> {
       diff,
     };
   });
-  const floor = copyFloor();
+  const floor = median(floors);
   const weightBytes = paramCount(SMALL) * 4;
   const ceiling = floor * 1e9 / weightBytes;
   console.log(
