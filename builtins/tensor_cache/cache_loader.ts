@@ -132,7 +132,7 @@ function tensorFor(
 ): NDArray {
   const dtype = record.dtype as TensorDType;
   const nbytes = shapeSize(record.shape) * elementBytes(dtype);
-  const out = new NDArray(allocator.allocBlock(nbytes), 0, record.shape, dtype);
+  const out = new NDArray(allocator.allocExactBlock(nbytes), 0, record.shape, dtype);
   try {
     device.writeBlock(out.block, 0, decodeRecord(bytes, record));
   } catch (e) {
