@@ -24,15 +24,15 @@ import { NDArray, shapeSize } from "../../devices/ndarray.ts";
 import { TensorCache, type TensorCacheRoot } from "../../devices/tensor_cache.ts";
 import { elementBytes, type TensorDType } from "../../ground/dtype.ts";
 import { asDirectory, resolveLocation } from "./cache_files.ts";
-import { MAX_INDEX_BYTES, readGranted, refused } from "./cache_access.ts";
+import { MAX_INDEX_BYTES, openGranted, readGranted, refused } from "./cache_access.ts";
 import {
-  decodeRecord,
   parseTensorCacheIndex,
-  recordBytes,
   TensorCacheError,
   type TensorCacheIndex,
   type TensorCacheRecord,
+  type TensorCacheShard,
 } from "./cache_format.ts";
+import { readRecordInto, ShardReader, Staging, stagingFor } from "./cache_shard_reader.ts";
 
 /** What `onProgress` receives, after the index and after each shard (tvmjs's fields and more). */
 export interface TensorCacheProgress {
@@ -123,24 +123,56 @@ async function fetchIndex(
   );
 }
 
-/** A tensor for `record` on `device`, from `allocator`. */
-function tensorFor(
-  record: TensorCacheRecord,
-  bytes: Uint8Array,
+/** Bytes the tensor of `record` takes: its elements, exactly (`Allocator.allocExactBlock`). */
+function tensorBytes(record: TensorCacheRecord): number {
+  return shapeSize(record.shape) * elementBytes(record.dtype as TensorDType);
+}
+
+/** A tensor for `record` on `device`, from `allocator`, of its exact size (a weight lives long). */
+function tensorFor(record: TensorCacheRecord, allocator: Allocator): NDArray {
+  const block = allocator.allocExactBlock(tensorBytes(record));
+  return new NDArray(block, 0, record.shape, record.dtype as TensorDType);
+}
+
+/**
+ * Reads one shard into new tensors, front to back: each record's bytes go
+ * into its tensor as they arrive (cache_shard_reader.ts), so no more of the
+ * shard is held than a piece. Pushes the tensors onto `loaded` in index
+ * order once all are read; on failure releases the ones made here.
+ */
+async function loadShard(
+  shard: TensorCacheShard,
+  shardUrl: URL,
+  roots: readonly TensorCacheRoot[] | null,
   device: Device,
   allocator: Allocator,
-): NDArray {
-  const dtype = record.dtype as TensorDType;
-  const nbytes = shapeSize(record.shape) * elementBytes(dtype);
-  const out = new NDArray(allocator.allocExactBlock(nbytes), 0, record.shape, dtype);
+  staging: Staging,
+  loaded: [string, NDArray][],
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const source = await openGranted(roots, shardUrl, shard.dataPath, "shard", shard.nbytes, signal);
+  const made = new Map<TensorCacheRecord, NDArray>();
   try {
-    device.writeBlock(out.block, 0, decodeRecord(bytes, record));
+    const reader = new ShardReader(source, shardUrl, shard.nbytes);
+    let at = 0;
+    for (const record of [...shard.records].sort((a, b) => a.byteOffset - b.byteOffset)) {
+      await reader.skip(record.byteOffset - at);
+      const out = tensorFor(record, allocator);
+      made.set(record, out);
+      await readRecordInto(reader, record, out, device, staging);
+      at = record.byteOffset + record.nbytes;
+    }
+    // Read to the end: a shorter or longer file than the index says is refused.
+    await reader.skip(shard.nbytes - at);
+    await reader.end();
   } catch (e) {
-    out.releaseIfUnowned();
+    for (const t of made.values()) t.releaseIfUnowned();
     throw e;
+  } finally {
+    await source.cancel();
   }
-  // A weight: the CPU kernels may keep a copy of it until someone can write it (NDArray.seal).
-  return out.seal();
+  // Weights: the CPU kernels may keep a copy of each until someone can write it (NDArray.seal).
+  for (const record of shard.records) loaded.push([record.name, made.get(record)!.seal()]);
 }
 
 /**
@@ -229,12 +261,20 @@ async function load(
     signal,
   );
   const totalBytes = index.records.reduce((n, s) => n + s.nbytes, 0);
-  if (program !== null && program.limit.heldBytes + totalBytes > program.limit.maxBytes) {
-    throw new TensorCacheError(
-      url.href,
-      undefined,
-      `its ${totalBytes} bytes of shards would pass the VM's memory limit of ${program.limit.maxBytes} bytes (maxMemoryBytes), with ${program.limit.heldBytes} bytes in use`,
-    );
+  const records = index.records.flatMap((s) => s.records);
+  const staging = new Staging(stagingFor(records));
+  const stagingBytes = staging.rawBytes + staging.wideBytes;
+  if (program !== null) {
+    // Refused before any shard is read when the tensors and the staging cannot fit.
+    const needed = records.reduce((n, r) => n + Math.max(4, Math.ceil(tensorBytes(r) / 4) * 4), 0);
+    const { heldBytes, maxBytes } = program.limit;
+    if (heldBytes + needed + stagingBytes > maxBytes) {
+      throw new TensorCacheError(
+        url.href,
+        undefined,
+        `its tensors' ${needed} bytes and ${stagingBytes} bytes of staging would pass the VM's memory limit of ${maxBytes} bytes (maxMemoryBytes), with ${heldBytes} bytes in use`,
+      );
+    }
   }
   let loadedBytes = 0;
   const report = (shardsLoaded: number) => {
@@ -254,6 +294,8 @@ async function load(
     });
   };
   report(0);
+  // The staging is the load's only memory beyond its tensors: counted while it runs.
+  program?.limit.take(stagingBytes, cpu(), stagingBytes);
   const loaded: [string, NDArray][] = [];
   try {
     for (const [i, shard] of index.records.entries()) {
@@ -263,27 +305,7 @@ async function load(
       } catch {
         throw refused(shard.dataPath, "shard");
       }
-      const bytes = await readGranted(
-        roots,
-        shardUrl,
-        shard.dataPath,
-        "shard",
-        shard.nbytes,
-        signal,
-      );
-      if (bytes.length !== shard.nbytes) {
-        throw new TensorCacheError(
-          shardUrl.href,
-          undefined,
-          `the shard is ${bytes.length} bytes, the index says ${shard.nbytes} (an interrupted download?)`,
-        );
-      }
-      for (const record of shard.records) {
-        loaded.push([
-          record.name,
-          tensorFor(record, recordBytes(bytes, record), device, allocator),
-        ]);
-      }
+      await loadShard(shard, shardUrl, roots, device, allocator, staging, loaded, signal);
       loadedBytes += shard.nbytes;
       report(i + 1);
     }
@@ -292,6 +314,8 @@ async function load(
   } catch (e) {
     for (const [, t] of loaded) t.releaseIfUnowned();
     throw e;
+  } finally {
+    program?.limit.give(stagingBytes);
   }
   for (const [name, t] of loaded) cache.update(name, t, true);
   return { url, names: loaded.map(([name]) => name), metadata: index.metadata };
