@@ -163,6 +163,8 @@ async function openBody(
         for (;;) {
           signal?.throwIfAborted();
           const { done, value } = await reader.read();
+          // Stopped while the read was pending: its bytes are not handed out.
+          signal?.throwIfAborted();
           if (done) {
             finished = true;
             reader.releaseLock();

@@ -135,10 +135,63 @@ function tensorFor(record: TensorCacheRecord, allocator: Allocator): NDArray {
 }
 
 /**
+ * What a load holds until it ends: the tensors it made (not cached yet) and
+ * the staging it charged. A stop (the call's timeout or signal) gives all
+ * of it back at once, from the abort itself: the call's caller finds the
+ * VM's memory as it was even while a read the load waits on is pending,
+ * and nothing is written or allocated for the load afterwards (`live`).
+ */
+class Holdings {
+  readonly #made: NDArray[] = [];
+  readonly #signal: AbortSignal | undefined;
+  readonly #giveBack: () => void;
+  #over = false;
+  readonly #onAbort = () => this.release();
+
+  /** Holdings of a load watching `signal`; `giveBack` returns its staging charge. */
+  constructor(signal: AbortSignal | undefined, giveBack: () => void) {
+    this.#signal = signal;
+    this.#giveBack = giveBack;
+    signal?.addEventListener("abort", this.#onAbort);
+    if (signal?.aborted) this.release();
+  }
+
+  /** Throws if the load was stopped: called right before each allocation and write. */
+  live(): void {
+    if (!this.#over) return;
+    this.#signal?.throwIfAborted();
+    throw new Error("tensor_cache.load: the load has ended");
+  }
+
+  /** A tensor made for the load. */
+  add(t: NDArray): NDArray {
+    this.#made.push(t);
+    return t;
+  }
+
+  /** Releases every tensor made and the staging (once). */
+  release(): void {
+    if (this.#over) return;
+    this.#over = true;
+    this.#signal?.removeEventListener("abort", this.#onAbort);
+    for (const t of this.#made) t.releaseIfUnowned();
+    this.#giveBack();
+  }
+
+  /** The load succeeded: its tensors are the cache's now; the staging is given back. */
+  keep(): void {
+    this.live();
+    this.#over = true;
+    this.#signal?.removeEventListener("abort", this.#onAbort);
+    this.#giveBack();
+  }
+}
+
+/**
  * Reads one shard into new tensors, front to back: each record's bytes go
  * into its tensor as they arrive (cache_shard_reader.ts), so no more of the
  * shard is held than a piece. Pushes the tensors onto `loaded` in index
- * order once all are read; on failure releases the ones made here.
+ * order once all are read; `held` releases them on failure.
  */
 async function loadShard(
   shard: TensorCacheShard,
@@ -147,6 +200,7 @@ async function loadShard(
   device: Device,
   allocator: Allocator,
   staging: Staging,
+  held: Holdings,
   loaded: [string, NDArray][],
   signal: AbortSignal | undefined,
 ): Promise<void> {
@@ -157,17 +211,15 @@ async function loadShard(
     let at = 0;
     for (const record of [...shard.records].sort((a, b) => a.byteOffset - b.byteOffset)) {
       await reader.skip(record.byteOffset - at);
-      const out = tensorFor(record, allocator);
+      held.live();
+      const out = held.add(tensorFor(record, allocator));
       made.set(record, out);
-      await readRecordInto(reader, record, out, device, staging);
+      await readRecordInto(reader, record, out, device, staging, () => held.live());
       at = record.byteOffset + record.nbytes;
     }
     // Read to the end: a shorter or longer file than the index says is refused.
     await reader.skip(shard.nbytes - at);
     await reader.end();
-  } catch (e) {
-    for (const t of made.values()) t.releaseIfUnowned();
-    throw e;
   } finally {
     await source.cancel();
   }
@@ -268,6 +320,14 @@ async function load(
     // Refused before any shard is read when the tensors and the staging cannot fit.
     const needed = records.reduce((n, r) => n + Math.max(4, Math.ceil(tensorBytes(r) / 4) * 4), 0);
     const { heldBytes, maxBytes } = program.limit;
+    // What a program makes its host read is bounded by its limit too, though no shard is held.
+    if (heldBytes + totalBytes > maxBytes) {
+      throw new TensorCacheError(
+        url.href,
+        undefined,
+        `its ${totalBytes} bytes of shards would pass the VM's memory limit of ${maxBytes} bytes (maxMemoryBytes), with ${heldBytes} bytes in use`,
+      );
+    }
     if (heldBytes + needed + stagingBytes > maxBytes) {
       throw new TensorCacheError(
         url.href,
@@ -296,8 +356,10 @@ async function load(
   report(0);
   // The staging is the load's only memory beyond its tensors: counted while it runs.
   program?.limit.take(stagingBytes, cpu(), stagingBytes);
+  const held = new Holdings(signal, () => program?.limit.give(stagingBytes));
   const loaded: [string, NDArray][] = [];
   try {
+    held.live();
     for (const [i, shard] of index.records.entries()) {
       let shardUrl: URL;
       try {
@@ -305,17 +367,16 @@ async function load(
       } catch {
         throw refused(shard.dataPath, "shard");
       }
-      await loadShard(shard, shardUrl, roots, device, allocator, staging, loaded, signal);
+      await loadShard(shard, shardUrl, roots, device, allocator, staging, held, loaded, signal);
       loadedBytes += shard.nbytes;
       report(i + 1);
     }
     // A load whose call stopped while it read caches nothing.
     signal?.throwIfAborted();
+    held.keep();
   } catch (e) {
-    for (const [, t] of loaded) t.releaseIfUnowned();
+    held.release();
     throw e;
-  } finally {
-    program?.limit.give(stagingBytes);
   }
   for (const [name, t] of loaded) cache.update(name, t, true);
   return { url, names: loaded.map(([name]) => name), metadata: index.metadata };

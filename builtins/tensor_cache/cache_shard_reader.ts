@@ -153,7 +153,9 @@ export class ShardReader {
 /**
  * Reads `record`'s bytes (the reader stands at its first byte) into `out`,
  * a tensor of its size on `device`, a piece of at most `LOAD_CHUNK_BYTES` at
- * a time: raw bytes as they are, bfloat16 widened to float32.
+ * a time: raw bytes as they are, bfloat16 widened to float32. `live` is
+ * called right before each write and throws if the load was stopped (its
+ * tensors are released then: nothing may be written into their blocks).
  */
 export async function readRecordInto(
   reader: ShardReader,
@@ -161,6 +163,7 @@ export async function readRecordInto(
   out: NDArray,
   device: Device,
   staging: Staging,
+  live: () => void,
 ): Promise<void> {
   let written = 0, left = record.nbytes;
   if (widensBf16(record)) {
@@ -168,7 +171,9 @@ export async function readRecordInto(
     const step = staging.wideBytes / 2; // raw bytes per piece: even, as wideBytes is a multiple of 4
     while (left > 0) {
       const n = Math.min(left, step);
-      widenBf16Into(await reader.take(n, () => staging.raw()), wide);
+      const raw = await reader.take(n, () => staging.raw());
+      live();
+      widenBf16Into(raw, wide);
       device.writeBlock(out.block, written, new Uint8Array(wide.buffer, 0, 2 * n));
       written += 2 * n;
       left -= n;
@@ -177,7 +182,9 @@ export async function readRecordInto(
   }
   while (left > 0) {
     const n = Math.min(left, staging.rawBytes);
-    device.writeBlock(out.block, written, await reader.take(n, () => staging.raw()));
+    const piece = await reader.take(n, () => staging.raw());
+    live();
+    device.writeBlock(out.block, written, piece);
     written += n;
     left -= n;
   }
