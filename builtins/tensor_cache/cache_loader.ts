@@ -377,6 +377,8 @@ async function load(
   } catch (e) {
     held.release();
     throw e;
+  } finally {
+    device.submitStagedWrites();
   }
   for (const [name, t] of loaded) cache.update(name, t, true);
   return { url, names: loaded.map(([name]) => name), metadata: index.metadata };

@@ -47,6 +47,7 @@ export class Staging {
   readonly wideBytes: number;
   #raw: Uint8Array | null = null;
   #wide: Float32Array | null = null;
+  #unsubmitted = 0;
 
   /** Buffers of at most these sizes (`stagingFor`). */
   constructor(sizes: { raw: number; wide: number }) {
@@ -57,6 +58,18 @@ export class Staging {
   /** Where straddling pieces are gathered. */
   raw(): Uint8Array {
     return this.#raw ??= new Uint8Array(this.rawBytes);
+  }
+
+  /**
+   * Counts `n` bytes written to `device`; every `LOAD_CHUNK_BYTES` lets the
+   * device free its staging for them (WebGPU holds each `writeBuffer`'s copy
+   * until a submit), so a load's uploads hold about one piece there.
+   */
+  uploaded(device: Device, n: number): void {
+    this.#unsubmitted += n;
+    if (this.#unsubmitted < LOAD_CHUNK_BYTES) return;
+    this.#unsubmitted = 0;
+    device.submitStagedWrites();
   }
 
   /** Where bfloat16 pieces are widened to float32. */
@@ -177,6 +190,7 @@ export async function readRecordInto(
       device.writeBlock(out.block, written, new Uint8Array(wide.buffer, 0, 2 * n));
       written += 2 * n;
       left -= n;
+      staging.uploaded(device, 2 * n);
     }
     return;
   }
@@ -187,5 +201,6 @@ export async function readRecordInto(
     device.writeBlock(out.block, written, piece);
     written += n;
     left -= n;
+    staging.uploaded(device, n);
   }
 }
