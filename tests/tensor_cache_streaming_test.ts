@@ -283,3 +283,49 @@ Deno.test("allocExactBlock: exact size, counted, given back to the device rather
   pool.close();
   assertEquals(limit.heldBytes, 0);
 });
+
+Deno.test("a byte-stream shard is read into one reused buffer, never past its length + 1", async () => {
+  const good = handCache(BIG);
+  let pulled = 0, byob = 0;
+  // Endless zeros as a byte stream: what fetch gives for a file or URL.
+  const endless = () =>
+    new Response(
+      new ReadableStream({
+        type: "bytes",
+        pull(c) {
+          const request = c.byobRequest;
+          if (request === null) {
+            pulled += 65536;
+            return c.enqueue(new Uint8Array(65536));
+          }
+          byob++;
+          const v = request.view!;
+          new Uint8Array(v.buffer, v.byteOffset, v.byteLength).fill(0);
+          pulled += v.byteLength;
+          request.respond(v.byteLength);
+        },
+      }),
+    );
+  using vm = new VirtualMachine(loaderProgram(LOCATION), undefined, {
+    tensorCacheRoots: [serve(good.index, endless)],
+  });
+  await assertRejects(() => vm.invoke("main"), VMError, "reading stopped there");
+  assert(byob > 0, "read with a BYOB reader");
+  assertEquals(pulled, good.shard.length + 1, "one byte past the declared length, no more");
+  assertEquals([vm.tensorCache.size, vm.memory_stats().liveBytes], [0, 0]);
+  // The same bytes as a file, one byte too long: refused; the right length loads.
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/tensor-cache.json`, good.index);
+    await Deno.writeFile(`${dir}/shard_0.bin`, new Uint8Array([...good.shard, 0]));
+    using files = new VirtualMachine(loaderProgram(`${dir}/`), undefined, {
+      tensorCacheRoots: [dir],
+    });
+    await assertRejects(() => files.invoke("main"), VMError, "reading stopped there");
+    assertEquals(files.memory_stats().liveBytes, 0);
+    await Deno.writeFile(`${dir}/shard_0.bin`, good.shard);
+    assertLoaded(await files.invoke("main") as NDArray[], good.expected, "the file, whole");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -127,7 +127,8 @@ async function openBody(
   body: Uint8Array | ArrayBuffer | Response,
   url: URL,
   maxBytes: number,
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
+  reuse: number,
 ): Promise<BoundedSource> {
   if (body instanceof ArrayBuffer) body = new Uint8Array(body);
   if (body instanceof Uint8Array) return bytesSource(body, url, maxBytes);
@@ -148,7 +149,17 @@ async function openBody(
     throw tooLong(url, maxBytes);
   }
   if (body.body === null) return bytesSource(new Uint8Array(0), url, maxBytes);
-  const reader = body.body.getReader();
+  // A byte stream (a fetched file or URL) is read into one buffer, over and over, rather than
+  // into a new chunk per read that waits for the garbage collector: `reuse` pieces.
+  let reader: ReadableStreamDefaultReader<Uint8Array> | ReadableStreamBYOBReader;
+  let buffer: Uint8Array<ArrayBuffer> | null = null;
+  try {
+    if (reuse === 0) throw new TypeError("no reuse asked");
+    reader = body.body.getReader({ mode: "byob" });
+    buffer = new Uint8Array(reuse);
+  } catch {
+    reader = body.body.getReader();
+  }
   let total = 0, finished = false;
   const cancel = async () => {
     if (finished) return;
@@ -162,7 +173,12 @@ async function openBody(
       try {
         for (;;) {
           signal?.throwIfAborted();
-          const { done, value } = await reader.read();
+          // Never more than one byte past the limit: enough to see that the file is longer.
+          const { done, value } = buffer === null
+            ? await (reader as ReadableStreamDefaultReader<Uint8Array>).read()
+            : await (reader as ReadableStreamBYOBReader).read(
+              buffer.subarray(0, Math.min(buffer.length, maxBytes - total + 1)),
+            );
           // Stopped while the read was pending: its bytes are not handed out.
           signal?.throwIfAborted();
           if (done) {
@@ -170,6 +186,8 @@ async function openBody(
             reader.releaseLock();
             return null;
           }
+          if (value === undefined) continue;
+          if (buffer !== null) buffer = new Uint8Array(value.buffer as ArrayBuffer);
           total += value.length;
           if (total > maxBytes) throw tooLong(url, maxBytes);
           if (value.length > 0) return value;
@@ -218,7 +236,8 @@ function tooLong(url: URL, maxBytes: number): TensorCacheError {
 async function fetchBounded(
   url: URL,
   maxBytes: number,
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
+  reuse: number,
 ): Promise<BoundedSource> {
   let response: Response;
   try {
@@ -227,7 +246,7 @@ async function fetchBounded(
     if (signal?.aborted) throw e;
     throw new TensorCacheError(url.href, undefined, `cannot fetch it (${e})`, { cause: e });
   }
-  return await openBody(response, url, maxBytes, signal);
+  return await openBody(response, url, maxBytes, signal, reuse);
 }
 
 /**
@@ -236,6 +255,8 @@ async function fetchBounded(
  * read; throws `refused` naming `location` (how the program or the index
  * wrote it) when no root grants it, before anything is read. The caller
  * reads it piece by piece and must `cancel()` it if it stops before the end.
+ * With `reuse` > 0, a byte stream is read into one buffer of that many
+ * bytes: each piece is then valid only until the next read.
  */
 export async function openGranted(
   roots: readonly TensorCacheRoot[] | null,
@@ -243,17 +264,18 @@ export async function openGranted(
   location: string,
   what: string,
   maxBytes: number,
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
+  reuse = 0,
 ): Promise<BoundedSource> {
-  if (roots === null) return await fetchBounded(url, maxBytes, signal);
+  if (roots === null) return await fetchBounded(url, maxBytes, signal, reuse);
   for (const root of roots) {
     if (typeof root === "function") {
       signal?.throwIfAborted();
       const body = await root(url, signal ?? new AbortController().signal);
       if (body === null || body === undefined) continue;
-      return await openBody(body, url, maxBytes, signal);
+      return await openBody(body, url, maxBytes, signal, reuse);
     }
-    if (grantsUrl(rootUrl(root), url)) return await fetchBounded(url, maxBytes, signal);
+    if (grantsUrl(rootUrl(root), url)) return await fetchBounded(url, maxBytes, signal, reuse);
   }
   throw refused(location, what);
 }

@@ -32,7 +32,13 @@ import {
   type TensorCacheRecord,
   type TensorCacheShard,
 } from "./cache_format.ts";
-import { readRecordInto, ShardReader, Staging, stagingFor } from "./cache_shard_reader.ts";
+import {
+  READ_BUFFER_BYTES,
+  readRecordInto,
+  ShardReader,
+  Staging,
+  stagingFor,
+} from "./cache_shard_reader.ts";
 
 /** What `onProgress` receives, after the index and after each shard (tvmjs's fields and more). */
 export interface TensorCacheProgress {
@@ -204,7 +210,15 @@ async function loadShard(
   loaded: [string, NDArray][],
   signal: AbortSignal | undefined,
 ): Promise<void> {
-  const source = await openGranted(roots, shardUrl, shard.dataPath, "shard", shard.nbytes, signal);
+  const source = await openGranted(
+    roots,
+    shardUrl,
+    shard.dataPath,
+    "shard",
+    shard.nbytes,
+    signal,
+    READ_BUFFER_BYTES,
+  );
   const made = new Map<TensorCacheRecord, NDArray>();
   try {
     const reader = new ShardReader(source, shardUrl, shard.nbytes);

@@ -24,6 +24,13 @@ import {
 /** The largest piece a load stages or writes at once: 1 MiB. */
 export const LOAD_CHUNK_BYTES = 2 ** 20;
 
+/**
+ * The buffer a fetched shard (a byte stream) is read into, reused from read
+ * to read: 64 KiB, what Deno's file reads deliver at a time. Like a
+ * stream's chunk, it is not counted against `maxMemoryBytes`.
+ */
+export const READ_BUFFER_BYTES = 65536;
+
 const EMPTY = new Uint8Array(0);
 
 /**
