@@ -136,7 +136,10 @@ function tensorBytes(record: TensorCacheRecord): number {
 
 /** A tensor for `record` on `device`, from `allocator`, of its exact size (a weight lives long). */
 function tensorFor(record: TensorCacheRecord, allocator: Allocator): NDArray {
-  const block = allocator.allocExactBlock(tensorBytes(record));
+  // An allocator or device of an older copy of relaxvm in the process (ground/shared.ts) may
+  // lack the newer methods: then the pool's block, and no early submit.
+  const block = allocator.allocExactBlock?.(tensorBytes(record)) ??
+    allocator.allocBlock(tensorBytes(record));
   return new NDArray(block, 0, record.shape, record.dtype as TensorDType);
 }
 
@@ -392,7 +395,7 @@ async function load(
     held.release();
     throw e;
   } finally {
-    device.submitStagedWrites();
+    device.submitStagedWrites?.();
   }
   for (const [name, t] of loaded) cache.update(name, t, true);
   return { url, names: loaded.map(([name]) => name), metadata: index.metadata };

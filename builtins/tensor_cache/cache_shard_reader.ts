@@ -76,7 +76,7 @@ export class Staging {
     this.#unsubmitted += n;
     if (this.#unsubmitted < LOAD_CHUNK_BYTES) return;
     this.#unsubmitted = 0;
-    device.submitStagedWrites();
+    device.submitStagedWrites?.(); // absent on a device of an older copy of relaxvm
   }
 
   /** Where bfloat16 pieces are widened to float32. */
