@@ -1,29 +1,26 @@
 /**
- * GPT-small's memory, the VM's count beside the process's: what
- * `memory_stats()` sees (the tensors in the VM's allocators: the weights its
- * tensor cache loaded, the KV caches, activations) and what it does not (on
- * the CPU, the WebAssembly kernels' resident copies of the sealed weights,
- * kernels/cpu/wasm/resident.ts; everywhere, the process around the VM).
- * Each device runs in a fresh process, with no TF.js beside it:
+ * GPT-small's memory, the VM's count beside what it leaves out: the VM's
+ * peak (`memory_stats()`: the tensors in its allocators, that is the weights
+ * its tensor cache loaded, the KV caches, activations), on the CPU the
+ * WebAssembly kernels' resident copies of the sealed weights
+ * (kernels/cpu/wasm/resident.ts), and what the tensor-cache load costs the
+ * process (the resident set's growth and high-water mark over
+ * `loadTensorCache` from files). Each device runs in a fresh process, with
+ * no TF.js beside it; the weights are written to a temporary directory
+ * first, by this process:
  *
  * ```sh
  * deno run -A bench/gpt_memory.ts
  * ```
  *
- * The weights are written to a temporary directory first; for each device,
- * the executable is built; then the process's resident set (`VmRSS`) is read,
- * its high-water mark reset (`/proc/self/clear_refs`, Linux), the session
- * created (the program loads the cache from the directory) and 16 tokens
- * decoded. Printed: the VM's peak, the process's growth over the load and
- * over the whole run, its high-water mark, and the resident copies' bytes.
- * The process figures include one-time costs (the kernels' code and
- * WebAssembly memory, worker threads, the JIT), so they are an upper bound
- * of what the model costs, not a second measure of the VM.
+ * The resident-set figures include the process's own noise (code compiled
+ * on first use, garbage not yet collected); the VM peak and the resident
+ * copies are exact counts.
  *
  * @module
  */
 
-import { cpu, webgpu } from "../mod.ts";
+import { cpu, loadTensorCache, TensorCache, webgpu } from "../mod.ts";
 import { SMALL } from "../models/gpt/config.ts";
 import { buildGPT } from "../models/gpt/program.ts";
 import { argmax, GPTSession } from "../models/gpt/session.ts";
@@ -51,50 +48,56 @@ function residentCopyBytes(): number | null {
   return state === undefined ? null : state.next - 512 * 2 ** 20;
 }
 
+/**
+ * In a fresh process: the tensor-cache load's own cost in process memory
+ * (the resident set's growth and high-water mark over `loadTensorCache`),
+ * then a GPT session's exact counts: the VM's peak and, on the CPU, the
+ * kernels' resident weight copies after a prefill and 16 decode steps.
+ */
 async function child(name: "cpu" | "webgpu", dir: string): Promise<void> {
   const c = SMALL;
   const device = name === "cpu" ? cpu() : await webgpu();
-  {
-    const executable = buildGPT(c);
-    const gc = (globalThis as { gc?: () => void }).gc;
-    gc?.();
-    const before = residentSet();
-    let resetHwm = true;
-    try {
-      Deno.writeTextFileSync("/proc/self/clear_refs", "5");
-    } catch {
-      resetHwm = false;
-    }
-    const start = residentSet();
-    const s = await GPTSession.create(c, { device, executable, weights: dir });
-    const loaded = residentSet();
-    let token = argmax(await s.prefill(Array.from({ length: 16 }, (_, i) => (i * 7919) % c.vocab)));
-    for (let i = 0; i < 16; i++) token = argmax(await s.decode(token));
-    const after = residentSet();
-    const weightBytes = paramCount(c) * 4;
-    const modelBytes = weightBytes + 2 * c.layers * c.context * c.dModel * 4;
-    const peak = s.vm.memory_stats(device).peakBytes;
-    const resident = residentCopyBytes();
-    console.log(
-      `gpt process memory ${name}: VM peak ${MiB(peak)} MiB (${
-        (peak / modelBytes).toFixed(3)
-      }× weights + KV caches ${MiB(modelBytes)} MiB); process +${
-        MiB(loaded.rss - before.rss)
-      } MiB over the load, +${MiB(after.rss - before.rss)} MiB after 16 decode steps, high-water ${
-        resetHwm ? `+${MiB(after.hwm - start.rss)} MiB` : "unavailable"
-      }; ${
-        name === "cpu" && resident !== null
-          ? `the kernels' resident weight copies ${MiB(resident)} MiB (not in the VM's count)`
-          : "no resident copies"
-      }`,
-    );
-    s.dispose();
+  const before = residentSet();
+  let resetHwm = true;
+  try {
+    Deno.writeTextFileSync("/proc/self/clear_refs", "5");
+  } catch {
+    resetHwm = false;
   }
+  const start = residentSet();
+  const cache = new TensorCache();
+  await loadTensorCache(dir, { cache, device });
+  const loaded = residentSet();
+  cache.clear();
+
+  const s = await GPTSession.create(c, { device, executable: buildGPT(c), weights: dir });
+  let token = argmax(await s.prefill(Array.from({ length: 16 }, (_, i) => (i * 7919) % c.vocab)));
+  for (let i = 0; i < 16; i++) token = argmax(await s.decode(token));
+  const weightBytes = paramCount(c) * 4;
+  const modelBytes = weightBytes + 2 * c.layers * c.context * c.dModel * 4;
+  const peak = s.vm.memory_stats(device).peakBytes;
+  const resident = name === "cpu" ? residentCopyBytes() ?? 0 : 0;
+  console.log(
+    `gpt memory ${name}: VM peak ${MiB(peak)} MiB (${
+      (peak / modelBytes).toFixed(3)
+    }× weights + KV ${MiB(modelBytes)} MiB)${
+      name === "cpu"
+        ? `, + the kernels' resident weight copies ${MiB(resident)} MiB = ${
+          MiB(peak + resident)
+        } MiB (${((peak + resident) / modelBytes).toFixed(3)}×)`
+        : ""
+    }; loading the ${MiB(weightBytes)} MiB of weights from files: process +${
+      MiB(loaded.rss - before.rss)
+    } MiB, high-water +${resetHwm ? MiB(loaded.hwm - start.rss) : "?"} MiB`,
+  );
+  s.dispose();
 }
 
 const at = Deno.args.indexOf("--child");
 if (at >= 0) {
-  await child(Deno.args[at + 1] as "cpu" | "webgpu", Deno.args[at + 2]);
+  const dir = Deno.args[at + 2];
+  if (dir === undefined) throw new Error("--child <cpu|webgpu> <weights directory>");
+  await child(Deno.args[at + 1] as "cpu" | "webgpu", dir);
 } else {
   // The weights are made here, so no child holds the garbage of making them.
   const dir = await Deno.makeTempDir();
@@ -104,15 +107,15 @@ if (at >= 0) {
       args: [
         "run",
         "-A",
-        "--v8-flags=--expose-gc",
         new URL(import.meta.url).pathname,
         "--child",
         name,
+        dir,
       ],
     }).output();
     const out = new TextDecoder().decode(stdout).trim();
     if (code !== 0) throw new Error(`${name}: ${new TextDecoder().decode(stderr)}`);
-    console.log(out.split("\n").filter((l) => l.startsWith("gpt process memory")).join("\n"));
+    console.log(out.split("\n").filter((l) => l.startsWith("gpt memory")).join("\n"));
   }
   await Deno.remove(dir, { recursive: true });
 }
