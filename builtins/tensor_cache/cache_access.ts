@@ -15,7 +15,8 @@
  * Every read is bounded: the index by `MAX_INDEX_BYTES`, a shard by the
  * length its index declares, so an endless body (`/dev/zero`, a server that
  * never stops) costs no more than that; reading stops when the call that
- * loads stops (its timeout or signal) or ends.
+ * loads stops (its timeout or signal) or ends. A shard is opened, not read
+ * whole (`openGranted`): its reader takes it piece by piece.
  *
  * The host itself (calling the builtins or `loadTensorCache` outside any VM)
  * is trusted and may read anything the process may.

@@ -8,10 +8,13 @@
  * with its call (builtins/tensor_cache/cache_access.ts).
  *
  * Loading is all or nothing: the index is validated first, each shard is
- * checked against the index when it arrives, and the tensors enter the
- * cache only once every shard has loaded; on any failure the tensors made
- * so far are released and the cache is unchanged. Names already cached are
- * replaced, as TVM's native loader does.
+ * streamed into its tensors and checked against the index as it arrives
+ * (builtins/tensor_cache/cache_shard_reader.ts: no shard is ever held
+ * whole), and the tensors enter the cache only once every shard has loaded;
+ * on any failure, or when the call stops, the tensors made so far are
+ * released at once and the cache is unchanged. Names already cached are
+ * replaced, as TVM's native loader does. Each tensor takes exactly its
+ * bytes (`Allocator.allocExactBlock`): a weight keeps its block for life.
  *
  * @module
  */
@@ -256,7 +259,8 @@ async function loadShard(
  * JSON file itself; a URL or, in Deno, a path. A `blob:` or `data:` URL is
  * always the JSON file (its shards' `dataPath`s are then absolute URLs, such
  * as other `blob:` URLs: a cache held in memory). Shards are fetched one
- * after another, each decoded into tensors on `options.device`.
+ * after another, each streamed into tensors on `options.device` in pieces
+ * of at most 1 MiB, so a load holds its tensors and about 1 MiB more.
  *
  * Rejects with `TensorCacheError` (naming the file and the record) when the
  * index is malformed or larger than 64 MiB, a record does not match its
