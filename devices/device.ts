@@ -155,6 +155,16 @@ export abstract class Device {
    */
   flush(): void {}
 
+  /**
+   * Lets the device free what it holds for uploads made so far: WebGPU
+   * keeps a copy of every `queue.writeBuffer` until the next submit, so a
+   * long run of uploads (a tensor-cache load writing 47 MiB of weights)
+   * would hold all of them. Submits nothing else; nothing to do elsewhere.
+   *
+   * @ignore
+   */
+  submitStagedWrites(): void {}
+
   /** Resolves once all work submitted so far has finished (for timing). */
   synchronize(): Promise<void> {
     this.flush();

@@ -55,6 +55,11 @@ export class NaiveAllocator implements Allocator {
     return new MemoryBlock(this.device, blockBytes, handle, this);
   }
 
+  /** Every block is exact here: `allocBlock`. */
+  allocExactBlock(nbytes: number): MemoryBlock {
+    return this.allocBlock(nbytes);
+  }
+
   /** Called by the block's owner when it is done with it: the block is destroyed. */
   reclaim(block: MemoryBlock): void {
     this.#stats.liveBytes -= block.bytes;

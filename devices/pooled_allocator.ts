@@ -109,10 +109,43 @@ export class PooledAllocator implements Allocator {
     return block;
   }
 
-  /** Called by the block's owner when it is done with it: the block joins its free list. */
+  /**
+   * A block of exactly `nbytes` (rounded up to 4) from the device, never
+   * from a pool: a weight keeps its block for the model's life, so a size
+   * class would only waste memory. Counted like any block; given back to the
+   * device when released (`reclaim`: its size is no class).
+   */
+  allocExactBlock(nbytes: number): MemoryBlock {
+    checkAllocationSize(this.device, nbytes);
+    const blockBytes = Math.max(4, Math.ceil(nbytes / 4) * 4);
+    if (sizeClass(blockBytes) === blockBytes) return this.allocBlock(nbytes);
+    if (nbytes >= LARGE_BLOCK_BYTES) this.#limit?.onLargeBlock?.();
+    this.#limit?.take(blockBytes, this.device, nbytes);
+    let handle: unknown;
+    try {
+      handle = this.device.createBlock(blockBytes);
+    } catch (e) {
+      this.#limit?.give(blockBytes);
+      throw e;
+    }
+    const s = this.#stats;
+    s.poolMisses++;
+    s.allocatedBytes += blockBytes;
+    s.liveBlocks++;
+    s.liveBytes += blockBytes;
+    s.servedBytes += blockBytes;
+    if (s.liveBytes > s.peakBytes) s.peakBytes = s.liveBytes;
+    return new MemoryBlock(this.device, blockBytes, handle, this);
+  }
+
+  /**
+   * Called by the block's owner when it is done with it: the block joins its
+   * free list, or goes back to the device if the allocator is closed or the
+   * block is not of a size class (`allocExactBlock`).
+   */
   reclaim(block: MemoryBlock): void {
     this.#stats.liveBytes -= block.bytes;
-    if (this.#closed) {
+    if (this.#closed || sizeClass(block.bytes) !== block.bytes) {
       this.#stats.liveBlocks--;
       this.#limit?.give(block.bytes);
       this.device.destroyBlock(block.handle);

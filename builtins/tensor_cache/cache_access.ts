@@ -15,7 +15,8 @@
  * Every read is bounded: the index by `MAX_INDEX_BYTES`, a shard by the
  * length its index declares, so an endless body (`/dev/zero`, a server that
  * never stops) costs no more than that; reading stops when the call that
- * loads stops (its timeout or signal) or ends.
+ * loads stops (its timeout or signal) or ends. A shard is opened, not read
+ * whole (`openGranted`): its reader takes it piece by piece.
  *
  * The host itself (calling the builtins or `loadTensorCache` outside any VM)
  * is trusted and may read anything the process may.
@@ -85,18 +86,53 @@ function rootUrl(root: string | URL): URL {
   }
 }
 
-/** Reads a fetched or loaded body, up to `maxBytes`: more is an error, and reading stops there. */
-async function readBounded(
+/**
+ * A granted file being read, one piece at a time, in the order the file
+ * holds them: never more than `maxBytes` in all (more is an error, and
+ * reading stops there), and no piece is kept once handed out, so a reader
+ * holds what it has not consumed yet and nothing more (a stream's chunk, of
+ * the size its source picks). A loader function's bytes are one piece,
+ * theirs: viewed, not copied.
+ */
+export interface BoundedSource {
+  /** The next piece, or null at the end of the file. */
+  read(): Promise<Uint8Array | null>;
+  /** Bytes handed out so far. */
+  readonly bytesRead: number;
+  /** Stops reading (cancels the stream); nothing is read afterwards. Never throws. */
+  cancel(): Promise<void>;
+}
+
+/** A source over bytes already in memory (a loader function's). */
+function bytesSource(bytes: Uint8Array, url: URL, maxBytes: number): BoundedSource {
+  if (bytes.length > maxBytes) throw tooLong(url, maxBytes);
+  let done = false;
+  return {
+    read() {
+      if (done) return Promise.resolve(null);
+      done = true;
+      return Promise.resolve(bytes);
+    },
+    get bytesRead() {
+      return done ? bytes.length : 0;
+    },
+    cancel() {
+      done = true;
+      return Promise.resolve();
+    },
+  };
+}
+
+/** A source over a fetched or loaded body, checked (status, declared length) before any read. */
+async function openBody(
   body: Uint8Array | ArrayBuffer | Response,
   url: URL,
   maxBytes: number,
-  signal?: AbortSignal,
-): Promise<Uint8Array> {
+  signal: AbortSignal | undefined,
+  reuse: number,
+): Promise<BoundedSource> {
   if (body instanceof ArrayBuffer) body = new Uint8Array(body);
-  if (body instanceof Uint8Array) {
-    if (body.length > maxBytes) throw tooLong(url, maxBytes);
-    return body;
-  }
+  if (body instanceof Uint8Array) return bytesSource(body, url, maxBytes);
   if (!(body instanceof Response)) {
     throw new TensorCacheError(
       url.href,
@@ -113,27 +149,72 @@ async function readBounded(
     await body.body?.cancel().catch(() => {});
     throw tooLong(url, maxBytes);
   }
-  if (body.body === null) return new Uint8Array(0);
-  const reader = body.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
+  if (body.body === null) return bytesSource(new Uint8Array(0), url, maxBytes);
+  // A byte stream (a fetched file or URL) is read into one buffer, over and over, rather than
+  // into a new chunk per read that waits for the garbage collector: `reuse` pieces.
+  let reader: ReadableStreamDefaultReader<Uint8Array> | ReadableStreamBYOBReader;
+  let buffer: Uint8Array<ArrayBuffer> | null = null;
   try {
-    for (;;) {
-      signal?.throwIfAborted();
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.length;
-      if (total > maxBytes) throw tooLong(url, maxBytes);
-      chunks.push(value);
-    }
-  } catch (e) {
+    if (reuse === 0) throw new TypeError("no reuse asked");
+    reader = body.body.getReader({ mode: "byob" });
+    buffer = new Uint8Array(reuse);
+  } catch {
+    reader = body.body.getReader();
+  }
+  let total = 0, finished = false;
+  const cancel = async () => {
+    if (finished) return;
+    finished = true;
     await reader.cancel().catch(() => {});
-    throw e;
-  } finally {
     reader.releaseLock();
+  };
+  return {
+    async read() {
+      if (finished) return null;
+      try {
+        for (;;) {
+          signal?.throwIfAborted();
+          // Never more than one byte past the limit: enough to see that the file is longer.
+          const { done, value } = buffer === null
+            ? await (reader as ReadableStreamDefaultReader<Uint8Array>).read()
+            : await (reader as ReadableStreamBYOBReader).read(
+              buffer.subarray(0, Math.min(buffer.length, maxBytes - total + 1)),
+            );
+          // Stopped while the read was pending: its bytes are not handed out.
+          signal?.throwIfAborted();
+          if (done) {
+            finished = true;
+            reader.releaseLock();
+            return null;
+          }
+          if (value === undefined) continue;
+          if (buffer !== null) buffer = new Uint8Array(value.buffer as ArrayBuffer);
+          total += value.length;
+          if (total > maxBytes) throw tooLong(url, maxBytes);
+          if (value.length > 0) return value;
+        }
+      } catch (e) {
+        await cancel();
+        throw e;
+      }
+    },
+    get bytesRead() {
+      return total;
+    },
+    cancel,
+  };
+}
+
+/** All of a source, concatenated (for the index: at most `MAX_INDEX_BYTES`). */
+async function readAll(source: BoundedSource): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  try {
+    for (let c = await source.read(); c !== null; c = await source.read()) chunks.push(c);
+  } finally {
+    await source.cancel();
   }
   if (chunks.length === 1) return chunks[0];
-  const out = new Uint8Array(total);
+  const out = new Uint8Array(source.bytesRead);
   let at = 0;
   for (const c of chunks) {
     out.set(c, at);
@@ -153,7 +234,12 @@ function tooLong(url: URL, maxBytes: number): TensorCacheError {
 }
 
 /** `fetch`, bounded and abortable, with failures as `TensorCacheError`s naming the file. */
-async function fetchBounded(url: URL, maxBytes: number, signal?: AbortSignal): Promise<Uint8Array> {
+async function fetchBounded(
+  url: URL,
+  maxBytes: number,
+  signal: AbortSignal | undefined,
+  reuse: number,
+): Promise<BoundedSource> {
   let response: Response;
   try {
     response = await fetch(url, { signal });
@@ -161,15 +247,41 @@ async function fetchBounded(url: URL, maxBytes: number, signal?: AbortSignal): P
     if (signal?.aborted) throw e;
     throw new TensorCacheError(url.href, undefined, `cannot fetch it (${e})`, { cause: e });
   }
-  return await readBounded(response, url, maxBytes, signal);
+  return await openBody(response, url, maxBytes, signal, reuse);
 }
 
 /**
- * Reads `url` (at most `maxBytes`) through the first of `roots` that grants
+ * Opens `url` (at most `maxBytes`) through the first of `roots` that grants
  * it, or, with `roots` null (the host's own load), whatever the process may
  * read; throws `refused` naming `location` (how the program or the index
- * wrote it) when no root grants it, before anything is read.
+ * wrote it) when no root grants it, before anything is read. The caller
+ * reads it piece by piece and must `cancel()` it if it stops before the end.
+ * With `reuse` > 0, a byte stream is read into one buffer of that many
+ * bytes: each piece is then valid only until the next read.
  */
+export async function openGranted(
+  roots: readonly TensorCacheRoot[] | null,
+  url: URL,
+  location: string,
+  what: string,
+  maxBytes: number,
+  signal: AbortSignal | undefined,
+  reuse = 0,
+): Promise<BoundedSource> {
+  if (roots === null) return await fetchBounded(url, maxBytes, signal, reuse);
+  for (const root of roots) {
+    if (typeof root === "function") {
+      signal?.throwIfAborted();
+      const body = await root(url, signal ?? new AbortController().signal);
+      if (body === null || body === undefined) continue;
+      return await openBody(body, url, maxBytes, signal, reuse);
+    }
+    if (grantsUrl(rootUrl(root), url)) return await fetchBounded(url, maxBytes, signal, reuse);
+  }
+  throw refused(location, what);
+}
+
+/** `openGranted`, read whole: for the index, which is parsed at once. */
 export async function readGranted(
   roots: readonly TensorCacheRoot[] | null,
   url: URL,
@@ -178,15 +290,5 @@ export async function readGranted(
   maxBytes: number,
   signal?: AbortSignal,
 ): Promise<Uint8Array> {
-  if (roots === null) return await fetchBounded(url, maxBytes, signal);
-  for (const root of roots) {
-    if (typeof root === "function") {
-      signal?.throwIfAborted();
-      const body = await root(url, signal ?? new AbortController().signal);
-      if (body === null || body === undefined) continue;
-      return await readBounded(body, url, maxBytes, signal);
-    }
-    if (grantsUrl(rootUrl(root), url)) return await fetchBounded(url, maxBytes, signal);
-  }
-  throw refused(location, what);
+  return await readAll(await openGranted(roots, url, location, what, maxBytes, signal));
 }

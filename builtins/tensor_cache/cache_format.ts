@@ -275,12 +275,27 @@ export function recordBytes(
  * a copy of the raw bytes, or float32 widened from bfloat16 bits.
  */
 export function decodeRecord(bytes: Uint8Array, record: TensorCacheRecord): Uint8Array {
-  if (record.format === "f32-to-bf16" && record.dtype === "float32") {
+  if (widensBf16(record)) {
     const out = new Float32Array(bytes.length / 2);
-    for (let i = 0; i < out.length; i++) {
-      out[i] = bfloat16BitsToFloat32(bytes[2 * i] | (bytes[2 * i + 1] << 8));
-    }
+    widenBf16Into(bytes, out);
     return new Uint8Array(out.buffer);
   }
   return bytes.slice(); // own, aligned bytes
+}
+
+/** Whether `record` is a float32 tensor stored as bfloat16 (2 bytes in the shard, 4 in the tensor). */
+export function widensBf16(record: TensorCacheRecord): boolean {
+  return record.format === "f32-to-bf16" && record.dtype === "float32";
+}
+
+/**
+ * Widens the bfloat16 bits in `bytes` (little-endian pairs, at any byte
+ * offset) into `out[0 .. bytes.length / 2)`: a record's bytes, whole or a
+ * piece of an even number of bytes.
+ */
+export function widenBf16Into(bytes: Uint8Array, out: Float32Array): void {
+  const n = bytes.length >> 1;
+  for (let i = 0; i < n; i++) {
+    out[i] = bfloat16BitsToFloat32(bytes[2 * i] | (bytes[2 * i + 1] << 8));
+  }
 }

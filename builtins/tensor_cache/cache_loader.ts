@@ -8,10 +8,13 @@
  * with its call (builtins/tensor_cache/cache_access.ts).
  *
  * Loading is all or nothing: the index is validated first, each shard is
- * checked against the index when it arrives, and the tensors enter the
- * cache only once every shard has loaded; on any failure the tensors made
- * so far are released and the cache is unchanged. Names already cached are
- * replaced, as TVM's native loader does.
+ * streamed into its tensors and checked against the index as it arrives
+ * (builtins/tensor_cache/cache_shard_reader.ts: no shard is ever held
+ * whole), and the tensors enter the cache only once every shard has loaded;
+ * on any failure, or when the call stops, the tensors made so far are
+ * released at once and the cache is unchanged. Names already cached are
+ * replaced, as TVM's native loader does. Each tensor takes exactly its
+ * bytes (`Allocator.allocExactBlock`): a weight keeps its block for life.
  *
  * @module
  */
@@ -24,15 +27,21 @@ import { NDArray, shapeSize } from "../../devices/ndarray.ts";
 import { TensorCache, type TensorCacheRoot } from "../../devices/tensor_cache.ts";
 import { elementBytes, type TensorDType } from "../../ground/dtype.ts";
 import { asDirectory, resolveLocation } from "./cache_files.ts";
-import { MAX_INDEX_BYTES, readGranted, refused } from "./cache_access.ts";
+import { MAX_INDEX_BYTES, openGranted, readGranted, refused } from "./cache_access.ts";
 import {
-  decodeRecord,
   parseTensorCacheIndex,
-  recordBytes,
   TensorCacheError,
   type TensorCacheIndex,
   type TensorCacheRecord,
+  type TensorCacheShard,
 } from "./cache_format.ts";
+import {
+  READ_BUFFER_BYTES,
+  readRecordInto,
+  ShardReader,
+  Staging,
+  stagingFor,
+} from "./cache_shard_reader.ts";
 
 /** What `onProgress` receives, after the index and after each shard (tvmjs's fields and more). */
 export interface TensorCacheProgress {
@@ -123,24 +132,119 @@ async function fetchIndex(
   );
 }
 
-/** A tensor for `record` on `device`, from `allocator`. */
-function tensorFor(
-  record: TensorCacheRecord,
-  bytes: Uint8Array,
+/** Bytes the tensor of `record` takes: its elements, exactly (`Allocator.allocExactBlock`). */
+function tensorBytes(record: TensorCacheRecord): number {
+  return shapeSize(record.shape) * elementBytes(record.dtype as TensorDType);
+}
+
+/** A tensor for `record` on `device`, from `allocator`, of its exact size (a weight lives long). */
+function tensorFor(record: TensorCacheRecord, allocator: Allocator): NDArray {
+  // An allocator or device of an older copy of relaxvm in the process (ground/shared.ts) may
+  // lack the newer methods: then the pool's block, and no early submit.
+  const block = allocator.allocExactBlock?.(tensorBytes(record)) ??
+    allocator.allocBlock(tensorBytes(record));
+  return new NDArray(block, 0, record.shape, record.dtype as TensorDType);
+}
+
+/**
+ * What a load holds until it ends: the tensors it made (not cached yet) and
+ * the staging it charged. A stop (the call's timeout or signal) gives all
+ * of it back at once, from the abort itself: the call's caller finds the
+ * VM's memory as it was even while a read the load waits on is pending,
+ * and nothing is written or allocated for the load afterwards (`live`).
+ */
+class Holdings {
+  readonly #made: NDArray[] = [];
+  readonly #signal: AbortSignal | undefined;
+  readonly #giveBack: () => void;
+  #over = false;
+  readonly #onAbort = () => this.release();
+
+  /** Holdings of a load watching `signal`; `giveBack` returns its staging charge. */
+  constructor(signal: AbortSignal | undefined, giveBack: () => void) {
+    this.#signal = signal;
+    this.#giveBack = giveBack;
+    signal?.addEventListener("abort", this.#onAbort);
+    if (signal?.aborted) this.release();
+  }
+
+  /** Throws if the load was stopped: called right before each allocation and write. */
+  live(): void {
+    if (!this.#over) return;
+    this.#signal?.throwIfAborted();
+    throw new Error("tensor_cache.load: the load has ended");
+  }
+
+  /** A tensor made for the load. */
+  add(t: NDArray): NDArray {
+    this.#made.push(t);
+    return t;
+  }
+
+  /** Releases every tensor made and the staging (once). */
+  release(): void {
+    if (this.#over) return;
+    this.#over = true;
+    this.#signal?.removeEventListener("abort", this.#onAbort);
+    for (const t of this.#made) t.releaseIfUnowned();
+    this.#giveBack();
+  }
+
+  /** The load succeeded: its tensors are the cache's now; the staging is given back. */
+  keep(): void {
+    this.live();
+    this.#over = true;
+    this.#signal?.removeEventListener("abort", this.#onAbort);
+    this.#giveBack();
+  }
+}
+
+/**
+ * Reads one shard into new tensors, front to back: each record's bytes go
+ * into its tensor as they arrive (cache_shard_reader.ts), so no more of the
+ * shard is held than a piece. Pushes the tensors onto `loaded` in index
+ * order once all are read; `held` releases them on failure.
+ */
+async function loadShard(
+  shard: TensorCacheShard,
+  shardUrl: URL,
+  roots: readonly TensorCacheRoot[] | null,
   device: Device,
   allocator: Allocator,
-): NDArray {
-  const dtype = record.dtype as TensorDType;
-  const nbytes = shapeSize(record.shape) * elementBytes(dtype);
-  const out = new NDArray(allocator.allocBlock(nbytes), 0, record.shape, dtype);
+  staging: Staging,
+  held: Holdings,
+  loaded: [string, NDArray][],
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const source = await openGranted(
+    roots,
+    shardUrl,
+    shard.dataPath,
+    "shard",
+    shard.nbytes,
+    signal,
+    READ_BUFFER_BYTES,
+  );
+  const made = new Map<TensorCacheRecord, NDArray>();
   try {
-    device.writeBlock(out.block, 0, decodeRecord(bytes, record));
-  } catch (e) {
-    out.releaseIfUnowned();
-    throw e;
+    const reader = new ShardReader(source, shardUrl, shard.nbytes);
+    let at = 0;
+    for (const record of [...shard.records].sort((a, b) => a.byteOffset - b.byteOffset)) {
+      await reader.skip(record.byteOffset - at);
+      held.live();
+      const out = held.add(tensorFor(record, allocator));
+      made.set(record, out);
+      await readRecordInto(reader, record, out, device, staging, () => held.live());
+      at = record.byteOffset + record.nbytes;
+    }
+    // Read to the end: a shorter or longer file than the index says is refused.
+    await reader.skip(shard.nbytes - at);
+    await reader.end();
+  } finally {
+    await source.cancel();
   }
-  // A weight: the CPU kernels may keep a copy of it until someone can write it (NDArray.seal).
-  return out.seal();
+  // Weights: the CPU kernels may keep a copy of each until someone can write it (NDArray.seal).
+  for (const record of shard.records) loaded.push([record.name, made.get(record)!.seal()]);
 }
 
 /**
@@ -155,7 +259,8 @@ function tensorFor(
  * JSON file itself; a URL or, in Deno, a path. A `blob:` or `data:` URL is
  * always the JSON file (its shards' `dataPath`s are then absolute URLs, such
  * as other `blob:` URLs: a cache held in memory). Shards are fetched one
- * after another, each decoded into tensors on `options.device`.
+ * after another, each streamed into tensors on `options.device` in pieces
+ * of at most 1 MiB, so a load holds its tensors and about 1 MiB more.
  *
  * Rejects with `TensorCacheError` (naming the file and the record) when the
  * index is malformed or larger than 64 MiB, a record does not match its
@@ -229,12 +334,28 @@ async function load(
     signal,
   );
   const totalBytes = index.records.reduce((n, s) => n + s.nbytes, 0);
-  if (program !== null && program.limit.heldBytes + totalBytes > program.limit.maxBytes) {
-    throw new TensorCacheError(
-      url.href,
-      undefined,
-      `its ${totalBytes} bytes of shards would pass the VM's memory limit of ${program.limit.maxBytes} bytes (maxMemoryBytes), with ${program.limit.heldBytes} bytes in use`,
-    );
+  const records = index.records.flatMap((s) => s.records);
+  const staging = new Staging(stagingFor(records));
+  const stagingBytes = staging.rawBytes + staging.wideBytes;
+  if (program !== null) {
+    // Refused before any shard is read when the tensors and the staging cannot fit.
+    const needed = records.reduce((n, r) => n + Math.max(4, Math.ceil(tensorBytes(r) / 4) * 4), 0);
+    const { heldBytes, maxBytes } = program.limit;
+    // What a program makes its host read is bounded by its limit too, though no shard is held.
+    if (heldBytes + totalBytes > maxBytes) {
+      throw new TensorCacheError(
+        url.href,
+        undefined,
+        `its ${totalBytes} bytes of shards would pass the VM's memory limit of ${maxBytes} bytes (maxMemoryBytes), with ${heldBytes} bytes in use`,
+      );
+    }
+    if (heldBytes + needed + stagingBytes > maxBytes) {
+      throw new TensorCacheError(
+        url.href,
+        undefined,
+        `its tensors' ${needed} bytes and ${stagingBytes} bytes of staging would pass the VM's memory limit of ${maxBytes} bytes (maxMemoryBytes), with ${heldBytes} bytes in use`,
+      );
+    }
   }
   let loadedBytes = 0;
   const report = (shardsLoaded: number) => {
@@ -254,8 +375,12 @@ async function load(
     });
   };
   report(0);
+  // The staging is the load's only memory beyond its tensors: counted while it runs.
+  program?.limit.take(stagingBytes, cpu(), stagingBytes);
+  const held = new Holdings(signal, () => program?.limit.give(stagingBytes));
   const loaded: [string, NDArray][] = [];
   try {
+    held.live();
     for (const [i, shard] of index.records.entries()) {
       let shardUrl: URL;
       try {
@@ -263,35 +388,18 @@ async function load(
       } catch {
         throw refused(shard.dataPath, "shard");
       }
-      const bytes = await readGranted(
-        roots,
-        shardUrl,
-        shard.dataPath,
-        "shard",
-        shard.nbytes,
-        signal,
-      );
-      if (bytes.length !== shard.nbytes) {
-        throw new TensorCacheError(
-          shardUrl.href,
-          undefined,
-          `the shard is ${bytes.length} bytes, the index says ${shard.nbytes} (an interrupted download?)`,
-        );
-      }
-      for (const record of shard.records) {
-        loaded.push([
-          record.name,
-          tensorFor(record, recordBytes(bytes, record), device, allocator),
-        ]);
-      }
+      await loadShard(shard, shardUrl, roots, device, allocator, staging, held, loaded, signal);
       loadedBytes += shard.nbytes;
       report(i + 1);
     }
     // A load whose call stopped while it read caches nothing.
     signal?.throwIfAborted();
+    held.keep();
   } catch (e) {
-    for (const [, t] of loaded) t.releaseIfUnowned();
+    held.release();
     throw e;
+  } finally {
+    device.submitStagedWrites?.();
   }
   for (const [name, t] of loaded) cache.update(name, t, true);
   return { url, names: loaded.map(([name]) => name), metadata: index.metadata };

@@ -101,6 +101,8 @@ export class WebGPUDevice extends Device {
   readonly gpu: GPUDevice;
   readonly #context: GPUContext;
   readonly #batch: CommandBatch;
+  /** Whether `queue.writeBuffer` was called since the last submit (`submitStagedWrites`). */
+  #stagedWrites = false;
   readonly #readback: ReadbackPool;
   readonly #maxAllocation: number;
   #lost: string | null = null;
@@ -215,6 +217,7 @@ export class WebGPUDevice extends Device {
     const aligned = byteOffset % 4 === 0 && n % 4 === 0;
     if (aligned && !this.#batch.pending) {
       this.gpu.queue.writeBuffer(dst, byteOffset, bytes as Uint8Array<ArrayBuffer>);
+      this.#stagedWrites = true;
       return;
     }
     const staging = this.gpu.createBuffer({
@@ -304,7 +307,24 @@ export class WebGPUDevice extends Device {
 
   /** Submits the recorded work without waiting (the VM calls it when a call ends). */
   override flush(): void {
+    const submits = this.#batch.submitCount;
     this.#batch.flush();
+    // Any submit carries the staged writes with it.
+    if (this.#batch.submitCount !== submits) this.#stagedWrites = false;
+  }
+
+  /**
+   * Submits the `queue.writeBuffer` copies made since the last submit (with
+   * the recorded work, if any), so WebGPU can free its staging for them.
+   * An empty submit is not counted in `submitCount`.
+   *
+   * @ignore
+   */
+  override submitStagedWrites(): void {
+    if (!this.#stagedWrites) return;
+    if (this.#batch.pending) this.flush();
+    else this.gpu.queue.submit([]);
+    this.#stagedWrites = false;
   }
 
   /**

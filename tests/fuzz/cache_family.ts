@@ -142,6 +142,44 @@ function mutateIndex(rand: Random, text: string): { text: string; valid: boolean
   return { text: JSON.stringify(index), valid: false };
 }
 
+/**
+ * A byte stream (`type: "bytes"`) of `bytes` (endless zeros when null), in
+ * pieces of `sizes` in turn, filling a BYOB reader's view when it brings one.
+ */
+function byteStream(
+  bytes: Uint8Array | null,
+  sizes: number[],
+  pulled: { bytes: number },
+): ReadableStream<Uint8Array> {
+  let at = 0, k = 0;
+  return new ReadableStream({
+    type: "bytes",
+    pull(c) {
+      if (bytes !== null && at >= bytes.length) {
+        c.close();
+        c.byobRequest?.respond(0);
+        return;
+      }
+      const want = sizes[k++ % sizes.length];
+      const n = bytes === null ? want : Math.min(want, bytes.length - at);
+      const piece = bytes === null ? new Uint8Array(n) : bytes.subarray(at, at + n);
+      const request = c.byobRequest;
+      if (request === null) c.enqueue(piece.slice());
+      else {
+        const view = request.view!;
+        const m = Math.min(n, view.byteLength);
+        new Uint8Array(view.buffer, view.byteOffset, m).set(piece.subarray(0, m));
+        request.respond(m);
+        at += m;
+        pulled.bytes += bytes === null ? m : 0;
+        return;
+      }
+      at += n;
+      pulled.bytes += bytes === null ? n : 0;
+    },
+  });
+}
+
 /** A shard body: as written, cut, longer, endless, slow, or served oddly. */
 function shardBody(
   rand: Random,
@@ -181,6 +219,12 @@ function shardBody(
           ),
         valid: false,
       };
+    case 5: { // as a byte stream (what fetch gives: read with a BYOB reader), in odd pieces
+      const sizes = [rand.between(1, 9), rand.between(1, 5000), CHUNK];
+      return { body: () => new Response(byteStream(shard, sizes, pulled)), valid: true };
+    }
+    case 6: // an endless byte stream
+      return { body: () => new Response(byteStream(null, [CHUNK], pulled)), valid: false };
     case 4:
       return {
         body: rand.pick<() => unknown>([

@@ -13,3 +13,4 @@ import "./ops_suite.ts";
 import "./profile_suite.ts";
 import "./vm_suite.ts";
 import "./tvm_package_suite.ts";
+import "./tensor_cache_suite.ts";
