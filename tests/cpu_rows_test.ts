@@ -1,0 +1,163 @@
+/**
+ * The float32 row operators of the CPU's WebAssembly path (layer norm,
+ * softmax, and sum / mean / max over trailing axes: kernels/cpu/wasm/rows.ts)
+ * on both paths, `"wasm"` (every size) and `"typescript"`, each compared with
+ * the plain-JS references of tests/_operator_reference.ts (NumPy semantics):
+ * lengths that are not multiples of four (the masked last vector), rows
+ * holding NaN, ±Infinity or only -Infinity, more rows than one chunk, rows
+ * longer than one, rows whose mean is large beside their spread, and empty
+ * tensors. The operator suite runs the ordinary cases on both paths too.
+ *
+ * @module
+ */
+
+import { assert, assertEquals, assertThrows } from "@std/assert";
+import { installBuiltins } from "../builtins/install.ts";
+import { getGlobalFunc } from "../ground/registry.ts";
+import { tensor } from "../devices/tensor.ts";
+import type { NDArray } from "../devices/ndarray.ts";
+import { shape } from "../ground/shape_tuple.ts";
+import { type CpuKernelMode, setCpuKernelMode } from "../kernels/cpu/wasm/runtime.ts";
+import { type Ref, refLayerNorm, refReduce, refSoftmax, sizeOf } from "./_operator_reference.ts";
+
+installBuiltins();
+
+/** Deterministic values in [lo, hi) (a linear congruential generator). */
+function values(n: number, seed: number, lo = -3, hi = 3): number[] {
+  let s = seed >>> 0;
+  return Array.from({ length: n }, () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return lo + (hi - lo) * (s / 2 ** 32);
+  });
+}
+
+function ref(dims: number[], seed: number, lo?: number, hi?: number): Ref {
+  return { shape: dims, data: values(sizeOf(dims), seed, lo, hi).map(Math.fround) };
+}
+
+/** `got` within `rtol · |want| + atol` of `want` everywhere; NaN where `want` is, infinities equal. */
+function assertClose(got: Float32Array, want: Ref, rtol: number, atol: number, what: string) {
+  assertEquals(got.length, want.data.length, `${what}: length`);
+  for (let i = 0; i < got.length; i++) {
+    const g = got[i], w = want.data[i];
+    if (Number.isNaN(w)) assert(Number.isNaN(g), `${what}[${i}]: ${g}, want NaN`);
+    else if (!Number.isFinite(w)) assertEquals(g, w, `${what}[${i}]`);
+    else assert(Math.abs(g - w) <= rtol * Math.abs(w) + atol, `${what}[${i}]: ${g}, want ${w}`);
+  }
+}
+
+async function run(name: string, ...args: unknown[]): Promise<Float32Array> {
+  using out = getGlobalFunc(name)!(...args) as NDArray;
+  return await out.data() as Float32Array;
+}
+
+const MODES: CpuKernelMode[] = ["wasm", "typescript"];
+
+function modeTest(name: string, fn: () => Promise<void>) {
+  for (const mode of MODES) {
+    Deno.test(`${name} (${mode} kernels)`, async () => {
+      setCpuKernelMode(mode);
+      try {
+        await fn();
+      } finally {
+        setCpuKernelMode("auto");
+      }
+    });
+  }
+}
+
+/** Row `r` of `x` (rows of `n`) replaced by `row`. */
+function withRow(x: Ref, n: number, r: number, row: number[]): Ref {
+  const data = [...x.data];
+  data.splice(r * n, n, ...row);
+  return { shape: x.shape, data };
+}
+
+modeTest("softmax rows: odd lengths, NaN, ±Infinity, all -Infinity, long rows", async () => {
+  let x = ref([6, 7], 1);
+  x = withRow(x, 7, 1, [1, 2, NaN, 0, 1, 2, 3]);
+  x = withRow(x, 7, 2, Array(7).fill(-Infinity));
+  x = withRow(x, 7, 3, [0, Infinity, 1, 2, 3, 4, 5]);
+  x = withRow(x, 7, 4, [-Infinity, 0, -Infinity, 1, -Infinity, 2, -1e30]);
+  const cases: Ref[] = [
+    x,
+    ref([5, 1], 2),
+    ref([3, 2], 3),
+    ref([9, 3], 4),
+    ref([2, 384], 5, -20, 20),
+    ref([700, 101], 6, -10, 10), // more rows than one chunk
+    ref([2, 70001], 7, -10, 10), // rows longer than one chunk
+  ];
+  for (const rx of cases) {
+    using t = tensor(Float32Array.from(rx.data), { shape: rx.shape });
+    assertClose(await run("vm.op.softmax", t), refSoftmax(rx), 1e-5, 1e-7, `softmax [${rx.shape}]`);
+  }
+  using empty = tensor(new Float32Array(0), { shape: [3, 0] });
+  assertEquals((await run("vm.op.softmax", empty)).length, 0);
+});
+
+modeTest("layer_norm rows: odd lengths, large means, NaN rows, many rows", async () => {
+  const cases: [number[], number[], number, number][] = [
+    // x shape, gamma shape, x offset (a mean far from 0), eps
+    [[4, 5], [5], 0, 1e-5],
+    [[3, 384], [384], 0, 1e-12],
+    [[2, 3, 7], [3, 7], 0, 1e-5],
+    [[300, 385], [385], 0, 1e-5], // more rows than one chunk
+    [[16, 1536], [1536], 1000, 1e-5], // E[x²] - E[x]² would cancel here
+    [[1, 70001], [70001], 0, 1e-5], // one row longer than a chunk
+    [[5, 1], [1], 0, 1e-5],
+  ];
+  for (const [i, [xs, gs, offset, eps]] of cases.entries()) {
+    const rx = ref(xs, 20 + i);
+    rx.data = rx.data.map((v) => Math.fround(v + offset));
+    const rg = ref(gs, 40 + i, 0.5, 1.5), rb = ref(gs, 60 + i);
+    using x = tensor(Float32Array.from(rx.data), { shape: xs });
+    using g = tensor(Float32Array.from(rg.data), { shape: gs });
+    using b = tensor(Float32Array.from(rb.data), { shape: gs });
+    const want = refLayerNorm(rx, rg, rb, eps);
+    assertClose(await run("vm.op.layer_norm", x, g, b, eps), want, 1e-4, 1e-4, `layer_norm ${xs}`);
+  }
+  // A row with NaN is NaN; the rows beside it are not disturbed.
+  let rx = ref([3, 6], 80);
+  rx = withRow(rx, 6, 1, [0, 1, NaN, 2, 3, 4]);
+  const rg = ref([6], 81, 0.5, 1.5), rb = ref([6], 82);
+  using x = tensor(Float32Array.from(rx.data), { shape: [3, 6] });
+  using g = tensor(Float32Array.from(rg.data), { shape: [6] });
+  using b = tensor(Float32Array.from(rb.data), { shape: [6] });
+  const got = await run("vm.op.layer_norm", x, g, b);
+  assertClose(got, refLayerNorm(rx, rg, rb, 1e-5), 1e-4, 1e-4, "layer_norm NaN row");
+  using empty = tensor(new Float32Array(0), { shape: [0, 6] });
+  assertEquals((await run("vm.op.layer_norm", empty, g, b)).length, 0);
+});
+
+modeTest(
+  "sum, mean and max over trailing axes: odd lengths, NaN, infinities, long rows",
+  async () => {
+    let x = ref([5, 9], 100);
+    x = withRow(x, 9, 1, [1, NaN, 2, 3, 4, 5, 6, 7, 8]);
+    x = withRow(x, 9, 2, Array(9).fill(-Infinity));
+    x = withRow(x, 9, 3, [0, 1, 2, Infinity, 3, 4, 5, 6, -1]);
+    const cases: [Ref, number[]][] = [
+      [x, [1]],
+      [ref([4, 3], 101), [1]],
+      [ref([2, 3, 5], 102), [1, 2]], // two trailing axes collapse into one row
+      [ref([7], 103), [0]],
+      [ref([1, 2 ** 22 + 3], 104, 0, 1), [1]], // 4M values in one row: float64 sums
+      [ref([300, 301], 105), [1]], // more rows than one chunk
+      [ref([3, 4, 5], 106), [0]], // not trailing: the TypeScript walk
+    ];
+    for (const [rx, axes] of cases) {
+      using t = tensor(Float32Array.from(rx.data), { shape: rx.shape });
+      for (const op of ["sum", "mean", "max"]) {
+        const got = await run(`vm.op.${op}`, t, shape(...axes));
+        const want = refReduce(op, rx, axes, false);
+        // Sums in float64 on both paths: float32 rounding of the result only.
+        assertClose(got, want, 2e-6, 1e-6, `${op} [${rx.shape}] over ${axes}`);
+      }
+    }
+    using empty = tensor(new Float32Array(0), { shape: [3, 0] });
+    assertEquals(Array.from(await run("vm.op.sum", empty, shape(1))), [0, 0, 0]);
+    assertEquals(Array.from(await run("vm.op.mean", empty, shape(1))), [NaN, NaN, NaN]);
+    assertThrows(() => getGlobalFunc("vm.op.max")!(empty, shape(1)), RangeError, "zero elements");
+  },
+);
