@@ -18,7 +18,15 @@ import { tensor } from "../devices/tensor.ts";
 import type { NDArray } from "../devices/ndarray.ts";
 import { shape } from "../ground/shape_tuple.ts";
 import { type CpuKernelMode, setCpuKernelMode } from "../kernels/cpu/wasm/runtime.ts";
-import { type Ref, refLayerNorm, refReduce, refSoftmax, sizeOf } from "./_operator_reference.ts";
+import {
+  type Ref,
+  REF_BINARY_FLOAT,
+  refBinary,
+  refLayerNorm,
+  refReduce,
+  refSoftmax,
+  sizeOf,
+} from "./_operator_reference.ts";
 
 installBuiltins();
 
@@ -161,3 +169,53 @@ modeTest(
     assertThrows(() => getGlobalFunc("vm.op.max")!(empty, shape(1)), RangeError, "zero elements");
   },
 );
+
+modeTest(
+  "add, subtract, multiply, divide: same shapes and row broadcasts, odd lengths",
+  async () => {
+    const special = [NaN, Infinity, -Infinity, 0, -0, 1e-40, 3.4e38];
+    const cases: [number[], number[]][] = [
+      [[5, 7], [5, 7]],
+      [[5, 7], [7]], // a bias add
+      [[7], [3, 7]], // the left operand broadcast
+      [[2, 3, 385], [385]],
+      [[300, 301], [300, 301]], // more than one chunk
+      [[200, 333], [1, 333]],
+      [[70001], [70001]],
+      [[4, 5], [4, 1]], // a column broadcast: the TypeScript walk
+    ];
+    for (const [i, [as, bs]] of cases.entries()) {
+      const ra = ref(as, 200 + i), rb = ref(bs, 300 + i);
+      // Special values at the start and the end of each operand (the last, partial vector).
+      special.forEach((v, k) => {
+        if (k < ra.data.length) ra.data[ra.data.length - 1 - k] = ra.data[k] = v;
+        if (k < rb.data.length) {
+          rb.data[(k * 3) % rb.data.length] = special[(k + 2) % special.length];
+        }
+      });
+      ra.data = ra.data.map(Math.fround);
+      rb.data = rb.data.map(Math.fround);
+      using a = tensor(Float32Array.from(ra.data), { shape: as });
+      using b = tensor(Float32Array.from(rb.data), { shape: bs });
+      for (const [op, fn] of Object.entries(REF_BINARY_FLOAT)) {
+        if (!["add", "subtract", "multiply", "divide"].includes(op)) continue;
+        // float32 + - * / are correctly rounded: both paths equal the double result rounded once.
+        const want = refBinary(ra, rb, (x, y) => Math.fround(fn(x, y)));
+        assertClose(await run(`vm.op.${op}`, a, b), want, 0, 0, `${op} [${as}] [${bs}]`);
+      }
+    }
+  },
+);
+
+modeTest("cast float32 → int32 truncates, saturates and maps NaN to 0", async () => {
+  const xs = [0.5, -0.5, 1.9, -1.9, 2 ** 31, -(2 ** 31) - 512, 3e9, -3e9, NaN, Infinity, -Infinity];
+  const data = [...xs, ...values(1001, 400, -1e4, 1e4)];
+  using x = tensor(Float32Array.from(data), { shape: [data.length] });
+  using out = getGlobalFunc("vm.op.cast")!(x, "int32") as NDArray;
+  const got = await out.data() as Int32Array;
+  const want = Array.from(
+    Float32Array.from(data),
+    (v) => Number.isNaN(v) ? 0 : Math.max(-(2 ** 31), Math.min(2 ** 31 - 1, Math.trunc(v))) + 0,
+  );
+  assertEquals(Array.from(got), want);
+});

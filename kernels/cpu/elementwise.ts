@@ -22,6 +22,8 @@ import { broadcastPlan } from "../broadcast.ts";
 import { INT64_LOOPS, unaryInt64 } from "./int64.ts";
 import type { RowLoops } from "./row_loops.ts";
 import { wasmGelu } from "./wasm/unary.ts";
+import { ROWS_BINARY_OPS } from "./wasm/rows_module.ts";
+import { type RowsBinaryOp, wasmBinaryRows } from "./wasm/rows.ts";
 
 // Float results are computed in double precision and rounded once on store,
 // which for + - * / gives exactly the float32 result. For int32 operands the
@@ -164,9 +166,33 @@ const INT_LOOPS: Record<BinaryOp, RowLoops> = {
  */
 export function binaryKernel(op: BinaryOp, a: NDArray, b: NDArray, out: NDArray): void {
   if (out.size === 0) return;
+  if (a.dtype === "float32" && op in ROWS_BINARY_OPS && wasmBinary(op as RowsBinaryOp, a, b, out)) {
+    return;
+  }
   if (a.dtype === "float32") binaryLoops(FLOAT_LOOPS[op], a, b, out);
   else if (a.dtype === "int64") binaryLoops(INT64_LOOPS[op], a, b, out);
   else binaryLoops(INT_LOOPS[op], a, b, out);
+}
+
+/**
+ * float32 `+ - * /` of same shapes or with one operand a row broadcast over
+ * the other's rows (a bias or residual add) on the WebAssembly path
+ * (kernels/cpu/wasm/rows.ts); false where TypeScript should run.
+ */
+function wasmBinary(op: RowsBinaryOp, a: NDArray, b: NDArray, out: NDArray): boolean {
+  const av = a.cpuView() as Float32Array, bv = b.cpuView() as Float32Array;
+  const ov = out.cpuView() as Float32Array;
+  if (a.size === out.size && b.size === out.size) {
+    return wasmBinaryRows(op, av, false, bv, false, ov, 1, out.size);
+  }
+  if (a.size === 1 || b.size === 1) return false;
+  const walk = broadcastPlan(a.shape, b.shape)?.walk;
+  if (walk === undefined || walk.shape.length !== 2) return false;
+  const [rows, n] = walk.shape, [[sa0, sa1], [sb0, sb1]] = walk.strides;
+  if (sa1 !== 1 || sb1 !== 1) return false;
+  if (sa0 === n && sb0 === 0) return wasmBinaryRows(op, av, false, bv, true, ov, rows, n);
+  if (sa0 === 0 && sb0 === n) return wasmBinaryRows(op, av, true, bv, false, ov, rows, n);
+  return false;
 }
 
 /** Runs `loops` over the operands: flat, one operand a scalar, or a general broadcast. */

@@ -13,7 +13,7 @@
  */
 
 import { type KernelSpace, SCRATCH_BASE_BYTES, scratchView, wasmKernelsFor } from "./runtime.ts";
-import { rowsModuleBytes } from "./rows_module.ts";
+import { type ROWS_BINARY_OPS, rowsModuleBytes } from "./rows_module.ts";
 
 /** The exported functions of rows_module.ts (byte addresses). */
 interface RowsExports {
@@ -21,7 +21,19 @@ interface RowsExports {
   softmax(xp: number, rows: number, n: number): void;
   row_sum(xp: number, op: number, rows: number, n: number, mean: number): void;
   row_max(xp: number, op: number, rows: number, n: number): void;
+  [binary: `binary_${string}`]: (
+    ap: number,
+    aStep: number,
+    bp: number,
+    bStep: number,
+    op: number,
+    rows: number,
+    n: number,
+  ) => void;
 }
+
+/** The binary operators `wasmBinaryRows` covers. */
+export type RowsBinaryOp = keyof typeof ROWS_BINARY_OPS;
 
 /**
  * Values per chunk when rows are short: 256 KiB, in L2 between the copy in,
@@ -42,6 +54,7 @@ export const ROWS_WASM_MIN_VALUES = {
   layerNorm: 2048,
   softmax: 2048,
   reduce: 4096,
+  binary: 4096,
 } as const;
 
 /** One instance of rows_module.ts per kernel space; null where it would not compile. */
@@ -149,6 +162,58 @@ export function wasmReduceRows(
     else e.row_sum(BASE * 4, outAt * 4, rr, n, op === "mean" ? 1 : 0);
     view = scratchView(space, 0);
     o.set(view.subarray(outAt, outAt + rr), r0);
+  }
+  return true;
+}
+
+/**
+ * `o = a <op> b` for float32 `a` of `rows · n` values and `b` of as many
+ * (`bRow` false) or of one row of `n` broadcast over every row (`bRow`
+ * true; `aRow` likewise for `a`; not both).
+ */
+export function wasmBinaryRows(
+  op: RowsBinaryOp,
+  a: Float32Array,
+  aRow: boolean,
+  b: Float32Array,
+  bRow: boolean,
+  o: Float32Array,
+  rows: number,
+  n: number,
+): boolean {
+  if (rows === 0 || n === 0) return false;
+  const found = rowsKernels(rows * n, ROWS_WASM_MIN_VALUES.binary);
+  if (found === null) return false;
+  const [space, e] = found;
+  const kernel = e[`binary_${op}`];
+  if (!aRow && !bRow) {
+    // Same shapes: chunks of CHUNK values, so one chunk's three arrays stay in L2.
+    const total = rows * n, m0 = Math.min(total, CHUNK);
+    const aAt = BASE, bAt = aAt + m0 + 4, oAt = bAt + m0 + 4;
+    let view = scratchView(space, (oAt + m0 + 4) * 4);
+    for (let from = 0; from < total; from += CHUNK) {
+      const m = Math.min(CHUNK, total - from);
+      view.set(a.subarray(from, from + m), aAt);
+      view.set(b.subarray(from, from + m), bAt);
+      kernel(aAt * 4, 0, bAt * 4, 0, oAt * 4, 1, m);
+      view = scratchView(space, 0);
+      o.set(view.subarray(oAt, oAt + m), from);
+    }
+    return true;
+  }
+  if (n > CHUNK) return false; // a broadcast row longer than a chunk: rare, TypeScript
+  const per = Math.min(rows, rowsPerChunk(n));
+  const rowAt = BASE, xAt = rowAt + n + 4, oAt = xAt + per * n + 4;
+  const x = aRow ? b : a;
+  let view = scratchView(space, (oAt + per * n + 4) * 4);
+  view.set((aRow ? a : b).subarray(0, n), rowAt);
+  for (let r0 = 0; r0 < rows; r0 += per) {
+    const rr = Math.min(per, rows - r0), from = r0 * n;
+    view.set(x.subarray(from, from + rr * n), xAt);
+    if (aRow) kernel(rowAt * 4, 0, xAt * 4, n * 4, oAt * 4, rr, n);
+    else kernel(xAt * 4, n * 4, rowAt * 4, 0, oAt * 4, rr, n);
+    view = scratchView(space, 0);
+    o.set(view.subarray(oAt, oAt + rr * n), from);
   }
   return true;
 }

@@ -307,9 +307,49 @@ function emitRowMax(m: ModuleBuilder): void {
   });
 }
 
-/** The module's bytes: `layer_norm`, `softmax`, `row_sum` and `row_max` over the imported `memory`. */
+/** The binary operators of `binary_<op>`, with their f32x4 instruction. */
+export const ROWS_BINARY_OPS = {
+  add: SimdOp.f32x4Add,
+  subtract: SimdOp.f32x4Sub,
+  multiply: SimdOp.f32x4Mul,
+  divide: SimdOp.f32x4Div,
+} as const;
+
+/**
+ * `binary_<op>(ap, aStep, bp, bStep, op, rows, n)`: `o = a <op> b` over
+ * `rows` rows of `n` values, the operands' row pointers advancing by
+ * `aStep` and `bStep` bytes per row (0 for a row broadcast over every row:
+ * a bias add; `rows = 1` for same shapes). Whole vectors: the last vector of
+ * a row writes up to three values past it, which the next row overwrites (or
+ * the caller's padding absorbs), and reads as many past each operand's row.
+ * float32 arithmetic is correctly rounded, so each value equals
+ * TypeScript's (computed in double, rounded once on store).
+ */
+function emitBinary(m: ModuleBuilder, name: string, simdOp: number): void {
+  const f = m.function(`binary_${name}`, [i32, i32, i32, i32, i32, i32, i32]);
+  const [ap, aStep, bp, bStep, op, rows, n] = [0, 1, 2, 3, 4, 5, 6];
+  const row = f.local(i32), i = f.local(i32), bytes = f.local(i32);
+  f.get(n).i32(2).op(Op.i32Shl).set(bytes);
+  f.forLoop(row, 0, rows, 1, () => {
+    f.forLoop(i, 0, bytes, 16, () => {
+      at(f, op, i);
+      at(f, ap, i).simdMem(SimdOp.v128Load, 0);
+      at(f, bp, i).simdMem(SimdOp.v128Load, 0);
+      f.simd(simdOp).simdMem(SimdOp.v128Store, 0);
+    });
+    f.get(ap).get(aStep).op(Op.i32Add).set(ap);
+    f.get(bp).get(bStep).op(Op.i32Add).set(bp);
+    f.get(op).get(bytes).op(Op.i32Add).set(op);
+  });
+}
+
+/**
+ * The module's bytes: `layer_norm`, `softmax`, `row_sum`, `row_max` and
+ * `binary_add` … `binary_divide` over the imported `memory`.
+ */
 export function rowsModuleBytes(memory: MemoryImport): Uint8Array<ArrayBuffer> {
   const m = new ModuleBuilder(memory);
+  for (const [name, code] of Object.entries(ROWS_BINARY_OPS)) emitBinary(m, name, code);
   emitLayerNorm(m);
   emitSoftmax(m);
   emitRowSum(m);
