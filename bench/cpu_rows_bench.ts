@@ -42,8 +42,8 @@ interface Case {
   name: string;
   /** The op through `vm.op.*` on the current kernel path. */
   op: () => void;
-  /** The plain JS loop. */
-  plain: () => void;
+  /** The plain JS loop, if one is written for the case. */
+  plain?: () => void;
   /** For memory-bound ops: the copies a WebAssembly kernel needs, without the kernel. */
   copyFloor?: () => void;
 }
@@ -130,6 +130,43 @@ function geluCase(rows: number, n: number): Case {
   };
 }
 
+function attentionCase(qs: number[], ks: number[], causal: boolean, layout = "BHSD"): Case {
+  const q = f32(qs, 10), k = f32(ks, 11), v = f32(ks, 12);
+  const qv = q.cpuView() as Float32Array, kv = k.cpuView() as Float32Array;
+  const vv = v.cpuView() as Float32Array;
+  // The plain loop is written for BHSD, [heads, T, D], only.
+  const D = qs[qs.length - 1], Tq = qs[qs.length - 2], Tk = ks[ks.length - 2];
+  const heads = qv.length / (Tq * D), scale = 1 / Math.sqrt(D);
+  return {
+    name: `attention${causal ? " causal" : ""} q [${qs}] k, v [${ks}]${
+      layout === "BHSD" ? "" : ` ${layout}`
+    }`,
+    op: opCall("vm.op.attention", q, k, v, causal ? 1 : 0, null, layout),
+    plain: layout !== "BHSD" ? undefined : () => {
+      const o = new Float32Array(heads * Tq * D), s = new Float64Array(Tk);
+      for (let h = 0; h < heads; h++) {
+        for (let i = 0; i < Tq; i++) {
+          const keys = causal ? Math.min(Tk, i + Tk - Tq + 1) : Tk, qo = (h * Tq + i) * D;
+          let m = -Infinity;
+          for (let j = 0; j < keys; j++) {
+            let t = 0;
+            for (let d = 0; d < D; d++) t += qv[qo + d] * kv[(h * Tk + j) * D + d];
+            s[j] = t * scale;
+            m = Math.max(m, s[j]);
+          }
+          let sum = 0;
+          for (let j = 0; j < keys; j++) sum += s[j] = Math.exp(s[j] - m);
+          for (let d = 0; d < D; d++) {
+            let t = 0;
+            for (let j = 0; j < keys; j++) t += s[j] * vv[(h * Tk + j) * D + d];
+            o[(h * Tq + i) * D + d] = t / sum;
+          }
+        }
+      }
+    },
+  };
+}
+
 /** Scratch standing in for the kernels' memory in the copy floors. */
 let scratch = new Float32Array(0);
 function copies(...arrays: Float32Array[]): void {
@@ -142,6 +179,23 @@ function copies(...arrays: Float32Array[]): void {
   }
   const out = arrays[arrays.length - 1];
   out.set(scratch.subarray(0, out.length)); // the result out
+}
+
+/** MiniLM's attention bias: scores [B, H, S, S] plus a mask row [B, 1, 1, S] per sentence. */
+function maskAddCase(B: number, H: number, S: number): Case {
+  const a = f32([B, H, S, S], 13), b = f32([B, 1, 1, S], 14);
+  const av = a.cpuView() as Float32Array, bv = b.cpuView() as Float32Array;
+  return {
+    name: `add [${B}, ${H}, ${S}, ${S}] + [${B}, 1, 1, ${S}]`,
+    op: opCall("vm.op.add", a, b),
+    plain: () => {
+      const o = new Float32Array(av.length);
+      for (let r = 0; r < av.length / S; r++) {
+        const bo = Math.floor(r / (H * S)) * S;
+        for (let i = 0; i < S; i++) o[r * S + i] = av[r * S + i] + bv[bo + i];
+      }
+    },
+  };
 }
 
 function addCase(rows: number, n: number, rowBroadcast: boolean): Case {
@@ -195,6 +249,15 @@ const cases: Case[] = [
   addCase(128, 384, false),
   addCase(128, 384, true),
   addCase(1, M, false),
+  maskAddCase(1, 12, 38),
+  maskAddCase(32, 12, 38),
+  attentionCase([12, 38, 32], [12, 38, 32], false),
+  attentionCase([12, 128, 64], [12, 128, 64], true),
+  attentionCase([1, 128, 12, 64], [1, 128, 12, 64], true, "BSHD"),
+  attentionCase([12, 16, 64], [12, 16, 64], true),
+  attentionCase([12, 1, 64], [12, 128, 64], true),
+  attentionCase([1, 1, 12, 64], [1, 128, 12, 64], true, "BSHD"),
+  attentionCase([1, 1, 12, 64], [1, 1024, 12, 64], true, "BSHD"),
   castCase(M),
 ];
 
@@ -230,7 +293,7 @@ for (const c of cases) {
       setCpuKernelMode("typescript");
     }
   };
-  const sides = [c.op, wasmSide, c.plain, ...(c.copyFloor ? [c.copyFloor] : [])];
+  const sides = [c.op, wasmSide, c.plain ?? (() => {}), ...(c.copyFloor ? [c.copyFloor] : [])];
   setCpuKernelMode("typescript");
   const reps = sides.map(repsFor);
   const samples: number[][] = sides.map(() => []);
@@ -239,6 +302,8 @@ for (const c of cases) {
   const [t, w, p, floor] = samples.map(median);
   const floorCell = floor === undefined ? "" : fmt(floor);
   console.log(
-    `| ${c.name} | ${fmt(t)} | ${fmt(w)} | ${fmt(p)} | ${floorCell} | ${(t / w).toFixed(2)}× |`,
+    `| ${c.name} | ${fmt(t)} | ${fmt(w)} | ${c.plain ? fmt(p) : "—"} | ${floorCell} | ${
+      (t / w).toFixed(2)
+    }× |`,
   );
 }

@@ -21,6 +21,7 @@ import { type CpuKernelMode, setCpuKernelMode } from "../kernels/cpu/wasm/runtim
 import {
   type Ref,
   REF_BINARY_FLOAT,
+  refAttention,
   refBinary,
   refLayerNorm,
   refReduce,
@@ -218,4 +219,42 @@ modeTest("cast float32 → int32 truncates, saturates and maps NaN to 0", async 
     (v) => Number.isNaN(v) ? 0 : Math.max(-(2 ** 31), Math.min(2 ** 31 - 1, Math.trunc(v))) + 0,
   );
   assertEquals(Array.from(got), want);
+});
+
+modeTest(
+  "attention: more queries than keys, NaN queries, odd head sizes, prefill-sized heads",
+  async () => {
+    const cases: [number[], number[], number[], unknown, number | null][] = [
+      // q, k, v shapes; causal argument; the reference's offset
+      [[1, 2, 9, 4], [1, 2, 5, 4], [1, 2, 5, 4], "TopLeft", 0], // more queries than keys
+      [[2, 128, 64], [2, 128, 64], [2, 128, 64], 1, 0], // a causal prefill
+      [[3, 33, 5], [3, 41, 5], [3, 41, 7], null, null], // odd head sizes, keys not a multiple of 4
+      [[1, 19, 32], [1, 38, 32], [1, 38, 32], "BottomRight", 19],
+    ];
+    for (const [i, [qs, ks, vs, causal, offset]] of cases.entries()) {
+      const rq = ref(qs, 500 + i, -2, 2), rk = ref(ks, 600 + i, -2, 2), rv = ref(vs, 700 + i);
+      if (i === 2) rq.data[5 * 5 + 2] = NaN; // query row 5 of head 0 is NaN
+      using q = tensor(Float32Array.from(rq.data), { shape: qs });
+      using k = tensor(Float32Array.from(rk.data), { shape: ks });
+      using v = tensor(Float32Array.from(rv.data), { shape: vs });
+      const scale = 1 / Math.sqrt(qs[qs.length - 1]);
+      const got = await run("vm.op.attention", q, k, v, ...(causal === null ? [] : [causal]));
+      const want = refAttention(rq, rk, rv, scale, offset);
+      assertClose(got, want, 1e-4, 1e-5, `attention ${qs} ${ks} ${vs} ${causal}`);
+    }
+  },
+);
+
+modeTest("add with a row per batch: MiniLM's attention mask over its scores", async () => {
+  for (
+    const [as, bs] of [[[3, 4, 5, 5], [3, 1, 1, 5]], [[2, 1, 7], [2, 6, 7]], [[2, 3, 9], [2, 3, 9]]]
+  ) {
+    const ra = ref(as, 800), rb = ref(bs, 801);
+    using a = tensor(Float32Array.from(ra.data), { shape: as });
+    using b = tensor(Float32Array.from(rb.data), { shape: bs });
+    for (const op of ["add", "subtract"]) {
+      const want = refBinary(ra, rb, (x, y) => Math.fround(REF_BINARY_FLOAT[op](x, y)));
+      assertClose(await run(`vm.op.${op}`, a, b), want, 0, 0, `${op} [${as}] [${bs}]`);
+    }
+  }
 });

@@ -23,7 +23,12 @@ import { INT64_LOOPS, unaryInt64 } from "./int64.ts";
 import type { RowLoops } from "./row_loops.ts";
 import { wasmGelu } from "./wasm/unary.ts";
 import { ROWS_BINARY_OPS } from "./wasm/rows_module.ts";
-import { type RowsBinaryOp, wasmBinaryRows } from "./wasm/rows.ts";
+import {
+  ROWS_WASM_MIN_VALUES,
+  type RowsBinaryOp,
+  rowsMayTake,
+  wasmBinaryRows,
+} from "./wasm/rows.ts";
 
 // Float results are computed in double precision and rounded once on store,
 // which for + - * / gives exactly the float32 result. For int32 operands the
@@ -166,9 +171,10 @@ const INT_LOOPS: Record<BinaryOp, RowLoops> = {
  */
 export function binaryKernel(op: BinaryOp, a: NDArray, b: NDArray, out: NDArray): void {
   if (out.size === 0) return;
-  if (a.dtype === "float32" && op in ROWS_BINARY_OPS && wasmBinary(op as RowsBinaryOp, a, b, out)) {
-    return;
-  }
+  if (
+    a.dtype === "float32" && rowsMayTake(out.size, ROWS_WASM_MIN_VALUES.binary) &&
+    op in ROWS_BINARY_OPS && wasmBinary(op as RowsBinaryOp, a, b, out)
+  ) return;
   if (a.dtype === "float32") binaryLoops(FLOAT_LOOPS[op], a, b, out);
   else if (a.dtype === "int64") binaryLoops(INT64_LOOPS[op], a, b, out);
   else binaryLoops(INT_LOOPS[op], a, b, out);
@@ -187,12 +193,27 @@ function wasmBinary(op: RowsBinaryOp, a: NDArray, b: NDArray, out: NDArray): boo
   }
   if (a.size === 1 || b.size === 1) return false;
   const walk = broadcastPlan(a.shape, b.shape)?.walk;
-  if (walk === undefined || walk.shape.length !== 2) return false;
-  const [rows, n] = walk.shape, [[sa0, sa1], [sb0, sb1]] = walk.strides;
-  if (sa1 !== 1 || sb1 !== 1) return false;
-  if (sa0 === n && sb0 === 0) return wasmBinaryRows(op, av, false, bv, true, ov, rows, n);
-  if (sa0 === 0 && sb0 === n) return wasmBinaryRows(op, av, true, bv, false, ov, rows, n);
-  return false;
+  if (walk === undefined || walk.shape.length > 3 || walk.shape.length < 2) return false;
+  // [outer,] rows, n: one operand has every row, the other one row per outer index (a bias add,
+  // or MiniLM's attention mask [B, 1, 1, S] over scores [B, H, S, S]).
+  const rank = walk.shape.length;
+  const [outer, rows, n] = rank === 3 ? walk.shape : [1, ...walk.shape];
+  const [sa, sb] = walk.strides;
+  if (sa[rank - 1] !== 1 || sb[rank - 1] !== 1) return false;
+  const [sa0, sa1] = rank === 3 ? sa : [0, sa[0]], [sb0, sb1] = rank === 3 ? sb : [0, sb[0]];
+  const block = rows * n;
+  let aRow: boolean;
+  if (sa1 === n && sb1 === 0 && (rank === 2 || (sa0 === block && sb0 === n))) aRow = false;
+  else if (sa1 === 0 && sb1 === n && (rank === 2 || (sa0 === n && sb0 === block))) aRow = true;
+  else return false;
+  for (let o = 0; o < outer; o++) {
+    const x = o * block, r = o * n;
+    const ok = aRow
+      ? wasmBinaryRows(op, av.subarray(r), true, bv.subarray(x), false, ov.subarray(x), rows, n)
+      : wasmBinaryRows(op, av.subarray(x), false, bv.subarray(r), true, ov.subarray(x), rows, n);
+    if (!ok) return false; // the first call decides (all are the same size): nothing written
+  }
+  return true;
 }
 
 /** Runs `loops` over the operands: flat, one operand a scalar, or a general broadcast. */

@@ -12,11 +12,31 @@
  * @module
  */
 
-import { type KernelSpace, SCRATCH_BASE_BYTES, scratchView, wasmKernelsFor } from "./runtime.ts";
+import {
+  cpuKernelMode,
+  type KernelSpace,
+  SCRATCH_BASE_BYTES,
+  scratchView,
+  wasmKernelsFor,
+} from "./runtime.ts";
 import { type ROWS_BINARY_OPS, rowsModuleBytes } from "./rows_module.ts";
 
 /** The exported functions of rows_module.ts (byte addresses). */
-interface RowsExports {
+export interface RowsExports {
+  attention(
+    qp: number,
+    kp: number,
+    vp: number,
+    op: number,
+    sp: number,
+    Tq: number,
+    Tk: number,
+    Dp: number,
+    Dvp: number,
+    scale: number,
+    causal: number,
+    offset: number,
+  ): void;
   layer_norm(xp: number, gp: number, bp: number, rows: number, n: number, eps: number): void;
   softmax(xp: number, rows: number, n: number): void;
   row_sum(xp: number, op: number, rows: number, n: number, mean: number): void;
@@ -57,10 +77,28 @@ export const ROWS_WASM_MIN_VALUES = {
   binary: 4096,
 } as const;
 
+/**
+ * Whether work of `values` values might take the WebAssembly path: a check
+ * cheap enough for the smallest tensors, made before an operator prepares
+ * the call (broadcast plans, views).
+ */
+export function rowsMayTake(values: number, threshold: number): boolean {
+  const mode = cpuKernelMode();
+  return mode === "wasm" || (mode === "auto" && values >= threshold);
+}
+
 /** One instance of rows_module.ts per kernel space; null where it would not compile. */
 const instances = new WeakMap<KernelSpace, RowsExports | null>();
 
-function rowsKernels(values: number, threshold: number): [KernelSpace, RowsExports] | null {
+/**
+ * The calling thread's kernel space and rows_module.ts's functions on it, for
+ * work of `values` (values or flops) against an `"auto"` `threshold`; null
+ * where TypeScript should run.
+ */
+export function rowsKernels(
+  values: number,
+  threshold: number,
+): [KernelSpace, RowsExports] | null {
   const k = wasmKernelsFor(values, threshold);
   if (k === null) return null;
   const space = k.local;

@@ -34,66 +34,10 @@ import {
   SimdOp,
   ValType,
 } from "./emitter.ts";
-
-/**
- * Where the exponential clamps: e^-87.3 is just above float32's smallest
- * normal number; below it the result is written as 0 (as gemm_module.ts's
- * `exp` does).
- */
-const EXP_MIN = -87.3;
+import { emitAttention } from "./attention_module.ts";
+import { at, pushExp, pushFold } from "./simd_helpers.ts";
 
 const { i32, f32, f64, v128 } = ValType;
-
-/**
- * Pushes `e^y` for the v128 local `y` (clamping `y` at `EXP_MIN` in place):
- * `2^k · e^r` with `k = round(y·log2 e)`, `r = y - k·ln 2` in two parts
- * (Cody–Waite) and `e^r` by its Taylor series to degree 6 (relative error
- * below 1e-7), `2^k` from its exponent bits. The same sequence as
- * gemm_module.ts's `expOfLocal` (kept there for gelu; that file belongs to
- * the gemm). NaN stays NaN.
- */
-function expOfLocal(f: FunctionCode, y: number, k: number, r: number): void {
-  const splat = (v: number) => f.f32x4Const([v, v, v, v]);
-  const mul = () => f.simd(SimdOp.f32x4Mul), add = () => f.simd(SimdOp.f32x4Add);
-  f.get(y);
-  splat(EXP_MIN).simd(SimdOp.f32x4Max).set(y);
-  f.get(y);
-  splat(Math.LOG2E);
-  mul();
-  f.simd(SimdOp.f32x4Nearest).set(k);
-  f.get(y).get(k);
-  splat(0.693359375);
-  mul();
-  f.simd(SimdOp.f32x4Sub).get(k);
-  splat(-2.12194440e-4);
-  mul();
-  f.simd(SimdOp.f32x4Sub).set(r);
-  splat(1 / 720);
-  for (const c of [1 / 120, 1 / 24, 1 / 6, 1 / 2, 1, 1]) {
-    f.get(r);
-    mul();
-    splat(c);
-    add();
-  }
-  f.get(k).simd(SimdOp.i32x4TruncSatF32x4S);
-  f.i32(127).simd(SimdOp.i32x4Splat).simd(SimdOp.i32x4Add).i32(23).simd(SimdOp.i32x4Shl);
-  mul();
-}
-
-/** Pushes `e^x` for the v128 local `x` (at most 0), 0 where `x < EXP_MIN`; `y`, `k`, `r` are scratch. */
-function pushExp(f: FunctionCode, x: number, y: number, k: number, r: number): void {
-  f.get(x).set(y);
-  f.f32x4Const([0, 0, 0, 0]);
-  expOfLocal(f, y, k, r);
-  f.get(x).f32x4Const([EXP_MIN, EXP_MIN, EXP_MIN, EXP_MIN]).simd(SimdOp.f32x4Lt);
-  f.simd(SimdOp.v128Bitselect);
-}
-
-/** Pushes the four float32 lanes of v128 local `v` folded by `op` (f32.add or f32.max), in lane order. */
-function pushFold(f: FunctionCode, v: number, op: number): void {
-  f.get(v).simdLane(SimdOp.f32x4ExtractLane, 0);
-  for (let lane = 1; lane < 4; lane++) f.get(v).simdLane(SimdOp.f32x4ExtractLane, lane).op(op);
-}
 
 /**
  * The locals every row kernel needs: `full`, the bytes of a row's whole
@@ -107,11 +51,6 @@ function rowLocals(f: FunctionCode, n: number) {
   f.get(n).i32(3).op(Op.i32And).set(rem);
   f.get(rem).simd(SimdOp.i32x4Splat).i32x4Const([0, 1, 2, 3]).simd(SimdOp.i32x4GtS).set(mask);
   return { full, rem, p, i, row, mask };
-}
-
-/** Pushes the address `p + i`. */
-function at(f: FunctionCode, p: number, i: number): FunctionCode {
-  return f.get(p).get(i).op(Op.i32Add);
 }
 
 function emitLayerNorm(m: ModuleBuilder): void {
@@ -344,8 +283,9 @@ function emitBinary(m: ModuleBuilder, name: string, simdOp: number): void {
 }
 
 /**
- * The module's bytes: `layer_norm`, `softmax`, `row_sum`, `row_max` and
- * `binary_add` … `binary_divide` over the imported `memory`.
+ * The module's bytes: `layer_norm`, `softmax`, `row_sum`, `row_max`,
+ * `binary_add` … `binary_divide` and attention_module.ts's `attention` over
+ * the imported `memory`.
  */
 export function rowsModuleBytes(memory: MemoryImport): Uint8Array<ArrayBuffer> {
   const m = new ModuleBuilder(memory);
@@ -354,5 +294,6 @@ export function rowsModuleBytes(memory: MemoryImport): Uint8Array<ArrayBuffer> {
   emitSoftmax(m);
   emitRowSum(m);
   emitRowMax(m);
+  emitAttention(m);
   return m.encode();
 }

@@ -1,0 +1,118 @@
+/**
+ * Fused attention on the WebAssembly path: each head's q, k and v rows are
+ * copied into the calling thread's scratch (rows padded with zeros to a
+ * multiple of four), attention_module.ts's `attention` computes the head's
+ * output rows there, and they are copied out.
+ *
+ * The copies are the price: `K` and `V` cross into WebAssembly memory once
+ * per call, and the kernel does `Tq` query rows of work over them. Where a
+ * head's key rows are contiguous (`"BHSD"`) one copy per operand is cheap
+ * and even a decode step gains (2.2× on one query over 128 keys,
+ * bench/cpu_rows_bench.ts); where they are strided (`"BSHD"`, a KV cache's
+ * layout) each row is its own copy, and a decode step lost (0.55× over 128
+ * and 1024 keys), so `"auto"` mode leaves strided calls of fewer than
+ * `ATTENTION_WASM_MIN_QUERIES` query rows to TypeScript, which reads the
+ * cache where it lies.
+ *
+ * @module
+ */
+
+import type { AttentionGeometry } from "../../attention_layout.ts";
+import { cpuKernelMode, SCRATCH_BASE_BYTES, scratchView } from "./runtime.ts";
+import { rowsKernels } from "./rows.ts";
+
+/** Below this many flops (`2 · Tq · Tk · (D + Dv)` over all heads) attention stays in TypeScript in `"auto"` mode. */
+export const ATTENTION_WASM_MIN_FLOPS = 64 * 1024;
+/** Below this many query rows strided attention stays in TypeScript in `"auto"` mode (see above). */
+export const ATTENTION_WASM_MIN_QUERIES = 4;
+/** The most scratch one head may take (bytes): far below resident.ts's region at 512 MiB. */
+const MAX_SCRATCH_BYTES = 256 * 2 ** 20;
+
+const BASE = SCRATCH_BASE_BYTES / 4;
+const up4 = (n: number) => Math.ceil(n / 4) * 4;
+
+/** Copies `rows` rows of `width` values, `stride` apart from `from`, to rows `padded` apart at `at`. */
+function copyRows(
+  src: Float32Array,
+  from: number,
+  stride: number,
+  rows: number,
+  width: number,
+  view: Float32Array,
+  at: number,
+  padded: number,
+): void {
+  if (stride === width && width === padded) {
+    view.set(src.subarray(from, from + rows * width), at);
+    return;
+  }
+  for (let r = 0; r < rows; r++, from += stride, at += padded) {
+    view.set(src.subarray(from, from + width), at);
+  }
+}
+
+/**
+ * Fused attention of every head of `g` into `ov` (see
+ * kernels/cpu/attention.ts for the semantics); false, having written
+ * nothing, where the TypeScript kernel should run instead.
+ */
+export function wasmAttention(
+  qv: Float32Array,
+  kv: Float32Array,
+  vv: Float32Array,
+  ov: Float32Array,
+  g: AttentionGeometry,
+  scale: number,
+  causalOffset: number | null,
+): boolean {
+  const { Tq, Tk, D, Dv } = g;
+  if (Tq === 0 || Tk === 0 || D === 0 || Dv === 0) return false;
+  const strided = g.k[2] !== D || g.v[2] !== Dv;
+  if (cpuKernelMode() === "auto" && strided && Tq < ATTENTION_WASM_MIN_QUERIES) return false;
+  if (causalOffset !== null && !Number.isInteger(causalOffset)) return false;
+  const Dp = up4(D), Dvp = up4(Dv);
+  const qAt = BASE, kAt = qAt + Tq * Dp, vAt = kAt + Tk * Dp, oAt = vAt + Tk * Dvp;
+  const sAt = oAt + Tq * Dvp, end = sAt + up4(Tk) + 4;
+  if (end * 4 > MAX_SCRATCH_BYTES) return false;
+  const flops = 2 * g.batches * g.heads * Tq * Tk * (D + Dv);
+  const found = rowsKernels(flops, ATTENTION_WASM_MIN_FLOPS);
+  if (found === null) return false;
+  const [space, e] = found;
+  let view = scratchView(space, end * 4);
+  // Zero the padding lanes once: rows copied in write only their first D (Dv) values.
+  if (Dp !== D || Dvp !== Dv) view.fill(0, qAt, oAt);
+  const causal = causalOffset === null ? 0 : 1;
+  // An offset past every key is every key; keep it an int32 for the kernel.
+  const offset = causalOffset === null ? 0 : Math.max(-Tq - 1, Math.min(Tk, causalOffset));
+  for (let b = 0; b < g.batches; b++) {
+    for (let h = 0; h < g.heads; h++) {
+      copyRows(qv, b * g.q[0] + h * g.q[1], g.q[2], Tq, D, view, qAt, Dp);
+      copyRows(kv, b * g.k[0] + h * g.k[1], g.k[2], Tk, D, view, kAt, Dp);
+      copyRows(vv, b * g.v[0] + h * g.v[1], g.v[2], Tk, Dv, view, vAt, Dvp);
+      e.attention(
+        qAt * 4,
+        kAt * 4,
+        vAt * 4,
+        oAt * 4,
+        sAt * 4,
+        Tq,
+        Tk,
+        Dp,
+        Dvp,
+        scale,
+        causal,
+        offset,
+      );
+      view = scratchView(space, 0);
+      const oBase = b * g.out[0] + h * g.out[1], oStride = g.out[2];
+      if (oStride === Dv && Dvp === Dv) {
+        ov.set(view.subarray(oAt, oAt + Tq * Dv), oBase);
+      } else {
+        for (let i = 0; i < Tq; i++) {
+          ov.set(view.subarray(oAt + i * Dvp, oAt + i * Dvp + Dv), oBase + i * oStride);
+        }
+      }
+    }
+  }
+  return true;
+}
