@@ -22,6 +22,7 @@ import { broadcastPlan } from "../broadcast.ts";
 import { INT64_LOOPS, unaryInt64 } from "./int64.ts";
 import type { RowLoops } from "./row_loops.ts";
 import { wasmGelu } from "./wasm/unary.ts";
+import { cpuKernelMode } from "./wasm/runtime.ts";
 import { ROWS_BINARY_OPS } from "./wasm/rows_module.ts";
 import {
   ROWS_WASM_MIN_VALUES,
@@ -181,15 +182,18 @@ export function binaryKernel(op: BinaryOp, a: NDArray, b: NDArray, out: NDArray)
 }
 
 /**
- * float32 `+ - * /` of same shapes or with one operand a row broadcast over
- * the other's rows (a bias or residual add) on the WebAssembly path
- * (kernels/cpu/wasm/rows.ts); false where TypeScript should run.
+ * float32 `+ - * /` with one operand a row broadcast over the other's rows
+ * (a bias add, an attention mask) on the WebAssembly path
+ * (kernels/cpu/wasm/rows.ts), and of same shapes in `"wasm"` mode only;
+ * false where TypeScript should run.
  */
 function wasmBinary(op: RowsBinaryOp, a: NDArray, b: NDArray, out: NDArray): boolean {
   const av = a.cpuView() as Float32Array, bv = b.cpuView() as Float32Array;
   const ov = out.cpuView() as Float32Array;
   if (a.size === out.size && b.size === out.size) {
-    return wasmBinaryRows(op, av, false, bv, false, ov, 1, out.size);
+    // Same shapes are memory-bound: the copies in and out alone take about as long as the
+    // TypeScript loop (bench/cpu_rows_bench.ts, 0.96–1.05× at 4M values), so only "wasm" mode.
+    return cpuKernelMode() === "wasm" && wasmBinaryRows(op, av, false, bv, false, ov, 1, out.size);
   }
   if (a.size === 1 || b.size === 1) return false;
   const walk = broadcastPlan(a.shape, b.shape)?.walk;
