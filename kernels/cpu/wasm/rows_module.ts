@@ -7,7 +7,8 @@
  *   since `E[x²] - E[x]²` cancels) and the normalize-scale-shift pass;
  * - `softmax(xp, rows, n)`: in place, the row maximum, `exp(x - max)` and
  *   its sum in one pass, then the scaling: the whole operator, where
- *   unary.ts's `wasmSoftmax` left the maxima and sums to TypeScript;
+ *   unary.ts once took only the exponentials into WebAssembly and left the maxima and
+ *   sums to TypeScript;
  * - `row_sum(xp, op, rows, n, mean)` and `row_max(xp, op, rows, n)`: one
  *   float32 per row at `op`; sums accumulate in float64 (two pairs of
  *   lanes), as reduce.ts's TypeScript accumulators do, so a long row does not
