@@ -106,10 +106,14 @@ export function rowsKernels(
   if (e === undefined) {
     const bytes = rowsModuleBytes({ module: "env", name: "memory", minPages: 1, maxPages: 32768 });
     // The gemm's module compiled here, so this one (SIMD128 only) should too; if not, TypeScript.
-    e = WebAssembly.validate(bytes)
-      ? new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory: space.memory } })
-        .exports as unknown as RowsExports
-      : null;
+    try {
+      e = WebAssembly.validate(bytes)
+        ? new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory: space.memory } })
+          .exports as unknown as RowsExports
+        : null;
+    } catch {
+      e = null;
+    }
     instances.set(space, e);
   }
   return e === null ? null : [space, e];
