@@ -17,7 +17,11 @@ import { getGlobalFunc } from "../ground/registry.ts";
 import { tensor } from "../devices/tensor.ts";
 import type { NDArray } from "../devices/ndarray.ts";
 import { shape } from "../ground/shape_tuple.ts";
-import { type CpuKernelMode, setCpuKernelMode } from "../kernels/cpu/wasm/runtime.ts";
+import {
+  type CpuKernelMode,
+  setCpuKernelMode,
+  wasmKernelsFor,
+} from "../kernels/cpu/wasm/runtime.ts";
 import {
   type Ref,
   REF_BINARY_FLOAT,
@@ -256,5 +260,30 @@ modeTest("add with a row per batch: MiniLM's attention mask over its scores", as
       const want = refBinary(ra, rb, (x, y) => Math.fround(REF_BINARY_FLOAT[op](x, y)));
       assertClose(await run(`vm.op.${op}`, a, b), want, 0, 0, `${op} [${as}] [${bs}]`);
     }
+  }
+});
+
+Deno.test("where the kernels' memory cannot grow, the row operators run in TypeScript", async () => {
+  setCpuKernelMode("wasm");
+  const k = wasmKernelsFor(1, 0);
+  if (k === null) throw new Error("no WebAssembly kernels");
+  const memory = k.local.memory as WebAssembly.Memory & { grow: unknown };
+  let refused = 0;
+  memory.grow = () => {
+    refused++;
+    throw new RangeError("WebAssembly.Memory.grow(): Maximum memory size exceeded");
+  };
+  try {
+    const n = 2 ** 21 + 3; // more scratch than any earlier test asked for
+    const rx = ref([1, n], 900), rg = ref([n], 901, 0.5, 1.5), rb = ref([n], 902);
+    using x = tensor(Float32Array.from(rx.data), { shape: [1, n] });
+    using g = tensor(Float32Array.from(rg.data), { shape: [n] });
+    using b = tensor(Float32Array.from(rb.data), { shape: [n] });
+    const got = await run("vm.op.layer_norm", x, g, b);
+    assert(refused > 0, "the scratch had to grow");
+    assertClose(got, refLayerNorm(rx, rg, rb, 1e-5), 1e-4, 1e-4, "layer_norm");
+  } finally {
+    delete (memory as { grow?: unknown }).grow; // the prototype's again
+    setCpuKernelMode("auto");
   }
 });

@@ -19,7 +19,7 @@
 
 import type { AttentionGeometry } from "../../attention_layout.ts";
 import { cpuKernelMode, SCRATCH_BASE_BYTES, scratchView } from "./runtime.ts";
-import { rowsKernels } from "./rows.ts";
+import { rowsKernels, scratchFor } from "./rows.ts";
 
 /** Below this many flops (`2 · Tq · Tk · (D + Dv)` over all heads) attention stays in TypeScript in `"auto"` mode. */
 export const ATTENTION_WASM_MIN_FLOPS = 64 * 1024;
@@ -78,7 +78,9 @@ export function wasmAttention(
   const found = rowsKernels(flops, ATTENTION_WASM_MIN_FLOPS);
   if (found === null) return false;
   const [space, e] = found;
-  let view = scratchView(space, end * 4);
+  const first = scratchFor(space, end * 4);
+  if (first === null) return false;
+  let view = first;
   // Zero the padding lanes once: rows copied in write only their first D (Dv) values.
   if (Dp !== D || Dvp !== Dv) view.fill(0, qAt, oAt);
   const causal = causalOffset === null ? 0 : 1;

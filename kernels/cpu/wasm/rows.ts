@@ -119,6 +119,20 @@ export function rowsKernels(
   return e === null ? null : [space, e];
 }
 
+/**
+ * `scratchView(space, bytes)`, or null where the memory cannot grow that far
+ * (a browser short of address space): the caller then leaves the work to
+ * TypeScript rather than fail the operator.
+ */
+export function scratchFor(space: KernelSpace, bytes: number): Float32Array | null {
+  try {
+    return scratchView(space, bytes);
+  } catch (e) {
+    if (e instanceof RangeError) return null;
+    throw e;
+  }
+}
+
 /** Rows per chunk for rows of `n`: as many as fit in `CHUNK`, at least one. */
 function rowsPerChunk(n: number): number {
   return Math.max(1, Math.floor(CHUNK / n));
@@ -143,7 +157,8 @@ export function wasmLayerNorm(
   const per = Math.min(rows, rowsPerChunk(n));
   // gamma, beta, then the chunk; 4 floats of padding after each for the masked last vector.
   const gAt = BASE, bAt = gAt + n + 4, xAt = bAt + n + 4;
-  let view = scratchView(space, (xAt + per * n + 4) * 4);
+  let view = scratchFor(space, (xAt + per * n + 4) * 4);
+  if (view === null) return false;
   view.set(g.subarray(0, n), gAt);
   view.set(b.subarray(0, n), bAt);
   for (let r0 = 0; r0 < rows; r0 += per) {
@@ -168,7 +183,8 @@ export function wasmSoftmaxRows(
   if (found === null) return false;
   const [space, e] = found;
   const per = Math.min(rows, rowsPerChunk(n));
-  let view = scratchView(space, (BASE + per * n + 4) * 4);
+  let view = scratchFor(space, (BASE + per * n + 4) * 4);
+  if (view === null) return false;
   for (let r0 = 0; r0 < rows; r0 += per) {
     const rr = Math.min(per, rows - r0);
     view.set(x.subarray(r0 * n, (r0 + rr) * n), BASE);
@@ -196,7 +212,8 @@ export function wasmReduceRows(
   const [space, e] = found;
   const per = Math.min(rows, rowsPerChunk(n));
   const outAt = BASE + per * n + 4;
-  let view = scratchView(space, (outAt + per) * 4);
+  let view = scratchFor(space, (outAt + per) * 4);
+  if (view === null) return false;
   for (let r0 = 0; r0 < rows; r0 += per) {
     const rr = Math.min(per, rows - r0);
     view.set(x.subarray(r0 * n, (r0 + rr) * n), BASE);
@@ -232,7 +249,8 @@ export function wasmBinaryRows(
     // Same shapes: chunks of CHUNK values, so one chunk's three arrays stay in L2.
     const total = rows * n, m0 = Math.min(total, CHUNK);
     const aAt = BASE, bAt = aAt + m0 + 4, oAt = bAt + m0 + 4;
-    let view = scratchView(space, (oAt + m0 + 4) * 4);
+    let view = scratchFor(space, (oAt + m0 + 4) * 4);
+    if (view === null) return false;
     for (let from = 0; from < total; from += CHUNK) {
       const m = Math.min(CHUNK, total - from);
       view.set(a.subarray(from, from + m), aAt);
@@ -247,7 +265,8 @@ export function wasmBinaryRows(
   const per = Math.min(rows, rowsPerChunk(n));
   const rowAt = BASE, xAt = rowAt + n + 4, oAt = xAt + per * n + 4;
   const x = aRow ? b : a;
-  let view = scratchView(space, (oAt + per * n + 4) * 4);
+  let view = scratchFor(space, (oAt + per * n + 4) * 4);
+  if (view === null) return false;
   view.set((aRow ? a : b).subarray(0, n), rowAt);
   for (let r0 = 0; r0 < rows; r0 += per) {
     const rr = Math.min(per, rows - r0), from = r0 * n;
