@@ -6,13 +6,15 @@
  *
  * The copies are the price: `K` and `V` cross into WebAssembly memory once
  * per call, and the kernel does `Tq` query rows of work over them. Where a
- * head's key rows are contiguous (`"BHSD"`) one copy per operand is cheap
- * and even a decode step gains (2.2× on one query over 128 keys,
- * bench/cpu_rows_bench.ts); where they are strided (`"BSHD"`, a KV cache's
- * layout) each row is its own copy, and a decode step lost (0.55× over 128
- * and 1024 keys), so `"auto"` mode leaves strided calls of fewer than
- * `ATTENTION_WASM_MIN_QUERIES` query rows to TypeScript, which reads the
- * cache where it lies.
+ * head's key rows are contiguous (`"BHSD"`) each head is one copy per
+ * operand; where they are strided (`"BSHD"`, a KV cache's layout) and the
+ * head size is a multiple of four, K and V are copied a whole batch at a
+ * time and the kernel steps over the other heads' values. Either way even a
+ * decode step gains (one query over 128 and 1024 keys of a BSHD cache:
+ * 2.0× and 1.6×, bench/cpu_rows_bench.ts). Copying strided rows one at a
+ * time (head sizes not a multiple of four) lost on a decode step (0.61× and
+ * 0.36× when it was the only strided path), so `"auto"` mode leaves those
+ * calls to TypeScript below `ATTENTION_WASM_MIN_QUERIES` query rows.
  *
  * @module
  */
@@ -23,7 +25,7 @@ import { rowsKernels, scratchFor } from "./rows.ts";
 
 /** Below this many flops (`2 · Tq · Tk · (D + Dv)` over all heads) attention stays in TypeScript in `"auto"` mode. */
 export const ATTENTION_WASM_MIN_FLOPS = 64 * 1024;
-/** Below this many query rows strided attention stays in TypeScript in `"auto"` mode (see above). */
+/** Below this many query rows, attention copied row by row stays in TypeScript in `"auto"` mode (see above). */
 export const ATTENTION_WASM_MIN_QUERIES = 4;
 /** The most scratch one head may take (bytes): far below resident.ts's region at 512 MiB. */
 const MAX_SCRATCH_BYTES = 256 * 2 ** 20;
@@ -67,11 +69,17 @@ export function wasmAttention(
 ): boolean {
   const { Tq, Tk, D, Dv } = g;
   if (Tq === 0 || Tk === 0 || D === 0 || Dv === 0) return false;
-  const strided = g.k[2] !== D || g.v[2] !== Dv;
-  if (cpuKernelMode() === "auto" && strided && Tq < ATTENTION_WASM_MIN_QUERIES) return false;
   if (causalOffset !== null && !Number.isInteger(causalOffset)) return false;
   const Dp = up4(D), Dvp = up4(Dv);
-  const qAt = BASE, kAt = qAt + Tq * Dp, vAt = kAt + Tk * Dp, oAt = vAt + Tk * Dvp;
+  // Strided rows of a head size that is a multiple of four ("BSHD", a KV cache): K and V are
+  // copied a whole batch at a time, every head's rows where they lie, and the kernel steps
+  // over the other heads' values. Otherwise each head is packed, row by row where strided.
+  const strided = g.k[2] !== D || g.v[2] !== Dv;
+  const whole = strided && Dp === D && Dvp === Dv;
+  const rowByRow = strided && !whole;
+  if (cpuKernelMode() === "auto" && rowByRow && Tq < ATTENTION_WASM_MIN_QUERIES) return false;
+  const kBlock = whole ? Tk * g.k[2] : Tk * Dp, vBlock = whole ? Tk * g.v[2] : Tk * Dvp;
+  const qAt = BASE, kAt = qAt + Tq * Dp, vAt = kAt + kBlock, oAt = vAt + vBlock;
   const sAt = oAt + Tq * Dvp, end = sAt + up4(Tk) + 4;
   if (end * 4 > MAX_SCRATCH_BYTES) return false;
   const flops = 2 * g.batches * g.heads * Tq * Tk * (D + Dv);
@@ -86,15 +94,26 @@ export function wasmAttention(
   const causal = causalOffset === null ? 0 : 1;
   // An offset past every key is every key; keep it an int32 for the kernel.
   const offset = causalOffset === null ? 0 : Math.max(-Tq - 1, Math.min(Tk, causalOffset));
+  const kStride = (whole ? g.k[2] : Dp) * 4, vStride = (whole ? g.v[2] : Dvp) * 4;
   for (let b = 0; b < g.batches; b++) {
+    if (whole) {
+      view.set(kv.subarray(b * g.k[0], b * g.k[0] + kBlock), kAt);
+      view.set(vv.subarray(b * g.v[0], b * g.v[0] + vBlock), vAt);
+    }
     for (let h = 0; h < g.heads; h++) {
       copyRows(qv, b * g.q[0] + h * g.q[1], g.q[2], Tq, D, view, qAt, Dp);
-      copyRows(kv, b * g.k[0] + h * g.k[1], g.k[2], Tk, D, view, kAt, Dp);
-      copyRows(vv, b * g.v[0] + h * g.v[1], g.v[2], Tk, Dv, view, vAt, Dvp);
+      let kp = kAt, vp = vAt;
+      if (whole) {
+        kp += h * g.k[1];
+        vp += h * g.v[1];
+      } else {
+        copyRows(kv, b * g.k[0] + h * g.k[1], g.k[2], Tk, D, view, kAt, Dp);
+        copyRows(vv, b * g.v[0] + h * g.v[1], g.v[2], Tk, Dv, view, vAt, Dvp);
+      }
       e.attention(
         qAt * 4,
-        kAt * 4,
-        vAt * 4,
+        kp * 4,
+        vp * 4,
         oAt * 4,
         sAt * 4,
         Tq,
@@ -104,6 +123,8 @@ export function wasmAttention(
         scale,
         causal,
         offset,
+        kStride,
+        vStride,
       );
       view = scratchView(space, 0);
       const oBase = b * g.out[0] + h * g.out[1], oStride = g.out[2];

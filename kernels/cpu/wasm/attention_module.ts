@@ -1,13 +1,14 @@
 /**
  * Scaled dot-product attention of one head in WebAssembly SIMD, for
  * rows_module.ts's module: `attention(qp, kp, vp, op, sp, Tq, Tk, Dp, Dvp,
- * scale, causal, offset)`.
+ * scale, causal, offset, kStride, vStride)`.
  *
  * The operands are packed by the caller (kernels/cpu/wasm/attention.ts):
- * `Tq` query rows and `Tk` key rows of `Dp` floats, `Tk` value rows and
- * `Tq` output rows of `Dvp`, each padded with zeros to a multiple of four
- * (zeros add nothing to a dot product, and the padding of the output is
- * never copied out). `sp` is scratch for one row of scores, `Tk` rounded up
+ * `Tq` query rows of `Dp` floats and `Tq` output rows of `Dvp`, padded with
+ * zeros to a multiple of four (zeros add nothing to a dot product, and the
+ * padding of the output is never copied out); `Tk` key rows of `Dp` floats
+ * and value rows of `Dvp`, `kStride` and `vStride` bytes apart (a packed
+ * head, or one head's rows inside a `"BSHD"` block copied whole). `sp` is scratch for one row of scores, `Tk` rounded up
  * to four, plus four.
  *
  * Per query row, as kernels/cpu/attention.ts does: the scores
@@ -28,8 +29,23 @@ const { i32, f32, v128 } = ValType;
 
 /** Adds `attention` (above) to `m`. */
 export function emitAttention(m: ModuleBuilder): void {
-  const f = m.function("attention", [i32, i32, i32, i32, i32, i32, i32, i32, i32, f32, i32, i32]);
-  const [qp, kp, vp, op, sp, Tq, Tk, Dp, Dvp, scale, causal, offset] = [
+  const f = m.function("attention", [
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    f32,
+    i32,
+    i32,
+    i32,
+    i32,
+  ]);
+  const [qp, kp, vp, op, sp, Tq, Tk, Dp, Dvp, scale, causal, offset, kStride, vStride] = [
     0,
     1,
     2,
@@ -42,6 +58,8 @@ export function emitAttention(m: ModuleBuilder): void {
     9,
     10,
     11,
+    12,
+    13,
   ];
   const row = f.local(i32), j = f.local(i32), d = f.local(i32), keys = f.local(i32);
   const padded = f.local(i32), qRow = f.local(i32), kRow = f.local(i32), oRow = f.local(i32);
@@ -75,7 +93,7 @@ export function emitAttention(m: ModuleBuilder): void {
       f.get(sp).get(j).i32(2).op(Op.i32Shl).op(Op.i32Add);
       pushFold(f, acc, Op.f32Add);
       f.get(scale).op(Op.f32Mul).mem(Op.f32Store, 0);
-      f.get(kRow).get(dBytes).op(Op.i32Add).set(kRow);
+      f.get(kRow).get(kStride).op(Op.i32Add).set(kRow);
     });
     f.get(keys).i32(3).op(Op.i32Add).i32(-4).op(Op.i32And).set(padded);
     f.block().loop();
@@ -114,7 +132,7 @@ export function emitAttention(m: ModuleBuilder): void {
     };
     const term = (lane: number, p: number) => {
       at(f, vRow, d);
-      if (lane > 0) f.get(dvBytes).i32(lane).op(Op.i32Mul).op(Op.i32Add);
+      if (lane > 0) f.get(vStride).i32(lane).op(Op.i32Mul).op(Op.i32Add);
       f.simdMem(SimdOp.v128Load, 0).get(p).simd(SimdOp.f32x4Mul).simd(SimdOp.f32x4Add);
     };
     f.forLoop(j, 0, keys4, 4, () => {
@@ -131,7 +149,7 @@ export function emitAttention(m: ModuleBuilder): void {
         term(3, p3);
         store();
       });
-      f.get(vRow).get(dvBytes).i32(2).op(Op.i32Shl).op(Op.i32Add).set(vRow);
+      f.get(vRow).get(vStride).i32(2).op(Op.i32Shl).op(Op.i32Add).set(vRow);
     });
     // the last 0–3 keys one at a time (the value rows past `keys` are never read)
     f.get(keys4).set(j);
@@ -144,7 +162,7 @@ export function emitAttention(m: ModuleBuilder): void {
       term(0, p0);
       store();
     });
-    f.get(vRow).get(dvBytes).op(Op.i32Add).set(vRow);
+    f.get(vRow).get(vStride).op(Op.i32Add).set(vRow);
     f.get(j).i32(1).op(Op.i32Add).set(j).br(0);
     f.end().end();
     // scale by 1 / sum

@@ -36,6 +36,8 @@ export interface RowsExports {
     scale: number,
     causal: number,
     offset: number,
+    kStride: number,
+    vStride: number,
   ): void;
   layer_norm(xp: number, gp: number, bp: number, rows: number, n: number, eps: number): void;
   softmax(xp: number, rows: number, n: number): void;
