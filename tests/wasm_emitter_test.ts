@@ -144,6 +144,65 @@ Deno.test("emitted code runs: locals, loops, memory and SIMD lanes", () => {
   assertEquals([...f.subarray(4, 8)], [3.5, -3, 13, 5.25]);
 });
 
+Deno.test("the row kernels' instructions encode as the opcode tables say and compute", () => {
+  const f = new FunctionCode(0);
+  f.op(Op.f32Div).op(Op.f32Sqrt).op(Op.f32Max).op(Op.f32ConvertI32S);
+  f.op(Op.f64Add).op(Op.f64Div).op(Op.f32DemoteF64).op(Op.f64ConvertI32S).op(Op.f64PromoteF32);
+  f.simd(SimdOp.i32x4GtS).simdLane(SimdOp.f64x2ExtractLane, 1);
+  f.simdMem(SimdOp.v128Load64Zero, 0, 8).simd(SimdOp.f64x2PromoteLowF32x4).simd(SimdOp.f64x2Add);
+  f.i32x4Const([0, 1, -1, 2]);
+  assertEquals(f.bytes, [
+    ...[0x95, 0x91, 0x97, 0xb2], // f32.div, f32.sqrt, f32.max, f32.convert_i32_s
+    ...[0xa0, 0xa3, 0xb6, 0xb7, 0xbb], // f64.add, f64.div, f32.demote_f64, f64.convert_i32_s, f64.promote_f32
+    ...[0xfd, 0x3b, 0xfd, 0x21, 0x01], // i32x4.gt_s, f64x2.extract_lane 1
+    ...[0xfd, 0x5d, 0x00, 0x08], // v128.load64_zero align=0 offset=8
+    ...[0xfd, 0x5f, 0xfd, 0xf0, 0x01], // f64x2.promote_low_f32x4, f64x2.add = 0xfd 240
+    ...[0xfd, 0x0c, 0, 0, 0, 0, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0], // v128.const i32x4
+  ]);
+  const m = new ModuleBuilder({ module: "env", name: "memory", minPages: 1 });
+  // scalar(n, x) = max(sqrt(f32(n)) / x, 0.25)
+  m.function("scalar", [ValType.i32, ValType.f32], [ValType.f32])
+    .get(0).op(Op.f32ConvertI32S).op(Op.f32Sqrt).get(1).op(Op.f32Div).f32(0.25).op(Op.f32Max);
+  // pairs(p, n) = f32((mem f32 [p, p+4) promoted pairwise and added, plus the next pair) / n)
+  const pairs = m.function("pairs", [ValType.i32, ValType.i32], [ValType.f32]);
+  const acc = pairs.local(ValType.v128);
+  pairs.get(0).simdMem(SimdOp.v128Load64Zero, 0).simd(SimdOp.f64x2PromoteLowF32x4);
+  pairs.get(0).simdMem(SimdOp.v128Load64Zero, 0, 8).simd(SimdOp.f64x2PromoteLowF32x4);
+  pairs.simd(SimdOp.f64x2Add).set(acc);
+  pairs.get(acc).simdLane(SimdOp.f64x2ExtractLane, 0).get(acc).simdLane(SimdOp.f64x2ExtractLane, 1);
+  pairs.op(Op.f64Add).get(1).op(Op.f64ConvertI32S).op(Op.f64Div).op(Op.f32DemoteF64);
+  // mask(k) = how many lanes of (k > [0, 1, 2, 3]) are set, read back from memory at 64
+  const mask = m.function("mask", [ValType.i32]);
+  mask.i32(64).get(0).simd(SimdOp.i32x4Splat).i32x4Const([0, 1, 2, 3]).simd(SimdOp.i32x4GtS);
+  mask.simdMem(SimdOp.v128Store, 0);
+  // promote(x) = f32(f64(x) + f64(x))
+  m.function("promote", [ValType.f32], [ValType.f32])
+    .get(0).op(Op.f64PromoteF32).get(0).op(Op.f64PromoteF32).op(Op.f64Add).op(Op.f32DemoteF64);
+  const memory = new WebAssembly.Memory({ initial: 1 });
+  const ex = new WebAssembly.Instance(new WebAssembly.Module(m.encode()), { env: { memory } })
+    .exports as {
+      scalar(n: number, x: number): number;
+      pairs(p: number, n: number): number;
+      mask(k: number): void;
+      promote(x: number): number;
+    };
+  assertEquals(ex.scalar(16, 2), 2);
+  assertEquals(ex.scalar(16, 100), 0.25);
+  assertEquals(ex.scalar(-1, 1), NaN);
+  // 2^24 + 1 + 1 is exact in float64, not float32: the sum is float64's.
+  new Float32Array(memory.buffer).set([2 ** 24, 1, 1, 2], 0);
+  assertEquals(ex.pairs(0, 1), 2 ** 24 + 4);
+  assertEquals(ex.pairs(0, 4), Math.fround((2 ** 24 + 4) / 4));
+  for (const k of [0, 1, 3, 4]) {
+    ex.mask(k);
+    assertEquals(
+      [...new Int32Array(memory.buffer, 64, 4)],
+      [0, 1, 2, 3].map((l) => (k > l ? -1 : 0)),
+    );
+  }
+  assertEquals(ex.promote(3.4e38), Infinity); // 6.8e38 is past float32's range
+});
+
 function random(n: number, seed: number): Float32Array {
   const out = new Float32Array(n);
   let s = seed;

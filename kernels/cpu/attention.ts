@@ -18,6 +18,7 @@
 import type { NDArray } from "../../devices/ndarray.ts";
 import type { AttentionLayout } from "../kernel_backend.ts";
 import { attentionGeometry } from "../attention_layout.ts";
+import { wasmAttention } from "./wasm/attention_heads.ts";
 
 // Scratch reused across calls; JS runs one kernel at a time.
 let scores = new Float64Array(0);
@@ -54,6 +55,8 @@ export function attentionKernel(
   const { Tq, Tk, D, Dv } = g;
   const qv = q.cpuView() as Float32Array, kv = k.cpuView() as Float32Array;
   const vv = v.cpuView() as Float32Array, ov = out.cpuView() as Float32Array;
+  // Prefill-sized calls run in WebAssembly SIMD (kernels/cpu/wasm/attention_heads.ts).
+  if (wasmAttention(qv, kv, vv, ov, g, scale, causalOffset)) return;
   if (scores.length < Tk) scores = new Float64Array(Tk);
   if (acc.length < Dv) acc = new Float64Array(Dv);
   const s = scores, a = acc;

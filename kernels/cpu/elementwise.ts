@@ -22,6 +22,14 @@ import { broadcastPlan } from "../broadcast.ts";
 import { INT64_LOOPS, unaryInt64 } from "./int64.ts";
 import type { RowLoops } from "./row_loops.ts";
 import { wasmGelu } from "./wasm/unary.ts";
+import { cpuKernelMode } from "./wasm/runtime.ts";
+import { ROWS_BINARY_OPS } from "./wasm/rows_module.ts";
+import {
+  ROWS_WASM_MIN_VALUES,
+  type RowsBinaryOp,
+  rowsMayTake,
+  wasmBinaryRows,
+} from "./wasm/rows.ts";
 
 // Float results are computed in double precision and rounded once on store,
 // which for + - * / gives exactly the float32 result. For int32 operands the
@@ -164,9 +172,52 @@ const INT_LOOPS: Record<BinaryOp, RowLoops> = {
  */
 export function binaryKernel(op: BinaryOp, a: NDArray, b: NDArray, out: NDArray): void {
   if (out.size === 0) return;
+  if (
+    a.dtype === "float32" && rowsMayTake(out.size, ROWS_WASM_MIN_VALUES.binary) &&
+    op in ROWS_BINARY_OPS && wasmBinary(op as RowsBinaryOp, a, b, out)
+  ) return;
   if (a.dtype === "float32") binaryLoops(FLOAT_LOOPS[op], a, b, out);
   else if (a.dtype === "int64") binaryLoops(INT64_LOOPS[op], a, b, out);
   else binaryLoops(INT_LOOPS[op], a, b, out);
+}
+
+/**
+ * float32 `+ - * /` with one operand a row broadcast over the other's rows
+ * (a bias add, an attention mask) on the WebAssembly path
+ * (kernels/cpu/wasm/rows.ts), and of same shapes in `"wasm"` mode only;
+ * false where TypeScript should run.
+ */
+function wasmBinary(op: RowsBinaryOp, a: NDArray, b: NDArray, out: NDArray): boolean {
+  const av = a.cpuView() as Float32Array, bv = b.cpuView() as Float32Array;
+  const ov = out.cpuView() as Float32Array;
+  if (a.size === out.size && b.size === out.size) {
+    // Same shapes are memory-bound: the copies in and out alone take about as long as the
+    // TypeScript loop (bench/cpu_rows_bench.ts, 0.96–1.05× at 4M values), so only "wasm" mode.
+    return cpuKernelMode() === "wasm" && wasmBinaryRows(op, av, false, bv, false, ov, 1, out.size);
+  }
+  if (a.size === 1 || b.size === 1) return false;
+  const walk = broadcastPlan(a.shape, b.shape)?.walk;
+  if (walk === undefined || walk.shape.length > 3 || walk.shape.length < 2) return false;
+  // [outer,] rows, n: one operand has every row, the other one row per outer index (a bias add,
+  // or MiniLM's attention mask [B, 1, 1, S] over scores [B, H, S, S]).
+  const rank = walk.shape.length;
+  const [outer, rows, n] = rank === 3 ? walk.shape : [1, ...walk.shape];
+  const [sa, sb] = walk.strides;
+  if (sa[rank - 1] !== 1 || sb[rank - 1] !== 1) return false;
+  const [sa0, sa1] = rank === 3 ? sa : [0, sa[0]], [sb0, sb1] = rank === 3 ? sb : [0, sb[0]];
+  const block = rows * n;
+  let aRow: boolean;
+  if (sa1 === n && sb1 === 0 && (rank === 2 || (sa0 === block && sb0 === n))) aRow = false;
+  else if (sa1 === 0 && sb1 === n && (rank === 2 || (sa0 === n && sb0 === block))) aRow = true;
+  else return false;
+  for (let o = 0; o < outer; o++) {
+    const x = o * block, r = o * n;
+    const ok = aRow
+      ? wasmBinaryRows(op, av.subarray(r), true, bv.subarray(x), false, ov.subarray(x), rows, n)
+      : wasmBinaryRows(op, av.subarray(x), false, bv.subarray(r), true, ov.subarray(x), rows, n);
+    if (!ok) return false; // the first call decides (all are the same size): nothing written
+  }
+  return true;
 }
 
 /** Runs `loops` over the operands: flat, one operand a scalar, or a general broadcast. */

@@ -10,6 +10,7 @@
 
 import type { NumberArray } from "../../ground/dtype.ts";
 import type { NDArray } from "../../devices/ndarray.ts";
+import { wasmLayerNorm } from "./wasm/rows.ts";
 
 /** `out = (x - mean) / sqrt(var + eps) * gamma + beta` per row of `gamma.size` elements. */
 export function layerNormKernel(
@@ -23,6 +24,11 @@ export function layerNormKernel(
   const bv = beta.cpuView() as NumberArray, ov = out.cpuView() as NumberArray;
   const n = gamma.size;
   if (n === 0) return;
+  // float32 runs in WebAssembly SIMD (kernels/cpu/wasm/rows.ts) when large enough.
+  if (
+    xv instanceof Float32Array && gv instanceof Float32Array && bv instanceof Float32Array &&
+    ov instanceof Float32Array && wasmLayerNorm(xv, gv, bv, ov, xv.length / n, n, eps)
+  ) return;
   for (let row = 0; row < xv.length; row += n) {
     let sum = 0;
     for (let i = 0; i < n; i++) sum += xv[row + i];

@@ -17,6 +17,7 @@ import type { NDArray } from "../../devices/ndarray.ts";
 import type { ReduceOp } from "../kernel_backend.ts";
 import { collapseDims, contiguousStrides } from "../broadcast.ts";
 import { reduceInt64 } from "./int64.ts";
+import { ROWS_WASM_MIN_VALUES, rowsMayTake, wasmReduceRows } from "./wasm/rows.ts";
 
 /**
  * Reduces `x` over `axes` (sorted, unique, non-negative) into `out`, which
@@ -39,6 +40,20 @@ export function reduceKernel(
     return;
   }
   const xv = x.cpuView() as NumberArray, ov = out.cpuView() as NumberArray;
+  if (
+    xv instanceof Float32Array && ov instanceof Float32Array && x.size > 0 &&
+    rowsMayTake(x.size, ROWS_WASM_MIN_VALUES.reduce)
+  ) {
+    // Reduced axes that collapse to the last one (a row per output element) run in
+    // WebAssembly SIMD (kernels/cpu/wasm/rows.ts) when large enough.
+    const { shape, strides: [, so] } = collapseDims(x.shape, [
+      contiguousStrides(x.shape),
+      outputStrides(x.shape, axes),
+    ]);
+    const rank = shape.length;
+    const rowsOnly = so[rank - 1] === 0 && (rank === 1 || (rank === 2 && so[0] === 1));
+    if (rowsOnly && wasmReduceRows(op, xv, ov, out.size, shape[rank - 1])) return;
+  }
   const acc = new Float64Array(out.size).fill(isMax ? -Infinity : 0);
   if (x.size > 0) {
     const { shape, strides: [, so] } = collapseDims(x.shape, [

@@ -10,17 +10,17 @@
 
 import type { NumberArray } from "../../ground/dtype.ts";
 import type { NDArray } from "../../devices/ndarray.ts";
-import { wasmSoftmax } from "./wasm/unary.ts";
+import { wasmSoftmaxRows } from "./wasm/rows.ts";
 
 /** `out = exp(x - max) / sum(exp(x - max))` per row of the last axis; a 0-d tensor is one row of one. */
 export function softmaxKernel(x: NDArray, out: NDArray): void {
   const xv = x.cpuView() as NumberArray, ov = out.cpuView() as NumberArray;
   const n = x.shape.length === 0 ? 1 : x.shape[x.shape.length - 1];
   if (n === 0) return;
-  // float32 takes the WebAssembly exponentials (kernels/cpu/wasm/unary.ts) when large enough.
+  // float32 runs wholly in WebAssembly (kernels/cpu/wasm/rows.ts) when large enough.
   if (
     xv instanceof Float32Array && ov instanceof Float32Array &&
-    wasmSoftmax(xv, ov, xv.length / n, n)
+    wasmSoftmaxRows(xv, ov, xv.length / n, n)
   ) return;
   for (let row = 0; row < xv.length; row += n) {
     let m = -Infinity;

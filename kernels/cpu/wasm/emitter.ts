@@ -71,6 +71,15 @@ export const Op = {
   f32Add: 0x92,
   f32Sub: 0x93,
   f32Mul: 0x94,
+  f32Div: 0x95,
+  f32Sqrt: 0x91,
+  f32Max: 0x97,
+  f64Add: 0xa0,
+  f64Div: 0xa3,
+  f32ConvertI32S: 0xb2,
+  f32DemoteF64: 0xb6,
+  f64ConvertI32S: 0xb7,
+  f64PromoteF32: 0xbb,
 } as const;
 
 /** SIMD opcodes, each written as 0xfd followed by its number as an unsigned LEB128 (§5.4.8). */
@@ -96,6 +105,11 @@ export const SimdOp = {
   f32x4Div: 0xe7,
   f32x4Min: 0xe8,
   f32x4Max: 0xe9,
+  i32x4GtS: 0x3b,
+  f64x2ExtractLane: 0x21,
+  v128Load64Zero: 0x5d,
+  f64x2PromoteLowF32x4: 0x5f,
+  f64x2Add: 0xf0,
   /** Relaxed SIMD: `a * b + c`, fused or not as the hardware does it. */
   f32x4RelaxedMadd: 0x105,
 } as const;
@@ -234,6 +248,14 @@ export class FunctionCode {
   f32x4Const(lanes: readonly [number, number, number, number]): this {
     this.simd(SimdOp.v128Const);
     const bits = new Uint8Array(new Float32Array(lanes).buffer);
+    for (const b of bits) this.bytes.push(b);
+    return this;
+  }
+
+  /** `v128.const` of four int32 lanes. */
+  i32x4Const(lanes: readonly [number, number, number, number]): this {
+    this.simd(SimdOp.v128Const);
+    const bits = new Uint8Array(new Int32Array(lanes).buffer);
     for (const b of bits) this.bytes.push(b);
     return this;
   }
