@@ -29,6 +29,17 @@ export interface MemoryStats {
   poolMisses: number;
   /** Raw blocks currently held from the device (live plus pooled). */
   liveBlocks: number;
+  /**
+   * On the CPU device, bytes of the CPU kernels' copies of sealed weights in
+   * their WebAssembly memory (kernels/cpu/wasm/resident.ts, `cpu({
+   * residentBytes })`), process-wide: the copies are shared by every VM that
+   * reads the same weight, and not part of `liveBytes`. The VM whose call
+   * made a copy charges it to its `maxMemoryBytes` until it is given back.
+   * 0 on other devices.
+   */
+  residentBytes: number;
+  /** The most `residentBytes` has been in the process. */
+  residentPeakBytes: number;
 }
 
 /** The allocator names `new VirtualMachine(..., { allocator })` accepts. */
@@ -82,6 +93,8 @@ export function emptyStats(): MemoryStats {
     poolHits: 0,
     poolMisses: 0,
     liveBlocks: 0,
+    residentBytes: 0,
+    residentPeakBytes: 0,
   };
 }
 

@@ -27,6 +27,31 @@ import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import { VMObject } from "../ground/object.ts";
 import type { TypedArray } from "../ground/dtype.ts";
 import type { Device } from "./device.ts";
+import { shared } from "../ground/shared.ts";
+
+/**
+ * Told when a seal ends (`unseal()`, a new `seal()`, `reclaimed()`), with the seal object
+ * `sealFor` returned: the CPU kernels give the memory of their copy of the sealed values
+ * back then (kernels/cpu/wasm/resident.ts), which this layer cannot import. One per process,
+ * like the seals' users (ground/shared.ts).
+ */
+const sealEnd: { hook: ((seal: object) => void) | null } = shared(
+  "relaxvm.sealEndHook.v1",
+  () => ({ hook: null }),
+);
+
+/**
+ * Registers what is told when a seal ends (the CPU kernels' resident copies).
+ *
+ * @ignore
+ */
+export function setSealEndHook(hook: ((seal: object) => void) | null): void {
+  sealEnd.hook = hook;
+}
+
+function endSeal(seal: object | null): void {
+  if (seal !== null && sealEnd.hook !== null) sealEnd.hook(seal);
+}
 
 /** Where a block goes when its owner is done with it. */
 export interface BlockOwner {
@@ -125,14 +150,17 @@ export class MemoryBlock {
 
   /** Seals the block for `tensor` (a new seal, replacing one it had), keeping read-only. */
   seal(tensor: object): void {
+    endSeal(this.#seal);
     this.#seal = { tensor };
     this.#access = this.readOnly ? "readOnlySealed" : "sealed";
   }
 
   /** Ends the seal, if any, before something may write the block; read-only stays. */
   unseal(): void {
-    if (this.#seal === null) return;
+    const seal = this.#seal;
+    if (seal === null) return;
     this.#seal = null;
+    endSeal(seal);
     this.#access = this.#access === "readOnlySealed" ? "readOnly" : "writable";
   }
 
@@ -144,8 +172,10 @@ export class MemoryBlock {
 
   /** Back to `writable` as the block returns to its allocator, for whoever gets it next. */
   reclaimed(): void {
+    const seal = this.#seal;
     this.#seal = null;
     this.#access = "writable";
+    endSeal(seal);
   }
 }
 

@@ -10,7 +10,17 @@
 import { assert, assertEquals, assertNotEquals } from "@std/assert";
 import { cpu, cpuThreadSetting } from "../devices/cpu_device.ts";
 import { cpuThreadsReady, setCpuKernelMode, wasmKernelsFor } from "../kernels/cpu/wasm/runtime.ts";
-import { RESIDENT_BASE, residentCopy, residentLayout } from "../kernels/cpu/wasm/resident.ts";
+import {
+  dropResidentCopies,
+  RESIDENT_BASE,
+  residentCopy,
+  residentLayout,
+  residentRegion,
+  residentStats,
+} from "../kernels/cpu/wasm/resident.ts";
+import { activateAllocators, defaultAllocator } from "../devices/allocation_context.ts";
+import { MemoryLimit } from "../devices/allocator.ts";
+import { cpuResidentSetting, DEFAULT_RESIDENT_BYTES } from "../devices/cpu_device.ts";
 import { installBuiltins } from "../builtins/install.ts";
 import { getGlobalFunc } from "../ground/registry.ts";
 import { tensor } from "../devices/tensor.ts";
@@ -165,4 +175,139 @@ Deno.test("a tensor cache loads CPU weights sealed; the decode linear over them 
     call("vm.builtin.tensor_cache.clear");
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+/** The bytes of `w`'s `dot` copy (`[N, K]`, rows padded to 4, a multiple of 64). */
+const dotBytes = (N: number, K: number) => Math.ceil((Math.ceil(N / 4) * 4 * K * 4) / 64) * 64;
+
+Deno.test("a freed tensor cache's copies are given back and reused: 10 load/dispose cycles do not grow the region", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const K = 128, N = 96, xv = random(K, 9);
+    const wv = [random(N * K, 10), random(N * K, 11)];
+    {
+      using a = tensor(wv[0], { shape: [N, K] });
+      using b = tensor(wv[1], { shape: [N, K] });
+      await dumpTensorCache({ a, b }, dir);
+    }
+    await onThreads(1, async () => {
+      dropResidentCopies();
+      using x = tensor(xv, { shape: [1, K] });
+      let top = -1;
+      for (let cycle = 0; cycle < 10; cycle++) {
+        await loadTensorCache(dir);
+        for (const [i, name] of ["a", "b"].entries()) {
+          const w = call("vm.builtin.tensor_cache.get", name) as NDArray;
+          using y = linear(x, w) as NDArray;
+          assertClose(await y.data() as Float32Array, reference(xv, wv[i], 1, K, N), K, name);
+        }
+        assertEquals(residentStats().residentBytes, 2 * dotBytes(N, K), "both copies counted");
+        if (cycle === 0) top = residentRegion().top;
+        assertEquals(residentRegion().top, top, `cycle ${cycle}: the region did not grow`);
+        call("vm.builtin.tensor_cache.clear"); // frees the weights: their seals end
+        assertEquals(residentStats().residentBytes, 0, "given back when freed");
+      }
+      assertEquals(top, RESIDENT_BASE + 2 * dotBytes(N, K));
+      assert(residentStats().residentPeakBytes >= 2 * dotBytes(N, K));
+    });
+  } finally {
+    call("vm.builtin.tensor_cache.clear");
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("unsealing drops the copy and counts it down; the freed range is reused first fit", async () => {
+  await onThreads(1, () => {
+    dropResidentCopies();
+    const K = 64, N = 32, xv = random(K, 12);
+    using x = tensor(xv, { shape: [1, K] });
+    using a = tensor(random(N * K, 13), { shape: [N, K] }).seal();
+    using b = tensor(random(N * K, 14), { shape: [N, K] }).seal();
+    (linear(x, a) as NDArray).dispose();
+    (linear(x, b) as NDArray).dispose();
+    const k = wasmKernelsFor(Infinity, 0)!;
+    const atA = residentCopy(k, a, a.readView() as Float32Array);
+    assertEquals(atA, RESIDENT_BASE);
+    assertEquals(residentStats().residentBytes, 2 * dotBytes(N, K));
+    a.cpuView(); // may write from now on: the seal ends
+    assertEquals(residentStats().residentBytes, dotBytes(N, K), "a's copy counted down");
+    assertEquals(residentRegion().freeRanges, 1, "a's range is free");
+    using c = tensor(random(N * K, 15), { shape: [N, K] }).seal();
+    assertEquals(residentCopy(k, c, c.readView() as Float32Array), atA, "reused first fit");
+    assertEquals(residentRegion().freeRanges, 0);
+    // b and c freed: neighbours coalesce, and the region's used end falls back to its start.
+    b.dispose();
+    c.dispose();
+    assertEquals(residentRegion(), {
+      end: residentRegion().end,
+      top: RESIDENT_BASE,
+      freeRanges: 0,
+    });
+    assertEquals(residentStats().residentBytes, 0);
+  });
+});
+
+Deno.test("past cpu({ residentBytes }) or a VM's maxMemoryBytes, the linear copies its weight in, with the same results", async () => {
+  assertEquals(cpuResidentSetting(), DEFAULT_RESIDENT_BYTES);
+  await onThreads(1, async () => {
+    dropResidentCopies();
+    const M = 1, K = 256, N = 40, xv = random(M * K, 16), wv = random(N * K, 17);
+    const want = reference(xv, wv, M, K, N);
+    using x = tensor(xv, { shape: [M, K] });
+    // Region off: no copy.
+    try {
+      cpu(0, { residentBytes: 0 });
+      using w = tensor(wv, { shape: [N, K] }).seal();
+      using y = linear(x, w) as NDArray;
+      assertClose(await y.data() as Float32Array, want, K, "residentBytes 0");
+      assertEquals(residentStats().residentBytes, 0);
+    } finally {
+      cpu(0, { residentBytes: DEFAULT_RESIDENT_BYTES });
+    }
+    // A copy made with a VM's limit active is charged to it; one that would pass it is not made.
+    for (const maxBytes of [dotBytes(N, K) - 64, dotBytes(N, K)]) {
+      const limit = new MemoryLimit(maxBytes);
+      const previous = activateAllocators({ allocatorFor: defaultAllocator, limit });
+      let y: NDArray;
+      using w = tensor(wv, { shape: [N, K] }).seal();
+      try {
+        y = linear(x, w) as NDArray;
+      } finally {
+        activateAllocators(previous);
+      }
+      using _y = y;
+      assertClose(await y.data() as Float32Array, want, K, `limit ${maxBytes}`);
+      const fits = maxBytes >= dotBytes(N, K);
+      assertEquals(residentStats().residentBytes, fits ? dotBytes(N, K) : 0);
+      assertEquals(limit.heldBytes, fits ? dotBytes(N, K) : 0, "charged to the limit");
+      w.dispose();
+      assertEquals(limit.heldBytes, 0, "given back to the limit when freed");
+    }
+  });
+});
+
+Deno.test("when the memory cannot grow, no copy is made, counted or kept (the caller copies its weight in)", async () => {
+  await onThreads(1, () => {
+    dropResidentCopies();
+    const k = wasmKernelsFor(Infinity, 0)!;
+    const memory = k.memory as WebAssembly.Memory & { grow: (pages: number) => number };
+    const have = memory.buffer.byteLength;
+    memory.grow = () => {
+      throw new RangeError("WebAssembly.Memory.grow(): Maximum memory size exceeded");
+    };
+    try {
+      using w = tensor(random(64, 18), { shape: [8, 8] }).seal();
+      // A copy past the memory's end needs it to grow: refused, nothing counted or kept.
+      const bytes = Math.max(64, have - RESIDENT_BASE + 65536);
+      const at = residentLayout(k, w, "gemm", bytes, () => {
+        throw new Error("nothing may be packed");
+      });
+      assertEquals(at, -1);
+      assertEquals(residentStats().residentBytes, 0);
+      assertEquals(residentRegion().top, RESIDENT_BASE, "the range went back");
+    } finally {
+      delete (memory as { grow?: unknown }).grow;
+    }
+    assertEquals(typeof memory.grow, "function");
+  });
 });
