@@ -35,11 +35,12 @@ export interface MemoryStats {
    * residentBytes })`), process-wide: the copies are shared by every VM that
    * reads the same weight, and not part of `liveBytes`. The VM whose call
    * made a copy charges it to its `maxMemoryBytes` until it is given back.
-   * 0 on other devices.
+   * Reported by `VirtualMachine.memory_stats()` of a CPU device; absent on
+   * other devices and in an allocator's own `stats()`.
    */
-  residentBytes: number;
-  /** The most `residentBytes` has been in the process. */
-  residentPeakBytes: number;
+  residentBytes?: number;
+  /** The most `residentBytes` has been in the process (with it). */
+  residentPeakBytes?: number;
 }
 
 /** The allocator names `new VirtualMachine(..., { allocator })` accepts. */
@@ -93,8 +94,6 @@ export function emptyStats(): MemoryStats {
     poolHits: 0,
     poolMisses: 0,
     liveBlocks: 0,
-    residentBytes: 0,
-    residentPeakBytes: 0,
   };
 }
 

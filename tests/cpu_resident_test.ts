@@ -25,7 +25,7 @@ import { installBuiltins } from "../builtins/install.ts";
 import { getGlobalFunc } from "../ground/registry.ts";
 import { tensor } from "../devices/tensor.ts";
 import type { NDArray } from "../devices/ndarray.ts";
-import { dumpTensorCache, loadTensorCache } from "../mod.ts";
+import { dumpTensorCache, ExecBuilder, loadTensorCache, VirtualMachine } from "../mod.ts";
 
 installBuiltins();
 const linear = getGlobalFunc("vm.op.linear")!;
@@ -309,5 +309,34 @@ Deno.test("when the memory cannot grow, no copy is made, counted or kept (the ca
       delete (memory as { grow?: unknown }).grow;
     }
     assertEquals(typeof memory.grow, "function");
+  });
+});
+
+Deno.test("a VM's call charges the copy it makes to its maxMemoryBytes and memory_stats reports it; over the limit, no copy and the same result", async () => {
+  const program = new ExecBuilder();
+  program.function("lin", 2, () => {
+    program.emit_call("vm.op.linear", [program.r(0), program.r(1)], { dst: program.r(2) });
+    program.emit_ret(program.r(2));
+  });
+  const ex = program.get();
+  await onThreads(1, async () => {
+    dropResidentCopies();
+    const M = 1, K = 1024, N = 64, xv = random(M * K, 19), wv = random(N * K, 20);
+    const want = reference(xv, wv, M, K, N);
+    using x = tensor(xv, { shape: [M, K] });
+    // 64 KiB holds the result (256 bytes) but not the 256 KiB copy; 1 MiB holds both.
+    for (const maxMemoryBytes of [64 * 1024, 2 ** 20]) {
+      using vm = new VirtualMachine(ex, [cpu()], { maxMemoryBytes });
+      const w = tensor(wv, { shape: [N, K] }).seal();
+      using y = await vm.invoke("lin", x, w) as NDArray;
+      assertClose(await y.data() as Float32Array, want, K, `maxMemoryBytes ${maxMemoryBytes}`);
+      const made = maxMemoryBytes >= 2 ** 20 ? dotBytes(N, K) : 0;
+      const stats = vm.memory_stats(cpu());
+      assertEquals(stats.residentBytes, made);
+      assertEquals(stats.residentBytes, residentStats().residentBytes);
+      assert(stats.residentPeakBytes! >= made);
+      w.dispose();
+      assertEquals(vm.memory_stats().residentBytes, 0, "given back when the weight is freed");
+    }
   });
 });
