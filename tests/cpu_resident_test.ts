@@ -340,3 +340,66 @@ Deno.test("a VM's call charges the copy it makes to its maxMemoryBytes and memor
     }
   });
 });
+
+Deno.test("a VM's tensor that would pass its limit takes the VM's copies' memory first", async () => {
+  await onThreads(1, async () => {
+    dropResidentCopies();
+    const K = 256, N = 40, xv = random(K, 21), wv = random(N * K, 22);
+    using x = tensor(xv, { shape: [1, K] });
+    using w = tensor(wv, { shape: [N, K] }).seal();
+    const limit = new MemoryLimit(dotBytes(N, K) + 1024);
+    const previous = activateAllocators({ allocatorFor: defaultAllocator, limit });
+    try {
+      (linear(x, w) as NDArray).dispose(); // its output comes from an allocator without the limit
+      assertEquals(limit.heldBytes, dotBytes(N, K));
+      limit.take(2048, cpu(), 2048); // would not fit beside the copy: the copy goes
+      assertEquals(limit.heldBytes, 2048);
+      assertEquals(residentStats().residentBytes, 0);
+      // The next call copies its weight in (no room for the copy), with the same result.
+      using y = linear(x, w) as NDArray;
+      assertClose(await y.data() as Float32Array, reference(xv, wv, 1, K, N), K, "after");
+      assertEquals(residentStats().residentBytes, 0);
+    } finally {
+      activateAllocators(previous);
+    }
+  });
+});
+
+Deno.test("cpu({ residentBytes }) is checked, lowering it gives back the copies past the new end, and a split region starts again only as a last resort", () => {
+  for (const bad of [-1, 1.5, NaN, Infinity]) {
+    let message = "";
+    try {
+      cpu(0, { residentBytes: bad });
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    assert(message.includes("residentBytes must be a non-negative integer"), `${bad}: ${message}`);
+  }
+  assertEquals(cpuResidentSetting(), DEFAULT_RESIDENT_BYTES);
+  const k = wasmKernelsFor(Infinity, 0)!;
+  const K = 64, N = 16, s = dotBytes(N, K);
+  const sealed = (seed: number, n = N) => tensor(random(n * K, seed), { shape: [n, K] }).seal();
+  const copy = (w: NDArray) => residentCopy(k, w, w.readView() as Float32Array);
+  try {
+    dropResidentCopies();
+    using a = sealed(23), b = sealed(24), c = sealed(25);
+    assertEquals([copy(a), copy(b), copy(c)], [0, 1, 2].map((i) => RESIDENT_BASE + i * s));
+    cpu(0, { residentBytes: 2 * s });
+    assertEquals(residentStats().residentBytes, 2 * s, "c, past the new end, is given back");
+    assertEquals(residentRegion().top, RESIDENT_BASE + 2 * s);
+    cpu(0, { residentBytes: 3 * s });
+    a.dispose();
+    assertEquals(residentRegion().freeRanges, 1, "a's range, below b's");
+    // 2s fits in neither a's range nor past b; together they would: every copy is dropped.
+    using d = sealed(26, 2 * N);
+    assertEquals(copy(d), RESIDENT_BASE);
+    assertEquals(residentStats().residentBytes, 2 * s, "only d's copy");
+    // Too large for the whole region: no copy, nothing dropped.
+    using e = sealed(27, 4 * N);
+    assertEquals(copy(e), -1);
+    assertEquals(copy(d), RESIDENT_BASE, "d's copy kept");
+  } finally {
+    cpu(0, { residentBytes: DEFAULT_RESIDENT_BYTES });
+    dropResidentCopies();
+  }
+});

@@ -41,8 +41,10 @@
  * live copies' bytes (`residentBytes`, process-wide: one copy serves every
  * VM reading that weight) and their peak. The VM whose call made a copy
  * charges it to its `maxMemoryBytes` (its `MemoryLimit`, like a block) until
- * it is given back; a copy that would pass the limit is not made. Copies
- * made outside any VM are charged to none.
+ * it is given back; a copy that would pass the limit is not made, and a
+ * tensor of that VM that would pass it takes the VM's copies' memory first
+ * (they only save time; the next call copies its weight in, or makes the
+ * copy again if it fits). Copies made outside any VM are charged to none.
  *
  * @module
  */
@@ -51,6 +53,7 @@ import type { NDArray } from "../../../devices/ndarray.ts";
 import { shared } from "../../../ground/shared.ts";
 import { setSealEndHook } from "../../../devices/storage.ts";
 import { activeAllocators } from "../../../devices/allocation_context.ts";
+import { setOptionalMemoryRelease } from "../../../devices/allocator.ts";
 import {
   cpu,
   cpuResidentSetting,
@@ -123,6 +126,10 @@ setSealEndHook((seal) => {
   freeEntry(e);
 });
 setCpuResidentStats(residentStats);
+// A VM request that would pass its limit takes its copies' memory first: they only save time.
+setOptionalMemoryRelease((limit) => {
+  for (const c of [...state.live]) if (c.charge === limit) freeCopy(c);
+});
 onCpuResidentSettingChange(() => {
   const end = regionEnd();
   for (const c of [...state.live]) if (c.at + c.bytes > end) freeCopy(c);
