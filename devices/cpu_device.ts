@@ -244,7 +244,7 @@ export function cpuThreadSetting(): number {
  *
  * assertStrictEquals(cpu(), cpu(0));
  * assertStrictEquals(cpu(0, { threads: 2 }), cpu());
-assertStrictEquals(cpu(0, { residentBytes: 256 * 2 ** 20 }), cpu()); // 256 MiB of weight copies
+ * assertStrictEquals(cpu(0, { residentBytes: 2 ** 30 }), cpu()); // up to 1 GiB of weight copies
  * ```
  */
 export function cpu(id = 0, options: CpuOptions = {}): Device {

@@ -121,9 +121,12 @@ export class MemoryBlock {
    * In the sealed states, the seal: the one tensor it covers (a tensor made later on the
    * same block, by a pool reusing it, is another object, so it is never taken for the
    * sealed one), in a new object per `seal()`, so that what was kept under one seal is
-   * never taken for what the next one covers. Null in the others.
+   * never taken for what the next one covers. Null in the others. The tensor is held weakly:
+   * a tensor dropped without `dispose()` is freed by the garbage collector's safety net
+   * (devices/ndarray.ts), whose held value reaches this block, so a strong reference here
+   * would keep a sealed tensor, its block and the kernels' copy alive for good.
    */
-  #seal: { readonly tensor: object } | null = null;
+  #seal: { readonly tensor: WeakRef<object> } | null = null;
 
   /** Made by allocators. */
   constructor(device: Device, bytes: number, handle: unknown, owner: BlockOwner) {
@@ -151,7 +154,7 @@ export class MemoryBlock {
   /** Seals the block for `tensor` (a new seal, replacing one it had), keeping read-only. */
   seal(tensor: object): void {
     endSeal(this.#seal);
-    this.#seal = { tensor };
+    this.#seal = { tensor: new WeakRef(tensor) };
     this.#access = this.readOnly ? "readOnlySealed" : "sealed";
   }
 
@@ -167,7 +170,7 @@ export class MemoryBlock {
   /** The seal covering `tensor`, or null when the block is not sealed for it. */
   sealFor(tensor: object): object | null {
     const s = this.#seal;
-    return s !== null && s.tensor === tensor ? s : null;
+    return s !== null && s.tensor.deref() === tensor ? s : null;
   }
 
   /** Back to `writable` as the block returns to its allocator, for whoever gets it next. */

@@ -403,3 +403,14 @@ Deno.test("cpu({ residentBytes }) is checked, lowering it gives back the copies 
     dropResidentCopies();
   }
 });
+
+Deno.test("sealed weights dropped without dispose() give their copies back when collected", async () => {
+  const script = new URL("./fixtures/dropped_sealed_weights.ts", import.meta.url);
+  const { stdout, stderr, success } = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--v8-flags=--expose-gc", script.pathname],
+  }).output();
+  assert(success, new TextDecoder().decode(stderr));
+  const out = new TextDecoder().decode(stdout).trim().split("\n");
+  // 20 copies of [32, 64] float32, 8 KiB each.
+  assertEquals(out, [`resident before ${20 * dotBytes(32, 64)}`, "resident after 0"]);
+});
