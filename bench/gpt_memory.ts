@@ -26,6 +26,8 @@ import { buildGPT } from "../models/gpt/program.ts";
 import { argmax, GPTSession } from "../models/gpt/session.ts";
 import { encodeWeights, makeWeights, paramCount } from "../models/gpt/weights.ts";
 import { writeFiles } from "../builtins/tensor_cache/cache_files.ts";
+import { cpuResidentStats } from "../devices/cpu_device.ts";
+import { RESIDENT_BASE, residentRegion } from "../kernels/cpu/wasm/resident.ts";
 
 const MiB = (b: number) => (b / 2 ** 20).toFixed(1);
 
@@ -34,18 +36,6 @@ function residentSet(): { rss: number; hwm: number } {
   const status = Deno.readTextFileSync("/proc/self/status");
   const field = (k: string) => Number(status.match(new RegExp(`${k}:\\s+(\\d+)`))?.[1]) * 1024;
   return { rss: field("VmRSS"), hwm: field("VmHWM") };
-}
-
-/**
- * Bytes of the CPU kernels' resident weight copies: read from their
- * process-wide state (kernels/cpu/wasm/resident.ts keeps it under this key;
- * a report only, nothing here depends on it).
- */
-function residentCopyBytes(): number | null {
-  const state = (globalThis as unknown as Record<symbol, { next: number } | undefined>)[
-    Symbol.for("relaxvm.cpuResident.v1")
-  ];
-  return state === undefined ? null : state.next - 512 * 2 ** 20;
 }
 
 /**
@@ -75,8 +65,11 @@ async function child(name: "cpu" | "webgpu", dir: string): Promise<void> {
   for (let i = 0; i < 16; i++) token = argmax(await s.decode(token));
   const weightBytes = paramCount(c) * 4;
   const modelBytes = weightBytes + 2 * c.layers * c.context * c.dModel * 4;
-  const peak = s.vm.memory_stats(device).peakBytes;
-  const resident = name === "cpu" ? residentCopyBytes() ?? 0 : 0;
+  const stats = s.vm.memory_stats(device);
+  const peak = stats.peakBytes;
+  // The CPU kernels' weight copies (kernels/cpu/wasm/resident.ts), outside the VM's peak.
+  const resident = stats.residentBytes ?? 0;
+  const session = residentSet();
   console.log(
     `gpt memory ${name}: VM peak ${MiB(peak)} MiB (${
       (peak / modelBytes).toFixed(3)
@@ -88,9 +81,40 @@ async function child(name: "cpu" | "webgpu", dir: string): Promise<void> {
         : ""
     }; loading the ${MiB(weightBytes)} MiB of weights from files: process +${
       MiB(loaded.rss - before.rss)
-    } MiB, high-water +${resetHwm ? MiB(loaded.hwm - start.rss) : "?"} MiB`,
+    } MiB, high-water +${
+      resetHwm ? MiB(loaded.hwm - start.rss) : "?"
+    } MiB; after the session's prefill and 16 decode steps: process +${
+      MiB(session.rss - before.rss)
+    } MiB, high-water +${resetHwm ? MiB(session.hwm - start.rss) : "?"} MiB`,
   );
   s.dispose();
+  s.vm.dispose();
+  if (name !== "cpu") return;
+  // Load, run and dispose the model again: the copies are given back with the weights and their
+  // ranges reused, so the process does not grow per cycle (before, it did until 1.5 GiB).
+  const afterFirst = cpuResidentStats().residentBytes;
+  const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
+  gc();
+  const settled = residentSet(), usedBefore = residentRegion().top;
+  const perCycle: string[] = [];
+  for (let cycle = 0; cycle < 6; cycle++) {
+    const again = await GPTSession.create(c, { device, executable: buildGPT(c), weights: dir });
+    let t = argmax(await again.prefill(Array.from({ length: 16 }, (_, i) => (i * 31) % c.vocab)));
+    for (let i = 0; i < 4; i++) t = argmax(await again.decode(t));
+    again.dispose();
+    again.vm.dispose(); // its tensor cache holds the weights (GPTSession.dispose leaves the VM)
+    gc();
+    perCycle.push(MiB(residentSet().rss - settled.rss));
+  }
+  console.log(
+    `gpt memory cpu, 6 more load/run/dispose cycles: resident copies after each dispose ${
+      MiB(afterFirst)
+    } → ${MiB(cpuResidentStats().residentBytes)} MiB (peak ${
+      MiB(cpuResidentStats().residentPeakBytes)
+    }); region used ${MiB(usedBefore - RESIDENT_BASE)} → ${
+      MiB(residentRegion().top - RESIDENT_BASE)
+    } MiB; process after each cycle (gc()) +${perCycle.join(", +")} MiB`,
+  );
 }
 
 const at = Deno.args.indexOf("--child");
@@ -107,6 +131,7 @@ if (at >= 0) {
       args: [
         "run",
         "-A",
+        "--v8-flags=--expose-gc",
         new URL(import.meta.url).pathname,
         "--child",
         name,

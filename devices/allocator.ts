@@ -8,6 +8,7 @@
 
 import type { Device } from "./device.ts";
 import type { MemoryBlock, Storage } from "./storage.ts";
+import { shared } from "../ground/shared.ts";
 
 /** Counters reported by `VirtualMachine.memory_stats()`. */
 export interface MemoryStats {
@@ -29,6 +30,18 @@ export interface MemoryStats {
   poolMisses: number;
   /** Raw blocks currently held from the device (live plus pooled). */
   liveBlocks: number;
+  /**
+   * On the CPU device, bytes of the CPU kernels' copies of sealed weights in
+   * their WebAssembly memory (kernels/cpu/wasm/resident.ts, `cpu({
+   * residentBytes })`), process-wide: the copies are shared by every VM that
+   * reads the same weight, and not part of `liveBytes`. The VM whose call
+   * made a copy charges it to its `maxMemoryBytes` until it is given back.
+   * Reported by `VirtualMachine.memory_stats()` of a CPU device; absent on
+   * other devices and in an allocator's own `stats()`.
+   */
+  residentBytes?: number;
+  /** The most `residentBytes` has been in the process (with it). */
+  residentPeakBytes?: number;
 }
 
 /** The allocator names `new VirtualMachine(..., { allocator })` accepts. */
@@ -122,6 +135,8 @@ export class MemoryLimit {
   take(blockBytes: number, device: Device, nbytes: number): void {
     if (this.heldBytes + blockBytes > this.maxBytes) {
       this.#trim();
+      // Then what is charged here only to go faster (the CPU kernels' weight copies) goes too.
+      if (this.heldBytes + blockBytes > this.maxBytes) optional.release?.(this);
       if (this.heldBytes + blockBytes > this.maxBytes) {
         throw new RangeError(
           `Cannot allocate ${nbytes} bytes on ${device}: the VM's memory limit of ${this.maxBytes} bytes (maxMemoryBytes) would be passed, with ${this.heldBytes} bytes in use`,
@@ -135,6 +150,25 @@ export class MemoryLimit {
   give(blockBytes: number): void {
     this.heldBytes -= blockBytes;
   }
+}
+
+/**
+ * What gives back memory charged to a limit that is only an optimization (the CPU kernels'
+ * weight copies, kernels/cpu/wasm/resident.ts, which this layer cannot import) when a request
+ * would otherwise fail. One per process (ground/shared.ts).
+ */
+const optional: { release: ((limit: MemoryLimit) => void) | null } = shared(
+  "relaxvm.optionalMemory.v1",
+  () => ({ release: null }),
+);
+
+/**
+ * Registers what gives back optional memory charged to a `MemoryLimit` (`optional`).
+ *
+ * @ignore
+ */
+export function setOptionalMemoryRelease(release: (limit: MemoryLimit) => void): void {
+  optional.release = release;
 }
 
 /** Blocks this large make the VM check its call's clock (`MemoryLimit.onLargeBlock`): 64 KiB. */

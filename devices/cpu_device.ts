@@ -132,6 +132,82 @@ export interface CpuOptions {
    * gives it wins.
    */
   threads?: number;
+  /**
+   * Bytes of the CPU kernels' WebAssembly memory that may hold copies of
+   * sealed weights (what a tensor cache loads), laid out for the kernels so
+   * that a decode step reads each weight once, from there, instead of
+   * copying it in on every call (kernels/cpu/wasm/resident.ts). 0 turns the
+   * copies off (every call then copies its weight in). Default: `DEFAULT_RESIDENT_BYTES`, 1 GiB. The region
+   * starts at 512 MiB of that memory and ends at its 2 GiB maximum, so at
+   * most 1.5 GiB is used whatever this says (32-bit WebAssembly addresses
+   * 4 GiB; the kernels' memory is declared with 2 GiB at most so that every
+   * address fits a signed 32-bit integer). Copies count in the CPU device's
+   * `memory_stats()` (`residentBytes`) and in the `maxMemoryBytes` of the VM
+   * whose call made them; one that does not fit either is not made (the
+   * kernel copies its weight in, with the same results). One setting for
+   * the whole realm: the last `cpu()` call that gives it wins; lowering it
+   * gives back the copies past the new end.
+   */
+  residentBytes?: number;
+}
+
+/** The default of `cpu({ residentBytes })`: 1 GiB. */
+export const DEFAULT_RESIDENT_BYTES = 2 ** 30;
+
+/** The `cpu({ residentBytes })` setting, shared by every copy of the library. */
+const residentSettings: { bytes: number; changed: (() => void) | null } = shared(
+  "relaxvm.cpuResidentSettings.v1",
+  () => ({ bytes: DEFAULT_RESIDENT_BYTES, changed: null }),
+);
+
+/**
+ * Bytes the CPU kernels may keep weight copies in (`cpu(id, { residentBytes })`).
+ *
+ * @ignore
+ */
+export function cpuResidentSetting(): number {
+  return residentSettings.bytes;
+}
+
+/**
+ * Registers what is told when `cpu({ residentBytes })` changes (the kernels give copies past
+ * the new end back).
+ *
+ * @ignore
+ */
+export function onCpuResidentSettingChange(changed: () => void): void {
+  residentSettings.changed = changed;
+}
+
+/** The resident copies' counters, for `memory_stats()` of the CPU device. */
+export interface ResidentStats {
+  /** Bytes of live weight copies in the CPU kernels' memory, process-wide. */
+  residentBytes: number;
+  /** The most `residentBytes` has been. */
+  residentPeakBytes: number;
+}
+
+const residentStatsSource: { stats: () => ResidentStats } = shared(
+  "relaxvm.cpuResidentStats.v1",
+  () => ({ stats: () => ({ residentBytes: 0, residentPeakBytes: 0 }) }),
+);
+
+/**
+ * Registers what counts the resident copies (kernels/cpu/wasm/resident.ts).
+ *
+ * @ignore
+ */
+export function setCpuResidentStats(stats: () => ResidentStats): void {
+  residentStatsSource.stats = stats;
+}
+
+/**
+ * The resident copies' counters now (zero before the kernels made any).
+ *
+ * @ignore
+ */
+export function cpuResidentStats(): ResidentStats {
+  return residentStatsSource.stats();
 }
 
 /** The thread setting of `cpu({ threads })`, shared by every copy of the library. */
@@ -157,8 +233,9 @@ export function cpuThreadSetting(): number {
 
 /**
  * The CPU device. The same object is returned for the same id.
- * `options.threads` sets how many threads the CPU kernels use (see
- * `CpuOptions`).
+ * `options.threads` sets how many threads the CPU kernels use, and
+ * `options.residentBytes` how much of their memory may hold weight copies
+ * (see `CpuOptions`).
  *
  * @example
  * ```ts
@@ -167,6 +244,7 @@ export function cpuThreadSetting(): number {
  *
  * assertStrictEquals(cpu(), cpu(0));
  * assertStrictEquals(cpu(0, { threads: 2 }), cpu());
+ * assertStrictEquals(cpu(0, { residentBytes: 2 ** 30 }), cpu()); // up to 1 GiB of weight copies
  * ```
  */
 export function cpu(id = 0, options: CpuOptions = {}): Device {
@@ -176,6 +254,16 @@ export function cpu(id = 0, options: CpuOptions = {}): Device {
       throw new RangeError(`cpu(): threads must be an integer from 1 to 256, got ${n}`);
     }
     cpuSettings.threads = n;
+  }
+  if (options.residentBytes !== undefined) {
+    const b = options.residentBytes;
+    if (!Number.isSafeInteger(b) || b < 0) {
+      throw new RangeError(
+        `cpu(): residentBytes must be a non-negative integer number of bytes, got ${b}`,
+      );
+    }
+    residentSettings.bytes = b;
+    residentSettings.changed?.();
   }
   let dev = cpuDevices.get(id);
   if (dev === undefined) {

@@ -27,6 +27,31 @@ import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import { VMObject } from "../ground/object.ts";
 import type { TypedArray } from "../ground/dtype.ts";
 import type { Device } from "./device.ts";
+import { shared } from "../ground/shared.ts";
+
+/**
+ * Told when a seal ends (`unseal()`, a new `seal()`, `reclaimed()`), with the seal object
+ * `sealFor` returned: the CPU kernels give the memory of their copy of the sealed values
+ * back then (kernels/cpu/wasm/resident.ts), which this layer cannot import. One per process,
+ * like the seals' users (ground/shared.ts).
+ */
+const sealEnd: { hook: ((seal: object) => void) | null } = shared(
+  "relaxvm.sealEndHook.v1",
+  () => ({ hook: null }),
+);
+
+/**
+ * Registers what is told when a seal ends (the CPU kernels' resident copies).
+ *
+ * @ignore
+ */
+export function setSealEndHook(hook: ((seal: object) => void) | null): void {
+  sealEnd.hook = hook;
+}
+
+function endSeal(seal: object | null): void {
+  if (seal !== null && sealEnd.hook !== null) sealEnd.hook(seal);
+}
 
 /** Where a block goes when its owner is done with it. */
 export interface BlockOwner {
@@ -96,9 +121,12 @@ export class MemoryBlock {
    * In the sealed states, the seal: the one tensor it covers (a tensor made later on the
    * same block, by a pool reusing it, is another object, so it is never taken for the
    * sealed one), in a new object per `seal()`, so that what was kept under one seal is
-   * never taken for what the next one covers. Null in the others.
+   * never taken for what the next one covers. Null in the others. The tensor is held weakly:
+   * a tensor dropped without `dispose()` is freed by the garbage collector's safety net
+   * (devices/ndarray.ts), whose held value reaches this block, so a strong reference here
+   * would keep a sealed tensor, its block and the kernels' copy alive for good.
    */
-  #seal: { readonly tensor: object } | null = null;
+  #seal: { readonly tensor: WeakRef<object> } | null = null;
 
   /** Made by allocators. */
   constructor(device: Device, bytes: number, handle: unknown, owner: BlockOwner) {
@@ -125,27 +153,32 @@ export class MemoryBlock {
 
   /** Seals the block for `tensor` (a new seal, replacing one it had), keeping read-only. */
   seal(tensor: object): void {
-    this.#seal = { tensor };
+    endSeal(this.#seal);
+    this.#seal = { tensor: new WeakRef(tensor) };
     this.#access = this.readOnly ? "readOnlySealed" : "sealed";
   }
 
   /** Ends the seal, if any, before something may write the block; read-only stays. */
   unseal(): void {
-    if (this.#seal === null) return;
+    const seal = this.#seal;
+    if (seal === null) return;
     this.#seal = null;
+    endSeal(seal);
     this.#access = this.#access === "readOnlySealed" ? "readOnly" : "writable";
   }
 
   /** The seal covering `tensor`, or null when the block is not sealed for it. */
   sealFor(tensor: object): object | null {
     const s = this.#seal;
-    return s !== null && s.tensor === tensor ? s : null;
+    return s !== null && s.tensor.deref() === tensor ? s : null;
   }
 
   /** Back to `writable` as the block returns to its allocator, for whoever gets it next. */
   reclaimed(): void {
+    const seal = this.#seal;
     this.#seal = null;
     this.#access = "writable";
+    endSeal(seal);
   }
 }
 

@@ -18,6 +18,7 @@
  * @module
  */
 import type { MemoryStats } from "../devices/allocator.ts";
+import { cpuResidentStats } from "../devices/cpu_device.ts";
 import { cpu } from "../devices/cpu_device.ts";
 import type { Device } from "../devices/device.ts";
 import { MemoryScope } from "../devices/memory_scope.ts";
@@ -560,6 +561,9 @@ export class VirtualMachine {
 
   /** Memory counters of `device` (default: the first device) for this VM. */
   memory_stats(device?: Device): MemoryStats {
-    return this.#state.allocatorFor(device ?? this.devices[0]).stats();
+    const d = device ?? this.devices[0];
+    const stats = this.#state.allocatorFor(d).stats();
+    // The CPU kernels' weight copies are process-wide (kernels/cpu/wasm/resident.ts).
+    return d.kind === "cpu" ? { ...stats, ...cpuResidentStats() } : stats;
   }
 }

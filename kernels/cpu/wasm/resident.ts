@@ -17,57 +17,206 @@
  * tensor is never sealed.
  *
  * Where copies live. In the kernels' shared memory (the pool's), from
- * `RESIDENT_BASE` (512 MiB) up to the memory's 2 GiB maximum; the kernels'
- * scratch stays below `RESIDENT_BASE` (a product needing more runs in
- * TypeScript, as one past 2 GiB did before). Copies are appended; when the
- * next one does not fit, every copy is dropped and the region starts again
- * (a model larger than 1.5 GiB takes the copy path for what does not fit).
- * Pages of the region are committed as copies are written and are never
- * given back (a WebAssembly memory cannot shrink). Like the scratch, the
- * region is outside `maxMemoryBytes` and `memory_stats()`: it is a second
- * copy of weights the tensor cache already holds.
+ * `RESIDENT_BASE` (512 MiB) up to `RESIDENT_BASE + cpu({ residentBytes })`
+ * (default 1 GiB), never past the memory's 2 GiB maximum (runtime.ts; 32-bit
+ * WebAssembly could address 4 GiB, but the kernels keep addresses in signed
+ * 32-bit integers); the kernels' scratch stays below `RESIDENT_BASE`.
+ * A copy's range is handed out first fit from a free list of the region
+ * (ranges given back, coalesced with their neighbours), else from the end
+ * of what was used so far. A copy that fits nowhere is not made (the
+ * kernel copies its weight in, as it would without the region); only when
+ * the free ranges together would hold it but none alone does is every copy
+ * dropped and the region started again. Pages of the region are committed
+ * as copies are written and are never given back to the system (a
+ * WebAssembly memory cannot shrink), but a range given back is reused.
+ *
+ * When a copy is given back. When its seal ends: the tensor is freed (its
+ * block `reclaimed()`), unsealed (`cpuView()`, an in-place builtin), or
+ * sealed anew; `MemoryBlock` tells this module (devices/storage.ts's
+ * `setSealEndHook`). A sealed tensor dropped without `dispose()` gives its
+ * copies back when the garbage collector takes its seal (a
+ * `FinalizationRegistry`, the backstop).
+ *
+ * What is counted where. `memory_stats()` of the CPU device reports the
+ * live copies' bytes (`residentBytes`, process-wide: one copy serves every
+ * VM reading that weight) and their peak. The VM whose call made a copy
+ * charges it to its `maxMemoryBytes` (its `MemoryLimit`, like a block) until
+ * it is given back; a copy that would pass the limit is not made, and a
+ * tensor of that VM that would pass it takes the VM's copies' memory first
+ * (they only save time; the next call copies its weight in, or makes the
+ * copy again if it fits). Copies made outside any VM are charged to none.
  *
  * @module
  */
 
 import type { NDArray } from "../../../devices/ndarray.ts";
 import { shared } from "../../../ground/shared.ts";
+import { setSealEndHook } from "../../../devices/storage.ts";
+import { activeAllocators } from "../../../devices/allocation_context.ts";
+import { setOptionalMemoryRelease } from "../../../devices/allocator.ts";
+import {
+  cpu,
+  cpuResidentSetting,
+  onCpuResidentSettingChange,
+  type ResidentStats,
+  setCpuResidentStats,
+} from "../../../devices/cpu_device.ts";
 import { DOT_K_STEP, DOT_ROWS } from "./gemm_module.ts";
 import { scratchView, type WasmKernels } from "./runtime.ts";
 
 /** Where the copies start, in bytes: the kernels' scratch stays below. */
 export const RESIDENT_BASE = 512 * 2 ** 20;
-/** The memory's maximum (runtime.ts's 2 GiB). */
-const RESIDENT_END = 2 ** 31;
+/** The memory's maximum (runtime.ts's 2 GiB): the region never passes it. */
+export const RESIDENT_END = 2 ** 31;
+
+/** What a copy is charged to: a VM's `MemoryLimit`. */
+interface Charge {
+  take(blockBytes: number, device: ReturnType<typeof cpu>, nbytes: number): void;
+  give(blockBytes: number): void;
+}
 
 interface Copy {
   /** Byte address of the copy in the kernels' memory. */
   readonly at: number;
-  /** The region's epoch when it was written: copies from before a reset are gone. */
-  readonly epoch: number;
+  /** Bytes of its range (a multiple of 64). */
+  readonly bytes: number;
+  /** The VM limit it is charged to, if any. */
+  readonly charge: Charge | null;
+}
+
+/** A seal's copies, one per layout. */
+interface Entry {
+  dot?: Copy;
+  gemm?: Copy;
 }
 
 interface ResidentState {
   /** The kernels whose memory holds the copies (tests compile them again). */
   kernels: WasmKernels | null;
-  /** The next free byte address. */
-  next: number;
-  epoch: number;
-  /** Per seal, its copy in each layout. */
-  copies: WeakMap<object, { dot?: Copy; gemm?: Copy }>;
+  /** The end of the region used so far: past it, nothing was handed out. */
+  top: number;
+  /** Free ranges below `top`, by address, never adjacent (coalesced). */
+  free: { at: number; bytes: number }[];
+  /** Every live copy (to give them all back on a reset); holds no tensor. */
+  live: Set<Copy>;
+  /** Per seal, its copies. */
+  copies: WeakMap<object, Entry>;
+  /** Gives a dropped seal's copies back (the garbage collector's backstop). */
+  registry: FinalizationRegistry<Entry>;
+  liveBytes: number;
+  peakBytes: number;
 }
 
-const state: ResidentState = shared("relaxvm.cpuResident.v1", () => ({
+const state: ResidentState = shared("relaxvm.cpuResident.v2", () => ({
   kernels: null,
-  next: RESIDENT_BASE,
-  epoch: 0,
+  top: RESIDENT_BASE,
+  free: [],
+  live: new Set(),
   copies: new WeakMap(),
+  registry: new FinalizationRegistry((e: Entry) => freeEntry(e)),
+  liveBytes: 0,
+  peakBytes: 0,
 }));
+
+setSealEndHook((seal) => {
+  const e = state.copies.get(seal);
+  if (e === undefined) return;
+  state.copies.delete(seal);
+  state.registry.unregister(e);
+  freeEntry(e);
+});
+setCpuResidentStats(residentStats);
+// A VM request that would pass its limit takes its copies' memory first: they only save time.
+setOptionalMemoryRelease((limit) => {
+  for (const c of [...state.live]) if (c.charge === limit) freeCopy(c);
+});
+onCpuResidentSettingChange(() => {
+  const end = regionEnd();
+  for (const c of [...state.live]) if (c.at + c.bytes > end) freeCopy(c);
+});
+
+/** The resident copies' counters (`memory_stats()` of the CPU device). */
+export function residentStats(): ResidentStats {
+  return { residentBytes: state.liveBytes, residentPeakBytes: state.peakBytes };
+}
+
+/**
+ * The region's extent now: `[RESIDENT_BASE, end)` and the byte past the
+ * last range ever handed out (what the memory was grown to hold), for tests.
+ */
+export function residentRegion(): { end: number; top: number; freeRanges: number } {
+  return { end: regionEnd(), top: state.top, freeRanges: state.free.length };
+}
+
+function regionEnd(): number {
+  return Math.min(RESIDENT_END, RESIDENT_BASE + Math.floor(cpuResidentSetting() / 64) * 64);
+}
 
 /** Drops every copy (the next use of each copies it again). */
 export function dropResidentCopies(): void {
-  state.next = RESIDENT_BASE;
-  state.epoch++;
+  for (const c of state.live) c.charge?.give(c.bytes);
+  state.live.clear();
+  state.copies = new WeakMap();
+  state.free = [];
+  state.top = RESIDENT_BASE;
+  state.liveBytes = 0;
+}
+
+function freeEntry(e: Entry): void {
+  if (e.dot !== undefined) freeCopy(e.dot);
+  if (e.gemm !== undefined) freeCopy(e.gemm);
+}
+
+/** Gives `c`'s range back (once: a copy dropped by a reset is not live). */
+function freeCopy(c: Copy): void {
+  if (!state.live.delete(c)) return;
+  state.liveBytes -= c.bytes;
+  c.charge?.give(c.bytes);
+  giveRange(c.at, c.bytes);
+}
+
+/** Puts `[at, at + bytes)` on the free list, joined with free neighbours (or lowering `top`). */
+function giveRange(at: number, bytes: number): void {
+  const free = state.free;
+  let i = 0;
+  while (i < free.length && free[i].at < at) i++;
+  const before = i > 0 ? free[i - 1] : null;
+  if (before !== null && before.at + before.bytes === at) {
+    before.bytes += bytes;
+    at = before.at;
+    bytes = before.bytes;
+    i--;
+    free.splice(i, 1);
+  }
+  if (i < free.length && at + bytes === free[i].at) {
+    bytes += free[i].bytes;
+    free.splice(i, 1);
+  }
+  if (at + bytes === state.top) state.top = at;
+  else free.splice(i, 0, { at, bytes });
+}
+
+/** A range of `bytes` in the region, first fit, or -1 where none is free. */
+function takeRange(bytes: number): number {
+  const end = regionEnd(), free = state.free;
+  for (let i = 0; i < free.length; i++) {
+    const r = free[i];
+    if (r.bytes >= bytes && r.at + bytes <= end) {
+      const at = r.at;
+      if (r.bytes === bytes) free.splice(i, 1);
+      else {
+        r.at += bytes;
+        r.bytes -= bytes;
+      }
+      return at;
+    }
+  }
+  if (state.top + bytes <= end) {
+    const at = state.top;
+    state.top += bytes;
+    return at;
+  }
+  return -1;
 }
 
 /**
@@ -86,9 +235,11 @@ export function residentCopy(k: WasmKernels, w: NDArray, wv: Float32Array): numb
 /**
  * The byte address in `k.memory` of `w` (sealed) in the layout named
  * `layout`, `bytes` long, written by `pack(view, floatOffset)` when it is
- * not there yet; -1 where `w` is not sealed or the memory cannot hold it.
- * One seal may have a copy in each layout (a weight a decode step reads as
- * `dot_panels` panels and a prefill as `gemm_tiles` panels).
+ * not there yet; -1 where `w` is not sealed, or the region (`cpu({
+ * residentBytes })`), the calling VM's `maxMemoryBytes` or the memory's
+ * growth cannot hold it. One seal may have a copy in each layout (a weight
+ * a decode step reads as `dot_panels` panels and a prefill as `gemm_tiles`
+ * panels).
  */
 export function residentLayout(
   k: WasmKernels,
@@ -103,25 +254,63 @@ export function residentLayout(
     state.kernels = k;
     dropResidentCopies();
   }
-  let copies = state.copies.get(seal);
-  const have = copies?.[layout];
-  if (have !== undefined && have.epoch === state.epoch) return have.at;
+  let entry = state.copies.get(seal);
+  const have = entry?.[layout];
+  if (have !== undefined && state.live.has(have)) return have.at;
   bytes = Math.ceil(bytes / 64) * 64;
-  if (bytes > RESIDENT_END - RESIDENT_BASE) return -1;
-  if (state.next + bytes > RESIDENT_END) dropResidentCopies();
-  const at = state.next;
+  if (bytes > regionEnd() - RESIDENT_BASE) return -1;
+  let at = takeRange(bytes);
+  if (at < 0) {
+    // Free ranges that together would hold it but are split: start the region again.
+    let free = regionEnd() - state.top;
+    for (const r of state.free) free += r.bytes;
+    if (free < bytes) return -1;
+    dropResidentCopies();
+    entry = undefined;
+    at = takeRange(bytes);
+    if (at < 0) return -1;
+  }
+  const charge = chargeFor(bytes);
+  if (charge === false) {
+    giveRange(at, bytes);
+    return -1;
+  }
   let view: Float32Array;
   try {
     view = scratchView(k, at + bytes);
   } catch (e) {
+    giveRange(at, bytes);
+    charge?.give(bytes);
     if (e instanceof RangeError) return -1; // the memory cannot grow that far
     throw e;
   }
   pack(view, at / 4);
-  state.next = at + bytes;
-  if (copies === undefined) state.copies.set(seal, copies = {});
-  copies[layout] = { at, epoch: state.epoch };
+  const copy: Copy = { at, bytes, charge };
+  state.live.add(copy);
+  state.liveBytes += bytes;
+  if (state.liveBytes > state.peakBytes) state.peakBytes = state.liveBytes;
+  if (entry === undefined) {
+    state.copies.set(seal, entry = {});
+    state.registry.register(seal, entry, entry);
+  }
+  entry[layout] = copy;
   return at;
+}
+
+/**
+ * Charges `bytes` to the running VM's `maxMemoryBytes`: the limit charged,
+ * null outside a VM, false where the copy would pass it.
+ */
+function chargeFor(bytes: number): Charge | null | false {
+  const limit = activeAllocators()?.limit as Partial<Charge> | undefined;
+  if (limit === undefined || limit.take === undefined || limit.give === undefined) return null;
+  try {
+    limit.take(bytes, cpu(), bytes);
+  } catch (e) {
+    if (e instanceof RangeError) return false;
+    throw e;
+  }
+  return limit as Charge;
 }
 
 /**
