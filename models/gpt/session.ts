@@ -199,10 +199,14 @@ export class GPTSession {
     return out;
   }
 
-  /** Releases the caches and parameters held for the session. */
+  /**
+   * Releases the caches and parameters held for the session, and the VM it made: the VM's tensor
+   * cache holds the weights (and, on the CPU, their copies in the kernels' memory) until then.
+   */
   dispose(): void {
     for (const c of this.#caches) c.dispose();
     for (const p of this.#params) p.dispose();
+    this.vm.dispose();
   }
 
   #reserve(tokens: number): void {
