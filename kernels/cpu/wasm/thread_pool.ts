@@ -60,7 +60,12 @@ const Ctl = {
   error: 24,
   /** Microseconds a worker spins after a job before it sleeps (`poolSpin.workerUs`). */
   spin: 25,
+  /** The open pool's number (0 once closed): a worker of another pool exits. */
+  epoch: 26,
 } as const;
+
+/** The number of the next pool opened (pools on one memory follow each other). */
+let nextEpoch = 1;
 
 /** A claim counter value no block index reaches: claims made while a job is being written. */
 const CLOSED = 1 << 30;
@@ -151,10 +156,13 @@ export function runAlone(ex: unknown, kind: number, args: readonly number[], blo
 const WORKER_SOURCE = `
 const runBlock = ${runBlock.toString()};
 onmessage = (e) => {
-  const { module, memory } = e.data;
+  const { module, memory, epoch } = e.data;
   const ex = new WebAssembly.Instance(module, { env: { memory } }).exports;
   const ctl = new Int32Array(memory.buffer, 0, ${CONTROL_BYTES / 4});
   let seen = Atomics.load(ctl, ${Ctl.generation});
+  // Read after the generation: a pool closed before this worker started is seen here, one
+  // closed later by the generation it bumps.
+  if (Atomics.load(ctl, ${Ctl.epoch}) !== epoch) { postMessage("closed"); close(); return; }
   postMessage("ready");
   for (;;) {
     let now = Atomics.load(ctl, ${Ctl.generation});
@@ -167,7 +175,10 @@ onmessage = (e) => {
       }
     }
     seen = now;
+    // The kind first: a job's kind is written after its pool's epoch, so a worker that reads a
+    // later pool's kind reads that pool's epoch too, and leaves.
     if (Atomics.load(ctl, ${Ctl.kind}) === 0) break;
+    if (Atomics.load(ctl, ${Ctl.epoch}) !== epoch) break;
     for (;;) {
       const i = Atomics.add(ctl, ${Ctl.next}, 1);
       if (i >= Atomics.load(ctl, ${Ctl.blocks})) break;
@@ -186,14 +197,12 @@ export class ThreadPool {
   readonly threads: number;
   readonly #ctl: Int32Array;
   readonly #canWait: boolean;
-  readonly #workers: Worker[];
   /** Blocks the workers (not the calling thread) have run, over every job: for tests. */
   workerBlocks = 0;
 
-  private constructor(threads: number, ctl: Int32Array, workers: Worker[]) {
+  private constructor(threads: number, ctl: Int32Array) {
     this.threads = threads;
     this.#ctl = ctl;
-    this.#workers = workers;
     this.#canWait = mainThreadCanWait(ctl);
   }
 
@@ -216,6 +225,8 @@ export class ThreadPool {
     const ctl = new Int32Array(memory.buffer, 0, CONTROL_BYTES / 4);
     const workers: Worker[] = [];
     const ready: Promise<void>[] = [];
+    const epoch = nextEpoch++;
+    Atomics.store(ctl, Ctl.epoch, epoch);
     try {
       for (let index = 1; index < threads; index++) {
         const w = new Worker(url, { type: "module" });
@@ -229,17 +240,17 @@ export class ThreadPool {
             };
           }),
         );
-        w.postMessage({ module, memory });
+        w.postMessage({ module, memory, epoch });
       }
     } catch (e) {
-      exit(ctl, workers);
-      throw e;
-    } finally {
-      // The workers have their script once constructed.
+      exit(ctl);
+      for (const w of workers) w.terminate();
       URL.revokeObjectURL(url);
+      throw e;
     }
-    const pool = new ThreadPool(threads, ctl, workers);
-    return { pool, ready: Promise.all(ready).then(() => {}) };
+    const pool = new ThreadPool(threads, ctl);
+    const settled = Promise.all(ready).finally(() => URL.revokeObjectURL(url));
+    return { pool, ready: settled.then(() => {}) };
   }
 
   /**
@@ -282,23 +293,27 @@ export class ThreadPool {
     }
   }
 
-  /** Stops the workers (between jobs: `run` has returned). */
+  /** Stops the workers (each closes itself, also one that has not started yet). */
   close(): void {
-    exit(this.#ctl, this.#workers);
+    exit(this.#ctl);
   }
 }
 
 /**
- * Tells every worker to close, and terminates them: one that had not yet
- * read the generation when the exit was published would wait for the next
- * job forever (and keep Deno's process alive).
+ * Tells every worker to close: those running by the generation, those not
+ * started yet by the epoch (a worker that read the generation after the
+ * exit would otherwise wait for a next job forever, and keep Deno alive).
+ * Workers are not terminated: one killed in the middle of a block of the
+ * next pool's job (an old worker can claim one in the moment before it
+ * reads the epoch) would leave that job waiting forever; run to the end,
+ * the block is computed right, as by any worker.
  */
-function exit(ctl: Int32Array, workers: readonly Worker[]): void {
+function exit(ctl: Int32Array): void {
+  Atomics.store(ctl, Ctl.epoch, 0);
   Atomics.store(ctl, Ctl.next, CLOSED);
   Atomics.store(ctl, Ctl.kind, Job.exit);
   Atomics.add(ctl, Ctl.generation, 1);
   Atomics.notify(ctl, Ctl.generation);
-  for (const w of workers) w.terminate();
 }
 
 /** Whether `Atomics.wait` may block this thread (Deno's main thread yes, a browser's no). */
