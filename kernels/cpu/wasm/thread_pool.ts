@@ -23,8 +23,9 @@
  * workers' last blocks before it waits, since waking it costs about that.
  * Measured on the 2-core machine (bench/small_rows_bench.ts, 0.3 ms of
  * other work before each product): a `[16, 384] @ [384, 384]ᵀ` took 77 µs
- * with 0.2 ms and no caller spin, 57 µs with these; MiniLM at batch 1
- * 74–76 sentences/s against 79–82.
+ * with 0.2 ms and no caller spin, 57 µs with these; MiniLM at batch 1,
+ * interleaved in one process, moved within its noise (75.6 and 78.7
+ * sentences/s against 78.9 and 76.8).
  *
  * Block sizes are the kernels' (kernels/cpu/wasm/gemm.ts): `gemm_tiles`
  * over a few tile rows (at most an L2-sized block of A) and every block of
