@@ -92,6 +92,100 @@ Deno.test("a script whose products ran on the worker pool exits by itself", asyn
   assert(out.includes("c[0][5] true"), out);
 });
 
+Deno.test("the pool is used from the first product, without a turn of the event loop, and a pool closed as it starts lets the script exit", async () => {
+  // A model called in a loop of awaits never lets the event loop take the workers' "ready"
+  // messages: the pool must not wait for them. Here nothing awaits at all until the end.
+  const script = `
+    import { installBuiltins } from "${new URL("../builtins/install.ts", import.meta.url)}";
+    import { getGlobalFunc } from "${new URL("../ground/registry.ts", import.meta.url)}";
+    import { tensor } from "${new URL("../devices/tensor.ts", import.meta.url)}";
+    import { cpu } from "${new URL("../devices/cpu_device.ts", import.meta.url)}";
+    import { cpuKernelInfo, cpuPoolWorkerBlocks } from "${new URL(
+    "../kernels/cpu/wasm/runtime.ts",
+    import.meta.url,
+  )}";
+    installBuiltins();
+    const matmul = getGlobalFunc("vm.op.matmul");
+    const n = 96;
+    const a = tensor(Array.from({ length: n * n }, (_, i) => (i % 7) - 3), { shape: [n, n] });
+    const b = tensor(Array.from({ length: n * n }, (_, i) => (i % 5) - 2), { shape: [n, n] });
+    let want = 0;
+    for (let k = 0; k < n; k++) want += ((k % 7) - 3) * (((k * n + 5) % 5) - 2);
+    // A pool of 3 closed at once (its workers may not have started): they must not keep us alive.
+    cpu(0, { threads: 3 });
+    let ok = matmul(a, b).cpuView()[5] === want;
+    console.log("first pool", cpuKernelInfo().threads);
+    cpu(0, { threads: 2 });
+    const until = performance.now() + 20000;
+    let products = 0;
+    do {
+      ok &&= matmul(a, b).cpuView()[5] === want;
+      products++;
+    } while (cpuPoolWorkerBlocks() === 0 && performance.now() < until);
+    console.log("threads", cpuKernelInfo().threads, "worker blocks", cpuPoolWorkerBlocks() > 0);
+    console.log("all equal", ok, products > 0);
+  `;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-read", "-"],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(script));
+  await writer.close();
+  const timer = setTimeout(() => child.kill(), 60_000);
+  const { code, stdout, stderr } = await child.output();
+  clearTimeout(timer);
+  const out = new TextDecoder().decode(stdout);
+  assertEquals(code, 0, new TextDecoder().decode(stderr));
+  assert(out.includes("first pool 3"), out);
+  assert(out.includes("threads 2 worker blocks true"), out);
+  assert(out.includes("all equal true true"), out);
+});
+
+Deno.test("switching the thread count between products, pools closed as they start, neither hangs nor loses a block", async () => {
+  // Each switch closes a pool whose workers may be starting, running or spinning, and opens
+  // another on the same memory at once: an old worker must leave, or compute its block right.
+  const script = `
+    import { installBuiltins } from "${new URL("../builtins/install.ts", import.meta.url)}";
+    import { getGlobalFunc } from "${new URL("../ground/registry.ts", import.meta.url)}";
+    import { tensor } from "${new URL("../devices/tensor.ts", import.meta.url)}";
+    import { cpu } from "${new URL("../devices/cpu_device.ts", import.meta.url)}";
+    installBuiltins();
+    const matmul = getGlobalFunc("vm.op.matmul");
+    const n = 96;
+    const a = tensor(Array.from({ length: n * n }, (_, i) => (i % 7) - 3), { shape: [n, n] });
+    const b = tensor(Array.from({ length: n * n }, (_, i) => (i % 5) - 2), { shape: [n, n] });
+    const want = matmul(a, b).cpuView().slice();
+    let bad = 0;
+    for (let s = 0; s < 30; s++) {
+      cpu(0, { threads: 2 + (s % 2) });
+      for (let r = 0; r < 1 + (s % 4); r++) {
+        const got = matmul(a, b).cpuView();
+        for (let i = 0; i < want.length; i++) if (got[i] !== want[i]) bad++;
+      }
+      if (s % 5 === 4) await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    console.log("wrong elements", bad);
+  `;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-read", "-"],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(script));
+  await writer.close();
+  const timer = setTimeout(() => child.kill(), 60_000);
+  const { code, stdout, stderr } = await child.output();
+  clearTimeout(timer);
+  const out = new TextDecoder().decode(stdout);
+  assertEquals(code, 0, new TextDecoder().decode(stderr));
+  assert(out.includes("wrong elements 0"), out);
+});
+
 Deno.test("products larger than one block or chunk equal a plain loop, on one and two threads", async () => {
   const before = cpuThreadSetting();
   const linear = getGlobalFunc("vm.op.linear")!, matmul = getGlobalFunc("vm.op.matmul")!;

@@ -67,6 +67,14 @@ import type { NDArray } from "../../../devices/ndarray.ts";
 export const GEMM_WASM_MIN_FLOPS = 2 * 32 * 32 * 32;
 
 /**
+ * Products smaller than this stay on the calling thread: handing a job to
+ * the pool costs a few microseconds when the workers are spinning and tens
+ * when they sleep, as much as 2^20 flops (about 25 µs on one core) take
+ * alone. In `"wasm"` mode (tests) every size goes to the pool.
+ */
+const POOL_MIN_FLOPS = 2 ** 20;
+
+/**
  * The blocking of products of `MR` rows or more, a mutable object so that
  * bench/gemm_blocking_bench.ts can compare settings in one process; nothing
  * else changes it.
@@ -80,6 +88,8 @@ export const gemmBlocking = {
   blocksPerThread: 4,
   /** Whether A's rows are padded off multiples of 2 KiB (`rowStride`). */
   padRows: true,
+  /** Products of fewer floating-point operations than this stay on the calling thread. */
+  poolMinFlops: POOL_MIN_FLOPS,
 };
 /** Most bytes of A, and of C, per pass over B. */
 const SUPER_BYTES = 16 * 1024 * 1024;
@@ -103,14 +113,6 @@ const B_BLOCK_BYTES = 4 * 1024 * 1024;
 const RESIDENT_POOL_MIN_BYTES = 8 * 2 ** 20;
 /** Bytes of weight rows copied in per `dot_rows` pass: small enough to stay in L2 while read. */
 const DOT_CHUNK_BYTES = 256 * 1024;
-
-/**
- * Products smaller than this stay on the calling thread: handing a job to
- * the pool costs a few microseconds when the workers are spinning and tens
- * when they sleep, as much as 2^20 flops (about 25 µs on one core) take
- * alone. In `"wasm"` mode (tests) every size goes to the pool.
- */
-const POOL_MIN_FLOPS = 2 ** 20;
 
 const roundUp = (n: number, m: number) => Math.ceil(n / m) * m;
 
@@ -183,7 +185,7 @@ export function wasmGemm(
   const cpOff = roundUp(bpOff + ncp * NR * K, 16);
   const rawOff = roundUp(cpOff + superRows * ldc, 16);
   const total = rawOff + (transB ? 0 : K * ldc);
-  const pool = 2 * M * N * K >= POOL_MIN_FLOPS || everySize() ? poolFor(k) : null;
+  const pool = 2 * M * N * K >= gemmBlocking.poolMinFlops || everySize() ? poolFor(k) : null;
   // A sealed weight stored [N, K]: its panels are packed once and kept in the shared memory
   // (resident.ts), so this call packs nothing and runs there even on one thread.
   const kept = transB && bTensor !== null && bOff === 0

@@ -20,8 +20,8 @@
  *
  * Threads: where memory can be shared (thread_pool.ts), the memory is a
  * shared one and a pool of `threads - 1` workers (`cpu(id, { threads })`)
- * is started in the background the first time a kernel runs; calls made
- * before it is ready run on one thread. The pool stops after
+ * is started the first time a kernel runs and used at once: until its
+ * workers have started, the calling thread takes every block. The pool stops after
  * `POOL_IDLE_MS` without work, so that a script's process can exit (a
  * worker blocked waiting for work would keep Deno alive), and starts again
  * on the next call.
@@ -286,9 +286,9 @@ export function scratchView(space: KernelSpace, bytes: number): Float32Array {
 
 /**
  * The pool to split a kernel call over, or null to run it on the calling
- * thread (one thread asked for, threads unavailable, or the pool still
- * starting: then this call starts it). Keeps a running pool alive for
- * `POOL_IDLE_MS` more.
+ * thread (one thread asked for, or threads unavailable). Starts the pool
+ * when there is none: it is usable at once, its workers joining jobs as
+ * they start. Keeps a running pool alive for `POOL_IDLE_MS` more.
  */
 export function poolFor(k: WasmKernels): ThreadPool | null {
   const want = cpuThreadSetting();
@@ -298,10 +298,9 @@ export function poolFor(k: WasmKernels): ThreadPool | null {
     pool = null;
   }
   // A pool that failed to start (threadsReason) is not tried again on every call.
-  if (
-    want > 1 && k.shared && pool === null && state.starting === null && state.threadsReason === null
-  ) {
+  if (want > 1 && k.shared && pool === null && state.threadsReason === null) {
     startPool(k, want);
+    return state.pool;
   }
   if (pool !== null) armIdleTimer();
   return pool;
@@ -321,22 +320,35 @@ export async function cpuThreadsReady(): Promise<number> {
   return state.pool?.threads ?? 1;
 }
 
+/** Blocks of kernel calls the running pool's workers have taken (0 without a pool): for tests. */
+export function cpuPoolWorkerBlocks(): number {
+  return state.pool?.workerBlocks ?? 0;
+}
+
 function startPool(k: WasmKernels, threads: number): void {
-  const starting = ThreadPool.start(k.module, k.memory, threads).then(
-    (pool) => {
-      if (state.starting !== starting || state.kernels !== k) {
-        pool.close(); // forgotten or stopped meanwhile
-        return null;
-      }
-      state.starting = null;
-      state.pool = pool;
-      state.threadsReason = null;
-      armIdleTimer();
-      return pool;
+  let opened: { pool: ThreadPool; ready: Promise<void> };
+  try {
+    opened = ThreadPool.open(k.module, k.memory, threads);
+  } catch (e) {
+    state.threadsReason = e instanceof Error ? e.message : String(e);
+    return;
+  }
+  const { pool, ready } = opened;
+  // Used from now on: workers join its jobs as they start (thread_pool.ts).
+  state.pool = pool;
+  state.threadsReason = null;
+  armIdleTimer();
+  const starting = ready.then(
+    () => {
+      if (state.starting === starting) state.starting = null;
+      return state.pool === pool ? pool : null;
     },
     (e) => {
       if (state.starting === starting) state.starting = null;
-      state.threadsReason = e instanceof Error ? e.message : String(e);
+      if (state.pool === pool) {
+        stopPool();
+        state.threadsReason = e instanceof Error ? e.message : String(e);
+      }
       return null;
     },
   );

@@ -17,8 +17,15 @@
  * the sleeping worker has not, and waits at most for the one block each
  * worker is running. A worker that wakes after the job is done finds no
  * block and goes back to sleep. Between jobs a worker spins for a moment
- * (`SPIN_MS`) before it sleeps, so back-to-back jobs (a prefill's layers)
- * do not pay a wake-up each.
+ * (`poolSpin.workerUs`, 1 ms) before it sleeps, so that a model's products,
+ * a few hundred microseconds of other ops apart, do not pay a wake-up each;
+ * and the calling thread spins (`poolSpin.callerUs`, 0.1 ms) for the
+ * workers' last blocks before it waits, since waking it costs about that.
+ * Measured on the 2-core machine (bench/small_rows_bench.ts, 0.3 ms of
+ * other work before each product): a `[16, 384] @ [384, 384]ᵀ` took 77 µs
+ * with 0.2 ms and no caller spin, 57 µs with these; MiniLM at batch 1,
+ * interleaved in one process, moved within its noise (75.6 and 78.7
+ * sentences/s against 78.9 and 76.8).
  *
  * Block sizes are the kernels' (kernels/cpu/wasm/gemm.ts): `gemm_tiles`
  * over a few tile rows (at most an L2-sized block of A) and every block of
@@ -52,13 +59,28 @@ const Ctl = {
   /** Arguments: `args .. error - 1`. */
   args: 5,
   error: 24,
+  /** Microseconds a worker spins after a job before it sleeps (`poolSpin.workerUs`). */
+  spin: 25,
+  /** The open pool's number (0 once closed): a worker of another pool exits. */
+  epoch: 26,
 } as const;
+
+/** The number of the next pool opened (pools on one memory follow each other). */
+let nextEpoch = 1;
 
 /** A claim counter value no block index reaches: claims made while a job is being written. */
 const CLOSED = 1 << 30;
 
-/** How long a worker keeps checking for the next job before it sleeps. */
-const SPIN_MS = 0.2;
+/**
+ * How long the pool's threads spin before they sleep, a mutable object so
+ * that bench/small_rows_bench.ts can compare settings in one process.
+ */
+export const poolSpin = {
+  /** Microseconds a worker keeps checking for the next job after one. */
+  workerUs: 1000,
+  /** Microseconds the calling thread checks for the workers' last blocks before it waits. */
+  callerUs: 100,
+};
 
 /**
  * Runs block `i` of the job in `ctl`. This exact function is also the body
@@ -135,15 +157,18 @@ export function runAlone(ex: unknown, kind: number, args: readonly number[], blo
 const WORKER_SOURCE = `
 const runBlock = ${runBlock.toString()};
 onmessage = (e) => {
-  const { module, memory } = e.data;
+  const { module, memory, epoch } = e.data;
   const ex = new WebAssembly.Instance(module, { env: { memory } }).exports;
   const ctl = new Int32Array(memory.buffer, 0, ${CONTROL_BYTES / 4});
   let seen = Atomics.load(ctl, ${Ctl.generation});
+  // Read after the generation: a pool closed before this worker started is seen here, one
+  // closed later by the generation it bumps.
+  if (Atomics.load(ctl, ${Ctl.epoch}) !== epoch) { postMessage("closed"); close(); return; }
   postMessage("ready");
   for (;;) {
     let now = Atomics.load(ctl, ${Ctl.generation});
     if (now === seen) {
-      const until = performance.now() + ${SPIN_MS};
+      const until = performance.now() + Atomics.load(ctl, ${Ctl.spin}) / 1000;
       while (now === seen && performance.now() < until) now = Atomics.load(ctl, ${Ctl.generation});
       if (now === seen) {
         Atomics.wait(ctl, ${Ctl.generation}, seen);
@@ -151,7 +176,10 @@ onmessage = (e) => {
       }
     }
     seen = now;
+    // The kind first: a job's kind is written after its pool's epoch, so a worker that reads a
+    // later pool's kind reads that pool's epoch too, and leaves.
     if (Atomics.load(ctl, ${Ctl.kind}) === 0) break;
+    if (Atomics.load(ctl, ${Ctl.epoch}) !== epoch) break;
     for (;;) {
       const i = Atomics.add(ctl, ${Ctl.next}, 1);
       if (i >= Atomics.load(ctl, ${Ctl.blocks})) break;
@@ -170,6 +198,8 @@ export class ThreadPool {
   readonly threads: number;
   readonly #ctl: Int32Array;
   readonly #canWait: boolean;
+  /** Blocks the workers (not the calling thread) have run, over every job: for tests. */
+  workerBlocks = 0;
 
   private constructor(threads: number, ctl: Int32Array) {
     this.threads = threads;
@@ -178,19 +208,27 @@ export class ThreadPool {
   }
 
   /**
-   * Starts `threads - 1` workers on `memory` (shared) with `module`, and
-   * resolves once all are ready; rejects if one cannot start.
+   * Starts `threads - 1` workers on `memory` (shared) with `module` and
+   * returns the pool at once, with a promise that resolves once every
+   * worker is ready and rejects if one cannot start. The pool runs jobs
+   * from the start: a worker not yet running claims no block, so the
+   * calling thread takes them (a model called in a loop of `await`s never
+   * lets the event loop take the workers' "ready" messages, so a pool that
+   * waited for them would never be used there). Throws if a worker cannot
+   * even be made (a CSP without `worker-src blob:`).
    */
-  static async start(
+  static open(
     module: WebAssembly.Module,
     memory: WebAssembly.Memory,
     threads: number,
-  ): Promise<ThreadPool> {
+  ): { pool: ThreadPool; ready: Promise<void> } {
     const url = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "text/javascript" }));
     const ctl = new Int32Array(memory.buffer, 0, CONTROL_BYTES / 4);
     const workers: Worker[] = [];
+    const ready: Promise<void>[] = [];
+    const epoch = nextEpoch++;
+    Atomics.store(ctl, Ctl.epoch, epoch);
     try {
-      const ready: Promise<void>[] = [];
       for (let index = 1; index < threads; index++) {
         const w = new Worker(url, { type: "module" });
         workers.push(w);
@@ -203,17 +241,17 @@ export class ThreadPool {
             };
           }),
         );
-        w.postMessage({ module, memory });
+        w.postMessage({ module, memory, epoch });
       }
-      await Promise.all(ready);
     } catch (e) {
       exit(ctl);
       for (const w of workers) w.terminate();
-      throw e;
-    } finally {
       URL.revokeObjectURL(url);
+      throw e;
     }
-    return new ThreadPool(threads, ctl);
+    const pool = new ThreadPool(threads, ctl);
+    const settled = Promise.all(ready).finally(() => URL.revokeObjectURL(url));
+    return { pool, ready: settled.then(() => {}) };
   }
 
   /**
@@ -229,33 +267,50 @@ export class ThreadPool {
     Atomics.store(ctl, Ctl.blocks, blocks);
     Atomics.store(ctl, Ctl.finished, 0);
     Atomics.store(ctl, Ctl.error, 0);
+    Atomics.store(ctl, Ctl.spin, poolSpin.workerUs);
     Atomics.store(ctl, Ctl.next, 0);
     Atomics.add(ctl, Ctl.generation, 1);
     Atomics.notify(ctl, Ctl.generation);
+    let mine = 0;
     for (;;) {
       const i = Atomics.add(ctl, Ctl.next, 1);
       if (i >= blocks) break;
       runBlock(ex, ctl, i);
       Atomics.add(ctl, Ctl.finished, 1);
+      mine++;
     }
+    this.workerBlocks += blocks - mine;
+    let waitFrom = -1;
     for (;;) {
       const done = Atomics.load(ctl, Ctl.finished);
       if (done >= blocks) break;
-      if (this.#canWait) Atomics.wait(ctl, Ctl.finished, done, 1);
+      if (!this.#canWait) continue;
+      const now = performance.now();
+      if (waitFrom < 0) waitFrom = now + poolSpin.callerUs / 1000;
+      if (now >= waitFrom) Atomics.wait(ctl, Ctl.finished, done, 1);
     }
     if (Atomics.load(ctl, Ctl.error) !== 0) {
       throw new Error("a CPU kernel worker failed while running its block");
     }
   }
 
-  /** Stops the workers (each closes itself). */
+  /** Stops the workers (each closes itself, also one that has not started yet). */
   close(): void {
     exit(this.#ctl);
   }
 }
 
-/** Tells every worker to close. */
+/**
+ * Tells every worker to close: those running by the generation, those not
+ * started yet by the epoch (a worker that read the generation after the
+ * exit would otherwise wait for a next job forever, and keep Deno alive).
+ * Workers are not terminated: one killed in the middle of a block of the
+ * next pool's job (an old worker can claim one in the moment before it
+ * reads the epoch) would leave that job waiting forever; run to the end,
+ * the block is computed right, as by any worker.
+ */
 function exit(ctl: Int32Array): void {
+  Atomics.store(ctl, Ctl.epoch, 0);
   Atomics.store(ctl, Ctl.next, CLOSED);
   Atomics.store(ctl, Ctl.kind, Job.exit);
   Atomics.add(ctl, Ctl.generation, 1);
