@@ -36,6 +36,7 @@ import {
   SimdOp,
   ValType,
 } from "./emitter.ts";
+import { expOfLocal } from "./simd_helpers.ts";
 
 /** Rows of A per micro-tile. */
 export const MR = 6;
@@ -293,73 +294,6 @@ function emitDotPanels(m: ModuleBuilder, relaxed: boolean): void {
 }
 
 /**
- * Pushes `e^y` for the v128 local `y` (float32 lanes), having clamped `y` at
- * `EXP_MIN` in place: `2^k · e^r` with `k` the nearest integer to `y·log2 e`,
- * `r = y - k·ln 2` in two parts (Cody–Waite) and `e^r` by its Taylor series
- * to degree 6 (relative error below 1e-7 for |r| ≤ ln2 / 2), `2^k` built
- * from its exponent bits. Arguments above 0 are not expected (softmax and
- * gelu pass `x - max` and `-z²`). `k`, `r` are v128 scratch locals. NaN
- * stays NaN.
- */
-function expOfLocal(f: FunctionCode, y: number, k: number, r: number): void {
-  const splat = (v: number) => f.f32x4Const([v, v, v, v]);
-  const mul = () => f.simd(SimdOp.f32x4Mul), add = () => f.simd(SimdOp.f32x4Add);
-  f.get(y);
-  splat(EXP_MIN).simd(SimdOp.f32x4Max).set(y);
-  f.get(y);
-  splat(Math.LOG2E);
-  mul();
-  f.simd(SimdOp.f32x4Nearest).set(k);
-  f.get(y).get(k);
-  splat(0.693359375);
-  mul();
-  f.simd(SimdOp.f32x4Sub).get(k);
-  splat(-2.12194440e-4);
-  mul();
-  f.simd(SimdOp.f32x4Sub).set(r);
-  // (1 + r(1 + r(1/2 + r(1/6 + r(1/24 + r(1/120 + r/720)))))) · 2^k
-  splat(1 / 720);
-  for (const c of [1 / 120, 1 / 24, 1 / 6, 1 / 2, 1, 1]) {
-    f.get(r);
-    mul();
-    splat(c);
-    add();
-  }
-  f.get(k).simd(SimdOp.i32x4TruncSatF32x4S);
-  f.i32(127).simd(SimdOp.i32x4Splat).simd(SimdOp.i32x4Add).i32(23).simd(SimdOp.i32x4Shl);
-  mul();
-}
-
-/**
- * Where `expOfLocal` clamps: e^-87.3 is just above float32's smallest
- * normal number, so `2^k` stays a normal number; `exp` writes 0 below it.
- */
-const EXP_MIN = -87.3;
-
-/**
- * `exp(xp, op, bytes)`: `out = e^x` over `bytes / 16` vectors of float32 of
- * at most 0 (softmax's `x - max`; byte addresses, 16-byte aligned), 0
- * where `x < EXP_MIN` (the float32 result would be subnormal) and NaN for
- * NaN.
- */
-function emitExp(m: ModuleBuilder): void {
-  const i32 = ValType.i32, v128 = ValType.v128;
-  const f = m.function("exp", [i32, i32, i32]);
-  const [xp, op, bytes] = [0, 1, 2];
-  const i = f.local(i32);
-  const x = f.local(v128), y = f.local(v128), k = f.local(v128), r = f.local(v128);
-  f.forLoop(i, 0, bytes, 16, () => {
-    f.get(op).get(i).op(Op.i32Add);
-    f.get(xp).get(i).op(Op.i32Add).simdMem(SimdOp.v128Load, 4, 0).tee(x).set(y);
-    f.f32x4Const([0, 0, 0, 0]);
-    expOfLocal(f, y, k, r);
-    f.get(x).f32x4Const([EXP_MIN, EXP_MIN, EXP_MIN, EXP_MIN]).simd(SimdOp.f32x4Lt);
-    f.simd(SimdOp.v128Bitselect);
-    f.simdMem(SimdOp.v128Store, 4, 0);
-  });
-}
-
-/**
  * `gelu(xp, op, bytes)`: `out = 0.5·x·(1 + erf(x/√2))` over `bytes / 16`
  * vectors of float32 (byte addresses, 16-byte aligned; `bytes` a multiple
  * of 16), with the TypeScript kernel's formula (elementwise.ts: erf by
@@ -426,7 +360,7 @@ function emitGelu(m: ModuleBuilder): void {
   });
 }
 
-/** The module's bytes: `gemm_tiles` (and `gemm_tiles_1` … `_5` for the last rows), `pack_panels`, `dot_rows`, `dot_panels`, `gelu` and `exp` over the imported `env.memory`. */
+/** The module's bytes: `gemm_tiles` (and `gemm_tiles_1` … `_5` for the last rows), `pack_panels`, `dot_rows`, `dot_panels` and `gelu` over the imported `env.memory`. */
 export function gemmModuleBytes(relaxed: boolean, memory: MemoryImport): Uint8Array<ArrayBuffer> {
   const m = new ModuleBuilder(memory);
   emitGemmTiles(m, relaxed, MR, "gemm_tiles");
@@ -435,6 +369,5 @@ export function gemmModuleBytes(relaxed: boolean, memory: MemoryImport): Uint8Ar
   emitDotRows(m, relaxed);
   emitDotPanels(m, relaxed);
   emitGelu(m);
-  emitExp(m);
   return m.encode();
 }

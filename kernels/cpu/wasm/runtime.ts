@@ -90,7 +90,6 @@ export interface GemmExports {
   pack_panels(src: number, dst: number, K: number, lds: number, nPanels: number): void;
   dot_panels(xp: number, wp: number, op: number, rows: number, Kp: number): void;
   gelu(xp: number, op: number, bytes: number): void;
-  exp(xp: number, op: number, bytes: number): void;
 }
 
 /** One instance of the kernels and the memory it addresses. */

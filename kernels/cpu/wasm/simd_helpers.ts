@@ -1,6 +1,6 @@
 /**
- * Instruction sequences the row kernels (rows_module.ts) and attention
- * (attention_module.ts) share: the vector exponential, folding a vector's
+ * Instruction sequences the row kernels (rows_module.ts), attention
+ * (attention_module.ts) and gelu (gemm_module.ts) share: the vector exponential, folding a vector's
  * lanes, and address arithmetic.
  *
  * @module
@@ -11,20 +11,19 @@ import { Op, SimdOp } from "./emitter.ts";
 
 /**
  * Where the exponential clamps: e^-87.3 is just above float32's smallest
- * normal number; below it the result is written as 0 (as gemm_module.ts's
- * `exp` does).
+ * normal number, so `2^k` stays a normal number; `pushExp` writes 0 below it.
  */
-const EXP_MIN = -87.3;
+export const EXP_MIN = -87.3;
 
 /**
  * Pushes `e^y` for the v128 local `y` (clamping `y` at `EXP_MIN` in place):
  * `2^k · e^r` with `k = round(y·log2 e)`, `r = y - k·ln 2` in two parts
  * (Cody–Waite) and `e^r` by its Taylor series to degree 6 (relative error
- * below 1e-7), `2^k` from its exponent bits. The same sequence as
- * gemm_module.ts's `expOfLocal` (kept there for gelu; that file belongs to
- * the gemm). NaN stays NaN.
+ * below 1e-7 for |r| ≤ ln2 / 2), `2^k` from its exponent bits. Arguments
+ * above 0 are not expected (softmax and attention pass `x - max`, gelu
+ * `-z²`). `k`, `r` are v128 scratch locals. NaN stays NaN.
  */
-function expOfLocal(f: FunctionCode, y: number, k: number, r: number): void {
+export function expOfLocal(f: FunctionCode, y: number, k: number, r: number): void {
   const splat = (v: number) => f.f32x4Const([v, v, v, v]);
   const mul = () => f.simd(SimdOp.f32x4Mul), add = () => f.simd(SimdOp.f32x4Add);
   f.get(y);
