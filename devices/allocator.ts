@@ -187,3 +187,39 @@ export function checkAllocationSize(device: Device, nbytes: number): void {
     );
   }
 }
+
+/**
+ * The device allocation every allocator makes for a block it has not got:
+ * `blockBytes` counted against `limit` first (for a request of `nbytes`),
+ * then asked of the device, and given back to the limit if the device
+ * refuses. Returns the device's handle.
+ */
+export function createLimitedBlock(
+  device: Device,
+  limit: MemoryLimit | null,
+  blockBytes: number,
+  nbytes: number,
+): unknown {
+  // Counted (or refused) before the device allocates anything.
+  limit?.take(blockBytes, device, nbytes);
+  try {
+    return device.createBlock(blockBytes);
+  } catch (e) {
+    limit?.give(blockBytes);
+    throw e;
+  }
+}
+
+/** Counts a block the device just made (a pool miss) and one handed out, in `s`. */
+export function countNewBlock(s: MemoryStats, blockBytes: number): void {
+  s.poolMisses++;
+  s.allocatedBytes += blockBytes;
+  s.liveBlocks++;
+}
+
+/** Counts `blockBytes` handed out to a tensor, and the peak. */
+export function countServed(s: MemoryStats, blockBytes: number): void {
+  s.liveBytes += blockBytes;
+  s.servedBytes += blockBytes;
+  if (s.liveBytes > s.peakBytes) s.peakBytes = s.liveBytes;
+}

@@ -9,6 +9,9 @@ import type { Device } from "./device.ts";
 import {
   type Allocator,
   checkAllocationSize,
+  countNewBlock,
+  countServed,
+  createLimitedBlock,
   emptyStats,
   LARGE_BLOCK_BYTES,
   type MemoryLimit,
@@ -37,21 +40,9 @@ export class NaiveAllocator implements Allocator {
     if (nbytes >= LARGE_BLOCK_BYTES) this.#limit?.onLargeBlock?.();
     // Zero-byte tensors still get a distinct (4-byte) block so views stay valid everywhere.
     const blockBytes = Math.max(4, Math.ceil(nbytes / 4) * 4);
-    this.#limit?.take(blockBytes, this.device, nbytes);
-    let handle: unknown;
-    try {
-      handle = this.device.createBlock(blockBytes);
-    } catch (e) {
-      this.#limit?.give(blockBytes);
-      throw e;
-    }
-    const s = this.#stats;
-    s.poolMisses++;
-    s.allocatedBytes += blockBytes;
-    s.servedBytes += blockBytes;
-    s.liveBytes += blockBytes;
-    s.liveBlocks++;
-    if (s.liveBytes > s.peakBytes) s.peakBytes = s.liveBytes;
+    const handle = createLimitedBlock(this.device, this.#limit, blockBytes, nbytes);
+    countNewBlock(this.#stats, blockBytes);
+    countServed(this.#stats, blockBytes);
     return new MemoryBlock(this.device, blockBytes, handle, this);
   }
 

@@ -22,6 +22,9 @@ import type { Device } from "./device.ts";
 import {
   type Allocator,
   checkAllocationSize,
+  countNewBlock,
+  countServed,
+  createLimitedBlock,
   emptyStats,
   LARGE_BLOCK_BYTES,
   type MemoryLimit,
@@ -89,23 +92,11 @@ export class PooledAllocator implements Allocator {
       s.poolHits++;
     } else {
       checkAllocationSize(this.device, blockBytes);
-      // Counted (or refused) before the device allocates anything.
-      this.#limit?.take(blockBytes, this.device, nbytes);
-      let handle: unknown;
-      try {
-        handle = this.device.createBlock(blockBytes);
-      } catch (e) {
-        this.#limit?.give(blockBytes);
-        throw e;
-      }
+      const handle = createLimitedBlock(this.device, this.#limit, blockBytes, nbytes);
       block = new MemoryBlock(this.device, blockBytes, handle, this);
-      s.poolMisses++;
-      s.allocatedBytes += blockBytes;
-      s.liveBlocks++;
+      countNewBlock(s, blockBytes);
     }
-    s.liveBytes += blockBytes;
-    s.servedBytes += blockBytes;
-    if (s.liveBytes > s.peakBytes) s.peakBytes = s.liveBytes;
+    countServed(s, blockBytes);
     return block;
   }
 
@@ -120,21 +111,9 @@ export class PooledAllocator implements Allocator {
     const blockBytes = Math.max(4, Math.ceil(nbytes / 4) * 4);
     if (sizeClass(blockBytes) === blockBytes) return this.allocBlock(nbytes);
     if (nbytes >= LARGE_BLOCK_BYTES) this.#limit?.onLargeBlock?.();
-    this.#limit?.take(blockBytes, this.device, nbytes);
-    let handle: unknown;
-    try {
-      handle = this.device.createBlock(blockBytes);
-    } catch (e) {
-      this.#limit?.give(blockBytes);
-      throw e;
-    }
-    const s = this.#stats;
-    s.poolMisses++;
-    s.allocatedBytes += blockBytes;
-    s.liveBlocks++;
-    s.liveBytes += blockBytes;
-    s.servedBytes += blockBytes;
-    if (s.liveBytes > s.peakBytes) s.peakBytes = s.liveBytes;
+    const handle = createLimitedBlock(this.device, this.#limit, blockBytes, nbytes);
+    countNewBlock(this.#stats, blockBytes);
+    countServed(this.#stats, blockBytes);
     return new MemoryBlock(this.device, blockBytes, handle, this);
   }
 
