@@ -141,6 +141,33 @@ function rowsPerChunk(n: number): number {
 }
 
 /**
+ * The row kernels' copy loop: chunks of `per` rows of `x` (`n` values a
+ * row) copied to `xAt` in the scratch, `run(rows)` over each, and the
+ * chunk's `outPerRow` values a row copied from `outAt` into `o`.
+ */
+function byChunks(
+  space: KernelSpace,
+  view: Float32Array,
+  x: Float32Array,
+  rows: number,
+  n: number,
+  per: number,
+  xAt: number,
+  run: (rows: number) => void,
+  o: Float32Array,
+  outAt: number,
+  outPerRow: number,
+): void {
+  for (let r0 = 0; r0 < rows; r0 += per) {
+    const rr = Math.min(per, rows - r0);
+    view.set(x.subarray(r0 * n, (r0 + rr) * n), xAt);
+    run(rr);
+    view = scratchView(space, 0);
+    o.set(view.subarray(outAt, outAt + rr * outPerRow), r0 * outPerRow);
+  }
+}
+
+/**
  * Layer norm of `rows` rows of `n` values: `o = (x - mean) / sqrt(var + eps) · g + b`.
  */
 export function wasmLayerNorm(
@@ -159,17 +186,12 @@ export function wasmLayerNorm(
   const per = Math.min(rows, rowsPerChunk(n));
   // gamma, beta, then the chunk; 4 floats of padding after each for the masked last vector.
   const gAt = BASE, bAt = gAt + n + 4, xAt = bAt + n + 4;
-  let view = scratchFor(space, (xAt + per * n + 4) * 4);
+  const view = scratchFor(space, (xAt + per * n + 4) * 4);
   if (view === null) return false;
   view.set(g.subarray(0, n), gAt);
   view.set(b.subarray(0, n), bAt);
-  for (let r0 = 0; r0 < rows; r0 += per) {
-    const rr = Math.min(per, rows - r0);
-    view.set(x.subarray(r0 * n, (r0 + rr) * n), xAt);
-    e.layer_norm(xAt * 4, gAt * 4, bAt * 4, rr, n, eps);
-    view = scratchView(space, 0);
-    o.set(view.subarray(xAt, xAt + rr * n), r0 * n);
-  }
+  const run = (rr: number) => e.layer_norm(xAt * 4, gAt * 4, bAt * 4, rr, n, eps);
+  byChunks(space, view, x, rows, n, per, xAt, run, o, xAt, n);
   return true;
 }
 
@@ -185,15 +207,9 @@ export function wasmSoftmaxRows(
   if (found === null) return false;
   const [space, e] = found;
   const per = Math.min(rows, rowsPerChunk(n));
-  let view = scratchFor(space, (BASE + per * n + 4) * 4);
+  const view = scratchFor(space, (BASE + per * n + 4) * 4);
   if (view === null) return false;
-  for (let r0 = 0; r0 < rows; r0 += per) {
-    const rr = Math.min(per, rows - r0);
-    view.set(x.subarray(r0 * n, (r0 + rr) * n), BASE);
-    e.softmax(BASE * 4, rr, n);
-    view = scratchView(space, 0);
-    o.set(view.subarray(BASE, BASE + rr * n), r0 * n);
-  }
+  byChunks(space, view, x, rows, n, per, BASE, (rr) => e.softmax(BASE * 4, rr, n), o, BASE, n);
   return true;
 }
 
@@ -214,16 +230,12 @@ export function wasmReduceRows(
   const [space, e] = found;
   const per = Math.min(rows, rowsPerChunk(n));
   const outAt = BASE + per * n + 4;
-  let view = scratchFor(space, (outAt + per) * 4);
+  const view = scratchFor(space, (outAt + per) * 4);
   if (view === null) return false;
-  for (let r0 = 0; r0 < rows; r0 += per) {
-    const rr = Math.min(per, rows - r0);
-    view.set(x.subarray(r0 * n, (r0 + rr) * n), BASE);
-    if (op === "max") e.row_max(BASE * 4, outAt * 4, rr, n);
-    else e.row_sum(BASE * 4, outAt * 4, rr, n, op === "mean" ? 1 : 0);
-    view = scratchView(space, 0);
-    o.set(view.subarray(outAt, outAt + rr), r0);
-  }
+  const run = op === "max"
+    ? (rr: number) => e.row_max(BASE * 4, outAt * 4, rr, n)
+    : (rr: number) => e.row_sum(BASE * 4, outAt * 4, rr, n, op === "mean" ? 1 : 0);
+  byChunks(space, view, x, rows, n, per, BASE, run, o, outAt, 1);
   return true;
 }
 
@@ -267,16 +279,12 @@ export function wasmBinaryRows(
   const per = Math.min(rows, rowsPerChunk(n));
   const rowAt = BASE, xAt = rowAt + n + 4, oAt = xAt + per * n + 4;
   const x = aRow ? b : a;
-  let view = scratchFor(space, (oAt + per * n + 4) * 4);
+  const view = scratchFor(space, (oAt + per * n + 4) * 4);
   if (view === null) return false;
   view.set((aRow ? a : b).subarray(0, n), rowAt);
-  for (let r0 = 0; r0 < rows; r0 += per) {
-    const rr = Math.min(per, rows - r0), from = r0 * n;
-    view.set(x.subarray(from, from + rr * n), xAt);
-    if (aRow) kernel(rowAt * 4, 0, xAt * 4, n * 4, oAt * 4, rr, n);
-    else kernel(xAt * 4, n * 4, rowAt * 4, 0, oAt * 4, rr, n);
-    view = scratchView(space, 0);
-    o.set(view.subarray(oAt, oAt + rr * n), from);
-  }
+  const run = aRow
+    ? (rr: number) => kernel(rowAt * 4, 0, xAt * 4, n * 4, oAt * 4, rr, n)
+    : (rr: number) => kernel(xAt * 4, n * 4, rowAt * 4, 0, oAt * 4, rr, n);
+  byChunks(space, view, x, rows, n, per, xAt, run, o, oAt, n);
   return true;
 }
