@@ -22,6 +22,28 @@ import type { NDArray } from "../devices/ndarray.ts";
 
 installBuiltins();
 
+/**
+ * Runs `script` in a fresh Deno (read permission only), killed after
+ * `timeoutMs`; asserts it exited with 0 (by itself: an idle pool must not keep
+ * it alive) and returns what it printed.
+ */
+async function runScript(script: string, timeoutMs: number): Promise<string> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-read", "-"],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(script));
+  await writer.close();
+  const timer = setTimeout(() => child.kill(), timeoutMs);
+  const { code, stdout, stderr } = await child.output();
+  clearTimeout(timer);
+  assertEquals(code, 0, new TextDecoder().decode(stderr));
+  return new TextDecoder().decode(stdout);
+}
+
 function random(n: number, seed: number): Float32Array {
   const out = new Float32Array(n);
   let s = seed;
@@ -74,20 +96,7 @@ Deno.test("a script whose products ran on the worker pool exits by itself", asyn
     for (let k = 0; k < n; k++) want += ((k % 7) - 3) * (((k * n + 5) % 5) - 2);
     console.log("c[0][5]", got[5] === want);
   `;
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-read", "-"],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(script));
-  await writer.close();
-  const timer = setTimeout(() => child.kill(), 30_000);
-  const { code, stdout, stderr } = await child.output();
-  clearTimeout(timer);
-  const out = new TextDecoder().decode(stdout);
-  assertEquals(code, 0, new TextDecoder().decode(stderr));
+  const out = await runScript(script, 30_000);
   assert(out.includes("threads 2"), out);
   assert(out.includes("c[0][5] true"), out);
 });
@@ -125,20 +134,7 @@ Deno.test("the pool is used from the first product, without a turn of the event 
     console.log("threads", cpuKernelInfo().threads, "worker blocks", cpuPoolWorkerBlocks() > 0);
     console.log("all equal", ok, products > 0);
   `;
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-read", "-"],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(script));
-  await writer.close();
-  const timer = setTimeout(() => child.kill(), 60_000);
-  const { code, stdout, stderr } = await child.output();
-  clearTimeout(timer);
-  const out = new TextDecoder().decode(stdout);
-  assertEquals(code, 0, new TextDecoder().decode(stderr));
+  const out = await runScript(script, 60_000);
   assert(out.includes("first pool 3"), out);
   assert(out.includes("threads 2 worker blocks true"), out);
   assert(out.includes("all equal true true"), out);
@@ -169,20 +165,7 @@ Deno.test("switching the thread count between products, pools closed as they sta
     }
     console.log("wrong elements", bad);
   `;
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-read", "-"],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(script));
-  await writer.close();
-  const timer = setTimeout(() => child.kill(), 60_000);
-  const { code, stdout, stderr } = await child.output();
-  clearTimeout(timer);
-  const out = new TextDecoder().decode(stdout);
-  assertEquals(code, 0, new TextDecoder().decode(stderr));
+  const out = await runScript(script, 60_000);
   assert(out.includes("wrong elements 0"), out);
 });
 
