@@ -26,20 +26,11 @@ import { getGlobalFunc } from "../ground/registry.ts";
 import { tensor } from "../devices/tensor.ts";
 import type { NDArray } from "../devices/ndarray.ts";
 import { dumpTensorCache, ExecBuilder, loadTensorCache, VirtualMachine } from "../mod.ts";
+import { randomValues } from "../bench/_random.ts";
 
 installBuiltins();
 const linear = getGlobalFunc("vm.op.linear")!;
 const call = (name: string, ...args: unknown[]) => getGlobalFunc(name)!(...args);
-
-function random(n: number, seed: number): Float32Array {
-  const out = new Float32Array(n);
-  let s = seed;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = s / 2 ** 31 - 1;
-  }
-  return out;
-}
 
 /** `x[M, K] @ w[N, K]ᵀ` in float64, a plain loop. */
 function reference(xv: Float32Array, wv: Float32Array, M: number, K: number, N: number) {
@@ -84,7 +75,7 @@ Deno.test("a sealed weight's linear equals a plain loop on one and two threads, 
       // M ≥ 6 (a prefill): the kept copy is gemm_tiles' panels; K odd and N past a panel.
       const cases = [{ M: 1, K: 512, N: 1030 }, { M: 5, K: 64, N: 7 }, { M: 20, K: 37, N: 50 }];
       for (const { M, K, N } of cases) {
-        const xv = random(M * K, 1), wv = random(N * K, 2);
+        const xv = randomValues(M * K, 1), wv = randomValues(N * K, 2);
         using x = tensor(xv, { shape: [M, K] });
         using w = tensor(wv, { shape: [N, K] }).seal();
         const want = reference(xv, wv, M, K, N);
@@ -114,7 +105,7 @@ for (const M of [1, 7]) {
   Deno.test(`a sealed weight written through cpuView, or in place by a builtin, is read anew (M = ${M})`, async () => {
     await onThreads(2, async () => {
       const K = 256, N = 300;
-      const xv = random(M * K, 3), wv = random(N * K, 4);
+      const xv = randomValues(M * K, 3), wv = randomValues(N * K, 4);
       using x = tensor(xv, { shape: [M, K] });
       using w = tensor(wv, { shape: [N, K] }).seal();
       using y0 = linear(x, w) as NDArray; // makes the copy
@@ -141,12 +132,12 @@ for (const M of [1, 7]) {
 }
 
 Deno.test("a block reused after a sealed tensor is freed belongs to a tensor that is not sealed", () => {
-  const w = tensor(random(64, 5), { shape: [8, 8] }).seal();
+  const w = tensor(randomValues(64, 5), { shape: [8, 8] }).seal();
   assert(w.sealed);
   const block = w.block;
   w.dispose();
   assert(!w.sealed, "a freed tensor is not sealed");
-  using again = tensor(random(64, 6), { shape: [8, 8] });
+  using again = tensor(randomValues(64, 6), { shape: [8, 8] });
   assert(!again.sealed);
   // Whether or not the pool handed the same block out, only the sealed object counts.
   if (again.block === block) assert(!again.sealed);
@@ -156,7 +147,7 @@ Deno.test("a tensor cache loads CPU weights sealed; the decode linear over them 
   const dir = await Deno.makeTempDir();
   try {
     const M = 1, K = 128, N = 96;
-    const xv = random(M * K, 7), wv = random(N * K, 8);
+    const xv = randomValues(M * K, 7), wv = randomValues(N * K, 8);
     {
       using w = tensor(wv, { shape: [N, K] });
       await dumpTensorCache({ w }, dir);
@@ -183,8 +174,8 @@ const dotBytes = (N: number, K: number) => Math.ceil((Math.ceil(N / 4) * 4 * K *
 Deno.test("a freed tensor cache's copies are given back and reused: 10 load/dispose cycles do not grow the region", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    const K = 128, N = 96, xv = random(K, 9);
-    const wv = [random(N * K, 10), random(N * K, 11)];
+    const K = 128, N = 96, xv = randomValues(K, 9);
+    const wv = [randomValues(N * K, 10), randomValues(N * K, 11)];
     {
       using a = tensor(wv[0], { shape: [N, K] });
       using b = tensor(wv[1], { shape: [N, K] });
@@ -219,10 +210,10 @@ Deno.test("a freed tensor cache's copies are given back and reused: 10 load/disp
 Deno.test("unsealing drops the copy and counts it down; the freed range is reused first fit", async () => {
   await onThreads(1, () => {
     dropResidentCopies();
-    const K = 64, N = 32, xv = random(K, 12);
+    const K = 64, N = 32, xv = randomValues(K, 12);
     using x = tensor(xv, { shape: [1, K] });
-    using a = tensor(random(N * K, 13), { shape: [N, K] }).seal();
-    using b = tensor(random(N * K, 14), { shape: [N, K] }).seal();
+    using a = tensor(randomValues(N * K, 13), { shape: [N, K] }).seal();
+    using b = tensor(randomValues(N * K, 14), { shape: [N, K] }).seal();
     (linear(x, a) as NDArray).dispose();
     (linear(x, b) as NDArray).dispose();
     const k = wasmKernelsFor(Infinity, 0)!;
@@ -232,7 +223,7 @@ Deno.test("unsealing drops the copy and counts it down; the freed range is reuse
     a.cpuView(); // may write from now on: the seal ends
     assertEquals(residentStats().residentBytes, dotBytes(N, K), "a's copy counted down");
     assertEquals(residentRegion().freeRanges, 1, "a's range is free");
-    using c = tensor(random(N * K, 15), { shape: [N, K] }).seal();
+    using c = tensor(randomValues(N * K, 15), { shape: [N, K] }).seal();
     assertEquals(residentCopy(k, c, c.readView() as Float32Array), atA, "reused first fit");
     assertEquals(residentRegion().freeRanges, 0);
     // b and c freed: neighbours coalesce, and the region's used end falls back to its start.
@@ -251,7 +242,7 @@ Deno.test("past cpu({ residentBytes }) or a VM's maxMemoryBytes, the linear copi
   assertEquals(cpuResidentSetting(), DEFAULT_RESIDENT_BYTES);
   await onThreads(1, async () => {
     dropResidentCopies();
-    const M = 1, K = 256, N = 40, xv = random(M * K, 16), wv = random(N * K, 17);
+    const M = 1, K = 256, N = 40, xv = randomValues(M * K, 16), wv = randomValues(N * K, 17);
     const want = reference(xv, wv, M, K, N);
     using x = tensor(xv, { shape: [M, K] });
     // Region off: no copy.
@@ -296,7 +287,7 @@ Deno.test("when the memory cannot grow, no copy is made, counted or kept (the ca
       throw new RangeError("WebAssembly.Memory.grow(): Maximum memory size exceeded");
     };
     try {
-      using w = tensor(random(64, 18), { shape: [8, 8] }).seal();
+      using w = tensor(randomValues(64, 18), { shape: [8, 8] }).seal();
       // A copy past the memory's end needs it to grow: refused, nothing counted or kept.
       const bytes = Math.max(64, have - RESIDENT_BASE + 65536);
       const at = residentLayout(k, w, "gemm", bytes, () => {
@@ -321,7 +312,7 @@ Deno.test("a VM's call charges the copy it makes to its maxMemoryBytes and memor
   const ex = program.get();
   await onThreads(1, async () => {
     dropResidentCopies();
-    const M = 1, K = 1024, N = 64, xv = random(M * K, 19), wv = random(N * K, 20);
+    const M = 1, K = 1024, N = 64, xv = randomValues(M * K, 19), wv = randomValues(N * K, 20);
     const want = reference(xv, wv, M, K, N);
     using x = tensor(xv, { shape: [M, K] });
     // 64 KiB holds the result (256 bytes) but not the 256 KiB copy; 1 MiB holds both.
@@ -344,7 +335,7 @@ Deno.test("a VM's call charges the copy it makes to its maxMemoryBytes and memor
 Deno.test("a VM's tensor that would pass its limit takes the VM's copies' memory first", async () => {
   await onThreads(1, async () => {
     dropResidentCopies();
-    const K = 256, N = 40, xv = random(K, 21), wv = random(N * K, 22);
+    const K = 256, N = 40, xv = randomValues(K, 21), wv = randomValues(N * K, 22);
     using x = tensor(xv, { shape: [1, K] });
     using w = tensor(wv, { shape: [N, K] }).seal();
     const limit = new MemoryLimit(dotBytes(N, K) + 1024);
@@ -378,7 +369,8 @@ Deno.test("cpu({ residentBytes }) is checked, lowering it gives back the copies 
   assertEquals(cpuResidentSetting(), DEFAULT_RESIDENT_BYTES);
   const k = wasmKernelsFor(Infinity, 0)!;
   const K = 64, N = 16, s = dotBytes(N, K);
-  const sealed = (seed: number, n = N) => tensor(random(n * K, seed), { shape: [n, K] }).seal();
+  const sealed = (seed: number, n = N) =>
+    tensor(randomValues(n * K, seed), { shape: [n, K] }).seal();
   const copy = (w: NDArray) => residentCopy(k, w, w.readView() as Float32Array);
   try {
     dropResidentCopies();

@@ -19,6 +19,7 @@ import { installBuiltins } from "../builtins/install.ts";
 import { getGlobalFunc } from "../ground/registry.ts";
 import { tensor } from "../devices/tensor.ts";
 import type { NDArray } from "../devices/ndarray.ts";
+import { randomValues } from "../bench/_random.ts";
 
 installBuiltins();
 
@@ -42,16 +43,6 @@ async function runScript(script: string, timeoutMs: number): Promise<string> {
   clearTimeout(timer);
   assertEquals(code, 0, new TextDecoder().decode(stderr));
   return new TextDecoder().decode(stdout);
-}
-
-function random(n: number, seed: number): Float32Array {
-  const out = new Float32Array(n);
-  let s = seed;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = s / 2 ** 31 - 1;
-  }
-  return out;
 }
 
 Deno.test("cpu() sets the kernels' thread count and rejects a bad one", async () => {
@@ -192,7 +183,7 @@ Deno.test("products larger than one block or chunk equal a plain loop, on one an
       cpu(0, { threads });
       assertEquals(await cpuThreadsReady(), threads);
       for (const { op, M, K, N } of cases) {
-        const av = random(M * K, 1), bv = random(K * N, 2);
+        const av = randomValues(M * K, 1), bv = randomValues(K * N, 2);
         using a = tensor(av, { shape: [M, K] });
         using b = tensor(bv, { shape: op === "linear" ? [N, K] : [K, N] });
         using c = (op === "linear" ? linear(a, b) : matmul(a, b)) as NDArray;
@@ -228,7 +219,7 @@ Deno.test("batched products with broadcast batch axes over several blocks of k e
   // operands (A repeated along the second axis, B along the first), M = 7 rows (one tile and a
   // tail row), K = 300 (blocks of 152 and 148 steps), N = 20 (a partial panel).
   const M = 7, K = 300, N = 20;
-  const av = random(2 * M * K, 3), bv = random(3 * K * N, 4);
+  const av = randomValues(2 * M * K, 3), bv = randomValues(3 * K * N, 4);
   try {
     setCpuKernelMode("wasm");
     for (const threads of [1, 2]) {
@@ -284,7 +275,7 @@ Deno.test("where workers cannot start, the kernels run on one thread, say why, a
     assertStringIncludes(cpu().description, "1 thread (Refused to create a worker");
     // Products still compute, on the calling thread, and the pool is not retried each call.
     const matmul = getGlobalFunc("vm.op.matmul")!;
-    const av = random(40 * 30, 7), bv = random(30 * 50, 8);
+    const av = randomValues(40 * 30, 7), bv = randomValues(30 * 50, 8);
     using a = tensor(av, { shape: [40, 30] });
     using b = tensor(bv, { shape: [30, 50] });
     setCpuKernelMode("wasm");
@@ -321,7 +312,7 @@ Deno.test("where a shared memory cannot be reserved, the kernels take an ordinar
     assertStringIncludes(info.threadsReason ?? "", "shared memory could not be reserved");
     setCpuKernelMode("wasm");
     const matmul = getGlobalFunc("vm.op.matmul")!;
-    const av = random(12 * 7, 9), bv = random(7 * 10, 10);
+    const av = randomValues(12 * 7, 9), bv = randomValues(7 * 10, 10);
     using a = tensor(av, { shape: [12, 7] });
     using b = tensor(bv, { shape: [7, 10] });
     using c = matmul(a, b) as NDArray;
@@ -349,7 +340,7 @@ Deno.test("a product whose scratch cannot be had (past 2 GiB) runs on the TypeSc
   setCpuKernelMode("wasm");
   try {
     const M = 600, K = 700, N = 500;
-    const av = random(M * K, 11), bv = random(K * N, 12);
+    const av = randomValues(M * K, 11), bv = randomValues(K * N, 12);
     using a = tensor(av, { shape: [M, K] });
     using b = tensor(bv, { shape: [K, N] });
     using c = getGlobalFunc("vm.op.matmul")!(a, b) as NDArray;
