@@ -190,7 +190,7 @@ export function wasmGemm(
   // (resident.ts), so this call packs nothing and runs there even on one thread.
   const kept = transB && bTensor !== null && bOff === 0
     ? residentLayout(k, bTensor, "gemm", nPanels * NR * K * 4, (dst, off) => {
-      packBT(b, 0, K, N, 0, nPanels, dst, off);
+      packB(b, 0, K, N, 0, nPanels, dst, off, true);
     })
     : -1;
   const space = pool !== null || kept >= 0 ? k : k.local;
@@ -214,7 +214,7 @@ export function wasmGemm(
       // Byte address of this block's panels: the kept copy's, or the scratch's.
       const bp = kept >= 0 ? kept + j0 * NR * K * 4 : bpOff * 4;
       if (kept < 0 && packedB !== j0) {
-        if (transB) packBT(b, bOff, K, N, j0 * NR, np, view, bpOff);
+        if (transB) packB(b, bOff, K, N, j0 * NR, np, view, bpOff, true);
         else packPanels(space, pool, b, bOff, K, N, j0 * NR, np, view, rawOff, bpOff);
         packedB = j0;
       }
@@ -299,7 +299,12 @@ function packPanels(
   if (full < np) packB(b, bOff, K, N, col0 + width, np - full, view, off + full * K * NR);
 }
 
-/** Packs B's columns `col0 .. col0 + np·NR` into `np` panels `[K][NR]` at `off`, zero past N. */
+/**
+ * Packs B's columns `col0 .. col0 + np·NR` into `np` panels `[K][NR]` at
+ * `off`, zero past N. B is `[K, N]` row-major (`transB` false: a ragged
+ * tail `pack_panels` leaves) or stored `[N, K]` (`transB`: a weight, panel
+ * column `s` is row `j0 + s` of `b`).
+ */
 function packB(
   b: Float32Array,
   bOff: number,
@@ -309,47 +314,16 @@ function packB(
   np: number,
   dst: Float32Array,
   off: number,
+  transB = false,
 ): void {
-  for (let p = 0; p < np; p++) {
-    const j0 = col0 + p * NR, w = Math.min(NR, N - j0);
-    let o = off + p * K * NR;
-    if (w === NR) {
-      for (let k = 0, src = bOff + j0; k < K; k++, o += NR, src += N) {
-        dst[o] = b[src];
-        dst[o + 1] = b[src + 1];
-        dst[o + 2] = b[src + 2];
-        dst[o + 3] = b[src + 3];
-        dst[o + 4] = b[src + 4];
-        dst[o + 5] = b[src + 5];
-        dst[o + 6] = b[src + 6];
-        dst[o + 7] = b[src + 7];
-      }
-    } else {
-      for (let k = 0, src = bOff + j0; k < K; k++, o += NR, src += N) {
-        for (let s = 0; s < NR; s++) dst[o + s] = s < w ? b[src + s] : 0;
-      }
-    }
-  }
-}
-
-/** As `packB` for B stored `[N, K]`: panel column `s` is row `j0 + s` of `b`. */
-function packBT(
-  b: Float32Array,
-  bOff: number,
-  K: number,
-  N: number,
-  col0: number,
-  np: number,
-  dst: Float32Array,
-  off: number,
-): void {
+  const kStep = transB ? 1 : N, jStep = transB ? K : 1;
   for (let p = 0; p < np; p++) {
     const j0 = col0 + p * NR, w = Math.min(NR, N - j0);
     const o = off + p * K * NR;
     for (let s = 0; s < NR; s++) {
       if (s < w) {
-        const row = bOff + (j0 + s) * K;
-        for (let k = 0; k < K; k++) dst[o + k * NR + s] = b[row + k];
+        const from = bOff + (j0 + s) * jStep;
+        for (let k = 0; k < K; k++) dst[o + k * NR + s] = b[from + k * kStep];
       } else {
         for (let k = 0; k < K; k++) dst[o + k * NR + s] = 0;
       }
