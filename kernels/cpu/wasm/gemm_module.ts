@@ -36,7 +36,7 @@ import {
   SimdOp,
   ValType,
 } from "./emitter.ts";
-import { expOfLocal } from "./simd_helpers.ts";
+import { expOfLocal, pushFold } from "./simd_helpers.ts";
 
 /** Rows of A per micro-tile. */
 export const MR = 6;
@@ -230,17 +230,29 @@ function emitDotRows(m: ModuleBuilder, relaxed: boolean): void {
     }
     f.get(px).i32(32).op(Op.i32Add).tee(px).get(pxEnd).op(Op.i32LtU).brIf(0);
     f.end();
-    for (let r = 0; r < DOT_ROWS; r++) {
-      f.get(acc[2 * r]).get(acc[2 * r + 1]).simd(SimdOp.f32x4Add).set(sum);
-      f.get(sum).simdLane(SimdOp.f32x4ExtractLane, 0);
-      for (let lane = 1; lane < 4; lane++) {
-        f.get(sum).simdLane(SimdOp.f32x4ExtractLane, lane).op(Op.f32Add);
-      }
-      f.set(s);
-      f.get(op).get(j).i32(r).op(Op.i32Add).i32(2).op(Op.i32Shl).op(Op.i32Add).get(s)
-        .mem(Op.f32Store, 2, 0);
-    }
+    storeRowSums(f, acc, sum, s, op, j);
   });
+}
+
+/**
+ * The end of `dot_rows` and `dot_panels`: each of the `DOT_ROWS` rows' two
+ * accumulators added, folded to one float and stored at `op[j + r]`.
+ */
+function storeRowSums(
+  f: FunctionCode,
+  acc: readonly number[],
+  sum: number,
+  s: number,
+  op: number,
+  j: number,
+): void {
+  for (let r = 0; r < DOT_ROWS; r++) {
+    f.get(acc[2 * r]).get(acc[2 * r + 1]).simd(SimdOp.f32x4Add).set(sum);
+    pushFold(f, sum, Op.f32Add);
+    f.set(s);
+    f.get(op).get(j).i32(r).op(Op.i32Add).i32(2).op(Op.i32Shl).op(Op.i32Add).get(s)
+      .mem(Op.f32Store, 2, 0);
+  }
 }
 
 /**
@@ -280,16 +292,7 @@ function emitDotPanels(m: ModuleBuilder, relaxed: boolean): void {
     f.get(pw).i32(32 * DOT_ROWS).op(Op.i32Add).set(pw);
     f.get(px).i32(32).op(Op.i32Add).tee(px).get(pxEnd).op(Op.i32LtU).brIf(0);
     f.end();
-    for (let r = 0; r < DOT_ROWS; r++) {
-      f.get(acc[2 * r]).get(acc[2 * r + 1]).simd(SimdOp.f32x4Add).set(sum);
-      f.get(sum).simdLane(SimdOp.f32x4ExtractLane, 0);
-      for (let lane = 1; lane < 4; lane++) {
-        f.get(sum).simdLane(SimdOp.f32x4ExtractLane, lane).op(Op.f32Add);
-      }
-      f.set(s);
-      f.get(op).get(j).i32(r).op(Op.i32Add).i32(2).op(Op.i32Shl).op(Op.i32Add).get(s)
-        .mem(Op.f32Store, 2, 0);
-    }
+    storeRowSums(f, acc, sum, s, op, j);
   });
 }
 
