@@ -28,6 +28,7 @@ import {
 } from "../mod.ts";
 import { saveProgram } from "../program/serialize.ts";
 import { addSpin } from "./_hostile_functions.ts";
+import { loaderProgram } from "./_tensor_cache_hand.ts";
 
 /** The three dispatch forms: every VM-level finding is checked in each. */
 export const FORMS: Record<string, VirtualMachineOptions> = {
@@ -77,17 +78,6 @@ Deno.test("finding 1: a reshape of a constant is read-only: in-place builtins re
   using t = tensor([1, 2]);
   assert(!t.readOnly);
 });
-
-/** A loaded executable (bytes from elsewhere) whose `main` loads the cache at `location`. */
-function loaderProgram(location: string): Executable {
-  const ib = new ExecBuilder();
-  ib.function("main", { num_inputs: 0 }, () => {
-    ib.emit_call("vm.builtin.tensor_cache.load", [location, ib.imm(1), ib.imm(0)]);
-    ib.emit_call("vm.builtin.param_array_from_cache", ["w", ib.imm(-1)], { dst: ib.r(0) });
-    ib.emit_ret(ib.r(0));
-  });
-  return Executable.load(ib.get().save());
-}
 
 /** A cache of `w_0 = [1, 2, 3]` as files, and an index whose shard is `dataPath`. */
 async function cacheFiles(dataPath?: string) {
