@@ -210,7 +210,7 @@ export function createLimitedBlock(
   }
 }
 
-/** Counts a block the device just made (a pool miss) and one handed out, in `s`. */
+/** Counts a block the device just made (a pool miss) in `s`. */
 export function countNewBlock(s: MemoryStats, blockBytes: number): void {
   s.poolMisses++;
   s.allocatedBytes += blockBytes;
