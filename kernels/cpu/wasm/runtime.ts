@@ -442,6 +442,9 @@ function withinVMLimit(bytes: number): boolean {
   if (limit?.take === undefined || limit.give === undefined) return true;
   try {
     // Counted and given back at once: the scratch lives only while this synchronous call runs.
+    // Taking may give the VM's weight copies back (they only save time); a copy this call already
+    // holds the address of keeps its bytes until another copy is written, which cannot happen
+    // before the call ends.
     limit.take(bytes, cpu(), bytes);
   } catch (e) {
     if (e instanceof RangeError) return false;
