@@ -308,7 +308,7 @@ Deno.test("TVM package: a constant grid over the launch budget fails the load, n
     TVMPackageError,
     "is 1000 workgroups, more than the 999 one dispatch may have (maxWorkgroupsPerDispatch)",
   );
-  for (const bad of [0, -1, 1.5, NaN, "many"]) {
+  for (const bad of [0, -1, 1.5, NaN, -Infinity, 2 ** 53, "many"]) {
     await assertRejects(
       () => loadTVMPackage(gridPackage(1), { maxWorkgroupsPerDispatch: bad as number }),
       RangeError,

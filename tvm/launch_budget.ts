@@ -81,12 +81,18 @@ export class LaunchBudgetError extends Error {
   }
 }
 
-/** `value` as a launch budget, or the default when it is undefined; throws RangeError otherwise. */
+/**
+ * `value` as a launch budget: the default when it is undefined, Infinity for
+ * none (a host that trusts its packages); throws RangeError otherwise.
+ */
 export function launchBudget(value: unknown): number {
   if (value === undefined) return DEFAULT_MAX_WORKGROUPS_PER_DISPATCH;
-  if (typeof value !== "number" || !(Number.isSafeInteger(value) && value >= 1)) {
+  if (
+    typeof value !== "number" ||
+    !((Number.isSafeInteger(value) && value >= 1) || value === Infinity)
+  ) {
     throw new RangeError(
-      `maxWorkgroupsPerDispatch must be a positive integer, got ${String(value)}`,
+      `maxWorkgroupsPerDispatch must be a positive integer or Infinity, got ${String(value)}`,
     );
   }
   return value;

@@ -48,7 +48,7 @@ export interface LoadTVMPackageOptions {
    * constant and over it fails the load with a `TVMPackageError`; one whose
    * grid a call computes from its shapes fails that call with a `VMError`
    * whose `cause` is a `LaunchBudgetError`, before anything is dispatched.
-   * `createVM` may set a VM's own.
+   * Infinity: no budget. `createVM` may set a VM's own.
    */
   maxWorkgroupsPerDispatch?: number;
 }
