@@ -86,7 +86,8 @@ export type {
 } from "./builtins/tensor_cache/cache_loader.ts";
 export { TensorCacheError } from "./builtins/tensor_cache/cache_format.ts";
 export { loadTVMPackage } from "./tvm/load_package.ts";
-export type { LoadTVMPackageOptions, TVMPackage } from "./tvm/load_package.ts";
+export type { LoadTVMPackageOptions, TVMPackage, TVMPackageVMOptions } from "./tvm/load_package.ts";
+export { DEFAULT_MAX_WORKGROUPS_PER_DISPATCH, LaunchBudgetError } from "./tvm/launch_budget.ts";
 export { parseTVMPackageManifest, TVMPackageError } from "./tvm/package_format.ts";
 export type {
   HostFunction,

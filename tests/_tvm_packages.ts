@@ -8,7 +8,19 @@
  * @module
  */
 
-import { ExecBuilder, type NDArray, tensor, type TVMPackage } from "../mod.ts";
+import {
+  cpu,
+  ExecBuilder,
+  Executable,
+  NDArray,
+  tensor,
+  type TVMPackage,
+  VirtualMachine,
+} from "../mod.ts";
+import { hostFunction, type KernelLaunch } from "../tvm/host_plan.ts";
+import { launchTags, parseTVMPackageManifest } from "../tvm/package_format.ts";
+import { workgroupsOf } from "../tvm/launch_budget.ts";
+import { parseTensorCacheIndex } from "../builtins/tensor_cache/cache_format.ts";
 
 /** The committed packages, written by `tools/tvm/export_webgpu.py` (see `tvm_export_test.ts`). */
 export const PACKAGES_DIR = new URL("../testdata/tvm_webgpu/", import.meta.url);
@@ -190,4 +202,86 @@ export function packageFiles(
 /** The values of a tensor, as numbers. */
 export async function values(t: NDArray): Promise<number[]> {
   return [...await t.data() as Float32Array];
+}
+
+/**
+ * `elementwisePackage("+")` whose launch takes its workgroup count from the
+ * caller: `main(a, b, out, g)` launches kernel `add` over `g` workgroups of
+ * 64 whatever the vectors' length (the kernel's bounds check keeps the
+ * extra ones idle). With `grid` given, the launch's grid is that constant
+ * instead. For the launch budget (tvm/launch_budget.ts).
+ */
+export function gridPackage(grid?: number): Map<string, Uint8Array | string> {
+  const manifest = elementwiseManifest("+");
+  const add = manifest.host_functions.add;
+  const params = [...add.params, { name: "g", kind: "scalar", dtype: "int64" }];
+  const body = [{ ...add.body[0], grid: [grid ?? { var: "g" }, 64] }];
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 4 }, () => {
+    ib.emit_call("add", [ib.r(0), ib.r(1), ib.r(2), ib.r(3)]);
+    ib.emit_ret(ib.r(2));
+  });
+  return packageFiles(
+    {
+      ...manifest,
+      functions: { main: { inputs: 4, params: [] } },
+      host_functions: { add: { params, body } },
+    },
+    ib.get().save({ format: "tvm" }),
+  );
+}
+
+/** A kernel's largest launch in a call, with its workgroups and threads per workgroup. */
+export interface LargestGrid extends KernelLaunch {
+  workgroups: number;
+  threads: number;
+}
+
+/**
+ * The largest launch of each kernel in one call of `forward(inputs, ...weights)`
+ * of the package in `dir`, without a GPU: the executable runs on the CPU
+ * with host functions that record each launch instead of dispatching it
+ * (kernels do not run, so outputs are garbage, but shapes, and so grids,
+ * are what they would be) and weights of zeros.
+ */
+export async function largestGrids(
+  dir: URL,
+  inputs: NDArray[],
+): Promise<Map<string, LargestGrid>> {
+  const manifest = parseTVMPackageManifest(
+    await Deno.readTextFile(new URL("package.json", dir)),
+    "package.json",
+  );
+  const largest = new Map<string, LargestGrid>();
+  const record = (l: KernelLaunch) => {
+    const { dims } = launchTags(manifest.kernels.get(l.kernel)!);
+    const workgroups = workgroupsOf(l.grid, dims);
+    const threads = l.grid.reduce((n, g, i) => dims[i] >= 3 ? n * g : n, 1);
+    if ((largest.get(l.kernel)?.workgroups ?? -1) < workgroups) {
+      largest.set(l.kernel, { ...l, workgroups, threads });
+    }
+  };
+  const functions = new Map(
+    [...manifest.host_functions].map(([name, fn]) => [name, hostFunction(name, fn, record)]),
+  );
+  const exe = Executable.load(await Deno.readFile(new URL(manifest.executable, dir)));
+  const weights: NDArray[] = [];
+  if (manifest.params !== null) {
+    const index = parseTensorCacheIndex(
+      await Deno.readTextFile(new URL(manifest.params, dir)),
+      manifest.params,
+    );
+    const shapes = new Map(index.records.flatMap((s) => s.records.map((r) => [r.name, r.shape])));
+    for (const name of manifest.functions.get("forward")!.params) {
+      weights.push(NDArray.empty(shapes.get(name)!, "float32", cpu()));
+    }
+  }
+  try {
+    const vm = new VirtualMachine(exe, cpu(), { functions });
+    (await vm.invokeTensor("forward", ...inputs, ...weights)).dispose();
+  } finally {
+    for (const w of weights) w.dispose();
+    exe.dispose();
+  }
+  return largest;
 }

@@ -8,6 +8,7 @@
 
 import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import {
+  DEFAULT_MAX_WORKGROUPS_PER_DISPATCH,
   Executable,
   loadTVMPackage,
   parseTVMPackageManifest,
@@ -16,7 +17,7 @@ import {
 } from "../mod.ts";
 import { hostFunction, type KernelLaunch } from "../tvm/host_plan.ts";
 import type { HostFunction } from "../tvm/package_format.ts";
-import { elementwisePackage, PACKAGES_DIR } from "./_tvm_packages.ts";
+import { elementwisePackage, gridPackage, largestGrids, PACKAGES_DIR } from "./_tvm_packages.ts";
 
 type Manifest = Record<string, unknown>;
 
@@ -289,4 +290,68 @@ Deno.test("TVM package: a package in memory that lacks a file says which", async
     TVMPackageError,
     "executable.tvm: Cannot load executable",
   );
+});
+
+Deno.test("TVM package: a constant grid over the launch budget fails the load, naming it", async () => {
+  // 2^24 workgroups froze the process for 8.7 s on the software adapter (issue 27, finding 5).
+  // Refused before a device is acquired: this test needs no GPU.
+  const e = await assertRejects(() => loadTVMPackage(gridPackage(2 ** 24)), TVMPackageError);
+  assertEquals(e.field, 'host_functions["add"].body[0].grid');
+  assert(
+    e.message.includes(
+      `kernel add: a grid of [16777216, 64] is 16777216 workgroups, more than the ${DEFAULT_MAX_WORKGROUPS_PER_DISPATCH}`,
+    ),
+    e.message,
+  );
+  await assertRejects(
+    () => loadTVMPackage(gridPackage(1000), { maxWorkgroupsPerDispatch: 999 }),
+    TVMPackageError,
+    "is 1000 workgroups, more than the 999 one dispatch may have (maxWorkgroupsPerDispatch)",
+  );
+  for (const bad of [0, -1, 1.5, NaN, -Infinity, 2 ** 53, "many"]) {
+    await assertRejects(
+      () => loadTVMPackage(gridPackage(1), { maxWorkgroupsPerDispatch: bad as number }),
+      RangeError,
+      "maxWorkgroupsPerDispatch must be a positive integer",
+    );
+  }
+});
+
+Deno.test("TVM package: the shipped packages' largest grids fit the default launch budget", async () => {
+  const minilm = new URL("../.weights/tvm-minilm/", import.meta.url);
+  const cases: [string, URL, () => ReturnType<typeof tensor>[]][] = [
+    [
+      "mlp",
+      new URL("mlp/", PACKAGES_DIR),
+      () => [tensor(new Float32Array(4096 * 16), { shape: [4096, 16] })],
+    ],
+    [
+      "encoder",
+      new URL("encoder/", PACKAGES_DIR),
+      () => [tensor(new Float32Array(4096 * 32), { shape: [4096, 32] })],
+    ],
+  ];
+  try {
+    Deno.statSync(new URL("package.json", minilm));
+    // Its longest sequence (512 positions), at the batch of 32 the benches use.
+    cases.push(["all-MiniLM-L6-v2", minilm, () => [
+      tensor(new Int32Array(32 * 512), { shape: [32, 512] }),
+      tensor(new Float32Array(32 * 512).fill(1), { shape: [32, 512] }),
+    ]]);
+  } catch {
+    console.log("no .weights/tvm-minilm: MiniLM's grids not checked");
+  }
+  for (const [name, dir, inputs] of cases) {
+    const args = inputs();
+    try {
+      const largest = Math.max(
+        ...[...(await largestGrids(dir, args)).values()].map((l) => l.workgroups),
+      );
+      console.log(`${name}: largest grid ${largest} workgroups`);
+      assert(largest <= DEFAULT_MAX_WORKGROUPS_PER_DISPATCH, `${name}: ${largest}`);
+      assert(largest >= 1, `${name}: no launch recorded`);
+    } finally {
+      for (const t of args) t.dispose();
+    }
+  }
 });

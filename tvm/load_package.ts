@@ -32,6 +32,7 @@ import {
   type TVMPackageManifest,
 } from "./package_format.ts";
 import { compileKernels } from "./webgpu_kernels.ts";
+import { checkStaticGrids, launchBudget } from "./launch_budget.ts";
 
 /** Options of `loadTVMPackage`. */
 export interface LoadTVMPackageOptions {
@@ -39,6 +40,28 @@ export interface LoadTVMPackageOptions {
   device?: WebGPUDevice;
   /** Cancels the fetches. */
   signal?: AbortSignal;
+  /**
+   * The most workgroups one kernel dispatch may ask for (the product of its
+   * blockIdx extents); default 2^19 (`DEFAULT_MAX_WORKGROUPS_PER_DISPATCH`,
+   * about 100 ms of the cheapest kernel on a software adapter, 2.7 times
+   * the largest grid of the packages relaxvm ships). A launch whose grid is
+   * constant and over it fails the load with a `TVMPackageError`; one whose
+   * grid a call computes from its shapes fails that call with a `VMError`
+   * whose `cause` is a `LaunchBudgetError`, before anything is dispatched.
+   * Infinity: no budget. `createVM` may set a VM's own.
+   */
+  maxWorkgroupsPerDispatch?: number;
+}
+
+/** Options of `TVMPackage.createVM`: a VM's options, and its own launch budget. */
+export interface TVMPackageVMOptions extends Omit<VirtualMachineOptions, "functions"> {
+  /**
+   * The most workgroups one dispatch of this VM's kernels may ask for;
+   * default the package's (`LoadTVMPackageOptions.maxWorkgroupsPerDispatch`).
+   * Grids are checked when a call computes them, so a VM may set more than
+   * the package's load-time check allowed for constant grids.
+   */
+  maxWorkgroupsPerDispatch?: number;
 }
 
 /**
@@ -54,12 +77,20 @@ export interface TVMPackage extends Disposable {
   readonly executable: Executable;
   /** The device the kernels run on. */
   readonly device: WebGPUDevice;
-  /** The packed functions the executable calls that the package defines. */
+  /**
+   * The packed functions the executable calls that the package defines, at
+   * the package's launch budget.
+   */
   readonly functions: ReadonlyMap<string, PackedFunc>;
+  /** The package's launch budget (`LoadTVMPackageOptions.maxWorkgroupsPerDispatch`). */
+  readonly maxWorkgroupsPerDispatch: number;
   /** The weights a call of VM function `name` passes after its inputs, in order. */
   params(name?: string): NDArray[];
-  /** A VM running the package on its device, with its functions registered for that VM alone. */
-  createVM(options?: Omit<VirtualMachineOptions, "functions">): VirtualMachine;
+  /**
+   * A VM running the package on its device, with its functions registered
+   * for that VM alone, and its own launch budget if `options` sets one.
+   */
+  createVM(options?: TVMPackageVMOptions): VirtualMachine;
   /** Frees the weights and the executable's constants. */
   dispose(): void;
 }
@@ -150,6 +181,7 @@ export async function loadTVMPackage(
   location: string | URL | ReadonlyMap<string, Uint8Array | string>,
   options: LoadTVMPackageOptions = {},
 ): Promise<TVMPackage> {
+  const budget = launchBudget(options.maxWorkgroupsPerDispatch);
   const reader = location instanceof Map
     ? mapReader(location)
     : urlReader(asDirectory(resolveLocation(location as string | URL)), options.signal);
@@ -172,12 +204,18 @@ export async function loadTVMPackage(
   const owned: NDArray[] = [];
   try {
     checkCalls(manifest, executable, manifestFile);
+    checkStaticGrids(manifest, budget, manifestFile);
     const device = options.device ?? await webgpu();
-    const launch = await compileKernels(device, manifest.kernels, manifestFile);
-    const functions = new Map<string, PackedFunc>();
-    for (const [name, fn] of manifest.host_functions) {
-      functions.set(name, hostFunction(name, fn, launch));
-    }
+    const launcher = await compileKernels(device, manifest.kernels, manifestFile);
+    const functionsFor = (budget: number) => {
+      const launch = launcher(budget);
+      const functions = new Map<string, PackedFunc>();
+      for (const [name, fn] of manifest.host_functions) {
+        functions.set(name, hostFunction(name, fn, launch));
+      }
+      return functions;
+    };
+    const functions = functionsFor(budget);
     const weights = manifest.params === null
       ? new Map<string, NDArray>()
       : await loadWeights(reader, manifest.params, device, owned);
@@ -211,6 +249,7 @@ export async function loadTVMPackage(
       executable,
       device,
       functions,
+      maxWorkgroupsPerDispatch: budget,
       params(name = "forward") {
         const list = params.get(name);
         if (list === undefined) {
@@ -224,7 +263,11 @@ export async function loadTVMPackage(
       },
       createVM(vmOptions = {}) {
         if (disposed) throw new TypeError("The TVM package was disposed");
-        return new VirtualMachine(executable, device, { ...vmOptions, functions });
+        const { maxWorkgroupsPerDispatch, ...rest } = vmOptions;
+        const own = maxWorkgroupsPerDispatch === undefined
+          ? functions
+          : functionsFor(launchBudget(maxWorkgroupsPerDispatch));
+        return new VirtualMachine(executable, device, { ...rest, functions: own });
       },
       dispose() {
         if (disposed) return;

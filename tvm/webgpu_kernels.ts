@@ -16,6 +16,9 @@
  *   extents are dispatched. An x extent of 65536 or more is folded into z
  *   (halving x, doubling z); the kernel recovers the index as
  *   `blockIdx.z * gridDim.x + blockIdx.x` and returns past `packGridDimX`.
+ * - A grid of more workgroups than the launch budget allows
+ *   (tvm/launch_budget.ts) is refused before anything is recorded, with a
+ *   `LaunchBudgetError`.
  * - Buffers are bound whole, so a tensor must start at byte 0 of its
  *   buffer — what Relax's memory planning produces (one tensor per storage
  *   offset 0); any other tensor is refused with the reason.
@@ -27,6 +30,7 @@ import { NDArray } from "../devices/ndarray.ts";
 import type { CachedLayout } from "../devices/webgpu/pipeline_cache.ts";
 import { kernelContext, type WebGPUDevice } from "../devices/webgpu/webgpu_device.ts";
 import type { KernelLaunch, KernelLauncher } from "./host_plan.ts";
+import { LaunchBudgetError, workgroupsOf } from "./launch_budget.ts";
 import { type KernelInfo, launchTags, TVMPackageError } from "./package_format.ts";
 
 /** One compiled kernel. */
@@ -49,9 +53,12 @@ let packageCount = 0;
 /** The largest workgroup count of one dispatch dimension WebGPU guarantees. */
 const MAX_DIMENSION = 65535;
 
+/** The launcher host functions call, for a launch budget (`maxWorkgroupsPerDispatch`). */
+export type LauncherForBudget = (maxWorkgroupsPerDispatch: number) => KernelLauncher;
+
 /**
  * Compiles `kernels` on `device` and returns the launcher host functions
- * call. A kernel that does not compile, or whose bindings disagree with its
+ * call, given the launch budget of the VM they run for. A kernel that does not compile, or whose bindings disagree with its
  * WGSL, fails here with a `TVMPackageError` naming it and WebGPU's message;
  * nothing is left in the device's error state.
  */
@@ -59,7 +66,7 @@ export async function compileKernels(
   device: WebGPUDevice,
   kernels: ReadonlyMap<string, KernelInfo>,
   file: string,
-): Promise<KernelLauncher> {
+): Promise<LauncherForBudget> {
   const gpu = device.gpu;
   const id = ++packageCount;
   const compiled = new Map<string, CompiledKernel>();
@@ -112,7 +119,7 @@ export async function compileKernels(
     });
   }
   const ctx = kernelContext(device);
-  return (launch: KernelLaunch) => {
+  return (budget) => (launch: KernelLaunch) => {
     const k = compiled.get(launch.kernel);
     if (k === undefined) throw new Error(`no kernel named ${launch.kernel}`);
     const fail = (message: string): never => {
@@ -123,6 +130,8 @@ export async function compileKernels(
       if (!Number.isSafeInteger(g) || g < 0) fail(`launch extent ${i} is ${g}`);
       work[k.dims[i]] = g;
     });
+    const workgroups = workgroupsOf(launch.grid, k.dims);
+    if (workgroups > budget) throw new LaunchBudgetError(k.name, launch.grid, workgroups, budget);
     const packDimX = work[0];
     let [x, z] = [work[0], work[2]];
     while (x > MAX_DIMENSION) {

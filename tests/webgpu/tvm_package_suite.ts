@@ -2,6 +2,7 @@
 // build, per-VM kernels, host asserts as VMErrors, memory, and packages that must fail at load.
 import { assert, assertEquals, assertGreater, assertRejects } from "@std/assert";
 import {
+  LaunchBudgetError,
   loadTVMPackage,
   NDArray,
   tensor,
@@ -14,6 +15,7 @@ import {
   type ElementwiseManifest,
   elementwisePackage,
   float32s,
+  gridPackage,
   inputTensor,
   maxRelativeDifference,
   packageFiles,
@@ -71,6 +73,44 @@ gpuTest(
     let wrong = 0;
     for (let i = 0; i < n; i++) if (got[i] !== av[i] + 1) wrong++;
     assertEquals(wrong, 0, "every element, the folded last workgroups included");
+  },
+);
+
+gpuTest(
+  "TVM package: a grid over the launch budget is refused at once and the event loop keeps running",
+  async (gpu) => {
+    // Issue 27, finding 5: 2^24 workgroups ran on the software adapter for 8.7 s with no timer
+    // tick, under timeoutMs 2000, and the call then succeeded. The grid comes from a scalar
+    // input, so only the call can check it.
+    using pkg = await loadTVMPackage(gridPackage(), { device: gpu });
+    const vm = pkg.createVM({ timeoutMs: 2000 });
+    using a = tensor([1, 2, 3, 4]), b = tensor([1, 1, 1, 1]);
+    using out = tensor(new Float32Array(4), { device: gpu });
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 5);
+    try {
+      const start = performance.now();
+      const e = await assertRejects(() => vm.invoke("main", a, b, out, 2 ** 24), VMError);
+      const ms = performance.now() - start;
+      assert(e.cause instanceof LaunchBudgetError, `cause: ${e.cause}`);
+      assertEquals([e.cause.kernel, e.cause.grid, e.cause.budget], ["add", [2 ** 24, 64], 2 ** 19]);
+      assert(e.message.includes("kernel add: a grid of [16777216, 64] is 16777216 workgroups"));
+      assert(ms < 500, `refused after ${ms.toFixed(0)} ms`);
+      const before = ticks;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assertGreater(ticks, before, "the interval keeps ticking");
+      // The VM and the device are fine: a grid within the budget runs.
+      using r = await vm.invokeTensor("main", a, b, out, 1);
+      assertEquals(await values(r), [2, 3, 4, 5]);
+      // A VM may have a budget of its own, smaller or larger than the package's.
+      const small = pkg.createVM({ maxWorkgroupsPerDispatch: 8 });
+      await assertRejects(() => small.invoke("main", a, b, out, 9), VMError, "more than the 8");
+      const large = pkg.createVM({ maxWorkgroupsPerDispatch: 2 ** 20 });
+      using r2 = await large.invokeTensor("main", a, b, out, 2 ** 19 + 1);
+      assertEquals(await values(r2), [2, 3, 4, 5]);
+    } finally {
+      clearInterval(timer);
+    }
   },
 );
 

@@ -20,8 +20,8 @@
  */
 
 import type { AttentionGeometry } from "../../attention_layout.ts";
-import { cpuKernelMode, SCRATCH_BASE_BYTES, scratchView } from "./runtime.ts";
-import { rowsKernels, scratchFor } from "./rows.ts";
+import { cpuKernelMode, SCRATCH_BASE_BYTES, scratchFor, scratchView } from "./runtime.ts";
+import { rowsKernels } from "./rows.ts";
 
 /** Below this many flops (`2 · Tq · Tk · (D + Dv)` over all heads) attention stays in TypeScript in `"auto"` mode. */
 export const ATTENTION_WASM_MIN_FLOPS = 64 * 1024;

@@ -55,6 +55,7 @@ import {
   type KernelSpace,
   poolFor,
   SCRATCH_BASE_BYTES,
+  scratchFor,
   scratchView,
   type WasmKernels,
   wasmKernelsFor,
@@ -121,17 +122,12 @@ const everySize = () => cpuKernelMode() === "wasm";
 
 /**
  * The scratch view grown to `bytes`, or null where the memory cannot grow
- * that far. Scratch stays below `RESIDENT_BASE`, where weights' copies begin
+ * that far or the calling VM's limit would pass (runtime.ts's `scratchFor`).
+ * Scratch stays below `RESIDENT_BASE`, where weights' copies begin
  * (resident.ts).
  */
 function grownScratch(space: KernelSpace, bytes: number): Float32Array | null {
-  if (bytes > RESIDENT_BASE) return null;
-  try {
-    return scratchView(space, bytes);
-  } catch (e) {
-    if (e instanceof RangeError) return null; // past the 2 GiB maximum, or out of memory
-    throw e;
-  }
+  return scratchFor(space, bytes, RESIDENT_BASE);
 }
 
 /**

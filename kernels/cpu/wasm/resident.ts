@@ -28,7 +28,9 @@
  * the free ranges together would hold it but none alone does is every copy
  * dropped and the region started again. Pages of the region are committed
  * as copies are written and are never given back to the system (a
- * WebAssembly memory cannot shrink), but a range given back is reused.
+ * WebAssembly memory cannot shrink), but a range given back is reused, and
+ * once the last copy is given back the whole memory is dropped when the
+ * kernels are idle (runtime.ts's `trimCpuKernelMemory`).
  *
  * When a copy is given back. When its seal ends: the tensor is freed (its
  * block `reclaimed()`), unsealed (`cpuView()`, an in-place builtin), or
@@ -62,7 +64,7 @@ import {
   setCpuResidentStats,
 } from "../../../devices/cpu_device.ts";
 import { DOT_K_STEP, DOT_ROWS } from "./gemm_module.ts";
-import { scratchView, type WasmKernels } from "./runtime.ts";
+import { requestTrim, scratchView, setCopiesGone, type WasmKernels } from "./runtime.ts";
 
 /** Where the copies start, in bytes: the kernels' scratch stays below. */
 export const RESIDENT_BASE = 512 * 2 ** 20;
@@ -126,6 +128,8 @@ setSealEndHook((seal) => {
   freeEntry(e);
 });
 setCpuResidentStats(residentStats);
+// The kernels' memory, grown to hold the region, is dropped only once no copy lives in it.
+setCopiesGone(() => state.live.size === 0);
 // A VM request that would pass its limit takes its copies' memory first: they only save time.
 setOptionalMemoryRelease((limit) => {
   for (const c of [...state.live]) if (c.charge === limit) freeCopy(c);
@@ -160,6 +164,7 @@ export function dropResidentCopies(): void {
   state.free = [];
   state.top = RESIDENT_BASE;
   state.liveBytes = 0;
+  requestTrim();
 }
 
 function freeEntry(e: Entry): void {
@@ -173,6 +178,7 @@ function freeCopy(c: Copy): void {
   state.liveBytes -= c.bytes;
   c.charge?.give(c.bytes);
   giveRange(c.at, c.bytes);
+  if (state.live.size === 0) requestTrim();
 }
 
 /** Puts `[at, at + bytes)` on the free list, joined with free neighbours (or lowering `top`). */

@@ -16,6 +16,7 @@ import {
   cpuKernelMode,
   type KernelSpace,
   SCRATCH_BASE_BYTES,
+  scratchFor,
   scratchView,
   wasmKernelsFor,
 } from "./runtime.ts";
@@ -89,6 +90,18 @@ export function rowsMayTake(values: number, threshold: number): boolean {
   return mode === "wasm" || (mode === "auto" && values >= threshold);
 }
 
+/**
+ * rows_module.ts compiled, once: a trimmed memory's fresh space
+ * (runtime.ts's `trimCpuKernelMemory`) instantiates it again; null where it
+ * does not validate.
+ */
+let compiled: WebAssembly.Module | null | undefined;
+
+function compileRows(): WebAssembly.Module | null {
+  const bytes = rowsModuleBytes({ module: "env", name: "memory", minPages: 1, maxPages: 32768 });
+  return WebAssembly.validate(bytes) ? new WebAssembly.Module(bytes) : null;
+}
+
 /** One instance of rows_module.ts per kernel space; null where it would not compile. */
 const instances = new WeakMap<KernelSpace, RowsExports | null>();
 
@@ -106,33 +119,18 @@ export function rowsKernels(
   const space = k.local;
   let e = instances.get(space);
   if (e === undefined) {
-    const bytes = rowsModuleBytes({ module: "env", name: "memory", minPages: 1, maxPages: 32768 });
     // The gemm's module compiled here, so this one (SIMD128 only) should too; if not, TypeScript.
     try {
-      e = WebAssembly.validate(bytes)
-        ? new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory: space.memory } })
-          .exports as unknown as RowsExports
-        : null;
+      compiled ??= compileRows();
+      e = compiled === null ? null : new WebAssembly.Instance(compiled, {
+        env: { memory: space.memory },
+      }).exports as unknown as RowsExports;
     } catch {
       e = null;
     }
     instances.set(space, e);
   }
   return e === null ? null : [space, e];
-}
-
-/**
- * `scratchView(space, bytes)`, or null where the memory cannot grow that far
- * (a browser short of address space): the caller then leaves the work to
- * TypeScript rather than fail the operator.
- */
-export function scratchFor(space: KernelSpace, bytes: number): Float32Array | null {
-  try {
-    return scratchView(space, bytes);
-  } catch (e) {
-    if (e instanceof RangeError) return null;
-    throw e;
-  }
 }
 
 /** Rows per chunk for rows of `n`: as many as fit in `CHUNK`, at least one. */

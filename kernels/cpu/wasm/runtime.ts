@@ -18,6 +18,18 @@
  * tensors; the memory is declared with a 2 GiB maximum so that every byte
  * address is a non-negative int32.
  *
+ * Given back: a WebAssembly memory cannot shrink, so a memory that grew
+ * past `TRIM_BYTES` (a large product's or attention's scratch, the region of
+ * sealed weights' copies) is dropped once the kernels are idle for
+ * `TRIM_IDLE_MS` with no weight copy live, and the next kernel call starts
+ * on a fresh one (`trimCpuKernelMemory`). Kernel calls are synchronous, so
+ * between them nothing addresses the memory but the copies (resident.ts
+ * says when none is left) and the worker pool, which is stopped with it
+ * and started again on the new memory by the next call that wants it.
+ * And a kernel call's scratch counts against the calling VM's
+ * `maxMemoryBytes` for as long as the call runs: scratch that would pass it
+ * is not taken, and the operator runs in TypeScript (`scratchFor`).
+ *
  * Threads: where memory can be shared (thread_pool.ts), the memory is a
  * shared one and a pool of `threads - 1` workers (`cpu(id, { threads })`)
  * is started the first time a kernel runs and used at once: until its
@@ -30,7 +42,8 @@
  */
 
 import { shared } from "../../../ground/shared.ts";
-import { cpuThreadSetting, setCpuKernelDescriber } from "../../../devices/cpu_device.ts";
+import { cpu, cpuThreadSetting, setCpuKernelDescriber } from "../../../devices/cpu_device.ts";
+import { activeAllocators } from "../../../devices/allocation_context.ts";
 import { gemmModuleBytes } from "./gemm_module.ts";
 import { CONTROL_BYTES, ThreadPool, threadsAvailable } from "./thread_pool.ts";
 
@@ -124,6 +137,16 @@ const PAGE = 65536;
 const MAX_PAGES = 32768;
 /** The pool stops after this long without work. */
 export const POOL_IDLE_MS = 300;
+/**
+ * A kernel memory grown past this (64 MiB) is dropped when the kernels have
+ * been idle `TRIM_IDLE_MS` and no weight copy lives in it; one at most this
+ * size is kept, so that steady work does not pay a fresh memory's growth.
+ */
+export const TRIM_BYTES = 64 * 2 ** 20;
+/** Idle time before a memory past `TRIM_BYTES` is dropped. */
+export const TRIM_IDLE_MS = 300;
+/** Scratch below this (1 MiB: the row kernels' chunks) is not checked against the VM's limit. */
+const SCRATCH_CHECK_BYTES = 2 ** 20;
 /** Bytes at the start of the memory that are not scratch (the pool's control block). */
 export const SCRATCH_BASE_BYTES = CONTROL_BYTES;
 
@@ -138,6 +161,14 @@ interface State {
   /** Why the pool could not start (kept so that it is not tried on every call). */
   threadsReason: string | null;
   idleTimer: number | null;
+  /** The kernels the pool runs on (a trimmed memory's pool is stopped). */
+  poolKernels: WasmKernels | null;
+  /** The timer that drops a memory grown past `TRIM_BYTES`, when armed. */
+  trimTimer: number | null;
+  /** Whether no weight copy lives in the shared memory (resident.ts says; none: true). */
+  copiesGone: () => boolean;
+  /** Memories dropped so far (for tests and `cpuKernelMemory`). */
+  trims: number;
 }
 
 /** One state per realm, shared by every copy of the library (as the VM's eval refusal is). */
@@ -150,6 +181,10 @@ const state: State = shared("relaxvm.cpuWasm.v1", () => ({
   starting: null,
   threadsReason: null,
   idleTimer: null,
+  poolKernels: null,
+  trimTimer: null,
+  copiesGone: () => true,
+  trims: 0,
 }));
 
 /** Selects the CPU kernel path for the whole realm (see `CpuKernelMode`). */
@@ -184,6 +219,8 @@ export function cpuKernelInfo(): CpuKernelInfo {
  */
 export function forgetCpuKernels(): void {
   stopPool();
+  if (state.trimTimer !== null) clearTimeout(state.trimTimer);
+  state.trimTimer = null;
   state.threadsReason = null;
   state.kernels = null;
   state.tried = false;
@@ -228,32 +265,114 @@ function loadKernels(): WasmKernels | null {
       module = compile(false, shared);
     }
     if (module === null) throw new Error("this engine does not support WebAssembly SIMD128");
-    const instance = new WebAssembly.Instance(module, { env: { memory } });
-    const exports = instance.exports as unknown as GemmExports;
-    let local: KernelSpace | null = null;
+    let localModule: WebAssembly.Module | null = null;
     if (shared) {
-      const plain = compile(simd === "relaxed-simd", false);
-      if (plain === null) throw new Error("the kernels validate on a shared memory only");
-      const localMemory = new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES });
-      const inst = new WebAssembly.Instance(plain, { env: { memory: localMemory } });
-      local = { exports: inst.exports as unknown as GemmExports, memory: localMemory, view: null };
+      localModule = compile(simd === "relaxed-simd", false);
+      if (localModule === null) throw new Error("the kernels validate on a shared memory only");
     }
-    const k: { -readonly [P in keyof WasmKernels]: WasmKernels[P] } = {
-      exports,
-      memory,
-      view: null,
-      simd,
-      module,
-      shared,
-      local: local as KernelSpace,
-    };
-    if (local === null) k.local = k;
-    state.kernels = k;
+    state.kernels = instantiate(module, localModule, memory, simd, shared);
   } catch (e) {
     state.reason = e instanceof Error ? e.message : String(e);
     console.warn(`relaxvm: CPU kernels run in TypeScript, not WebAssembly: ${state.reason}`);
   }
   return state.kernels;
+}
+
+/** The kernels on `memory` (and a fresh ordinary memory for `local` when `memory` is shared). */
+function instantiate(
+  module: WebAssembly.Module,
+  localModule: WebAssembly.Module | null,
+  memory: WebAssembly.Memory,
+  simd: "relaxed-simd" | "simd128",
+  shared: boolean,
+): WasmKernels {
+  const instance = new WebAssembly.Instance(module, { env: { memory } });
+  const exports = instance.exports as unknown as GemmExports;
+  let local: (KernelSpace & { module: WebAssembly.Module }) | null = null;
+  if (localModule !== null) {
+    const localMemory = new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES });
+    const inst = new WebAssembly.Instance(localModule, { env: { memory: localMemory } });
+    local = {
+      exports: inst.exports as unknown as GemmExports,
+      memory: localMemory,
+      view: null,
+      module: localModule,
+    };
+  }
+  const k: { -readonly [P in keyof WasmKernels]: WasmKernels[P] } = {
+    exports,
+    memory,
+    view: null,
+    simd,
+    module,
+    shared,
+    local: local as KernelSpace,
+  };
+  if (local === null) k.local = k;
+  return k;
+}
+
+/** Bytes the kernels' memories hold now: what `trimCpuKernelMemory` gives back. */
+export interface CpuKernelMemory {
+  /** The memory the worker pool shares (and the sealed weights' copies live in). */
+  sharedBytes: number;
+  /** The calling thread's own memory (0 where it is the shared one, or nothing is compiled). */
+  localBytes: number;
+  /** Memories dropped so far in this realm. */
+  trims: number;
+}
+
+/** The kernels' memory sizes now (nothing is compiled for it). */
+export function cpuKernelMemory(): CpuKernelMemory {
+  const k = state.kernels;
+  return {
+    sharedBytes: k?.memory.buffer.byteLength ?? 0,
+    localBytes: k === null || k.local === k ? 0 : k.local.memory.buffer.byteLength,
+    trims: state.trims,
+  };
+}
+
+/**
+ * Called by resident.ts: whether no weight copy lives in the kernels'
+ * memory (a memory holding one is never dropped).
+ */
+export function setCopiesGone(gone: () => boolean): void {
+  state.copiesGone = gone;
+}
+
+/**
+ * Drops each kernel memory grown past `TRIM_BYTES` (both, at most) and puts
+ * fresh one-page memories in their place, unless a weight copy lives in the
+ * shared one; stops the worker pool with it. Returns whether it dropped
+ * anything. Runs by itself `TRIM_IDLE_MS` after a memory grows past the
+ * bound, or after the last copy is given back; safe at any time between
+ * kernel calls, which are synchronous.
+ */
+export function trimCpuKernelMemory(): boolean {
+  if (state.trimTimer !== null) clearTimeout(state.trimTimer);
+  state.trimTimer = null;
+  const k = state.kernels;
+  if (k === null) return false;
+  const big = (m: WebAssembly.Memory) => m.buffer.byteLength > TRIM_BYTES;
+  if (!big(k.memory) && !big(k.local.memory)) return false;
+  if (!state.copiesGone()) return false;
+  stopPool();
+  const memory = new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES, shared: k.shared });
+  const localModule = k.local === k ? null : (k.local as { module?: WebAssembly.Module }).module!;
+  state.kernels = instantiate(k.module, localModule, memory, k.simd, k.shared);
+  state.trims++;
+  return true;
+}
+
+/** Arms the trim timer (unless armed): the kernels' memory is dropped after `TRIM_IDLE_MS`. */
+export function requestTrim(): void {
+  if (state.trimTimer !== null || state.kernels === null) return;
+  const id = setTimeout(() => {
+    state.trimTimer = null;
+    trimCpuKernelMemory();
+  }, TRIM_IDLE_MS) as unknown as number;
+  state.trimTimer = id;
+  unrefTimer?.(id);
 }
 
 /**
@@ -276,11 +395,63 @@ export function scratchView(space: KernelSpace, bytes: number): Float32Array {
   if (bytes > have) {
     space.memory.grow(Math.ceil((bytes - have) / PAGE));
     space.view = null;
+    if (space.memory.buffer.byteLength > TRIM_BYTES) requestTrim();
   }
   if (space.view === null || space.view.buffer !== space.memory.buffer) {
     space.view = new Float32Array(space.memory.buffer);
   }
   return space.view;
+}
+
+/** What a VM's memory limit offers a kernel (devices/allocator.ts's `MemoryLimit`). */
+interface ScratchCharge {
+  take(blockBytes: number, device: ReturnType<typeof cpu>, nbytes: number): void;
+  give(blockBytes: number): void;
+}
+
+/**
+ * `scratchView(space, bytes)` for a kernel call's scratch of `bytes` (from
+ * address 0), or null where the operator should run in TypeScript instead:
+ * the scratch would pass the calling VM's `maxMemoryBytes` (counted as a
+ * block of that VM while the call runs: what its tensors hold plus this
+ * scratch), or the memory cannot grow that far (past `limit`, or a browser
+ * short of address space).
+ */
+export function scratchFor(
+  space: KernelSpace,
+  bytes: number,
+  limit = MAX_PAGES * PAGE,
+): Float32Array | null {
+  if (bytes > limit || !withinVMLimit(bytes)) return null;
+  try {
+    return scratchView(space, bytes);
+  } catch (e) {
+    if (e instanceof RangeError) return null; // past the 2 GiB maximum, or out of memory
+    throw e;
+  }
+}
+
+/**
+ * Whether `bytes` more fit the running VM's memory limit now. Scratch below
+ * `SCRATCH_CHECK_BYTES` (the row kernels' chunks) is not asked about.
+ */
+function withinVMLimit(bytes: number): boolean {
+  if (bytes < SCRATCH_CHECK_BYTES) return true;
+  // The VM's MemoryLimit (devices/allocator.ts), read as resident.ts reads it.
+  const limit = activeAllocators()?.limit as Partial<ScratchCharge> | undefined;
+  if (limit?.take === undefined || limit.give === undefined) return true;
+  try {
+    // Counted and given back at once: the scratch lives only while this synchronous call runs.
+    // Taking may give the VM's weight copies back (they only save time); a copy this call already
+    // holds the address of keeps its bytes until another copy is written, which cannot happen
+    // before the call ends.
+    limit.take(bytes, cpu(), bytes);
+  } catch (e) {
+    if (e instanceof RangeError) return false;
+    throw e;
+  }
+  limit.give(bytes);
+  return true;
 }
 
 /**
@@ -292,7 +463,7 @@ export function scratchView(space: KernelSpace, bytes: number): Float32Array {
 export function poolFor(k: WasmKernels): ThreadPool | null {
   const want = cpuThreadSetting();
   let pool = state.pool;
-  if (pool !== null && pool.threads !== want) {
+  if (pool !== null && (pool.threads !== want || state.poolKernels !== k)) {
     stopPool();
     pool = null;
   }
@@ -335,6 +506,7 @@ function startPool(k: WasmKernels, threads: number): void {
   const { pool, ready } = opened;
   // Used from now on: workers join its jobs as they start (thread_pool.ts).
   state.pool = pool;
+  state.poolKernels = k;
   state.threadsReason = null;
   armIdleTimer();
   const starting = ready.then(
@@ -359,6 +531,7 @@ function stopPool(): void {
   state.idleTimer = null;
   state.pool?.close();
   state.pool = null;
+  state.poolKernels = null;
   state.starting = null;
 }
 
