@@ -62,6 +62,22 @@ export function shapeSize(shape: readonly number[]): number {
   return n;
 }
 
+/**
+ * The number of elements of `shape` when it is at most `max` (a safe
+ * integer), else -1. Multiplied step by step against `max`, so dimensions
+ * read from a file (each up to 2^53) never make an inexact or infinite count:
+ * what a loader compares with the bytes the file has left.
+ */
+export function shapeSizeWithin(shape: readonly number[], max: number): number {
+  if (shape.includes(0)) return 0;
+  let n = 1;
+  for (const d of shape) {
+    n *= d;
+    if (n > max) return -1;
+  }
+  return n;
+}
+
 const NDARRAY_BRAND = brandKey("NDArray");
 
 /**
