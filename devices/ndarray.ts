@@ -456,8 +456,8 @@ export class NDArray extends VMObject {
    * TypedArray of the dtype — `BigInt64Array` for int64, `Float16Array` for
    * float16 (a `Float32Array` where the runtime has none), a `Float32Array`
    * of the values for bfloat16. A copy that widens (bfloat16 to float32) is
-   * at most `MAX_WIDENED_ELEMENTS` (2^30) elements: beyond, a `RangeError`
-   * names the size, and `cpuView()` reads the raw bits.
+   * at most 2^30 elements (4 GiB): beyond, a `RangeError` names the size,
+   * and `cpuView()` reads the raw bits.
    */
   async data(): Promise<TypedArray> {
     this.#assertLive();
