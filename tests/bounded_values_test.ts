@@ -163,3 +163,15 @@ Deno.test("values: relaxvm run prints a 2^27-element bfloat16 result summarized"
     await Deno.remove(file);
   }
 });
+
+Deno.test("values: as_typescript refuses 2^27 constant elements with a RangeError", () => {
+  const ib = new ExecBuilder();
+  using big = NDArray.empty([N], "uint8");
+  ib.function("main", { num_inputs: 0 }, () => {
+    ib.emit_call("vm.builtin.copy", [big], { dst: ib.r(0) });
+    ib.emit_ret(ib.r(0));
+  });
+  using exe = ib.get();
+  // Before: every element a literal in one JS array, and V8 aborted ("invalid array length").
+  assertThrows(() => exe.as_typescript(), RangeError, `hold ${N} elements, more than the 16777216`);
+});
