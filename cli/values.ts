@@ -6,6 +6,7 @@
  */
 
 import { Closure, NDArray, ShapeTuple, tensor, type TensorDType } from "../mod.ts";
+import { elementReader } from "../ground/dtype.ts";
 import { formatNested } from "../ground/inspect.ts";
 import { printable } from "../ground/printable.ts";
 import { UsageError } from "./failure.ts";
@@ -99,12 +100,13 @@ const MAX_STRING = 10_000;
  */
 export async function formatValue(value: unknown): Promise<string> {
   if (value instanceof NDArray) {
-    const data = await value.data();
+    const at = await elementsOf(value);
     const described = `(${value.dtype}, shape [${value.shape.join(", ")}])`;
     if (value.size > SUMMARY_THRESHOLD) {
-      return `${formatNested(data, value.shape, { width: Infinity })} ${described}`;
+      return `${formatNested(at, value.shape, { width: Infinity })} ${described}`;
     }
-    return `${nestedText(nest([...data] as (number | bigint)[], value.shape))} ${described}`;
+    const data = Array.from({ length: value.size }, (_, i) => at(i));
+    return `${nestedText(nest(data, value.shape))} ${described}`;
   }
   if (value instanceof ShapeTuple) return `(${[...value].join(", ")})`;
   if (Array.isArray(value)) {
@@ -125,3 +127,14 @@ export async function formatValue(value: unknown): Promise<string> {
 }
 
 const ELIDED = Symbol("elided");
+
+/**
+ * Element `i` of `t` as `data()` holds it. A CPU tensor is read in place, so
+ * printing the ends of a large one reads only those; another device's is
+ * read back first.
+ */
+async function elementsOf(t: NDArray): Promise<(i: number) => number | bigint> {
+  if (t.device.kind === "cpu") return elementReader(t.dtype, t.readView());
+  const data = await t.data();
+  return (i) => data[i];
+}

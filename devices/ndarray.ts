@@ -43,6 +43,7 @@ import { cpu } from "./cpu_device.ts";
 import type { Device } from "./device.ts";
 import {
   elementBytes,
+  elementReader,
   type TensorDType,
   TYPED_ARRAYS,
   type TypedArray,
@@ -58,6 +59,22 @@ const collected = new FinalizationRegistry<Storage>((storage) => storage.release
 export function shapeSize(shape: readonly number[]): number {
   let n = 1;
   for (let i = 0; i < shape.length; i++) n *= shape[i];
+  return n;
+}
+
+/**
+ * The number of elements of `shape` when it is at most `max` (a safe
+ * integer), else -1. Multiplied step by step against `max`, so dimensions
+ * read from a file (each up to 2^53) never make an inexact or infinite count:
+ * what a loader compares with the bytes the file has left.
+ */
+export function shapeSizeWithin(shape: readonly number[], max: number): number {
+  if (shape.includes(0)) return 0;
+  let n = 1;
+  for (const d of shape) {
+    n *= d;
+    if (n > max) return -1;
+  }
   return n;
 }
 
@@ -438,7 +455,9 @@ export class NDArray extends VMObject {
    * A copy of the elements, from any device (waits for queued GPU work): a
    * TypedArray of the dtype — `BigInt64Array` for int64, `Float16Array` for
    * float16 (a `Float32Array` where the runtime has none), a `Float32Array`
-   * of the values for bfloat16.
+   * of the values for bfloat16. A copy that widens (bfloat16 to float32) is
+   * at most 2^30 elements (4 GiB): beyond, a `RangeError` names the size,
+   * and `cpuView()` reads the raw bits.
    */
   async data(): Promise<TypedArray> {
     this.#assertLive();
@@ -483,7 +502,8 @@ export class NDArray extends VMObject {
    * Shown by `console.log` and `deno repl`: dtype, shape and device, then on
    * the CPU the values nested like NumPy prints them,
    * `NDArray(float32, [2, 3], cpu(0)) [[1, 2, 3], [4, 5, 6]]`, with the
-   * middle of every long axis elided (`...`) beyond 1000 elements.
+   * middle of every long axis elided (`...`) beyond 1000 elements, and at
+   * most 2000 elements shown (only those are read).
    *
    * @example
    * ```ts
@@ -497,11 +517,10 @@ export class NDArray extends VMObject {
     const head = this.toString();
     if (this.disposed) return `${head} <released>`;
     if (this.device.kind !== "cpu") return `${head} <on ${this.device}: await data() to read>`;
-    const stored = valuesOf(this.dtype, this.cpuView());
-    const values: ArrayLike<number | bigint | boolean> = this.dtype === "bool"
-      ? Array.from(stored as Uint8Array, (b) => b !== 0)
-      : stored;
-    const text = formatNested(values, this.shape, { width: 80 - head.length - 1 });
+    // Reads only the elements shown: printing a tensor of 2^27 costs what printing 2000 does.
+    const read = elementReader(this.dtype, this.readView());
+    const at = this.dtype === "bool" ? (i: number) => read(i) !== 0 : read;
+    const text = formatNested(at, this.shape, { width: 80 - head.length - 1 });
     return text.includes("\n") ? `${head}\n${text}` : `${head} ${text}`;
   }
 

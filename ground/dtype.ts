@@ -7,8 +7,13 @@
  */
 
 import { brand, type Branded, brandKey } from "./brand.ts";
-import { bfloat16BitsToFloat32, float16BitsToFloat32 } from "./float_formats.ts";
-import { INSPECT } from "./inspect.ts";
+import {
+  bfloat16ArrayToFloat32,
+  bfloat16BitsToFloat32,
+  float16ArrayToFloat32,
+  float16BitsToFloat32,
+} from "./float_formats.ts";
+import { formatBytes, INSPECT } from "./inspect.ts";
 
 /** DLPack type codes. */
 export const DTypeCode = { Int: 0, UInt: 1, Float: 2, BFloat: 4, Bool: 6 } as const;
@@ -62,16 +67,46 @@ export const TYPED_ARRAYS: Readonly<
 };
 
 /**
+ * The most elements `valuesOf` widens into a new `Float32Array`: 2^30 (4 GiB
+ * of float32). A bfloat16 tensor larger than that (2 GiB of its own) is read
+ * through its raw bits (`cpuView()`) instead.
+ */
+export const MAX_WIDENED_ELEMENTS = 2 ** 30;
+
+/**
  * What `data()` returns for elements stored as `stored`: the array itself,
  * except that bfloat16 (and float16 without `Float16Array`) bits become a
- * `Float32Array` of their values (exact). `stored` may be reused.
+ * `Float32Array` of their values (exact), built by a loop whatever the size.
+ * `stored` may be reused. Throws a `RangeError` naming the size when the
+ * widened copy would exceed `MAX_WIDENED_ELEMENTS`.
  */
 export function valuesOf(dt: TensorDType, stored: TypedArray): TypedArray {
-  if (dt === "bfloat16") return Float32Array.from(stored as Uint16Array, bfloat16BitsToFloat32);
-  if (dt === "float16" && !NATIVE_FLOAT16) {
-    return Float32Array.from(stored as Uint16Array, float16BitsToFloat32);
+  const widens = dt === "bfloat16" || (dt === "float16" && !NATIVE_FLOAT16);
+  if (!widens) return stored;
+  if (stored.length > MAX_WIDENED_ELEMENTS) {
+    throw new RangeError(
+      `Cannot read the values of a ${dt} tensor of ${stored.length} elements: as float32 they ` +
+        `would take ${formatBytes(stored.length * 4)}, over the ${MAX_WIDENED_ELEMENTS} elements ` +
+        `(${formatBytes(MAX_WIDENED_ELEMENTS * 4)}) one copy may hold; read its raw bits with ` +
+        `cpuView(), or a slice of it`,
+    );
   }
-  return stored;
+  return dt === "bfloat16"
+    ? bfloat16ArrayToFloat32(stored as Uint16Array)
+    : float16ArrayToFloat32(stored as Uint16Array);
+}
+
+/**
+ * Element `i` of `stored` (a tensor's storage of dtype `dt`) as `valuesOf`
+ * would give it, without copying the rest: what printing reads, so that
+ * showing a few elements of a huge tensor costs a few reads.
+ */
+export function elementReader(dt: TensorDType, stored: TypedArray): (i: number) => number | bigint {
+  if (dt === "bfloat16") return (i) => bfloat16BitsToFloat32((stored as Uint16Array)[i]);
+  if (dt === "float16" && !NATIVE_FLOAT16) {
+    return (i) => float16BitsToFloat32((stored as Uint16Array)[i]);
+  }
+  return (i) => stored[i];
 }
 
 /** A dtype string that tensors can hold. */

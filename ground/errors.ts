@@ -8,7 +8,13 @@
  */
 
 import { brand, type Branded, brandKey } from "./brand.ts";
-import { printable } from "./printable.ts";
+import {
+  cut,
+  MAX_MESSAGE_CHARS,
+  MAX_NAME_CHARS,
+  MAX_REASON_CHARS,
+  printable,
+} from "./printable.ts";
 
 /** One problem found by the checker. */
 export interface CheckProblem {
@@ -22,9 +28,16 @@ export interface CheckProblem {
 
 const CHECK_ERROR_BRAND = brandKey("CheckError");
 
+/** How many problems a `CheckError`'s message lists; `problems` holds them all. */
+export const PROBLEMS_LISTED = 50;
+
+/** Characters of one problem in a `CheckError`'s message (its line, after `  - `). */
+const PROBLEM_CHARS = 1000;
+
 /**
- * Thrown by `ExecBuilder.get()` when the program is malformed. Lists every
- * problem, not only the first.
+ * Thrown by `ExecBuilder.get()` when the program is malformed. Finds every
+ * problem, not only the first: the message lists the first 50 and counts
+ * the rest (at most 64 KiB in all), `problems` holds them all.
  *
  * @example Catch a read of an unwritten register
  * ```ts
@@ -59,20 +72,30 @@ export class CheckError extends Error {
 
   /** Builds the error from the checker's problem list. */
   constructor(problems: readonly CheckProblem[]) {
-    const lines = problems.map(formatProblem);
+    // A call of 100,000 operands never written is 100,000 problems: 6.6 MB listed in full.
+    const lines = problems.slice(0, PROBLEMS_LISTED).map((p) =>
+      cut(formatProblem(p), PROBLEM_CHARS)
+    );
+    const more = problems.length - lines.length;
+    if (more > 0) lines.push(`… and ${more} more (the error's \`problems\` lists them all)`);
     super(
-      `Cannot build executable: found ${problems.length} problem${
-        problems.length === 1 ? "" : "s"
-      }\n${lines.map((l) => `  - ${l}`).join("\n")}`,
+      cut(
+        `Cannot build executable: found ${problems.length} problem${
+          problems.length === 1 ? "" : "s"
+        }\n${lines.map((l) => l.startsWith("…") ? `  ${l}` : `  - ${l}`).join("\n")}`,
+        MAX_MESSAGE_CHARS,
+      ),
     );
     this.name = "CheckError";
     this.problems = problems;
   }
 }
 
-/** Formats one problem as `@func[pc]: message`. */
+/** Formats one problem as `@func[pc]: message` (a long function name cut). */
 export function formatProblem(p: CheckProblem): string {
-  const where = p.functionName === "" ? "executable" : `@${printable(p.functionName)}`;
+  const where = p.functionName === ""
+    ? "executable"
+    : `@${cut(printable(p.functionName), MAX_NAME_CHARS)}`;
   return p.pc >= 0 ? `${where}[${p.pc}]: ${p.message}` : `${where}: ${p.message}`;
 }
 
@@ -112,8 +135,11 @@ export class LoadError extends Error {
 
   /** Builds the error; the message names the section and byte offset. */
   constructor(section: string, offset: number, reason: string, options?: ErrorOptions) {
+    // A reason may quote the file (a name, a dtype's text): bounded, as every message is.
     super(
-      `Cannot load executable: ${reason} (section "${section}", byte offset ${offset})`,
+      `Cannot load executable: ${
+        cut(reason, MAX_REASON_CHARS)
+      } (section "${section}", byte offset ${offset})`,
       options,
     );
     this.name = "LoadError";
@@ -215,17 +241,21 @@ export class VMError extends Error {
 
   /** Builds the error from where it happened and what went wrong. */
   constructor(location: VMErrorLocation, reason: string, options?: ErrorOptions) {
-    const parts = location.functionName === "" ? [] : [`in @${printable(location.functionName)}`];
+    const parts = location.functionName === ""
+      ? []
+      : [`in @${cut(printable(location.functionName), MAX_NAME_CHARS)}`];
     if (location.pc >= 0) parts.push(`instruction ${location.pc}`);
     const built = location.builtInstruction ?? "";
     if (location.instruction !== "") {
       const asBuilt = built === "" ? "" : ` (as built: \`${cut(built.trimEnd(), 500)}\`)`;
       parts.push(`\`${cut(location.instruction, 500)}\`${asBuilt}`);
     }
-    if (location.packedFunc !== "") parts.push(`calling ${printable(location.packedFunc)}`);
+    if (location.packedFunc !== "") {
+      parts.push(`calling ${cut(printable(location.packedFunc), MAX_NAME_CHARS)}`);
+    }
     // A reason may carry what a program chose (a string, a name): bounded, so one failing call
     // cannot print megabytes on one line.
-    const shown = cut(reason, 4000);
+    const shown = cut(reason, MAX_REASON_CHARS);
     const limit = ErrorLimit.stackTraceLimit;
     if (typeof limit === "number") ErrorLimit.stackTraceLimit = limit + 30;
     super(parts.length === 0 ? shown : `${shown} (${parts.join(", ")})`, options);
@@ -239,13 +269,6 @@ export class VMError extends Error {
     this.packedFunc = location.packedFunc;
     this.builtInstruction = built;
   }
-}
-
-/** `text`, cut to `max` characters with a note of how many more there were. */
-function cut(text: string, max: number): string {
-  return text.length <= max
-    ? text
-    : `${text.slice(0, max)}… (${text.length - max} more characters)`;
 }
 
 const WEBGPU_ERROR_BRAND = brandKey("WebGPUError");
@@ -271,9 +294,9 @@ export class WebGPUError extends Error {
   /** Wraps the message WebGPU gave. */
   constructor(kind: string, message: string) {
     super(
-      `WebGPU reported ${
-        kind === "out-of-memory" ? "out of memory" : `a ${kind} error`
-      }: ${message}`,
+      `WebGPU reported ${kind === "out-of-memory" ? "out of memory" : `a ${kind} error`}: ${
+        cut(message, MAX_REASON_CHARS)
+      }`,
     );
     this.name = "WebGPUError";
     this.kind = kind;

@@ -34,6 +34,19 @@ export function bfloat16BitsToFloat32(bits: number): number {
 }
 
 /**
+ * The float32 values of a whole array of bfloat16 bits, in a new `Float32Array`.
+ * A loop, never `Float32Array.from(bits, f)`: with a mapping function V8
+ * first collects every element in a JS array, which cannot hold much beyond
+ * 2^27 elements, and the process dies ("invalid array length").
+ */
+export function bfloat16ArrayToFloat32(bits: Uint16Array): Float32Array {
+  const out = new Float32Array(bits.length);
+  const outBits = new Uint32Array(out.buffer);
+  for (let i = 0; i < bits.length; i++) outBits[i] = bits[i] << 16;
+  return out;
+}
+
+/**
  * The bfloat16 bits nearest to a float32 value, as a cast computes them:
  * round to nearest, ties to even; values beyond the largest bfloat16 round
  * to infinity; NaN stays a (quiet) NaN. (TVM's compiled casts round the same
@@ -90,4 +103,11 @@ export function float16BitsToFloat32(bits: number): number {
     return scratch[0];
   }
   return sign * (1 + mantissa / 1024) * 2 ** (exponent - 15);
+}
+
+/** The float32 values of a whole array of IEEE binary16 bits, in a new `Float32Array` (a loop, as `bfloat16ArrayToFloat32` says why). */
+export function float16ArrayToFloat32(bits: Uint16Array): Float32Array {
+  const out = new Float32Array(bits.length);
+  for (let i = 0; i < bits.length; i++) out[i] = float16BitsToFloat32(bits[i]);
+  return out;
 }

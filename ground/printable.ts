@@ -7,8 +7,30 @@
  * here: ordinary names are unchanged, invisible and control characters
  * become `\n`, `\x1b`, `\u202e`, … escapes.
  *
+ * `cut()` bounds what a message embeds of such data (a name, a string, a
+ * list), so that no error of relaxvm is longer than `MAX_MESSAGE_CHARS`.
+ *
  * @module
  */
+
+/**
+ * The most characters an error message of relaxvm holds (64 KiB): what a
+ * program or a file chose (names, strings, lists of problems) is cut to fit.
+ */
+export const MAX_MESSAGE_CHARS = 65_536;
+
+/** Characters of a name (a function, a file, a record) shown in a message. */
+export const MAX_NAME_CHARS = 500;
+
+/** Characters of a reason (a builtin's message, a loader's) shown in a message. */
+export const MAX_REASON_CHARS = 4000;
+
+/** `text`, cut to `max` characters with a note of how many more there were. */
+export function cut(text: string, max: number): string {
+  return text.length <= max
+    ? text
+    : `${text.slice(0, max)}… (${text.length - max} more characters)`;
+}
 
 /** C0 and C1 controls, DEL, line and paragraph separators, bidirectional overrides and isolates. */
 // deno-lint-ignore no-control-regex

@@ -51,7 +51,7 @@ import {
 import { DataType, elementBytes, type TensorDType, tensorDType } from "../ground/dtype.ts";
 import { LoadError } from "../ground/errors.ts";
 import { printable } from "../ground/printable.ts";
-import { NDArray, shapeSize } from "../devices/ndarray.ts";
+import { NDArray, shapeSizeWithin } from "../devices/ndarray.ts";
 import { ShapeTuple } from "../ground/shape_tuple.ts";
 import type { ConstantValue, FunctionInfo } from "./program_data.ts";
 import { type LoadedProgram, verifiedProgram } from "./serialize.ts";
@@ -269,7 +269,18 @@ function readTensor(r: ByteReader, index: number): NDArray {
   for (let i = 0; i < ndim; i++) dims.push(int(r, "tensor dimension", 0, Number.MAX_SAFE_INTEGER));
   const sizeAt = r.position;
   const size = r.i64("tensor byte size");
-  const expected = shapeSize(dims) * elementBytes(tdt);
+  // Counted against what the file has left: 20 dimensions of 2^53 - 1 multiply to Infinity,
+  // which no BigInt can hold.
+  const count = shapeSizeWithin(dims, Math.floor(r.remaining / elementBytes(tdt)));
+  if (count < 0) {
+    throw r.fail(
+      `constant ${index}: a ${tdt} tensor of shape [${
+        dims.join(", ")
+      }] needs more bytes than the ${r.remaining} left in the file`,
+      sizeAt,
+    );
+  }
+  const expected = count * elementBytes(tdt);
   if (size !== BigInt(expected)) {
     throw r.fail(
       `constant ${index}: a ${tdt} tensor of shape [${

@@ -197,8 +197,23 @@ function operandExpr(ex: ProgramData, word: number): Doc {
   }
 }
 
+/**
+ * The most tensor elements a module writes, all constants together (2^24).
+ * Every element is a literal in a JS array first: past about 2^27, V8 cannot
+ * hold the array and the process dies; long before, the text is no use to read.
+ */
+const MAX_WRITTEN_ELEMENTS = 2 ** 24;
+
 /** The module text. */
 export function formatTypeScript(ex: ProgramData, options: TypeScriptOptions = {}): string {
+  let elements = 0;
+  for (const c of ex.constants) if (c instanceof NDArray) elements += c.size;
+  if (elements > MAX_WRITTEN_ELEMENTS) {
+    throw new RangeError(
+      `as_typescript: the tensor constants hold ${elements} elements, more than the ` +
+        `${MAX_WRITTEN_ELEMENTS} a module writes; save() the executable instead`,
+    );
+  }
   const from = stringLiteral(options.importFrom ?? "jsr:@relaxvm/relaxvm");
   const reason = notBuildable(ex);
   if (reason !== null) return bytesModule(ex, reason, from);

@@ -9,6 +9,7 @@
  */
 
 import { brand, type Branded, brandKey } from "../ground/brand.ts";
+import { cut, MAX_NAME_CHARS, MAX_REASON_CHARS } from "../ground/printable.ts";
 
 /** The `format` of a package manifest. */
 export const TVM_PACKAGE_FORMAT = "relaxvm-tvm-webgpu";
@@ -180,8 +181,11 @@ export class TVMPackageError extends Error {
   constructor(file: string, field: string, reason: string, options?: ErrorOptions) {
     // A path through a deep expression would drown the reason: keep its two ends.
     if (field.length > 200) field = `${field.slice(0, 120)}…${field.slice(-60)}`;
+    // A file's name and what a reason quotes come from the package: bounded, as the field is.
     super(
-      `Cannot load TVM package: ${file}${field === "" ? "" : `, ${field}`}: ${reason}`,
+      `Cannot load TVM package: ${cut(file, MAX_NAME_CHARS)}${field === "" ? "" : `, ${field}`}: ${
+        cut(reason, MAX_REASON_CHARS)
+      }`,
       options,
     );
     this.name = "TVMPackageError";

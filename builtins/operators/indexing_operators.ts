@@ -143,7 +143,9 @@ function checkIndices(op: string, indices: NDArray, axis: number, n: number): vo
  */
 function uploadIndices(indices: NDArray, n: number, mode: TakeMode, device: Device): NDArray {
   const view = indices.cpuView() as ArrayLike<number | bigint>;
-  const values = Int32Array.from(view, (v) => mapIndex(v, n, mode));
+  // A loop: Int32Array.from(view, f) dies past about 2^27 elements (ground/float_formats.ts).
+  const values = new Int32Array(view.length);
+  for (let i = 0; i < view.length; i++) values[i] = mapIndex(view[i], n, mode);
   const copy = NDArray.empty(indices.shape, "int32", device);
   try {
     device.writeBlock(

@@ -30,6 +30,7 @@ import { brand, type Branded, brandKey } from "../../ground/brand.ts";
 import { type TensorDType, tensorDType } from "../../ground/dtype.ts";
 import { elementBytes } from "../../ground/dtype.ts";
 import { bfloat16BitsToFloat32 } from "../../ground/float_formats.ts";
+import { cut, MAX_NAME_CHARS, MAX_REASON_CHARS } from "../../ground/printable.ts";
 
 /** One tensor in a shard. */
 export interface TensorCacheRecord {
@@ -110,10 +111,11 @@ export class TensorCacheError extends Error {
 
   /** Builds the error; the message names the file and the record. */
   constructor(file: string, record: string | undefined, reason: string, options?: ErrorOptions) {
+    // The index chooses the names, the paths and what a reason quotes: each is bounded.
     super(
-      `Cannot load tensor cache: ${file}${
-        record === undefined ? "" : `, record ${JSON.stringify(record)}`
-      }: ${reason}`,
+      `Cannot load tensor cache: ${cut(file, MAX_NAME_CHARS)}${
+        record === undefined ? "" : `, record ${cut(JSON.stringify(record), MAX_NAME_CHARS)}`
+      }: ${cut(reason, MAX_REASON_CHARS)}`,
       options,
     );
     this.name = "TensorCacheError";

@@ -12,6 +12,8 @@ import { Closure } from "../../ground/closure.ts";
 import { getGlobalFunc } from "../../ground/registry.ts";
 import { ShapeTuple } from "../../ground/shape_tuple.ts";
 import { printable } from "../../ground/printable.ts";
+import { elementReader } from "../../ground/dtype.ts";
+import { formatNested } from "../../ground/inspect.ts";
 import { BuiltinTable } from "../builtin_table.ts";
 import { describe } from "../describe.ts";
 
@@ -113,15 +115,17 @@ callBuiltins.add("vm.builtin.debug_print", (lineInfo: unknown, x: unknown) => {
     console.log(`${where}:`, typeof x === "string" ? printable(x) : x);
     return null;
   }
-  const print = (values: ArrayLike<number | bigint>) => {
-    console.log(
-      `${where}: shape = (${x.shape.join(", ")}), dtype = ${x.dtype}, data =\n[${
-        Array.from(values).join(", ")
-      }]`,
-    );
+  // Up to 1000 elements in full, as TVM prints them; beyond, their ends, reading only those (a
+  // tensor of 2^27 elements joined into one string would take gigabytes, or kill the process).
+  const print = (at: (i: number) => number | bigint) => {
+    const data = x.size <= 1000
+      ? `[${Array.from({ length: x.size }, (_, i) => at(i)).join(", ")}]`
+      : formatNested(at, [x.size], { width: Infinity });
+    console.log(`${where}: shape = (${x.shape.join(", ")}), dtype = ${x.dtype}, data =\n${data}`);
     return null;
   };
-  return x.device.kind === "cpu" ? print(x.dataSync()) : x.data().then(print);
+  if (x.device.kind === "cpu") return print(elementReader(x.dtype, x.readView()));
+  return x.data().then((values) => print((i) => values[i]));
 }, {
   signature: "(line_info, x) → null",
   summary:

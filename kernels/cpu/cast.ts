@@ -21,8 +21,8 @@
 
 import { NATIVE_FLOAT16, type NumberArray, type TensorDType } from "../../ground/dtype.ts";
 import {
-  bfloat16BitsToFloat32,
-  float16BitsToFloat32,
+  bfloat16ArrayToFloat32,
+  float16ArrayToFloat32,
   float32ToBfloat16BitsRounded,
   float32ToFloat16Bits,
 } from "../../ground/float_formats.ts";
@@ -68,10 +68,9 @@ export function castKernel(x: NDArray, out: NDArray): void {
 /** The elements of a tensor of any dtype but int64, as numbers (16-bit floats decoded). */
 function numbersOf(x: NDArray): NumberArray {
   const view = x.cpuView() as NumberArray;
-  if (x.dtype === "bfloat16") return Float32Array.from(view, bfloat16BitsToFloat32);
-  if (x.dtype === "float16" && !NATIVE_FLOAT16) {
-    return Float32Array.from(view, float16BitsToFloat32);
-  }
+  // Loops, not Float32Array.from(view, f): that dies past about 2^27 elements (float_formats.ts).
+  if (x.dtype === "bfloat16") return bfloat16ArrayToFloat32(view as Uint16Array);
+  if (x.dtype === "float16" && !NATIVE_FLOAT16) return float16ArrayToFloat32(view as Uint16Array);
   return view;
 }
 
@@ -165,7 +164,9 @@ function fromInt64(b: BigInt64Array, out: NDArray): void {
     return;
   }
   // float32, float16, bfloat16: round once to float32, then as from float32.
-  fromNumbers(Float32Array.from(b, int64ToFloat32), true, out);
+  const rounded = new Float32Array(n);
+  for (let i = 0; i < n; i++) rounded[i] = int64ToFloat32(b[i]);
+  fromNumbers(rounded, true, out);
 }
 
 /** The float32 nearest to an int64 (ties to even), rounded once from the exact integer. */

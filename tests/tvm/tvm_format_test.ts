@@ -104,6 +104,39 @@ Deno.test("TVM format: what relaxvm cannot hold exactly is refused, never rounde
   loadError(uint64, "constant 0", "uint64");
 });
 
+Deno.test("TVM format: a tensor constant whose dimensions multiply past the file is a LoadError", () => {
+  // Issue 27, finding 9: 20 dimensions of 2^53 - 1 multiplied to Infinity, and BigInt(Infinity)
+  // threw a raw RangeError.
+  const rank = 20;
+  const bytes = program((ib) => {
+    ib.emit_call("vm.builtin.copy", [tensor([7], { shape: Array(rank).fill(1) })], {
+      dst: ib.r(1),
+    });
+    ib.emit_ret(ib.r(1));
+  });
+  // magic, reserved word, device (4 + 4), rank (4), dtype (4), then the dimensions.
+  const dimsAt = find64(bytes, 0xDD5E40F096B4A13Fn) + 32;
+  const sizeAt = dimsAt + 8 * rank;
+  const withDims = (dims: bigint[]) => {
+    let out = bytes;
+    dims.forEach((d, i) => out = set64(out, dimsAt + 8 * i, d));
+    return out;
+  };
+  const huge = withDims(Array(rank).fill(2n ** 53n - 1n));
+  const e = loadError(huge, "constant 0", "needs more bytes than the", "left in the file");
+  assertEquals([e.section, e.offset], ["constants", sizeAt]);
+  // Finite but past the file, and a zero among huge ones (0 elements, not the 4 bytes written).
+  loadError(withDims([2n ** 26n, 2n ** 26n]), "constant 0", "needs more bytes than the");
+  loadError(
+    withDims([0n, ...Array(rank - 1).fill(2n ** 53n - 1n)]),
+    "constant 0",
+    "has 0 bytes, not 4",
+  );
+  // The file as written still loads.
+  using ok = Executable.load(bytes);
+  assertEquals(ok.constants.length, 1);
+});
+
 Deno.test("TVM format: memory scopes and VM-TIR functions are refused by name", () => {
   // 1 function (main), 2 packed entries, 0 constants: the memory-scope count sits before
   // the constant count, which sits before the code.
