@@ -87,6 +87,8 @@ export type {
 export { TensorCacheError } from "./builtins/tensor_cache/cache_format.ts";
 export { loadTVMPackage } from "./tvm/load_package.ts";
 export type { LoadTVMPackageOptions, TVMPackage } from "./tvm/load_package.ts";
+export { DEFAULT_MAX_FILE_BYTES } from "./tvm/package_files.ts";
+export type { PackageReadOptions } from "./tvm/package_files.ts";
 export { parseTVMPackageManifest, TVMPackageError } from "./tvm/package_format.ts";
 export type {
   HostFunction,
