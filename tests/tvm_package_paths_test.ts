@@ -264,3 +264,22 @@ Deno.test("finding 2: an HTTP body that never ends is read no further than its b
   }
   assertEquals(results["the package, after"].error, "", "a good package reads after");
 });
+
+Deno.test("a package path naming a directory is a TVMPackageError, not the fetch's TypeError", async () => {
+  const { root, pkg } = await plantedPackage();
+  try {
+    const manifest = JSON.parse(await Deno.readTextFile(`${pkg}/package.json`));
+    await Deno.writeTextFile(
+      `${pkg}/package.json`,
+      JSON.stringify({ ...manifest, executable: "params" }),
+    );
+    const e = await assertRejects(
+      () => loadTVMPackage(pkg, { device: NO_DEVICE }),
+      TVMPackageError,
+      "params: cannot read it",
+    );
+    assertEquals(e.file, `file://${pkg}/params`);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});

@@ -191,7 +191,9 @@ async function openBody(
         }
       } catch (e) {
         await cancel();
-        throw e;
+        if (signal?.aborted || e instanceof TensorCacheError) throw e;
+        // A body that fails as it is read (a directory opened as a file, a dropped connection).
+        throw new TensorCacheError(url.href, undefined, `cannot read it (${e})`, { cause: e });
       }
     },
     get bytesRead() {
