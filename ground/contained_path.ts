@@ -120,7 +120,17 @@ export function siblingPath(from: string, path: string): string {
 export function urlWithin(root: URL, url: URL): boolean {
   if (url.protocol !== root.protocol || url.host !== root.host) return false;
   if (url.username !== root.username || url.password !== root.password) return false;
-  const base = root.pathname.endsWith("/") ? root.pathname : `${root.pathname}/`;
-  if (!url.pathname.startsWith(base)) return false;
-  return pathOutside(url.pathname.slice(base.length)) === null;
+  // Compared decoded, so `%5B` and `[` (a path's encoding and a URL's) are one directory.
+  const path = decoded(url.pathname), rootPath = decoded(root.pathname);
+  if (path === null || rootPath === null) return false;
+  const base = rootPath.endsWith("/") ? rootPath : `${rootPath}/`;
+  return path.startsWith(base) && pathOutside(path.slice(base.length)) === null;
+}
+
+function decoded(path: string): string | null {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return null;
+  }
 }

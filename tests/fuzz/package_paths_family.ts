@@ -1,5 +1,5 @@
 /**
- * Fuzz family "package_paths": the paths a TVM package writes (issue 27).
+ * Fuzz family "paths": the paths a TVM package writes (issue 27).
  * One package, the committed MLP's files under a small manifest, sits in
  * `root/pkg/`; canary files sit outside it (`root/secret.txt`,
  * `root/params_shard_0.bin`, shard-sized and full of a marker, and
@@ -157,7 +157,7 @@ class LoggingMap extends Map<string, Uint8Array | string> {
 
 /** Runs `cases` package-path cases from `rand`'s sequence. */
 export async function packagePathsFamily(rand: Random, cases: number): Promise<FamilyReport> {
-  const report = emptyReport("package_paths");
+  const report = emptyReport("paths");
   const root = await Deno.realPath(await Deno.makeTempDir({ prefix: "relaxvm-fuzz-paths-" }));
   const pkg = `${root}/pkg`;
   await Deno.mkdir(`${pkg}/params`, { recursive: true });

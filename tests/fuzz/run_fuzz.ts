@@ -33,7 +33,7 @@ export const FAMILIES: Record<string, (rand: Random, cases: number) => Promise<F
   bombs: bombFamily,
   tvm: tvmFormatFamily,
   tvm_package: tvmPackageFamily,
-  package_paths: packagePathsFamily,
+  paths: packagePathsFamily,
   cache: cacheFamily,
   closures: closureFamily,
   cli: cliFamily,
