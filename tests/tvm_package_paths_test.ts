@@ -12,7 +12,10 @@
 
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "@std/assert";
 import {
+  dumpTensorCache,
   loadTVMPackage,
+  tensor,
+  TensorCacheError,
   TVMPackageError,
   VirtualMachine,
   VMError,
@@ -162,10 +165,15 @@ Deno.test("finding 1: manifest paths pass the same rule", async () => {
   }
 });
 
-/** `fn` must reject with a `TVMPackageError` including `text` within `ms`. */
-async function refusedQuickly(fn: () => Promise<unknown>, text: string, ms = 5000) {
+/** `fn` must reject with a `type` (`TVMPackageError`) including `text` within 5 s. */
+async function refusedQuickly(
+  fn: () => Promise<unknown>,
+  text: string,
+  type: typeof TVMPackageError | typeof TensorCacheError = TVMPackageError,
+) {
+  const ms = 5000;
   const t0 = performance.now();
-  const e = await assertRejects(fn, TVMPackageError, text);
+  const e = await assertRejects(fn, type as typeof TVMPackageError, text);
   const took = performance.now() - t0;
   assert(took < ms, `took ${took.toFixed(0)} ms: ${e.message}`);
   return e;
@@ -279,6 +287,42 @@ Deno.test("a package path naming a directory is a TVMPackageError, not the fetch
       "params: cannot read it",
     );
     assertEquals(e.file, `file://${pkg}/params`);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("finding 1: dumpTensorCache's update writes back only files of its own cache, read bounded", async () => {
+  const root = await Deno.makeTempDir({ prefix: "relaxvm-paths-" });
+  const dir = `${root}/cache`;
+  try {
+    using w = tensor([1, 2, 3]);
+    const index = await dumpTensorCache({ w_0: w }, dir);
+    const shard = await Deno.readFile(`${dir}/${index.records[0].dataPath}`);
+    await Deno.writeFile(`${root}/outside.bin`, shard);
+    const before = (await Deno.stat(`${root}/outside.bin`)).mtime;
+    for (const dataPath of ["../outside.bin", "%2e%2e/outside.bin", "..\\outside.bin"]) {
+      await Deno.writeTextFile(
+        `${dir}/tensor-cache.json`,
+        JSON.stringify({ ...index, records: [{ ...index.records[0], dataPath }] }),
+      );
+      await new Promise((r) => setTimeout(r, 10)); // a write would show in the mtime
+      await assertRejects(
+        () => dumpTensorCache({ w_1: w }, dir, { updateIfExists: true }),
+        TensorCacheError,
+        "a shard must be a file of the cache",
+      );
+      assertEquals((await Deno.stat(`${root}/outside.bin`)).mtime, before, dataPath);
+    }
+    // A shard that is a link to /dev/zero is read no further than the index says.
+    await Deno.writeTextFile(`${dir}/tensor-cache.json`, JSON.stringify(index));
+    await Deno.remove(`${dir}/${index.records[0].dataPath}`);
+    await Deno.symlink("/dev/zero", `${dir}/${index.records[0].dataPath}`);
+    await refusedQuickly(
+      () => dumpTensorCache({ w_1: w }, dir, { updateIfExists: true }),
+      "the file is longer than the 12 bytes",
+      TensorCacheError,
+    );
   } finally {
     await Deno.remove(root, { recursive: true });
   }

@@ -249,6 +249,16 @@ async function fetchBounded(
   return await openBody(response, url, maxBytes, signal, reuse, limit);
 }
 
+/** A fetched `response` of `url` read whole, bounded as `fetchWhole` reads. */
+export async function readResponse(
+  response: Response,
+  url: URL,
+  maxBytes: number,
+  signal?: AbortSignal,
+): Promise<Uint8Array> {
+  return await readAll(await openBody(response, url, maxBytes, signal, 0));
+}
+
 /**
  * `url` fetched whole, but never more than `maxBytes` of it (`limit` says
  * where that bound comes from, for the message): an endless body stops one
