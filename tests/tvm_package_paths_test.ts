@@ -8,6 +8,8 @@
  * weights past `maxMemoryBytes` are `TVMPackageError`s, quickly, and a good
  * package reads afterwards. Everything here fails before a device is
  * needed; tests/webgpu/tvm_package_suite.ts loads the same packages on one.
+ * The tensor cache's program loads and `dumpTensorCache`'s update keep to
+ * the same rule.
  */
 
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "@std/assert";
