@@ -88,6 +88,8 @@ export { TensorCacheError } from "./builtins/tensor_cache/cache_format.ts";
 export { loadTVMPackage } from "./tvm/load_package.ts";
 export type { LoadTVMPackageOptions, TVMPackage, TVMPackageVMOptions } from "./tvm/load_package.ts";
 export { DEFAULT_MAX_WORKGROUPS_PER_DISPATCH, LaunchBudgetError } from "./tvm/launch_budget.ts";
+export { DEFAULT_MAX_FILE_BYTES } from "./tvm/package_files.ts";
+export type { PackageReadOptions } from "./tvm/package_files.ts";
 export { parseTVMPackageManifest, TVMPackageError } from "./tvm/package_format.ts";
 export type {
   HostFunction,

@@ -99,6 +99,35 @@ export async function compareWithReference(
   return { lines, worst };
 }
 
+/** The shard of the committed MLP package. */
+export const SHARD = "params_shard_0.bin";
+
+/**
+ * A copy of the committed MLP package in `root/pkg/` and a secret file of
+ * exactly the shard's length beside it, `root/secret.txt`: a shard that
+ * reads it passes the length check, and its bytes would become a weight.
+ */
+export async function plantedPackage(): Promise<{ root: string; pkg: string; index: string }> {
+  const root = await Deno.makeTempDir({ prefix: "relaxvm-paths-" });
+  const pkg = `${root}/pkg`;
+  await Deno.mkdir(`${pkg}/params`, { recursive: true });
+  for (
+    const f of ["package.json", "executable.tvm", "params/ndarray-cache.json", `params/${SHARD}`]
+  ) {
+    await Deno.copyFile(new URL(`mlp/${f}`, PACKAGES_DIR), `${pkg}/${f}`);
+  }
+  const shardBytes = (await Deno.stat(`${pkg}/params/${SHARD}`)).size;
+  await Deno.writeFile(`${root}/secret.txt`, new Uint8Array(shardBytes).fill(0x5a));
+  return { root, pkg, index: await Deno.readTextFile(`${pkg}/params/ndarray-cache.json`) };
+}
+
+/** The index with shard 0's `dataPath` replaced. */
+export function withDataPath(index: string, dataPath: string): string {
+  const json = JSON.parse(index);
+  json.records[0].dataPath = dataPath;
+  return JSON.stringify(json);
+}
+
 /** TVM-style WGSL for `C = A op B` over `n` float32s, 64 threads a workgroup. */
 export function elementwiseWGSL(kernel: string, op: "+" | "*"): string {
   return `@group(0) @binding(0) var<storage, read_write> C : array<f32>;

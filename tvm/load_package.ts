@@ -6,7 +6,10 @@
  * between them from the package's launch plans.
  *
  * Every read goes through `fetch`, so a package loads from `https:` in
- * browsers and Deno and from `file:` URLs and plain paths in Deno.
+ * browsers and Deno and from `file:` URLs and plain paths in Deno. The
+ * files are read and checked first, before the device is touched
+ * (tvm/package_files.ts: every path the package writes stays inside it,
+ * every read is bounded, the weights must fit `maxMemoryBytes`).
  *
  * @module
  */
@@ -17,29 +20,26 @@ import { NDArray } from "../devices/ndarray.ts";
 import { webgpu, type WebGPUDevice } from "../devices/webgpu/webgpu_device.ts";
 import { Executable } from "../program/executable.ts";
 import { VirtualMachine, type VirtualMachineOptions } from "../vm/virtual_machine.ts";
-import { asDirectory, resolveLocation } from "../builtins/tensor_cache/cache_files.ts";
 import {
   decodeRecord,
-  parseTensorCacheIndex,
   recordBytes,
   type TensorCacheRecord,
 } from "../builtins/tensor_cache/cache_format.ts";
 import { tensorDType } from "../ground/dtype.ts";
 import { hostFunction } from "./host_plan.ts";
-import {
-  parseTVMPackageManifest,
-  TVMPackageError,
-  type TVMPackageManifest,
-} from "./package_format.ts";
+import { TVMPackageError, type TVMPackageManifest } from "./package_format.ts";
+import { type PackageReadOptions, type PackageShard, readPackageFiles } from "./package_files.ts";
 import { compileKernels } from "./webgpu_kernels.ts";
 import { checkStaticGrids, launchBudget } from "./launch_budget.ts";
 
-/** Options of `loadTVMPackage`. */
-export interface LoadTVMPackageOptions {
+/**
+ * Options of `loadTVMPackage`: the device, and the bounds on what a package
+ * may make it read (`signal`, `maxFileBytes`, `maxMemoryBytes`; see
+ * tvm/package_files.ts).
+ */
+export interface LoadTVMPackageOptions extends PackageReadOptions {
   /** The device the kernels and weights go to; default `await webgpu()`. */
   device?: WebGPUDevice;
-  /** Cancels the fetches. */
-  signal?: AbortSignal;
   /**
    * The most workgroups one kernel dispatch may ask for (the product of its
    * blockIdx extents); default 2^19 (`DEFAULT_MAX_WORKGROUPS_PER_DISPATCH`,
@@ -95,63 +95,6 @@ export interface TVMPackage extends Disposable {
   dispose(): void;
 }
 
-/** Reads a package's files by their package-relative paths. */
-interface PackageReader {
-  /** What errors call the file. */
-  name(path: string): string;
-  /** The file's bytes. */
-  bytes(path: string): Promise<Uint8Array>;
-}
-
-/** Files under a directory URL, through `fetch`. */
-function urlReader(base: URL, signal: AbortSignal | undefined): PackageReader {
-  return {
-    name: (path) => new URL(path, base).href,
-    async bytes(path) {
-      const url = new URL(path, base);
-      let response: Response;
-      try {
-        response = await fetch(url, { signal });
-      } catch (e) {
-        throw new TVMPackageError(url.href, "", `cannot fetch it (${e})`, { cause: e });
-      }
-      if (!response.ok) {
-        await response.body?.cancel();
-        throw new TVMPackageError(url.href, "", `cannot fetch it (HTTP ${response.status})`);
-      }
-      return new Uint8Array(await response.arrayBuffer());
-    },
-  };
-}
-
-/** Files held in memory, by path. */
-function mapReader(files: ReadonlyMap<string, Uint8Array | string>): PackageReader {
-  return {
-    name: (path) => path,
-    bytes(path) {
-      const file = files.get(path);
-      if (file === undefined) {
-        return Promise.reject(new TVMPackageError(path, "", "the package has no such file"));
-      }
-      return Promise.resolve(typeof file === "string" ? new TextEncoder().encode(file) : file);
-    },
-  };
-}
-
-/** `path` relative to the directory of `from` (package-relative, `/`-separated). */
-function sibling(from: string, path: string, file: string): string {
-  const parts = from.split("/").slice(0, -1);
-  for (const seg of path.split("/")) {
-    if (seg === "..") {
-      if (parts.length === 0) {
-        throw new TVMPackageError(file, "", `${JSON.stringify(path)} points outside the package`);
-      }
-      parts.pop();
-    } else if (seg !== "." && seg !== "") parts.push(seg);
-  }
-  return parts.join("/");
-}
-
 /**
  * Loads the TVM package in directory (or URL) `location` — or held in
  * memory, as a map from package-relative paths (`package.json`,
@@ -163,6 +106,16 @@ function sibling(from: string, path: string, file: string): string {
  * error names the file and the field: a `TVMPackageError` (with the
  * `LoadError` as its `cause` when the executable's bytes are bad), or a
  * `TensorCacheError` for a malformed weights index.
+ *
+ * A package is treated as data from elsewhere: a path it writes (the
+ * manifest's `executable` and `params`, a shard's `dataPath`) that could
+ * leave its directory (`..`, `%2e%2e`, `..\`, an absolute path or URL, an
+ * encoded slash) is refused before anything is read; `package.json`, the
+ * executable and the weights index are read up to `maxFileBytes` (default
+ * 64 MiB), each shard up to the length its index declares, and the weights
+ * must fit `maxMemoryBytes` (default 1 GiB), so a file that never ends is a
+ * `TVMPackageError`, not a process out of memory. The weights are read
+ * whole before the first is uploaded.
  *
  * @example Run a TVM-compiled MLP (the package `tools/tvm/export_webgpu.py mlp` writes)
  * ```ts
@@ -182,22 +135,14 @@ export async function loadTVMPackage(
   options: LoadTVMPackageOptions = {},
 ): Promise<TVMPackage> {
   const budget = launchBudget(options.maxWorkgroupsPerDispatch);
-  const reader = location instanceof Map
-    ? mapReader(location)
-    : urlReader(asDirectory(resolveLocation(location as string | URL)), options.signal);
-  const manifestFile = reader.name("package.json");
-  const manifest = parseTVMPackageManifest(
-    new TextDecoder().decode(await reader.bytes("package.json")),
-    manifestFile,
-  );
-  const exeFile = reader.name(manifest.executable);
-  const bytes = await reader.bytes(manifest.executable);
+  const files = await readPackageFiles(location, options);
+  const { manifest, manifestFile } = files;
   let executable: Executable;
   try {
-    executable = Executable.load(bytes);
+    executable = Executable.load(files.executable);
   } catch (e) {
     if (e instanceof LoadError) {
-      throw new TVMPackageError(exeFile, "", e.message, { cause: e });
+      throw new TVMPackageError(files.executableFile, "", e.message, { cause: e });
     }
     throw e;
   }
@@ -216,9 +161,7 @@ export async function loadTVMPackage(
       return functions;
     };
     const functions = functionsFor(budget);
-    const weights = manifest.params === null
-      ? new Map<string, NDArray>()
-      : await loadWeights(reader, manifest.params, device, owned);
+    const weights = uploadWeights(files.shards, device, owned);
     const params = new Map<string, NDArray[]>();
     for (const [name, f] of manifest.functions) {
       if (!executable.functions.some((g) => g.kind === "vm" && g.name === name)) {
@@ -305,29 +248,14 @@ function checkCalls(manifest: TVMPackageManifest, ex: Executable, file: string):
   }
 }
 
-/** The tensor cache whose index is `index`, each record a tensor on `device` (also in `owned`). */
-async function loadWeights(
-  reader: PackageReader,
-  indexPath: string,
+/** The weights' records, each a tensor on `device` (also in `owned`). */
+function uploadWeights(
+  shards: readonly PackageShard[],
   device: WebGPUDevice,
   owned: NDArray[],
-): Promise<Map<string, NDArray>> {
-  const indexFile = reader.name(indexPath);
-  const index = parseTensorCacheIndex(
-    new TextDecoder().decode(await reader.bytes(indexPath)),
-    indexFile,
-  );
+): Map<string, NDArray> {
   const out = new Map<string, NDArray>();
-  for (const shard of index.records) {
-    const path = sibling(indexPath, shard.dataPath, indexFile);
-    const bytes = await reader.bytes(path);
-    if (bytes.length !== shard.nbytes) {
-      throw new TVMPackageError(
-        reader.name(path),
-        "",
-        `the shard is ${bytes.length} bytes, the index says ${shard.nbytes}`,
-      );
-    }
+  for (const { shard, bytes } of shards) {
     for (const record of shard.records) {
       const t = recordTensor(bytes, record, device);
       owned.push(t);

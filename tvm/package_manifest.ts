@@ -10,6 +10,7 @@
 
 import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import { cut, MAX_NAME_CHARS, MAX_REASON_CHARS } from "../ground/printable.ts";
+import { pathOutside } from "../ground/contained_path.ts";
 
 /** The `format` of a package manifest. */
 export const TVM_PACKAGE_FORMAT = "relaxvm-tvm-webgpu";
@@ -246,9 +247,18 @@ export class Reader {
     return s;
   }
 
+  /**
+   * A path to a file of the package: it passes the one rule of
+   * ground/contained_path.ts (what every loader checks) and uses only the
+   * characters of `PACKAGE_PATH`.
+   */
   path(v: unknown, field: string): string {
     const s = this.string(v, field);
-    if (!PACKAGE_PATH.test(s) || s.split("/").some((seg) => seg === ".." || seg === ".")) {
+    const outside = pathOutside(s);
+    if (outside !== null) {
+      this.fail(field, `must be a relative path inside the package, got ${show(s)}: it ${outside}`);
+    }
+    if (!PACKAGE_PATH.test(s)) {
       this.fail(field, `must be a relative path inside the package, got ${show(s)}`);
     }
     return s;

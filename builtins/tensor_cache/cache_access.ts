@@ -26,6 +26,7 @@
 
 import type { TensorCacheRoot } from "../../devices/tensor_cache.ts";
 import { printable } from "../../ground/printable.ts";
+import { urlWithin } from "../../ground/contained_path.ts";
 import { resolveLocation } from "./cache_files.ts";
 import { TensorCacheError } from "./cache_format.ts";
 
@@ -47,29 +48,18 @@ export function refused(location: string, what: string): Error {
   );
 }
 
-/** Whether an URL root (a directory or prefix; an opaque URL exactly) grants `url`. */
+/**
+ * Whether an URL root (a directory or prefix; an opaque URL exactly) grants
+ * `url`: by the one rule of ground/contained_path.ts, what `url` adds to the
+ * root must be a plain relative path (no `..`, `.` or empty segment, no
+ * encoded or backslashed separator, once decoded or twice).
+ */
 function grantsUrl(root: URL, url: URL): boolean {
   if (url.href === root.href) return true;
   // blob:, data: and other URLs without a hierarchical path grant only themselves.
   const opaque = root.protocol === "blob:" || root.protocol === "data:" ||
     !root.pathname.startsWith("/");
-  if (opaque || url.protocol !== root.protocol || url.host !== root.host) return false;
-  if (url.username !== root.username || url.password !== root.password) return false;
-  // The URL parser resolves `..`, `%2e%2e` and `\\`, but not an encoded slash, which Deno
-  // decodes when it opens a `file:` URL (`dir/..%2f..%2fetc` is `/etc`): compare decoded paths
-  // and refuse one with a `..` segment, a backslash or a NUL left after decoding.
-  const path = decoded(url.pathname), base = decoded(root.pathname);
-  if (path === null || base === null || /[\\\0]/.test(path)) return false;
-  if (path.split("/").some((segment) => segment === ".." || segment === ".")) return false;
-  return path.startsWith(base.endsWith("/") ? base : `${base}/`);
-}
-
-function decoded(path: string): string | null {
-  try {
-    return decodeURIComponent(path);
-  } catch {
-    return null;
-  }
+  return !opaque && urlWithin(root, url);
 }
 
 /** `root` as a URL (a path resolved like a location), or throws naming it. */
@@ -104,8 +94,13 @@ export interface BoundedSource {
 }
 
 /** A source over bytes already in memory (a loader function's). */
-function bytesSource(bytes: Uint8Array, url: URL, maxBytes: number): BoundedSource {
-  if (bytes.length > maxBytes) throw tooLong(url, maxBytes);
+function bytesSource(
+  bytes: Uint8Array,
+  url: URL,
+  maxBytes: number,
+  limit?: string,
+): BoundedSource {
+  if (bytes.length > maxBytes) throw tooLong(url, maxBytes, limit);
   let done = false;
   return {
     read() {
@@ -130,9 +125,10 @@ async function openBody(
   maxBytes: number,
   signal: AbortSignal | undefined,
   reuse: number,
+  limit?: string,
 ): Promise<BoundedSource> {
   if (body instanceof ArrayBuffer) body = new Uint8Array(body);
-  if (body instanceof Uint8Array) return bytesSource(body, url, maxBytes);
+  if (body instanceof Uint8Array) return bytesSource(body, url, maxBytes, limit);
   if (!(body instanceof Response)) {
     throw new TensorCacheError(
       url.href,
@@ -147,9 +143,9 @@ async function openBody(
   const declared = Number(body.headers.get("content-length") ?? NaN);
   if (declared > maxBytes) {
     await body.body?.cancel().catch(() => {});
-    throw tooLong(url, maxBytes);
+    throw tooLong(url, maxBytes, limit);
   }
-  if (body.body === null) return bytesSource(new Uint8Array(0), url, maxBytes);
+  if (body.body === null) return bytesSource(new Uint8Array(0), url, maxBytes, limit);
   // A byte stream (a fetched file or URL) is read into one buffer, over and over, rather than
   // into a new chunk per read that waits for the garbage collector: `reuse` pieces.
   let reader: ReadableStreamDefaultReader<Uint8Array> | ReadableStreamBYOBReader;
@@ -190,12 +186,14 @@ async function openBody(
           if (value === undefined) continue;
           if (buffer !== null) buffer = new Uint8Array(value.buffer as ArrayBuffer);
           total += value.length;
-          if (total > maxBytes) throw tooLong(url, maxBytes);
+          if (total > maxBytes) throw tooLong(url, maxBytes, limit);
           if (value.length > 0) return value;
         }
       } catch (e) {
         await cancel();
-        throw e;
+        if (signal?.aborted || e instanceof TensorCacheError) throw e;
+        // A body that fails as it is read (a directory opened as a file, a dropped connection).
+        throw new TensorCacheError(url.href, undefined, `cannot read it (${e})`, { cause: e });
       }
     },
     get bytesRead() {
@@ -223,13 +221,13 @@ async function readAll(source: BoundedSource): Promise<Uint8Array> {
   return out;
 }
 
-function tooLong(url: URL, maxBytes: number): TensorCacheError {
+/** The error for a file longer than `maxBytes`; `limit` says where that bound comes from. */
+function tooLong(url: URL, maxBytes: number, limit?: string): TensorCacheError {
+  limit ??= maxBytes === MAX_INDEX_BYTES ? "the largest index read" : "what the index says";
   return new TensorCacheError(
     url.href,
     undefined,
-    `the file is longer than the ${maxBytes} bytes it may have (${
-      maxBytes === MAX_INDEX_BYTES ? "the largest index read" : "what the index says"
-    }); reading stopped there`,
+    `the file is longer than the ${maxBytes} bytes it may have (${limit}); reading stopped there`,
   );
 }
 
@@ -239,6 +237,7 @@ async function fetchBounded(
   maxBytes: number,
   signal: AbortSignal | undefined,
   reuse: number,
+  limit?: string,
 ): Promise<BoundedSource> {
   let response: Response;
   try {
@@ -247,7 +246,33 @@ async function fetchBounded(
     if (signal?.aborted) throw e;
     throw new TensorCacheError(url.href, undefined, `cannot fetch it (${e})`, { cause: e });
   }
-  return await openBody(response, url, maxBytes, signal, reuse);
+  return await openBody(response, url, maxBytes, signal, reuse, limit);
+}
+
+/** A fetched `response` of `url` read whole, bounded as `fetchWhole` reads. */
+export async function readResponse(
+  response: Response,
+  url: URL,
+  maxBytes: number,
+  signal?: AbortSignal,
+): Promise<Uint8Array> {
+  return await readAll(await openBody(response, url, maxBytes, signal, 0));
+}
+
+/**
+ * `url` fetched whole, but never more than `maxBytes` of it (`limit` says
+ * where that bound comes from, for the message): an endless body stops one
+ * byte past it. Fails with a `TensorCacheError` naming the file (a fetch
+ * that fails, an HTTP error, a longer file). For the host's own loaders
+ * (`loadTVMPackage`), which decide themselves what `url` may be.
+ */
+export async function fetchWhole(
+  url: URL,
+  maxBytes: number,
+  limit: string,
+  signal?: AbortSignal,
+): Promise<Uint8Array> {
+  return await readAll(await fetchBounded(url, maxBytes, signal, 0, limit));
 }
 
 /**

@@ -26,6 +26,7 @@ import { defaultAllocator } from "../../devices/allocation_context.ts";
 import { NDArray, shapeSize } from "../../devices/ndarray.ts";
 import { TensorCache, type TensorCacheRoot } from "../../devices/tensor_cache.ts";
 import { elementBytes, type TensorDType } from "../../ground/dtype.ts";
+import { hasScheme, pathOutside } from "../../ground/contained_path.ts";
 import { asDirectory, resolveLocation } from "./cache_files.ts";
 import { MAX_INDEX_BYTES, openGranted, readGranted, refused } from "./cache_access.ts";
 import {
@@ -196,6 +197,28 @@ class Holdings {
     this.#over = true;
     this.#signal?.removeEventListener("abort", this.#onAbort);
     this.#giveBack();
+  }
+}
+
+/**
+ * Where `shard` is, next to the index at `indexUrl`. For a program's load
+ * (`roots` not null) a `dataPath` that is a path, not a URL, must name a
+ * file beside the index by the one rule of ground/contained_path.ts
+ * (`%2e%2e/x` and `..\x` as `../x`); a URL must be granted, which
+ * `openGranted` checks. Refused naming the `dataPath` as written.
+ */
+function shardUrl(
+  shard: TensorCacheShard,
+  indexUrl: URL,
+  roots: readonly TensorCacheRoot[] | null,
+): URL {
+  if (roots !== null && !hasScheme(shard.dataPath) && pathOutside(shard.dataPath) !== null) {
+    throw refused(shard.dataPath, "shard");
+  }
+  try {
+    return new URL(shard.dataPath, indexUrl);
+  } catch {
+    throw refused(shard.dataPath, "shard");
   }
 }
 
@@ -381,14 +404,9 @@ async function load(
   const loaded: [string, NDArray][] = [];
   try {
     held.live();
+    const shardUrls = index.records.map((shard) => shardUrl(shard, url, roots));
     for (const [i, shard] of index.records.entries()) {
-      let shardUrl: URL;
-      try {
-        shardUrl = new URL(shard.dataPath, url);
-      } catch {
-        throw refused(shard.dataPath, "shard");
-      }
-      await loadShard(shard, shardUrl, roots, device, allocator, staging, held, loaded, signal);
+      await loadShard(shard, shardUrls[i], roots, device, allocator, staging, held, loaded, signal);
       loadedBytes += shard.nbytes;
       report(i + 1);
     }

@@ -11,9 +11,12 @@
 
 import { NDArray } from "../../devices/ndarray.ts";
 import { float32ToBfloat16Bits } from "../../ground/float_formats.ts";
+import { pathOutside } from "../../ground/contained_path.ts";
+import { fetchWhole, MAX_INDEX_BYTES, readResponse, shownLocation } from "./cache_access.ts";
 import { asDirectory, resolveLocation, writeFiles } from "./cache_files.ts";
 import {
   parseTensorCacheIndex,
+  TensorCacheError,
   type TensorCacheIndex,
   type TensorCacheRecord,
   type TensorCacheShard,
@@ -269,15 +272,29 @@ async function readExisting(dir: URL): Promise<ExistingTensorCache | undefined> 
   try {
     const response = await fetch(indexUrl);
     if (!response.ok) return undefined;
-    text = await response.text();
+    text = new TextDecoder().decode(await readResponse(response, indexUrl, MAX_INDEX_BYTES));
   } catch {
     return undefined; // no cache yet
   }
   const index = parseTensorCacheIndex(text, indexUrl.href);
+  // The shards are written back under their dataPaths: each must be a file of `dir` (the one
+  // rule of ground/contained_path.ts), or an index found there would make this write elsewhere.
+  for (const s of index.records) {
+    const outside = pathOutside(s.dataPath);
+    if (outside !== null) {
+      throw new TensorCacheError(
+        indexUrl.href,
+        undefined,
+        `the shard ${shownLocation(s.dataPath)} ${outside}: a shard must be a file of the cache`,
+      );
+    }
+  }
   const shards = new Map<string, Uint8Array>();
   for (const s of index.records) {
-    const response = await fetch(new URL(s.dataPath, dir));
-    shards.set(s.dataPath, new Uint8Array(await response.arrayBuffer()));
+    shards.set(
+      s.dataPath,
+      await fetchWhole(new URL(s.dataPath, dir), s.nbytes, "what the index says"),
+    );
   }
   return { index, shards };
 }

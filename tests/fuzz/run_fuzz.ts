@@ -17,6 +17,7 @@ import { cliFamily } from "./cli_family.ts";
 import { closureFamily } from "./closure_family.ts";
 import { hostileFamily } from "./hostile_family.ts";
 import { loaderFamily } from "./loader_family.ts";
+import { packagePathsFamily } from "./package_paths_family.ts";
 import { runFamily } from "./run_family.ts";
 import { tvmFormatFamily } from "./tvm_format_family.ts";
 import { tvmPackageFamily } from "./tvm_package_family.ts";
@@ -32,6 +33,7 @@ export const FAMILIES: Record<string, (rand: Random, cases: number) => Promise<F
   bombs: bombFamily,
   tvm: tvmFormatFamily,
   tvm_package: tvmPackageFamily,
+  paths: packagePathsFamily,
   cache: cacheFamily,
   closures: closureFamily,
   cli: cliFamily,

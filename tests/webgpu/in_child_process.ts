@@ -61,7 +61,8 @@ export async function registerWebGPUSuites(
   options: { hideAdapter?: boolean } = {},
 ): Promise<WebGPUSuiteStatus> {
   const runner = new URL("./run_suites.ts", import.meta.url);
-  const args = ["run", "--allow-env", "--allow-read", runner.href, "--protocol"];
+  // --allow-write: tests that plant files (a package beside a secret, a link to /dev/zero).
+  const args = ["run", "--allow-env", "--allow-read", "--allow-write", runner.href, "--protocol"];
   if (options.hideAdapter) args.push("--hide-adapter");
   let code = -1;
   let output = "";

@@ -20,8 +20,11 @@ import {
   maxRelativeDifference,
   packageFiles,
   PACKAGES_DIR,
+  plantedPackage,
   type ReferenceCase,
+  SHARD,
   values,
+  withDataPath,
 } from "../_tvm_packages.ts";
 import { gpuTest } from "./suite_registry.ts";
 import { defaultAllocator } from "../../devices/allocation_context.ts";
@@ -351,5 +354,38 @@ gpuTest(
     assertEquals(live() - before, 3232, "the MLP's weights, uploaded once");
     pkg.dispose();
     assertEquals(live(), before, "dispose() frees them");
+  },
+);
+
+gpuTest(
+  "TVM package (issue 27): an escaping dataPath or an endless file fails; a good package runs after",
+  async (gpu) => {
+    const { root, pkg, index } = await plantedPackage();
+    try {
+      // Before issue 27 this loaded, fc1.weight holding the bytes of root/secret.txt.
+      await Deno.writeTextFile(
+        `${pkg}/params/ndarray-cache.json`,
+        withDataPath(index, "%2e%2e/%2e%2e/secret.txt"),
+      );
+      await assertRejects(
+        () => loadTVMPackage(pkg, { device: gpu }),
+        TVMPackageError,
+        '"%2e%2e/%2e%2e/secret.txt" climbs out of its directory',
+      );
+      await Deno.writeTextFile(`${pkg}/params/ndarray-cache.json`, index);
+      // Before, this grew to 2 GB and killed the process.
+      await Deno.remove(`${pkg}/params/${SHARD}`);
+      await Deno.symlink("/dev/zero", `${pkg}/params/${SHARD}`);
+      await assertRejects(
+        () => loadTVMPackage(pkg, { device: gpu }),
+        TVMPackageError,
+        "the file is longer than the 3232 bytes it may have",
+      );
+      using good = await loadTVMPackage(new URL("mlp", PACKAGES_DIR), { device: gpu });
+      const { worst } = await compareWithReference("mlp", good);
+      assert(worst <= 1e-4, `max relative difference ${worst}`);
+    } finally {
+      await Deno.remove(root, { recursive: true });
+    }
   },
 );
