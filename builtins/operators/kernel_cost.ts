@@ -61,11 +61,11 @@ export const ATTENTION_SCORE_WORK = 32;
 /** Work of the first chunk of a split kernel; later chunks are sized to take `CHUNK_MS`. */
 const FIRST_CHUNK_WORK = 2 ** 20;
 /** What each later chunk of a split kernel should take (milliseconds). */
-const CHUNK_MS = 4;
+const CHUNK_MS = 2;
 /** Work at and above which a split kernel's chunks run asynchronously. */
 export const ASYNC_WORK = 2 ** 26;
 /** An asynchronous kernel gives the event loop a macrotask at least this often (milliseconds). */
-const YIELD_MS = 8;
+const YIELD_MS = 4;
 
 /** Work of `matmul` / `linear`: `M·K·N` multiply-adds over `batches` products. */
 export function productWork(batches: number, M: number, K: number, N: number): number {
