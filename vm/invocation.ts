@@ -36,7 +36,9 @@ import type { Instr, LoadedFunction } from "./loaded_function.ts";
 export interface CallLimits {
   /**
    * Instructions the call may run, counted on backward jumps (the loop's
-   * length) and VM function calls (1 each). Default: no limit.
+   * length) and VM function calls (1 each), and `vm.op.*` kernels' work
+   * (1 per 64 multiply-adds, from 2^16; builtins/operators/kernel_cost.ts).
+   * Default: no limit.
    */
   fuel?: number;
   /** Milliseconds the call may take, waiting on Promises included. Default: no limit. */
