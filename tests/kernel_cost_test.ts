@@ -138,11 +138,11 @@ function random(shape: number[], seed: number): () => NDArray {
 
 Deno.test("finding 4: split kernels compute what the whole kernel does", async () => {
   const cases: [string, (() => NDArray)[], (number | string)[]][] = [
-    // BSHD, two batches, causal: split synchronously (work about 2^25).
+    // BSHD, two batches, causal: split synchronously (work between SPLIT_WORK and ASYNC_WORK).
     ["vm.op.attention", [
       random([2, 300, 3, 5], 1),
-      random([2, 400, 3, 5], 2),
-      random([2, 400, 3, 7], 3),
+      random([2, 500, 3, 5], 2),
+      random([2, 500, 3, 7], 3),
     ], [1, 0.3, "BSHD"]],
     // BHSD, heads, top-left causal: asynchronously (work above 2^26).
     ["vm.op.attention", [

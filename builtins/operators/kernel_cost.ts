@@ -61,7 +61,13 @@ export const ATTENTION_SCORE_WORK = 32;
 /** Work of the first chunk of a split kernel; later chunks are sized to take `CHUNK_MS`. */
 const FIRST_CHUNK_WORK = 2 ** 20;
 /** What each later chunk of a split kernel should take (milliseconds). */
-const CHUNK_MS = 2;
+const CHUNK_MS = 4;
+/**
+ * Work at and above which a kernel is split at all: below it a kernel runs
+ * whole (under 1 ms in WebAssembly, about 30 ms in TypeScript at worst), as
+ * each chunk has a cost of its own (a matmul packs its B per call).
+ */
+export const SPLIT_WORK = 2 ** 25;
 /** Work at and above which a split kernel's chunks run asynchronously. */
 export const ASYNC_WORK = 2 ** 26;
 /** An asynchronous kernel gives the event loop a macrotask at least this often (milliseconds). */
@@ -119,6 +125,13 @@ export interface RowSplit {
   readonly rows: number;
   /** Work of one row (multiply-adds). */
   readonly rowWork: number;
+  /**
+   * The fewest rows a chunk takes (default 1): a chunk of a product packs
+   * all of B, so one of a few rows would cost more in packing than in work.
+   */
+  readonly minRows?: number;
+  /** What a chunk should take (milliseconds; default `CHUNK_MS`): longer where chunks cost more. */
+  readonly chunkMs?: number;
   /** Runs the kernel whole (the unsplit call). */
   whole(backend: OpBackend, out: NDArray): void;
   /** Runs rows `[from, to)` only. */
@@ -144,7 +157,7 @@ export function launchSplit(
   const backend = backendFor(x.device.kind);
   const out = NDArray.empty(shape, dtype, x.device);
   try {
-    if (budget === null || work < FIRST_CHUNK_WORK * 2 || split.rows < 2) {
+    if (budget === null || work < SPLIT_WORK || split.rows < 2) {
       split.whole(backend, out);
       return out;
     }
@@ -159,18 +172,29 @@ export function launchSplit(
   return runChunksAsync(op, split, backend, out, budget);
 }
 
-/** Rows of the first chunk, and of the next one after a chunk of `rows` took `ms`. */
+/**
+ * Rows of the first chunk, and of the next one after a chunk of `rows` took
+ * `ms`: sized to take `CHUNK_MS`, growing at most 8× and shrinking at most
+ * 4× a step, never below `minRows`.
+ */
 function nextChunk(split: RowSplit, rows: number, ms: number): number {
-  if (rows === 0) return Math.max(1, Math.floor(FIRST_CHUNK_WORK / split.rowWork));
-  const factor = ms <= 0 ? 4 : Math.min(4, Math.max(0.25, CHUNK_MS / ms));
-  return Math.max(1, Math.floor(rows * factor));
+  const least = split.minRows ?? 1;
+  if (rows === 0) return Math.max(least, Math.floor(FIRST_CHUNK_WORK / split.rowWork));
+  const target = split.chunkMs ?? CHUNK_MS;
+  const factor = ms <= 0 ? 8 : Math.min(8, Math.max(0.25, target / ms));
+  return Math.max(least, Math.floor(rows * factor));
+}
+
+/** Where the chunk from `row` of `per` rows ends: a remainder shorter than `per` joins it. */
+function chunkEnd(split: RowSplit, row: number, per: number): number {
+  return split.rows - (row + per) < per ? split.rows : row + per;
 }
 
 /** The chunks one after another, the call's clock and signal checked between them. */
 function runChunks(split: RowSplit, backend: OpBackend, out: NDArray, budget: WorkBudget): void {
   let per = nextChunk(split, 0, 0);
   for (let row = 0; row < split.rows;) {
-    const to = Math.min(split.rows, row + per);
+    const to = chunkEnd(split, row, per);
     const start = performance.now();
     split.part(backend, out, row, to);
     per = nextChunk(split, to - row, performance.now() - start);
@@ -213,7 +237,7 @@ async function runChunksAsync(
         budget.checkNow();
         if (released) throw new Error(`${op}: the call ended while its kernel ran`);
       }
-      const to = Math.min(split.rows, row + per);
+      const to = chunkEnd(split, row, per);
       const start = performance.now();
       const previous = activateAllocators(allocators);
       try {

@@ -39,6 +39,7 @@ import {
   viewOf,
 } from "./operator_arguments.ts";
 import { chargeWork, launchSplit, MIN_CHARGED_WORK, productWork } from "./kernel_cost.ts";
+import { cpuKernelMode } from "../../kernels/cpu/wasm/runtime.ts";
 import {
   backendFor,
   type BinaryOp,
@@ -207,6 +208,8 @@ function matmul(args: readonly unknown[]): NDArray | Promise<NDArray> {
   return launchSplit(name, a, outShape, a.dtype, {
     rows: batches * M,
     rowWork: productWork(1, 1, K, N),
+    minRows: productMinRows(),
+    chunkMs: PRODUCT_CHUNK_MS,
     whole: (backend, out) => {
       const av = a2 === a.shape ? a : reshapedView(a, a2);
       const bv = b2 === b.shape ? b : reshapedView(b, b2);
@@ -239,6 +242,19 @@ function matmul(args: readonly unknown[]): NDArray | Promise<NDArray> {
     },
   });
 }
+
+/**
+ * The fewest rows of a product's chunk. Each chunk packs all of B again
+ * (about as long as 50–100 rows of WebAssembly work), so chunks of the
+ * WebAssembly kernels take at least 128 rows; the TypeScript ones, 25 to
+ * 50 times slower a row, 4.
+ */
+function productMinRows(): number {
+  return cpuKernelMode() === "typescript" ? 4 : 128;
+}
+
+/** What a product's chunk should take: 12 ms, so B's packing stays a small part of it. */
+const PRODUCT_CHUNK_MS = 12;
 
 /** Product of `shape`'s extents. */
 function sizeOf(shape: readonly number[]): number {
@@ -312,6 +328,8 @@ function linear(args: readonly unknown[]): NDArray | Promise<NDArray> {
   return launchSplit(name, x, [...x.shape.slice(0, -1), N], "float32", {
     rows: x.size / Math.max(K, 1) || sizeOf(x.shape.slice(0, -1)),
     rowWork: productWork(1, 1, K, N),
+    minRows: productMinRows(),
+    chunkMs: PRODUCT_CHUNK_MS,
     whole: (backend, out) => backend.linear(x, w, bias, out),
     part: (backend, out, from, to) => {
       const xv = viewOf(x, from * K, [to - from, K]), ov = viewOf(out, from * N, [to - from, N]);
