@@ -10,7 +10,8 @@
  * under a short limit.
  *
  * Bugs: an error that is not a `VMError`; a hang; a limit that stopped the
- * call later than twice its bound (plus `SLACK_MS` for the timer itself);
+ * call later than twice its bound (plus `SLACK_MS` for the timer itself),
+ * twice in a row (the case is run again before a late stop counts);
  * memory left in the VM; a result off a float64 reference by more than a
  * float32 tolerance.
  *
@@ -257,9 +258,13 @@ export async function kernelFamily(rand: Random, cases: number): Promise<FamilyR
   await warmUp();
   try {
     for (const [i, seed] of caseSeeds(rand, cases)) {
-      const r = new Random(seed);
       report.tried++;
-      await oneCase(report, r, `case ${i}`);
+      // A stop past its bound is checked once more before it counts: on a shared 2-core machine
+      // the process can lose the CPU for tens of milliseconds at any time (a load spike does not
+      // strike twice; a kernel that cannot stop does).
+      if (await oneCase(report, new Random(seed), `case ${i}`, false) === "late") {
+        await oneCase(report, new Random(seed), `case ${i} (again)`, true);
+      }
     }
   } finally {
     setCpuKernelMode("auto");
@@ -304,7 +309,21 @@ async function warmUp(): Promise<void> {
   setCpuKernelMode("auto");
 }
 
-async function oneCase(report: FamilyReport, r: Random, where: string): Promise<void> {
+/**
+ * Runs one case, recording its bugs; returns "late" instead of recording a
+ * stop past its bound unless `final`.
+ */
+async function oneCase(
+  report: FamilyReport,
+  r: Random,
+  where: string,
+  final: boolean,
+): Promise<"late" | void> {
+  let late = false;
+  const overrun = (description: string) => {
+    if (final) recordBug(report, "hangs", description);
+    else late = true;
+  };
   const long = r.chance(0.03);
   const c = long ? longCase(r) : r.pick([attentionCase, matmulCase, linearCase, rowsCase])(r);
   const mode = r.pick(MODES);
@@ -345,14 +364,14 @@ async function oneCase(report: FamilyReport, r: Random, where: string): Promise<
       } else {
         report.rejected++;
         if ((limit === "timeout" || limit === "abort") && ms > 2 * bound + SLACK_MS) {
-          recordBug(report, "hangs", `${where}: ${what} stopped after ${ms.toFixed(0)} ms`);
+          overrun(`${where}: ${what} stopped after ${ms.toFixed(0)} ms`);
         }
       }
     } else {
       report.loaded++;
       const out = outcome.value as NDArray;
       if (long && limit !== "fuel" && ms > 2 * bound + SLACK_MS) {
-        recordBug(report, "hangs", `${where}: ${what} ran ${ms.toFixed(0)} ms past its bound`);
+        overrun(`${where}: ${what} ran ${ms.toFixed(0)} ms past its bound`);
       }
       if (long && limit === "fuel" && (limits.fuel ?? 0) < 1e6) {
         recordBug(report, "wrong", `${where}: ${what} ran past its fuel ${limits.fuel}`);
@@ -375,4 +394,5 @@ async function oneCase(report: FamilyReport, r: Random, where: string): Promise<
     if (live !== 0) recordBug(report, "leaks", `${where}: ${live} bytes left in the VM`);
     vm.dispose();
   }
+  return late ? "late" : undefined;
 }
