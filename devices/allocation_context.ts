@@ -10,7 +10,7 @@
  */
 
 import type { Device } from "./device.ts";
-import { type Allocator, LARGE_BLOCK_BYTES } from "./allocator.ts";
+import { type Allocator, LARGE_BLOCK_BYTES, type WorkBudget } from "./allocator.ts";
 import { NaiveAllocator } from "./naive_allocator.ts";
 import { shared } from "../ground/shared.ts";
 
@@ -19,7 +19,10 @@ export interface AllocatorSet {
   /** The allocator for `device`. */
   allocatorFor(device: Device): Allocator;
   /** The memory limit the set's allocators share, whose hook checks the running call's clock. */
-  readonly limit?: { readonly onLargeBlock: (() => void) | null };
+  readonly limit?: {
+    readonly onLargeBlock: (() => void) | null;
+    readonly workBudget?: (() => WorkBudget | null) | null;
+  };
 }
 
 /**
@@ -82,4 +85,12 @@ export function activateAllocators(set: AllocatorSet | null): AllocatorSet | nul
  */
 export function beforeLargeInput(nbytes: number): void {
   if (nbytes >= LARGE_BLOCK_BYTES) context.active?.limit?.onLargeBlock?.();
+}
+
+/**
+ * The budgets of the VM call running now (`MemoryLimit.workBudget`), or null
+ * outside any call: what a kernel's work is charged to.
+ */
+export function currentWorkBudget(): WorkBudget | null {
+  return context.active?.limit?.workBudget?.() ?? null;
 }

@@ -99,6 +99,28 @@ export function emptyStats(): MemoryStats {
 }
 
 /**
+ * The budgets of one running VM call as a kernel sees them (vm/invocation.ts's
+ * `Invocation`): the kernel front end charges a kernel's estimated work to
+ * them before it runs and checks them between the chunks of a long one.
+ * Every method may throw the call's limit error, which the VM reports as
+ * "Out of fuel", "Timed out" or "Aborted".
+ */
+export interface WorkBudget {
+  /** Whether the call has a deadline or a signal to watch (else only its fuel stops it). */
+  readonly watched: boolean;
+  /** Spends `fuel` of the call's fuel; throws when it runs out or the call has stopped. */
+  chargeFuel(fuel: number): void;
+  /** Milliseconds left before the call's deadline; Infinity without one. */
+  remainingMs(): number;
+  /** Checks the clock and the signal; throws when the call must stop. */
+  checkNow(): void;
+  /** Stops the call as timed out, `why` saying what could not finish in the time left. */
+  refuse(why: string): never;
+  /** A signal that aborts when the call stops or ends; undefined when `watched` is false. */
+  callSignal(): AbortSignal | undefined;
+}
+
+/**
  * A budget of device memory shared by the allocators of one VM
  * (`maxMemoryBytes`): every block they take from a device, on any device,
  * counts until they give it back, pooled blocks included. When a new block
@@ -120,6 +142,12 @@ export class MemoryLimit {
    * large block, nothing for small ones.
    */
   onLargeBlock: (() => void) | null = null;
+  /**
+   * The budgets of the call running now (the VM sets it to its running
+   * invocation), or null outside any call: what a kernel's work is charged
+   * to before it runs (builtins/operators/kernel_cost.ts).
+   */
+  workBudget: (() => WorkBudget | null) | null = null;
   readonly #trim: () => void;
 
   /** A limit of `maxBytes`; `trim` gives pooled blocks back when a request does not fit. */

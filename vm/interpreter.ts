@@ -123,6 +123,11 @@ export class Interpreter {
     this.#current?.checkNow();
   }
 
+  /** The invocation running now, or null between runs: what a kernel's work is charged to. */
+  currentInvocation(): Invocation | null {
+    return this.#current;
+  }
+
   /** The call signal of the invocation running now (`Invocation.callSignal`), if any. */
   currentCallSignal(): AbortSignal | undefined {
     return this.#current?.callSignal();

@@ -36,7 +36,9 @@ import type { Instr, LoadedFunction } from "./loaded_function.ts";
 export interface CallLimits {
   /**
    * Instructions the call may run, counted on backward jumps (the loop's
-   * length) and VM function calls (1 each). Default: no limit.
+   * length) and VM function calls (1 each), and `vm.op.*` kernels' work
+   * (1 per 64 multiply-adds, from 2^16; builtins/operators/kernel_cost.ts).
+   * Default: no limit.
    */
   fuel?: number;
   /** Milliseconds the call may take, waiting on Promises included. Default: no limit. */
@@ -314,6 +316,41 @@ export class Invocation {
     if (this.#stop === null && performance.now() >= this.#deadline) this.#stop = this.#timedOut();
     if (this.#stop !== null) controller.abort(this.#stop);
     return controller.signal;
+  }
+
+  /** Whether the invocation has a deadline or a signal to watch (`WorkBudget.watched`). */
+  get watched(): boolean {
+    return this.#watched;
+  }
+
+  /**
+   * Spends `fuel` at once, for a kernel's estimated work (builtins/operators/kernel_cost.ts):
+   * the charge of a backward jump, so it throws like one when the fuel runs out.
+   */
+  chargeFuel(fuel: number): void {
+    if ((this.budget -= fuel) < 0) this.refill();
+  }
+
+  /** Milliseconds left before the deadline; Infinity without one. */
+  remainingMs(): number {
+    return this.#deadline === Infinity ? Infinity : this.#deadline - performance.now();
+  }
+
+  /**
+   * Stops the invocation as timed out before work that cannot finish in the
+   * time left starts (a WebGPU kernel, which cannot be interrupted once
+   * dispatched); `why` says which.
+   */
+  refuse(why: string): never {
+    this.#stop ??= new LimitExceeded(
+      "timeout",
+      `Timed out: ${why}, more than the ${
+        Math.max(0, Math.round(this.remainingMs()))
+      } ms left of its ${this.limits.timeoutMs} ms (timeoutMs)`,
+    );
+    this.budget = -Infinity;
+    this.#controller?.abort(this.#stop);
+    throw this.#stop;
   }
 
   /** Why the invocation stopped (after `race` gave `STOPPED`). */

@@ -208,6 +208,9 @@ export class VirtualMachine {
     // Between instructions the clock is read on backward jumps and calls only; a large kernel
     // reads it too, before its output is allocated, so straight-line heavy code stops in time.
     this.#state.limit.onLargeBlock = () => interp.checkNow();
+    // A kernel charges its estimated work to the running call before it runs (fuel, time left)
+    // and checks it between the chunks of a long one (builtins/operators/kernel_cost.ts).
+    this.#state.limit.workBudget = () => interp.currentInvocation();
     const calls = new Calls(
       this,
       ex,

@@ -48,9 +48,16 @@
 import type { TensorDType } from "../../ground/dtype.ts";
 import type { NDArray } from "../../devices/ndarray.ts";
 import { BuiltinTable } from "../builtin_table.ts";
-import type { AttentionLayout } from "../../kernels/kernel_backend.ts";
+import type { AttentionLayout, OpBackend } from "../../kernels/kernel_backend.ts";
 import { formatShape } from "../../kernels/broadcast.ts";
-import { checkArgCount, checkDType, checkSameDevice, launch } from "./operator_arguments.ts";
+import {
+  checkArgCount,
+  checkDType,
+  checkSameDevice,
+  launch,
+  viewOf,
+} from "./operator_arguments.ts";
+import { attentionWork, launchSplit } from "./kernel_cost.ts";
 import { describe } from "../describe.ts";
 import { tensorArg } from "../validate.ts";
 
@@ -108,8 +115,8 @@ function causalOffset(name: string, causal: unknown, Tq: number, Tk: number): nu
 
 const LAYOUTS: readonly AttentionLayout[] = ["BHSD", "BSHD"];
 
-/** `vm.op.attention(q, k, v, causal?, scale?, layout?)`. */
-function attention(args: readonly unknown[]): NDArray {
+/** `vm.op.attention(q, k, v, causal?, scale?, layout?)`: a Promise when split asynchronously. */
+function attention(args: readonly unknown[]): NDArray | Promise<NDArray> {
   const name = "vm.op.attention";
   checkArgCount(name, args, 3, 6);
   const q = tensorArg(args[0], "argument 0 (q)", name);
@@ -157,12 +164,61 @@ function attention(args: readonly unknown[]): NDArray {
   if (typeof scale !== "number" || !Number.isFinite(scale)) {
     throw new TypeError(`${name}: scale must be a finite number, got ${describe(scale)}`);
   }
-  return launch(
-    q,
-    [...q.shape.slice(0, -1), Dv],
-    "float32",
-    (backend, out) => backend.attention(q, k, v, scale, offset, out, layout as AttentionLayout),
-  );
+  const lay = layout as AttentionLayout;
+  return launchSplit(name, q, [...q.shape.slice(0, -1), Dv], "float32", {
+    rows: sizeOf(lead) * Tq,
+    rowWork: attentionWork(tokensFirst ? q.shape[rank - 2] : 1, 1, Tk, D, Dv),
+    whole: (backend, out) => backend.attention(q, k, v, scale, offset, out, lay),
+    part: (backend, out, from, to) =>
+      attentionRows(backend, q, k, v, scale, offset, out, lay, from, to),
+  });
+}
+
+/** Product of `shape`'s extents. */
+function sizeOf(shape: readonly number[]): number {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
+}
+
+/**
+ * Query rows `[from, to)` of attention, counted over every head (`"BHSD"`) or
+ * batch (`"BSHD"`, where a row is one token of every head): for each head or
+ * batch they cover, the kernel runs on views of its query and output rows and
+ * all its keys and values, the causal offset moved by the first row's index.
+ */
+function attentionRows(
+  backend: OpBackend,
+  q: NDArray,
+  k: NDArray,
+  v: NDArray,
+  scale: number,
+  offset: number | null,
+  out: NDArray,
+  layout: AttentionLayout,
+  from: number,
+  to: number,
+): void {
+  const rank = q.shape.length, tokensFirst = layout === "BSHD";
+  const t = tokensFirst ? rank - 3 : rank - 2;
+  const Tq = q.shape[t], Tk = k.shape[t];
+  const D = q.shape[rank - 1], Dv = v.shape[rank - 1];
+  const H = tokensFirst ? q.shape[rank - 2] : 1;
+  const unitShape = (rows: number, d: number) => tokensFirst ? [rows, H, d] : [1, rows, d];
+  for (let row = from; row < to;) {
+    const unit = Math.floor(row / Tq), i0 = row - unit * Tq;
+    const rows = Math.min(to - row, Tq - i0);
+    const qv = viewOf(q, (unit * Tq + i0) * H * D, unitShape(rows, D));
+    const kv = viewOf(k, unit * Tk * H * D, unitShape(Tk, D));
+    const vv = viewOf(v, unit * Tk * H * Dv, unitShape(Tk, Dv));
+    const ov = viewOf(out, (unit * Tq + i0) * H * Dv, unitShape(rows, Dv));
+    try {
+      backend.attention(qv, kv, vv, scale, offset === null ? null : offset + i0, ov, layout);
+    } finally {
+      for (const view of [qv, kv, vv, ov]) view.releaseIfUnowned();
+    }
+    row += rows;
+  }
 }
 
 const ERRORS =

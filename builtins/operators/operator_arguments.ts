@@ -7,12 +7,13 @@
  * @module
  */
 
-import type { TensorDType } from "../../ground/dtype.ts";
+import { elementBytes, type TensorDType } from "../../ground/dtype.ts";
 import { NDArray } from "../../devices/ndarray.ts";
 import { ShapeTuple } from "../../ground/shape_tuple.ts";
 import { describe } from "../describe.ts";
 import { backendFor, type OpBackend } from "../../kernels/kernel_backend.ts";
 import { formatShape } from "../../kernels/broadcast.ts";
+import { chargeWork } from "./kernel_cost.ts";
 export function checkArgCount(
   op: string,
   args: readonly unknown[],
@@ -125,14 +126,25 @@ export function flagArg(op: string, value: unknown, role: string): boolean {
 
 /**
  * Allocates the output on `x`'s device, runs `kernel` and returns the output;
- * a kernel that throws does not leak the output's memory.
+ * a kernel that throws does not leak the output's memory. The kernel's
+ * `work` (multiply-adds; default: the larger of `x`'s and the output's
+ * elements, for a kernel linear in its memory) is charged to the running
+ * call first (kernel_cost.ts's `chargeWork`).
  */
 export function launch(
   x: NDArray,
   shape: readonly number[],
   dtype: TensorDType,
   kernel: (backend: OpBackend, out: NDArray) => void,
+  work?: number,
 ): NDArray {
+  let w = work;
+  if (w === undefined) {
+    let elements = 1;
+    for (const d of shape) elements *= d;
+    w = Math.max(x.size, elements);
+  }
+  chargeWork("a kernel", w, x.device);
   const backend = backendFor(x.device.kind);
   const out = NDArray.empty(shape, dtype, x.device);
   try {
@@ -147,4 +159,12 @@ export function launch(
 /** A view of `x`'s memory with another shape of the same size (for 1-D matmul operands). */
 export function reshapedView(x: NDArray, shape: readonly number[]): NDArray {
   return new NDArray(x.storage, x.byteOffset, shape, x.dtype);
+}
+
+/**
+ * A view of `shape` over `x`'s memory starting `elements` elements in (a row
+ * block of one head or batch, for a kernel split into chunks).
+ */
+export function viewOf(x: NDArray, elements: number, shape: readonly number[]): NDArray {
+  return new NDArray(x.storage, x.byteOffset + elements * elementBytes(x.dtype), shape, x.dtype);
 }

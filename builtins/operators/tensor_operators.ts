@@ -36,7 +36,10 @@ import {
   normalizeAxis,
   reductionAxes,
   reshapedView,
+  viewOf,
 } from "./operator_arguments.ts";
+import { chargeWork, launchSplit, MIN_CHARGED_WORK, productWork } from "./kernel_cost.ts";
+import { cpuKernelMode } from "../../kernels/cpu/wasm/runtime.ts";
 import {
   backendFor,
   type BinaryOp,
@@ -45,6 +48,7 @@ import {
 } from "../../kernels/kernel_backend.ts";
 import {
   broadcastPlan,
+  broadcastStrides,
   formatShape,
   sameShape,
   tryBroadcastShapes,
@@ -134,6 +138,7 @@ function makeBinary(op: BinaryOp): (a: unknown, b: unknown) => NDArray {
       shape = plan.shape;
       size = plan.size;
     }
+    if (size >= MIN_CHARGED_WORK) chargeWork(name, size, device);
     const backend = backendFor(device.kind);
     const out = NDArray.emptyChecked(shape, size, dtype, device);
     try {
@@ -155,6 +160,7 @@ function makeUnary(op: UnaryOp): (x: unknown) => NDArray {
     const x = tensorArg(value, "argument 0 (x)", name);
     if (x.dtype !== "float32") checkDType(name, x, "x", dtypes);
     const device = x.device;
+    if (x.size >= MIN_CHARGED_WORK) chargeWork(name, x.size, device);
     const backend = backendFor(device.kind);
     const out = NDArray.emptyChecked(x.shape, x.size, x.dtype, device);
     try {
@@ -173,7 +179,7 @@ function makeUnary(op: UnaryOp): (x: unknown) => NDArray {
  * operand is a row (left) or column (right) vector whose axis is dropped
  * from the result.
  */
-function matmul(args: readonly unknown[]): NDArray {
+function matmul(args: readonly unknown[]): NDArray | Promise<NDArray> {
   const name = "vm.op.matmul";
   checkArgCount(name, args, 2, 2);
   const a = tensorArg(args[0], "argument 0 (a)", name),
@@ -198,18 +204,85 @@ function matmul(args: readonly unknown[]): NDArray {
   const outShape = [...batch];
   if (a.shape.length > 1) outShape.push(M);
   if (b.shape.length > 1) outShape.push(N);
-  return launch(a, outShape, a.dtype, (backend, out) => {
-    const av = a2 === a.shape ? a : reshapedView(a, a2);
-    const bv = b2 === b.shape ? b : reshapedView(b, b2);
-    const full = [...batch, M, N];
-    const ov = out.shape.length === full.length ? out : reshapedView(out, full);
-    try {
-      backend.matmul(av, bv, ov);
-    } finally {
-      // The views hold references to the operands' storage; drop them.
-      for (const v of [av, bv, ov]) if (v !== a && v !== b && v !== out) v.releaseIfUnowned();
-    }
+  const batches = sizeOf(batch);
+  return launchSplit(name, a, outShape, a.dtype, {
+    rows: batches * M,
+    rowWork: productWork(1, 1, K, N),
+    minRows: productMinRows(),
+    chunkMs: PRODUCT_CHUNK_MS,
+    whole: (backend, out) => {
+      const av = a2 === a.shape ? a : reshapedView(a, a2);
+      const bv = b2 === b.shape ? b : reshapedView(b, b2);
+      const full = [...batch, M, N];
+      const ov = out.shape.length === full.length ? out : reshapedView(out, full);
+      try {
+        backend.matmul(av, bv, ov);
+      } finally {
+        // The views hold references to the operands' storage; drop them.
+        for (const v of [av, bv, ov]) if (v !== a && v !== b && v !== out) v.releaseIfUnowned();
+      }
+    },
+    part: (backend, out, from, to) => {
+      // Each product's operands over the broadcast batch axes, as matrix indices.
+      const aMats = batchIndices(a2.slice(0, -2), batch);
+      const bMats = batchIndices(b2.slice(0, -2), batch);
+      for (let row = from; row < to;) {
+        const product = Math.floor(row / M), i0 = row - product * M;
+        const rows = Math.min(to - row, M - i0);
+        const av = viewOf(a, (aMats[product] * M + i0) * K, [rows, K]);
+        const bv = viewOf(b, bMats[product] * K * N, [K, N]);
+        const ov = viewOf(out, (product * M + i0) * N, [rows, N]);
+        try {
+          backend.matmul(av, bv, ov);
+        } finally {
+          for (const v of [av, bv, ov]) v.releaseIfUnowned();
+        }
+        row += rows;
+      }
+    },
   });
+}
+
+/**
+ * The fewest rows of a product's chunk. Each chunk packs all of B again
+ * (about as long as 50–100 rows of WebAssembly work), so chunks of the
+ * WebAssembly kernels take at least 128 rows; the TypeScript ones, 25 to
+ * 50 times slower a row, 4.
+ */
+function productMinRows(): number {
+  return cpuKernelMode() === "typescript" ? 4 : 128;
+}
+
+/** What a product's chunk should take: 12 ms, so B's packing stays a small part of it. */
+const PRODUCT_CHUNK_MS = 12;
+
+/** Product of `shape`'s extents. */
+function sizeOf(shape: readonly number[]): number {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
+}
+
+/**
+ * For each index of the broadcast batch shape `batch`, in order, the index
+ * of the matrix an operand with batch axes `own` supplies to it.
+ */
+function batchIndices(own: readonly number[], batch: readonly number[]): number[] {
+  const strides = broadcastStrides(own, batch);
+  const count = sizeOf(batch);
+  const result = new Array<number>(count);
+  const index = new Array<number>(batch.length).fill(0);
+  let at = 0;
+  for (let i = 0; i < count; i++) {
+    result[i] = at;
+    for (let axis = batch.length - 1; axis >= 0; axis--) {
+      at += strides[axis];
+      if (++index[axis] < batch[axis]) break;
+      at -= strides[axis] * batch[axis];
+      index[axis] = 0;
+    }
+  }
+  return result;
 }
 
 /**
@@ -220,7 +293,7 @@ function matmul(args: readonly unknown[]): NDArray {
  * the transposed weight is never materialized, and the bias is added as the
  * outputs are stored.
  */
-function linear(args: readonly unknown[]): NDArray {
+function linear(args: readonly unknown[]): NDArray | Promise<NDArray> {
   const name = "vm.op.linear";
   checkArgCount(name, args, 2, 3);
   const x = tensorArg(args[0], "argument 0 (x)", name),
@@ -252,12 +325,22 @@ function linear(args: readonly unknown[]): NDArray {
       `${name}: bias ${formatShape(bias.shape)} must be [${N}], the weight's out-features`,
     );
   }
-  return launch(
-    x,
-    [...x.shape.slice(0, -1), N],
-    "float32",
-    (backend, out) => backend.linear(x, w, bias, out),
-  );
+  return launchSplit(name, x, [...x.shape.slice(0, -1), N], "float32", {
+    rows: x.size / Math.max(K, 1) || sizeOf(x.shape.slice(0, -1)),
+    rowWork: productWork(1, 1, K, N),
+    minRows: productMinRows(),
+    chunkMs: PRODUCT_CHUNK_MS,
+    whole: (backend, out) => backend.linear(x, w, bias, out),
+    part: (backend, out, from, to) => {
+      const xv = viewOf(x, from * K, [to - from, K]), ov = viewOf(out, from * N, [to - from, N]);
+      try {
+        backend.linear(xv, w, bias, ov);
+      } finally {
+        xv.releaseIfUnowned();
+        ov.releaseIfUnowned();
+      }
+    },
+  });
 }
 
 /** `vm.op.<op>(x, axes?, keepdims?)`. */

@@ -90,9 +90,15 @@ export function attentionKernel(
           for (let d = 0; d < D; d++) s0 += qv[qo + d] * kv[k0 + d];
           s[j] = s0 * scale;
         }
-        // Softmax weights (unnormalized) and their sum.
+        // Softmax weights (unnormalized) and their sum. Scores are float32, as on the
+        // WebAssembly path: one past its range is +Infinity, and when the maximum is +Infinity
+        // those keys share the weight and the others get none (the softmax's limit), not NaN.
         let max = -Infinity;
-        for (j = 0; j < keys; j++) max = Math.max(max, s[j]);
+        for (j = 0; j < keys; j++) max = Math.max(max, s[j] = Math.fround(s[j]));
+        if (max === Infinity) {
+          for (j = 0; j < keys; j++) s[j] = s[j] === Infinity ? 0 : -Infinity;
+          max = 0;
+        }
         let sum = 0;
         for (j = 0; j < keys; j++) {
           const p = Math.exp(s[j] - max);

@@ -16,6 +16,7 @@ import { cacheFamily } from "./cache_family.ts";
 import { cliFamily } from "./cli_family.ts";
 import { closureFamily } from "./closure_family.ts";
 import { hostileFamily } from "./hostile_family.ts";
+import { kernelFamily } from "./kernel_family.ts";
 import { loaderFamily } from "./loader_family.ts";
 import { packagePathsFamily } from "./package_paths_family.ts";
 import { runFamily } from "./run_family.ts";
@@ -37,6 +38,7 @@ export const FAMILIES: Record<string, (rand: Random, cases: number) => Promise<F
   cache: cacheFamily,
   closures: closureFamily,
   cli: cliFamily,
+  kernels: kernelFamily,
 };
 
 /** Runs the chosen families and returns their reports. */

@@ -6,6 +6,7 @@ import "./dtypes_suite.ts";
 import "./gpt_suite.ts";
 import "./inputs_suite.ts";
 import "./kernels_suite.ts";
+import "./kernel_cost_suite.ts";
 import "./lande_suite.ts";
 import "./memory_suite.ts";
 import "./minilm_suite.ts";

@@ -18,6 +18,9 @@
  * pass over the output row (value rows past the keys a row sees are never
  * read), and one scaling by `1 / sum`. A row that sees
  * no key is NaN (0 · 1/0), as in TypeScript; NaN scores make the row NaN.
+ * Scores past float32's range are +Infinity; when the maximum is +Infinity
+ * those keys share the row's weight and the others get none (the softmax's
+ * limit), as in TypeScript, instead of `Infinity - Infinity`.
  *
  * @module
  */
@@ -65,7 +68,7 @@ export function emitAttention(m: ModuleBuilder): void {
   const padded = f.local(i32), qRow = f.local(i32), kRow = f.local(i32), oRow = f.local(i32);
   const dBytes = f.local(i32), dvBytes = f.local(i32), vRow = f.local(i32), keys4 = f.local(i32);
   const acc = f.local(v128), x = f.local(v128), y = f.local(v128), k = f.local(v128);
-  const r = f.local(v128), e = f.local(v128), max = f.local(v128);
+  const r = f.local(v128), e = f.local(v128), max = f.local(v128), top = f.local(f32);
   const p0 = f.local(v128), p1 = f.local(v128), p2 = f.local(v128), p3 = f.local(v128);
   const load = (base: number, idx: number) => at(f, base, idx).simdMem(SimdOp.v128Load, 0);
   const store = () => f.simdMem(SimdOp.v128Store, 0);
@@ -108,8 +111,20 @@ export function emitAttention(m: ModuleBuilder): void {
       f.get(acc);
       load(sp, j).simd(SimdOp.f32x4Max).set(acc);
     });
+    // A score past float32's range is +Infinity: such keys share the row's weight, the others
+    // get none (the limit of the softmax), rather than Infinity - Infinity = NaN.
     pushFold(f, acc, Op.f32Max);
-    f.simd(SimdOp.f32x4Splat).set(max);
+    f.tee(top).f32(Infinity).op(Op.f32Eq).if();
+    f.forLoop(j, 0, padded, 16, () => {
+      at(f, sp, j);
+      f.f32x4Const([0, 0, 0, 0]).f32x4Const([-Infinity, -Infinity, -Infinity, -Infinity]);
+      load(sp, j).f32x4Const([Infinity, Infinity, Infinity, Infinity]).simd(SimdOp.f32x4Eq);
+      f.simd(SimdOp.v128Bitselect);
+      store();
+    });
+    f.f32(0).set(top);
+    f.end();
+    f.get(top).simd(SimdOp.f32x4Splat).set(max);
     f.f32x4Const([0, 0, 0, 0]).set(acc);
     f.forLoop(j, 0, padded, 16, () => {
       load(sp, j).get(max).simd(SimdOp.f32x4Sub).set(x);

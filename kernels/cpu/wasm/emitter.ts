@@ -44,6 +44,7 @@ export const Op = {
   brIf: 0x0d,
   return: 0x0f,
   drop: 0x1a,
+  select: 0x1b,
   localGet: 0x20,
   localSet: 0x21,
   localTee: 0x22,
@@ -68,6 +69,8 @@ export const Op = {
   i32Mul: 0x6c,
   i32And: 0x71,
   i32Shl: 0x74,
+  i32ShrU: 0x76,
+  f32Eq: 0x5b,
   f32Add: 0x92,
   f32Sub: 0x93,
   f32Mul: 0x94,
@@ -80,6 +83,8 @@ export const Op = {
   f32DemoteF64: 0xb6,
   f64ConvertI32S: 0xb7,
   f64PromoteF32: 0xbb,
+  i32ReinterpretF32: 0xbc,
+  f32ReinterpretI32: 0xbe,
 } as const;
 
 /** SIMD opcodes, each written as 0xfd followed by its number as an unsigned LEB128 (§5.4.8). */
@@ -92,6 +97,7 @@ export const SimdOp = {
   f32x4ExtractLane: 0x1f,
   i32x4Splat: 0x11,
   v128Bitselect: 0x52,
+  f32x4Eq: 0x41,
   f32x4Lt: 0x43,
   f32x4Gt: 0x44,
   f32x4Nearest: 0x6a,

@@ -60,22 +60,57 @@ function emitLayerNorm(m: ModuleBuilder): void {
   const { full, rem, p, i, row, mask } = rowLocals(f, n);
   const acc = f.local(v128), d = f.local(v128), mean = f.local(v128), scale = f.local(v128);
   const s1 = f.local(v128), corr = f.local(v128), nf = f.local(f32), c = f.local(f32);
+  const amax = f.local(v128), xv = f.local(v128), sv = f.local(v128);
+  const am = f.local(f32), s = f.local(f32), epsS = f.local(f32);
+  const exponent = f.local(i32), big = f.local(i32);
   const load = (base: number, idx: number) => at(f, base, idx).simdMem(SimdOp.v128Load, 0);
   const zero = () => f.f32x4Const([0, 0, 0, 0]);
   f.get(n).op(Op.f32ConvertI32S).set(nf);
   f.get(xp).set(p);
   f.forLoop(row, 0, rows, 1, () => {
-    // mean
+    // the sum, and the largest magnitude
+    zero().tee(acc).set(amax);
+    const take = () => {
+      f.tee(xv).get(acc).simd(SimdOp.f32x4Add).set(acc);
+      f.get(amax).get(xv).simd(SimdOp.f32x4Abs).simd(SimdOp.f32x4Max).set(amax);
+    };
+    f.forLoop(i, 0, full, 16, () => {
+      load(p, i);
+      take();
+    });
+    f.get(rem).if();
+    load(p, full);
+    zero().get(mask).simd(SimdOp.v128Bitselect);
+    take();
+    f.end();
+    // A row whose largest magnitude is 2^60 or more (finite) is scaled by s = 2^(128 - e), e its
+    // biased exponent, to [2, 4): exact, and its sum and squares stay in range (else 1e20 squares
+    // to Infinity and the row normalizes to 0). eps scales by s² (floored so that a constant row
+    // stays 0, not 0 · Infinity).
+    pushFold(f, amax, Op.f32Max);
+    f.set(am);
+    f.get(am).op(Op.i32ReinterpretF32).i32(23).op(Op.i32ShrU).set(exponent);
+    f.get(exponent).i32(187).op(Op.i32GeS).get(exponent).i32(255).op(Op.i32Ne).op(Op.i32And);
+    f.set(big);
+    f.i32(255).get(exponent).op(Op.i32Sub).i32(127).get(big).op(Op.select);
+    f.i32(23).op(Op.i32Shl).op(Op.f32ReinterpretI32).tee(s).simd(SimdOp.f32x4Splat).set(sv);
+    f.get(eps).set(epsS);
+    f.get(big).if();
     zero().set(acc);
     f.forLoop(i, 0, full, 16, () => {
       f.get(acc);
-      load(p, i).simd(SimdOp.f32x4Add).set(acc);
+      load(p, i).get(sv).simd(SimdOp.f32x4Mul).simd(SimdOp.f32x4Add).set(acc);
     });
     f.get(rem).if();
     f.get(acc);
     load(p, full);
-    zero().get(mask).simd(SimdOp.v128Bitselect).simd(SimdOp.f32x4Add).set(acc);
+    zero().get(mask).simd(SimdOp.v128Bitselect).get(sv).simd(SimdOp.f32x4Mul);
+    f.simd(SimdOp.f32x4Add).set(acc);
     f.end();
+    f.get(eps).get(s).op(Op.f32Mul).get(s).op(Op.f32Mul).f32(1.1754943508222875e-38);
+    f.op(Op.f32Max).set(epsS);
+    f.end();
+    // mean
     pushFold(f, acc, Op.f32Add);
     f.get(nf).op(Op.f32Div).simd(SimdOp.f32x4Splat).set(mean);
     // The deviations d = x - mean: their sum (the float32 mean's rounding error, n times) and
@@ -87,11 +122,11 @@ function emitLayerNorm(m: ModuleBuilder): void {
       f.get(d).get(d).simd(SimdOp.f32x4Mul).get(acc).simd(SimdOp.f32x4Add).set(acc);
     };
     f.forLoop(i, 0, full, 16, () => {
-      load(p, i).get(mean).simd(SimdOp.f32x4Sub);
+      load(p, i).get(sv).simd(SimdOp.f32x4Mul).get(mean).simd(SimdOp.f32x4Sub);
       deviation();
     });
     f.get(rem).if();
-    load(p, full).get(mean).simd(SimdOp.f32x4Sub);
+    load(p, full).get(sv).simd(SimdOp.f32x4Mul).get(mean).simd(SimdOp.f32x4Sub);
     zero().get(mask).simd(SimdOp.v128Bitselect);
     deviation();
     f.end();
@@ -101,12 +136,13 @@ function emitLayerNorm(m: ModuleBuilder): void {
     f.f32(1);
     pushFold(f, acc, Op.f32Add);
     f.get(nf).op(Op.f32Div).get(c).get(c).op(Op.f32Mul).op(Op.f32Sub).f32(0).op(Op.f32Max);
-    f.get(eps).op(Op.f32Add).op(Op.f32Sqrt).op(Op.f32Div);
+    f.get(epsS).op(Op.f32Add).op(Op.f32Sqrt).op(Op.f32Div);
     f.simd(SimdOp.f32x4Splat).set(scale);
     f.get(c).simd(SimdOp.f32x4Splat).set(corr);
     // out = ((x - mean) - corr) · scale · gamma + beta
     const normalized = (idx: number) => {
-      load(p, idx).get(mean).simd(SimdOp.f32x4Sub).get(corr).simd(SimdOp.f32x4Sub);
+      load(p, idx).get(sv).simd(SimdOp.f32x4Mul).get(mean).simd(SimdOp.f32x4Sub);
+      f.get(corr).simd(SimdOp.f32x4Sub);
       f.get(scale).simd(SimdOp.f32x4Mul);
       load(gp, idx).simd(SimdOp.f32x4Mul);
       load(bp, idx).simd(SimdOp.f32x4Add);
