@@ -145,14 +145,11 @@ for (const form of Object.keys(FORMS) as Form[]) {
     assertEquals(await yielding.invoke("spin", 2_000_000), 2_000_000);
     assertEquals(await never.invoke("spin", 2_000_000), 2_000_000);
     assertEquals(await yielding.invoke("rec", 16), 0);
-    // Fuel is charged alike: the count that runs out is the same.
+    // Fuel is charged alike, to the instruction: the call (1) and 4 a turn of the loop.
     for (const vm of [yielding, never]) {
-      await vm.with({ fuel: 3 * 500_000 }).invoke("spin", 499_990);
-      await assertRejects(
-        () => vm.with({ fuel: 3 * 500_000 }).invoke("spin", 500_010),
-        VMError,
-        "Out of fuel",
-      );
+      const limited = vm.with({ fuel: 4 * 500_000 + 1 });
+      assertEquals(await limited.invoke("spin", 500_000), 500_000);
+      await assertRejects(() => limited.invoke("spin", 500_001), VMError, "Out of fuel");
     }
     assertEquals(yielding.memory_stats().liveBytes, 0);
   });

@@ -12,7 +12,10 @@
  * - liveness release points become `rK = undefined`, after releasing the
  *   value when it is an object;
  * - a backward jump charges the invocation's fuel (`inv`, the second
- *   argument) the instructions it repeats, as the interpreter does.
+ *   argument) the instructions it repeats, as the interpreter does; when
+ *   the charge says the call must yield to the event loop (`YIELD`), the
+ *   function hands its registers over as for a Promise, in a frame parked at
+ *   the jump's target (`yielded`).
  *
  * Semantics are the interpreter's, instruction for instruction: results are
  * held and released with the object protocol at the same points (memory
@@ -41,6 +44,7 @@
  */
 
 import { makeFunction } from "./dynamic_code.ts";
+import { YIELD } from "./invocation.ts";
 import { DecodedOp, type FuelBudget, type LoadedFunction } from "./loaded_function.ts";
 
 /** What compiled functions need from the interpreter. */
@@ -69,6 +73,12 @@ export interface CompiledHelpers {
    * the compiled function returns.
    */
   park(fn: LoadedFunction, pc: number, registers: unknown[]): unknown;
+  /**
+   * Hands the registers to an interpreter frame parked, until the next
+   * macrotask, at the target of the backward jump at `pc`, whose charge
+   * threw `YIELD`; returns the value the compiled function returns.
+   */
+  yielded(fn: LoadedFunction, pc: number, registers: unknown[]): unknown;
   /** Releases `registers` and returns the `VMError` for `e` at `pc`. */
   fail(fn: LoadedFunction, pc: number, e: unknown, registers: unknown[]): Error;
 }
@@ -275,6 +285,7 @@ ${loop ? "for (;;) {\nswitch (pc) {\n" : ""}${body}${
   }    }
   } catch (e) {
     if (e === PARK) return h.park(fn, pc, ${all});
+    if (e === YIELD) return h.yielded(fn, pc, ${all});
     throw h.fail(fn, pc, e, ${all});
   }
   // Ret: every register is released; the result survives, floating, as in the interpreter.
@@ -284,9 +295,9 @@ ${teardown}  if (held) disown(v);
   return v;
 };`;
   // Null where this realm forbids eval (CSP; tried once per realm): the interpreter runs it.
-  const factory = makeFunction(["callees", "template", "fn", "h", "PARK"], source);
+  const factory = makeFunction(["callees", "template", "fn", "h", "PARK", "YIELD"], source);
   if (factory === null) return null;
-  const run = factory(callees, fn.template, fn, helpers, PARK) as CompiledRun;
+  const run = factory(callees, fn.template, fn, helpers, PARK, YIELD) as CompiledRun;
   fn.sourceLength += source.length;
   return run;
 }

@@ -44,6 +44,15 @@
  * three forms. A frame waiting on a Promise races it against the
  * invocation's timer and signal.
  *
+ * Yields (issue 27, finding 8). When a charge finds that the call has run
+ * its `yieldIntervalMs`, `refill` throws `YIELD`. At a backward jump the
+ * loop's frame parks at the jump's target (`#parkYield`: the jump's
+ * releases and fuel are done, only `pc` moves) on `nextMacrotask()`; at a
+ * call entry the call itself becomes a Promise that starts the callee after
+ * it (`#enterLater`), and the caller parks on that as on any VM call that
+ * parked. Either way the rest runs on `#resume`, the path of a Promise from
+ * a packed function, so the three forms agree call for call.
+ *
  * @module
  */
 
@@ -74,9 +83,12 @@ import { compiledHelpers, dispatchHelpers } from "./generated_forms.ts";
 import {
   type CallProbe,
   Invocation,
+  nextMacrotask,
   NO_LIMITS,
   type ResolvedLimits,
+  RESUMED,
   STOPPED,
+  YIELD,
 } from "./invocation.ts";
 
 export { asPromise, checkArgumentsLive, reasonOf } from "./call_boundary.ts";
@@ -272,9 +284,42 @@ export class Interpreter {
       try {
         inv.refill();
       } catch (e) {
+        if (e === YIELD) return this.#enterLater(inv, fn, args);
         throw this.#wrap({ fn, pc: -1 }, e);
       }
     }
+    return this.#start(inv, fn, args);
+  }
+
+  /**
+   * A call whose fuel was charged and that must yield first: after a
+   * macrotask (and the checks a timer's abort makes land), it starts as
+   * `#start`. Its caller parks on the Promise, as on a VM call that parked.
+   */
+  #enterLater(inv: Invocation, fn: LoadedFunction, args: readonly unknown[]): Promise<unknown> {
+    const p = nextMacrotask().then(() => {
+      try {
+        inv.resumed();
+      } catch (e) {
+        throw this.#wrap({ fn, pc: -1 }, e);
+      }
+      // The arguments may have been freed meanwhile (the caller's, at the top level).
+      checkArgumentsLive(fn.info.name, args);
+      const previous = this.#current;
+      this.#current = inv;
+      try {
+        return this.#start(inv, fn, args);
+      } finally {
+        this.#current = previous;
+      }
+    });
+    this.#own.add(p);
+    return p;
+  }
+
+  /** Runs a call whose checks passed and whose fuel was charged. */
+  #start(inv: Invocation, fn: LoadedFunction, args: readonly unknown[]): unknown {
+    const slots = fn.template.length;
     inv.depth++;
     inv.slots += slots;
     if (fn.compiled !== null && this.instrument === null && inv.probe === null) {
@@ -359,6 +404,13 @@ export class Interpreter {
           throw inv.stopReason();
         }
         frame.pending = null;
+        if (v === RESUMED) {
+          // A yield: the frame starts again at `frame.pc`, once the interval restarted and
+          // nothing stopped the call meanwhile.
+          inv.resumed();
+          result = this.#run(frame);
+          continue;
+        }
         const ins = frame.fn.code[frame.pc];
         if (v !== SKIPPED) {
           storeResult(frame.regs, ins.dst, v);
@@ -435,10 +487,27 @@ export class Interpreter {
       return specialized !== null && this.instrument === null && frame.inv.probe === null
         ? specialized(frame)
         : this.#loop(frame);
+    } catch (e) {
+      // Both loops left `frame.pc` at the backward jump whose charge yielded.
+      if (e === YIELD) return this.#parkYield(frame);
+      throw e;
     } finally {
       activateAllocators(previous);
       this.#current = previousInv;
     }
+  }
+
+  /**
+   * Parks `frame`, stopped at a backward jump whose charge threw `YIELD`, at
+   * the jump's target: the jump's releases and fuel are done, and the
+   * target's entry releases run when the frame resumes there.
+   */
+  #parkYield(frame: Frame): typeof SUSPENDED {
+    frame.pc += frame.fn.code[frame.pc].jump;
+    const p = nextMacrotask();
+    this.#own.add(p);
+    frame.pending = p;
+    return SUSPENDED;
   }
 
   /** Emits the specialized loop of every function (see vm/specialized_dispatch.ts). */
@@ -461,6 +530,9 @@ export class Interpreter {
       current: () => this.#current!,
       parked: (frame) => {
         this.#parked = frame;
+      },
+      own: (p) => {
+        this.#own.add(p);
       },
       wrap: (frame, e) => this.#wrap(frame, e),
     });
