@@ -15,7 +15,9 @@
  *   argument) the instructions it repeats, as the interpreter does; when
  *   the charge says the call must yield to the event loop (`YIELD`), the
  *   function hands its registers over as for a Promise, in a frame parked at
- *   the jump's target (`yielded`).
+ *   the jump's target (`yielded`), and after the macrotask the interpreter
+ *   hands them back: a function with jumps can also start at a jump's target
+ *   with its registers (`resumeAt`), so a long loop keeps running compiled.
  *
  * Semantics are the interpreter's, instruction for instruction: results are
  * held and released with the object protocol at the same points (memory
@@ -94,9 +96,16 @@ export const PARK: unique symbol = Symbol("park");
 
 /**
  * A compiled VM function, run for an invocation whose fuel its backward jumps
- * charge: its result, or the interpreter's marker for a parked call.
+ * charge: its result, or the interpreter's marker for a parked call. With
+ * `resumeAt` (a jump target, for a function with jumps), `args` are all its
+ * registers, already held, and it runs from that pc: the rest of a call that
+ * yielded there.
  */
-export type CompiledRun = (args: readonly unknown[], inv: FuelBudget) => unknown;
+export type CompiledRun = (
+  args: readonly unknown[],
+  inv: FuelBudget,
+  resumeAt?: number,
+) => unknown;
 
 /**
  * Functions whose estimated bytecode (`estimateBytecode`) is larger than this
@@ -265,6 +274,12 @@ export function compile(fn: LoadedFunction, helpers: CompiledHelpers): CompiledR
     const x = reg(r);
     entry += `if (typeof ${x} === "object") retain(${x});\n`;
   }
+  if (loop) {
+    // Resuming at a jump target after a yield: every register comes back, holds and all.
+    let resume = "";
+    for (let r = numArgs; r < R; r++) resume += `${reg(r)} = args[${r}]; `;
+    entry = `if (resumeAt === undefined) {\n${entry}} else { ${resume}pc = resumeAt; }\n`;
+  }
   let teardown = "";
   for (const x of registers) teardown += `if (typeof ${x} === "object") release(${x});\n`;
   const bindings = [
@@ -276,7 +291,7 @@ const hold = h.hold, drop = h.drop, retain = h.retain, release = h.release, diso
 const keepResult = h.keepResult;
 const truthy = h.isTruthy;
 ${bindings}
-return function compiled(args, inv) {
+return function compiled(args, inv, resumeAt) {
   let ${declarations.length > 0 ? declarations.join(", ") + ", " : ""}v, old, pc = 0;
 ${entry}  try {
     ret: {

@@ -408,7 +408,17 @@ export class Interpreter {
           // A yield: the frame starts again at `frame.pc`, once the interval restarted and
           // nothing stopped the call meanwhile.
           inv.resumed();
-          result = this.#run(frame);
+          const compiled = frame.fn.compiled;
+          if (compiled === null || this.instrument !== null || inv.probe !== null) {
+            result = this.#run(frame);
+            continue;
+          }
+          // In compiled mode the function takes its registers back, and goes on compiled.
+          result = this.#runCompiledFrom(frame, compiled);
+          if (result === SUSPENDED) {
+            frame = this.#parked!;
+            this.#parked = null;
+          }
           continue;
         }
         const ins = frame.fn.code[frame.pc];
@@ -428,6 +438,28 @@ export class Interpreter {
       this.#leave(inv, frame.fn);
     }
     return this.#teardown(frame, result);
+  }
+
+  /**
+   * Hands a frame parked at a jump target after a yield back to its compiled
+   * function (`CompiledRun`'s `resumeAt`): the frame is left empty, and the
+   * compiled function releases the registers and wraps errors itself, as at
+   * any call. Its result, or `SUSPENDED` with the frame it parked next in
+   * `#parked`.
+   */
+  #runCompiledFrom(frame: Frame, compiled: CompiledRun): unknown {
+    const count = frame.fn.registers;
+    const regs = frame.regs.slice(0, count);
+    frame.regs.fill(undefined, 0, count);
+    const previous = activateAllocators(this.#allocators);
+    const previousInv = this.#current;
+    this.#current = frame.inv;
+    try {
+      return compiled(regs, frame.inv, frame.pc);
+    } finally {
+      activateAllocators(previous);
+      this.#current = previousInv;
+    }
   }
 
   /** A probed call that parked and then failed (or was stopped) is reported as failed. */

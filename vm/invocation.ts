@@ -74,7 +74,7 @@ export const DEFAULT_MAX_CALL_DEPTH = 1000;
 /** Register slots of the frames of one invocation, by default (2^24 slots, 128 MiB of pointers). */
 export const DEFAULT_MAX_STACK_SLOTS = 2 ** 24;
 /** Milliseconds of running between a call's yields to the event loop, by default. */
-export const DEFAULT_YIELD_INTERVAL_MS = 10;
+export const DEFAULT_YIELD_INTERVAL_MS = 20;
 
 /**
  * `yieldIntervalMs` checked: a positive number of milliseconds, or 0 or
@@ -171,9 +171,10 @@ export const RESUMED: unique symbol = Symbol("resumed");
  * Deno, Node and Bun: `setTimeout(0)`, the only one of their macrotasks that
  * runs both timers and I/O (on Deno 2.9 `setImmediate` runs timers but no
  * I/O, and a `MessageChannel` neither: a server in the process answered no
- * request while a loop yielded on either); it waits about 1–2 ms for the
- * timer's granularity. Browsers: a `MessageChannel` message, which runs
- * after timers and input without `setTimeout`'s 4 ms clamp on nested timers.
+ * request while a loop yielded on either); it waits for the timers'
+ * granularity (the README's "Security model" says how long). Browsers: a
+ * `MessageChannel` message, which runs after timers and input without
+ * `setTimeout`'s clamp on nested timers.
  */
 export const nextMacrotask: () => Promise<typeof RESUMED> = pickMacrotask();
 

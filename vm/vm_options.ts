@@ -138,12 +138,12 @@ export interface VirtualMachineOptions extends CallLimits {
    * backward jumps and VM function calls, so an abort from any event lands
    * within about this interval (plus the instruction that runs: one kernel
    * is not interrupted). Each yield waits one macrotask: `setTimeout(0)` in
-   * Deno, Node and Bun (about 1–2 ms, the timers' granularity), a
-   * `MessageChannel` message in browsers. A call that returns sooner never
-   * yields. In compiled mode the rest of a call that yielded runs on its
-   * function's specialized loop, as after a Promise. `0` or `Infinity`:
-   * never yield (a looping call then holds the process until its fuel or
-   * timeout stops it). Default 10.
+   * Deno, Node and Bun (the timers' granularity: a millisecond or two, which
+   * is what yielding costs a long call; see the README's "Security model"),
+   * a `MessageChannel` message in browsers. A call that returns sooner never
+   * yields, and one that yielded gives the same results and spends the same
+   * fuel. `0` or `Infinity`: never yield (a looping call then holds the
+   * process until its fuel or timeout stops it). Default 20.
    *
    * @example
    * ```ts
@@ -151,15 +151,15 @@ export interface VirtualMachineOptions extends CallLimits {
    * import { assertRejects } from "@std/assert";
    *
    * const ib = new ExecBuilder();
-   * ib.function("spin", { num_inputs: 0 }, () => {
+   * ib.function("spin", { num_inputs: 1 }, () => {
    *   ib.emit_goto(1);
    *   ib.emit_goto(-1);
-   *   ib.emit_ret(ib.imm(0));
+   *   ib.emit_ret(ib.r(0));
    * });
    * const vm = new VirtualMachine(ib.get(), undefined, { yieldIntervalMs: 10 });
    * const controller = new AbortController();
    * setTimeout(() => controller.abort(), 20); // runs: the loop yields
-   * await assertRejects(() => vm.with({ signal: controller.signal }).invoke("spin"), VMError, "Aborted");
+   * await assertRejects(() => vm.with({ signal: controller.signal }).invoke("spin", 0), VMError, "Aborted");
    * ```
    */
   yieldIntervalMs?: number;
