@@ -132,9 +132,9 @@ for (const form of Object.keys(FORMS) as Form[]) {
     }
     const ms = performance.now() - t0;
     assertLess(ms, 2000);
-    // Without yields the interval could not tick once; with them, most of its 100 ticks land
-    // (the shared machine and timer slack take some).
-    assert(ticks >= 30, `the interval ticked ${ticks} times in ${ms.toFixed(0)} ms`);
+    // Without yields the interval could not tick once; with them it ticks at about every yield
+    // (every 20 ms by default: about 45 times; the shared machine and timer slack take some).
+    assert(ticks >= 20, `the interval ticked ${ticks} times in ${ms.toFixed(0)} ms`);
     assertEquals(await other.invoke("id", 1), 1);
   });
 

@@ -125,7 +125,7 @@ export const MAX_COMPILED_BYTECODE = 60 * 1024;
  */
 export function estimateBytecode(fn: LoadedFunction): number {
   let bytes = 40 * fn.registers + 100;
-  let calls = 0;
+  let calls = 0, jumps = false;
   for (const ins of fn.code) {
     bytes += 18 * ((ins.entry?.length ?? 0) + (ins.after?.length ?? 0));
     switch (ins.op) {
@@ -134,15 +134,19 @@ export function estimateBytecode(fn: LoadedFunction): number {
         break;
       case DecodedOp.Goto:
         bytes += 8;
+        jumps = true;
         break;
       case DecodedOp.If:
         bytes += 28;
+        jumps = true;
         break;
       default:
         // Past about 120 calls the feedback slot operands are wide.
         bytes += 28 + 3 * ins.argc + (ins.fresh ? 0 : 24) + (++calls > 120 ? 5 : 0);
     }
   }
+  // A function with jumps can resume at one after a yield: a load per register.
+  if (jumps) bytes += 6 * fn.registers;
   return fn.registers > 100 ? 2 * bytes : bytes;
 }
 
