@@ -5,7 +5,7 @@
  * runs code in, and what the chain held is given back.
  */
 
-import { assert, assertEquals, assertLess, assertRejects, assertStringIncludes } from "@std/assert";
+import { assertEquals, assertLess, assertRejects, assertStringIncludes } from "@std/assert";
 import {
   type Closure,
   ExecBuilder,
