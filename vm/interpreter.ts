@@ -282,7 +282,7 @@ export class Interpreter {
     }
     if ((inv.budget -= 1) < 0) {
       try {
-        inv.refill();
+        inv.refill(true);
       } catch (e) {
         if (e === YIELD) return this.#enterLater(inv, fn, args);
         throw this.#wrap({ fn, pc: -1 }, e);

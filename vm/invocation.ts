@@ -32,10 +32,10 @@
  * once `yieldIntervalMs` of running have passed since the call started or
  * last yielded it takes its slice and throws `YIELD`. The loop that charged
  * (a backward jump) parks its frame at the jump's target, the call entry
- * that charged returns a Promise of the call, and both resume after a
- * macrotask (`nextMacrotask`) on the path a Promise from a packed function
- * takes (vm/interpreter.ts). Fuel is charged the same whether a call yields
- * or not.
+ * that charged (past twice the interval: `refill`'s `atCall`) returns a
+ * Promise of the call, and both resume after a macrotask (`nextMacrotask`)
+ * on the path a Promise from a packed function takes (vm/interpreter.ts).
+ * Fuel is charged the same whether a call yields or not.
  *
  * What stops an invocation stays stopped: every later check throws again, so
  * a packed function that swallows the error cannot keep the program running.
@@ -316,8 +316,15 @@ export class Invocation {
    * is spent, the deadline passed or the signal aborted; else takes the next
    * slice of fuel, and throws `YIELD` when the call has run
    * `yieldIntervalMs` since it last yielded.
+   *
+   * `atCall`: the charge of a VM function call, which yields only past twice
+   * the interval. A call that yields makes its caller park like one waiting
+   * on a Promise, and in compiled mode a caller that parked at a call runs
+   * the rest of its call on the slower specialized loop, while one that
+   * yields at a backward jump resumes compiled: so a loop that calls yields
+   * at its jump, and only recursion with no loop yields at calls.
    */
-  refill(): void {
+  refill(atCall = false): void {
     if (this.#stop !== null) {
       this.budget = -Infinity; // stays stopped: every later charge comes back here
       this.#controller?.abort(this.#stop);
@@ -329,7 +336,7 @@ export class Invocation {
         "fuel",
         `Out of fuel: the call ran more than its ${this.limits.fuel} instructions (fuel)`,
       );
-      return this.refill();
+      return this.refill(atCall);
     }
     let slice = UNWATCHED_SLICE;
     let yieldNow = false;
@@ -338,7 +345,7 @@ export class Invocation {
       if (this.#watched) {
         if (this.limits.signal?.aborted) this.#stop = this.#aborted();
         if (now >= this.#deadline) this.#stop ??= this.#timedOut();
-        if (this.#stop !== null) return this.refill();
+        if (this.#stop !== null) return this.refill(atCall);
       } else if (this.#lastCheck === 0) {
         this.#lastCheck = this.#lastYield = now; // the first check of a yielding call
       }
@@ -348,7 +355,7 @@ export class Invocation {
       if (elapsed < 0.5) this.#slice = Math.min(MAX_SLICE, this.#slice * 2);
       else if (elapsed > 2) this.#slice = Math.max(MIN_SLICE, this.#slice >> 1);
       slice = this.#slice;
-      yieldNow = now - this.#lastYield >= this.#yieldMs;
+      yieldNow = now - this.#lastYield >= (atCall ? 2 * this.#yieldMs : this.#yieldMs);
     }
     const take = Math.min(remaining, slice);
     this.#reserve = remaining - take;

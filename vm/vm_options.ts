@@ -136,8 +136,9 @@ export interface VirtualMachineOptions extends CallLimits {
    * process run until it returns, and an `AbortSignal` aborted by a timer
    * (or a request that closed) could not stop it. A call checks at its
    * backward jumps and VM function calls, so an abort from any event lands
-   * within about this interval (plus the instruction that runs: one kernel
-   * is not interrupted). Each yield waits one macrotask: `setTimeout(0)` in
+   * within about this interval (twice it in recursion without a loop, which
+   * yields at calls; plus the instruction that runs: one kernel is not
+   * interrupted). Each yield waits one macrotask: `setTimeout(0)` in
    * Deno, Node and Bun (the timers' granularity: a millisecond or two, which
    * is what yielding costs a long call; see the README's "Security model"),
    * a `MessageChannel` message in browsers. A call that returns sooner never
