@@ -3,7 +3,11 @@
  * `vm.builtin.make_closure` and called by `vm.builtin.invoke_closure` or
  * `VirtualMachine.invoke_closure`. As in TVM, the captured values are passed
  * as the function's last parameters. A closure holds a reference to each
- * captured value until it is released itself.
+ * captured value (and to the closure it wraps, for a closure made from one)
+ * until it is released itself. One made by a program inside a VM counts its
+ * host memory against the VM's `maxMemoryBytes` while it lives (`chargeTo`),
+ * as a tuple does: a program can make them without end, each holding the
+ * last.
  *
  * @module
  */
@@ -66,6 +70,11 @@ export class Closure extends VMObject {
    */
   readonly owner: object | null;
   readonly #target: ClosureTarget;
+  /** The closure this one calls (`wraps`), held until this one is freed, or null. */
+  #inner: VMObject | null = null;
+  /** What the closure's host memory is counted against (`chargeTo`), and how much. */
+  #charged: { give(bytes: number): void } | null = null;
+  #chargedBytes = 0;
 
   /**
    * Made by `vm.builtin.make_closure` and by function references.
@@ -88,10 +97,36 @@ export class Closure extends VMObject {
 
   /**
    * True once the captured values are released: the closure can no longer
-   * be called. A closure that captured nothing never becomes unusable.
+   * be called. A closure that captured nothing (and wraps no closure) never
+   * becomes unusable.
    */
   override get disposed(): boolean {
-    return super.disposed && this.captured.length > 0;
+    return super.disposed && (this.captured.length > 0 || this.#inner !== null);
+  }
+
+  /**
+   * Records that this closure calls `inner` (a closure made from a closure,
+   * by `make_closure`): it holds `inner` until it is freed itself.
+   *
+   * @ignore
+   */
+  wraps(inner: VMObject): this {
+    inner.retain();
+    this.#inner = inner;
+    return this;
+  }
+
+  /**
+   * Records that `bytes` of host memory were counted against `limit` for
+   * this closure (a VM's memory limit, by `make_closure`): given back when
+   * the closure is freed.
+   *
+   * @ignore
+   */
+  chargeTo(limit: { give(bytes: number): void }, bytes: number): this {
+    this.#charged = limit;
+    this.#chargedBytes = bytes;
+    return this;
   }
 
   /** Calls the function with `args` followed by the captured values. */
@@ -115,12 +150,18 @@ export class Closure extends VMObject {
   }
 
   /**
-   * Releases the captured values; a closure that captured nothing stays callable.
+   * Releases the captured values and the closure it wraps, and gives back
+   * the host memory counted for it; a closure that captured nothing stays
+   * callable.
    *
    * @ignore
    */
   protected free(): void {
+    this.#charged?.give(this.#chargedBytes);
+    this.#charged = null;
     for (const v of this.captured) releaseValue(v);
+    const inner = this.#inner;
+    if (inner !== null) releaseValue(inner);
   }
 
   /** `Closure(name)`. */

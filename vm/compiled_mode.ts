@@ -12,7 +12,12 @@
  * - liveness release points become `rK = undefined`, after releasing the
  *   value when it is an object;
  * - a backward jump charges the invocation's fuel (`inv`, the second
- *   argument) the instructions it repeats, as the interpreter does.
+ *   argument) the instructions it repeats, as the interpreter does; when
+ *   the charge says the call must yield to the event loop (`YIELD`), the
+ *   function hands its registers over as for a Promise, in a frame parked at
+ *   the jump's target (`yielded`), and after the macrotask the interpreter
+ *   hands them back: a function with jumps can also start at a jump's target
+ *   with its registers (`resumeAt`), so a long loop keeps running compiled.
  *
  * Semantics are the interpreter's, instruction for instruction: results are
  * held and released with the object protocol at the same points (memory
@@ -41,6 +46,7 @@
  */
 
 import { makeFunction } from "./dynamic_code.ts";
+import { YIELD } from "./invocation.ts";
 import { DecodedOp, type FuelBudget, type LoadedFunction } from "./loaded_function.ts";
 
 /** What compiled functions need from the interpreter. */
@@ -69,6 +75,12 @@ export interface CompiledHelpers {
    * the compiled function returns.
    */
   park(fn: LoadedFunction, pc: number, registers: unknown[]): unknown;
+  /**
+   * Hands the registers to an interpreter frame parked, until the next
+   * macrotask, at the target of the backward jump at `pc`, whose charge
+   * threw `YIELD`; returns the value the compiled function returns.
+   */
+  yielded(fn: LoadedFunction, pc: number, registers: unknown[]): unknown;
   /** Releases `registers` and returns the `VMError` for `e` at `pc`. */
   fail(fn: LoadedFunction, pc: number, e: unknown, registers: unknown[]): Error;
 }
@@ -84,9 +96,16 @@ export const PARK: unique symbol = Symbol("park");
 
 /**
  * A compiled VM function, run for an invocation whose fuel its backward jumps
- * charge: its result, or the interpreter's marker for a parked call.
+ * charge: its result, or the interpreter's marker for a parked call. With
+ * `resumeAt` (a jump target, for a function with jumps), `args` are all its
+ * registers, already held, and it runs from that pc: the rest of a call that
+ * yielded there.
  */
-export type CompiledRun = (args: readonly unknown[], inv: FuelBudget) => unknown;
+export type CompiledRun = (
+  args: readonly unknown[],
+  inv: FuelBudget,
+  resumeAt?: number,
+) => unknown;
 
 /**
  * Functions whose estimated bytecode (`estimateBytecode`) is larger than this
@@ -106,7 +125,7 @@ export const MAX_COMPILED_BYTECODE = 60 * 1024;
  */
 export function estimateBytecode(fn: LoadedFunction): number {
   let bytes = 40 * fn.registers + 100;
-  let calls = 0;
+  let calls = 0, jumps = false;
   for (const ins of fn.code) {
     bytes += 18 * ((ins.entry?.length ?? 0) + (ins.after?.length ?? 0));
     switch (ins.op) {
@@ -115,15 +134,19 @@ export function estimateBytecode(fn: LoadedFunction): number {
         break;
       case DecodedOp.Goto:
         bytes += 8;
+        jumps = true;
         break;
       case DecodedOp.If:
         bytes += 28;
+        jumps = true;
         break;
       default:
         // Past about 120 calls the feedback slot operands are wide.
         bytes += 28 + 3 * ins.argc + (ins.fresh ? 0 : 24) + (++calls > 120 ? 5 : 0);
     }
   }
+  // A function with jumps can resume at one after a yield: a load per register.
+  if (jumps) bytes += 6 * fn.registers;
   return fn.registers > 100 ? 2 * bytes : bytes;
 }
 
@@ -255,6 +278,12 @@ export function compile(fn: LoadedFunction, helpers: CompiledHelpers): CompiledR
     const x = reg(r);
     entry += `if (typeof ${x} === "object") retain(${x});\n`;
   }
+  if (loop) {
+    // Resuming at a jump target after a yield: every register comes back, holds and all.
+    let resume = "";
+    for (let r = numArgs; r < R; r++) resume += `${reg(r)} = args[${r}]; `;
+    entry = `if (resumeAt === undefined) {\n${entry}} else { ${resume}pc = resumeAt; }\n`;
+  }
   let teardown = "";
   for (const x of registers) teardown += `if (typeof ${x} === "object") release(${x});\n`;
   const bindings = [
@@ -266,7 +295,7 @@ const hold = h.hold, drop = h.drop, retain = h.retain, release = h.release, diso
 const keepResult = h.keepResult;
 const truthy = h.isTruthy;
 ${bindings}
-return function compiled(args, inv) {
+return function compiled(args, inv, resumeAt) {
   let ${declarations.length > 0 ? declarations.join(", ") + ", " : ""}v, old, pc = 0;
 ${entry}  try {
     ret: {
@@ -275,6 +304,7 @@ ${loop ? "for (;;) {\nswitch (pc) {\n" : ""}${body}${
   }    }
   } catch (e) {
     if (e === PARK) return h.park(fn, pc, ${all});
+    if (e === YIELD) return h.yielded(fn, pc, ${all});
     throw h.fail(fn, pc, e, ${all});
   }
   // Ret: every register is released; the result survives, floating, as in the interpreter.
@@ -284,9 +314,9 @@ ${teardown}  if (held) disown(v);
   return v;
 };`;
   // Null where this realm forbids eval (CSP; tried once per realm): the interpreter runs it.
-  const factory = makeFunction(["callees", "template", "fn", "h", "PARK"], source);
+  const factory = makeFunction(["callees", "template", "fn", "h", "PARK", "YIELD"], source);
   if (factory === null) return null;
-  const run = factory(callees, fn.template, fn, helpers, PARK) as CompiledRun;
+  const run = factory(callees, fn.template, fn, helpers, PARK, YIELD) as CompiledRun;
   fn.sourceLength += source.length;
   return run;
 }

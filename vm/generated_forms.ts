@@ -12,7 +12,7 @@ import { disownValue, releaseValue, VMObject } from "../ground/object.ts";
 import { asPromise, isTruthy, parkPromise } from "./call_boundary.ts";
 import { type CompiledHelpers, PARK } from "./compiled_mode.ts";
 import { Frame, SUSPENDED } from "./frame.ts";
-import type { Invocation } from "./invocation.ts";
+import { type Invocation, nextMacrotask } from "./invocation.ts";
 import type { LoadedFunction } from "./loaded_function.ts";
 import { releaseRegisters, storeResult } from "./registers.ts";
 import type { DispatchHelpers } from "./specialized_dispatch.ts";
@@ -41,6 +41,8 @@ export interface CompiledHost {
   current(): Invocation;
   /** Takes the frame a compiled function just parked. */
   parked(frame: Frame): void;
+  /** Marks a Promise as the VM's own: a frame waiting on it needs no race. */
+  own(p: Promise<unknown>): void;
   /** The `VMError` for `e` thrown at `pc` of `fn`. */
   wrap(frame: { fn: LoadedFunction; pc: number }, e: unknown): VMError;
 }
@@ -96,6 +98,17 @@ export function compiledHelpers(host: CompiledHost): CompiledHelpers {
       frame.pending = pending;
       pending = null;
       pendingValue = null;
+      host.parked(frame);
+      return SUSPENDED;
+    },
+    yielded: (fn, pc, registers) => {
+      const regs = fn.template.slice();
+      for (let r = 0; r < registers.length; r++) regs[r] = registers[r];
+      const frame = new Frame(fn, regs, host.current());
+      frame.pc = pc + fn.code[pc].jump;
+      const p = nextMacrotask();
+      host.own(p);
+      frame.pending = p;
       host.parked(frame);
       return SUSPENDED;
     },

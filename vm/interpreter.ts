@@ -44,6 +44,15 @@
  * three forms. A frame waiting on a Promise races it against the
  * invocation's timer and signal.
  *
+ * Yields (issue 27, finding 8). When a charge finds that the call has run
+ * its `yieldIntervalMs`, `refill` throws `YIELD`. At a backward jump the
+ * loop's frame parks at the jump's target (`#parkYield`: the jump's
+ * releases and fuel are done, only `pc` moves) on `nextMacrotask()`; at a
+ * call entry the call itself becomes a Promise that starts the callee after
+ * it (`#enterLater`), and the caller parks on that as on any VM call that
+ * parked. Either way the rest runs on `#resume`, the path of a Promise from
+ * a packed function, so the three forms agree call for call.
+ *
  * @module
  */
 
@@ -74,9 +83,12 @@ import { compiledHelpers, dispatchHelpers } from "./generated_forms.ts";
 import {
   type CallProbe,
   Invocation,
+  nextMacrotask,
   NO_LIMITS,
   type ResolvedLimits,
+  RESUMED,
   STOPPED,
+  YIELD,
 } from "./invocation.ts";
 
 export { asPromise, checkArgumentsLive, reasonOf } from "./call_boundary.ts";
@@ -275,11 +287,44 @@ export class Interpreter {
     }
     if ((inv.budget -= 1) < 0) {
       try {
-        inv.refill();
+        inv.refill(true);
       } catch (e) {
+        if (e === YIELD) return this.#enterLater(inv, fn, args);
         throw this.#wrap({ fn, pc: -1 }, e);
       }
     }
+    return this.#start(inv, fn, args);
+  }
+
+  /**
+   * A call whose fuel was charged and that must yield first: after a
+   * macrotask (and the checks a timer's abort makes land), it starts as
+   * `#start`. Its caller parks on the Promise, as on a VM call that parked.
+   */
+  #enterLater(inv: Invocation, fn: LoadedFunction, args: readonly unknown[]): Promise<unknown> {
+    const p = nextMacrotask().then(() => {
+      try {
+        inv.resumed();
+      } catch (e) {
+        throw this.#wrap({ fn, pc: -1 }, e);
+      }
+      // The arguments may have been freed meanwhile (the caller's, at the top level).
+      checkArgumentsLive(fn.info.name, args);
+      const previous = this.#current;
+      this.#current = inv;
+      try {
+        return this.#start(inv, fn, args);
+      } finally {
+        this.#current = previous;
+      }
+    });
+    this.#own.add(p);
+    return p;
+  }
+
+  /** Runs a call whose checks passed and whose fuel was charged. */
+  #start(inv: Invocation, fn: LoadedFunction, args: readonly unknown[]): unknown {
+    const slots = fn.template.length;
     inv.depth++;
     inv.slots += slots;
     if (fn.compiled !== null && this.instrument === null && inv.probe === null) {
@@ -364,6 +409,23 @@ export class Interpreter {
           throw inv.stopReason();
         }
         frame.pending = null;
+        if (v === RESUMED) {
+          // A yield: the frame starts again at `frame.pc`, once the interval restarted and
+          // nothing stopped the call meanwhile.
+          inv.resumed();
+          const compiled = frame.fn.compiled;
+          if (compiled === null || this.instrument !== null || inv.probe !== null) {
+            result = this.#run(frame);
+            continue;
+          }
+          // In compiled mode the function takes its registers back, and goes on compiled.
+          result = this.#runCompiledFrom(frame, compiled);
+          if (result === SUSPENDED) {
+            frame = this.#parked!;
+            this.#parked = null;
+          }
+          continue;
+        }
         const ins = frame.fn.code[frame.pc];
         if (v !== SKIPPED) {
           storeResult(frame.regs, ins.dst, v);
@@ -381,6 +443,28 @@ export class Interpreter {
       this.#leave(inv, frame.fn);
     }
     return this.#teardown(frame, result);
+  }
+
+  /**
+   * Hands a frame parked at a jump target after a yield back to its compiled
+   * function (`CompiledRun`'s `resumeAt`): the frame is left empty, and the
+   * compiled function releases the registers and wraps errors itself, as at
+   * any call. Its result, or `SUSPENDED` with the frame it parked next in
+   * `#parked`.
+   */
+  #runCompiledFrom(frame: Frame, compiled: CompiledRun): unknown {
+    const count = frame.fn.registers;
+    const regs = frame.regs.slice(0, count);
+    frame.regs.fill(undefined, 0, count);
+    const previous = activateAllocators(this.#allocators);
+    const previousInv = this.#current;
+    this.#current = frame.inv;
+    try {
+      return compiled(regs, frame.inv, frame.pc);
+    } finally {
+      activateAllocators(previous);
+      this.#current = previousInv;
+    }
   }
 
   /** A probed call that parked and then failed (or was stopped) is reported as failed. */
@@ -440,10 +524,27 @@ export class Interpreter {
       return specialized !== null && this.instrument === null && frame.inv.probe === null
         ? specialized(frame)
         : this.#loop(frame);
+    } catch (e) {
+      // Both loops left `frame.pc` at the backward jump whose charge yielded.
+      if (e === YIELD) return this.#parkYield(frame);
+      throw e;
     } finally {
       activateAllocators(previous);
       this.#current = previousInv;
     }
+  }
+
+  /**
+   * Parks `frame`, stopped at a backward jump whose charge threw `YIELD`, at
+   * the jump's target: the jump's releases and fuel are done, and the
+   * target's entry releases run when the frame resumes there.
+   */
+  #parkYield(frame: Frame): typeof SUSPENDED {
+    frame.pc += frame.fn.code[frame.pc].jump;
+    const p = nextMacrotask();
+    this.#own.add(p);
+    frame.pending = p;
+    return SUSPENDED;
   }
 
   /** Emits the specialized loop of every function (see vm/specialized_dispatch.ts). */
@@ -466,6 +567,9 @@ export class Interpreter {
       current: () => this.#current!,
       parked: (frame) => {
         this.#parked = frame;
+      },
+      own: (p) => {
+        this.#own.add(p);
       },
       wrap: (frame, e) => this.#wrap(frame, e),
     });

@@ -24,6 +24,19 @@
  * wake it (`race`), so a Promise that never settles cannot hold a call, or
  * its frames' memory, forever.
  *
+ * Yielding (issue 27, finding 8). The loops are synchronous, so while one
+ * runs no timer, I/O or `abort` event of the process can run: a signal
+ * aborted by a timer would never land, and every other tenant would starve.
+ * So `refill` also reads the clock for a call with no deadline or signal
+ * (after its first slice of fuel: calls that spend less read no clock), and
+ * once `yieldIntervalMs` of running have passed since the call started or
+ * last yielded it takes its slice and throws `YIELD`. The loop that charged
+ * (a backward jump) parks its frame at the jump's target, the call entry
+ * that charged (past twice the interval: `refill`'s `atCall`) returns a
+ * Promise of the call, and both resume after a macrotask (`nextMacrotask`)
+ * on the path a Promise from a packed function takes (vm/interpreter.ts).
+ * Fuel is charged the same whether a call yields or not.
+ *
  * What stops an invocation stays stopped: every later check throws again, so
  * a packed function that swallows the error cannot keep the program running.
  *
@@ -54,12 +67,31 @@ export interface ResolvedLimits {
   readonly signal: AbortSignal | null;
   readonly maxCallDepth: number;
   readonly maxStackSlots: number;
+  /** Milliseconds a call runs before it yields to the event loop; Infinity: never. */
+  readonly yieldIntervalMs: number;
 }
 
 /** Deepest nesting of VM function calls in one invocation, by default. */
 export const DEFAULT_MAX_CALL_DEPTH = 1000;
 /** Register slots of the frames of one invocation, by default (2^24 slots, 128 MiB of pointers). */
 export const DEFAULT_MAX_STACK_SLOTS = 2 ** 24;
+/** Milliseconds of running between a call's yields to the event loop, by default. */
+export const DEFAULT_YIELD_INTERVAL_MS = 20;
+
+/**
+ * `yieldIntervalMs` checked: a positive number of milliseconds, or 0 or
+ * Infinity for never (returned as Infinity).
+ */
+export function checkYieldInterval(value: number): number {
+  if (!(typeof value === "number" && value >= 0)) {
+    throw new RangeError(
+      `yieldIntervalMs must be a non-negative number of milliseconds (0 or Infinity: never), got ${
+        String(value)
+      }`,
+    );
+  }
+  return value === 0 ? Infinity : value;
+}
 
 /** Throws unless `limits` are well-formed; returns them completed over `defaults`. */
 export function resolveLimits(
@@ -93,6 +125,7 @@ export function resolveLimits(
     signal: combined,
     maxCallDepth: defaults.maxCallDepth,
     maxStackSlots: defaults.maxStackSlots,
+    yieldIntervalMs: defaults.yieldIntervalMs,
   };
 }
 
@@ -123,8 +156,54 @@ export class LimitExceeded extends Error {
 /** What `race` resolves to when the invocation stopped while waiting. */
 export const STOPPED: unique symbol = Symbol("stopped");
 
+/**
+ * Thrown by `refill` when the call must yield to the event loop; caught by
+ * the loop or the call entry that charged (vm/interpreter.ts,
+ * vm/compiled_mode.ts), never seen outside them. The fuel is already charged.
+ */
+export const YIELD: unique symbol = Symbol("yield");
+
+/** What the Promise a yielded frame waits on resolves to (`nextMacrotask`). */
+export const RESUMED: unique symbol = Symbol("resumed");
+
+/**
+ * The turn of the event loop a yielding call waits for: a Promise that
+ * resolves to `RESUMED` in a macrotask, after timers and I/O had their turn.
+ *
+ * Deno, Node and Bun: `setTimeout(0)`, the only one of their macrotasks that
+ * runs both timers and I/O (on Deno 2.9 `setImmediate` runs timers but no
+ * I/O, and a `MessageChannel` neither: a server in the process answered no
+ * request while a loop yielded on either); it waits for the timers'
+ * granularity (the README's "Security model" says how long). Browsers: a
+ * `MessageChannel` message, which runs after timers and input without
+ * `setTimeout`'s clamp on nested timers.
+ */
+export const nextMacrotask: () => Promise<typeof RESUMED> = pickMacrotask();
+
+function pickMacrotask(): () => Promise<typeof RESUMED> {
+  const g = globalThis as { navigator?: { userAgent?: unknown } };
+  const agent = String(g.navigator?.userAgent ?? "");
+  if (typeof MessageChannel !== "function" || /^(Deno|Node\.js|Bun)\//.test(agent)) {
+    return () => new Promise((resolve) => setTimeout(() => resolve(RESUMED), 0));
+  }
+  const channel = new MessageChannel();
+  const waiting: ((v: typeof RESUMED) => void)[] = [];
+  channel.port1.onmessage = () => waiting.shift()?.(RESUMED);
+  return () =>
+    new Promise((resolve) => {
+      waiting.push(resolve);
+      channel.port2.postMessage(null);
+    });
+}
+
 /** Slices of fuel between checks: without a clock or signal to watch, as large as this. */
 const UNWATCHED_SLICE = 2 ** 30;
+/**
+ * Without a clock or signal, but yielding: the first slice, before the clock
+ * is first read (a call that spends less never reads it); the later ones
+ * adapt as with a clock.
+ */
+const FIRST_YIELD_SLICE = 1024;
 /** With one, between these, adapted to about one check per millisecond. */
 const MIN_SLICE = 16, MAX_SLICE = 2 ** 20;
 /** The longest delay a timer takes (2^31 - 1 ms); longer ones are re-armed. */
@@ -163,10 +242,17 @@ export class Invocation {
   readonly #deadline: number;
   /** Whether there is a clock or a signal to check (else only fuel). */
   readonly #watched: boolean;
+  /** `limits.yieldIntervalMs`: Infinity when the call never yields. */
+  readonly #yieldMs: number;
+  /** Whether `refill` reads the clock: watched, or yielding. */
+  readonly #clocked: boolean;
   #slice = MIN_SLICE;
   /** Without a clock or signal: the fuel of the first slice. */
   #firstSlice = 0;
+  /** When `refill` last read the clock; 0 before it first did (unwatched and yielding). */
   #lastCheck = 0;
+  /** When the call started or last resumed from a yield (or 0, as `#lastCheck`). */
+  #lastYield = 0;
   #stop: LimitExceeded | null = null;
   /** Callers of `race` waiting now, woken when the invocation stops (made on the first wait). */
   #waiting: Set<() => void> | null = null;
@@ -185,15 +271,20 @@ export class Invocation {
     this.limits = limits;
     const watched = limits.signal !== null || limits.timeoutMs !== Infinity;
     this.#watched = watched;
+    this.#yieldMs = limits.yieldIntervalMs;
+    this.#clocked = watched || this.#yieldMs !== Infinity;
     if (watched) {
       const now = performance.now();
       this.#lastCheck = now;
+      this.#lastYield = now;
       this.#deadline = now + limits.timeoutMs;
       this.#reserve = limits.fuel;
       if (limits.signal?.aborted) this.#stop = this.#aborted();
     } else {
       this.#deadline = Infinity;
-      this.#firstSlice = Math.min(limits.fuel, UNWATCHED_SLICE);
+      const first = this.#clocked ? FIRST_YIELD_SLICE : UNWATCHED_SLICE;
+      this.#slice = first;
+      this.#firstSlice = Math.min(limits.fuel, first);
       this.budget = this.#firstSlice;
       this.#reserve = limits.fuel - this.#firstSlice;
     }
@@ -216,14 +307,26 @@ export class Invocation {
     this.#reserve = this.limits.fuel - this.#firstSlice;
     if (this.#stop !== null) this.#stop = null;
     this.slots = 0;
+    if (this.#lastCheck !== 0) {
+      this.#lastCheck = this.#lastYield = 0;
+      this.#slice = FIRST_YIELD_SLICE;
+    }
   }
 
   /**
    * Called when `budget` went below 0: throws `LimitExceeded` when the fuel
    * is spent, the deadline passed or the signal aborted; else takes the next
-   * slice of fuel.
+   * slice of fuel, and throws `YIELD` when the call has run
+   * `yieldIntervalMs` since it last yielded.
+   *
+   * `atCall`: the charge of a VM function call, which yields only past twice
+   * the interval. A call that yields makes its caller park like one waiting
+   * on a Promise, and in compiled mode a caller that parked at a call runs
+   * the rest of its call on the slower specialized loop, while one that
+   * yields at a backward jump resumes compiled: so a loop that calls yields
+   * at its jump, and only recursion with no loop yields at calls.
    */
-  refill(): void {
+  refill(atCall = false): void {
     if (this.#stop !== null) {
       this.budget = -Infinity; // stays stopped: every later charge comes back here
       this.#controller?.abort(this.#stop);
@@ -235,24 +338,42 @@ export class Invocation {
         "fuel",
         `Out of fuel: the call ran more than its ${this.limits.fuel} instructions (fuel)`,
       );
-      return this.refill();
+      return this.refill(atCall);
     }
     let slice = UNWATCHED_SLICE;
-    if (this.#watched) {
-      if (this.limits.signal?.aborted) this.#stop = this.#aborted();
+    let yieldNow = false;
+    if (this.#clocked) {
       const now = performance.now();
-      if (now >= this.#deadline) this.#stop ??= this.#timedOut();
-      if (this.#stop !== null) return this.refill();
+      if (this.#watched) {
+        if (this.limits.signal?.aborted) this.#stop = this.#aborted();
+        if (now >= this.#deadline) this.#stop ??= this.#timedOut();
+        if (this.#stop !== null) return this.refill(atCall);
+      } else if (this.#lastCheck === 0) {
+        this.#lastCheck = this.#lastYield = now; // the first check of a yielding call
+      }
       // About one check per millisecond: grow the slice while checks come faster.
       const elapsed = now - this.#lastCheck;
       this.#lastCheck = now;
       if (elapsed < 0.5) this.#slice = Math.min(MAX_SLICE, this.#slice * 2);
       else if (elapsed > 2) this.#slice = Math.max(MIN_SLICE, this.#slice >> 1);
       slice = this.#slice;
+      yieldNow = now - this.#lastYield >= (atCall ? 2 * this.#yieldMs : this.#yieldMs);
     }
     const take = Math.min(remaining, slice);
     this.#reserve = remaining - take;
     this.budget = take;
+    if (yieldNow) throw YIELD;
+  }
+
+  /**
+   * The call resumes after a yield (`nextMacrotask`): the interval starts
+   * again, and what stopped it meanwhile (a timer's abort, the deadline)
+   * throws `LimitExceeded` here.
+   */
+  resumed(): void {
+    const now = performance.now();
+    this.#lastYield = this.#lastCheck = now;
+    this.checkNow();
   }
 
   /**
@@ -414,4 +535,5 @@ export const NO_LIMITS: ResolvedLimits = Object.freeze({
   signal: null,
   maxCallDepth: DEFAULT_MAX_CALL_DEPTH,
   maxStackSlots: DEFAULT_MAX_STACK_SLOTS,
+  yieldIntervalMs: DEFAULT_YIELD_INTERVAL_MS,
 });

@@ -152,7 +152,7 @@ export interface LoadedFunction {
     }) => unknown)
     | null;
   /** The compiled form, when the VM runs in compiled mode and could compile it (vm/compiled_mode.ts). */
-  compiled: ((args: readonly unknown[], inv: FuelBudget) => unknown) | null;
+  compiled: ((args: readonly unknown[], inv: FuelBudget, resumeAt?: number) => unknown) | null;
   /** Characters of JavaScript generated for this function (specialized and compiled forms). */
   sourceLength: number;
 }

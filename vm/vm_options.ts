@@ -14,8 +14,10 @@ import type { PackedFunc } from "../ground/registry.ts";
 import {
   type CallLimits,
   checkCount,
+  checkYieldInterval,
   DEFAULT_MAX_CALL_DEPTH,
   DEFAULT_MAX_STACK_SLOTS,
+  DEFAULT_YIELD_INTERVAL_MS,
   NO_LIMITS,
   type ResolvedLimits,
   resolveLimits,
@@ -127,6 +129,41 @@ export interface VirtualMachineOptions extends CallLimits {
    * large register files. Default 2^24 (128 MiB of slots).
    */
   maxStackSlots?: number;
+  /**
+   * Milliseconds a call runs before it yields to the event loop, and then
+   * again after each yield: the loops of the VM are synchronous, so without
+   * it a program that loops lets no timer, I/O or `abort` event of the
+   * process run until it returns, and an `AbortSignal` aborted by a timer
+   * (or a request that closed) could not stop it. A call checks at its
+   * backward jumps and VM function calls, so an abort from any event lands
+   * within about this interval (twice it in recursion without a loop, which
+   * yields at calls; plus the instruction that runs: one kernel is not
+   * interrupted). Each yield waits one macrotask: `setTimeout(0)` in
+   * Deno, Node and Bun (the timers' granularity: a millisecond or two, which
+   * is what yielding costs a long call; see the README's "Security model"),
+   * a `MessageChannel` message in browsers. A call that returns sooner never
+   * yields, and one that yielded gives the same results and spends the same
+   * fuel. `0` or `Infinity`: never yield (a looping call then holds the
+   * process until its fuel or timeout stops it). Default 20.
+   *
+   * @example
+   * ```ts
+   * import { ExecBuilder, VirtualMachine, VMError } from "@relaxvm/relaxvm";
+   * import { assertRejects } from "@std/assert";
+   *
+   * const ib = new ExecBuilder();
+   * ib.function("spin", { num_inputs: 1 }, () => {
+   *   ib.emit_goto(1);
+   *   ib.emit_goto(-1);
+   *   ib.emit_ret(ib.r(0));
+   * });
+   * const vm = new VirtualMachine(ib.get(), undefined, { yieldIntervalMs: 10 });
+   * const controller = new AbortController();
+   * setTimeout(() => controller.abort(), 20); // runs: the loop yields
+   * await assertRejects(() => vm.with({ signal: controller.signal }).invoke("spin", 0), VMError, "Aborted");
+   * ```
+   */
+  yieldIntervalMs?: number;
   /**
    * Bytes of device memory the VM may hold at once, on all its devices
    * together: live tensors and storages, and blocks its pools keep for reuse
@@ -330,6 +367,7 @@ export function checkedOptions(options: VirtualMachineOptions): CheckedOptions {
     ...NO_LIMITS,
     maxCallDepth: checkCount("maxCallDepth", options.maxCallDepth ?? DEFAULT_MAX_CALL_DEPTH),
     maxStackSlots: checkCount("maxStackSlots", options.maxStackSlots ?? DEFAULT_MAX_STACK_SLOTS),
+    yieldIntervalMs: checkYieldInterval(options.yieldIntervalMs ?? DEFAULT_YIELD_INTERVAL_MS),
   });
   const moveInputs = options.moveInputs ?? true;
   if (typeof moveInputs !== "boolean") {

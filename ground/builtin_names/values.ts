@@ -113,11 +113,11 @@ export interface ValuesBuiltins {
   /**
    * `vm.builtin.make_closure(f, ...captured) → closure` (Values, tuples, closures and devices, `builtins/values/runtime_values.ts`)
    *
-   * A closure of `f` (a function reference `f[name]`) that passes `captured` as its last parameters.
+   * A closure of `f` (a function reference `f[name]`) that passes `captured` as its last parameters. Inside a VM its host memory (240 bytes plus 8 a captured value) counts against `maxMemoryBytes` while it lives.
    *
    * - dtypes: any
    * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not a function), `ReferenceError` (a captured value whose memory was released).
+   * - errors: `TypeError` (not a function), `ReferenceError` (a captured value whose memory was released, a disposed closure), `RangeError` (past the VM's memory limit).
    * - TVM: `vm.builtin.make_closure` (builtin.cc); TVM accepts only VM functions
    */
   readonly "vm.builtin.make_closure": "(f, ...captured) → closure";

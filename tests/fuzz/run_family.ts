@@ -9,7 +9,10 @@
  *
  * The three forms must agree on every call: the same result (tensors by
  * dtype, shape and bytes) or a `VMError` with the same message, or it is a
- * "wrong result". Any error but a `LoadError` (loading) or a `VMError`
+ * "wrong result". In one case of `YIELDING_EVERY` the generic loop and
+ * compiled mode yield to the event loop at every check of their budget
+ * (`yieldIntervalMs` of a nanosecond), at the backward jumps and calls that
+ * happen to check, so a call that yields must agree with one that does not. Any error but a `LoadError` (loading) or a `VMError`
  * (constructing, running) is an "other exception"; memory a VM still holds
  * after its results are disposed, or host memory after the arguments are,
  * is a "leak"; a case over `HANG_MS` is a hang (fuel stops every loop long
@@ -34,6 +37,10 @@ const HANG_MS = 5000;
 const FUEL = 2000, TIMEOUT_MS = 1000, MEMORY_BYTES = 1 << 20;
 /** Shallow recursion: the JavaScript stack must never be what stops a call. */
 const MAX_CALL_DEPTH = 100;
+/** Cases whose index is a multiple of this run two forms yielding at every check (by index: the random sequence is the same). */
+const YIELDING_EVERY = 32;
+/** A yield at every check of the budget (each waits a macrotask). */
+const YIELD_ALWAYS = { yieldIntervalMs: 1e-6 };
 
 const FORMS = [
   { name: "specialized", options: {} },
@@ -99,8 +106,10 @@ export async function runFamily(rand: Random, cases: number): Promise<FamilyRepo
         const t1 = performance.now();
         let vm: VirtualMachine;
         try {
+          const yielding = i % YIELDING_EVERY === 0 && form.name !== "specialized";
           vm = new VirtualMachine(ex, cpu(), {
             ...form.options,
+            ...(yielding ? YIELD_ALWAYS : {}),
             maxMemoryBytes: MEMORY_BYTES,
             maxCallDepth: MAX_CALL_DEPTH,
           });
