@@ -18,7 +18,6 @@ import {
   ExecBuilder,
   Executable,
   LoadError,
-  tensor,
   TensorCacheError,
   VirtualMachine,
   VMError,
