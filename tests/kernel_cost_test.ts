@@ -180,3 +180,29 @@ Deno.test("finding 4: the fuel a kernel charges is its work over MULTIPLY_ADDS_P
   );
   assertStringIncludes(e.message, "Out of fuel");
 });
+
+Deno.test("a kernel's fuel charge never yields from inside its instruction, in every form", async () => {
+  // A straight-line function whose first instruction reads an argument, then kernels charging
+  // fuel past the first slice: a yield thrown from the charge once parked the compiled frame at
+  // instruction 0 with its registers gone ("expected a tuple, got undefined").
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 2 }, () => {
+    ib.emit_call("vm.builtin.tuple_getitem", [ib.r(1), ib.imm(0)], { dst: ib.r(2) });
+    ib.emit_call("vm.op.matmul", [ib.r(0), ib.r(2)], { dst: ib.r(3) });
+    ib.emit_call("vm.op.matmul", [ib.r(3), ib.r(2)], { dst: ib.r(4) });
+    ib.emit_ret(ib.r(4));
+  });
+  const ex = ib.get();
+  for (const [form, options] of Object.entries(FORMS)) {
+    // A 1 ms interval: every charge after the first millisecond falls due for a yield.
+    using vm = new VirtualMachine(ex, undefined, { ...options, yieldIntervalMs: 1 });
+    for (let i = 0; i < 5; i++) {
+      // Fresh inputs each call: the program's liveness may free what it was passed.
+      using x = filled([256, 256], 0.25);
+      using w = filled([256, 256], 0.25);
+      using out = await vm.invokeTensor("main", x, [w]);
+      const got = await out.data() as Float32Array;
+      assertEquals(got[0], 256 * (256 * 0.25 * 0.25) * 0.25, form);
+    }
+  }
+});

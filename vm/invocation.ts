@@ -446,10 +446,18 @@ export class Invocation {
 
   /**
    * Spends `fuel` at once, for a kernel's estimated work (builtins/operators/kernel_cost.ts):
-   * the charge of a backward jump, so it throws like one when the fuel runs out.
+   * the charge of a backward jump, so it throws like one when the fuel runs out. It never
+   * yields: a kernel charges from inside an instruction, where no frame can park, so a yield
+   * that falls due here is taken at the next backward jump or call (the slice is refilled
+   * before `refill` throws `YIELD`, and the interval has not restarted).
    */
   chargeFuel(fuel: number): void {
-    if ((this.budget -= fuel) < 0) this.refill();
+    if ((this.budget -= fuel) >= 0) return;
+    try {
+      this.refill();
+    } catch (e) {
+      if (e !== YIELD) throw e;
+    }
   }
 
   /** Milliseconds left before the deadline; Infinity without one. */
