@@ -8,13 +8,20 @@
  * positions of a forward, and a hash of every sequence's page positions (which names
  * every page id: the free-page order is TVM's too).
  *
- * The replay needs no TVM. With TVM (tools/tvm/.venv) the trace is regenerated and must
- * equal the committed one, and a second run of another seed is recorded and replayed;
+ * The data too: tools/tvm/kv_attention_trace.py builds TVM's CPU kernels of
+ * `nn.llm.kv_cache` for `llvm`, runs a scenario of prefills, batched decodes, forks,
+ * popn and deep prefixes through `attention_with_fused_qkv` with seeded inputs
+ * (testdata/kv_state/tvm_attention.json), and relaxvm's CPU reference attention must
+ * give TVM's outputs and cached K/V within 1e-5.
+ *
+ * The replays need no TVM. With TVM (tools/tvm/.venv) the trace is regenerated and must
+ * equal the committed one (the attention trace within 1e-6), and a second run of another
+ * seed is recorded and replayed;
  * without it those are ignored with a message, unless `RELAXVM_REQUIRE_TVM=1` (CI).
  */
 
 import { assert, assertEquals } from "@std/assert";
-import { getGlobalFunc, shape, tensor } from "../mod.ts";
+import { getGlobalFunc, PagedKVCache, shape, tensor } from "../mod.ts";
 import { PageTable } from "../builtins/kv_state/page_table.ts";
 import { ignoreWithoutTvm, tvmPython } from "./tvm/tvm_python.ts";
 
@@ -260,5 +267,138 @@ Deno.test({
     assertEquals({ ...again, tvm: committed.tvm }, committed);
     const fresh = await record(7, 1200);
     assertEquals(replay(fresh).mismatch, null);
+  },
+});
+
+// ------------------------------------------------------------ attention against TVM's kernels
+
+interface AttentionTrace {
+  tvm: string;
+  seed: number;
+  config: Trace["config"] & { rope_theta: number; rope_scale: number };
+  scenario: [string, ...unknown[]][];
+  outputs: number[][];
+  cached: Record<string, { k: number[]; v: number[] }>;
+  freePages: number;
+}
+
+const ATTENTION = new URL("../testdata/kv_state/tvm_attention.json", import.meta.url);
+const ATTENTION_SCRIPT = new URL("../tools/tvm/kv_attention_trace.py", import.meta.url).pathname;
+
+/** Numbers in [-1, 1): the generator of tools/tvm/kv_attention_trace.py. */
+function lcg(seed: number): (n: number) => Float32Array {
+  let s = seed >>> 0;
+  return (n) =>
+    new Float32Array(n).map(() => {
+      s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+      return s / 2 ** 31 - 1;
+    });
+}
+
+/**
+ * Runs the trace's scenario on relaxvm's cache with its CPU reference attention; the
+ * largest difference from TVM's outputs and cached K/V.
+ */
+function replayAttention(trace: AttentionTrace): { worst: number; values: number } {
+  const c = trace.config;
+  const H = c.num_qo_heads, KH = c.num_kv_heads, D = c.head_dim, L = c.num_layers;
+  using zero = tensor([0], { shape: [], dtype: "float32" });
+  using kv = PagedKVCache.forTesting({
+    pageSize: c.page_size,
+    maxTotalSequenceLength: c.max_total_seq_len,
+    maxBatchSize: c.max_batch_size,
+    prefillChunkSize: c.prefill_chunk_size,
+    numLayers: L,
+    numQoHeads: H,
+    numKvHeads: KH,
+    headDim: D,
+    init: zero,
+    ropeMode: "normal",
+    ropeTheta: c.rope_theta,
+    ropeScale: c.rope_scale,
+  });
+  const take = lcg(trace.seed);
+  let worst = 0, values = 0, output = 0;
+  const compare = (got: ArrayLike<number>, want: readonly number[], what: string) => {
+    assertEquals(got.length, want.length, what);
+    for (let i = 0; i < want.length; i++) {
+      worst = Math.max(worst, Math.abs(got[i] - want[i]));
+      values++;
+    }
+  };
+  const lengths = new Map<number, number>();
+  for (const [name, ...args] of trace.scenario) {
+    const [a, b, pos] = args as number[];
+    if (name === "add") {
+      f("kv_state_add_sequence")(kv, a);
+      lengths.set(a, 0);
+    } else if (name === "remove") {
+      f("kv_state_remove_sequence")(kv, a);
+      lengths.delete(a);
+    } else if (name === "fork") {
+      f("kv_state_fork_sequence")(kv, a, b, pos);
+      lengths.set(b, pos === -1 ? lengths.get(a)! : pos);
+    } else if (name === "popn") {
+      f("kv_state_popn")(kv, a, b);
+      lengths.set(a, lengths.get(a)! - b);
+    } else {
+      const [ids, lens] = args as [number[], number[]];
+      f("kv_state_begin_forward")(kv, shape(...ids), shape(...lens));
+      const T = lens.reduce((x, y) => x + y, 0);
+      for (let layer = 0; layer < L; layer++) {
+        using qkv = tensor(take(T * (H + 2 * KH) * D), { shape: [T, H + 2 * KH, D] });
+        using out = tensor(new Float32Array(T * H * D), { shape: [T, H, D] });
+        f("attention_kv_cache_attention_with_fused_qkv")(kv, layer, 1 / Math.sqrt(D), qkv, out);
+        compare(out.dataSync() as Float32Array, trace.outputs[output++], `output ${output}`);
+      }
+      f("kv_state_end_forward")(kv);
+      ids.forEach((id, i) => lengths.set(id, lengths.get(id)! + lens[i]));
+    }
+  }
+  assertEquals(output, trace.outputs.length);
+  assertEquals(kv.numAvailablePages, trace.freePages);
+  for (const [id, n] of lengths) {
+    using k = tensor(new Float32Array(L * n * KH * D), { shape: [L, n, KH, D] });
+    using v = tensor(new Float32Array(L * n * KH * D), { shape: [L, n, KH, D] });
+    f("attention_kv_cache_debug_get_kv")(kv, id, 0, n, k, v);
+    compare(k.dataSync() as Float32Array, trace.cached[String(id)].k, `K of ${id}`);
+    compare(v.dataSync() as Float32Array, trace.cached[String(id)].v, `V of ${id}`);
+  }
+  return { worst, values };
+}
+
+Deno.test("paged KV cache: the reference attention matches TVM's CPU kernels on its cache", async () => {
+  const trace = JSON.parse(await Deno.readTextFile(ATTENTION)) as AttentionTrace;
+  const { worst, values } = replayAttention(trace);
+  console.log(`${values} values of TVM ${trace.tvm}: largest difference ${worst.toExponential(2)}`);
+  assert(values > 5000);
+  assert(worst < 1e-5, `largest difference ${worst}`);
+});
+
+Deno.test({
+  name: "paged KV cache: TVM's CPU kernels give the committed attention trace again",
+  ignore: ignoreWithoutTvm("paged KV cache attention"),
+  async fn() {
+    const committed = JSON.parse(await Deno.readTextFile(ATTENTION)) as AttentionTrace;
+    const dir = await Deno.makeTempDir({ prefix: "relaxvm-kv-attention-" });
+    try {
+      const out = `${dir}/attention.json`;
+      const { code, stderr } = await new Deno.Command(tvmPython(), {
+        args: [ATTENTION_SCRIPT, out],
+        stdout: "null",
+        stderr: "piped",
+      }).output();
+      assertEquals(code, 0, new TextDecoder().decode(stderr));
+      const again = JSON.parse(await Deno.readTextFile(out)) as AttentionTrace;
+      assertEquals(again.scenario, committed.scenario);
+      assertEquals(again.freePages, committed.freePages);
+      let worst = 0;
+      again.outputs.forEach((o, i) =>
+        o.forEach((x, j) => worst = Math.max(worst, Math.abs(x - committed.outputs[i][j])))
+      );
+      assert(worst < 1e-6, `TVM's outputs moved by ${worst}`);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
   },
 });
