@@ -141,7 +141,9 @@ export class PageTable {
   readonly maxBatchSize: number;
   readonly prefillChunkSize: number;
 
-  #freePages: number[] = [];
+  /** The free page ids, a stack: TVM's order (pages 0, 1, … are taken first). */
+  #freePages = new Int32Array(0);
+  #freeCount = 0;
   #blocks: Block[] = [];
   #freeBlocks: number[] = [];
   #sequences = new Map<number, Sequence>();
@@ -158,15 +160,16 @@ export class PageTable {
   /** Removes every sequence; every page is free again (TVM's `Clear`). */
   clear(): void {
     this.#sequences.clear();
-    this.#freePages = [];
-    for (let p = this.numPages - 1; p >= 0; p--) this.#freePages.push(p);
+    if (this.#freePages.length !== this.numPages) this.#freePages = new Int32Array(this.numPages);
+    for (let i = 0; i < this.numPages; i++) this.#freePages[i] = this.numPages - 1 - i;
+    this.#freeCount = this.numPages;
     this.#blocks = [];
     this.#freeBlocks = [];
   }
 
   /** Free pages (TVM's `GetNumAvailablePages`). */
   get numAvailablePages(): number {
-    return this.#freePages.length;
+    return this.#freeCount;
   }
 
   /** The sum of the sequences' lengths (TVM's `GetTotalSequenceLength`). */
@@ -247,7 +250,7 @@ export class PageTable {
     }
     const pos = forkPos === -1 ? parent.seqLength : forkPos;
     // Blocks before the forked one are whole pages, so the copied part is pos % pageSize.
-    if (pos % this.pageSize !== 0 && this.#freePages.length === 0) {
+    if (pos % this.pageSize !== 0 && this.#freeCount === 0) {
       throw new RangeError(
         `${who}: forking at ${pos} copies a partial page, and the KV cache has no free page`,
       );
@@ -316,9 +319,9 @@ export class PageTable {
         `${who}: ${total} tokens exceed the cache's prefill chunk size ${this.prefillChunkSize}`,
       );
     }
-    if (needed > this.#freePages.length) {
+    if (needed > this.#freeCount) {
       throw new RangeError(
-        `${who}: the batch needs ${needed} new pages and the KV cache has ${this.#freePages.length} free`,
+        `${who}: the batch needs ${needed} new pages and the KV cache has ${this.#freeCount} free`,
       );
     }
     return this.#beginForward(seqIds, appendLengths, sequences);
@@ -336,13 +339,15 @@ export class PageTable {
 
   /** Runs `fn`; if it throws, puts every page, block and sequence back as they were. */
   #atomically(fn: () => void): void {
-    const pages = [...this.#freePages], freeBlocks = [...this.#freeBlocks];
+    const pages = this.#freePages.slice(0, this.#freeCount), count = this.#freeCount;
+    const freeBlocks = [...this.#freeBlocks];
     const blocks = this.#blocks.map((b) => ({ ...b, pageIds: [...b.pageIds] }));
     const sequences = new Map([...this.#sequences].map(([k, s]) => [k, { ...s }]));
     try {
       fn();
     } catch (e) {
-      this.#freePages = pages;
+      this.#freePages.set(pages);
+      this.#freeCount = count;
       this.#freeBlocks = freeBlocks;
       this.#blocks = blocks;
       this.#sequences = sequences;
@@ -351,9 +356,15 @@ export class PageTable {
   }
 
   #freePage(): number {
-    const page = this.#freePages.pop();
-    if (page === undefined) throw new RangeError("The KV cache is full: no page is free");
-    return page;
+    // Callers check the free pages first; this is the last line of defence.
+    if (this.#freeCount === 0) {
+      throw new RangeError("kv_state: the KV cache is full: no page is free");
+    }
+    return this.#freePages[--this.#freeCount];
+  }
+
+  #pushFree(page: number): void {
+    this.#freePages[this.#freeCount++] = page;
   }
 
   #freeBlock(): number {
@@ -387,7 +398,7 @@ export class PageTable {
   #remove(seqId: number, seq: Sequence): void {
     let b = seq.lastBlock;
     while (b !== -1 && this.#blocks[b].refs === 1) {
-      for (const page of this.#blocks[b].pageIds) this.#freePages.push(page);
+      for (const page of this.#blocks[b].pageIds) this.#pushFree(page);
       this.#freeBlocks.push(b);
       b = this.#blocks[b].parent;
     }
@@ -459,14 +470,14 @@ export class PageTable {
       if (n > block.seqLength) {
         n -= block.seqLength;
         seq.seqLength -= block.seqLength;
-        for (const page of block.pageIds) this.#freePages.push(page);
+        for (const page of block.pageIds) this.#pushFree(page);
         this.#freeBlocks.push(b);
         b = block.parent;
         seq.lastBlock = b;
         continue;
       }
       const keep = Math.ceil((block.seqLength - n) / this.pageSize);
-      while (block.pageIds.length > keep) this.#freePages.push(block.pageIds.pop()!);
+      while (block.pageIds.length > keep) this.#pushFree(block.pageIds.pop()!);
       seq.seqLength -= n;
       block.seqLength -= n;
       n = 0;
@@ -481,7 +492,7 @@ export class PageTable {
           `kv_state_popn: popping into a shared prefix needs the id ${temp}, which a sequence holds`,
         );
       }
-      if ((seq.seqLength - n) % this.pageSize !== 0 && this.#freePages.length === 0) {
+      if ((seq.seqLength - n) % this.pageSize !== 0 && this.#freeCount === 0) {
         throw new RangeError(
           `kv_state_popn: popping into a shared prefix copies a partial page, and the KV cache has no free page`,
         );
@@ -496,7 +507,8 @@ export class PageTable {
   /** The block ids of each depth, and each sequence's blocks past the last depth. */
   #blockIdsOnDepths(sequences: readonly Sequence[]): [number[][], number[][]] {
     const traces = sequences.map((s) => this.#trace(s));
-    const depths = Math.min(MAX_BLOCK_DEPTH, Math.max(...traces.map((t) => t.length)));
+    let depths = 0;
+    for (const t of traces) depths = Math.min(MAX_BLOCK_DEPTH, Math.max(depths, t.length));
     const onDepths: number[][] = [];
     for (let d = 0; d < depths; d++) onDepths.push(traces.map((t) => d < t.length ? t[d] : -1));
     return [onDepths, traces.map((t) => t.slice(MAX_BLOCK_DEPTH))];
@@ -591,11 +603,11 @@ export class PageTable {
         }
         const block = blocks[blockId];
         let pages = block.pageIds.length, length = block.seqLength;
-        pageIndices.push(...block.pageIds);
+        for (const page of block.pageIds) pageIndices.push(page);
         if (d === MAX_BLOCK_DEPTH - 1) {
           // The last depth takes the sequence's deeper blocks too, as one run of pages.
           for (const t of trailing[i]) {
-            pageIndices.push(...blocks[t].pageIds);
+            for (const page of blocks[t].pageIds) pageIndices.push(page);
             pages += blocks[t].pageIds.length;
             length += blocks[t].seqLength;
           }

@@ -91,7 +91,6 @@ export class PagedKVCache extends VMObject {
     super();
     this.config = config;
     this.kernels = kernels;
-    this.table = new PageTable(config);
     const shape = [config.numPages, 2, config.numKvHeads, config.pageSize, config.headDim];
     this.#pages = [];
     try {
@@ -104,6 +103,9 @@ export class PagedKVCache extends VMObject {
       for (const p of this.#pages) p.release();
       throw e;
     }
+    // After the pages: their allocation is what the memory limit checks, so a pool too
+    // large for it is refused before its free list is made.
+    this.table = new PageTable(config);
   }
 
   /**

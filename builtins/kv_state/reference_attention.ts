@@ -161,7 +161,9 @@ export function referenceAttention(
         const used = p === end - 1 ? depth.lastPageLen[e] : P;
         for (let o = 0; o < used; o++) entry.push(depth.pageIndices[p] * P + o);
       }
-      for (let t = depth.qoIndptr[e]; t < depth.qoIndptr[e + 1]; t++) slots[t].push(...entry);
+      for (let t = depth.qoIndptr[e]; t < depth.qoIndptr[e + 1]; t++) {
+        for (const slot of entry) slots[t].push(slot);
+      }
     }
   }
 
