@@ -205,9 +205,8 @@ export function parseCreateArguments(
   if (mode > 2) throw new RangeError(`${WHO}: rope_mode ${mode} is not 0, 1 or 2`);
   const ropeScale = real(args[9], "rope_scale");
   const ropeTheta = real(args[10], "rope_theta");
-  if (args[11] !== null && args[11] !== undefined) {
-    refuse("RoPE extension factors", "rope_ext_factors is given");
-  }
+  // TVM takes a tensor here as the factors and anything else (models pass `PrimValue(0)`) as none.
+  if (args[11] instanceof NDArray) refuse("RoPE extension factors", "rope_ext_factors is a tensor");
   const init = args[12];
   if (!(init instanceof NDArray)) {
     throw new TypeError(
