@@ -77,6 +77,7 @@ export type { WebGPUDevice } from "./devices/webgpu/webgpu_device.ts";
 export type { Storage } from "./devices/storage.ts";
 export type { AttentionKVCache } from "./devices/attention_kv_cache.ts";
 export { PagedKVCache } from "./builtins/kv_state/paged_kv_cache.ts";
+export type { PagedKVCacheOptions } from "./builtins/kv_state/paged_kv_cache.ts";
 export type {
   PagedKVCacheConfig,
   PagedKVCacheKernels,

@@ -302,8 +302,7 @@ function lcg(seed: number): (n: number) => Float32Array {
 function replayAttention(trace: AttentionTrace): { worst: number; values: number } {
   const c = trace.config;
   const H = c.num_qo_heads, KH = c.num_kv_heads, D = c.head_dim, L = c.num_layers;
-  using zero = tensor([0], { shape: [], dtype: "float32" });
-  using kv = PagedKVCache.forTesting({
+  using kv = PagedKVCache.create({
     pageSize: c.page_size,
     maxTotalSequenceLength: c.max_total_seq_len,
     maxBatchSize: c.max_batch_size,
@@ -312,7 +311,6 @@ function replayAttention(trace: AttentionTrace): { worst: number; values: number
     numQoHeads: H,
     numKvHeads: KH,
     headDim: D,
-    init: zero,
     ropeMode: "normal",
     ropeTheta: c.rope_theta,
     ropeScale: c.rope_scale,

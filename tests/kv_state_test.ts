@@ -76,6 +76,17 @@ Deno.test("paged KV cache: create parses TVM's arguments (pages, layout, RoPE)",
   assertEquals(kv.pages(1).shape, [9, 2, 2, 4, 8]);
   assertEquals(kv.nbytes, 2 * 9 * 2 * 2 * 4 * 8 * 4);
   assertEquals(f("attention_kv_cache_empty")(kv), true);
+  const sizes = { pageSize: 4, maxTotalSequenceLength: 8, numLayers: 1, numQoHeads: 2 };
+  assertThrows(
+    () => PagedKVCache.create({ ...sizes, numKvHeads: 1, headDim: 0 }),
+    RangeError,
+    "PagedKVCache.create: headDim must be a positive integer, got 0",
+  );
+  assertThrows(
+    () => PagedKVCache.create({ ...sizes, numKvHeads: 3, headDim: 2 }),
+    RangeError,
+    "not a multiple of numKvHeads 3",
+  );
 });
 
 Deno.test("paged KV cache: bad arguments are RangeErrors, change nothing, and the cache goes on", () => {
@@ -276,15 +287,13 @@ interface Dense {
  */
 function checkAgainstDense(ropeMode: "none" | "normal"): number {
   const L = 2, H = 4, KH = 2, D = 8, P = 4, theta = 500, scale = 0.5;
-  using zero = tensor([0], { shape: [], dtype: "float32" });
-  using kv = PagedKVCache.forTesting({
+  using kv = PagedKVCache.create({
     pageSize: P,
     maxTotalSequenceLength: 128,
     numLayers: L,
     numQoHeads: H,
     numKvHeads: KH,
     headDim: D,
-    init: zero,
     ropeMode,
     ropeTheta: theta,
     ropeScale: scale,

@@ -19,12 +19,44 @@
  */
 
 import { brand, type Branded, brandKey } from "../../ground/brand.ts";
-import { elementBytes } from "../../ground/dtype.ts";
+import { elementBytes, type TensorDType } from "../../ground/dtype.ts";
 import { INSPECT } from "../../ground/inspect.ts";
 import { retainValue, VMObject } from "../../ground/object.ts";
+import { cpu } from "../../devices/cpu_device.ts";
+import type { Device } from "../../devices/device.ts";
 import { NDArray } from "../../devices/ndarray.ts";
 import type { PagedKVCacheConfig, PagedKVCacheKernels } from "./create_arguments.ts";
 import { type ForwardPlan, PageTable } from "./page_table.ts";
+
+/** The sizes of a cache made with `PagedKVCache.create`. */
+export interface PagedKVCacheOptions {
+  /** Tokens per page. */
+  pageSize: number;
+  /** Tokens the pool holds: `ceil(maxTotalSequenceLength / pageSize) + 1` pages, as TVM. */
+  maxTotalSequenceLength: number;
+  /** Layers. */
+  numLayers: number;
+  /** Query heads. */
+  numQoHeads: number;
+  /** Key/value heads (`numQoHeads` a multiple of it). */
+  numKvHeads: number;
+  /** Features per head. */
+  headDim: number;
+  /** Element type of the pages (default float32; the reference attention needs float32). */
+  dtype?: TensorDType;
+  /** Where the pages live (default the CPU). */
+  device?: Device;
+  /** Most sequences in one forward (default 16). */
+  maxBatchSize?: number;
+  /** Most tokens in one forward (default `maxTotalSequenceLength`). */
+  prefillChunkSize?: number;
+  /** RoPE applied to Q and K at their positions before K is cached, or none (default). */
+  ropeMode?: "none" | "normal";
+  /** RoPE's base (default 10000). */
+  ropeTheta?: number;
+  /** Positions are multiplied by this before RoPE (default 1). */
+  ropeScale?: number;
+}
 
 const PAGED_KV_CACHE_BRAND = brandKey("PagedKVCache");
 
@@ -36,13 +68,12 @@ const PAGED_KV_CACHE_BRAND = brandKey("PagedKVCache");
  *
  * @example Two sequences, one forked from the other mid-page
  * ```ts
- * import { getGlobalFunc, PagedKVCache, shape, tensor } from "@relaxvm/relaxvm";
+ * import { getGlobalFunc, PagedKVCache, shape } from "@relaxvm/relaxvm";
  * import { assertEquals } from "@std/assert";
  *
  * const f = (name: string) => getGlobalFunc(`vm.builtin.${name}`)!;
- * using zero = tensor([0], { shape: [], dtype: "float32" });
- * using kv = PagedKVCache.forTesting({ pageSize: 4, maxTotalSequenceLength: 28, numLayers: 1,
- *   numQoHeads: 2, numKvHeads: 1, headDim: 8, init: zero });
+ * using kv = PagedKVCache.create({ pageSize: 4, maxTotalSequenceLength: 28, numLayers: 1,
+ *   numQoHeads: 2, numKvHeads: 1, headDim: 8 });
  * f("kv_state_add_sequence")(kv, 0);
  * f("kv_state_begin_forward")(kv, shape(0), shape(6)); // a prefill of 6 tokens: 2 pages
  * f("kv_state_end_forward")(kv);
@@ -109,25 +140,48 @@ export class PagedKVCache extends VMObject {
   }
 
   /**
-   * A CPU cache without an executable: the configuration of
-   * `paged_attention_kv_cache_create` from a few sizes (no kernels; RoPE as given,
-   * `"none"` by default). For tests and examples.
+   * A cache made from TypeScript, without an executable: what
+   * `paged_attention_kv_cache_create` builds from TVM's arguments, from a few sizes.
+   * No kernels are attached (the CPU reference attention needs none).
+   *
+   * @example
+   * ```ts
+   * import { PagedKVCache } from "@relaxvm/relaxvm";
+   * import { assertEquals } from "@std/assert";
+   *
+   * using kv = PagedKVCache.create({ pageSize: 16, maxTotalSequenceLength: 1024, numLayers: 2,
+   *   numQoHeads: 8, numKvHeads: 2, headDim: 64, ropeMode: "normal" });
+   * assertEquals(kv.config.numPages, 65); // ceil(1024 / 16) + 1, as TVM
+   * assertEquals(kv.pages(0).shape, [65, 2, 2, 16, 64]);
+   * ```
    */
-  static forTesting(options: {
-    pageSize: number;
-    maxTotalSequenceLength: number;
-    numLayers: number;
-    numQoHeads: number;
-    numKvHeads: number;
-    headDim: number;
-    init: NDArray;
-    maxBatchSize?: number;
-    prefillChunkSize?: number;
-    ropeMode?: "none" | "normal";
-    ropeTheta?: number;
-    ropeScale?: number;
-  }): PagedKVCache {
+  static create(options: PagedKVCacheOptions): PagedKVCache {
     const o = options;
+    const who = "PagedKVCache.create";
+    const sizes = [
+      ["pageSize", o.pageSize],
+      ["maxTotalSequenceLength", o.maxTotalSequenceLength],
+      ["numLayers", o.numLayers],
+      ["numQoHeads", o.numQoHeads],
+      ["numKvHeads", o.numKvHeads],
+      ["headDim", o.headDim],
+      ["maxBatchSize", o.maxBatchSize ?? 16],
+      ["prefillChunkSize", o.prefillChunkSize ?? o.maxTotalSequenceLength],
+    ] as const;
+    for (const [what, v] of sizes) {
+      if (!Number.isSafeInteger(v) || v < 1) {
+        throw new RangeError(`${who}: ${what} must be a positive integer, got ${v}`);
+      }
+    }
+    if (o.numQoHeads % o.numKvHeads !== 0) {
+      throw new RangeError(
+        `${who}: numQoHeads ${o.numQoHeads} is not a multiple of numKvHeads ${o.numKvHeads}`,
+      );
+    }
+    const ropeMode = o.ropeMode ?? "none";
+    if (ropeMode !== "none" && ropeMode !== "normal") {
+      throw new RangeError(`${who}: ropeMode must be "none" or "normal", got ${ropeMode}`);
+    }
     return new PagedKVCache({
       maxBatchSize: o.maxBatchSize ?? 16,
       maxTotalSequenceLength: o.maxTotalSequenceLength,
@@ -139,11 +193,11 @@ export class PagedKVCache extends VMObject {
       numQoHeads: o.numQoHeads,
       numKvHeads: o.numKvHeads,
       headDim: o.headDim,
-      ropeMode: o.ropeMode ?? "none",
+      ropeMode,
       ropeScale: o.ropeScale ?? 1,
       ropeTheta: o.ropeTheta ?? 10000,
-      dtype: o.init.dtype,
-      device: o.init.device,
+      dtype: o.dtype ?? "float32",
+      device: o.device ?? cpu(),
     }, {});
   }
 

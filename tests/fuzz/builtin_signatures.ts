@@ -409,15 +409,13 @@ function pagedCacheRecipe(rand: Random): Recipe {
   const lengths = [rand.int(9), rand.int(9)];
   const forward = rand.chance(0.5);
   return (made) => {
-    const zero = made.keep(tensor([0], { shape: [], dtype: "float32" }));
-    const kv = made.keep(PagedKVCache.forTesting({
+    const kv = made.keep(PagedKVCache.create({
       pageSize: 4,
       maxTotalSequenceLength: 32,
       numLayers: 1,
       numQoHeads: 2,
       numKvHeads: 1,
       headDim: 2,
-      init: zero,
     }));
     kv.addSequence(0);
     kv.addSequence(1);
