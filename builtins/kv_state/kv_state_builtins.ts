@@ -265,14 +265,10 @@ kvStateBuiltins.add("vm.builtin.attention_kv_cache_debug_get_kv", (...args: unkn
     }
   }
   const P = c.pageSize, KH = c.numKvHeads, D = c.headDim;
-  for (let layer = 0; layer < c.numLayers; layer++) {
-    const pages = kv.pages(layer);
-    if (pages.device.kind !== "cpu") {
-      throw new RangeError(`${who}: reading pages on ${pages.device} is not supported yet`);
-    }
-    const src = pages.cpuView();
+  /** Copies the tokens' K and V of one layer out of `src`, the layer's pages as stored. */
+  const gather = (layer: number, src: ArrayLike<number | bigint>) => {
     outs.forEach((o, kvIndex) => {
-      const dst = o.cpuView();
+      const dst = o.cpuView() as unknown as (number | bigint)[];
       for (let p = start; p < end; p++) {
         const slot = map[p], page = Math.floor(slot / P), off = slot % P;
         for (let h = 0; h < KH; h++) {
@@ -282,14 +278,27 @@ kvStateBuiltins.add("vm.builtin.attention_kv_cache_debug_get_kv", (...args: unkn
         }
       }
     });
+  };
+  if (kv.pages(0).device.kind === "cpu") {
+    for (let layer = 0; layer < c.numLayers; layer++) gather(layer, kv.pages(layer).readView());
+    return null;
   }
-  return null;
+  // Pages on a GPU: read each layer's bytes back (a wait), viewed as the outputs store them.
+  const View = outs[0].cpuView().constructor as new (b: ArrayBuffer) => ArrayLike<number>;
+  return (async () => {
+    for (let layer = 0; layer < c.numLayers; layer++) {
+      const pages = kv.pages(layer);
+      const bytes = await pages.device.readBlock(pages.block, pages.byteOffset, pages.nbytes);
+      gather(layer, new View(bytes.slice().buffer));
+    }
+    return null;
+  })();
 }, {
   signature: "(cache, seq_id, start_pos, end_pos, k_data, v_data) → null",
   summary:
-    "Copies the cached K and V of positions `start_pos..end_pos-1` of a sequence into `k_data` and `v_data`, each `[layers, end - start, kv_heads, head_dim]` on the CPU (pages on the CPU).",
+    "Copies the cached K and V of positions `start_pos..end_pos-1` of a sequence into `k_data` and `v_data`, each `[layers, end - start, kv_heads, head_dim]` on the CPU. With the pages on a GPU it reads them back and returns a Promise (a wait).",
   dtypes: "any",
-  devices: ["cpu"],
+  devices: ["cpu", "webgpu"],
   errors:
     `${CACHE_ERRORS}; \`RangeError\` for an unknown sequence, positions outside it, outputs of another shape or device.`,
   tvm: `vm.builtin.attention_kv_cache_debug_get_kv ${TVM_FILE}`,

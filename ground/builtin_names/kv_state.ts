@@ -160,10 +160,10 @@ export interface KvStateBuiltins {
   /**
    * `vm.builtin.attention_kv_cache_debug_get_kv(cache, seq_id, start_pos, end_pos, k_data, v_data) → null` (Paged KV cache, `builtins/kv_state/kv_state_builtins.ts`)
    *
-   * Copies the cached K and V of positions `start_pos..end_pos-1` of a sequence into `k_data` and `v_data`, each `[layers, end - start, kv_heads, head_dim]` on the CPU (pages on the CPU).
+   * Copies the cached K and V of positions `start_pos..end_pos-1` of a sequence into `k_data` and `v_data`, each `[layers, end - start, kv_heads, head_dim]` on the CPU. With the pages on a GPU it reads them back and returns a Promise (a wait).
    *
    * - dtypes: any
-   * - devices: CPU
+   * - devices: CPU, WebGPU
    * - errors: `TypeError` when the first argument is not a live paged KV cache; `RangeError` for an unknown sequence, positions outside it, outputs of another shape or device.
    * - TVM: `vm.builtin.attention_kv_cache_debug_get_kv` (kv_state.cc, paged_kv_cache.cc)
    */
