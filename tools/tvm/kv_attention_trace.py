@@ -97,21 +97,22 @@ def main():
     H, KH, D, L = c["num_qo_heads"], c["num_kv_heads"], c["head_dim"], c["num_layers"]
     target = tvm.target.Target("llvm")
     dt = "float32"
-    transpose_append = build(_kv_cache_transpose_append(KH, D, dt, page_size=c["page_size"]), target)
+    page = c["page_size"]
+    transpose_append = build(_kv_cache_transpose_append(KH, D, dt, page_size=page), target)
     ragged = build(_attention_prefill_ragged_cpu(KH, H, D, D, dt, {}), target)
-    prefill = build(_attention_prefill_cpu(KH, H, D, dt, False, {}, page_size=c["page_size"]), target)
-    decode = build(_attention_decode_cpu(KH, H, D, dt, False, {}, page_size=c["page_size"]), target)
+    prefill = build(_attention_prefill_cpu(KH, H, D, dt, False, {}, page_size=page), target)
+    decode = build(_attention_decode_cpu(KH, H, D, dt, False, {}, page_size=page), target)
     merge = build(_merge_state_inplace_cpu(dt), target)
     rotary = build(
         llama_rope_with_position_map(c["rope_theta"], c["rope_scale"], D, H, KH, dt, {}), target
     )
     copy_page = build(_copy_single_page_cpu(KH, c["page_size"], D, dt), target)
     debug_get_kv = build(_kv_cache_debug_get_kv(L, KH, D, dt), target)
-    compact = build(_compact_kv_copy_cpu(KH, D, dt, page_size=c["page_size"]), target)
+    compact = build(_compact_kv_copy_cpu(KH, D, dt, page_size=page), target)
 
     g = tvm.get_global_func
     kv = g("vm.builtin.paged_attention_kv_cache_create")(
-        Shape([c["max_batch_size"], c["max_total_seq_len"], c["prefill_chunk_size"], c["page_size"], 0]),
+        Shape([c["max_batch_size"], c["max_total_seq_len"], c["prefill_chunk_size"], page, 0]),
         Shape([0, L]),
         H,
         KH,

@@ -88,7 +88,15 @@ class TvmCache:
             ]
         }
         self.kv = g("vm.builtin.paged_attention_kv_cache_create")(
-            Shape([c["max_batch_size"], c["max_total_seq_len"], c["prefill_chunk_size"], c["page_size"], 0]),
+            Shape(
+                [
+                    c["max_batch_size"],
+                    c["max_total_seq_len"],
+                    c["prefill_chunk_size"],
+                    c["page_size"],
+                    0,
+                ]
+            ),
             Shape([0, c["num_layers"]]),
             c["num_qo_heads"],
             c["num_kv_heads"],
@@ -126,7 +134,8 @@ class TvmCache:
         if length == 0:
             return []
         c = CONFIG
-        k = tvm.runtime.empty((c["num_layers"], length, c["num_kv_heads"], c["head_dim"]), "float32")
+        dims = (c["num_layers"], length, c["num_kv_heads"], c["head_dim"])
+        k = tvm.runtime.empty(dims, "float32")
         self.call("attention_kv_cache_debug_get_kv", seq_id, 0, length, k, k)
         return self.last_map
 
@@ -144,6 +153,10 @@ def main():
     def pick_existing():
         return rng.choice(sorted(lengths)) if lengths else rng.randrange(ID_POOL)
 
+    def existing_or_unknown(p):
+        """An existing id with probability p, else an id no sequence ever has."""
+        return pick_existing() if rng.random() < p else rng.randrange(ID_POOL, ID_POOL + 3)
+
     def pick_new():
         free = [i for i in range(ID_POOL) if i not in lengths]
         return rng.choice(free) if free else rng.randrange(ID_POOL)
@@ -160,9 +173,9 @@ def main():
             if r < 0.10 or not lengths:
                 op = ["add", pick_new() if rng.random() < 0.9 else pick_existing()]
             elif r < (0.30 if tight else 0.16):
-                op = ["remove", pick_existing() if rng.random() < 0.92 else rng.randrange(ID_POOL, ID_POOL + 3)]
+                op = ["remove", existing_or_unknown(0.92)]
             elif r < (0.44 if tight else 0.32):
-                parent = pick_existing() if rng.random() < 0.93 else rng.randrange(ID_POOL, ID_POOL + 3)
+                parent = existing_or_unknown(0.93)
                 length = lengths.get(parent, 0)
                 kind = rng.random()
                 if kind < 0.25:
@@ -178,9 +191,12 @@ def main():
                 child = pick_new() if rng.random() < 0.93 else pick_existing()
                 op = ["fork", parent, child, pos]
             elif r < (0.62 if tight else 0.44):
-                seq = pick_existing() if rng.random() < 0.95 else rng.randrange(ID_POOL, ID_POOL + 3)
+                seq = existing_or_unknown(0.95)
                 length = lengths.get(seq, 0)
-                n = rng.randrange(0, length + 1) if rng.random() < 0.93 else length + rng.randrange(1, 3)
+                if rng.random() < 0.93:
+                    n = rng.randrange(0, length + 1)
+                else:
+                    n = length + rng.randrange(1, 3)  # past the length: refused
                 op = ["popn", seq, n]
             elif r < 0.47:
                 op = ["clear"] if rng.random() < 0.3 else ["add", pick_new()]
@@ -225,7 +241,8 @@ def main():
                 pending_clear = True  # TVM changed part of its state: start again from empty
                 record["partial"] = True  # what follows is TVM's half-changed state
         if op[0] == "forward" and error is None:
-            record["queryPositions"] = [int(x) for x in t.call("attention_kv_cache_get_query_positions").numpy().tolist()]
+            positions = t.call("attention_kv_cache_get_query_positions").numpy().tolist()
+            record["queryPositions"] = [int(x) for x in positions]
             t.call("kv_state_end_forward")
         # What TVM now holds: each sequence's length, from the op (TVM has no getter).
         if error is None:
