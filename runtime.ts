@@ -76,6 +76,13 @@ export { webgpu } from "./devices/webgpu/webgpu_device.ts";
 export type { WebGPUDevice } from "./devices/webgpu/webgpu_device.ts";
 export type { Storage } from "./devices/storage.ts";
 export type { AttentionKVCache } from "./devices/attention_kv_cache.ts";
+export { PagedKVCache } from "./builtins/kv_state/paged_kv_cache.ts";
+export type { PagedKVCacheOptions } from "./builtins/kv_state/paged_kv_cache.ts";
+export type {
+  PagedKVCacheConfig,
+  PagedKVCacheKernels,
+} from "./builtins/kv_state/create_arguments.ts";
+export type { DepthPlan, ForwardPlan } from "./builtins/kv_state/page_table.ts";
 export { loadTensorCache } from "./builtins/tensor_cache/cache_loader.ts";
 export { TensorCache } from "./devices/tensor_cache.ts";
 export type { TensorCacheLoader, TensorCacheRoot } from "./devices/tensor_cache.ts";

@@ -12,6 +12,7 @@ import { attentionBuiltins } from "./operators/attention_operators.ts";
 import { callBuiltins } from "./values/function_calls.ts";
 import { indexingBuiltins } from "./operators/indexing_operators.ts";
 import { kvCacheBuiltins } from "./lm_support/kv_cache_builtins.ts";
+import { kvStateBuiltins } from "./kv_state/kv_state_builtins.ts";
 import { memoryBuiltins } from "./memory.ts";
 import { operatorBuiltins } from "./operators/tensor_operators.ts";
 import { primArithmeticBuiltins } from "./values/prim_arithmetic.ts";
@@ -33,6 +34,7 @@ export const BUILTIN_TABLES = [
   memoryBuiltins,
   callBuiltins,
   kvCacheBuiltins,
+  kvStateBuiltins,
   samplingBuiltins,
   tensorCacheBuiltins,
   operatorBuiltins,

@@ -2,7 +2,7 @@
 // metadata and run the task; tests/docs_test.ts fails while this file is not current.
 
 /**
- * The names of the 104 builtin packed functions, with their documentation, for editors
+ * The names of the 124 builtin packed functions, with their documentation, for editors
  * and `deno doc`: the same catalogue as docs/builtins.md. Each family of builtins (a folder
  * of `builtins/`) has its interface in `builtin_names/`; `Builtins` joins them.
  *
@@ -13,10 +13,12 @@ import type { ValuesBuiltins } from "./builtin_names/values.ts";
 import type { ShapeLoweringBuiltins } from "./builtin_names/shape_lowering.ts";
 import type { MemoryBuiltins } from "./builtin_names/memory.ts";
 import type { LmSupportBuiltins } from "./builtin_names/lm_support.ts";
+import type { KvStateBuiltins } from "./builtin_names/kv_state.ts";
 import type { TensorCacheBuiltins } from "./builtin_names/tensor_cache.ts";
 import type { OperatorsBuiltins } from "./builtin_names/operators.ts";
 
 export type {
+  KvStateBuiltins,
   LmSupportBuiltins,
   MemoryBuiltins,
   OperatorsBuiltins,
@@ -26,7 +28,7 @@ export type {
 };
 
 /**
- * The 104 packed functions `installBuiltins()` registers (`mod.ts` and `runtime.ts`
+ * The 124 packed functions `installBuiltins()` registers (`mod.ts` and `runtime.ts`
  * call it), one property each: the property is the name a program passes to `emit_call`, its
  * documentation says what the function takes and returns, what it does, its dtypes, devices
  * and errors and the TVM function it follows, and its type is the call signature as text.
@@ -49,6 +51,7 @@ export interface Builtins
     ShapeLoweringBuiltins,
     MemoryBuiltins,
     LmSupportBuiltins,
+    KvStateBuiltins,
     TensorCacheBuiltins,
     OperatorsBuiltins {}
 

@@ -18,6 +18,13 @@
  * goes through its decoder. Only `cli/` touches `Deno.*`: the rest of the
  * library runs in browsers (`deno task check:browser` type-checks it there).
  *
+ * Inside a layer, a room is a folder whose modules only the files it names (and the
+ * entry points) may import from outside it: the paged KV cache (`builtins/kv_state/`)
+ * is reached through its builtins and `installBuiltins()`, so nothing grows to depend
+ * on its internals by accident. A few modules are pure: they import only what their
+ * entry in `PURE_MODULES` lists (the paged cache's page table imports nothing, so its
+ * bookkeeping is the same wherever its pages live).
+ *
  * Every `.ts` file under a library folder is checked, whether or not an entry
  * point reaches it: an orphan file that imports upward is still a broken rule
  * (it is one import away from being reachable).
@@ -40,6 +47,19 @@ export const ALLOWED_IMPORTS: Readonly<Record<string, readonly string[]>> = {
   tvm: ["ground", "devices", "program", "vm", "kernels", "builtins"],
   entry: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "tvm"],
   cli: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "tvm", "entry"],
+};
+
+/**
+ * Rooms: folder → the files outside it that may import its modules (entry points
+ * always may).
+ */
+export const ROOMS: Readonly<Record<string, readonly string[]>> = {
+  "builtins/kv_state/": ["builtins/install.ts"],
+};
+
+/** Pure modules: file → the only library files it may import. */
+export const PURE_MODULES: Readonly<Record<string, readonly string[]>> = {
+  "builtins/kv_state/page_table.ts": [],
 };
 
 /** The library's entry points (files at the root that belong to the `entry` layer). */
@@ -181,6 +201,19 @@ export async function layerViolations(root: URL): Promise<string[]> {
     const source = await Deno.readTextFile(new URL(from, root));
     for (const to of targets) {
       const target = layerOf(to);
+      const room = Object.keys(ROOMS).find((r) => to.startsWith(r));
+      if (
+        room !== undefined && !from.startsWith(room) && layer !== "entry" &&
+        !ROOMS[room].includes(from)
+      ) {
+        problems.push(
+          `${from} imports ${to}, inside the room ${room}: only ${ROOMS[room].join(", ")} may`,
+        );
+      }
+      const pure = PURE_MODULES[from];
+      if (pure !== undefined && !pure.includes(to)) {
+        problems.push(`${from} is pure and imports ${to}: it may import only [${pure.join(", ")}]`);
+      }
       if (target === undefined) {
         problems.push(`${from} imports ${to}, which is outside the library`);
       } else if (target !== layer && !ALLOWED_IMPORTS[layer].includes(target)) {

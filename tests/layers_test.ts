@@ -107,3 +107,29 @@ Deno.test("layers: reading instruction words outside program/ is found", async (
     `${found}`,
   );
 });
+
+Deno.test("layers: an import into the paged KV cache's room from outside it is found", async () => {
+  const found = await violationsAfter((root) =>
+    Deno.writeTextFile(
+      new URL("builtins/operators/peek.ts", root),
+      'import { PageTable } from "../kv_state/page_table.ts";\nexport const t = PageTable;\n',
+    )
+  );
+  assertEquals(found, [
+    "builtins/operators/peek.ts imports builtins/kv_state/page_table.ts, inside the room builtins/kv_state/: only builtins/install.ts may",
+  ]);
+});
+
+Deno.test("layers: the page table importing anything is found (it is pure)", async () => {
+  const found = await violationsAfter(async (root) => {
+    const file = new URL("builtins/kv_state/page_table.ts", root);
+    await Deno.writeTextFile(
+      file,
+      'import { elementBytes } from "../../ground/dtype.ts";\nexport const e = elementBytes;\n' +
+        await Deno.readTextFile(file),
+    );
+  });
+  assertEquals(found, [
+    "builtins/kv_state/page_table.ts is pure and imports ground/dtype.ts: it may import only []",
+  ]);
+});

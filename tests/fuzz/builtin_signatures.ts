@@ -14,6 +14,7 @@ import type { TensorDType } from "../../mod.ts";
 import { Closure } from "../../ground/closure.ts";
 import { Tuple } from "../../ground/tuple.ts";
 import { AttentionKVCache } from "../../devices/attention_kv_cache.ts";
+import { PagedKVCache } from "../../builtins/kv_state/paged_kv_cache.ts";
 import { defaultAllocator } from "../../devices/allocation_context.ts";
 import type { MemoryScope } from "../../devices/memory_scope.ts";
 import { Random } from "./random.ts";
@@ -43,6 +44,7 @@ type Kind =
   | "cache"
   | "rows"
   | "caches"
+  | "kv"
   | "tuple"
   | "callable"
   | "null"
@@ -95,6 +97,55 @@ export const SIGNATURES: Record<string, (Kind | `${Kind}*`)[]> = {
   "vm.builtin.attention_kv_cache_view": ["cache", "shape"],
   "vm.builtin.attention_kv_cache_array_popn": ["caches", "int"],
   "vm.builtin.attention_kv_cache_array_clear": ["caches"],
+  "vm.builtin.paged_attention_kv_cache_create": [
+    "shape",
+    "shape",
+    "int",
+    "int",
+    "int",
+    "int",
+    "shape",
+    "int",
+    "int",
+    "num",
+    "num",
+    "null",
+    "tensor",
+    "callable",
+    "null",
+    "tuple",
+    "tuple",
+    "tuple",
+    "tuple",
+    "tuple",
+    "tuple",
+    "tuple",
+    "tuple",
+    "tuple",
+    "callable",
+    "callable",
+    "callable",
+    "callable",
+  ],
+  "vm.builtin.kv_state_add_sequence": ["kv", "int"],
+  "vm.builtin.kv_state_remove_sequence": ["kv", "int"],
+  "vm.builtin.kv_state_fork_sequence": ["kv", "int", "int", "int"],
+  "vm.builtin.kv_state_popn": ["kv", "int", "int"],
+  "vm.builtin.kv_state_clear": ["kv"],
+  "vm.builtin.kv_state_begin_forward": ["kv", "shape", "shape"],
+  "vm.builtin.kv_state_end_forward": ["kv"],
+  "vm.builtin.attention_kv_cache_get_num_available_pages": ["kv"],
+  "vm.builtin.attention_kv_cache_get_total_sequence_length": ["kv"],
+  "vm.builtin.attention_kv_cache_get_query_positions": ["kv"],
+  "vm.builtin.attention_kv_cache_empty": ["kv"],
+  "vm.builtin.attention_kv_cache_debug_get_kv": ["kv", "int", "int", "int", "tensor", "tensor"],
+  "vm.builtin.attention_kv_cache_attention_with_fused_qkv": [
+    "kv",
+    "int",
+    "num",
+    "tensor",
+    "tensor",
+  ],
   "vm.builtin.sample_top_p_from_logits": ["float", "num", "num", "num"],
   "vm.builtin.sample_top_p_from_prob": ["float", "num", "num"],
   "vm.builtin.multinomial_from_uniform": ["float", "float"],
@@ -296,6 +347,8 @@ function recipeOf(rand: Random, kind: Kind, scope: MemoryScope, state: CallState
     }
     case "cache":
       return cacheRecipe(rand, state);
+    case "kv":
+      return pagedCacheRecipe(rand);
     case "rows": {
       const cache = state.cache;
       if (cache === undefined || rand.chance(0.2)) return recipeOf(rand, "tensor", scope, state);
@@ -345,6 +398,31 @@ function cacheRecipe(rand: Random, state?: CallState): Recipe {
       }),
     );
     return made.keep(AttentionKVCache.create(init, [rows * 2, ...row], fill));
+  };
+}
+
+/**
+ * A small paged KV cache holding a few sequences, one forked mid-page, sometimes with a
+ * forward in progress (so `get_query_positions` and the attention have a plan).
+ */
+function pagedCacheRecipe(rand: Random): Recipe {
+  const lengths = [rand.int(9), rand.int(9)];
+  const forward = rand.chance(0.5);
+  return (made) => {
+    const kv = made.keep(PagedKVCache.create({
+      pageSize: 4,
+      maxTotalSequenceLength: 32,
+      numLayers: 1,
+      numQoHeads: 2,
+      numKvHeads: 1,
+      headDim: 2,
+    }));
+    kv.addSequence(0);
+    kv.addSequence(1);
+    kv.beginForward([0, 1], lengths.map((n) => n + 1));
+    kv.forkSequence(0, 2, Math.min(lengths[0], 3));
+    if (forward) kv.beginForward([2, 1], [1, 1]);
+    return kv;
   };
 }
 

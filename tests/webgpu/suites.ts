@@ -5,6 +5,7 @@ import "./device_suite.ts";
 import "./dtypes_suite.ts";
 import "./gpt_suite.ts";
 import "./inputs_suite.ts";
+import "./kv_state_suite.ts";
 import "./kernels_suite.ts";
 import "./kernel_cost_suite.ts";
 import "./lande_suite.ts";
