@@ -29,7 +29,7 @@ if (!hasVenv && !required) {
   );
 }
 
-for (const name of ["mlp", "encoder"]) {
+for (const name of ["mlp", "encoder", "attention4d"]) {
   Deno.test({
     name: `tools/tvm/export_webgpu.py ${name} writes the committed package again`,
     ignore: !hasVenv && !required,

@@ -66,6 +66,10 @@ import {
   type TVMPackageManifest,
 } from "./package_manifest.ts";
 import { PlanChecker } from "./plan_checker.ts";
+import { checkKernelSource, checkLaunches, type KernelSource } from "./kernel_contract.ts";
+
+export { launchTags } from "./kernel_contract.ts";
+export type { LaunchTags } from "./kernel_contract.ts";
 
 export {
   PLAN_OPS,
@@ -142,12 +146,15 @@ export function parseTVMPackageManifest(text: string, file: string): TVMPackageM
   }
 
   const kernels = new Map<string, KernelInfo>();
+  const sources = new Map<string, KernelSource>();
+  const fail = (field: string, reason: string): never => r.fail(field, reason);
   for (const [name, v] of r.entries(top.kernels, "kernels")) {
     const field = `kernels[${show(name)}]`;
     if (!WGSL_IDENTIFIER.test(name) || name.length > LIMITS.nameLength) {
       r.fail(field, "a kernel's name must be a WGSL identifier (its entry point)");
     }
     kernels.set(name, readKernel(r, v, field));
+    sources.set(name, checkKernelSource(name, kernels.get(name)!, field, fail));
   }
 
   const hostFunctions = new Map<string, HostFunction>();
@@ -156,7 +163,9 @@ export function parseTVMPackageManifest(text: string, file: string): TVMPackageM
     r.name(name, field);
     // The builtins are the VM's own: a package may not replace them for its VM.
     if (name.startsWith("vm.")) r.fail(field, "a package may not define vm.* functions");
-    hostFunctions.set(name, new PlanChecker(r, field, kernels).hostFunction(v));
+    const fn = new PlanChecker(r, field, kernels).hostFunction(v);
+    checkLaunches(fn, field, sources, kernels, fail);
+    hostFunctions.set(name, fn);
   }
   return {
     format: TVM_PACKAGE_FORMAT,
@@ -168,27 +177,6 @@ export function parseTVMPackageManifest(text: string, file: string): TVMPackageM
     kernels,
     host_functions: hostFunctions,
   };
-}
-
-/** A kernel's launch tags, decoded. */
-export interface LaunchTags {
-  /** The grid dimension each launch extent sets: 0-2 blockIdx.x-z, 3-5 threadIdx.x-z. */
-  readonly dims: readonly number[];
-  /** Per buffer argument, whether the kernel writes it. */
-  readonly writes: readonly boolean[];
-}
-
-/** Decodes `launch_param_tags` as tvmjs's launcher does (web/src/webgpu.ts). */
-export function launchTags(kernel: KernelInfo): LaunchTags {
-  const dims: number[] = [];
-  let writes: boolean[] = [];
-  for (const tag of kernel.launch_param_tags) {
-    const m = /^(blockIdx|threadIdx)\.([xyz])$/.exec(tag);
-    if (m !== null) {
-      dims.push("xyz".indexOf(m[2]) + (m[1] === "threadIdx" ? 3 : 0));
-    } else writes = (JSON.parse(tag.slice("paramWriteAccess:".length)) as number[]).map(Boolean);
-  }
-  return { dims, writes };
 }
 
 function readKernel(r: Reader, v: unknown, field: string): KernelInfo {

@@ -1,6 +1,6 @@
 """Compiles a Relax model for WebGPU with the pinned TVM and writes a relaxvm TVM package.
 
-    python tools/tvm/export_webgpu.py MODEL OUT_DIR      (MODEL: mlp, encoder)
+    python tools/tvm/export_webgpu.py MODEL OUT_DIR      (MODEL: mlp, encoder, attention4d)
 
 A package is a directory (format "relaxvm-tvm-webgpu", version 1; the README's "Running
 TVM-compiled models" and tvm/package_format.ts describe every field):
@@ -82,12 +82,36 @@ class EncoderBlock(nn.Module):
         return x + self.down(op.gelu(self.up(self.ln2(x))))
 
 
+class AttentionScores(nn.Module):
+    """Attention scores as 4-D matmuls, `[b, h, s, d] @ [b, h, d, s]` with `b` and `s` symbolic.
+
+    Issue 28 reported this shape returning zeros from relaxvm: dlight's kernel for it lists
+    blockIdx.y before blockIdx.x and takes b, ceil(s / 32) and s as scalars.
+    """
+
+    def __init__(self, d=40, heads=5):
+        self.d, self.heads = d, heads
+        self.q = nn.Linear(d, d)
+        self.k = nn.Linear(d, d)
+
+    def forward(self, x):  # x: (b, s, d) -> (b, heads, s, s)
+        op = nn.op
+        b, s = x.shape[0], x.shape[1]
+        hd = self.d // self.heads
+        q = op.permute_dims(op.reshape(self.q(x), (b, s, self.heads, hd)), (0, 2, 1, 3))
+        k = op.permute_dims(op.reshape(self.k(x), (b, s, self.heads, hd)), (0, 2, 1, 3))
+        return op.matmul(q, op.permute_dims(k, (0, 1, 3, 2)))
+
+
 MODELS = {
-    # name: (module factory, input spec, sizes of the symbolic dimension in reference.json).
-    # mlp and encoder are committed under testdata/tvm_webgpu/; the *_bench sizes are exported
-    # by bench/tvm_webgpu_bench.ts into bench/.tvm_packages/ (git-ignored).
+    # name: (module factory, input spec, sizes of the symbolic dimension in reference.json, or
+    # per case a {dimension: size} dict where there are several).
+    # mlp, encoder and attention4d are committed under testdata/tvm_webgpu/; the *_bench sizes
+    # are exported by bench/tvm_webgpu_bench.ts into bench/.tvm_packages/ (git-ignored).
     "mlp": (lambda: MLP(), {"x": nn.spec.Tensor(["n", 16], "float32")}, [1, 3, 37]),
     "encoder": (lambda: EncoderBlock(), {"x": nn.spec.Tensor(["s", 32], "float32")}, [1, 5, 19]),
+    "attention4d": (lambda: AttentionScores(), {"x": nn.spec.Tensor(["b", "s", 40], "float32")},
+                    [{"b": 1, "s": 1}, {"b": 2, "s": 33}, {"b": 3, "s": 7}]),
     "mlp_bench": (lambda: MLP(256, 1024, 256), {"x": nn.spec.Tensor(["n", 256], "float32")}, [64]),
     "encoder_bench": (lambda: EncoderBlock(256, 4, 1024),
                       {"x": nn.spec.Tensor(["s", 256], "float32")}, [64]),
@@ -464,7 +488,8 @@ def export(model, out_dir):
     (inp_spec,) = spec.values()
     inputs = []
     for size in sizes:
-        shape = [size if isinstance(d, str) else int(d) for d in inp_spec.shape]
+        shape = [(size[d] if isinstance(size, dict) else size) if isinstance(d, str) else int(d)
+                 for d in inp_spec.shape]
         inputs.append((rng.standard_normal(shape).astype("float32"),))
     export_package(mod, params, out_dir, reference_inputs=inputs, name=model)
 
