@@ -13,7 +13,7 @@ import { attentionManifest, BREAKS } from "./_tvm_contract_breaks.ts";
 import { PACKAGES_DIR } from "./_tvm_packages.ts";
 
 Deno.test("TVM kernel contract: every committed package keeps it", async () => {
-  for (const name of ["mlp", "encoder", "attention4d"]) {
+  for (const name of ["mlp", "encoder", "attention4d", "cumsum"]) {
     const text = await Deno.readTextFile(new URL(`${name}/package.json`, PACKAGES_DIR));
     const m = parseTVMPackageManifest(text, `${name}/package.json`);
     assert(m.kernels.size > 0);

@@ -221,6 +221,8 @@ export function checkLaunches(
   kernels: ReadonlyMap<string, KernelInfo>,
   fail: Fail,
 ): void {
+  // Buffers are parameters, then the scratch tensors the plan allocates.
+  const buffers: { name: string; dtype: string }[] = [...fn.params];
   const visit = (body: readonly PlanStmt[], at: string) =>
     body.forEach((s, i) => {
       const here = `${at}[${i}]`;
@@ -229,6 +231,8 @@ export function checkLaunches(
         visit(s.else, `${here}.else`);
         return;
       }
+      if ("for" in s) return visit(s.body, `${here}.body`);
+      if ("alloc" in s) buffers[s.alloc] = { name: `scratch ${s.alloc}`, dtype: s.dtype };
       if (!("launch" in s)) return;
       const source = sources.get(s.launch)!;
       const info = kernels.get(s.launch)!;
@@ -251,7 +255,7 @@ export function checkLaunches(
       let b = 0;
       s.args.forEach((a, k) => {
         if (info.arg_types[k] !== "handle") return;
-        const p = fn.params[(a as { data: number }).data];
+        const p = buffers[(a as { data: number }).data];
         const element = source.elements[b++];
         if (ELEMENT_WGSL[p.dtype] !== element) {
           fail(

@@ -18,8 +18,10 @@
  * tvm_version     the TVM that compiled it (informative)
  * executable      path of the executable, relative to package.json
  * params          path of the tensor cache index, or null (no weights)
- * functions       { VM function: { inputs: count, params: [cache record names] } }
+ * functions       { VM function: { inputs: count, params: [cache record names],
+ *                 param_mode?: "plain" | "packed" } }
  *                 a call passes its inputs, then those tensors, in that order
+ *                 ("plain", the default) or as one tuple of them ("packed")
  * kernels         { kernel: { wgsl, arg_types, launch_param_tags } }
  *                 TVM's WGSL (entry point = the kernel's name) and its
  *                 func_info, as tvmjs's launcher reads them
@@ -27,21 +29,30 @@
  * ```
  *
  * Host functions are what TVM compiles with LLVM and relaxvm evaluates:
- * `params` lists `{ name, kind: "tensor", dtype, shape: [expr] }` or
- * `{ name, kind: "scalar", dtype }`; a shape entry that is a bare variable
- * not yet bound binds it, every other entry is checked against the
- * argument. `body` is a list of statements:
+ * `params` lists `{ name, kind: "tensor", dtype, shape: [expr],
+ * elem_offset? }` or `{ name, kind: "scalar", dtype }`; a shape entry that
+ * is a bare variable not yet bound binds it, every other entry is checked
+ * against the argument. `elem_offset` (TVM's symbolic element offset: the
+ * tensor starts that many elements into its buffer, which is bound whole;
+ * the kernel takes the offset as a scalar) binds or is checked the same
+ * way; without it a tensor must start at its buffer's first byte. `body`
+ * is a list of statements:
  *
  * ```text
  * { let: name, value: expr }
  * { store: param, index: expr, value: expr }     param: an int64/int32 CPU tensor
  * { assert: expr, message }
  * { if: expr, then: [stmt], else: [stmt] }
+ * { for: name, extent: expr, body: [stmt] }      name = 0 .. extent - 1
+ * { alloc: index, dtype, shape: [expr] }         scratch tensor `index` (numbered after
+ *                                                the params), freed when the call ends
  * { launch: kernel, args: [expr], grid: [expr], grid_tags: [tag] }
+ * { return: expr }                               the host function's value
  * ```
  *
  * and an expression is an integer, `{ float: x }`, `{ var: name }`,
- * `{ data: param }` (a tensor's buffer, only as a launch argument),
+ * `{ data: index }` (a parameter's or scratch tensor's buffer, only as a
+ * launch argument),
  * `{ load: param, index: expr }` or `{ op, args: [expr], dtype? }` with `op`
  * one of {@link PLAN_OPS}.
  *
@@ -142,7 +153,11 @@ export function parseTVMPackageManifest(text: string, file: string): TVMPackageM
     const names = r.array(f.params, `${field}.params`).map((p, i) =>
       r.name(p, `${field}.params[${i}]`)
     );
-    functions.set(name, { inputs, params: names });
+    const mode = (f.param_mode ?? "plain") as "plain" | "packed";
+    if (mode !== "plain" && mode !== "packed") {
+      r.fail(`${field}.param_mode`, `must be "plain" or "packed", got ${show(mode)}`);
+    }
+    functions.set(name, { inputs, params: names, param_mode: mode });
   }
 
   const kernels = new Map<string, KernelInfo>();

@@ -1,6 +1,6 @@
 """Compiles a Relax model for WebGPU with the pinned TVM and writes a relaxvm TVM package.
 
-    python tools/tvm/export_webgpu.py MODEL OUT_DIR      (MODEL: mlp, encoder, attention4d)
+    python tools/tvm/export_webgpu.py MODEL OUT_DIR      (MODEL: mlp, encoder, attention4d, cumsum)
 
 A package is a directory (format "relaxvm-tvm-webgpu", version 1; the README's "Running
 TVM-compiled models" and tvm/package_format.ts describe every field):
@@ -103,15 +103,24 @@ class AttentionScores(nn.Module):
         return op.matmul(q, op.permute_dims(k, (0, 1, 3, 2)))
 
 
+class Cumsum(nn.Module):
+    """`nn.op.cumsum` along rows: its host code allocates a workspace (an `alloc` plan step)."""
+
+    def forward(self, x):
+        return nn.op.cumsum(x, axis=-1)
+
+
 MODELS = {
     # name: (module factory, input spec, sizes of the symbolic dimension in reference.json, or
     # per case a {dimension: size} dict where there are several).
-    # mlp, encoder and attention4d are committed under testdata/tvm_webgpu/; the *_bench sizes
+    # mlp, encoder, attention4d and cumsum are committed under testdata/tvm_webgpu/; the *_bench sizes
     # are exported by bench/tvm_webgpu_bench.ts into bench/.tvm_packages/ (git-ignored).
     "mlp": (lambda: MLP(), {"x": nn.spec.Tensor(["n", 16], "float32")}, [1, 3, 37]),
     "encoder": (lambda: EncoderBlock(), {"x": nn.spec.Tensor(["s", 32], "float32")}, [1, 5, 19]),
     "attention4d": (lambda: AttentionScores(), {"x": nn.spec.Tensor(["b", "s", 40], "float32")},
                     [{"b": 1, "s": 1}, {"b": 2, "s": 33}, {"b": 3, "s": 7}]),
+    # Rows of 20: TVM's scan kernel is warp-synchronous past 32 elements (README).
+    "cumsum": (lambda: Cumsum(), {"x": nn.spec.Tensor(["m", 20], "float32")}, [1, 3, 8]),
     "mlp_bench": (lambda: MLP(256, 1024, 256), {"x": nn.spec.Tensor(["n", 256], "float32")}, [64]),
     "encoder_bench": (lambda: EncoderBlock(256, 4, 1024),
                       {"x": nn.spec.Tensor(["s", 256], "float32")}, [64]),
@@ -126,6 +135,8 @@ BINARY = {
     tirx.FloorMod: "floormod", tirx.Div: "truncdiv", tirx.Mod: "truncmod", tirx.Min: "min",
     tirx.Max: "max", tirx.EQ: "eq", tirx.NE: "ne", tirx.LT: "lt", tirx.LE: "le", tirx.GT: "gt",
     tirx.GE: "ge", tirx.And: "and", tirx.Or: "or",
+    # The scans' host code computes block counts with shifts.
+    tirx.RShift: "shr", tirx.LShift: "shl",
 }
 
 
@@ -143,7 +154,7 @@ def param_of(data, params):
     for p, i in params.items():
         # Parameters are unique by name within a PrimFunc; identity (same_as) alone misses
         # the copies some passes leave in buffer_data calls.
-        if p.same_as(data) or (type(data).__name__ == "Var" and data.name == p.name):
+        if p.same_as(data) or (type(data).__name__ == "Var" and data.name == getattr(p, "name", None)):
             return i
     return None
 
@@ -161,7 +172,8 @@ def assert_message(s):
 class PlanWriter:
     def __init__(self, func, name):
         self.name = name
-        self.data = {}  # data var (the parameter's pointer) -> parameter index
+        self.data = {}  # data var (a parameter's pointer, or scratch) -> tensor index
+        self.scratch = 0  # scratch buffers allocated so far
         self.vars = set()
         self.params = []
         # As TVM's argument binder: every bare symbolic dimension binds first, so a dimension
@@ -268,6 +280,26 @@ class PlanWriter:
                         "value": self.expr(s.value)})
         elif kind == "AssertStmt":
             out.append({"assert": self.expr(s.condition), "message": assert_message(s)})
+        elif kind == "AllocBuffer":
+            # Scratch memory of the host function (cumsum's and the other scans' workspace): a
+            # tensor the plan allocates on the device, after the parameters in `data` indices.
+            b = s.buffer
+            index = len(self.params) + self.scratch
+            self.scratch += 1
+            key = b.data
+            if type(key).__name__ == "Call" and str(key.op.name) == "tirx.buffer_data":
+                key = key.args[0]
+            self.data[key] = index
+            out.append({"alloc": index, "dtype": str(b.dtype),
+                        "shape": [self.expr(d) for d in b.shape]})
+        elif kind == "For":
+            if not (isinstance(s.min, tirx.IntImm) and int(s.min) == 0) or int(s.kind) != 0 \
+                    or (s.step is not None and not (isinstance(s.step, tirx.IntImm)
+                                                    and int(s.step) == 1)):
+                self.fail(f"loop {s.loop_var} (not a serial loop from 0 by 1)")
+            extent = self.expr(s.extent)
+            self.vars.add(s.loop_var.name)
+            out.append({"for": str(s.loop_var.name), "extent": extent, "body": self.stmt(s.body)})
         elif kind == "Return":
             # A host function that computes a value for the VM (an attention scale, RoPE's theta).
             out.append({"return": self.expr(s.value)})
@@ -393,6 +425,8 @@ def canonical(body):
         flush()
         if "if" in s:
             s = {**s, "then": canonical(s["then"]), "else": canonical(s["else"])}
+        if "for" in s:
+            s = {**s, "body": canonical(s["body"])}
         out.append(s)
     flush()
     return out
@@ -405,6 +439,8 @@ def walk(body):
         if "if" in s:
             yield from walk(s["then"])
             yield from walk(s["else"])
+        if "for" in s:
+            yield from walk(s["body"])
 
 
 def b64(a):
