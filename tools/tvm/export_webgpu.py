@@ -1,6 +1,6 @@
 """Compiles a Relax model for WebGPU with the pinned TVM and writes a relaxvm TVM package.
 
-    python tools/tvm/export_webgpu.py MODEL OUT_DIR      (MODEL: mlp, encoder, attention4d, cumsum)
+    python tools/tvm/export_webgpu.py MODEL OUT_DIR      (MODEL: mlp, mlp_packed, encoder, attention4d, cumsum)
 
 A package is a directory (format "relaxvm-tvm-webgpu", version 1; the README's "Running
 TVM-compiled models" and tvm/package_format.ts describe every field):
@@ -113,12 +113,16 @@ class Cumsum(nn.Module):
 MODELS = {
     # name: (module factory, input spec, sizes of the symbolic dimension in reference.json, or
     # per case a {dimension: size} dict where there are several).
-    # mlp, encoder, attention4d and cumsum are committed under testdata/tvm_webgpu/; the *_bench sizes
+    # all but the *_bench models are committed under testdata/tvm_webgpu/; the *_bench sizes
     # are exported by bench/tvm_webgpu_bench.ts into bench/.tvm_packages/ (git-ignored).
     "mlp": (lambda: MLP(), {"x": nn.spec.Tensor(["n", 16], "float32")}, [1, 3, 37]),
     "encoder": (lambda: EncoderBlock(), {"x": nn.spec.Tensor(["s", 32], "float32")}, [1, 5, 19]),
     "attention4d": (lambda: AttentionScores(), {"x": nn.spec.Tensor(["b", "s", 40], "float32")},
                     [{"b": 1, "s": 1}, {"b": 2, "s": 33}, {"b": 3, "s": 7}]),
+    # The MLP with its weights as one tuple (`param_mode="packed"`, MLC LLM's layout).
+    "mlp_packed": (lambda: MLP(), {"x": nn.spec.Tensor(["n", 16], "float32"),
+                                   "$": {"param_mode": "packed", "effect_mode": "none"}},
+                   [1, 3, 37]),
     # Rows of 20: TVM's scan kernel is warp-synchronous past 32 elements (README).
     "cumsum": (lambda: Cumsum(), {"x": nn.spec.Tensor(["m", 20], "float32")}, [1, 3, 8]),
     "mlp_bench": (lambda: MLP(256, 1024, 256), {"x": nn.spec.Tensor(["n", 256], "float32")}, [64]),
@@ -621,7 +625,7 @@ def export(model, out_dir):
             params[pname] = (1 + 0.1 * rng.standard_normal(shape)).astype(p.dtype)
         else:
             params[pname] = (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(p.dtype)
-    (inp_spec,) = spec.values()
+    (inp_spec,) = [v for k, v in spec.items() if k != "$"]
     inputs = []
     for size in sizes:
         shape = [(size[d] if isinstance(size, dict) else size) if isinstance(d, str) else int(d)
