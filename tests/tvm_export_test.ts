@@ -163,3 +163,39 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "tools/tvm/matmul_family.py: every matmul case exports, and its manifest loads",
+  ignore: !hasVenv && !required,
+  fn: async () => {
+    assert(
+      hasVenv,
+      "RELAXVM_REQUIRE_TVM=1 but tools/tvm/.venv is missing: bash tools/tvm/setup.sh",
+    );
+    const out = await Deno.makeTempDir({ prefix: "relaxvm-tvm-family-" });
+    try {
+      const { code, stderr } = await new Deno.Command(python, {
+        args: ["tools/tvm/matmul_family.py", out],
+        cwd: root,
+        stdout: "null",
+        stderr: "piped",
+      }).output();
+      assertEquals(code, 0, new TextDecoder().decode(stderr));
+      const index = JSON.parse(await Deno.readTextFile(`${out}/index.json`)) as {
+        cases: { name: string; exported: boolean }[];
+      };
+      assert(index.cases.length >= 9);
+      for (const c of index.cases) {
+        assert(c.exported, `${c.name} was refused at export`);
+        // matmul(a, b) with a batch dimension also named b: the exporter once took the size
+        // for the tensor and wrote { data } into a shape, which the loader refused.
+        parseTVMPackageManifest(
+          await Deno.readTextFile(`${out}/${c.name}/package.json`),
+          `${c.name}/package.json`,
+        );
+      }
+    } finally {
+      await Deno.remove(out, { recursive: true });
+    }
+  },
+});

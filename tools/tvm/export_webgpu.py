@@ -155,10 +155,14 @@ def param_of(data, params):
     if type(data).__name__ == "Call" and str(data.op.name) == "tirx.buffer_data" \
             and len(data.args) == 1:
         data = data.args[0]
+    # An integer variable is never a buffer, whatever its name: a symbolic size `b` and a
+    # tensor parameter `b` share the name in `matmul(a, b)` with a batch dimension `b`.
+    integer = type(getattr(data, "ty", None)).__name__ == "PrimType"
     for p, i in params.items():
         # Parameters are unique by name within a PrimFunc; identity (same_as) alone misses
         # the copies some passes leave in buffer_data calls.
-        if p.same_as(data) or (type(data).__name__ == "Var" and data.name == getattr(p, "name", None)):
+        if p.same_as(data) or (not integer and type(data).__name__ == "Var"
+                               and data.name == getattr(p, "name", None)):
             return i
     return None
 
