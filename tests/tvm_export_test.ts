@@ -30,7 +30,7 @@ if (!hasVenv && !required) {
   );
 }
 
-for (const name of ["mlp", "mlp_packed", "encoder", "attention4d", "cumsum"]) {
+for (const name of ["mlp", "mlp_packed", "encoder", "attention4d", "cumsum", "sort"]) {
   Deno.test({
     name: `tools/tvm/export_webgpu.py ${name} writes the committed package again`,
     ignore: !hasVenv && !required,

@@ -33,7 +33,7 @@ function rejects(manifest: Manifest | string, field: string, reason: string): TV
   return e;
 }
 
-for (const name of ["mlp", "mlp_packed", "encoder", "attention4d", "cumsum"]) {
+for (const name of ["mlp", "mlp_packed", "encoder", "attention4d", "cumsum", "sort"]) {
   Deno.test(`TVM package ${name}: defines every function its executable calls`, async () => {
     const dir = new URL(`${name}/`, PACKAGES_DIR);
     const manifest = parseTVMPackageManifest(

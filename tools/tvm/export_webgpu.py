@@ -1,6 +1,6 @@
 """Compiles a Relax model for WebGPU with the pinned TVM and writes a relaxvm TVM package.
 
-    python tools/tvm/export_webgpu.py MODEL OUT_DIR      (MODEL: mlp, mlp_packed, encoder, attention4d, cumsum)
+    python tools/tvm/export_webgpu.py MODEL OUT_DIR      (MODEL: mlp, mlp_packed, encoder, attention4d, cumsum, sort)
 
 A package is a directory (format "relaxvm-tvm-webgpu", version 1; the README's "Running
 TVM-compiled models" and tvm/package_format.ts describe every field):
@@ -110,6 +110,14 @@ class Cumsum(nn.Module):
         return nn.op.cumsum(x, axis=-1)
 
 
+class Sort(nn.Module):
+    """`nn.op.sort` along rows: its input has a symbolic element offset, its host code allocates a
+    swap buffer, and its launches carry TIR's `hand_threaded` attribute."""
+
+    def forward(self, x):
+        return nn.op.sort(x, axis=-1)
+
+
 MODELS = {
     # name: (module factory, input spec, sizes of the symbolic dimension in reference.json, or
     # per case a {dimension: size} dict where there are several).
@@ -125,6 +133,7 @@ MODELS = {
                    [1, 3, 37]),
     # Rows of 20: TVM's scan kernel is warp-synchronous past 32 elements (README).
     "cumsum": (lambda: Cumsum(), {"x": nn.spec.Tensor(["m", 20], "float32")}, [1, 3, 8]),
+    "sort": (lambda: Sort(), {"x": nn.spec.Tensor(["m", 37], "float32")}, [1, 3, 8]),
     "mlp_bench": (lambda: MLP(256, 1024, 256), {"x": nn.spec.Tensor(["n", 256], "float32")}, [64]),
     "encoder_bench": (lambda: EncoderBlock(256, 4, 1024),
                       {"x": nn.spec.Tensor(["s", 256], "float32")}, [64]),
@@ -288,6 +297,9 @@ class PlanWriter:
                         "value": self.expr(s.value)})
         elif kind == "AssertStmt":
             out.append({"assert": self.expr(s.condition), "message": assert_message(s)})
+        elif kind == "AttrStmt" and str(s.attr_key) == "hand_threaded":
+            # A marker left on the sort kernels' launches (their threads are bound by hand).
+            self.stmts(s.body, out)
         elif kind == "AllocBuffer":
             # Scratch memory of the host function (cumsum's and the other scans' workspace): a
             # tensor the plan allocates on the device, after the parameters in `data` indices.
