@@ -1,8 +1,8 @@
 // Issue 28's plan steps on WebGPU: a tensor with a symbolic element offset (TVM's paged KV cache
 // views one pages tensor per layer) is bound whole and the kernel reads from the offset it is
 // passed, as TVM launches it. cumsum's workspace (alloc) runs in tvm_package_suite.ts.
-import { assertEquals } from "@std/assert";
-import { loadTVMPackage, NDArray, tensor } from "../../mod.ts";
+import { assertEquals, assertRejects } from "@std/assert";
+import { loadTVMPackage, NDArray, tensor, VMError } from "../../mod.ts";
 import { elementwisePackage, elementwiseWGSL, packageFiles, values } from "../_tvm_packages.ts";
 import { gpuTest } from "./suite_registry.ts";
 
@@ -32,3 +32,27 @@ gpuTest("TVM plan steps: a tensor at a symbolic element offset reaches the kerne
     view.release();
   }
 });
+
+gpuTest(
+  "TVM plan steps: a scratch tensor beyond the device's limit fails the call, not the device",
+  async (gpu) => {
+    const { manifest, executable } = elementwisePackage("+");
+    const m = structuredClone(manifest) as unknown as {
+      host_functions: { add: { body: unknown[] } };
+    };
+    m.host_functions.add.body.unshift({ alloc: 3, dtype: "float32", shape: [2 ** 40] });
+    using pkg = await loadTVMPackage(packageFiles(m, executable), { device: gpu });
+    using a = tensor([1, 2], { device: gpu }), b = tensor([1, 2], { device: gpu });
+    using out = tensor(new Float32Array(2), { device: gpu });
+    await assertRejects(
+      () => pkg.createVM().invoke("main", a, b, out),
+      VMError,
+      "Cannot allocate 4398046511104 bytes",
+    );
+    // The same VM's device runs the next package's kernels.
+    m.host_functions.add.body[0] = { alloc: 3, dtype: "float32", shape: [4] };
+    using ok = await loadTVMPackage(packageFiles(m, executable), { device: gpu });
+    using r = await ok.createVM().invokeTensor("main", a, b, out);
+    assertEquals(await values(r), [2, 4]);
+  },
+);
