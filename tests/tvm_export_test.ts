@@ -148,9 +148,13 @@ Deno.test({
         function: string;
         inputs: { base64: string }[];
         output: { shape: number[]; base64: string };
+        outputs?: unknown;
       }[];
-      assertEquals(cases.map((c) => c.function), ["embed", "embed"]);
-      for (const c of cases) {
+      assertEquals(cases.map((c) => c.function), ["embed", "embed", "create_paged_kv_cache"]);
+      // ShapeTuple inputs, as MLC's engine passes the cache's sizes; the cache stays in TVM.
+      assertEquals(cases[2].inputs, [1, 64, 16, 16, 0].map((v) => ({ shape_tuple: [v] })));
+      assertEquals(cases[2].outputs, { object: "PagedAttentionKVCache" });
+      for (const c of cases.slice(0, 2)) {
         const ids = new Int32Array(
           Uint8Array.from(atob(c.inputs[0].base64), (ch) => ch.charCodeAt(0)).buffer,
         );

@@ -28,6 +28,7 @@ import sys
 
 import numpy as np
 import tvm
+import tvm_ffi
 from tvm import relax, tirx
 from tvm.relax.frontend import nn
 
@@ -504,9 +505,11 @@ def reference_value(v):
         return reference_value(v.numpy())
     if isinstance(v, (bool, int, float, np.integer, np.floating)):
         return {"scalar": v.item() if hasattr(v, "item") else v}
+    if isinstance(v, ShapeInput):
+        return {"shape_tuple": v.dims}
     if isinstance(v, tvm.runtime.ShapeTuple):
         return {"shape_tuple": [int(x) for x in v]}
-    if isinstance(v, (tuple, list, tvm.ffi.Array)):
+    if isinstance(v, (tuple, list, tvm_ffi.Array)):
         return {"tuple": [reference_value(x) for x in v]}
     return {"object": type(v).__name__}  # a KV cache, say: it stays in TVM
 

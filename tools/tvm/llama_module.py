@@ -183,7 +183,7 @@ def export(out_dir, config=LlamaConfig(), seed=5):
     import numpy as np
     import tvm
 
-    from export_webgpu import export_package
+    from export_webgpu import ShapeInput, export_package
 
     mod, named = llama_module(config, tvm.target.Target("webgpu"))
     cpu_mod, _ = llama_module(config, tvm.target.Target("llvm"))
@@ -194,8 +194,11 @@ def export(out_dir, config=LlamaConfig(), seed=5):
         params[name] = (1 + 0.1 * rng.standard_normal(shape) if name.endswith("norm.weight")
                         else rng.standard_normal(shape) / np.sqrt(shape[-1])).astype("float32")
     ids = [np.array(x, "int32") for x in ([3], [1, 5, 9, 63])]
+    # ShapeTuples in (as MLC's engine passes the sizes), an object out (TVM's KV cache): the
+    # case records what the object was.
+    cache = ("create_paged_kv_cache", tuple(ShapeInput(v) for v in (1, 64, 16, 16, 0)))
     export_package(mod, params, out_dir, reference_mod=cpu_mod, name="llama-tiny",
-                   reference_inputs=[("embed", (x,)) for x in ids])
+                   reference_inputs=[*[("embed", (x,)) for x in ids], cache])
 
 
 if __name__ == "__main__":
