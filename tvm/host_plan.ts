@@ -205,7 +205,11 @@ class PlanRunner {
         }
         if (this.launch.alloc === undefined) this.fail("no device to allocate scratch memory on");
         tensors[s.alloc]?.dispose(); // allocated again in a loop
-        tensors[s.alloc] = this.launch.alloc!(shape, s.dtype);
+        try {
+          tensors[s.alloc] = this.launch.alloc!(shape, s.dtype);
+        } catch (e) {
+          this.fail(`scratch tensor ${s.alloc} [${shape.join(", ")}]: ${(e as Error).message}`);
+        }
       } else {
         const offsets: boolean[] = [];
         const args = s.args.map((a, i) => {
