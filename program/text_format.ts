@@ -48,6 +48,19 @@ export function operandText(p: ProgramData, word: number): string {
   }
 }
 
+const utf8 = new TextEncoder();
+
+/**
+ * `s` padded with spaces to `width` UTF-8 bytes, as TVM's `std::setw` on a
+ * `std::string` pads (a name such as `ext.café` takes 9 of the 16).
+ */
+function padBytes(s: string, width: number): string {
+  // Pure ASCII, the common case, counts the same in characters and bytes.
+  // deno-lint-ignore no-control-regex
+  const bytes = /^[\x00-\x7f]*$/.test(s) ? s.length : utf8.encode(s).length;
+  return bytes >= width ? s : s + " ".repeat(width - bytes);
+}
+
 /** The instruction under `c` as one line of `as_text()`, without indentation. */
 function cursorText(p: ProgramData, c: InstructionCursor): string {
   const text = c.info.text;
@@ -55,8 +68,8 @@ function cursorText(p: ProgramData, c: InstructionCursor): string {
     case Opcode.Call: {
       const args: string[] = [];
       for (let k = 0; k < c.argCount; k++) args.push(operandText(p, c.argWord(k)));
-      return `${text.padEnd(6)}${functionNameAt(p, c.func).padEnd(16)} in: ${
-        args.join(", ").padEnd(12)
+      return `${text.padEnd(6)}${padBytes(functionNameAt(p, c.func), 16)} in: ${
+        padBytes(args.join(", "), 12)
       } dst: ${registerText(c.dst)}`;
     }
     case Opcode.Ret:

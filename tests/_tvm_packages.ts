@@ -81,7 +81,10 @@ export async function compareWithReference(
   for (const c of cases ?? await referenceCases(name)) {
     const inputs = c.inputs.map(inputTensor);
     try {
-      using out = await vm.invokeTensor(c.function, ...inputs, ...pkg.params(c.function));
+      // Packed weights (param_mode "packed") go as one tuple: an array.
+      const params = pkg.params(c.function);
+      const packed = pkg.manifest.functions.get(c.function)?.param_mode === "packed";
+      using out = await vm.invokeTensor(c.function, ...inputs, ...(packed ? [params] : params));
       const got = await out.data() as Float32Array;
       const shapeOk = out.shape.join() === c.output.shape.join();
       const rel = shapeOk ? maxRelativeDifference(got, float32s(c.output.base64)) : Infinity;

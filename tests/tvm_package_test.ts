@@ -34,7 +34,7 @@ function rejects(manifest: Manifest | string, field: string, reason: string): TV
   return e;
 }
 
-for (const name of ["mlp", "encoder"]) {
+for (const name of ["mlp", "mlp_packed", "encoder", "attention4d", "cumsum", "sort"]) {
   Deno.test(`TVM package ${name}: defines every function its executable calls`, async () => {
     const dir = new URL(`${name}/`, PACKAGES_DIR);
     const manifest = parseTVMPackageManifest(
@@ -101,6 +101,8 @@ Deno.test("TVM package: launch metadata that disagrees with the plan is refused"
     >;
   let m = addManifest();
   kernel(m).arg_types = ["handle", "handle", "handle", "int32", "int32"];
+  rejects(m, 'kernels["add"].wgsl', "its uniform PODArgs holds {n: i32, packGridDimX: u32}");
+  kernel(m).wgsl = (kernel(m).wgsl as string).replace("n: i32,", "n: i32,\n  m: i32,");
   rejects(m, 'host_functions["add"].body[0].args', "takes 5 arguments (its arg_types)");
   m = addManifest();
   kernel(m).arg_types = ["handle", "handle", "handle", "int64"];

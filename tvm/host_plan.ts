@@ -22,6 +22,8 @@
 
 import { NDArray } from "../devices/ndarray.ts";
 import type { HostFunction, PlanExpr, PlanStmt } from "./package_format.ts";
+import { LIMITS } from "./package_manifest.ts";
+import { elementBytes } from "../ground/dtype.ts";
 
 /** What a host function hands the device for one kernel launch. */
 export interface KernelLaunch {
@@ -31,10 +33,20 @@ export interface KernelLaunch {
   readonly args: readonly (NDArray | number)[];
   /** The launch extents, in the kernel's tag order. */
   readonly grid: readonly number[];
+  /**
+   * Per argument, whether the tensor may start inside its buffer: its
+   * parameter declares an `elem_offset`, which the kernel takes as a scalar.
+   */
+  readonly offsets?: readonly boolean[];
 }
 
-/** Records kernel launches (tvm/webgpu_kernels.ts for a WebGPU device). */
-export type KernelLauncher = (launch: KernelLaunch) => void;
+/**
+ * Records kernel launches (tvm/webgpu_kernels.ts for a WebGPU device);
+ * `alloc` makes the scratch tensors plans allocate, on the kernels' device.
+ */
+export type KernelLauncher = ((launch: KernelLaunch) => void) & {
+  alloc?: (shape: readonly number[], dtype: string) => NDArray;
+};
 
 type Env = Map<string, number>;
 
@@ -54,7 +66,7 @@ export function hostFunction(
   name: string,
   fn: HostFunction,
   launch: KernelLauncher,
-): (...args: unknown[]) => void {
+): (...args: unknown[]) => number | void {
   const fail = (message: string): never => {
     throw new HostCallError(`${name}: ${message}`);
   };
@@ -62,15 +74,23 @@ export function hostFunction(
   return (...args: unknown[]) => run.call(args);
 }
 
+/** How a plan's `return` ends the statements that run it. */
+class Returned {
+  constructor(readonly value: number) {}
+}
+
 class PlanRunner {
+  #iterations = 0;
+
   constructor(
     readonly fn: HostFunction,
     readonly launch: KernelLauncher,
     readonly fail: (message: string) => never,
   ) {}
 
-  call(args: unknown[]): void {
+  call(args: unknown[]): number | void {
     const { params } = this.fn;
+    this.#iterations = 0;
     if (args.length !== params.length) {
       this.fail(`expected ${params.length} arguments, got ${args.length}`);
     }
@@ -106,6 +126,15 @@ class PlanRunner {
           binders.add(`${i}:${k}`);
         }
       });
+      const offset = p.elem_offset;
+      if (offset === undefined) {
+        // Launches refuse such a tensor, naming the kernel (webgpu_kernels.ts).
+      } else if (a.byteOffset % elementBytes(a.dtype) !== 0) {
+        this.fail(`${what} starts at byte ${a.byteOffset}, inside an element`);
+      } else if (typeof offset === "object" && "var" in offset && !env.has(offset.var)) {
+        env.set(offset.var, a.byteOffset / elementBytes(a.dtype));
+        binders.add(`${i}:offset`);
+      }
       tensors.push(a);
     });
     params.forEach((p, i) => {
@@ -122,8 +151,25 @@ class PlanRunner {
           );
         }
       });
+      if (p.elem_offset !== undefined && !binders.has(`${i}:offset`)) {
+        const want = this.eval(p.elem_offset, env, tensors);
+        if (want * elementBytes(a.dtype) !== a.byteOffset) {
+          this.fail(
+            `argument ${i} (${p.name}) must start at element ${want} of its buffer, it starts at byte ${a.byteOffset}`,
+          );
+        }
+      }
     });
-    this.stmts(this.fn.body, env, tensors);
+    const scratch = tensors.length;
+    try {
+      this.stmts(this.fn.body, env, tensors);
+    } catch (e) {
+      if (e instanceof Returned) return e.value;
+      throw e;
+    } finally {
+      // Scratch memory lives for the call: the kernels recorded after it run in order.
+      for (const t of tensors.splice(scratch)) t?.dispose();
+    }
   }
 
   stmts(body: readonly PlanStmt[], env: Env, tensors: (NDArray | null)[]): void {
@@ -141,12 +187,42 @@ class PlanRunner {
         if (!this.eval(s.assert, env, tensors)) this.fail(`assertion failed: ${s.message}`);
       } else if ("if" in s) {
         this.stmts(this.eval(s.if, env, tensors) ? s.then : s.else, env, tensors);
+      } else if ("return" in s) {
+        throw new Returned(this.eval(s.return, env, tensors));
+      } else if ("for" in s) {
+        const extent = this.eval(s.extent, env, tensors);
+        for (let i = 0; i < extent; i++) {
+          if (++this.#iterations > LIMITS.loopIterations) {
+            this.fail(`its loops run more than ${LIMITS.loopIterations} iterations`);
+          }
+          env.set(s.for, i);
+          this.stmts(s.body, env, tensors);
+        }
+      } else if ("alloc" in s) {
+        const shape = s.shape.map((d) => this.eval(d, env, tensors));
+        if (!shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+          this.fail(`scratch tensor ${s.alloc} has shape [${shape.join(", ")}]`);
+        }
+        if (this.launch.alloc === undefined) this.fail("no device to allocate scratch memory on");
+        tensors[s.alloc]?.dispose(); // allocated again in a loop
+        try {
+          tensors[s.alloc] = this.launch.alloc!(shape, s.dtype);
+        } catch (e) {
+          this.fail(`scratch tensor ${s.alloc} [${shape.join(", ")}]: ${(e as Error).message}`);
+        }
       } else {
-        const args = s.args.map((a) =>
-          typeof a === "object" && "data" in a ? tensors[a.data]! : this.eval(a, env, tensors)
-        );
+        const offsets: boolean[] = [];
+        const args = s.args.map((a, i) => {
+          if (typeof a !== "object" || !("data" in a)) return this.eval(a, env, tensors);
+          const t = tensors[a.data];
+          if (t === undefined || t === null) {
+            return this.fail(`scratch tensor ${a.data} is not allocated`);
+          }
+          offsets[i] = this.fn.params[a.data]?.elem_offset !== undefined;
+          return t;
+        });
         const grid = s.grid.map((g) => this.eval(g, env, tensors));
-        this.launch({ kernel: s.launch, args, grid });
+        this.launch({ kernel: s.launch, args, grid, offsets });
       }
     }
   }
@@ -215,6 +291,10 @@ class PlanRunner {
         return +(x === 0);
       case "select":
         return x !== 0 ? y : a[2];
+      case "shl":
+        return this.safe(x * 2 ** y, `${x} << ${y}`);
+      case "shr":
+        return Math.floor(x / 2 ** y);
       case "cast":
         return this.cast(x, e.dtype!);
       default:

@@ -18,8 +18,10 @@
  * tvm_version     the TVM that compiled it (informative)
  * executable      path of the executable, relative to package.json
  * params          path of the tensor cache index, or null (no weights)
- * functions       { VM function: { inputs: count, params: [cache record names] } }
+ * functions       { VM function: { inputs: count, params: [cache record names],
+ *                 param_mode?: "plain" | "packed" } }
  *                 a call passes its inputs, then those tensors, in that order
+ *                 ("plain", the default) or as one tuple of them ("packed")
  * kernels         { kernel: { wgsl, arg_types, launch_param_tags } }
  *                 TVM's WGSL (entry point = the kernel's name) and its
  *                 func_info, as tvmjs's launcher reads them
@@ -27,21 +29,30 @@
  * ```
  *
  * Host functions are what TVM compiles with LLVM and relaxvm evaluates:
- * `params` lists `{ name, kind: "tensor", dtype, shape: [expr] }` or
- * `{ name, kind: "scalar", dtype }`; a shape entry that is a bare variable
- * not yet bound binds it, every other entry is checked against the
- * argument. `body` is a list of statements:
+ * `params` lists `{ name, kind: "tensor", dtype, shape: [expr],
+ * elem_offset? }` or `{ name, kind: "scalar", dtype }`; a shape entry that
+ * is a bare variable not yet bound binds it, every other entry is checked
+ * against the argument. `elem_offset` (TVM's symbolic element offset: the
+ * tensor starts that many elements into its buffer, which is bound whole;
+ * the kernel takes the offset as a scalar) binds or is checked the same
+ * way; without it a tensor must start at its buffer's first byte. `body`
+ * is a list of statements:
  *
  * ```text
  * { let: name, value: expr }
  * { store: param, index: expr, value: expr }     param: an int64/int32 CPU tensor
  * { assert: expr, message }
  * { if: expr, then: [stmt], else: [stmt] }
+ * { for: name, extent: expr, body: [stmt] }      name = 0 .. extent - 1
+ * { alloc: index, dtype, shape: [expr] }         scratch tensor `index` (numbered after
+ *                                                the params), freed when the call ends
  * { launch: kernel, args: [expr], grid: [expr], grid_tags: [tag] }
+ * { return: expr }                               the host function's value
  * ```
  *
  * and an expression is an integer, `{ float: x }`, `{ var: name }`,
- * `{ data: param }` (a tensor's buffer, only as a launch argument),
+ * `{ data: index }` (a parameter's or scratch tensor's buffer, only as a
+ * launch argument),
  * `{ load: param, index: expr }` or `{ op, args: [expr], dtype? }` with `op`
  * one of {@link PLAN_OPS}.
  *
@@ -66,6 +77,10 @@ import {
   type TVMPackageManifest,
 } from "./package_manifest.ts";
 import { PlanChecker } from "./plan_checker.ts";
+import { checkKernelSource, checkLaunches, type KernelSource } from "./kernel_contract.ts";
+
+export { launchTags } from "./kernel_contract.ts";
+export type { LaunchTags } from "./kernel_contract.ts";
 
 export {
   PLAN_OPS,
@@ -138,16 +153,23 @@ export function parseTVMPackageManifest(text: string, file: string): TVMPackageM
     const names = r.array(f.params, `${field}.params`).map((p, i) =>
       r.name(p, `${field}.params[${i}]`)
     );
-    functions.set(name, { inputs, params: names });
+    const mode = (f.param_mode ?? "plain") as "plain" | "packed";
+    if (mode !== "plain" && mode !== "packed") {
+      r.fail(`${field}.param_mode`, `must be "plain" or "packed", got ${show(mode)}`);
+    }
+    functions.set(name, { inputs, params: names, param_mode: mode });
   }
 
   const kernels = new Map<string, KernelInfo>();
+  const sources = new Map<string, KernelSource>();
+  const fail = (field: string, reason: string): never => r.fail(field, reason);
   for (const [name, v] of r.entries(top.kernels, "kernels")) {
     const field = `kernels[${show(name)}]`;
     if (!WGSL_IDENTIFIER.test(name) || name.length > LIMITS.nameLength) {
       r.fail(field, "a kernel's name must be a WGSL identifier (its entry point)");
     }
     kernels.set(name, readKernel(r, v, field));
+    sources.set(name, checkKernelSource(name, kernels.get(name)!, field, fail));
   }
 
   const hostFunctions = new Map<string, HostFunction>();
@@ -156,7 +178,9 @@ export function parseTVMPackageManifest(text: string, file: string): TVMPackageM
     r.name(name, field);
     // The builtins are the VM's own: a package may not replace them for its VM.
     if (name.startsWith("vm.")) r.fail(field, "a package may not define vm.* functions");
-    hostFunctions.set(name, new PlanChecker(r, field, kernels).hostFunction(v));
+    const fn = new PlanChecker(r, field, kernels).hostFunction(v);
+    checkLaunches(fn, field, sources, kernels, fail);
+    hostFunctions.set(name, fn);
   }
   return {
     format: TVM_PACKAGE_FORMAT,
@@ -168,27 +192,6 @@ export function parseTVMPackageManifest(text: string, file: string): TVMPackageM
     kernels,
     host_functions: hostFunctions,
   };
-}
-
-/** A kernel's launch tags, decoded. */
-export interface LaunchTags {
-  /** The grid dimension each launch extent sets: 0-2 blockIdx.x-z, 3-5 threadIdx.x-z. */
-  readonly dims: readonly number[];
-  /** Per buffer argument, whether the kernel writes it. */
-  readonly writes: readonly boolean[];
-}
-
-/** Decodes `launch_param_tags` as tvmjs's launcher does (web/src/webgpu.ts). */
-export function launchTags(kernel: KernelInfo): LaunchTags {
-  const dims: number[] = [];
-  let writes: boolean[] = [];
-  for (const tag of kernel.launch_param_tags) {
-    const m = /^(blockIdx|threadIdx)\.([xyz])$/.exec(tag);
-    if (m !== null) {
-      dims.push("xyz".indexOf(m[2]) + (m[1] === "threadIdx" ? 3 : 0));
-    } else writes = (JSON.parse(tag.slice("paramWriteAccess:".length)) as number[]).map(Boolean);
-  }
-  return { dims, writes };
 }
 
 function readKernel(r: Reader, v: unknown, field: string): KernelInfo {

@@ -39,6 +39,8 @@ export const PLAN_OPS: Readonly<Record<string, number>> = {
   not: 1,
   select: 3,
   cast: 1,
+  shl: 2,
+  shr: 2,
 };
 
 /** The dtypes a host cast may produce. */
@@ -57,6 +59,8 @@ export const LIMITS = {
   wgslBytes: 4 * 2 ** 20,
   nameLength: 256,
   messageLength: 4096,
+  /** Iterations of `for` statements one host call may run (TVM's scans loop a few times). */
+  loopIterations: 1_000_000,
 };
 
 /** A host expression. */
@@ -83,7 +87,13 @@ export type PlanStmt =
     readonly args: readonly PlanExpr[];
     readonly grid: readonly PlanExpr[];
     readonly grid_tags: readonly string[];
-  };
+  }
+  /** The host function's value (TVM computes an attention scale so). */
+  | { readonly return: PlanExpr }
+  /** `body` with variable `for` = 0, 1, ..., extent - 1. */
+  | { readonly for: string; readonly extent: PlanExpr; readonly body: readonly PlanStmt[] }
+  /** A scratch tensor on the kernels' device, `{ data: alloc }` from here on, freed after the call. */
+  | { readonly alloc: number; readonly dtype: string; readonly shape: readonly PlanExpr[] };
 
 /** A host function's parameter. */
 export interface HostParam {
@@ -95,6 +105,12 @@ export interface HostParam {
   readonly dtype: string;
   /** A tensor's shape; absent for scalars. */
   readonly shape?: readonly PlanExpr[];
+  /**
+   * Where a tensor starts in its buffer, in elements (TVM's symbolic
+   * `elem_offset`: the buffer is bound whole and the kernel takes the
+   * offset); absent: at element 0. A bare variable binds, as in `shape`.
+   */
+  readonly elem_offset?: PlanExpr;
 }
 
 /** A host function: the launch plan behind one packed function the executable calls. */
@@ -121,6 +137,11 @@ export interface PackageFunction {
   readonly inputs: number;
   /** The tensor cache records passed after the inputs, in order. */
   readonly params: readonly string[];
+  /**
+   * How: `"plain"`, one argument each; `"packed"`, one tuple of them all
+   * (`relax.frontend.nn`'s `param_mode="packed"`, MLC LLM's layout).
+   */
+  readonly param_mode: "plain" | "packed";
 }
 
 /** A validated package manifest (`package.json`). */

@@ -28,6 +28,8 @@ import {
 export class PlanChecker {
   #nodes = 0;
   #params: HostParam[] = [];
+  /** Scratch tensors (`alloc`), indexed after the parameters. */
+  #scratch: string[] = [];
 
   constructor(
     readonly r: Reader,
@@ -45,7 +47,7 @@ export class PlanChecker {
     for (const p of params) {
       if (isObject(p) && p.kind === "scalar" && typeof p.name === "string") scope.add(p.name);
       if (!isObject(p) || !Array.isArray(p.shape)) continue;
-      for (const d of p.shape) {
+      for (const d of [...p.shape, p.elem_offset]) {
         if (isObject(d) && typeof d.var === "string" && Object.keys(d).length === 1) {
           scope.add(d.var);
         }
@@ -69,7 +71,16 @@ export class PlanChecker {
           }
           return this.expr(d, dimAt, scope, 0);
         });
-        this.#params.push({ name, kind: "tensor", dtype, shape });
+        const offset = o.elem_offset;
+        if (offset === undefined) this.#params.push({ name, kind: "tensor", dtype, shape });
+        else {
+          const offsetAt = `${at}.elem_offset`;
+          const elem_offset =
+            isObject(offset) && typeof offset.var === "string" && Object.keys(offset).length === 1
+              ? { var: r.name(offset.var, offsetAt) }
+              : this.expr(offset, offsetAt, scope, 0);
+          this.#params.push({ name, kind: "tensor", dtype, shape, elem_offset });
+        }
       } else if (o.kind === "scalar") {
         if (!SCALAR_DTYPES.has(dtype)) {
           r.fail(`${at}.dtype`, `scalar dtype ${show(dtype)} is not supported`);
@@ -91,6 +102,12 @@ export class PlanChecker {
 
   #param(v: unknown, at: string, want: "buffer" | "heap"): number {
     const i = this.r.count(v, at);
+    if (
+      want === "buffer" && i >= this.#params.length &&
+      i < this.#params.length + this.#scratch.length
+    ) {
+      return i; // a scratch tensor allocated before (`alloc`)
+    }
     const p = this.#params[i];
     if (p === undefined || p.kind !== "tensor") {
       this.r.fail(at, `${i} is not a tensor parameter of this function`);
@@ -134,6 +151,31 @@ export class PlanChecker {
         return { if: cond, then, else: otherwise };
       }
       if ("launch" in o) return this.launch(o, sAt, scope, depth);
+      if ("return" in o) return { return: this.expr(o.return, `${sAt}.return`, scope, depth + 1) };
+      if ("for" in o) {
+        const extent = this.expr(o.extent, `${sAt}.extent`, scope, depth + 1);
+        const name = r.name(o.for, `${sAt}.for`);
+        const body = this.stmts(o.body, `${sAt}.body`, new Set([...scope, name]), depth + 1);
+        return { for: name, extent, body };
+      }
+      if ("alloc" in o) {
+        const index = this.#params.length + this.#scratch.length;
+        if (o.alloc !== index) {
+          r.fail(
+            `${sAt}.alloc`,
+            `scratch tensors are numbered after the parameters in order: expected ${index}`,
+          );
+        }
+        const dtype = r.string(o.dtype, `${sAt}.dtype`);
+        if (!TENSOR_DTYPES.has(dtype)) {
+          r.fail(`${sAt}.dtype`, `tensor dtype ${show(dtype)} is not supported`);
+        }
+        const shape = r.array(o.shape, `${sAt}.shape`).map((d, j) =>
+          this.expr(d, `${sAt}.shape[${j}]`, scope, depth + 1)
+        );
+        this.#scratch.push(dtype);
+        return { alloc: index, dtype, shape };
+      }
       return r.fail(sAt, `unknown statement ${show(o)}`);
     });
   }

@@ -21,12 +21,15 @@
  *   `LaunchBudgetError`.
  * - Buffers are bound whole, so a tensor must start at byte 0 of its
  *   buffer — what Relax's memory planning produces (one tensor per storage
- *   offset 0); any other tensor is refused with the reason.
+ *   offset 0) — unless its host parameter declares an `elem_offset`, which
+ *   the kernel takes as a scalar (TVM's paged KV cache); any other tensor
+ *   is refused with the reason.
  *
  * @module
  */
 
 import { NDArray } from "../devices/ndarray.ts";
+import { tensorDType } from "../ground/dtype.ts";
 import type { CachedLayout } from "../devices/webgpu/pipeline_cache.ts";
 import { kernelContext, type WebGPUDevice } from "../devices/webgpu/webgpu_device.ts";
 import type { KernelLaunch, KernelLauncher } from "./host_plan.ts";
@@ -119,7 +122,13 @@ export async function compileKernels(
     });
   }
   const ctx = kernelContext(device);
-  return (budget) => (launch: KernelLaunch) => {
+  return (budget) => {
+    const launcher: KernelLauncher = (launch: KernelLaunch) => launchOne(launch, budget);
+    launcher.alloc = (shape, dtype) => NDArray.empty(shape, tensorDType(dtype), device);
+    return launcher;
+  };
+
+  function launchOne(launch: KernelLaunch, budget: number): void {
     const k = compiled.get(launch.kernel);
     if (k === undefined) throw new Error(`no kernel named ${launch.kernel}`);
     const fail = (message: string): never => {
@@ -152,7 +161,7 @@ export async function compileKernels(
       if (t.device !== device) {
         fail(`argument ${i} is on ${t.device}, the kernel runs on ${device}`);
       }
-      if (t.byteOffset !== 0) {
+      if (t.byteOffset !== 0 && !launch.offsets?.[i]) {
         fail(
           `argument ${i} starts at byte ${t.byteOffset} of its buffer; TVM's kernels bind whole buffers and need offset 0`,
         );
@@ -188,5 +197,5 @@ export async function compileKernels(
     const uniform = ctx.bindings.uniform(new Uint32Array(words.buffer));
     const group = ctx.bindings.bindGroup(k.layout, [...bound, uniform]);
     ctx.batch.dispatch(k.pipeline, group, x, y, z);
-  };
+  }
 }

@@ -179,9 +179,22 @@ export class Linker {
   #unknownFunctionReason(name: string): string {
     const quote = (n: string) => `"${printable(n)}"`;
     const guess = suggestName(name, listGlobalFuncNames());
-    let reason = `Unknown packed function ${quote(name)}${
-      guess === undefined ? "" : ` (did you mean ${quote(guess)}?)`
-    }: register it with registerFunc`;
+    let reason = `Unknown packed function ${quote(name)}`;
+    if (!name.includes(".") && compiledByTVM(this.executable)) {
+      // registerFunc would send the user the wrong way: TVM's kernels are machine code.
+      reason +=
+        `: the executable was compiled by TVM (relax.build), and ${
+          quote(name)
+        } is one of its TIR kernels, ` +
+        "native code in TVM's compiled library (the module relax.build returns; the executable file " +
+        "holds only the bytecode that calls it), which relaxvm cannot run. Compile the model for " +
+        "WebGPU with tools/tvm/export_webgpu.py instead and load the package with loadTVMPackage " +
+        '(README, "Running TVM-compiled models")';
+    } else {
+      reason += `${
+        guess === undefined ? "" : ` (did you mean ${quote(guess)}?)`
+      }: register it with registerFunc`;
+    }
     const others = this.unregistered.filter((n) => n !== name && this.packedFunc(n) === undefined);
     if (others.length > 0) {
       const shown = others.slice(0, 10).map(quote).join(", ");
@@ -190,6 +203,15 @@ export class Linker {
     }
     return reason;
   }
+}
+
+/**
+ * Whether TVM's Relax compiler made `ex`: its argument checks carry the
+ * `ErrorContext(fn=...)` strings TVM's VMShapeLower writes, which relaxvm's
+ * builder never does.
+ */
+function compiledByTVM(ex: Executable): boolean {
+  return ex.constants.some((c) => typeof c === "string" && c.startsWith("ErrorContext(fn="));
 }
 
 /**

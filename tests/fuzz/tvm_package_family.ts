@@ -1,7 +1,8 @@
 /**
  * Fuzz family "tvm_package": manifests that are almost TVM WebGPU packages
  * (tvm/package_format.ts). Each case takes a real manifest (the committed
- * MLP and encoder packages, and the hand-written `add` package) and either
+ * MLP, encoder, cumsum and sort packages, and the hand-written `add`
+ * package) and either
  * damages its text (cuts it short, flips bytes) or changes one field deep
  * in it: deletes it, gives it a hostile value (wrong type, edge number,
  * huge or deep value) or a hostile name (`__proto__`, `constructor`,
@@ -20,7 +21,7 @@
  */
 
 import { NDArray, parseTVMPackageManifest, tensor, TVMPackageError } from "../../mod.ts";
-import { hostFunction, type KernelLaunch } from "../../tvm/host_plan.ts";
+import { hostFunction, type KernelLaunch, type KernelLauncher } from "../../tvm/host_plan.ts";
 import type { HostParam } from "../../tvm/package_format.ts";
 import { elementwisePackage } from "../_tvm_packages.ts";
 import type { Random } from "./random.ts";
@@ -172,6 +173,13 @@ export async function tvmPackageFamily(rand: Random, cases: number): Promise<Fam
       new URL("../../testdata/tvm_webgpu/encoder/package.json", import.meta.url),
     ),
     JSON.stringify(elementwisePackage("+").manifest),
+    // Issue 28's plan steps: loops, scratch tensors, shifts (cumsum), element offsets (sort).
+    await Deno.readTextFile(
+      new URL("../../testdata/tvm_webgpu/cumsum/package.json", import.meta.url),
+    ),
+    await Deno.readTextFile(
+      new URL("../../testdata/tvm_webgpu/sort/package.json", import.meta.url),
+    ),
   ];
   const manifests = texts.map((t) => JSON.parse(t) as Json);
   const originals = texts.map((t) => parseTVMPackageManifest(t, "original"));
@@ -190,7 +198,14 @@ export async function tvmPackageFamily(rand: Random, cases: number): Promise<Fam
         const args = argumentsFor(rand, original.params);
         const launches: KernelLaunch[] = [];
         try {
-          hostFunction(name, fn, (l) => launches.push(l))(...args);
+          const launch: KernelLauncher = (l) => void launches.push(l);
+          launch.alloc = (shape, dtype) => {
+            if (shape.reduce((a, b) => a * b, 1) > 1 << 16) {
+              throw new Error("beyond the fuzz's 2^16");
+            }
+            return NDArray.empty(shape, dtype as "float32");
+          };
+          hostFunction(name, fn, launch)(...args);
           for (const l of launches) {
             if (!l.grid.every((g) => Number.isFinite(g))) {
               recordBug(report, "wrong", `case ${i}: ${name} launched over ${l.grid}`);

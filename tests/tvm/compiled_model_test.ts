@@ -5,7 +5,8 @@
  * `tvm.relax.build(mod, target="llvm")`. relaxvm loads it, prints what TVM
  * printed, writes it back byte for byte, and names the TIR kernels (compiled
  * into TVM's LLVM library, not into the executable) that a call needs: the
- * call fails with the unknown-packed-function VMError. No Python needed.
+ * call fails with the unknown-packed-function VMError, which says that they
+ * are native code and points to the WebGPU export. No Python needed.
  */
 
 import {
@@ -52,6 +53,11 @@ Deno.test("TVM-compiled MLP: a call names the TIR kernels relaxvm lacks, in an u
   assertStringIncludes(e.message, 'Unknown packed function "shape_func"');
   for (const k of tvm.kernels.slice(1)) assertStringIncludes(e.message, `"${k}"`);
   assert(e.message.includes("forward"), e.message);
+  // Issue 28: registerFunc is the wrong way; the message says what the kernels are and where to go.
+  assert(!e.message.includes("registerFunc"), e.message);
+  assertStringIncludes(e.message, "native code in TVM's compiled library");
+  assertStringIncludes(e.message, "tools/tvm/export_webgpu.py");
+  assertStringIncludes(e.message, "Running TVM-compiled models");
   for (const t of inputs) t.dispose();
 });
 

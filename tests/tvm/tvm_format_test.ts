@@ -220,3 +220,18 @@ Deno.test("stats() escapes control characters that TVM prints raw (the one diffe
   using ex = ib.get();
   assertStringIncludes(ex.stats(), '["line\\nbreak", "quote " ok"]');
 });
+
+Deno.test("as_text() pads names to TVM's widths in UTF-8 bytes, as std::setw does", () => {
+  const ib = new ExecBuilder();
+  ib.function("main", { num_inputs: 1 }, () => {
+    ib.emit_call("ext.café", [ib.r(0)], { dst: ib.r(1) });
+    ib.emit_call("ext.x", [ib.f("ext.café")], { dst: ib.r(2) });
+    ib.emit_ret(ib.r(1));
+  });
+  using ex = ib.get();
+  const lines = ex.as_text().split("\n");
+  // "ext.café" is 8 characters and 9 bytes: TVM pads it with 7 spaces to 16 bytes, not 8;
+  // "f[ext.café]" is 12 bytes, at the 12-byte width of the arguments, so it gets none.
+  assertEquals(lines[1], "  call  ext.café        in: %0           dst: %1");
+  assertEquals(lines[2], "  call  ext.x            in: f[ext.café] dst: %2");
+});

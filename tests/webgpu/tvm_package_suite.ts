@@ -29,14 +29,29 @@ import {
 import { gpuTest } from "./suite_registry.ts";
 import { defaultAllocator } from "../../devices/allocation_context.ts";
 
-for (const name of ["mlp", "encoder"]) {
-  gpuTest(`TVM package ${name}: WebGPU outputs match TVM's llvm build within 1e-4`, async (gpu) => {
-    using pkg = await loadTVMPackage(new URL(name, PACKAGES_DIR), { device: gpu });
-    const { lines, worst } = await compareWithReference(name, pkg);
-    for (const line of lines) console.log(line);
-    assertEquals(lines.length, 3, "three sizes of the dynamic dimension");
-    assert(worst <= 1e-4, `max relative difference ${worst}`);
-  });
+// attention4d is issue 28's 4-D attention matmul ([b, 5, s, 8] @ [b, 5, 8, s], b and s symbolic,
+// dlight's kernel launched blockIdx.y first): reported as zeros, held to the issue's 1e-5. cumsum's
+// host code allocates a workspace (a plan's alloc step); mlp_packed takes its weights as one tuple;
+// sort's input is bound at a symbolic element offset.
+const PACKAGES = [
+  ["mlp", 1e-4],
+  ["mlp_packed", 1e-4],
+  ["encoder", 1e-4],
+  ["attention4d", 1e-5],
+  ["cumsum", 1e-5],
+  ["sort", 1e-5],
+] as const;
+for (const [name, bound] of PACKAGES) {
+  gpuTest(
+    `TVM package ${name}: WebGPU outputs match TVM's llvm build within ${bound}`,
+    async (gpu) => {
+      using pkg = await loadTVMPackage(new URL(name, PACKAGES_DIR), { device: gpu });
+      const { lines, worst } = await compareWithReference(name, pkg, bound);
+      for (const line of lines) console.log(line);
+      assertEquals(lines.length, 3, "three sizes of the dynamic dimensions");
+      assert(worst <= bound, `max relative difference ${worst}`);
+    },
+  );
 }
 
 gpuTest("TVM package: two packages with a kernel named add each run their own", async (gpu) => {

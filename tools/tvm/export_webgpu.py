@@ -1,6 +1,6 @@
 """Compiles a Relax model for WebGPU with the pinned TVM and writes a relaxvm TVM package.
 
-    python tools/tvm/export_webgpu.py MODEL OUT_DIR      (MODEL: mlp, encoder)
+    python tools/tvm/export_webgpu.py MODEL OUT_DIR      (MODEL: mlp, mlp_packed, encoder, attention4d, cumsum, sort)
 
 A package is a directory (format "relaxvm-tvm-webgpu", version 1; the README's "Running
 TVM-compiled models" and tvm/package_format.ts describe every field):
@@ -28,6 +28,7 @@ import sys
 
 import numpy as np
 import tvm
+import tvm_ffi
 from tvm import relax, tirx
 from tvm.relax.frontend import nn
 
@@ -82,12 +83,58 @@ class EncoderBlock(nn.Module):
         return x + self.down(op.gelu(self.up(self.ln2(x))))
 
 
+class AttentionScores(nn.Module):
+    """Attention scores as 4-D matmuls, `[b, h, s, d] @ [b, h, d, s]` with `b` and `s` symbolic.
+
+    Issue 28 reported this shape returning zeros from relaxvm: dlight's kernel for it lists
+    blockIdx.y before blockIdx.x and takes b, ceil(s / 32) and s as scalars.
+    """
+
+    def __init__(self, d=40, heads=5):
+        self.d, self.heads = d, heads
+        self.q = nn.Linear(d, d)
+        self.k = nn.Linear(d, d)
+
+    def forward(self, x):  # x: (b, s, d) -> (b, heads, s, s)
+        op = nn.op
+        b, s = x.shape[0], x.shape[1]
+        hd = self.d // self.heads
+        q = op.permute_dims(op.reshape(self.q(x), (b, s, self.heads, hd)), (0, 2, 1, 3))
+        k = op.permute_dims(op.reshape(self.k(x), (b, s, self.heads, hd)), (0, 2, 1, 3))
+        return op.matmul(q, op.permute_dims(k, (0, 1, 3, 2)))
+
+
+class Cumsum(nn.Module):
+    """`nn.op.cumsum` along rows: its host code allocates a workspace (an `alloc` plan step)."""
+
+    def forward(self, x):
+        return nn.op.cumsum(x, axis=-1)
+
+
+class Sort(nn.Module):
+    """`nn.op.sort` along rows: its input has a symbolic element offset, its host code allocates a
+    swap buffer, and its launches carry TIR's `hand_threaded` attribute."""
+
+    def forward(self, x):
+        return nn.op.sort(x, axis=-1)
+
+
 MODELS = {
-    # name: (module factory, input spec, sizes of the symbolic dimension in reference.json).
-    # mlp and encoder are committed under testdata/tvm_webgpu/; the *_bench sizes are exported
-    # by bench/tvm_webgpu_bench.ts into bench/.tvm_packages/ (git-ignored).
+    # name: (module factory, input spec, sizes of the symbolic dimension in reference.json, or
+    # per case a {dimension: size} dict where there are several).
+    # all but the *_bench models are committed under testdata/tvm_webgpu/; the *_bench sizes
+    # are exported by bench/tvm_webgpu_bench.ts into bench/.tvm_packages/ (git-ignored).
     "mlp": (lambda: MLP(), {"x": nn.spec.Tensor(["n", 16], "float32")}, [1, 3, 37]),
     "encoder": (lambda: EncoderBlock(), {"x": nn.spec.Tensor(["s", 32], "float32")}, [1, 5, 19]),
+    "attention4d": (lambda: AttentionScores(), {"x": nn.spec.Tensor(["b", "s", 40], "float32")},
+                    [{"b": 1, "s": 1}, {"b": 2, "s": 33}, {"b": 3, "s": 7}]),
+    # The MLP with its weights as one tuple (`param_mode="packed"`, MLC LLM's layout).
+    "mlp_packed": (lambda: MLP(), {"x": nn.spec.Tensor(["n", 16], "float32"),
+                                   "$": {"param_mode": "packed", "effect_mode": "none"}},
+                   [1, 3, 37]),
+    # Rows of 20: TVM's scan kernel is warp-synchronous past 32 elements (README).
+    "cumsum": (lambda: Cumsum(), {"x": nn.spec.Tensor(["m", 20], "float32")}, [1, 3, 8]),
+    "sort": (lambda: Sort(), {"x": nn.spec.Tensor(["m", 37], "float32")}, [1, 3, 8]),
     "mlp_bench": (lambda: MLP(256, 1024, 256), {"x": nn.spec.Tensor(["n", 256], "float32")}, [64]),
     "encoder_bench": (lambda: EncoderBlock(256, 4, 1024),
                       {"x": nn.spec.Tensor(["s", 256], "float32")}, [64]),
@@ -102,6 +149,8 @@ BINARY = {
     tirx.FloorMod: "floormod", tirx.Div: "truncdiv", tirx.Mod: "truncmod", tirx.Min: "min",
     tirx.Max: "max", tirx.EQ: "eq", tirx.NE: "ne", tirx.LT: "lt", tirx.LE: "le", tirx.GT: "gt",
     tirx.GE: "ge", tirx.And: "and", tirx.Or: "or",
+    # The scans' host code computes block counts with shifts.
+    tirx.RShift: "shr", tirx.LShift: "shl",
 }
 
 
@@ -116,46 +165,73 @@ def param_of(data, params):
     if type(data).__name__ == "Call" and str(data.op.name) == "tirx.buffer_data" \
             and len(data.args) == 1:
         data = data.args[0]
+    # An integer variable is never a buffer, whatever its name: a symbolic size `b` and a
+    # tensor parameter `b` share the name in `matmul(a, b)` with a batch dimension `b`.
+    integer = type(getattr(data, "ty", None)).__name__ == "PrimType"
     for p, i in params.items():
         # Parameters are unique by name within a PrimFunc; identity (same_as) alone misses
         # the copies some passes leave in buffer_data calls.
-        if p.same_as(data) or (type(data).__name__ == "Var" and data.name == p.name):
+        if p.same_as(data) or (not integer and type(data).__name__ == "Var"
+                               and data.name == getattr(p, "name", None)):
             return i
     return None
+
+
+def assert_message(s):
+    """An AssertStmt's message. TVM 0.27 has two forms: `message` (a StringImm), and
+    `error_kind` with `message_parts` (what tree attention's kernels carry)."""
+    if hasattr(s, "message_parts"):
+        parts = "".join(str(getattr(m, "value", m)) for m in s.message_parts)
+        kind = "" if s.error_kind is None else str(getattr(s.error_kind, "value", s.error_kind))
+        return f"{kind}: {parts}" if kind else parts
+    return str(getattr(s.message, "value", s.message))
 
 
 class PlanWriter:
     def __init__(self, func, name):
         self.name = name
-        self.data = {}  # data var (the parameter's pointer) -> parameter index
+        self.data = {}  # data var (a parameter's pointer, or scratch) -> tensor index
+        self.scratch = 0  # scratch buffers allocated so far
         self.vars = set()
         self.params = []
         # As TVM's argument binder: every bare symbolic dimension binds first, so a dimension
         # such as `batch * seq` may come before the parameter that binds `batch`.
         for p in func.params:
             if isinstance(p.ty, tirx.buffer.BufferType):
-                for d in p.ty.shape:
+                for d in [*p.ty.shape, p.ty.elem_offset]:
                     if type(d).__name__ in ("Var", "SizeVar"):
                         self.vars.add(d.name)
             else:
                 self.vars.add(p.name)  # a scalar parameter (Relax passes symbolic sizes so)
+        checks = []
         for i, p in enumerate(func.params):
             ty = p.ty
             if isinstance(ty, tirx.buffer.BufferType):
                 if ty.strides is not None and len(ty.strides) > 0:
                     raise Unsupported(f"{name}: parameter {p.name} has strides")
-                if not (isinstance(ty.elem_offset, tirx.IntImm) and int(ty.elem_offset) == 0) \
-                        and ty.elem_offset is not None:
-                    raise Unsupported(f"{name}: parameter {p.name} has an element offset")
                 self.data[p] = i
-                self.params.append({
+                param = {
                     "name": str(p.name), "kind": "tensor", "dtype": str(ty.dtype),
                     "shape": [self.expr(d, bind=True) for d in ty.shape],
-                })
+                }
+                # A symbolic element offset (TVM's paged KV cache views one pages tensor per
+                # layer): the tensor starts that many elements into its buffer, the buffer is
+                # bound whole and the kernel takes the offset as a scalar, as in TVM.
+                offset = ty.elem_offset
+                if offset is not None and not (isinstance(offset, tirx.IntImm) and int(offset) == 0):
+                    param["elem_offset"] = self.expr(offset, bind=True)
+                    factor = int(ty.offset_factor or 1)
+                    if factor > 1:  # TVM's argument binder checks the alignment too
+                        checks.append({
+                            "assert": {"op": "eq", "args": [
+                                {"op": "floormod", "args": [param["elem_offset"], factor]}, 0]},
+                            "message": f"{p.name}: its element offset must be a multiple of "
+                                       f"{factor}"})
+                self.params.append(param)
             else:
                 self.vars.add(p.name)
                 self.params.append({"name": str(p.name), "kind": "scalar", "dtype": dtype_of(p)})
-        self.body = self.stmt(func.body)
+        self.body = checks + self.stmt(func.body)
 
     def fail(self, what):
         raise Unsupported(f"host function {self.name}: unsupported {what}")
@@ -221,8 +297,33 @@ class PlanWriter:
             out.append({"store": param_of(s.buffer.data, self.data), "index": self.expr(s.indices[0]),
                         "value": self.expr(s.value)})
         elif kind == "AssertStmt":
-            msg = s.message.value if hasattr(s.message, "value") else str(s.message)
-            out.append({"assert": self.expr(s.condition), "message": str(msg)})
+            out.append({"assert": self.expr(s.condition), "message": assert_message(s)})
+        elif kind == "AttrStmt" and str(s.attr_key) == "hand_threaded":
+            # A marker left on the sort kernels' launches (their threads are bound by hand).
+            self.stmts(s.body, out)
+        elif kind == "AllocBuffer":
+            # Scratch memory of the host function (cumsum's and the other scans' workspace): a
+            # tensor the plan allocates on the device, after the parameters in `data` indices.
+            b = s.buffer
+            index = len(self.params) + self.scratch
+            self.scratch += 1
+            key = b.data
+            if type(key).__name__ == "Call" and str(key.op.name) == "tirx.buffer_data":
+                key = key.args[0]
+            self.data[key] = index
+            out.append({"alloc": index, "dtype": str(b.dtype),
+                        "shape": [self.expr(d) for d in b.shape]})
+        elif kind == "For":
+            if not (isinstance(s.min, tirx.IntImm) and int(s.min) == 0) or int(s.kind) != 0 \
+                    or (s.step is not None and not (isinstance(s.step, tirx.IntImm)
+                                                    and int(s.step) == 1)):
+                self.fail(f"loop {s.loop_var} (not a serial loop from 0 by 1)")
+            extent = self.expr(s.extent)
+            self.vars.add(s.loop_var.name)
+            out.append({"for": str(s.loop_var.name), "extent": extent, "body": self.stmt(s.body)})
+        elif kind == "Return":
+            # A host function that computes a value for the VM (an attention scale, RoPE's theta).
+            out.append({"return": self.expr(s.value)})
         elif kind == "IfThenElse":
             out.append({"if": self.expr(s.condition), "then": self.stmt(s.then_case),
                         "else": self.stmt(s.else_case) if s.else_case is not None else []})
@@ -345,6 +446,8 @@ def canonical(body):
         flush()
         if "if" in s:
             s = {**s, "then": canonical(s["then"]), "else": canonical(s["else"])}
+        if "for" in s:
+            s = {**s, "body": canonical(s["body"])}
         out.append(s)
     flush()
     return out
@@ -357,22 +460,98 @@ def walk(body):
         if "if" in s:
             yield from walk(s["then"])
             yield from walk(s["else"])
+        if "for" in s:
+            yield from walk(s["body"])
 
 
 def b64(a):
     return base64.b64encode(np.ascontiguousarray(a).tobytes()).decode()
 
 
-def export_package(mod, params, out_dir, *, function="forward", reference_inputs=(), name="model"):
+def entry_functions(mod, params, only=None):
+    """Per Relax entry function of `mod`: how many inputs a caller passes and how the weights
+    follow them, as `relax.frontend.nn`'s exporter lays them out: `param_mode="plain"` appends
+    each weight as a parameter, `"packed"` one tuple of them all (`packed_params`, MLC LLM's
+    layout), `"none"` nothing (MLC's `create_paged_kv_cache`)."""
+    names = list(params)
+    out = {}
+    for gv, f in mod.functions.items():
+        if not isinstance(f, relax.Function) or f.attrs is None \
+                or f.attrs.get("global_symbol") is None or (only and gv.name_hint not in only):
+            continue
+        ps = list(f.params)
+        # nn's exporter records how many parameters are inputs (`num_input`).
+        n = f.attrs.get("num_input")
+        n = len(ps) if n is None else int(n)
+        rest = ps[n:]
+        if len(rest) == 1 and rest[0].name == "packed_params" \
+                and isinstance(rest[0].ty, relax.TupleType) and len(rest[0].ty.fields) == len(names):
+            out[gv.name_hint] = {"inputs": n, "params": names, "param_mode": "packed"}
+        elif len(rest) == len(names):
+            out[gv.name_hint] = {"inputs": n, "params": names}
+        elif not rest:  # param_mode="none"
+            out[gv.name_hint] = {"inputs": n, "params": []}
+        else:
+            raise Unsupported(f"function {gv.name_hint}: its {len(rest)} parameters after the "
+                              f"{n} inputs are not the {len(names)} weights, plain or packed")
+    return dict(sorted(out.items()))
+
+
+def reference_value(v):
+    """A reference input or output as JSON: a tensor (base64), an int, a shape or a tuple."""
+    if isinstance(v, np.ndarray):
+        return {"shape": list(v.shape), "dtype": str(v.dtype), "base64": b64(v)}
+    if isinstance(v, tvm.runtime.Tensor):
+        return reference_value(v.numpy())
+    if isinstance(v, (bool, int, float, np.integer, np.floating)):
+        return {"scalar": v.item() if hasattr(v, "item") else v}
+    if isinstance(v, ShapeInput):
+        return {"shape_tuple": v.dims}
+    if isinstance(v, tvm.runtime.ShapeTuple):
+        return {"shape_tuple": [int(x) for x in v]}
+    if isinstance(v, (tuple, list, tvm_ffi.Array)):
+        return {"tuple": [reference_value(x) for x in v]}
+    return {"object": type(v).__name__}  # a KV cache, say: it stays in TVM
+
+
+def tvm_value(v):
+    """A reference input as TVM's VM takes it."""
+    if isinstance(v, np.ndarray):
+        return tvm.runtime.tensor(v, tvm.cpu())
+    if isinstance(v, ShapeInput):
+        return tvm.runtime.ShapeTuple(v.dims)
+    return v
+
+
+class ShapeInput:
+    """A `ShapeTuple` input of a reference case (a plain tuple would be a tuple of values)."""
+
+    def __init__(self, *dims):
+        self.dims = [int(d) for d in dims]
+
+
+def export_package(mod, params, out_dir, *, function=None, functions=None, reference_inputs=(),
+                   name="model", reference_mod=None):
     """Compiles Relax module `mod` for WebGPU and writes a package into `out_dir`.
 
-    `mod[function]` takes its inputs, then its weights (as `nn.Module.export_tvm` makes it);
-    `params` maps each weight's name to a NumPy array, in that parameter order. Each tuple of
-    NumPy arrays in `reference_inputs` is run through TVM's own CPU build (target="llvm") and
-    written with its output to reference.json. Raises `Unsupported` (naming the host function
-    and construct) for host code the package format cannot express.
+    `params` maps each weight's name to a NumPy array, in the order of `mod`'s parameters (as
+    `nn.Module.export_tvm` returns them). Every entry function of `mod` goes into the package
+    (`functions` names a subset; `function`, one), with its weights plain, packed into one
+    tuple (`param_mode="packed"`) or absent; `package.json` says which.
+
+    Each case of `reference_inputs` is a tuple of inputs to the first function (or
+    `function`), or a `(function, inputs)` pair; an input is a NumPy array, a Python int or float
+    (a scalar), a `ShapeInput` (a ShapeTuple) or anything TVM's VM takes (an object made by an
+    earlier case, say). The cases run in order on TVM's own CPU build (target="llvm") of
+    `reference_mod` (default `mod`; a module whose kernels are chosen per target, as TVM's paged
+    KV cache, must be built again for llvm), and their inputs and outputs go into reference.json.
+    Raises `Unsupported` (naming the host function and construct) for host code the package
+    format cannot express.
     """
-    num_inputs = len(mod[function].params) - len(params)
+    only = [function] if function else functions
+    entries = entry_functions(mod, params, only)
+    if not entries:
+        raise Unsupported("the module has no entry function to export")
     target = tvm.target.Target("webgpu", host="llvm")
     ex, lowered = build_and_capture(mod, target)
     webgpu_mod = ex.mod.imports[0].imports[0]
@@ -420,7 +599,7 @@ def export_package(mod, params, out_dir, *, function="forward", reference_inputs
         "model": name,
         "executable": "executable.tvm",
         "params": "params/ndarray-cache.json",
-        "functions": {function: {"inputs": num_inputs, "params": list(params)}},
+        "functions": entries,
         "kernels": dict(sorted(kernels.items())),
         "host_functions": dict(sorted(hosts.items())),
     }
@@ -428,25 +607,29 @@ def export_package(mod, params, out_dir, *, function="forward", reference_inputs
         json.dump(manifest, f, indent=1)
         f.write("\n")
 
-    # Reference: TVM's own CPU build on the same inputs.
-    cpu_ex = relax.build(mod, target="llvm")
+    # Reference: TVM's own CPU build, of the same module or of `reference_mod`.
+    cpu_ex = relax.build(mod if reference_mod is None else reference_mod, target="llvm")
     vm = relax.VirtualMachine(cpu_ex, tvm.cpu())
     weights = [tvm.runtime.tensor(a, tvm.cpu()) for a in params.values()]
     cases = []
-    for inputs in reference_inputs:
-        y = vm[function](*[tvm.runtime.tensor(x, tvm.cpu()) for x in inputs], *weights).numpy()
-        cases.append({
-            "function": function,
-            "inputs": [{"shape": list(x.shape), "dtype": str(x.dtype), "base64": b64(x)}
-                       for x in inputs],
-            "output": {"shape": list(y.shape), "dtype": str(y.dtype), "base64": b64(y)},
-        })
+    default = function or next(iter(entries))
+    for case in reference_inputs:
+        fname, inputs = case if isinstance(case, tuple) and len(case) == 2 \
+            and isinstance(case[0], str) else (default, case)
+        entry = entries[fname]
+        extra = [] if not entry["params"] else \
+            [weights] if entry.get("param_mode") == "packed" else weights
+        y = vm[fname](*[tvm_value(x) for x in inputs], *extra)
+        out = reference_value(y)
+        cases.append({"function": fname, "inputs": [reference_value(x) for x in inputs],
+                      "output" if "base64" in out else "outputs": out})
     with open(os.path.join(out_dir, "reference.json"), "w") as f:
         json.dump({"reference": f"TVM {tvm.__version__} relax.build(target='llvm'), relax VM on CPU",
                    "cases": cases}, f, indent=1)
         f.write("\n")
     print(f"{name}: {len(kernels)} kernels, {len(hosts)} host functions, "
-          f"{offset} parameter bytes, {len(cases)} reference cases -> {out_dir}")
+          f"{len(entries)} functions, {offset} parameter bytes, {len(cases)} reference cases "
+          f"-> {out_dir}")
 
 
 def export(model, out_dir):
@@ -461,12 +644,13 @@ def export(model, out_dir):
             params[pname] = (1 + 0.1 * rng.standard_normal(shape)).astype(p.dtype)
         else:
             params[pname] = (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(p.dtype)
-    (inp_spec,) = spec.values()
+    (inp_spec,) = [v for k, v in spec.items() if k != "$"]
     inputs = []
     for size in sizes:
-        shape = [size if isinstance(d, str) else int(d) for d in inp_spec.shape]
+        shape = [(size[d] if isinstance(size, dict) else size) if isinstance(d, str) else int(d)
+                 for d in inp_spec.shape]
         inputs.append((rng.standard_normal(shape).astype("float32"),))
-    export_package(mod, params, out_dir, reference_inputs=inputs, name=model)
+    export_package(mod, params, out_dir, function="forward", reference_inputs=inputs, name=model)
 
 
 if __name__ == "__main__":
