@@ -33,6 +33,26 @@ const USAGE =
   "usage: deno run examples/gpt.ts [--device webgpu|cpu] [--model small|tiny|text] [--prompt TEXT | --prompt-tokens N] [--new-tokens M] [--batch K]";
 
 /** The command line, with defaults. */
+/**
+ * Ends the process on a command-line problem: the problem and the usage on stderr, exit code 2; or,
+ * with no problem (`--help`), the usage on stdout and exit code 0. Not a thrown error: a stack
+ * trace says nothing to someone who mistyped a flag.
+ */
+function usage(problem?: string): never {
+  if (problem === undefined) {
+    console.log(USAGE);
+    Deno.exit(0);
+  }
+  console.error(`${problem}\n${USAGE}`);
+  Deno.exit(2);
+}
+
+/** Ends the process on arguments that parse but do not fit the model: the reason, exit code 1. */
+function fail(reason: string): never {
+  console.error(reason);
+  Deno.exit(1);
+}
+
 function parseArgs(args: readonly string[]) {
   const options = {
     device: "webgpu",
@@ -46,23 +66,27 @@ function parseArgs(args: readonly string[]) {
     const value = args[i + 1];
     const integer = () => {
       const n = Number(value);
-      if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${args[i]} needs a count\n${USAGE}`);
+      if (!Number.isSafeInteger(n) || n < 0) usage(`${args[i]} needs a count`);
       i++;
       return n;
     };
     switch (args[i]) {
+      case "--help":
+      case "-h":
+        usage();
+        break;
       case "--device":
-        if (value !== "webgpu" && value !== "cpu") throw new Error(`unknown device\n${USAGE}`);
+        if (value !== "webgpu" && value !== "cpu") usage(`unknown device ${value}`);
         options.device = value;
         i++;
         break;
       case "--model":
-        if (!(value in CONFIGS)) throw new Error(`unknown model ${value}\n${USAGE}`);
+        if (!(value in CONFIGS)) usage(`unknown model ${value}`);
         options.model = value;
         i++;
         break;
       case "--prompt":
-        if (value === undefined) throw new Error(`--prompt needs a text\n${USAGE}`);
+        if (value === undefined) usage(`--prompt needs a text`);
         options.prompt = value;
         i++;
         break;
@@ -76,7 +100,7 @@ function parseArgs(args: readonly string[]) {
         options.batch = integer();
         break;
       default:
-        throw new Error(`unknown argument ${args[i]}\n${USAGE}`);
+        usage(`unknown argument ${args[i]}`);
     }
   }
   options.model ||= options.prompt === undefined ? "small" : "text";
@@ -97,13 +121,13 @@ const prompt = options.prompt !== undefined
 options.promptTokens = prompt.length;
 const outside = prompt.find((id) => id >= config.vocab);
 if (outside !== undefined) {
-  throw new Error(
+  fail(
     `the prompt's token ${outside} (${text([outside])}) is outside gpt-${config.name}'s ` +
       `vocabulary of ${config.vocab}: use --model text`,
   );
 }
 if (options.promptTokens < 1 || options.promptTokens + options.newTokens > config.context) {
-  throw new Error(
+  fail(
     `the prompt (at least 1 token) and the new tokens must fit the context of ${config.context}`,
   );
 }

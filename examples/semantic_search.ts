@@ -57,20 +57,36 @@ const DEFAULT_QUERIES = [
   "news about space exploration",
 ];
 
+/**
+ * Ends the process on a command-line problem: the problem and the usage on stderr, exit code 2; or,
+ * with no problem (`--help`), the usage on stdout and exit code 0. Not a thrown error: a stack
+ * trace says nothing to someone who mistyped a flag.
+ */
+function usage(problem?: string): never {
+  if (problem === undefined) {
+    console.log(USAGE);
+    Deno.exit(0);
+  }
+  console.error(`${problem}\n${USAGE}`);
+  Deno.exit(2);
+}
+
 function parseArgs(args: readonly string[]) {
   const options = { device: "webgpu", top: 3, queries: [] as string[] };
   for (let i = 0; i < args.length; i++) {
-    if (args[i] === "--device") {
+    if (args[i] === "--help" || args[i] === "-h") {
+      usage();
+    } else if (args[i] === "--device") {
       if (args[i + 1] !== "webgpu" && args[i + 1] !== "cpu") {
-        throw new Error(`unknown device\n${USAGE}`);
+        usage(`unknown device ${args[i + 1]}`);
       }
       options.device = args[++i];
     } else if (args[i] === "--top") {
       const k = Number(args[++i]);
-      if (!Number.isSafeInteger(k) || k < 1) throw new Error(`--top needs a count\n${USAGE}`);
+      if (!Number.isSafeInteger(k) || k < 1) usage(`--top needs a count`);
       options.top = k;
     } else if (args[i].startsWith("--")) {
-      throw new Error(`unknown argument ${args[i]}\n${USAGE}`);
+      usage(`unknown argument ${args[i]}`);
     } else {
       options.queries.push(args[i]);
     }

@@ -117,3 +117,25 @@ Deno.test("examples/gpt.ts refuses prompt tokens outside the model's vocabulary"
     /token 7454 \("Once"\) is outside gpt-tiny's vocabulary of 512: use --model text/,
   );
 });
+
+Deno.test("examples/gpt.ts and semantic_search.ts: --help prints the usage, a bad flag says what is wrong, neither throws", async () => {
+  for (const example of ["examples/gpt.ts", "examples/semantic_search.ts"]) {
+    const run = async (...args: string[]) => {
+      const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "--no-prompt", "--allow-read=.weights", example, ...args],
+        cwd: ROOT,
+        env: { NO_COLOR: "1" },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      return { code, out: new TextDecoder().decode(stdout), err: new TextDecoder().decode(stderr) };
+    };
+    const help = await run("--help");
+    assertEquals([help.code, help.err], [0, ""], `${example} --help`);
+    assertMatch(help.out, new RegExp(`^usage: deno run .*${example}`, "m"));
+    const bad = await run("--device", "tpu");
+    assertEquals(bad.code, 2, `${example} --device tpu: ${bad.err}`);
+    assertMatch(bad.err, /^unknown device tpu\nusage: deno run /);
+    assert(!/Uncaught|\n {4}at /.test(bad.err + help.err), bad.err + help.err);
+  }
+});
