@@ -2,7 +2,8 @@
  * The mistakes a newcomer makes first get errors that say what to do: a plain JS array passed where
  * a tensor goes (it is a tuple to the VM) points at `tensor()`, and a dtype string that is not one
  * (a typo, or user input at run time, where the `DTypeName` type cannot catch it) lists the valid
- * names. The VM stays usable after the first.
+ * names. The VM stays usable after the first. And what the README has you write lands where git
+ * does not see it.
  */
 
 import { assertEquals, assertRejects, assertStringIncludes, assertThrows } from "@std/assert";
@@ -40,4 +41,14 @@ Deno.test("a dtype string that is not one lists the valid names", () => {
   );
   // deno-lint-ignore no-explicit-any -- a string from user input, which the type cannot check
   assertThrows(() => tensor([1], { dtype: "flaot32" as any }), TypeError, "float32, float64");
+});
+
+Deno.test("out/, where the README's TVM export writes its packages, is git-ignored", async () => {
+  // `git check-ignore` exits 0 for an ignored path, 1 for one git would track.
+  const { code, stdout } = await new Deno.Command("git", {
+    args: ["check-ignore", "--no-index", "out/mlp/package.json", "out/my_mlp/params/shard_0.bin"],
+    cwd: new URL("../", import.meta.url),
+    stdout: "piped",
+  }).output();
+  assertEquals([code, new TextDecoder().decode(stdout).trim().split("\n").length], [0, 2]);
 });
