@@ -82,3 +82,12 @@ Deno.test("README blocks: flagsOf reads the first line only, and a block without
   assertEquals(flagsOf("const x = 1;\n// deno run --allow-read"), []);
   assertEquals(tsBlocks("a\n```ts\nx\n```\n```ts ignore\ny\n```\n"), [{ line: 2, code: "x\n" }]);
 });
+
+Deno.test("README: the commands that run every test say how long they take", () => {
+  // The whole suite takes minutes; a newcomer who runs it without knowing thinks it hangs.
+  const lines = readme.split("\n").filter((l) =>
+    /^(npx -y deno@[\d.]+|deno) task test\b/.test(l) || l.startsWith("- `deno task test` runs")
+  );
+  assert(lines.length >= 2, lines.join("\n"));
+  for (const line of lines) assert(/about \d+ minutes/.test(line), line);
+});
