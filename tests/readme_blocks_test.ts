@@ -91,3 +91,17 @@ Deno.test("README: the commands that run every test say how long they take", () 
   assert(lines.length >= 2, lines.join("\n"));
   for (const line of lines) assert(/about \d+ minutes/.test(line), line);
 });
+
+Deno.test("README: says how to get Deno, at the version its first commands use, before any `deno` command", () => {
+  const first = /^```sh\n([\s\S]*?)```/m.exec(readme)![1];
+  const pinned = [...first.matchAll(/npx -y deno@([\d.]+)/g)].map((m) => m[1]);
+  assertEquals(pinned.length, 2, "the first two commands run a pinned Deno through npx");
+  const getting = readme.indexOf("**Getting Deno.**");
+  assert(getting > 0, "no **Getting Deno.** paragraph");
+  const paragraph = readme.slice(getting, readme.indexOf("\n\n", getting));
+  assert(paragraph.includes(`npm i -g deno@${pinned[0]}`), paragraph);
+  assert(paragraph.includes(`install.sh | sh -s v${pinned[0]}`), paragraph);
+  // The first command that needs a `deno` on the PATH comes after it.
+  const firstDeno = /(^|`)deno /m.exec(readme.replaceAll(/npx -y deno@[\d.]+/g, "npx"));
+  assert(firstDeno !== null && firstDeno.index > getting, `a deno command before: ${firstDeno}`);
+});
