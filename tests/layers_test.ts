@@ -14,6 +14,7 @@ const COPIED = [
   "mod.ts",
   "runtime.ts",
   "testing.ts",
+  "models.ts",
   "deno.json",
 ];
 
@@ -106,4 +107,21 @@ Deno.test("layers: reading instruction words outside program/ is found", async (
     found.length === 1 && found[0].startsWith("vm/peek.ts reads instruction words"),
     `${found}`,
   );
+});
+
+Deno.test("layers: models/ is a layer that uses the public API only, and no Deno.*", async () => {
+  const found = await violationsAfter(async (root) => {
+    await Deno.writeTextFile(
+      new URL("models/minilm/reaches_in.ts", root),
+      'import { VirtualMachine } from "../../vm/virtual_machine.ts";\nexport const vm = VirtualMachine;\n',
+    );
+    await Deno.writeTextFile(
+      new URL("models/gpt/reads_file.ts", root),
+      'import { cpu } from "../../mod.ts";\nexport const f = () => [cpu(), Deno.readFile("x")];\n',
+    );
+  });
+  assertEquals(found, [
+    "models/gpt/reads_file.ts uses Deno.*; only cli/ may (the library runs in browsers)",
+    "models/minilm/reaches_in.ts (models) imports vm/virtual_machine.ts (vm): not allowed",
+  ]);
 });
