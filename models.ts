@@ -37,3 +37,5 @@ export { buildGPT } from "./models/gpt/program.ts";
 export { CONFIGS, SMALL, TEXT, TINY } from "./models/gpt/config.ts";
 export type { GPTConfig } from "./models/gpt/config.ts";
 export { LandeSession } from "./models/lande/session.ts";
+// The library's types the sessions' signatures name, so that this entry point documents them.
+export type { Device, Executable, NDArray, VirtualMachine } from "./mod.ts";

@@ -6,7 +6,7 @@
  * second for the prefill and for decoding.
  *
  * ```sh
- * deno run examples/gpt.ts [--device webgpu|cpu] [--model small|tiny]
+ * deno run examples/gpt.ts [--device auto|webgpu|cpu] [--model small|tiny]
  *                          [--prompt-tokens N] [--new-tokens M] [--batch K]
  * ```
  *
@@ -15,22 +15,22 @@
  * tokens) instead of reading the logits back after every token. The weights
  * are deterministic (seeded), written with the tensor-cache writer and
  * loaded by the program with `vm.builtin.tensor_cache.load`; they live in
- * memory (`blob:` URLs), so the example needs no permission. Without a
- * WebGPU adapter it runs on the CPU and says so.
+ * memory (`blob:` URLs), so the example needs no permission. `--device auto`
+ * (the default) runs on WebGPU with a hardware adapter and on the CPU
+ * otherwise (a software adapter is slower than the CPU kernels), and says
+ * which.
  *
  * @module
  */
 
 // deno-lint-ignore no-import-prefix -- the example's own dependency, kept out of the library
 import { decode, encode } from "npm:gpt-tokenizer@4.0.0/encoding/r50k_base";
-import { cpu, type Device, webgpu } from "../mod.ts";
-import { CONFIGS, type GPTConfig } from "../models/gpt/config.ts";
-import { buildGPT } from "../models/gpt/program.ts";
-import { argmax, GPTSession } from "../models/gpt/session.ts";
+import { argmax, buildGPT, CONFIGS, type GPTConfig, GPTSession } from "../models.ts";
 import { paramCount } from "../models/gpt/weights.ts";
+import { chooseDevice, DEVICE_CHOICES } from "./_choose_device.ts";
 
 const USAGE =
-  "usage: deno run examples/gpt.ts [--device webgpu|cpu] [--model small|tiny|text] [--prompt TEXT | --prompt-tokens N] [--new-tokens M] [--batch K]";
+  "usage: deno run examples/gpt.ts [--device auto|webgpu|cpu] [--model small|tiny|text] [--prompt TEXT | --prompt-tokens N] [--new-tokens M] [--batch K]";
 
 /** The command line, with defaults. */
 /**
@@ -55,7 +55,7 @@ function fail(reason: string): never {
 
 function parseArgs(args: readonly string[]) {
   const options = {
-    device: "webgpu",
+    device: "auto",
     model: "",
     promptTokens: 16,
     newTokens: 32,
@@ -76,7 +76,9 @@ function parseArgs(args: readonly string[]) {
         usage();
         break;
       case "--device":
-        if (value !== "webgpu" && value !== "cpu") usage(`unknown device ${value}`);
+        if (!(DEVICE_CHOICES as readonly string[]).includes(value)) {
+          usage(`unknown device ${value}`);
+        }
         options.device = value;
         i++;
         break;
@@ -132,21 +134,9 @@ if (options.promptTokens < 1 || options.promptTokens + options.newTokens > confi
   );
 }
 
-let device: Device = cpu();
-if (options.device === "webgpu") {
-  try {
-    device = await webgpu();
-  } catch (e) {
-    console.log(`webgpu: not available here (${(e as Error).message}); running on the CPU`);
-  }
-}
-const where = device.kind === "webgpu"
-  ? `webgpu (${
-    (device as Awaited<ReturnType<typeof webgpu>>).adapter.info.description || "adapter"
-  })`
-  : "cpu";
+const device = await chooseDevice(options.device);
 console.log(
-  `gpt-${config.name} on ${where}: ${config.layers} layers, d_model ${config.dModel}, ` +
+  `gpt-${config.name} on ${device.kind}: ${config.layers} layers, d_model ${config.dModel}, ` +
     `${config.heads} heads, vocab ${config.vocab}, context ${config.context}, ` +
     `${(paramCount(config) / 1e6).toFixed(1)}M parameters`,
 );

@@ -8,6 +8,7 @@
  */
 
 import { assert, assertEquals, assertMatch } from "@std/assert";
+import { preferredDevice } from "../mod.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
@@ -54,7 +55,7 @@ Deno.test("examples/gpt.ts generates the same tokens on the CPU, on WebGPU and w
   assert(tokens.every((t) => Number.isInteger(t) && t >= 0 && t < 512), `${tokens}`);
 
   const onGpu = await runGpt("--device", "webgpu", ...args);
-  assert(onGpu.includes("on webgpu") || onGpu.includes("webgpu: not available here"), onGpu);
+  assert(onGpu.includes("on webgpu") || onGpu.includes("WebGPU is not available here"), onGpu);
   assertEquals(generated(onGpu), tokens);
 
   const batched = await runGpt("--device", "cpu", "--batch", "4", ...args);
@@ -138,4 +139,15 @@ Deno.test("examples/gpt.ts and semantic_search.ts: --help prints the usage, a ba
     assertMatch(bad.err, /^unknown device tpu\nusage: deno run /);
     assert(!/Uncaught|\n {4}at /.test(bad.err + help.err), bad.err + help.err);
   }
+});
+
+Deno.test("examples/gpt.ts runs on the faster device by default, says which and why, and how to choose", async () => {
+  // WebGPU on a hardware adapter; the CPU on a software one (llvmpipe here: 3× slower than the
+  // CPU kernels) or none.
+  const { device, reason } = await preferredDevice();
+  const out = await runGpt("--prompt-tokens", "3", "--new-tokens", "2");
+  const line = out.split("\n").find((l) => l.startsWith("device: ")) ?? out;
+  assert(line.startsWith(`device: ${device.kind}`), line);
+  assert(line.endsWith(`: ${reason} (choose with --device auto|webgpu|cpu)`), line);
+  assertMatch(out, new RegExp(`^gpt-tiny on ${device.kind}: `, "m"));
 });

@@ -34,6 +34,7 @@ import { DROPPED, ISOLATED, SPACE } from "./unicode_classes.ts";
 
 /** The parts of `tokenizer.json` this tokenizer reads. */
 export interface TokenizerJSON {
+  /** The WordPiece model: its vocabulary and settings. */
   model: {
     type: string;
     vocab: Record<string, number>;
@@ -41,7 +42,9 @@ export interface TokenizerJSON {
     continuing_subword_prefix: string;
     max_input_chars_per_word: number;
   };
+  /** Tokens matched in the text before anything else (`[CLS]`, `[SEP]`, …). */
   added_tokens?: { id: number; content: string }[];
+  /** The normalizer; only `lowercase` is read (default true). */
   normalizer?: { type: string; lowercase?: boolean } | null;
 }
 
@@ -90,6 +93,7 @@ export class WordPieceTokenizer {
   /** Id of `[PAD]`, which fills padded batches. */
   readonly pad: number;
 
+  /** Reads the parts of a parsed `tokenizer.json` it needs; a `TypeError` for another model. */
   constructor(json: TokenizerJSON) {
     if (json.model?.type !== "WordPiece") {
       throw new TypeError(`tokenizer.json: a WordPiece model expected, got ${json.model?.type}`);
