@@ -31,7 +31,7 @@ register(
   async () => {
     requireWeights();
     const ref = await readReference();
-    const session = await MiniLMSession.create(MINILM_DIR);
+    const session = await MiniLMSession.create(MINILM_DIR, { device: cpu() });
     try {
       ref.sentences.forEach((s, i) => {
         assertEquals(
@@ -54,7 +54,7 @@ register(
   async () => {
     requireWeights();
     const ref = await readReference();
-    const session = await MiniLMSession.create(MINILM_DIR);
+    const session = await MiniLMSession.create(MINILM_DIR, { device: cpu() });
     try {
       // Short sentences next to a longer one: they are padded, and the mask must hide it.
       const picks = [13, 0, 30, 59, 120].map((i) => ref.ids[i]);
@@ -75,7 +75,7 @@ register(
   "cpu: minilm rejects a mask of another shape and ids out of the vocabulary, and stays usable",
   async () => {
     requireWeights();
-    const session = await MiniLMSession.create(MINILM_DIR);
+    const session = await MiniLMSession.create(MINILM_DIR, { device: cpu() });
     try {
       const params = await session.vm.invoke("load_params", MINILM_DIR.href, 1, 0);
       using ids = tensor(new Int32Array([101, 7592, 102]), { shape: [1, 3], dtype: "int32" });
