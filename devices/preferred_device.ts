@@ -2,8 +2,8 @@
  * Choosing the device that runs a model faster here: WebGPU on a hardware
  * adapter, the CPU kernels otherwise. A software adapter (Mesa's llvmpipe,
  * Chromium's SwiftShader, Windows' WARP) runs shaders on the CPU, through a
- * layer the CPU kernels do not pay for: on llvmpipe, semantic search and the
- * GPT example ran about 3× slower on WebGPU than on the CPU (issue 32).
+ * layer the CPU kernels do not pay for, so it is slower than they are (the
+ * README gives the figures).
  *
  * @module
  */

@@ -142,8 +142,7 @@ Deno.test("examples/gpt.ts and semantic_search.ts: --help prints the usage, a ba
 });
 
 Deno.test("examples/gpt.ts runs on the faster device by default, says which and why, and how to choose", async () => {
-  // WebGPU on a hardware adapter; the CPU on a software one (llvmpipe here: 3× slower than the
-  // CPU kernels) or none.
+  // WebGPU on a hardware adapter; the CPU on a software one (llvmpipe here) or none.
   const { device, reason } = await preferredDevice();
   const out = await runGpt("--prompt-tokens", "3", "--new-tokens", "2");
   const line = out.split("\n").find((l) => l.startsWith("device: ")) ?? out;

@@ -1,7 +1,7 @@
 /**
  * `preferredDevice()` picks WebGPU only on a hardware adapter: a software one (llvmpipe,
- * SwiftShader, WARP) runs shaders on the CPU, slower than the CPU kernels (issue 32: 3× for
- * semantic search and GPT on llvmpipe). The model sessions take it as their default device.
+ * SwiftShader, WARP) runs shaders on the CPU, slower than the CPU kernels (issue 32). The model
+ * sessions take it as their default device.
  */
 
 import { assert, assertEquals } from "@std/assert";

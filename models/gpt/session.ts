@@ -28,7 +28,7 @@ import { encodeWeights, makeWeights, publishInMemory } from "./weights.ts";
 export interface GPTSessionOptions {
   /**
    * Where the model runs; default `preferredDevice()`: WebGPU on a hardware adapter, the CPU on a
-   * software one (3× faster than llvmpipe here) or none.
+   * software one (slower than the CPU kernels) or none.
    */
   device?: Device;
   /** The executable; default `buildGPT(config)` (build it once to share it between sessions). */

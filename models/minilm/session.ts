@@ -28,7 +28,7 @@ import { type TokenizerJSON, WordPieceTokenizer } from "./tokenizer.ts";
 export interface MiniLMSessionOptions {
   /**
    * Where the model runs; default `preferredDevice()`: WebGPU on a hardware adapter, the CPU on a
-   * software one (3× faster than llvmpipe here) or none.
+   * software one (slower than the CPU kernels) or none.
    */
   device?: Device;
   /** The executable; default `buildMiniLM()` (build it once to share it between sessions). */
