@@ -74,6 +74,8 @@ export { cpu } from "./devices/cpu_device.ts";
 export type { CpuOptions } from "./devices/cpu_device.ts";
 export { webgpu } from "./devices/webgpu/webgpu_device.ts";
 export type { WebGPUDevice } from "./devices/webgpu/webgpu_device.ts";
+export { isSoftwareAdapter, preferredDevice } from "./devices/preferred_device.ts";
+export type { DeviceChoice } from "./devices/preferred_device.ts";
 export type { Storage } from "./devices/storage.ts";
 export type { AttentionKVCache } from "./devices/attention_kv_cache.ts";
 export { PagedKVCache } from "./builtins/kv_state/paged_kv_cache.ts";

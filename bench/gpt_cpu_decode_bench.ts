@@ -33,7 +33,7 @@ const ROUNDS = Deno.args.includes("--quick") ? 4 : 8;
 const STEPS = 32;
 
 await cpuThreadsReady();
-const session = await GPTSession.create(SMALL);
+const session = await GPTSession.create(SMALL, { device: cpu() });
 const fromCache = getGlobalFunc("vm.builtin.param_array_from_cache")!;
 const params = [...(fromCache(PARAM_PREFIX, -1) as Tuple).fields] as NDArray[];
 if (!params.every((p) => p.sealed)) throw new Error("the tensor cache did not seal the weights");

@@ -178,7 +178,7 @@ async function main(): Promise<void> {
     },
   });
   await cpuThreadsReady();
-  const session = await GPTSession.create(SMALL);
+  const session = await GPTSession.create(SMALL, { device: cpu() });
   sides.unshift({
     name: "relaxvm",
     reset: () => session.reset(),

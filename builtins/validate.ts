@@ -107,7 +107,11 @@ export function integerOrBooleanArg(v: unknown, what: string, who: string): numb
  */
 export function tensorArg(v: unknown, what: string, who: string, dtype?: TensorDType): NDArray {
   if (!(v instanceof NDArray)) {
-    throw new TypeError(`${who}: ${what} must be a tensor (NDArray), got ${describe(v)}`);
+    // A JS array is a tuple to the VM (TVM's Array), so `invoke(f, [1, 2])` lands here.
+    const hint = Array.isArray(v)
+      ? "; a JS array is a tuple to the VM: pass tensor([...]) for a tensor"
+      : "";
+    throw new TypeError(`${who}: ${what} must be a tensor (NDArray), got ${describe(v)}${hint}`);
   }
   if (v.disposed) {
     throw new ReferenceError(`${who}: ${what} was used after its memory was released`);

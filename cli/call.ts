@@ -10,13 +10,14 @@
 import {
   cpu,
   type Device,
+  loadTVMPackage,
   TENSOR_DTYPES,
   type TensorDType,
   VirtualMachine,
   webgpu,
 } from "../mod.ts";
 import type { ArgumentSpec, OptionSpec, ParsedArguments } from "./arguments.ts";
-import { importModule, readExecutable } from "./executable_file.ts";
+import { callerPath, importModule, packageDirectory, readExecutable } from "./executable_file.ts";
 import { UsageError } from "./failure.ts";
 import { parseArg } from "./values.ts";
 
@@ -24,7 +25,10 @@ const DTYPES = TENSOR_DTYPES;
 
 /** The positional arguments: the file, the function, its arguments. */
 export const CALL_ARGUMENTS: readonly ArgumentSpec[] = [
-  { name: "file", description: "a .rvm file" },
+  {
+    name: "file",
+    description: "a .rvm file, or a TVM package directory (tools/tvm/export_webgpu.py's output)",
+  },
   { name: "function", description: "the VM function to call" },
   {
     name: "args",
@@ -107,14 +111,22 @@ export async function prepareCall(args: ParsedArguments): Promise<PreparedCall> 
     maxMemoryBytes: limitValue(args, "max-memory"),
   };
   for (const module of args.values("preload")) await importModule(module);
-  const ex = await readExecutable(args.requiredArgument("file"));
+  const file = args.requiredArgument("file");
+  const name = args.requiredArgument("function");
   const dtype = args.value("dtype") as TensorDType;
   const values = args.rest("args").map((a) => parseArg(a, dtype));
+  if (await packageDirectory(file)) {
+    // A TVM package runs where its kernels are compiled, on WebGPU, with its weights passed
+    // after the arguments, as `vm.invoke(f, ...args, ...pkg.params(f))` does.
+    const pkg = await loadTVMPackage(callerPath(file));
+    return { vm: pkg.createVM(limits), function: name, args: [...values, ...pkg.params(name)] };
+  }
+  const ex = await readExecutable(file);
   const device: Device = args.value("device") === "webgpu" ? await webgpu() : cpu();
   return {
     // A file from elsewhere may loop forever or allocate without end: the call is bounded.
     vm: new VirtualMachine(ex, device, limits),
-    function: args.requiredArgument("function"),
+    function: name,
     args: values,
   };
 }

@@ -38,8 +38,40 @@ export function callerPath(path: string): string {
   return resolve(callerDirectory(), path);
 }
 
+/**
+ * Whether `path` is a directory holding a `package.json`: a TVM package, as
+ * `tools/tvm/export_webgpu.py` writes it. Any other directory is a `UsageError`
+ * that says what the command takes; a file (or nothing) is false.
+ */
+export async function packageDirectory(path: string): Promise<boolean> {
+  const full = callerPath(path);
+  let info: Deno.FileInfo;
+  try {
+    info = await Deno.stat(full);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return false; // readExecutable says so
+    throw e;
+  }
+  if (!info.isDirectory) return false;
+  try {
+    return (await Deno.stat(`${full}/package.json`)).isFile;
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+    throw new UsageError(
+      `${path} is a directory without a package.json: give a .rvm file (relaxvm build, ` +
+        `ex.save()), a TVM executable (.tvm), or a TVM package directory ` +
+        `(tools/tvm/export_webgpu.py <model> <dir>)`,
+    );
+  }
+}
+
 /** Reads `path` and loads it; malformed bytes throw `LoadError`. */
 export async function readExecutable(path: string): Promise<Executable> {
+  if (await packageDirectory(path)) {
+    throw new UsageError(
+      `${path} is a TVM package directory: give its executable, ${path}/executable.tvm`,
+    );
+  }
   return Executable.load(await Deno.readFile(callerPath(path)));
 }
 

@@ -77,9 +77,35 @@ function nest(values: readonly (number | bigint)[], shape: readonly number[]): u
   return Array.from({ length: head }, (_, i) => nest(values.slice(i * step, (i + 1) * step), rest));
 }
 
-/** Writes a nested array of numbers as `[[1, 2], [3, 4]]`. */
-function nestedText(v: unknown): string {
-  return Array.isArray(v) ? `[${v.map(nestedText).join(", ")}]` : String(v);
+/** Writes a nested array of numbers as `[[1, 2], [3, 4]]`, each number with `text`. */
+function nestedText(v: unknown, text: (x: unknown) => string = String): string {
+  return Array.isArray(v) ? `[${v.map((x) => nestedText(x, text)).join(", ")}]` : text(v);
+}
+
+/**
+ * The shortest decimal that reads back as the same value of a narrower float format (`round`:
+ * `Math.fround` for float32), as `String` is for a double: the float32 nearest 0.1 prints as `0.1`,
+ * not as the double it widens to, `0.10000000149011612`. Every float32 has one of at most 9
+ * significant digits.
+ */
+export function shortestFloat(v: number, round: (x: number) => number): string {
+  if (!Number.isFinite(v) || v === 0) return Object.is(v, -0) ? "-0" : String(v);
+  for (let digits = 1; digits < 17; digits++) {
+    const shorter = Number(v.toPrecision(digits));
+    if (round(shorter) === v) return String(shorter);
+  }
+  return String(v);
+}
+
+/** How one element of a tensor of `dtype` prints: float32 and float16 by their shortest text. */
+function elementText(dtype: string): (x: unknown) => string {
+  const round = dtype === "float32"
+    ? Math.fround
+    : dtype === "float16" && typeof Math.f16round === "function"
+    ? Math.f16round
+    : undefined;
+  if (round === undefined) return String;
+  return (x) => typeof x === "number" ? shortestFloat(x, round) : String(x);
 }
 
 /** Tensors of more elements print their ends only, as NumPy does (`[0, 1, 2, ..., 7, 8, 9]`). */
@@ -106,7 +132,7 @@ export async function formatValue(value: unknown): Promise<string> {
       return `${formatNested(at, value.shape, { width: Infinity })} ${described}`;
     }
     const data = Array.from({ length: value.size }, (_, i) => at(i));
-    return `${nestedText(nest(data, value.shape))} ${described}`;
+    return `${nestedText(nest(data, value.shape), elementText(value.dtype))} ${described}`;
   }
   if (value instanceof ShapeTuple) return `(${[...value].join(", ")})`;
   if (Array.isArray(value)) {

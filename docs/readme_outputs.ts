@@ -120,8 +120,29 @@ const profileOutput: Output = {
   },
 };
 
+/**
+ * What the REPL prints for the expression on the passage's first line (`> expr`), the way the REPL
+ * prints it (`Deno.inspect`), evaluated in a fresh process with the whole API in scope.
+ */
+const tensorPrint: Output = {
+  name: "tensor-print",
+  async make(readme) {
+    const at = section(readme, "tensor-print")!;
+    const prompt = /^> (.+)$/m.exec(readme.slice(at.start, at.end));
+    if (prompt === null) throw new Error("the tensor-print passage has no `> expression` line");
+    const printed = await runBlock(
+      `import * as relaxvm from "jsr:@relaxvm/relaxvm";\nObject.assign(globalThis, relaxvm);\n` +
+        `console.log(Deno.inspect(await (0, eval)(${JSON.stringify(prompt[1])})));\n`,
+    );
+    return `\n\n\`\`\`text\n> ${prompt[1]}\n${printed.trimEnd()}\n\`\`\`\n\n`;
+  },
+  agrees(current, fresh) {
+    return current.trim() === fresh.trim();
+  },
+};
+
 /** Every generated passage of the README. */
-export const OUTPUTS: readonly Output[] = [bundleSize, profileOutput];
+export const OUTPUTS: readonly Output[] = [bundleSize, profileOutput, tensorPrint];
 
 /** The names of the passages that disagree with what the code makes now. */
 export async function staleOutputs(readme: string): Promise<string[]> {

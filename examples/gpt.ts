@@ -6,7 +6,7 @@
  * second for the prefill and for decoding.
  *
  * ```sh
- * deno run examples/gpt.ts [--device webgpu|cpu] [--model small|tiny]
+ * deno run examples/gpt.ts [--device auto|webgpu|cpu] [--model small|tiny]
  *                          [--prompt-tokens N] [--new-tokens M] [--batch K]
  * ```
  *
@@ -15,27 +15,47 @@
  * tokens) instead of reading the logits back after every token. The weights
  * are deterministic (seeded), written with the tensor-cache writer and
  * loaded by the program with `vm.builtin.tensor_cache.load`; they live in
- * memory (`blob:` URLs), so the example needs no permission. Without a
- * WebGPU adapter it runs on the CPU and says so.
+ * memory (`blob:` URLs), so the example needs no permission. `--device auto`
+ * (the default) runs on WebGPU with a hardware adapter and on the CPU
+ * otherwise (a software adapter is slower than the CPU kernels), and says
+ * which.
  *
  * @module
  */
 
 // deno-lint-ignore no-import-prefix -- the example's own dependency, kept out of the library
 import { decode, encode } from "npm:gpt-tokenizer@4.0.0/encoding/r50k_base";
-import { cpu, type Device, webgpu } from "../mod.ts";
-import { CONFIGS, type GPTConfig } from "../models/gpt/config.ts";
-import { buildGPT } from "../models/gpt/program.ts";
-import { argmax, GPTSession } from "../models/gpt/session.ts";
+import { argmax, buildGPT, CONFIGS, type GPTConfig, GPTSession } from "../models.ts";
 import { paramCount } from "../models/gpt/weights.ts";
+import { chooseDevice, DEVICE_CHOICES } from "./_choose_device.ts";
 
 const USAGE =
-  "usage: deno run examples/gpt.ts [--device webgpu|cpu] [--model small|tiny|text] [--prompt TEXT | --prompt-tokens N] [--new-tokens M] [--batch K]";
+  "usage: deno run examples/gpt.ts [--device auto|webgpu|cpu] [--model small|tiny|text] [--prompt TEXT | --prompt-tokens N] [--new-tokens M] [--batch K]";
 
 /** The command line, with defaults. */
+/**
+ * Ends the process on a command-line problem: the problem and the usage on stderr, exit code 2; or,
+ * with no problem (`--help`), the usage on stdout and exit code 0. Not a thrown error: a stack
+ * trace says nothing to someone who mistyped a flag.
+ */
+function usage(problem?: string): never {
+  if (problem === undefined) {
+    console.log(USAGE);
+    Deno.exit(0);
+  }
+  console.error(`${problem}\n${USAGE}`);
+  Deno.exit(2);
+}
+
+/** Ends the process on arguments that parse but do not fit the model: the reason, exit code 1. */
+function fail(reason: string): never {
+  console.error(reason);
+  Deno.exit(1);
+}
+
 function parseArgs(args: readonly string[]) {
   const options = {
-    device: "webgpu",
+    device: "auto",
     model: "",
     promptTokens: 16,
     newTokens: 32,
@@ -46,23 +66,29 @@ function parseArgs(args: readonly string[]) {
     const value = args[i + 1];
     const integer = () => {
       const n = Number(value);
-      if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${args[i]} needs a count\n${USAGE}`);
+      if (!Number.isSafeInteger(n) || n < 0) usage(`${args[i]} needs a count`);
       i++;
       return n;
     };
     switch (args[i]) {
+      case "--help":
+      case "-h":
+        usage();
+        break;
       case "--device":
-        if (value !== "webgpu" && value !== "cpu") throw new Error(`unknown device\n${USAGE}`);
+        if (!(DEVICE_CHOICES as readonly string[]).includes(value)) {
+          usage(`unknown device ${value}`);
+        }
         options.device = value;
         i++;
         break;
       case "--model":
-        if (!(value in CONFIGS)) throw new Error(`unknown model ${value}\n${USAGE}`);
+        if (!(value in CONFIGS)) usage(`unknown model ${value}`);
         options.model = value;
         i++;
         break;
       case "--prompt":
-        if (value === undefined) throw new Error(`--prompt needs a text\n${USAGE}`);
+        if (value === undefined) usage(`--prompt needs a text`);
         options.prompt = value;
         i++;
         break;
@@ -76,7 +102,7 @@ function parseArgs(args: readonly string[]) {
         options.batch = integer();
         break;
       default:
-        throw new Error(`unknown argument ${args[i]}\n${USAGE}`);
+        usage(`unknown argument ${args[i]}`);
     }
   }
   options.model ||= options.prompt === undefined ? "small" : "text";
@@ -97,32 +123,20 @@ const prompt = options.prompt !== undefined
 options.promptTokens = prompt.length;
 const outside = prompt.find((id) => id >= config.vocab);
 if (outside !== undefined) {
-  throw new Error(
+  fail(
     `the prompt's token ${outside} (${text([outside])}) is outside gpt-${config.name}'s ` +
       `vocabulary of ${config.vocab}: use --model text`,
   );
 }
 if (options.promptTokens < 1 || options.promptTokens + options.newTokens > config.context) {
-  throw new Error(
+  fail(
     `the prompt (at least 1 token) and the new tokens must fit the context of ${config.context}`,
   );
 }
 
-let device: Device = cpu();
-if (options.device === "webgpu") {
-  try {
-    device = await webgpu();
-  } catch (e) {
-    console.log(`webgpu: not available here (${(e as Error).message}); running on the CPU`);
-  }
-}
-const where = device.kind === "webgpu"
-  ? `webgpu (${
-    (device as Awaited<ReturnType<typeof webgpu>>).adapter.info.description || "adapter"
-  })`
-  : "cpu";
+const device = await chooseDevice(options.device);
 console.log(
-  `gpt-${config.name} on ${where}: ${config.layers} layers, d_model ${config.dModel}, ` +
+  `gpt-${config.name} on ${device.kind}: ${config.layers} layers, d_model ${config.dModel}, ` +
     `${config.heads} heads, vocab ${config.vocab}, context ${config.context}, ` +
     `${(paramCount(config) / 1e6).toFixed(1)}M parameters`,
 );

@@ -1,28 +1,30 @@
 /**
  * Semantic search with a real sentence-embedding model: all-MiniLM-L6-v2
  * (`models/minilm/`, its trained weights loaded from a tensor cache) embeds
- * a small corpus once, then each query, and prints the corpus sentences
- * ranked by cosine similarity to the query.
+ * a corpus once, then each query, and prints the corpus sentences ranked by
+ * cosine similarity to the query. The corpus is 24 sentences of its own, or
+ * yours: `--corpus FILE` (one sentence a line; `-` reads them from stdin).
  *
  * ```sh
- * deno run --allow-read=.weights examples/semantic_search.ts [--device webgpu|cpu] [--top K] [query …]
+ * deno run --allow-read=.weights examples/semantic_search.ts [--device auto|webgpu|cpu] [--top K] [--corpus FILE|-] [query …]
  * ```
  *
+ * A corpus file needs read permission too: `--allow-read=.weights,notes.txt`.
  * The weights are not in the repository; get them once with
- * `bash tools/fetch_weights.sh`.
- * Without a WebGPU adapter it runs on the CPU and says so.
+ * `bash tools/fetch_weights.sh`. `--device auto` (the default) runs on WebGPU
+ * with a hardware adapter and on the CPU otherwise, and says which.
  *
  * @module
  */
 
-import { cpu, type Device, webgpu } from "../mod.ts";
-import { cosine, MiniLMSession } from "../models/minilm/session.ts";
+import { cosine, MiniLMSession } from "../models.ts";
+import { chooseDevice, DEVICE_CHOICES } from "./_choose_device.ts";
 
 const USAGE =
-  "usage: deno run --allow-read=.weights examples/semantic_search.ts [--device webgpu|cpu] [--top K] [query …]";
+  "usage: deno run --allow-read=.weights examples/semantic_search.ts [--device auto|webgpu|cpu] [--top K] [--corpus FILE|-] [query …]";
 const WEIGHTS = new URL("../.weights/all-MiniLM-L6-v2/", import.meta.url);
 
-const CORPUS = [
+const BUILT_IN_CORPUS = [
   "A man is eating food.",
   "A man is eating a piece of bread.",
   "The girl is carrying a baby.",
@@ -57,20 +59,39 @@ const DEFAULT_QUERIES = [
   "news about space exploration",
 ];
 
+/**
+ * Ends the process on a command-line problem: the problem and the usage on stderr, exit code 2; or,
+ * with no problem (`--help`), the usage on stdout and exit code 0. Not a thrown error: a stack
+ * trace says nothing to someone who mistyped a flag.
+ */
+function usage(problem?: string): never {
+  if (problem === undefined) {
+    console.log(USAGE);
+    Deno.exit(0);
+  }
+  console.error(`${problem}\n${USAGE}`);
+  Deno.exit(2);
+}
+
 function parseArgs(args: readonly string[]) {
-  const options = { device: "webgpu", top: 3, queries: [] as string[] };
+  const options = { device: "auto", top: 3, corpus: "", queries: [] as string[] };
   for (let i = 0; i < args.length; i++) {
-    if (args[i] === "--device") {
-      if (args[i + 1] !== "webgpu" && args[i + 1] !== "cpu") {
-        throw new Error(`unknown device\n${USAGE}`);
+    if (args[i] === "--help" || args[i] === "-h") {
+      usage();
+    } else if (args[i] === "--device") {
+      if (!(DEVICE_CHOICES as readonly string[]).includes(args[i + 1])) {
+        usage(`unknown device ${args[i + 1]}`);
       }
       options.device = args[++i];
+    } else if (args[i] === "--corpus") {
+      if (args[i + 1] === undefined) usage("--corpus needs a file (or - for stdin)");
+      options.corpus = args[++i];
     } else if (args[i] === "--top") {
       const k = Number(args[++i]);
-      if (!Number.isSafeInteger(k) || k < 1) throw new Error(`--top needs a count\n${USAGE}`);
+      if (!Number.isSafeInteger(k) || k < 1) usage(`--top needs a count`);
       options.top = k;
     } else if (args[i].startsWith("--")) {
-      throw new Error(`unknown argument ${args[i]}\n${USAGE}`);
+      usage(`unknown argument ${args[i]}`);
     } else {
       options.queries.push(args[i]);
     }
@@ -90,14 +111,30 @@ try {
   Deno.exit(1);
 }
 
-let device: Device = cpu();
-if (options.device === "webgpu") {
+/** The sentences of `--corpus`: one a line, blank lines skipped. */
+async function readCorpus(path: string): Promise<string[]> {
+  let text: string;
   try {
-    device = await webgpu();
+    text = path === "-"
+      ? await new Response(Deno.stdin.readable).text()
+      : await Deno.readTextFile(path);
   } catch (e) {
-    console.log(`webgpu: not available here (${(e as Error).message}); running on the CPU`);
+    const hint = e instanceof Deno.errors.NotCapable
+      ? ` (give it read permission: --allow-read=.weights,${path})`
+      : "";
+    console.error(`cannot read the corpus ${path}: ${(e as Error).message}${hint}`);
+    Deno.exit(1);
   }
+  const sentences = text.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== "");
+  if (sentences.length === 0) {
+    console.error(`the corpus ${path} has no sentences (one a line)`);
+    Deno.exit(1);
+  }
+  return sentences;
 }
+
+const CORPUS = options.corpus === "" ? BUILT_IN_CORPUS : await readCorpus(options.corpus);
+const device = await chooseDevice(options.device);
 
 const t0 = performance.now();
 const session = await MiniLMSession.create(WEIGHTS, { device });

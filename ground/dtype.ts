@@ -141,6 +141,11 @@ export const TENSOR_DTYPES: readonly TensorDType[] = Object.freeze(
   Object.keys(TYPED_ARRAYS) as TensorDType[],
 );
 
+/** The valid names, for the messages of a dtype string that is not one (a typo, user input). */
+const DTYPE_NAMES_TEXT = `a dtype is one of ${
+  TENSOR_DTYPES.join(", ")
+}, uint64, or one of these with vector lanes (float32x4)`;
+
 /** The TypedArrays whose elements are numbers: every dtype's storage but int64's. */
 export type NumberArray =
   | Float32Array
@@ -203,7 +208,7 @@ export class DataType {
   /** Parses a TVM dtype string: `float32`, `int64`, `uint8`, `bool`, `bfloat16`, `float32x4`. */
   static parse(text: string): DataType {
     const m = /^(int|uint|float|bfloat|bool)(\d*)(?:x(\d+))?$/.exec(text);
-    if (m === null) throw new TypeError(`Unknown dtype "${text}"`);
+    if (m === null) throw new TypeError(`Unknown dtype "${text}": ${DTYPE_NAMES_TEXT}`);
     const [, kind, bitsText, lanesText] = m;
     const code = kind === "int"
       ? DTypeCode.Int
@@ -221,7 +226,7 @@ export class DataType {
       ![8, 16, 32, 64].includes(bits) || (kind === "bool" && bits !== 8) ||
       (kind === "bfloat" && bits !== 16)
     ) {
-      throw new TypeError(`Unsupported dtype "${text}": ${bits} bits`);
+      throw new TypeError(`Unsupported dtype "${text}": ${bits} bits; ${DTYPE_NAMES_TEXT}`);
     }
     return new DataType(code, bits, lanesText === undefined ? 1 : Number(lanesText));
   }
@@ -281,7 +286,11 @@ export function dtype(text: DTypeName): DataType {
 /** Normalizes a dtype given as a string or a `DataType` to a tensor dtype string. */
 export function tensorDType(value: DTypeName | string | DataType): TensorDType {
   const text = typeof value === "string" ? DataType.parse(value).toString() : value.toString();
-  if (!(text in TYPED_ARRAYS)) throw new TypeError(`Tensors of dtype "${text}" are not supported`);
+  if (!(text in TYPED_ARRAYS)) {
+    throw new TypeError(
+      `Tensors of dtype "${text}" are not supported: tensors are ${TENSOR_DTYPES.join(", ")}`,
+    );
+  }
   return text as TensorDType;
 }
 

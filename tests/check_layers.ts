@@ -3,6 +3,7 @@
  *
  * ```text
  * cli                                   the command line tool
+ * models, models.ts                     models written with the DSL (an entry point of their own)
  * mod.ts, runtime.ts, testing.ts        entry points: install builtins, export the API
  * tvm                                   TVM-compiled packages: WGSL kernels, host plans
  * builtins ──▶ kernels                  vm.* packed functions; per-device op kernels
@@ -47,6 +48,8 @@ export const ALLOWED_IMPORTS: Readonly<Record<string, readonly string[]>> = {
   tvm: ["ground", "devices", "program", "vm", "kernels", "builtins"],
   entry: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "tvm"],
   cli: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "tvm", "entry"],
+  // The models use the public API only: what an application writing its own model may use.
+  models: ["entry"],
 };
 
 /**
@@ -71,6 +74,7 @@ const DENO_ALLOWED = new Set(["cli"]);
 /** The layer of a repository-relative path, or undefined outside the library. */
 export function layerOf(path: string): string | undefined {
   if (path === "mod.ts" || path === "runtime.ts" || path === "testing.ts") return "entry";
+  if (path === "models.ts") return "models";
   const top = path.split("/")[0];
   return top in ALLOWED_IMPORTS ? top : undefined;
 }
@@ -98,7 +102,7 @@ export async function libraryFiles(root: URL): Promise<string[]> {
       if (!(error instanceof Deno.errors.NotFound)) throw error;
     }
   }
-  for (const entry of ENTRY_POINTS) files.push(entry);
+  for (const entry of [...ENTRY_POINTS, "models.ts"]) files.push(entry);
   return files.sort();
 }
 

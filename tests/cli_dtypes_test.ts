@@ -2,7 +2,7 @@
 // (beyond 2^53 too), and results printed with bigints as integers.
 import { assertEquals } from "@std/assert";
 import { ExecBuilder, type NDArray, tensor } from "../mod.ts";
-import { formatValue, parseArg } from "../cli/values.ts";
+import { formatValue, parseArg, shortestFloat } from "../cli/values.ts";
 
 Deno.test("relaxvm run: --dtype int64 reads integers exactly", () => {
   const t = parseArg("[[9007199254740993, -1], [2, 3]]", "int64") as NDArray;
@@ -57,4 +57,19 @@ Deno.test("relaxvm run: an int64 program end to end", async () => {
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("relaxvm run: float32 and float16 results print by their shortest text, not the double's 17 digits", async () => {
+  using f = tensor([0.1, 0.2 + 0.1, 1 / 3, -0, 1e-45, 3.4028234663852886e38, 16777216, 1.5]);
+  assertEquals(
+    await formatValue(f),
+    "[0.1, 0.3, 0.33333334, -0, 1e-45, 3.4028235e+38, 16777216, 1.5] (float32, shape [8])",
+  );
+  using h = tensor([0.1, 1 / 3, 65504], { dtype: "float16" });
+  // 65500 reads back as float16's 65504, and is how NumPy prints it.
+  assertEquals(await formatValue(h), "[0.1, 0.3333, 65500] (float16, shape [3])");
+  // Each printed text reads back as the same float32, for every float32 of a sample.
+  const bits = new Uint32Array(10_000).map((_, i) => (Math.imul(i, 2654435761) >>> 0) & 0x7f7fffff);
+  const values = new Float32Array(bits.buffer);
+  for (const v of values) assertEquals(Math.fround(Number(shortestFloat(v, Math.fround))), v);
 });

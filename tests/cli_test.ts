@@ -350,3 +350,34 @@ registerFunc("test.funcs.bare", (x: number) => x, { override: true });
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("cli: run takes a TVM package directory (its weights after the arguments); another directory says what run takes", async () => {
+  const notPackage = await relaxvm("run", "testdata", "forward");
+  assertFailure(notPackage, "testdata is a directory without a package.json: give a .rvm file");
+  assertFailure(
+    await relaxvm("dump", "testdata/tvm_webgpu/mlp"),
+    "testdata/tvm_webgpu/mlp is a TVM package directory: give its executable",
+  );
+  if ((await navigator.gpu?.requestAdapter()) == null) return; // the package runs on WebGPU
+  const dir = new URL("testdata/tvm_webgpu/mlp/", ROOT);
+  const reference = JSON.parse(await Deno.readTextFile(new URL("reference.json", dir)));
+  const floats = (
+    b64: string,
+  ) => [...new Float32Array(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)).buffer)];
+  const { inputs: [input], output } = reference.cases[0];
+  const result = await relaxvm(
+    "run",
+    "testdata/tvm_webgpu/mlp",
+    "forward",
+    JSON.stringify([floats(input.base64)]),
+  );
+  assertEquals(result.code, 0, result.stderr);
+  const printed = /^\[\[(.*)\]\] \(float32, shape \[1, 8\]\)$/.exec(result.stdout.trim());
+  assert(printed !== null, result.stdout);
+  const got = printed![1].split(", ").map(Number);
+  const want = floats(output.base64);
+  assertEquals(got.length, want.length);
+  got.forEach((v, i) =>
+    assert(Math.abs(v - want[i]) < 1e-4, `element ${i}: ${v} vs TVM's ${want[i]}`)
+  );
+});

@@ -111,3 +111,24 @@ Deno.test("first run: deno task repl fetches nothing and runs with npm unreachab
   assertStringIncludes(run.out, "2,2|ok");
   assert(!run.out.includes("Uncaught"), run.out);
 });
+
+Deno.test("first run: deno task bundle and web install only what the browser build imports", async () => {
+  // The repository's deno.lock pins every peer of the tests and benchmarks (onnxruntime-node
+  // alone is 288 MB): run with it, the browser build downloaded 574 MB from an empty cache.
+  const config = JSON.parse(await Deno.readTextFile(new URL("deno.json", ROOT)));
+  for (const task of ["bundle", "web"]) {
+    const command: string = config.tasks[task];
+    const lock = / --lock=(\S+) --frozen /.exec(command);
+
+    assertEquals(lock?.[1], "web/tools.deno.lock", command);
+  }
+  const lock = JSON.parse(await Deno.readTextFile(new URL("web/tools.deno.lock", ROOT)));
+  // What web/bundle.ts and web/serve.ts import from npm, and nothing else.
+  const imported = new Set<string>();
+  for (const file of ["web/bundle.ts", "web/serve.ts"]) {
+    const source = await Deno.readTextFile(new URL(file, ROOT));
+    for (const m of source.matchAll(/from "(npm:[^"/]+(?:\/[^"/@]+)?@[\d.]+)/g)) imported.add(m[1]);
+  }
+  assertEquals(Object.keys(lock.specifiers).sort(), [...imported].sort());
+  assertEquals(Object.keys(lock.specifiers), ["npm:esbuild@0.28.2"]);
+});

@@ -8,6 +8,7 @@
  */
 
 import { assert, assertEquals, assertMatch } from "@std/assert";
+import { preferredDevice } from "../mod.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
@@ -54,7 +55,7 @@ Deno.test("examples/gpt.ts generates the same tokens on the CPU, on WebGPU and w
   assert(tokens.every((t) => Number.isInteger(t) && t >= 0 && t < 512), `${tokens}`);
 
   const onGpu = await runGpt("--device", "webgpu", ...args);
-  assert(onGpu.includes("on webgpu") || onGpu.includes("webgpu: not available here"), onGpu);
+  assert(onGpu.includes("on webgpu") || onGpu.includes("WebGPU is not available here"), onGpu);
   assertEquals(generated(onGpu), tokens);
 
   const batched = await runGpt("--device", "cpu", "--batch", "4", ...args);
@@ -116,4 +117,36 @@ Deno.test("examples/gpt.ts refuses prompt tokens outside the model's vocabulary"
     new TextDecoder().decode(stderr),
     /token 7454 \("Once"\) is outside gpt-tiny's vocabulary of 512: use --model text/,
   );
+});
+
+Deno.test("examples/gpt.ts and semantic_search.ts: --help prints the usage, a bad flag says what is wrong, neither throws", async () => {
+  for (const example of ["examples/gpt.ts", "examples/semantic_search.ts"]) {
+    const run = async (...args: string[]) => {
+      const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "--no-prompt", "--allow-read=.weights", example, ...args],
+        cwd: ROOT,
+        env: { NO_COLOR: "1" },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      return { code, out: new TextDecoder().decode(stdout), err: new TextDecoder().decode(stderr) };
+    };
+    const help = await run("--help");
+    assertEquals([help.code, help.err], [0, ""], `${example} --help`);
+    assertMatch(help.out, new RegExp(`^usage: deno run .*${example}`, "m"));
+    const bad = await run("--device", "tpu");
+    assertEquals(bad.code, 2, `${example} --device tpu: ${bad.err}`);
+    assertMatch(bad.err, /^unknown device tpu\nusage: deno run /);
+    assert(!/Uncaught|\n {4}at /.test(bad.err + help.err), bad.err + help.err);
+  }
+});
+
+Deno.test("examples/gpt.ts runs on the faster device by default, says which and why, and how to choose", async () => {
+  // WebGPU on a hardware adapter; the CPU on a software one (llvmpipe here) or none.
+  const { device, reason } = await preferredDevice();
+  const out = await runGpt("--prompt-tokens", "3", "--new-tokens", "2");
+  const line = out.split("\n").find((l) => l.startsWith("device: ")) ?? out;
+  assert(line.startsWith(`device: ${device.kind}`), line);
+  assert(line.endsWith(`: ${reason} (choose with --device auto|webgpu|cpu)`), line);
+  assertMatch(out, new RegExp(`^gpt-tiny on ${device.kind}: `, "m"));
 });

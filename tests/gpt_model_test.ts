@@ -60,8 +60,12 @@ Deno.test("cpu: gpt weights dumped to a directory load like the ones published i
   );
   try {
     await dumpTensorCache(tensors, dir, { shardCapMB: 1 }); // several shards
-    const fromDir = await GPTSession.create(TINY, { weights: dir, executable: tinyExecutable() });
-    const inMemory = await GPTSession.create(TINY, { executable: tinyExecutable() });
+    const fromDir = await GPTSession.create(TINY, {
+      weights: dir,
+      executable: tinyExecutable(),
+      device: cpu(),
+    });
+    const inMemory = await GPTSession.create(TINY, { executable: tinyExecutable(), device: cpu() });
     const a = await fromDir.prefill(prompt(7));
     const b = await inMemory.prefill(prompt(7));
     assertEquals(a, b);
@@ -95,8 +99,8 @@ Deno.test("cpu: the gpt executable saved as bytes and loaded back runs the same"
   const loaded = Executable.load(ex.save());
   assertEquals(loaded.save(), ex.save());
   assertEquals(loaded.function_names, ex.function_names);
-  const a = await GPTSession.create(TINY, { executable: ex });
-  const b = await GPTSession.create(TINY, { executable: loaded, mode: "compiled" });
+  const a = await GPTSession.create(TINY, { executable: ex, device: cpu() });
+  const b = await GPTSession.create(TINY, { executable: loaded, mode: "compiled", device: cpu() });
   assertEquals(await b.prefill(prompt(5)), await a.prefill(prompt(5)));
   assertEquals(await b.decode(3), await a.decode(3));
   a.dispose();

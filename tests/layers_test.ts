@@ -14,6 +14,7 @@ const COPIED = [
   "mod.ts",
   "runtime.ts",
   "testing.ts",
+  "models.ts",
   "deno.json",
 ];
 
@@ -131,5 +132,22 @@ Deno.test("layers: the page table importing anything is found (it is pure)", asy
   });
   assertEquals(found, [
     "builtins/kv_state/page_table.ts is pure and imports ground/dtype.ts: it may import only []",
+  ]);
+});
+
+Deno.test("layers: models/ is a layer that uses the public API only, and no Deno.*", async () => {
+  const found = await violationsAfter(async (root) => {
+    await Deno.writeTextFile(
+      new URL("models/minilm/reaches_in.ts", root),
+      'import { VirtualMachine } from "../../vm/virtual_machine.ts";\nexport const vm = VirtualMachine;\n',
+    );
+    await Deno.writeTextFile(
+      new URL("models/gpt/reads_file.ts", root),
+      'import { cpu } from "../../mod.ts";\nexport const f = () => [cpu(), Deno.readFile("x")];\n',
+    );
+  });
+  assertEquals(found, [
+    "models/gpt/reads_file.ts uses Deno.*; only cli/ may (the library runs in browsers)",
+    "models/minilm/reaches_in.ts (models) imports vm/virtual_machine.ts (vm): not allowed",
   ]);
 });

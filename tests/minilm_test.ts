@@ -8,7 +8,7 @@
  * @module
  */
 
-import { assertEquals, assertRejects } from "@std/assert";
+import { assertEquals, assertMatch, assertRejects } from "@std/assert";
 import { cpu, tensor } from "../mod.ts";
 import { MINILM_L6 } from "../models/minilm/config.ts";
 import { MiniLMSession } from "../models/minilm/session.ts";
@@ -31,7 +31,7 @@ register(
   async () => {
     requireWeights();
     const ref = await readReference();
-    const session = await MiniLMSession.create(MINILM_DIR);
+    const session = await MiniLMSession.create(MINILM_DIR, { device: cpu() });
     try {
       ref.sentences.forEach((s, i) => {
         assertEquals(
@@ -54,7 +54,7 @@ register(
   async () => {
     requireWeights();
     const ref = await readReference();
-    const session = await MiniLMSession.create(MINILM_DIR);
+    const session = await MiniLMSession.create(MINILM_DIR, { device: cpu() });
     try {
       // Short sentences next to a longer one: they are padded, and the mask must hide it.
       const picks = [13, 0, 30, 59, 120].map((i) => ref.ids[i]);
@@ -75,7 +75,7 @@ register(
   "cpu: minilm rejects a mask of another shape and ids out of the vocabulary, and stays usable",
   async () => {
     requireWeights();
-    const session = await MiniLMSession.create(MINILM_DIR);
+    const session = await MiniLMSession.create(MINILM_DIR, { device: cpu() });
     try {
       const params = await session.vm.invoke("load_params", MINILM_DIR.href, 1, 0);
       using ids = tensor(new Int32Array([101, 7592, 102]), { shape: [1, 3], dtype: "int32" });
@@ -147,3 +147,52 @@ register("examples/semantic_search.ts ranks the corpus for each query", async ()
     "The spacecraft entered orbit around Mars after a seven-month journey.",
   );
 });
+
+register(
+  "examples/semantic_search.ts --corpus ranks your own sentences, from a file or stdin",
+  async () => {
+    requireWeights();
+    const corpus =
+      "The cat sleeps on the sofa.\nInterest rates went up again.\n\nA recipe for sourdough bread.\n";
+    const file = await Deno.makeTempFile({ suffix: ".txt" });
+    try {
+      await Deno.writeTextFile(file, corpus);
+      for (const [from, stdin] of [[file, ""], ["-", corpus]]) {
+        const child = new Deno.Command(Deno.execPath(), {
+          args: [
+            "run",
+            "--no-prompt",
+            `--allow-read=.weights,${file}`,
+            "examples/semantic_search.ts",
+            "--device",
+            "cpu",
+            "--top",
+            "1",
+            "--corpus",
+            from,
+            "How do I bake bread?",
+            "monetary policy",
+          ],
+          cwd: new URL("../", import.meta.url),
+          stdin: "piped",
+          stdout: "piped",
+          stderr: "piped",
+        }).spawn();
+        const writer = child.stdin.getWriter();
+        await writer.write(new TextEncoder().encode(stdin));
+        await writer.close();
+        const { code, stdout, stderr } = await child.output();
+        const out = new TextDecoder().decode(stdout);
+        assertEquals(code, 0, new TextDecoder().decode(stderr));
+        assertMatch(out, /3 sentences embedded/);
+        assertMatch(
+          out,
+          /query: How do I bake bread\?\n +0\.\d{3} +A recipe for sourdough bread\./,
+        );
+        assertMatch(out, /query: monetary policy\n +0\.\d{3} +Interest rates went up again\./);
+      }
+    } finally {
+      await Deno.remove(file);
+    }
+  },
+);

@@ -1,6 +1,7 @@
 /**
  * The README's generated figures and sample outputs (docs/readme_outputs.ts) agree with what the
- * code makes now: the bundle size within 10%, the profile sample row for row (times aside).
+ * code makes now: the bundle size within 10%, the profile sample row for row (times aside), the
+ * REPL's print of a 64×64 tensor exactly.
  * `deno task readme` rewrites them.
  */
 
@@ -22,7 +23,12 @@ Deno.test("README: the checks can fail: a wrong size and a changed profile row a
   const wrongCalls = readme.slice(0, profile.start) +
     body.replace(/(vm\.op\.softmax +packed +)1/, "$12") + readme.slice(profile.end);
   assert(wrongCalls !== readme, "the sample has a vm.op.softmax row");
+  const print = section(readme, "tensor-print")!;
+  const fewerRows = readme.slice(0, print.start) +
+    readme.slice(print.start, print.end).replace(/^ \[ 128,.*\n/m, "") + readme.slice(print.end);
+  assert(fewerRows !== readme, "the tensor print shows the row starting at 128");
   assertEquals(await staleOutputs(tooSmall), ["bundle-size"]);
   assertEquals(await staleOutputs(wrongCalls), ["profile-output"]);
-  assertEquals(OUTPUTS.map((o) => o.name), ["bundle-size", "profile-output"]);
+  assertEquals(await staleOutputs(fewerRows), ["tensor-print"]);
+  assertEquals(OUTPUTS.map((o) => o.name), ["bundle-size", "profile-output", "tensor-print"]);
 });

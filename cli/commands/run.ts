@@ -1,7 +1,8 @@
 /**
  * `relaxvm run <file.rvm> <function> [args...]`: loads an executable, runs
  * one VM function (on the CPU, or on WebGPU with `--device webgpu`) and
- * prints the result.
+ * prints the result. The file may be a TVM package directory, which runs on
+ * WebGPU with its weights passed after the arguments.
  *
  * @module
  */

@@ -12,11 +12,11 @@
 
 import {
   type AttentionKVCache,
-  cpu,
   type Device,
   type Executable,
   getGlobalFunc,
   type NDArray,
+  preferredDevice,
   tensor,
   VirtualMachine,
 } from "../../mod.ts";
@@ -26,7 +26,10 @@ import { encodeWeights, makeWeights, publishInMemory } from "./weights.ts";
 
 /** Options of `GPTSession.create`. */
 export interface GPTSessionOptions {
-  /** Where the model runs; default `cpu()`. */
+  /**
+   * Where the model runs; default `preferredDevice()`: WebGPU on a hardware adapter, the CPU on a
+   * software one (slower than the CPU kernels) or none.
+   */
   device?: Device;
   /** The executable; default `buildGPT(config)` (build it once to share it between sessions). */
   executable?: Executable;
@@ -48,7 +51,25 @@ export interface SamplingOptions {
   random?: () => number;
 }
 
-/** A model loaded on a device, with its KV caches and the number of tokens they hold. */
+/**
+ * A model loaded on a device, with its KV caches and the number of tokens they hold.
+ *
+ * @example Generate greedily from a prompt of token ids (the weights are seeded random numbers)
+ * ```ts
+ * import { argmax, GPTSession, TINY } from "@relaxvm/relaxvm/models";
+ * import { assertEquals } from "@std/assert";
+ *
+ * const session = await GPTSession.create(TINY);
+ * let logits = await session.prefill([1, 2, 3]);
+ * const generated: number[] = [];
+ * for (let i = 0; i < 4; i++) {
+ *   generated.push(argmax(logits));
+ *   logits = await session.decode(generated[i]);
+ * }
+ * assertEquals(generated.length, 4);
+ * session.dispose();
+ * ```
+ */
 export class GPTSession {
   /** The configuration. */
   readonly config: GPTConfig;
@@ -75,7 +96,7 @@ export class GPTSession {
 
   /** Builds (or takes) the executable, loads the weights on `device` and creates the caches. */
   static async create(config: GPTConfig, options: GPTSessionOptions = {}): Promise<GPTSession> {
-    const device = options.device ?? cpu();
+    const device = options.device ?? (await preferredDevice()).device;
     const ex = options.executable ?? buildGPT(config);
     let url = options.weights, revoke = () => {};
     let granted = url === undefined ? [] : [url];

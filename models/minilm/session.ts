@@ -13,10 +13,10 @@
  */
 
 import {
-  cpu,
   type Device,
   type Executable,
   type NDArray,
+  preferredDevice,
   tensor,
   VirtualMachine,
 } from "../../mod.ts";
@@ -26,7 +26,10 @@ import { type TokenizerJSON, WordPieceTokenizer } from "./tokenizer.ts";
 
 /** Options of `MiniLMSession.create`. */
 export interface MiniLMSessionOptions {
-  /** Where the model runs; default `cpu()`. */
+  /**
+   * Where the model runs; default `preferredDevice()`: WebGPU on a hardware adapter, the CPU on a
+   * software one (slower than the CPU kernels) or none.
+   */
   device?: Device;
   /** The executable; default `buildMiniLM()` (build it once to share it between sessions). */
   executable?: Executable;
@@ -55,7 +58,25 @@ export function padBatch(batch: readonly (readonly number[])[], padId = 0): Padd
   return { ids, mask, rows, length };
 }
 
-/** all-MiniLM-L6-v2 loaded on a device, with its tokenizer. */
+/**
+ * all-MiniLM-L6-v2 loaded on a device, with its tokenizer: sentences in, unit vectors of 384
+ * numbers out, compared with `cosine`.
+ *
+ * @example Rank your own sentences against a query
+ * ```ts
+ * import { cosine, MiniLMSession } from "@relaxvm/relaxvm/models";
+ *
+ * if (import.meta.main) { // needs the weights: bash tools/fetch_weights.sh
+ *   const session = await MiniLMSession.create(new URL("./.weights/all-MiniLM-L6-v2/", import.meta.url));
+ *   const corpus = ["Knead the dough, then bake it.", "Stocks fell sharply.", "It will rain."];
+ *   const [query, ...vectors] = await session.embed(["How do I make bread?", ...corpus]);
+ *   const ranked = corpus.map((s, i) => ({ s, score: cosine(query, vectors[i]) }))
+ *     .sort((a, b) => b.score - a.score);
+ *   console.log(session.device.kind, ranked[0].s); // the bread sentence first
+ *   session.dispose();
+ * }
+ * ```
+ */
 export class MiniLMSession {
   /** The VM running the program. */
   readonly vm: VirtualMachine;
@@ -86,7 +107,7 @@ export class MiniLMSession {
     const response = await fetch(tokenizerUrl);
     if (!response.ok) throw new Error(`${tokenizerUrl}: HTTP ${response.status}`);
     const tokenizer = new WordPieceTokenizer(await response.json() as TokenizerJSON);
-    const device = options.device ?? cpu();
+    const device = options.device ?? (await preferredDevice()).device;
     // The program loads its weights itself: the VM grants it exactly that directory.
     const vm = new VirtualMachine(options.executable ?? buildMiniLM(), device, {
       tensorCacheRoots: [base.href],

@@ -4,17 +4,24 @@
  * package: the well-kept JavaScript ones (`@huggingface/transformers`,
  * `tokenizers` bindings) pull in a whole inference stack or native code,
  * while the algorithm is a page. It follows the Rust `tokenizers` crate
- * step by step, and `tests/minilm_test.ts` checks its ids against that
- * crate's for every reference sentence:
+ * step by step; `tests/minilm_tokenizer_test.ts` checks its ids against
+ * that crate's on every code point (alone and between two letters) and on
+ * seeded random strings, and `tests/minilm_test.ts` on every reference
+ * sentence:
  *
  * 1. Added tokens (`[CLS]`, `[SEP]`, … in the text) are split off first and
  *    map to their ids unchanged.
- * 2. `BertNormalizer`: drop NUL, U+FFFD and other-category characters
- *    (control, format, unassigned, private use) except tab/CR/LF, turn
- *    whitespace into spaces, put spaces around CJK ideographs, strip
- *    accents (NFD, drop non-spacing marks) and lowercase each character.
+ * 2. `BertNormalizer`: drop NUL, U+FFFD, controls (U+0085 too), format
+ *    characters and private use (unassigned code points stay), turn
+ *    whitespace into spaces, put spaces around CJK ideographs, strip accents
+ *    (NFD, drop non-spacing marks) and lowercase each character.
  * 3. `BertPreTokenizer`: split on whitespace, and make every punctuation
  *    character (ASCII punctuation or Unicode `P*`) a word of its own.
+ *
+ * The classes of steps 2 and 3 are `tokenizers`' own (unicode_classes.ts,
+ * read from what it does with each code point), not the engine's `\p{…}`:
+ * its Unicode tables are older, so a mark or format character assigned
+ * since is text to it, and engines differ in their Unicode version.
  * 4. `WordPiece`: longest-match-first over the vocabulary, later pieces
  *    prefixed `##`; a word with no split, or longer than 100 characters,
  *    becomes `[UNK]`.
@@ -23,8 +30,11 @@
  * @module
  */
 
+import { DROPPED, ISOLATED, SPACE } from "./unicode_classes.ts";
+
 /** The parts of `tokenizer.json` this tokenizer reads. */
 export interface TokenizerJSON {
+  /** The WordPiece model: its vocabulary and settings. */
   model: {
     type: string;
     vocab: Record<string, number>;
@@ -32,14 +42,26 @@ export interface TokenizerJSON {
     continuing_subword_prefix: string;
     max_input_chars_per_word: number;
   };
+  /** Tokens matched in the text before anything else (`[CLS]`, `[SEP]`, …). */
   added_tokens?: { id: number; content: string }[];
+  /** The normalizer; only `lowercase` is read (default true). */
   normalizer?: { type: string; lowercase?: boolean } | null;
 }
 
-const OTHER = /\p{C}/u;
-const WHITESPACE = /\p{White_Space}/u;
-const PUNCTUATION = /\p{P}/u;
-const NONSPACING_MARK = /\p{Mn}/gu;
+/** Whether `cp` is in `ranges` (sorted inclusive [first, last] pairs): a binary search. */
+function within(ranges: readonly number[], cp: number): boolean {
+  let lo = 0, hi = ranges.length / 2 - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (cp < ranges[2 * mid]) hi = mid - 1;
+    else if (cp > ranges[2 * mid + 1]) lo = mid + 1;
+    else return true;
+  }
+  return false;
+}
+
+const isSpace = (cp: number) => within(SPACE, cp);
+const isDropped = (cp: number) => within(DROPPED, cp);
 
 /** The CJK ideograph blocks BERT isolates (as `tokenizers`' `is_chinese_char`). */
 function isChinese(cp: number): boolean {
@@ -49,11 +71,10 @@ function isChinese(cp: number): boolean {
     (cp >= 0xf900 && cp <= 0xfaff) || (cp >= 0x2f800 && cp <= 0x2fa1f);
 }
 
-function isPunctuation(ch: string): boolean {
-  const cp = ch.codePointAt(0)!;
+function isPunctuation(cp: number): boolean {
   const ascii = (cp >= 33 && cp <= 47) || (cp >= 58 && cp <= 64) || (cp >= 91 && cp <= 96) ||
     (cp >= 123 && cp <= 126);
-  return ascii || PUNCTUATION.test(ch);
+  return ascii || within(ISOLATED, cp);
 }
 
 /** A WordPiece tokenizer with its vocabulary. */
@@ -72,6 +93,7 @@ export class WordPieceTokenizer {
   /** Id of `[PAD]`, which fills padded batches. */
   readonly pad: number;
 
+  /** Reads the parts of a parsed `tokenizer.json` it needs; a `TypeError` for another model. */
   constructor(json: TokenizerJSON) {
     if (json.model?.type !== "WordPiece") {
       throw new TypeError(`tokenizer.json: a WordPiece model expected, got ${json.model?.type}`);
@@ -118,26 +140,28 @@ export class WordPieceTokenizer {
     let clean = "";
     for (const ch of text) {
       const cp = ch.codePointAt(0)!;
-      if (cp === 0 || cp === 0xfffd) continue;
-      const space = ch === "\t" || ch === "\n" || ch === "\r" || WHITESPACE.test(ch);
-      if (!space && OTHER.test(ch)) continue;
-      if (space) clean += " ";
+      if (isDropped(cp)) continue; // NUL and U+FFFD are in it
+      if (isSpace(cp)) clean += " ";
       else if (isChinese(cp)) clean += ` ${ch} `;
       else clean += ch;
     }
     if (this.#lowercase) {
-      clean = clean.normalize("NFD").replace(NONSPACING_MARK, "");
       let lower = "";
-      for (const ch of clean) lower += ch.toLowerCase(); // per character, as Rust's char::to_lowercase
+      for (const ch of clean.normalize("NFD")) {
+        // Strip the marks NFD split off, and lowercase per character, as Rust's
+        // char::to_lowercase (no final-sigma rule).
+        if (!isDropped(ch.codePointAt(0)!)) lower += ch.toLowerCase();
+      }
       clean = lower;
     }
     const words: string[] = [];
     let word = "";
     for (const ch of clean) {
-      if (WHITESPACE.test(ch)) {
+      const cp = ch.codePointAt(0)!;
+      if (isSpace(cp)) {
         if (word) words.push(word);
         word = "";
-      } else if (isPunctuation(ch)) {
+      } else if (isPunctuation(cp)) {
         if (word) words.push(word);
         words.push(ch);
         word = "";

@@ -39,7 +39,7 @@ async function countWaits(fn: () => Promise<void>): Promise<number> {
 gpuTest(
   "webgpu: gpt greedy generation gives the same tokens on the CPU and on WebGPU",
   async (gpu) => {
-    const onCpu = await GPTSession.create(TINY, { executable: tinyExecutable() });
+    const onCpu = await GPTSession.create(TINY, { executable: tinyExecutable(), device: cpu() });
     const onGpu = await GPTSession.create(TINY, { device: gpu, executable: tinyExecutable() });
     try {
       for (const n of [1, 7, 64]) {
