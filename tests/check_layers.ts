@@ -4,7 +4,8 @@
  * ```text
  * cli                                   the command line tool
  * mod.ts, runtime.ts, testing.ts        entry points: install builtins, export the API
- * tvm                                   TVM-compiled packages: WGSL kernels, host plans
+ * tvm   engine                          TVM-compiled packages: WGSL kernels, host plans;
+ *                                       serving many requests at once (continuous batching)
  * builtins ──▶ kernels                  vm.* packed functions; per-device op kernels
  * builder   vm                          the DSL; the virtual machine
  * program                               bytecode, decoder, executable, verifier, formats
@@ -45,8 +46,20 @@ export const ALLOWED_IMPORTS: Readonly<Record<string, readonly string[]>> = {
   kernels: ["ground", "devices"],
   builtins: ["ground", "devices", "kernels"],
   tvm: ["ground", "devices", "program", "vm", "kernels", "builtins"],
-  entry: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "tvm"],
-  cli: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "tvm", "entry"],
+  engine: ["ground", "devices", "program", "vm", "kernels", "builtins"],
+  entry: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "tvm", "engine"],
+  cli: [
+    "ground",
+    "devices",
+    "program",
+    "builder",
+    "vm",
+    "kernels",
+    "builtins",
+    "tvm",
+    "engine",
+    "entry",
+  ],
 };
 
 /**
