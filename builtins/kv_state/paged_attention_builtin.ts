@@ -115,7 +115,7 @@ export function addPagedAttention(table: BuiltinTable): void {
     summary:
       "relaxvm's paged attention for its own models: `qkv` `[tokens, qo_heads + 2 kv_heads, head_dim]` of the forward in progress (sequence after sequence, as `begin_forward` ordered them); appends each token's K/V to its slot of layer `layer`'s pages, then each token attends causally to its sequence (the cached tokens and the new ones up to it), scaled by `sm_scale`. Returns `[tokens, qo_heads, head_dim]`. A batch gives each sequence what it gets alone. Runs the `pagedAttention` kernel of the pages' device kind; no RoPE.",
     dtypes: ["float32"],
-    devices: ["cpu"],
+    devices: ["cpu", "webgpu"],
     errors:
       "`TypeError` for a released cache or another kind of argument, a dtype other than float32; `RangeError` outside a forward, for a cache with RoPE, a layer not in the cache, a `qkv` of another shape or device; a device kind with no `pagedAttention` kernel names it.",
     tvm: null,
