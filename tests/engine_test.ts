@@ -1,0 +1,267 @@
+/**
+ * The engine (engine/): continuous batching over relaxvm's GPT on a paged KV cache
+ * (models/gpt/paged_session.ts, the tiny seeded model on the CPU), through OpenAI's API
+ * as WebLLM has it. Concurrent requests give what each gives alone; a cancelled request
+ * frees its pages at once; more requests than pages all complete; stop sequences,
+ * max_tokens and logit_bias do what OpenAI's do.
+ *
+ * @module
+ */
+
+import { assert, assertEquals, assertRejects } from "@std/assert";
+import { type ChatCompletionChunk, type CompletionRequest, Engine } from "../mod.ts";
+import { TINY } from "../models/gpt/config.ts";
+import { buildPagedGPT } from "../models/gpt/paged_program.ts";
+import { PagedGPT, type PagedGPTOptions } from "../models/gpt/paged_session.ts";
+
+const executable = buildPagedGPT(TINY);
+
+async function withEngine(
+  options: PagedGPTOptions,
+  fn: (engine: Engine, model: PagedGPT) => Promise<void>,
+): Promise<void> {
+  const model = await PagedGPT.create(TINY, { executable, ...options });
+  try {
+    await fn(new Engine(model), model);
+  } finally {
+    model.dispose();
+  }
+}
+
+/** Requests with different prompts, lengths and sampling. */
+const REQUESTS: (CompletionRequest & { stream?: false })[] = [
+  { prompt: "The quick brown fox", max_tokens: 12, temperature: 0.9, seed: 7 },
+  { prompt: "a", max_tokens: 20, temperature: 0 },
+  { prompt: "Lorem ipsum dolor sit amet, consectetur", max_tokens: 9, top_p: 0.8, seed: 11 },
+  { prompt: "0123456789", max_tokens: 15, temperature: 1.3, top_k: 20, seed: 3 },
+  { prompt: "one two three four five", max_tokens: 6, temperature: 0.7, seed: 99 },
+];
+
+Deno.test("concurrent requests each give what they give alone, in fewer steps", async () => {
+  await withEngine({ pageSize: 4 }, async (engine) => {
+    const alone = [];
+    for (const r of REQUESTS) alone.push(await engine.completions.create(r));
+    const soloSteps = engine.stats().steps;
+    const together = await Promise.all(REQUESTS.map((r) => engine.completions.create(r)));
+    const steps = engine.stats().steps - soloSteps;
+    for (let i = 0; i < REQUESTS.length; i++) {
+      assertEquals(together[i].choices[0].text, alone[i].choices[0].text, `request ${i}`);
+      assertEquals(together[i].choices[0].finish_reason, "length");
+      assertEquals(together[i].usage, alone[i].usage);
+      assertEquals(together[i].usage!.completion_tokens, REQUESTS[i].max_tokens);
+    }
+    // Alone: one step per generated token. Together: the longest request's count.
+    assertEquals(soloSteps, REQUESTS.reduce((a, r) => a + r.max_tokens!, 0));
+    assertEquals(steps, 20);
+    assertEquals(engine.stats().freePages, engine.stats().totalPages);
+  });
+});
+
+Deno.test("a request that joins while others decode gives what it gives alone", async () => {
+  await withEngine({ pageSize: 4 }, async (engine) => {
+    const late = { prompt: "joining late", max_tokens: 8, seed: 5 };
+    const alone = await engine.completions.create(late);
+    const first = engine.completions.create({ prompt: "first", max_tokens: 30, seed: 1 });
+    const stream = await engine.completions.create({ ...late, stream: true });
+    let text = "";
+    for await (const chunk of stream) text += chunk.choices[0].text;
+    assertEquals(text, alone.choices[0].text);
+    assertEquals((await first).choices[0].finish_reason, "length");
+  });
+});
+
+Deno.test("cancelling a stream frees its pages at once, and the others go on", async () => {
+  await withEngine({ pageSize: 4 }, async (engine) => {
+    const other = engine.chat.completions.create({
+      messages: [{ role: "user", content: "keep going" }],
+      max_tokens: 25,
+      seed: 2,
+    });
+    const controller = new AbortController();
+    const stream = await engine.chat.completions.create({
+      messages: [{ role: "user", content: "a long prompt that takes some pages" }],
+      max_tokens: 100,
+      stream: true,
+      seed: 4,
+      signal: controller.signal,
+    });
+    const before = engine.stats();
+    let chunks = 0;
+    for (; chunks < 3; chunks++) await stream.next();
+    const during = engine.stats().freePages;
+    assert(during < before.totalPages - 9, `the stream holds pages (${during} free)`);
+    // A waiting request is cancelled too.
+    const waitingController = new AbortController();
+    const waiting = engine.completions.create({
+      prompt: "never runs",
+      signal: waitingController.signal,
+    });
+    waitingController.abort();
+    await assertRejects(() => waiting, DOMException);
+    // At once: before any further step, the pages of its 35-token prompt (9 of 4) are free.
+    const free = engine.stats().freePages;
+    controller.abort();
+    assert(engine.stats().freePages - free >= 9, `${engine.stats().freePages - free} freed`);
+    await assertRejects(() => stream.next(), DOMException);
+    const done = await other;
+    assertEquals(done.choices[0].finish_reason, "length");
+    assertEquals(done.usage.completion_tokens, 25);
+    assertEquals(engine.stats().freePages, before.totalPages);
+    assertEquals(engine.stats().running, 0);
+  });
+});
+
+Deno.test("breaking out of a stream cancels the request and frees its pages", async () => {
+  await withEngine({ pageSize: 4 }, async (engine) => {
+    const stream = await engine.completions.create({
+      prompt: "stop reading me",
+      max_tokens: 60,
+      stream: true,
+    });
+    let n = 0;
+    for await (const _ of stream) if (++n === 2) break;
+    assertEquals(engine.stats().freePages, engine.stats().totalPages);
+  });
+});
+
+Deno.test("more requests than the cache's pages all complete, by queueing and preemption", async () => {
+  // 11 pages of 4 tokens: each request needs 7 pages by its end, so at most one fits whole.
+  await withEngine({ pageSize: 4, maxTotalSequenceLength: 40, maxBatchSize: 4 }, async (engine) => {
+    assertEquals(engine.stats().totalPages, 11);
+    const requests = Array.from({ length: 6 }, (_, i) => ({
+      prompt: `request ${i}:`,
+      max_tokens: 16,
+      temperature: 0.8,
+      seed: 100 + i,
+    }));
+    const alone = [];
+    for (const r of requests) alone.push(await engine.completions.create(r));
+    const together = await Promise.all(requests.map((r) => engine.completions.create(r)));
+    for (let i = 0; i < requests.length; i++) {
+      assertEquals(together[i].choices[0].text, alone[i].choices[0].text, `request ${i}`);
+      assertEquals(together[i].usage!.completion_tokens, 16);
+    }
+    const stats = engine.stats();
+    assert(stats.preemptions > 0, "some request was preempted and recomputed");
+    assertEquals(stats.freePages, 11);
+    assertEquals(stats.waiting + stats.running, 0);
+    // A prompt longer than a sequence can hold is refused up front, naming the sizes.
+    await assertRejects(
+      () => engine.completions.create({ prompt: "x".repeat(45) }),
+      RangeError,
+      "the prompt's 45 tokens exceed the 44",
+    );
+  });
+});
+
+Deno.test("a stop sequence ends the text before it, streamed or not", async () => {
+  await withEngine({ pageSize: 8 }, async (engine) => {
+    const base = { prompt: "Once upon a time", max_tokens: 40, temperature: 0 };
+    const full = (await engine.completions.create(base)).choices[0].text;
+    const printable = [...full].findIndex((c, i) =>
+      i >= 4 && /[ -~]/.test(c) && /[ -~]/.test(full[i + 1] ?? "")
+    );
+    assert(printable > 0, `some printable pair in ${JSON.stringify(full)}`);
+    const stop = full.slice(printable, printable + 2);
+    const want = full.slice(0, full.indexOf(stop));
+    const stopped = await engine.completions.create({ ...base, stop: [stop, "never"] });
+    assertEquals(stopped.choices[0].text, want);
+    assertEquals(stopped.choices[0].finish_reason, "stop");
+    const stream = await engine.completions.create({ ...base, stop, stream: true });
+    let text = "", reason = null;
+    for await (const c of stream) {
+      text += c.choices[0].text;
+      reason = c.choices[0].finish_reason ?? reason;
+    }
+    assertEquals(text, want);
+    assertEquals(reason, "stop");
+  });
+});
+
+Deno.test("max_tokens and logit_bias: the count, a forced token and a banned one", async () => {
+  await withEngine({ pageSize: 8 }, async (engine) => {
+    const forced = await engine.chat.completions.create({
+      messages: [{ role: "user", content: "Hi" }],
+      max_tokens: 7,
+      temperature: 1,
+      seed: 1,
+      logit_bias: { "97": 100, "98": 100 }, // "a" and "b"
+    });
+    const content = forced.choices[0].message.content;
+    assertEquals(content.length, 7);
+    assert(/^[ab]+$/.test(content), content);
+    assertEquals(forced.choices[0].finish_reason, "length");
+    assertEquals(forced.usage.completion_tokens, 7);
+    const banned = await engine.chat.completions.create({
+      messages: [{ role: "user", content: "Hi" }],
+      max_tokens: 7,
+      temperature: 1,
+      seed: 1,
+      logit_bias: { "97": -100, "98": 100 },
+    });
+    assertEquals(banned.choices[0].message.content, "bbbbbbb");
+  });
+});
+
+Deno.test("a streamed chat is OpenAI's chunks, with the whole completion's content and usage", async () => {
+  await withEngine({ pageSize: 8 }, async (engine) => {
+    const request = {
+      messages: [{ role: "system" as const, content: "Be brief. " }, {
+        role: "user" as const,
+        content: "Hello",
+      }],
+      max_tokens: 10,
+      seed: 42,
+    };
+    const whole = await engine.chat.completions.create(request);
+    assertEquals(whole.object, "chat.completion");
+    assertEquals(whole.model, "relaxvm-gpt-tiny");
+    assertEquals(whole.usage.prompt_tokens, "Be brief. Hello".length); // concatenation
+    const chunks: ChatCompletionChunk[] = [];
+    const stream = await engine.chat.completions.create({
+      ...request,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    for await (const c of stream) chunks.push(c);
+    assert(chunks.every((c) => c.object === "chat.completion.chunk" && c.id === chunks[0].id));
+    assertEquals(chunks[0].choices[0].delta.role, "assistant");
+    const content = chunks.map((c) => c.choices[0]?.delta.content ?? "").join("");
+    assertEquals(content, whole.choices[0].message.content);
+    assertEquals(chunks.at(-2)!.choices[0].finish_reason, "length");
+    assertEquals(chunks.at(-1)!.choices, []);
+    assertEquals(chunks.at(-1)!.usage, whole.usage);
+  });
+});
+
+Deno.test("bad requests are refused with errors naming the field, and the engine goes on", async () => {
+  await withEngine({ pageSize: 8 }, async (engine) => {
+    const ok = { prompt: "x", max_tokens: 2 };
+    await assertRejects(
+      () => engine.completions.create({ ...ok, n: 2 }),
+      RangeError,
+      "n must be 1",
+    );
+    await assertRejects(
+      () => engine.completions.create({ ...ok, temperature: -1 }),
+      RangeError,
+      "temperature",
+    );
+    await assertRejects(
+      () => engine.completions.create({ ...ok, logit_bias: { "9999": 1 } }),
+      RangeError,
+      "logit_bias names token 9999",
+    );
+    await assertRejects(
+      () => engine.completions.create({ ...ok, prompt: "" }),
+      RangeError,
+      "no tokens",
+    );
+    await assertRejects(
+      () => engine.chat.completions.create({ messages: [] }),
+      TypeError,
+      "messages must be a non-empty array",
+    );
+    assertEquals((await engine.completions.create(ok)).usage!.completion_tokens, 2);
+  });
+});
