@@ -66,10 +66,15 @@ export interface CompletionUsage {
 
 /** One streamed piece of a chat completion. */
 export interface ChatCompletionChunk {
+  /** The request's id (`chatcmpl-…` or `cmpl-…`), the same on every chunk. */
   id: string;
+  /** What the object is, as OpenAI names it. */
   object: "chat.completion.chunk";
+  /** When the request was made, in seconds since the epoch. */
   created: number;
+  /** The model's name. */
   model: string;
+  /** The one choice (`n` is 1). */
   choices: {
     index: number;
     delta: { role?: "assistant"; content?: string };
@@ -82,30 +87,42 @@ export interface ChatCompletionChunk {
 
 /** A whole chat completion. */
 export interface ChatCompletion {
+  /** The request's id (`chatcmpl-…` or `cmpl-…`), the same on every chunk. */
   id: string;
+  /** What the object is, as OpenAI names it. */
   object: "chat.completion";
+  /** When the request was made, in seconds since the epoch. */
   created: number;
+  /** The model's name. */
   model: string;
+  /** The one choice (`n` is 1). */
   choices: {
     index: number;
     message: { role: "assistant"; content: string };
     finish_reason: FinishReason;
     logprobs: null;
   }[];
+  /** The token counts. */
   usage: CompletionUsage;
 }
 
 /** A whole completion, or (`object` the same) one streamed piece of one. */
 export interface Completion {
+  /** The request's id (`chatcmpl-…` or `cmpl-…`), the same on every chunk. */
   id: string;
+  /** What the object is, as OpenAI names it. */
   object: "text_completion";
+  /** When the request was made, in seconds since the epoch. */
   created: number;
+  /** The model's name. */
   model: string;
+  /** The one choice (`n` is 1). */
   choices: {
     index: number;
     text: string;
     finish_reason: FinishReason | null;
     logprobs: null;
   }[];
+  /** The token counts: on a whole completion, and on a stream's last chunk when asked. */
   usage?: CompletionUsage;
 }
