@@ -68,6 +68,8 @@ export const ALLOWED_IMPORTS: Readonly<Record<string, readonly string[]>> = {
  */
 export const ROOMS: Readonly<Record<string, readonly string[]>> = {
   "builtins/kv_state/": ["builtins/install.ts"],
+  // The engine is reached through the entry points alone (runtime.ts exports its API).
+  "engine/": [],
 };
 
 /** Pure modules: file → the only library files it may import. */
