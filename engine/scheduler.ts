@@ -115,6 +115,30 @@ export class Scheduler {
   #generated = 0;
 
   constructor(model: EngineModel) {
+    const sizes = [
+      ["pageSize", model.pageSize],
+      ["totalPages", model.totalPages],
+      ["maxBatchSize", model.maxBatchSize],
+      ["prefillChunkSize", model.prefillChunkSize],
+      ["maxSequenceLength", model.maxSequenceLength],
+      ["vocabSize", model.vocabSize],
+    ] as const;
+    for (const [what, v] of sizes) {
+      if (!Number.isSafeInteger(v) || v < 1) {
+        throw new RangeError(`Engine: the model's ${what} must be a positive integer, got ${v}`);
+      }
+    }
+    if (model.prefillChunkSize < model.maxBatchSize) {
+      // Every running sequence's decode token must fit in one forward, or some would starve.
+      throw new RangeError(
+        `Engine: the model's prefillChunkSize ${model.prefillChunkSize} is below its maxBatchSize ${model.maxBatchSize}`,
+      );
+    }
+    if (model.freePages() !== model.totalPages) {
+      throw new RangeError(
+        `Engine: the model's KV cache must start empty (${model.freePages()} of ${model.totalPages} pages free)`,
+      );
+    }
     this.#model = model;
   }
 
@@ -165,11 +189,31 @@ export class Scheduler {
       while (this.#waiting.length + this.#running.length > 0) {
         // Between steps, timers and I/O run: new requests and cancellations come in here.
         await new Promise((resolve) => setTimeout(resolve, 0));
-        await this.#step();
+        try {
+          await this.#step();
+        } catch (error) {
+          // Not the forward's (that fails its batch alone): the scheduler's state is in
+          // doubt, so every request fails with the error, and the loop ends clean.
+          this.#failAll(error);
+        }
       }
     } finally {
       this.#loop = null;
     }
+  }
+
+  #failAll(error: unknown): void {
+    for (const job of [...this.#running, ...this.#waiting]) {
+      try {
+        if (job.state === "running") this.#model.removeSequence(job.seqId);
+      } catch {
+        // The sequence may be gone already; the other requests still fail.
+      }
+      job.state = "done";
+      job.sink.fail(job.cancelled ?? error);
+    }
+    this.#running.length = 0;
+    this.#waiting.length = 0;
   }
 
   #pages(tokens: number): number {
@@ -267,6 +311,14 @@ export class Scheduler {
     this.#inForward = true;
     try {
       logits = await m.forward(entries);
+      if (
+        !Array.isArray(logits) || logits.length !== batch.length ||
+        logits.some((row) => !(row instanceof Float32Array) || row.length !== m.vocabSize)
+      ) {
+        throw new TypeError(
+          `${m.name}: forward of ${batch.length} sequences must resolve to as many Float32Arrays of ${m.vocabSize} logits`,
+        );
+      }
     } catch (error) {
       this.#inForward = false;
       for (const { job } of batch) {

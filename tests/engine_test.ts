@@ -8,8 +8,14 @@
  * @module
  */
 
-import { assert, assertEquals, assertRejects } from "@std/assert";
-import { type ChatCompletionChunk, type CompletionRequest, Engine } from "../mod.ts";
+import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
+import {
+  type ChatCompletionChunk,
+  type CompletionRequest,
+  Engine,
+  type EngineModel,
+  type ForwardEntry,
+} from "../mod.ts";
 import { TINY } from "../models/gpt/config.ts";
 import { buildPagedGPT } from "../models/gpt/paged_program.ts";
 import { PagedGPT, type PagedGPTOptions } from "../models/gpt/paged_session.ts";
@@ -26,6 +32,23 @@ async function withEngine(
   } finally {
     model.dispose();
   }
+}
+
+/** `model` with `forward` replaced by `wrap(forward)`: to watch or break the engine's calls. */
+function intercept(
+  model: EngineModel,
+  wrap: (
+    forward: (e: readonly ForwardEntry[]) => Promise<Float32Array[]>,
+  ) => (e: readonly ForwardEntry[]) => Promise<Float32Array[]>,
+): EngineModel {
+  const forward = wrap((entries) => model.forward(entries));
+  return new Proxy(model, {
+    get: (target, key) => {
+      if (key === "forward") return forward;
+      const v = Reflect.get(target, key, target);
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  });
 }
 
 /** Requests with different prompts, lengths and sampling. */
@@ -67,6 +90,69 @@ Deno.test("a request that joins while others decode gives what it gives alone", 
     for await (const chunk of stream) text += chunk.choices[0].text;
     assertEquals(text, alone.choices[0].text);
     assertEquals((await first).choices[0].finish_reason, "length");
+  });
+});
+
+Deno.test("a long prompt is prefilled in chunks beside another request's decodes", async () => {
+  await withEngine({ pageSize: 4, prefillChunkSize: 8, maxBatchSize: 4 }, async (_, model) => {
+    const forwards: number[][] = [];
+    const engine = new Engine(intercept(model, (forward) => (entries) => {
+      forwards.push(entries.map((e) => e.tokens.length));
+      return forward(entries);
+    }));
+    const long = { prompt: "a prompt of thirty tokens, yes.", max_tokens: 5, seed: 8 };
+    const alone = await engine.completions.create(long);
+    assertEquals(forwards.slice(0, 4), [[8], [8], [8], [7]]); // 31 tokens in chunks of 8
+    forwards.length = 0;
+    const first = engine.completions.create({ prompt: "decoding", max_tokens: 20, seed: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const joined = await engine.completions.create(long);
+    assertEquals(joined.choices[0].text, alone.choices[0].text);
+    await first;
+    // Some forward ran one sequence's decode token beside the other's 7-token prefill chunk.
+    assert(forwards.some((f) => f.length === 2 && f[0] === 1 && f[1] === 7), `${forwards}`);
+  });
+});
+
+Deno.test("a failing forward fails the requests in it, and the engine goes on", async () => {
+  await withEngine({ pageSize: 4 }, async (_, model) => {
+    let calls = 0;
+    const engine = new Engine(intercept(model, (forward) => (entries) => {
+      if (++calls === 3) return Promise.reject(new Error("the device was lost"));
+      return forward(entries);
+    }));
+    const requests = [0, 1].map((i) =>
+      engine.completions.create({ prompt: `r${i}`, max_tokens: 5 })
+    );
+    for (const r of requests) await assertRejects(() => r, Error, "the device was lost");
+    assertEquals(engine.stats().freePages, engine.stats().totalPages);
+    const after = await engine.completions.create({ prompt: "again", max_tokens: 3 });
+    assertEquals(after.usage!.completion_tokens, 3);
+  });
+});
+
+Deno.test("a forward resolving to the wrong logits fails its requests, not the process", async () => {
+  await withEngine({ pageSize: 4 }, async (_, model) => {
+    let calls = 0;
+    const engine = new Engine(intercept(model, (forward) => async (entries) => {
+      const logits = await forward(entries);
+      return ++calls === 2 ? logits.slice(1) : logits;
+    }));
+    const requests = [0, 1].map((i) =>
+      engine.completions.create({ prompt: `r${i}`, max_tokens: 5 })
+    );
+    for (const r of requests) {
+      await assertRejects(
+        () => r,
+        TypeError,
+        "must resolve to as many Float32Arrays of 512 logits",
+      );
+    }
+    assertEquals(engine.stats().freePages, engine.stats().totalPages);
+    assertEquals(
+      (await engine.completions.create({ prompt: "b", max_tokens: 2 })).usage!.completion_tokens,
+      2,
+    );
   });
 });
 
@@ -261,6 +347,12 @@ Deno.test("bad requests are refused with errors naming the field, and the engine
       () => engine.chat.completions.create({ messages: [] }),
       TypeError,
       "messages must be a non-empty array",
+    );
+    const model = engine.model;
+    assertThrows(
+      () => new Engine({ ...model, freePages: () => model.freePages(), prefillChunkSize: 2 }),
+      RangeError,
+      "prefillChunkSize 2 is below its maxBatchSize 16",
     );
     assertEquals((await engine.completions.create(ok)).usage!.completion_tokens, 2);
   });
