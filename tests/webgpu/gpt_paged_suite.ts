@@ -2,7 +2,7 @@
 // kernels/webgpu/paged_attention.ts): a batch of sequences of different lengths, prefill
 // chunks beside decodes, gives the CPU's logits, and each sequence what it gets alone.
 import { assert, assertEquals } from "@std/assert";
-import { cpu } from "../../mod.ts";
+import { cpu, Engine } from "../../mod.ts";
 import { TINY } from "../../models/gpt/config.ts";
 import { argmax } from "../../models/gpt/session.ts";
 import { PagedGPT } from "../../models/gpt/paged_session.ts";
@@ -55,6 +55,28 @@ gpuTest(
       onGpu.dispose();
       alone.dispose();
       onCpu.dispose();
+    }
+  },
+);
+
+gpuTest(
+  "engine on WebGPU: concurrent requests give what they give alone, pages all free after",
+  async (gpu) => {
+    const model = await PagedGPT.create(TINY, { pageSize: 4, device: gpu });
+    try {
+      const engine = new Engine(model);
+      const requests = [
+        { prompt: "first request", max_tokens: 6, seed: 1 },
+        { prompt: "2", max_tokens: 9, temperature: 0 },
+        { prompt: "a third, longer prompt than the others", max_tokens: 4, top_k: 5, seed: 3 },
+      ];
+      const alone = [];
+      for (const r of requests) alone.push((await engine.completions.create(r)).choices[0].text);
+      const together = await Promise.all(requests.map((r) => engine.completions.create(r)));
+      assertEquals(together.map((c) => c.choices[0].text), alone);
+      assertEquals(engine.stats().freePages, engine.stats().totalPages);
+    } finally {
+      model.dispose();
     }
   },
 );
