@@ -84,12 +84,20 @@ Deno.test("a request that joins while others decode gives what it gives alone", 
   await withEngine({ pageSize: 4 }, async (engine) => {
     const late = { prompt: "joining late", max_tokens: 8, seed: 5 };
     const alone = await engine.completions.create(late);
-    const first = engine.completions.create({ prompt: "first", max_tokens: 30, seed: 1 });
+    const first = await engine.completions.create({
+      prompt: "first",
+      max_tokens: 30,
+      seed: 1,
+      stream: true,
+    });
+    for (let i = 0; i < 3; i++) await first.next(); // three tokens decoded
     const stream = await engine.completions.create({ ...late, stream: true });
     let text = "";
     for await (const chunk of stream) text += chunk.choices[0].text;
     assertEquals(text, alone.choices[0].text);
-    assertEquals((await first).choices[0].finish_reason, "length");
+    let reason = null;
+    for await (const chunk of first) reason = chunk.choices[0].finish_reason ?? reason;
+    assertEquals(reason, "length");
   });
 });
 
@@ -104,11 +112,18 @@ Deno.test("a long prompt is prefilled in chunks beside another request's decodes
     const alone = await engine.completions.create(long);
     assertEquals(forwards.slice(0, 4), [[8], [8], [8], [7]]); // 31 tokens in chunks of 8
     forwards.length = 0;
-    const first = engine.completions.create({ prompt: "decoding", max_tokens: 20, seed: 1 });
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The first request is decoding (two tokens out) when the long one comes.
+    const first = await engine.completions.create({
+      prompt: "decoding",
+      max_tokens: 20,
+      seed: 1,
+      stream: true,
+    });
+    await first.next();
+    await first.next();
     const joined = await engine.completions.create(long);
     assertEquals(joined.choices[0].text, alone.choices[0].text);
-    await first;
+    for await (const _ of first) { /* drain */ }
     // Some forward ran one sequence's decode token beside the other's 7-token prefill chunk.
     assert(forwards.some((f) => f.length === 2 && f[0] === 1 && f[1] === 7), `${forwards}`);
   });
