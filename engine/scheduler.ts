@@ -287,6 +287,14 @@ export class Scheduler {
     job.state = "done";
   }
 
+  /** Running jobs cancelled during the forward, in its batch or not, leave now. */
+  #leaveCancelled(): void {
+    for (const job of this.#running.filter((j) => j.cancelled !== undefined)) {
+      this.#leave(job);
+      job.sink.fail(job.cancelled);
+    }
+  }
+
   #preempt(job: Job): void {
     this.#leave(job);
     job.state = "waiting";
@@ -339,20 +347,19 @@ export class Scheduler {
     } catch (error) {
       this.#inForward = false;
       for (const { job } of batch) {
-        if (job.state === "running") this.#leave(job);
-        job.sink.fail(job.cancelled ?? error);
+        if (job.cancelled !== undefined) continue;
+        this.#leave(job);
+        job.sink.fail(error);
       }
+      this.#leaveCancelled();
       return;
     }
     this.#inForward = false;
     this.#steps++;
+    this.#leaveCancelled();
     for (let i = 0; i < batch.length; i++) {
       const { job, n } = batch[i];
-      if (job.cancelled !== undefined) {
-        this.#leave(job);
-        job.sink.fail(job.cancelled);
-        continue;
-      }
+      if (job.state !== "running") continue; // cancelled during the forward: gone
       job.fed += n;
       if (job.fed < job.length) continue; // a prefill chunk, more to come
       const id = sampleToken(logits[i], job.sampling, job.uniform);

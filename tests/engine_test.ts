@@ -212,6 +212,33 @@ Deno.test("cancelling a stream frees its pages at once, and the others go on", a
   });
 });
 
+Deno.test("a request cancelled during a forward it is not in leaves right after that forward", async () => {
+  await withEngine({ pageSize: 4, prefillChunkSize: 8, maxBatchSize: 4 }, async (_, model) => {
+    const controller = new AbortController();
+    let forwards = 0;
+    const engine = new Engine(intercept(model, (forward) => (entries) => {
+      // The first forward is the long prompt's first chunk: the budget leaves none for the
+      // second request, which is running (admitted) but not in this forward.
+      if (++forwards === 1) controller.abort();
+      return forward(entries);
+    }));
+    const long = engine.completions.create({ prompt: "x".repeat(31), max_tokens: 2 });
+    let leftAfter = -1;
+    const cancelled = engine.completions.create({
+      prompt: "y".repeat(20),
+      max_tokens: 2,
+      signal: controller.signal,
+    }).catch((e) => {
+      leftAfter = forwards;
+      return e;
+    });
+    assert((await cancelled) instanceof DOMException);
+    assertEquals(leftAfter, 1);
+    await long;
+    assertEquals(engine.stats().freePages, engine.stats().totalPages);
+  });
+});
+
 Deno.test("breaking out of a stream cancels the request and frees its pages", async () => {
   await withEngine({ pageSize: 4 }, async (engine) => {
     const stream = await engine.completions.create({
