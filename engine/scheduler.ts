@@ -19,7 +19,7 @@
  * ```
  *
  * A cancelled request leaves at once (between steps), or right after the forward in
- * flight. A failing forward fails the requests in its batch and the engine goes on.
+ * flight (removing a sequence mid-forward would change the cache's plan under it). A failing forward fails the requests in its batch and the engine goes on.
  *
  * @module
  */
