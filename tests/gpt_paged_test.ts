@@ -14,6 +14,7 @@ import { TINY } from "../models/gpt/config.ts";
 import { argmax, GPTSession } from "../models/gpt/session.ts";
 import { PagedGPT } from "../models/gpt/paged_session.ts";
 import { buildPagedGPT } from "../models/gpt/paged_program.ts";
+import { cpuKernelMode, setCpuKernelMode } from "../kernels/cpu/wasm/runtime.ts";
 
 const executable = buildPagedGPT(TINY);
 
@@ -95,6 +96,79 @@ Deno.test("a batch of sequences of different lengths gives each sequence what it
     batched.dispose();
   }
 });
+
+/** Seeded values in [-1, 1). */
+function randoms(n: number, seed: number): Float32Array {
+  let x = seed >>> 0;
+  return Float32Array.from({ length: n }, () => {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    return x / 2 ** 31 - 1;
+  });
+}
+
+for (const mode of ["typescript", "wasm"] as const) {
+  Deno.test(`vm.op.paged_attention (${mode} kernels, grouped heads) is causal attention over each sequence's history`, () => {
+    const H = 4, KH = 2, D = 8, group = H / KH, scale = 0.3;
+    const f = (name: string) => getGlobalFunc(name)!;
+    using kv = PagedKVCache.create({
+      pageSize: 4,
+      maxTotalSequenceLength: 64,
+      numLayers: 1,
+      numQoHeads: H,
+      numKvHeads: KH,
+      headDim: D,
+    });
+    // Each sequence's keys and values so far, [token][kv head][D], for the reference.
+    const history: Float32Array[][][] = [[], []];
+    const before = cpuKernelMode();
+    setCpuKernelMode(mode);
+    try {
+      for (const s of [0, 1]) f("vm.builtin.kv_state_add_sequence")(kv, s);
+      // A prefill of 13 and 6 tokens (the first crossing three pages), then two decodes.
+      for (const [step, lengths] of [[13, 6], [1, 1], [1, 1]].entries()) {
+        const T = lengths[0] + lengths[1];
+        const data = randoms(T * (H + 2 * KH) * D, 17 + step);
+        using qkv = tensor(data, { shape: [T, H + 2 * KH, D] });
+        f("vm.builtin.kv_state_begin_forward")(kv, shape(0, 1), shape(...lengths));
+        using out = f("vm.op.paged_attention")(kv, 0, scale, qkv) as ReturnType<typeof tensor>;
+        f("vm.builtin.kv_state_end_forward")(kv);
+        const got = out.cpuView() as Float32Array;
+        let row = 0;
+        for (const s of [0, 1]) {
+          for (let r = 0; r < lengths[s]; r++, row++) {
+            const at = (head: number) => (row * (H + 2 * KH) + head) * D;
+            history[s].push(
+              [0, 1].map((kh) => data.slice(at(H + kh), at(H + kh) + D)),
+              // values after the keys
+            );
+            history[s][history[s].length - 1].push(
+              ...[0, 1].map((kh) => data.slice(at(H + KH + kh), at(H + KH + kh) + D)),
+            );
+            for (let h = 0; h < H; h++) {
+              const q = data.slice(at(h), at(h) + D), kh = Math.floor(h / group);
+              const scores = history[s].map((t) =>
+                q.reduce((a, x, d) => a + x * t[kh][d], 0) * scale
+              );
+              const max = Math.max(...scores);
+              const w = scores.map((x) => Math.exp(x - max));
+              const sum = w.reduce((a, b) => a + b, 0);
+              for (let d = 0; d < D; d++) {
+                const want = history[s].reduce((a, t, j) => a + w[j] * t[KH + kh][d], 0) / sum;
+                const g = got[(row * H + h) * D + d];
+                assert(
+                  Math.abs(g - want) < 1e-5,
+                  `step ${step} seq ${s} row ${r} head ${h}: ${g} vs ${want}`,
+                );
+              }
+            }
+          }
+        }
+      }
+    } finally {
+      setCpuKernelMode(before);
+    }
+  });
+}
 
 Deno.test("vm.op.paged_attention refuses a call outside a forward and a qkv of another shape, and the cache stays usable", () => {
   const f = getGlobalFunc("vm.op.paged_attention")!;

@@ -4,11 +4,14 @@
  *
  * ```text
  * 1. every new token's K and V are written to its slot in the pages
- * 2. per sequence and KV head: its keys and values are gathered from the pages into
- *    two contiguous [tokens, D] scratch rows (one gather serves every query head of
- *    the group and every new token)
- * 3. per new token and query head: scores over the keys up to the token, their
- *    softmax (maximum subtracted), the weighted sum of the values in float64
+ * 2. per sequence: its keys and values are gathered from the pages into two
+ *    contiguous [KV heads, tokens, D] scratch arrays (one gather serves every query
+ *    head of a group and every new token)
+ * 3. per sequence, the causal attention of its new tokens to them: on the WebAssembly
+ *    SIMD path of `vm.op.attention` (kernels/cpu/wasm/attention_heads.ts, each KV head
+ *    a batch of its group's query heads) where the work pays for the copies, else in
+ *    TypeScript: per new token and query head, scores over the keys up to the token,
+ *    their softmax (maximum subtracted), the weighted sum of the values in float64
  * ```
  *
  * Appending first and then attending over the pages is what TVM's decode does; TVM's
@@ -20,7 +23,9 @@
  */
 
 import type { NDArray } from "../../devices/ndarray.ts";
+import type { AttentionGeometry } from "../attention_layout.ts";
 import type { PagedAttentionBatch } from "../kernel_backend.ts";
+import { wasmAttention } from "./wasm/attention_heads.ts";
 
 // Scratch reused across calls; JS runs one kernel at a time.
 let keys = new Float32Array(0);
@@ -64,33 +69,61 @@ export function pagedAttentionKernel(
   for (let s = 0; s < sequences; s++) {
     longest = Math.max(longest, slotIndptr[s + 1] - slotIndptr[s]);
   }
-  if (keys.length < longest * D) {
-    keys = new Float32Array(longest * D);
-    values = new Float32Array(longest * D);
+  if (keys.length < KH * longest * D) {
+    keys = new Float32Array(KH * longest * D);
+    values = new Float32Array(KH * longest * D);
     scores = new Float64Array(longest);
   }
   if (acc.length < D) acc = new Float64Array(D);
   const kb = keys, vb = values, sc = scores, a = acc;
   for (let s = 0; s < sequences; s++) {
     const n = slotIndptr[s + 1] - slotIndptr[s];
-    const rows = rowIndptr[s + 1] - rowIndptr[s], past = n - rows;
+    const rows = rowIndptr[s + 1] - rowIndptr[s], past = n - rows, first = rowIndptr[s];
+    // 2. gather: keys and values [KH, n, D]
     for (let kh = 0; kh < KH; kh++) {
-      // 2. gather
       for (let j = 0; j < n; j++) {
-        const slot = slots[slotIndptr[s] + j];
+        const slot = slots[slotIndptr[s] + j], at0 = (kh * n + j) * D;
         const k = at(0, kh, slot), v = at(1, kh, slot);
-        kb.set(pv.subarray(k, k + D), j * D);
-        vb.set(pv.subarray(v, v + D), j * D);
+        kb.set(pv.subarray(k, k + D), at0);
+        vb.set(pv.subarray(v, v + D), at0);
       }
-      // 3. attend
+    }
+    // 3. attend: WebAssembly SIMD where the work pays for the copies (kernels/cpu/wasm/),
+    // each KV head a batch of its group's query heads, which all read its keys (stride 0).
+    const geometry: AttentionGeometry = {
+      batches: KH,
+      heads: group,
+      Tq: rows,
+      Tk: n,
+      D,
+      Dv: D,
+      q: [group * D, D, fused],
+      k: [n * D, 0, D],
+      v: [n * D, 0, D],
+      out: [group * D, D, H * D],
+    };
+    const q0 = first * fused, o0 = first * H * D;
+    if (
+      wasmAttention(
+        src.subarray(q0),
+        kb,
+        vb,
+        ov.subarray(o0, o0 + rows * H * D),
+        geometry,
+        scale,
+        past,
+      )
+    ) continue;
+    for (let kh = 0; kh < KH; kh++) {
+      const base = kh * n * D;
       for (let r = 0; r < rows; r++) {
-        const visible = past + r + 1, row = rowIndptr[s] + r;
+        const visible = past + r + 1, row = first + r;
         for (let h = kh * group; h < (kh + 1) * group; h++) {
           const qo = row * fused + h * D;
           let max = -Infinity;
           for (let j = 0; j < visible; j++) {
             let dot = 0;
-            const ko = j * D;
+            const ko = base + j * D;
             for (let d = 0; d < D; d++) dot += src[qo + d] * kb[ko + d];
             const x = Math.fround(dot * scale);
             sc[j] = x;
@@ -100,7 +133,7 @@ export function pagedAttentionKernel(
           for (let j = 0; j < visible; j++) sum += sc[j] = Math.exp(sc[j] - max);
           a.fill(0, 0, D);
           for (let j = 0; j < visible; j++) {
-            const p = sc[j], vo = j * D;
+            const p = sc[j], vo = base + j * D;
             for (let d = 0; d < D; d++) a[d] += p * vb[vo + d];
           }
           const inv = 1 / sum, oo = (row * H + h) * D;
