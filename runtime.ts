@@ -100,6 +100,19 @@ export { DEFAULT_MAX_WORKGROUPS_PER_DISPATCH, LaunchBudgetError } from "./tvm/la
 export { DEFAULT_MAX_FILE_BYTES } from "./tvm/package_files.ts";
 export type { PackageReadOptions } from "./tvm/package_files.ts";
 export { parseTVMPackageManifest, TVMPackageError } from "./tvm/package_format.ts";
+export { Engine } from "./engine/engine.ts";
+export type { ChatMessage, EngineModel, ForwardEntry, Tokenizer } from "./engine/model.ts";
+export type { SchedulerStats } from "./engine/scheduler.ts";
+export type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatCompletionRequest,
+  Completion,
+  CompletionRequest,
+  CompletionUsage,
+  FinishReason,
+  GenerationRequest,
+} from "./engine/openai_types.ts";
 export type {
   HostFunction,
   HostParam,

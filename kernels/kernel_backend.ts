@@ -49,6 +49,29 @@ export type TakeMode = "fast" | "clip" | "wrap";
 export type AttentionLayout = "BHSD" | "BSHD";
 
 /**
+ * One forward of paged attention, as the `pagedAttention` kernel reads it: the rows of
+ * the fused QKV that belong to each sequence and where every token of each sequence
+ * lives in the pages (`page * pageSize + offset`), its new tokens last. Built by the
+ * paged KV cache (builtins/kv_state/) from its page table after `begin_forward`.
+ */
+export interface PagedAttentionBatch {
+  /** Query heads. */
+  readonly numQoHeads: number;
+  /** Key/value heads (`numQoHeads` a multiple of it). */
+  readonly numKvHeads: number;
+  /** Features per head. */
+  readonly headDim: number;
+  /** Tokens per page. */
+  readonly pageSize: number;
+  /** `[0, l0, l0+l1, …]`: each sequence's rows of `qkv` and `out`. */
+  readonly rowIndptr: Int32Array;
+  /** `[0, n0, n0+n1, …]`: each sequence's entries of `slots` (its whole length). */
+  readonly slotIndptr: Int32Array;
+  /** Every token's slot, sequence by sequence, position by position. */
+  readonly slots: Int32Array;
+}
+
+/**
  * Every op's kernel signature: the table `backendFor` returns for one device
  * kind. Every method fills `out`, already allocated on the inputs' device.
  * A backend registers a `Partial<OpBackend>`; see the module's fallback rule.
@@ -142,6 +165,22 @@ export interface OpBackend {
     out: NDArray,
     layout: AttentionLayout,
   ): void;
+  /**
+   * Causal attention of a batch of sequences over a paged KV cache: `qkv [T, H + 2 KH,
+   * D]` (queries, keys, values of the `T` new tokens, sequence after sequence), `pages
+   * [numPages, 2, KH, pageSize, D]` (K at 0, V at 1), `out [T, H, D]`, all float32.
+   * Writes each new token's K and V to its slot (the last `l_i` of its sequence's
+   * slots), then `out[t, h] = Σ_j p_j V[j]` with `p = softmax_j(scale · q[t, h]·K[j])`
+   * over the sequence's tokens up to and including `t` (query head `h` reads KV head
+   * `h / (H / KH)`).
+   */
+  pagedAttention(
+    qkv: NDArray,
+    pages: NDArray,
+    batch: PagedAttentionBatch,
+    scale: number,
+    out: NDArray,
+  ): void;
 }
 
 /** An op's name: one entry of the kernel table. */
@@ -165,6 +204,7 @@ export const KERNEL_NAMES = [
   "sampleTopP",
   "causalMask",
   "attention",
+  "pagedAttention",
 ] as const satisfies readonly KernelName[];
 // A compile error here means an op was added to `OpBackend` without being listed above.
 const _everyOpListed: Exclude<KernelName, (typeof KERNEL_NAMES)[number]> extends never ? true

@@ -5,7 +5,8 @@
  * cli                                   the command line tool
  * models, models.ts                     models written with the DSL (an entry point of their own)
  * mod.ts, runtime.ts, testing.ts        entry points: install builtins, export the API
- * tvm                                   TVM-compiled packages: WGSL kernels, host plans
+ * tvm   engine                          TVM-compiled packages: WGSL kernels, host plans;
+ *                                       serving many requests at once (continuous batching)
  * builtins ──▶ kernels                  vm.* packed functions; per-device op kernels
  * builder   vm                          the DSL; the virtual machine
  * program                               bytecode, decoder, executable, verifier, formats
@@ -46,8 +47,20 @@ export const ALLOWED_IMPORTS: Readonly<Record<string, readonly string[]>> = {
   kernels: ["ground", "devices"],
   builtins: ["ground", "devices", "kernels"],
   tvm: ["ground", "devices", "program", "vm", "kernels", "builtins"],
-  entry: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "tvm"],
-  cli: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "tvm", "entry"],
+  engine: ["ground", "devices", "program", "vm", "kernels", "builtins"],
+  entry: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "tvm", "engine"],
+  cli: [
+    "ground",
+    "devices",
+    "program",
+    "builder",
+    "vm",
+    "kernels",
+    "builtins",
+    "tvm",
+    "engine",
+    "entry",
+  ],
   // The models use the public API only: what an application writing its own model may use.
   models: ["entry"],
 };
@@ -58,6 +71,8 @@ export const ALLOWED_IMPORTS: Readonly<Record<string, readonly string[]>> = {
  */
 export const ROOMS: Readonly<Record<string, readonly string[]>> = {
   "builtins/kv_state/": ["builtins/install.ts"],
+  // The engine is reached through the entry points alone (runtime.ts exports its API).
+  "engine/": [],
 };
 
 /** Pure modules: file → the only library files it may import. */

@@ -16,6 +16,7 @@
  * attention_kv_cache_empty(cache) -> bool
  * attention_kv_cache_debug_get_kv(cache, seq_id, start, end, k_out, v_out)
  * attention_kv_cache_attention_with_fused_qkv(cache, layer, sm_scale, qkv, out)   CPU reference
+ * vm.op.paged_attention(cache, layer, sm_scale, qkv) -> out     relaxvm's own (paged_attention_builtin.ts)
  * ```
  *
  * Errors: `TypeError` for arguments of the wrong kind, `RangeError` for values that do
@@ -34,6 +35,7 @@ import { integerArg, tensorArg } from "../validate.ts";
 import { parseCreateArguments } from "./create_arguments.ts";
 import { PagedKVCache } from "./paged_kv_cache.ts";
 import { referenceAttention } from "./reference_attention.ts";
+import { addPagedAttention } from "./paged_attention_builtin.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const kvStateBuiltins = new BuiltinTable("Paged KV cache", import.meta.url);
@@ -332,6 +334,8 @@ kvStateBuiltins.add(
     tvm: `vm.builtin.attention_kv_cache_attention_with_fused_qkv ${TVM_FILE}`,
   },
 );
+
+addPagedAttention(kvStateBuiltins);
 
 /** Builtins of TVM's for features relaxvm leaves out: each refuses, naming the feature. */
 const REFUSED: readonly [string, string, string][] = [

@@ -182,7 +182,7 @@ export class PagedKVCache extends VMObject {
     if (ropeMode !== "none" && ropeMode !== "normal") {
       throw new RangeError(`${who}: ropeMode must be "none" or "normal", got ${ropeMode}`);
     }
-    return new PagedKVCache({
+    const cache = new PagedKVCache({
       maxBatchSize: o.maxBatchSize ?? 16,
       maxTotalSequenceLength: o.maxTotalSequenceLength,
       prefillChunkSize: o.prefillChunkSize ?? o.maxTotalSequenceLength,
@@ -199,6 +199,9 @@ export class PagedKVCache extends VMObject {
       dtype: o.dtype ?? "float32",
       device: o.device ?? cpu(),
     }, {});
+    // The caller holds it (until `dispose()`): passed to a VM call, it outlives the call.
+    cache.handToUser();
+    return cache;
   }
 
   /** The K/V pages of `layer` (0-based within this cache), TVM's layout. */

@@ -8,7 +8,7 @@
  */
 
 /**
- * The 20 packed functions defined in `builtins/kv_state/` (Paged KV cache), one property each, as in
+ * The 21 packed functions defined in `builtins/kv_state/` (Paged KV cache), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -181,6 +181,17 @@ export interface KvStateBuiltins {
    */
   readonly "vm.builtin.attention_kv_cache_attention_with_fused_qkv":
     "(cache, layer_id, sm_scale, qkv, o_data) → null";
+  /**
+   * `vm.op.paged_attention(cache, layer, sm_scale, qkv) → out` (Paged KV cache, `builtins/kv_state/kv_state_builtins.ts`)
+   *
+   * relaxvm's paged attention for its own models: `qkv` `[tokens, qo_heads + 2 kv_heads, head_dim]` of the forward in progress (sequence after sequence, as `begin_forward` ordered them); appends each token's K/V to its slot of layer `layer`'s pages, then each token attends causally to its sequence (the cached tokens and the new ones up to it), scaled by `sm_scale`. Returns `[tokens, qo_heads, head_dim]`. A batch gives each sequence what it gets alone. Runs the `pagedAttention` kernel of the pages' device kind; no RoPE.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` for a released cache or another kind of argument, a dtype other than float32; `RangeError` outside a forward, for a cache with RoPE, a layer not in the cache, a `qkv` of another shape or device; a device kind with no `pagedAttention` kernel names it.
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.paged_attention": "(cache, layer, sm_scale, qkv) → out";
   /**
    * `vm.builtin.attention_kv_cache_enable_sliding_window_for_seq(cache, seq_id, sliding_window_size, attn_sink_size) → never` (Paged KV cache, `builtins/kv_state/kv_state_builtins.ts`)
    *

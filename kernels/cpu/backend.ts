@@ -16,6 +16,7 @@ import { binaryKernel, unaryKernel } from "./elementwise.ts";
 import { layerNormKernel } from "./layer_norm.ts";
 import { linearKernel } from "./linear.ts";
 import { matmulKernel } from "./matmul.ts";
+import { pagedAttentionKernel } from "./paged_attention.ts";
 import { reduceKernel } from "./reduce.ts";
 import { argmaxKernel, sampleTopPKernel } from "./sampling.ts";
 import { stridedSliceKernel } from "./slice.ts";
@@ -41,4 +42,5 @@ export const cpuBackend: Partial<OpBackend> = {
   sampleTopP: sampleTopPKernel,
   causalMask: causalMaskKernel,
   attention: attentionKernel,
+  pagedAttention: pagedAttentionKernel,
 };

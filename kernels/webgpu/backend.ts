@@ -18,6 +18,7 @@ import type {
   AttentionLayout,
   BinaryOp,
   OpBackend,
+  PagedAttentionBatch,
   ReduceOp,
   TakeMode,
   UnaryOp,
@@ -27,6 +28,12 @@ import { broadcastStrides, contiguousStrides } from "../broadcast.ts";
 import { concatLayout, sliceWindow } from "../indexing_layout.ts";
 import { attentionPerThread, attentionProgram, causalMaskProgram } from "./attention.ts";
 import { convertProgram } from "./convert.ts";
+import {
+  PAGED_MAX_HEAD_DIM,
+  pagedAppendProgram,
+  pagedAttendProgram,
+  pagedAttentionMeta,
+} from "./paged_attention.ts";
 import { type ElementwiseFn, elementwiseProgram } from "./elementwise_program.ts";
 import { binaryFn, CAST_FN, IDENTITY_FN, unaryFn } from "./elementwise_ops.ts";
 import { rowCopyProgram, takeProgram } from "./gather.ts";
@@ -429,5 +436,44 @@ export const webgpuBackend: Partial<OpBackend> = {
       });
       run(program, [q, k, v], target);
     });
+  },
+
+  pagedAttention(
+    qkv: NDArray,
+    pages: NDArray,
+    batch: PagedAttentionBatch,
+    scale: number,
+    out: NDArray,
+  ): void {
+    requireFloat32("paged_attention", qkv, pages);
+    if (batch.headDim > PAGED_MAX_HEAD_DIM) {
+      throw new RangeError(
+        `WebGPU paged_attention supports head sizes up to ${PAGED_MAX_HEAD_DIM}, not ${batch.headDim}`,
+      );
+    }
+    const T = qkv.shape[0];
+    if (T === 0) return;
+    const words = pagedAttentionMeta(batch);
+    const meta = NDArray.empty([words.length], "uint32", out.device);
+    try {
+      out.device.writeBlock(
+        bufferOf(meta),
+        meta.byteOffset,
+        new Uint8Array(words.buffer, 0, words.byteLength),
+      );
+      const offsets = [elementOffset(qkv), elementOffset(pages), elementOffset(out)] as const;
+      const ctx = kernelContext(out.device);
+      runProgram(ctx, pagedAppendProgram(batch, T, offsets), [
+        bufferOf(qkv),
+        bufferOf(meta),
+        bufferOf(pages),
+      ]);
+      withDistinctOutput([qkv, pages, meta], out, (target) => {
+        const at = [offsets[0], offsets[1], elementOffset(target)] as const;
+        run(pagedAttendProgram(batch, T, at, scale), [qkv, pages, meta], target);
+      });
+    } finally {
+      meta.releaseIfUnowned();
+    }
   },
 };

@@ -4,6 +4,7 @@ import "./builtins_suite.ts";
 import "./device_suite.ts";
 import "./dtypes_suite.ts";
 import "./gpt_suite.ts";
+import "./gpt_paged_suite.ts";
 import "./inputs_suite.ts";
 import "./kv_state_suite.ts";
 import "./kernels_suite.ts";
