@@ -409,7 +409,7 @@ function pagedCacheRecipe(rand: Random): Recipe {
   const lengths = [rand.int(9), rand.int(9)];
   const forward = rand.chance(0.5);
   return (made) => {
-    const kv = made.keep(PagedKVCache.create({
+    const kv = made.keepHeld(PagedKVCache.create({
       pageSize: 4,
       maxTotalSequenceLength: 32,
       numLayers: 1,

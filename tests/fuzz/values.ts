@@ -61,6 +61,7 @@ export type Recipe = (made: Made) => unknown;
 /** What a case made, to dispose or release when it ends. */
 export class Made {
   readonly #objects: unknown[] = [];
+  readonly #held: VMObject[] = [];
 
   /** Remembers `v` (a tensor the "user" holds, or a floating object) for `cleanUp`. */
   keep<T>(v: T): T {
@@ -68,13 +69,25 @@ export class Made {
     return v;
   }
 
-  /** Disposes the user's tensors and releases floating objects. */
+  /**
+   * Remembers `v`, an object the "user" holds (handed to the user, as
+   * `PagedKVCache.create` does), which `cleanUp` disposes: releasing it only
+   * if unowned would leave the user's hold, and its memory, behind.
+   */
+  keepHeld<T extends VMObject>(v: T): T {
+    this.#held.push(v);
+    return v;
+  }
+
+  /** Disposes the user's tensors and objects, and releases floating objects. */
   cleanUp(): void {
     for (const v of this.#objects) {
       if (v instanceof NDArray) v.dispose();
       else releaseIfUnowned(v);
     }
+    for (const v of this.#held) v.dispose();
     this.#objects.length = 0;
+    this.#held.length = 0;
   }
 }
 
