@@ -4,6 +4,7 @@
  * ```text
  * cli                                   the command line tool
  * mod.ts, runtime.ts, testing.ts        entry points: install builtins, export the API
+ * onnx                                  ONNX models in: protobuf reader, importer (emits with the builder)
  * tvm                                   TVM-compiled packages: WGSL kernels, host plans
  * builtins ──▶ kernels                  vm.* packed functions; per-device op kernels
  * builder   vm                          the DSL; the virtual machine
@@ -38,8 +39,20 @@ export const ALLOWED_IMPORTS: Readonly<Record<string, readonly string[]>> = {
   kernels: ["ground", "devices"],
   builtins: ["ground", "devices", "kernels"],
   tvm: ["ground", "devices", "program", "vm", "kernels", "builtins"],
-  entry: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "tvm"],
-  cli: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "tvm", "entry"],
+  onnx: ["ground", "devices", "program", "builder"],
+  entry: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "tvm", "onnx"],
+  cli: [
+    "ground",
+    "devices",
+    "program",
+    "builder",
+    "vm",
+    "kernels",
+    "builtins",
+    "tvm",
+    "onnx",
+    "entry",
+  ],
 };
 
 /** The library's entry points (files at the root that belong to the `entry` layer). */
