@@ -88,7 +88,8 @@ export function dtypeOf(code: number): TensorDType | null {
 }
 
 /**
- * A CPU tensor holding `t`'s data. `section` names the tensor in errors.
+ * A CPU tensor holding `t`'s data, owned by the caller (as `tensor()`'s are:
+ * a VM never frees it). `section` names the tensor in errors.
  * External data must have been resolved into `rawData` by the caller.
  */
 export function tensorFromProto(t: TensorProto, section: string): NDArray {
@@ -118,7 +119,7 @@ export function tensorFromProto(t: TensorProto, section: string): NDArray {
         );
       }
       bytes.set(t.rawData);
-      return out;
+      return out.handToUser();
     }
     const typed = typedData(t, dt);
     if (typed.values.length !== count) {
@@ -129,7 +130,7 @@ export function tensorFromProto(t: TensorProto, section: string): NDArray {
       );
     }
     typed.write(view as unknown as { [i: number]: number | bigint });
-    return out;
+    return out.handToUser();
   } catch (e) {
     out.dispose();
     throw e;

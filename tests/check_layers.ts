@@ -39,7 +39,7 @@ export const ALLOWED_IMPORTS: Readonly<Record<string, readonly string[]>> = {
   kernels: ["ground", "devices"],
   builtins: ["ground", "devices", "kernels"],
   tvm: ["ground", "devices", "program", "vm", "kernels", "builtins"],
-  onnx: ["ground", "devices", "program", "builder"],
+  onnx: ["ground", "devices", "program", "builder", "builtins"],
   entry: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "tvm", "onnx"],
   cli: [
     "ground",

@@ -65,8 +65,9 @@ Deno.test("layers: an orphan file that imports upward is found", async () => {
   ]);
 });
 
-Deno.test("layers: the ONNX importer may not reach the VM or the builtins", async () => {
-  // It emits programs with the builder; running them is the caller's business.
+Deno.test("layers: the ONNX importer may not reach the VM, nor the layers below import it", async () => {
+  // It emits programs with the builder and uses the builtins' shape codes and fetching;
+  // running them is the caller's business.
   const found = await violationsAfter(async (root) => {
     await Deno.writeTextFile(
       new URL("onnx/runs.ts", root),

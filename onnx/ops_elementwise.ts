@@ -1,0 +1,187 @@
+/**
+ * Elementwise ONNX operators: arithmetic with NumPy broadcasting (`Add`,
+ * `Sub`, `Mul`, `Div`, `Max`, `Min`, `Pow` by a known exponent), activations
+ * (`Relu`, `Sigmoid`, `Tanh`, `Gelu`, `LeakyRelu`, …) and unary math, each
+ * onto `vm.op.*`. Integer arithmetic on values known before run time (shape
+ * sizes) is folded instead.
+ *
+ * @module
+ */
+
+import { broadcastShapes, Unsupported, type Value } from "./graph_values.ts";
+import type { NodeContext } from "./node_context.ts";
+import { ARITH, FLOAT, type OpSpec } from "./op_spec.ts";
+
+/** `vm.op.<op>(a, b)` with broadcasting. */
+export function binary(cx: NodeContext, op: string, a: Value, b: Value, dtypes = ARITH): Value {
+  cx.dtype(a, dtypes);
+  if (a.dtype !== b.dtype) throw new Unsupported(`dtypes ${a.dtype} and ${b.dtype} differ`);
+  const shape = broadcastShapes(a.shape, b.shape);
+  return cx.em.call(`vm.op.${op}`, [cx.em.reg(a), cx.em.reg(b)], a.dtype, shape);
+}
+
+/** `vm.op.<op>(x)`. */
+export function unary(cx: NodeContext, op: string, x: Value, dtypes = FLOAT): Value {
+  cx.dtype(x, dtypes);
+  return cx.em.call(`vm.op.${op}`, [cx.em.reg(x)], x.dtype, x.shape);
+}
+
+/** Folds `f` over two known integer values with broadcasting (scalars and equal lengths). */
+function foldInts(
+  a: Value,
+  b: Value,
+  f: (x: number, y: number) => number,
+): Value["ints"] | undefined {
+  const x = a.ints, y = b.ints;
+  if (x === undefined || y === undefined) return undefined;
+  if (!x.every((d) => typeof d === "number") || !y.every((d) => typeof d === "number")) {
+    return undefined;
+  }
+  const n = Math.max(x.length, y.length);
+  if ((x.length !== n && x.length !== 1) || (y.length !== n && y.length !== 1)) return undefined;
+  if (a.shape.length > 1 || b.shape.length > 1) return undefined;
+  return Array.from(
+    { length: n },
+    (_, i) => f(x[x.length === 1 ? 0 : i] as number, y[y.length === 1 ? 0 : i] as number),
+  );
+}
+
+function arithmetic(op: string, fold: (x: number, y: number) => number): OpSpec {
+  return {
+    attrs: [],
+    convert(cx) {
+      const a = cx.input(0), b = cx.input(1);
+      const folded = foldInts(a, b, fold);
+      if (folded !== undefined) {
+        const rank = Math.max(a.shape.length, b.shape.length);
+        return [cx.knownValue(folded, rank === 0 ? [] : [folded.length], a.dtype)];
+      }
+      return [binary(cx, op, a, b)];
+    },
+  };
+}
+
+/** `Max`/`Min`/`Sum`: variadic, folded pairwise. */
+function variadic(op: string): OpSpec {
+  return {
+    attrs: [],
+    convert(cx) {
+      let acc = cx.input(0);
+      for (let i = 1; i < cx.inputCount; i++) acc = binary(cx, op, acc, cx.input(i));
+      if (cx.inputCount === 1) {
+        acc = cx.em.call("vm.builtin.copy", [cx.em.reg(acc)], acc.dtype, acc.shape);
+      }
+      return [acc];
+    },
+  };
+}
+
+function activation(op: string, dtypes = FLOAT): OpSpec {
+  return { attrs: [], convert: (cx) => [unary(cx, op, cx.input(0), dtypes)] };
+}
+
+/** The known value of a scalar (or one-element) float input, or undefined. */
+function knownScalar(v: Value): number | undefined {
+  if (v.tensor === undefined || v.tensor.size !== 1) return undefined;
+  return Number(v.tensor.dataSync()[0]);
+}
+
+/** Elementwise operators by ONNX name. */
+export const ELEMENTWISE_OPS: Record<string, OpSpec> = {
+  Add: arithmetic("add", (x, y) => x + y),
+  Sub: arithmetic("subtract", (x, y) => x - y),
+  Mul: arithmetic("multiply", (x, y) => x * y),
+  Div: arithmetic("divide", (x, y) => Math.trunc(x / y)),
+  Max: variadic("maximum"),
+  Min: variadic("minimum"),
+  Sum: variadic("add"),
+  Relu: activation("relu", ARITH),
+  Neg: activation("negative", ARITH),
+  Exp: activation("exp"),
+  Log: activation("log"),
+  Sqrt: activation("sqrt"),
+  Tanh: activation("tanh"),
+  Sigmoid: activation("sigmoid"),
+  Gelu: {
+    attrs: ["approximate"],
+    convert(cx) {
+      const approximate = cx.string("approximate", "none");
+      if (approximate !== "none") throw new Unsupported(`approximate="${approximate}"`);
+      return [unary(cx, "gelu", cx.input(0))];
+    },
+  },
+  Reciprocal: {
+    attrs: [],
+    convert: (cx) => [binary(cx, "divide", cx.scalar(1), cx.input(0), FLOAT)],
+  },
+  Identity: { attrs: [], convert: (cx) => [cx.input(0)] },
+  Pow: {
+    attrs: [],
+    convert(cx) {
+      const x = cx.input(0), e = knownScalar(cx.input(1));
+      cx.dtype(x, FLOAT);
+      if (e === 1) return [x];
+      if (e === 2) return [binary(cx, "multiply", x, x)];
+      if (e === 0.5) return [unary(cx, "sqrt", x)];
+      if (e === -1) return [binary(cx, "divide", cx.scalar(1), x)];
+      throw new Unsupported(
+        e === undefined ? "an exponent not known before run time" : `the exponent ${e}`,
+      );
+    },
+  },
+  LeakyRelu: {
+    attrs: ["alpha"],
+    convert(cx) {
+      // max(x, alpha·x) for 0 ≤ alpha ≤ 1.
+      const x = cx.input(0), alpha = cx.float("alpha", 0.01);
+      if (alpha < 0 || alpha > 1) throw new Unsupported(`alpha ${alpha}`);
+      return [binary(cx, "maximum", x, binary(cx, "multiply", x, cx.scalar(alpha), FLOAT), FLOAT)];
+    },
+  },
+  HardSigmoid: {
+    attrs: ["alpha", "beta"],
+    convert(cx) {
+      // max(0, min(1, alpha·x + beta)).
+      const x = cx.input(0);
+      const lin = binary(
+        cx,
+        "add",
+        binary(cx, "multiply", x, cx.scalar(cx.float("alpha", 0.2)), FLOAT),
+        cx.scalar(cx.float("beta", 0.5)),
+        FLOAT,
+      );
+      return [binary(cx, "maximum", binary(cx, "minimum", lin, cx.scalar(1), FLOAT), cx.scalar(0))];
+    },
+  },
+  Softplus: {
+    attrs: [],
+    convert(cx) {
+      // log(exp(x) + 1).
+      const x = cx.input(0);
+      return [unary(cx, "log", binary(cx, "add", unary(cx, "exp", x), cx.scalar(1), FLOAT))];
+    },
+  },
+  Elu: {
+    attrs: ["alpha"],
+    convert(cx) {
+      // relu(x) + alpha·(exp(min(x, 0)) − 1).
+      const x = cx.input(0);
+      const neg = binary(
+        cx,
+        "subtract",
+        unary(cx, "exp", binary(cx, "minimum", x, cx.scalar(0), FLOAT)),
+        cx.scalar(1),
+        FLOAT,
+      );
+      return [
+        binary(
+          cx,
+          "add",
+          unary(cx, "relu", x),
+          binary(cx, "multiply", neg, cx.scalar(cx.float("alpha", 1)), FLOAT),
+          FLOAT,
+        ),
+      ];
+    },
+  },
+};

@@ -1,0 +1,203 @@
+/**
+ * `importONNX` (onnx/import_onnx.ts) on small models written with the
+ * benchmarks' independent writer (bench/_onnx_writer.ts): results against
+ * values computed by hand, symbolic dimensions bound at run time and checked,
+ * shape arithmetic folded (`Shape` → `Gather` → `Concat` → `Reshape`),
+ * initializers as a parameter tuple and through `load_params` from a tensor
+ * cache, and every unsupported node listed in one error before anything is
+ * built.
+ */
+
+import { assert, assertEquals, assertRejects } from "@std/assert";
+import {
+  dumpTensorCache,
+  Executable,
+  importONNX,
+  type NDArray,
+  ONNXImportError,
+  tensor,
+  UnsupportedONNXError,
+  VirtualMachine,
+  VMError,
+} from "../mod.ts";
+import { Float, floatTensor, int64Tensor, model, node, valueInfo } from "../bench/_onnx_writer.ts";
+
+const close = (got: ArrayLike<number>, want: readonly number[], tol = 1e-5) => {
+  assertEquals(got.length, want.length);
+  for (let i = 0; i < want.length; i++) {
+    assert(Math.abs(got[i] - want[i]) <= tol, `[${i}] ${got[i]} vs ${want[i]}`);
+  }
+};
+
+/** y = Relu(x·Wᵀ + b) for a batch of any size, then reshaped by shape arithmetic to [B, 2, 1]. */
+function mlp(): Uint8Array {
+  return model({
+    name: "mlp",
+    nodes: [
+      node("Gemm", ["x", "w", "b"], ["h"], { transB: 1 }),
+      node("Relu", ["h"], ["r"]),
+      node("Shape", ["r"], ["s"]),
+      node("Gather", ["s", "zero"], ["batch"], { axis: 0 }),
+      node("Concat", ["batch", "tail"], ["target"], { axis: 0 }),
+      node("Reshape", ["r", "target"], ["y"]),
+    ],
+    initializers: [
+      floatTensor("w", [2, 3], new Float32Array([1, 0, -1, 0.5, 0.5, 0.5])),
+      floatTensor("b", [2], new Float32Array([0, -1])),
+      int64Tensor("zero", [1], [0]),
+      int64Tensor("tail", [2], [2, 1]),
+    ],
+    inputs: [valueInfo("x", ["batch", 3])],
+    outputs: [valueInfo("y", ["batch", 2, 1])],
+  }, 13);
+}
+
+Deno.test("onnx import: a Gemm MLP with a symbolic batch runs and matches by hand", async () => {
+  using imported = await importONNX(mlp());
+  assertEquals(imported.inputs, [{ name: "x", dtype: "float32", shape: ["batch", 3] }]);
+  assertEquals(imported.paramNames, ["w", "b", "zero", "tail"]);
+  assertEquals(imported.outputs[0].shape, ["batch", 2, 1]);
+  const vm = new VirtualMachine(imported.executable);
+  for (const rows of [1, 3]) {
+    const x = Array.from({ length: rows * 3 }, (_, i) => i - 2);
+    using xt = tensor(new Float32Array(x), { shape: [rows, 3] });
+    using y = await vm.invoke("main", xt, [...imported.params]) as NDArray;
+    assertEquals(y.shape, [rows, 2, 1]);
+    const want: number[] = [];
+    for (let r = 0; r < rows; r++) {
+      const [a, b, c] = x.slice(3 * r, 3 * r + 3);
+      want.push(Math.max(0, a - c), Math.max(0, 0.5 * (a + b + c) - 1));
+    }
+    close(y.dataSync() as Float32Array, want);
+  }
+  // The shape arithmetic was folded: no Shape/Gather/Concat call remains, the reshape reads the heap.
+  const text = imported.executable.as_text();
+  assert(!text.includes("vm.op.take") && !text.includes("vm.op.concat"), text);
+  assert(text.includes("vm.builtin.make_shape"), text);
+});
+
+Deno.test("onnx import: an input of the wrong shape or dtype fails naming the input", async () => {
+  using imported = await importONNX(mlp());
+  const vm = new VirtualMachine(imported.executable);
+  using bad = tensor(new Float32Array(8), { shape: [2, 4] });
+  const e = await assertRejects(() => vm.invoke("main", bad, [...imported.params]), VMError);
+  assert(e.message.includes('input "x"'), e.message);
+  using ints = tensor(new Int32Array(3), { shape: [1, 3] });
+  await assertRejects(() => vm.invoke("main", ints, [...imported.params]), VMError);
+  // The VM stays usable.
+  using good = tensor(new Float32Array(3), { shape: [1, 3] });
+  using y = await vm.invoke("main", good, [...imported.params]) as NDArray;
+  assertEquals(y.shape, [1, 2, 1]);
+});
+
+Deno.test("onnx import: saved with its params as a tensor cache, loaded and run", async () => {
+  using imported = await importONNX(mlp());
+  const dir = await Deno.makeTempDir({ prefix: "relaxvm-onnx-" });
+  try {
+    await dumpTensorCache(imported.paramNames.map((n, i) => [n, imported.params[i]] as const), dir);
+    const exe = Executable.load(imported.executable.save());
+    const vm = new VirtualMachine(exe, undefined, { tensorCacheRoots: [dir] });
+    const params = await vm.invoke("load_params", `file://${dir}/`, 1, 0);
+    using x = tensor(new Float32Array([3, 0, 1]), { shape: [1, 3] });
+    using y = await vm.invoke("main", x, params) as NDArray;
+    close(y.dataSync() as Float32Array, [2, 1]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("onnx import: every unsupported node is listed in one error, before anything is built", async () => {
+  const bytes = model({
+    name: "bad",
+    nodes: [
+      node("Relu", ["x"], ["a"]),
+      node("NoSuchOp", ["a"], ["b"]),
+      node("Softmax", ["b"], ["c"], { axis: 1, bogus: 3 }),
+      node("AlsoMissing", ["c"], ["y"]),
+    ],
+    initializers: [],
+    inputs: [valueInfo("x", [2, 2])],
+    outputs: [valueInfo("y", [2, 2])],
+  });
+  const e = await assertRejects(() => importONNX(bytes), UnsupportedONNXError);
+  assertEquals(e.nodes.map((n: { op: string }) => n.op), ["NoSuchOp", "Softmax", "AlsoMissing"]);
+  assert(e.nodes[1].reason.includes("bogus"), e.nodes[1].reason);
+  assert(e.message.includes("3 nodes not supported"), e.message);
+});
+
+Deno.test("onnx import: conversion problems are collected too, not only the first", async () => {
+  // Reshape by a shape known only at run time, and Pow by an exponent of 3: both reported.
+  const bytes = model({
+    name: "late",
+    nodes: [
+      node("Reshape", ["x", "s"], ["a"]),
+      node("Pow", ["x", "three"], ["b"]),
+      node("Add", ["a", "b"], ["y"]),
+    ],
+    initializers: [floatTensor("three", [], new Float32Array([3]))],
+    inputs: [valueInfo("x", [4]), valueInfo("s", [1], 7)],
+    outputs: [valueInfo("y", [4])],
+  });
+  const e = await assertRejects(() => importONNX(bytes), UnsupportedONNXError);
+  assertEquals(e.nodes.map((n: { op: string }) => n.op), ["Reshape", "Pow"]);
+  assert(e.nodes[0].reason.includes("known before run time"), e.nodes[0].reason);
+});
+
+Deno.test("onnx import: a cyclic graph and a missing output are import errors", async () => {
+  const cyclic = model({
+    name: "cycle",
+    nodes: [node("Relu", ["b"], ["a"]), node("Relu", ["a"], ["b"])],
+    initializers: [],
+    inputs: [valueInfo("x", [1])],
+    outputs: [valueInfo("a", [1])],
+  });
+  const e = await assertRejects(() => importONNX(cyclic), ONNXImportError);
+  assert(e.message.includes("cyclic"), e.message);
+  const missing = model({
+    name: "missing",
+    nodes: [node("Relu", ["x"], ["a"])],
+    initializers: [],
+    inputs: [valueInfo("x", [1])],
+    outputs: [valueInfo("nowhere", [1])],
+  });
+  await assertRejects(() => importONNX(missing), ONNXImportError, "never written");
+});
+
+Deno.test("onnx import: softmax over a middle axis, LayerNormalization, ReduceMean", async () => {
+  const bytes = model({
+    name: "nn",
+    nodes: [
+      node("Softmax", ["x"], ["s"], { axis: 1 }),
+      node("LayerNormalization", ["s", "g", "b"], ["l"], { epsilon: new Float(1e-5) }),
+      node("ReduceMean", ["l"], ["y"], { axes: [1], keepdims: 0 }),
+    ],
+    initializers: [
+      floatTensor("g", [2], new Float32Array([1, 2])),
+      floatTensor("b", [2], new Float32Array([0, 1])),
+    ],
+    inputs: [valueInfo("x", [1, 3, 2])],
+    outputs: [valueInfo("y", [1, 2])],
+  }, 13);
+  using imported = await importONNX(bytes);
+  const vm = new VirtualMachine(imported.executable);
+  const x = [0, 1, 2, 3, 4, 5];
+  using xt = tensor(new Float32Array(x), { shape: [1, 3, 2] });
+  using y = await vm.invoke("main", xt, [...imported.params]) as NDArray;
+  // Softmax over axis 1 (the three rows), per column.
+  const s = [...x];
+  for (const c of [0, 1]) {
+    const col = [0, 1, 2].map((r) => Math.exp(x[2 * r + c]));
+    const sum = col.reduce((a, b) => a + b);
+    for (const r of [0, 1, 2]) s[2 * r + c] = col[r] / sum;
+  }
+  // LayerNorm over the last axis (two values: ±1 after normalization), then the mean over rows.
+  const ln = [0, 1, 2].flatMap((r) => {
+    const [a, b] = [s[2 * r], s[2 * r + 1]];
+    const m = (a + b) / 2, v = ((a - m) ** 2 + (b - m) ** 2) / 2;
+    return [(a - m) / Math.sqrt(v + 1e-5) * 1 + 0, (b - m) / Math.sqrt(v + 1e-5) * 2 + 1];
+  });
+  close(y.dataSync() as Float32Array, [
+    (ln[0] + ln[2] + ln[4]) / 3,
+    (ln[1] + ln[3] + ln[5]) / 3,
+  ], 1e-4);
+});
