@@ -31,6 +31,8 @@ export class Emitter {
   #fresh = 0;
   /** The register of the shape heap (written first thing in the function). */
   readonly heap: Operand;
+  /** Registers written by recorded calls (results the function may hand out as they are). */
+  readonly #produced = new Set<Operand>();
   /** The register holding the parameter tuple, when the function takes one. */
   params: Operand | null = null;
 
@@ -132,9 +134,21 @@ export class Emitter {
    */
   call(name: string, args: CallArg[], dtype: TensorDType, shape: Dim[]): Value {
     const reg = this.record(name, args)!;
+    this.#produced.add(reg);
     const out: Value = { dtype, shape: [...shape], reg };
     if (out.shape.includes(null)) this.matchShape(reg, out.shape, "");
     return out;
+  }
+
+  /**
+   * A register to return `v` from: its own when a call made it; else (an
+   * input, a parameter, a constant of the executable) a copy, so the caller
+   * who disposes a result never frees what the VM or the caller still holds.
+   */
+  result(v: Value): Operand {
+    const reg = this.reg(v);
+    if (this.#produced.has(reg)) return reg;
+    return this.call("vm.op.cast", [reg, v.dtype], v.dtype, v.shape).reg!;
   }
 
   /** Writes the recorded calls (after the heap's allocation) into the current function. */

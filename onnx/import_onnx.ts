@@ -137,12 +137,12 @@ export async function importONNX(
   const model = decodeModel(bytes, { maxNodes: options.maxNodes ?? 1_000_000 });
   const graph = model.graph;
   if (graph === null) throw new ONNXImportError("ModelProto", -1, "the model has no graph");
+  checkSupported(graph);
   const opset = model.opsets.find((o) => STANDARD_DOMAINS.has(o.domain))?.version ??
     (model.irVersion < 3 ? 1 : 0);
   if (opset === 0) {
     throw new ONNXImportError("ModelProto.opset_import", -1, "no opset of the standard domain");
   }
-  checkSupported(graph);
   await resolveExternalData(graph.initializers, base, maxBytes, options.signal);
   return convert(graph, opset, options.functionName ?? "main");
 }
@@ -295,7 +295,7 @@ function convert(graph: Graph, opset: number, functionName: string): ImportedONN
       }
       if (v === null) continue;
       try {
-        outputs.push(em.reg(v));
+        outputs.push(em.result(v));
         outputInfo.push({ name: o.name, dtype: v.dtype, shape: shownShape(v.shape) });
       } catch (e) {
         if (!(e instanceof Unsupported)) throw e;

@@ -115,6 +115,44 @@ export const ELEMENTWISE_OPS: Record<string, OpSpec> = {
     convert: (cx) => [binary(cx, "divide", cx.scalar(1), cx.input(0), FLOAT)],
   },
   Identity: { attrs: [], convert: (cx) => [cx.input(0)] },
+  Abs: {
+    attrs: [],
+    // max(x, −x): exact for every float and integer but the most negative integer.
+    convert(cx) {
+      const x = cx.input(0);
+      return [binary(cx, "maximum", x, unary(cx, "negative", x, ARITH))];
+    },
+  },
+  Clip: {
+    attrs: ["min", "max"],
+    convert(cx) {
+      // Opsets 1–10: min and max are attributes; from 11 they are optional inputs.
+      let y = cx.input(0);
+      cx.dtype(y, ARITH);
+      const bound = (i: number, attr: string) => {
+        if (cx.opset < 11) {
+          return cx.has(attr) ? cx.scalar(cx.float(attr, 0), y.dtype) : undefined;
+        }
+        return cx.optional(i);
+      };
+      const lo = bound(1, "min"), hi = bound(2, "max");
+      if (lo !== undefined) y = binary(cx, "maximum", y, lo);
+      if (hi !== undefined) y = binary(cx, "minimum", y, hi);
+      if (lo === undefined && hi === undefined) {
+        y = cx.em.call("vm.op.cast", [cx.em.reg(y), y.dtype], y.dtype, y.shape);
+      }
+      return [y];
+    },
+  },
+  Mean: {
+    attrs: [],
+    convert(cx) {
+      let acc = cx.input(0);
+      cx.dtype(acc, FLOAT);
+      for (let i = 1; i < cx.inputCount; i++) acc = binary(cx, "add", acc, cx.input(i), FLOAT);
+      return [binary(cx, "divide", acc, cx.scalar(cx.inputCount), FLOAT)];
+    },
+  },
   Pow: {
     attrs: [],
     convert(cx) {

@@ -111,6 +111,29 @@ function reduce(
   };
 }
 
+/** `ArgMax`/`ArgMin` (as the argmax of −x): `vm.op.argmax`'s int32 cast to ONNX's int64. */
+function argSpec(min: boolean): OpSpec {
+  return {
+    attrs: ["axis", "keepdims", "select_last_index"],
+    convert(cx) {
+      let x = cx.input(0);
+      cx.dtype(x, ["float32", "int32"]);
+      if (cx.int("select_last_index", 0) !== 0) throw new Unsupported("select_last_index=1");
+      const r = x.shape.length, axis = normAxis(cx.int("axis", 0), r);
+      const keep = cx.int("keepdims", 1) === 1;
+      if (min) x = unary(cx, "negative", x, ARITH);
+      const shape = x.shape.flatMap((d, i) => i === axis ? (keep ? [1] : []) : [d]);
+      const idx = cx.em.call(
+        "vm.op.argmax",
+        [cx.em.reg(x), cx.em.ib.imm(axis), cx.em.ib.imm(keep ? 1 : 0)],
+        "int32",
+        shape,
+      );
+      return [cx.em.call("vm.op.cast", [cx.em.reg(idx), "int64"], "int64", shape)];
+    },
+  };
+}
+
 const square = (cx: NodeContext, x: Value) => binary(cx, "multiply", x, x);
 const negate = (cx: NodeContext, x: Value) => unary(cx, "negative", x, ARITH);
 
@@ -178,7 +201,10 @@ export const NN_OPS: Record<string, OpSpec> = {
       ];
     },
   },
+  ArgMax: argSpec(false),
+  ArgMin: argSpec(true),
   ReduceMean: reduce("mean", 18, FLOAT),
+  ReduceL1: reduce("sum", 18, ARITH, (cx, x) => binary(cx, "maximum", x, negate(cx, x))),
   ReduceSum: reduce("sum", 13, ARITH),
   ReduceMax: reduce("max", 18, ARITH),
   ReduceMin: reduce("max", 18, ARITH, negate, negate),

@@ -265,6 +265,50 @@ export const SHAPE_OPS: Record<string, OpSpec> = {
       return [cx.em.call("vm.op.cast", [cx.em.reg(x), dt], dt, x.shape)];
     },
   },
+  CastLike: {
+    attrs: ["saturate"],
+    convert(cx) {
+      const x = cx.input(0), dt = cx.input(1).dtype;
+      if (x.ints !== undefined && (dt === "int64" || dt === "int32")) {
+        return [cx.knownValue(x.ints, x.shape as number[], dt)];
+      }
+      return [cx.em.call("vm.op.cast", [cx.em.reg(x), dt], dt, x.shape)];
+    },
+  },
+  Split: {
+    attrs: ["axis", "split", "num_outputs"],
+    convert(cx) {
+      const x = cx.input(0), r = x.shape.length;
+      const axis = normAxis(cx.int("axis", 0), r);
+      const n = x.shape[axis];
+      const outputs = cx.node.outputs.length;
+      let sizes: number[] | undefined = cx.opset < 13
+        ? cx.ints("split")
+        : cx.optional(1) === undefined
+        ? undefined
+        : cx.knownInts(1, "split");
+      if (sizes === undefined) {
+        if (typeof n !== "number") throw new Unsupported("an even Split of a symbolic dimension");
+        // Even parts; with num_outputs (opset 18) the last may be smaller.
+        const parts = cx.int("num_outputs", outputs);
+        const each = Math.ceil(n / parts);
+        sizes = Array.from({ length: parts }, (_, i) => Math.min(each, n - each * i));
+      }
+      let at = 0;
+      return sizes.map((size) => {
+        const shape = [...x.shape];
+        shape[axis] = size;
+        const out = cx.em.call(
+          "vm.op.strided_slice",
+          [cx.em.reg(x), [axis], [at], [at + size], [1]],
+          x.dtype,
+          shape,
+        );
+        at += size;
+        return out;
+      });
+    },
+  },
   Shape: {
     attrs: ["start", "end"],
     convert(cx) {
