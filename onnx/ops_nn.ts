@@ -8,11 +8,13 @@
  * @module
  */
 
+import type { CallArg } from "../builder/builder_options.ts";
 import { broadcastShapes, type Dim, normAxis, Unsupported, type Value } from "./graph_values.ts";
 import type { NodeContext } from "./node_context.ts";
 import { ARITH, FLOAT, type OpSpec } from "./op_spec.ts";
 import { binary, unary } from "./ops_elementwise.ts";
 import { flatten2d, reshapeTo } from "./ops_shape.ts";
+import { tensor } from "../devices/tensor.ts";
 
 /** NumPy matmul's result shape. */
 function matmulShape(a: readonly Dim[], b: readonly Dim[]): Dim[] {
@@ -69,10 +71,35 @@ function softmaxSpec(log: boolean): OpSpec {
   };
 }
 
-/** Reduction axes: the `axes` attribute before `inputFrom`, input 1 from it on. */
-function reduceAxes(cx: NodeContext, inputFrom: number): number[] | undefined {
+/**
+ * Reduction axes: the `axes` attribute before `inputFrom`, input 1 from it
+ * on; `"runtime"` when that input is known only at run time.
+ */
+function reduceAxes(cx: NodeContext, inputFrom: number): number[] | undefined | "runtime" {
   if (cx.opset < inputFrom) return cx.ints("axes");
-  return cx.optional(1) === undefined ? undefined : cx.knownInts(1, "axes");
+  const axes = cx.optional(1);
+  if (axes === undefined) return undefined;
+  if (axes.ints === undefined && axes.shape[0] !== 0) return "runtime";
+  return cx.knownInts(1, "axes");
+}
+
+/**
+ * The axes tensor of a reduction, known only at run time, as a ShapeTuple
+ * of axes in `[0, rank)`: `a' = (a + r) − r·⌊(a + r) / r⌋` in int64 on the
+ * CPU, then `vm.builtin.tensor_to_shape` (which takes no negative value).
+ */
+function runtimeAxes(cx: NodeContext, rank: number): { reg: CallArg; count: number } {
+  const axes = cx.input(1);
+  cx.dtype(axes, ["int64"], "axes");
+  const count = axes.shape[0];
+  if (axes.shape.length !== 1 || typeof count !== "number") {
+    throw new Unsupported("axes of a shape not known before run time");
+  }
+  const r = cx.scalar(rank, "int64");
+  const shifted = binary(cx, "add", axes, r);
+  const wrapped = binary(cx, "multiply", binary(cx, "divide", shifted, r), r);
+  const normalized = binary(cx, "subtract", shifted, wrapped);
+  return { reg: cx.em.record("vm.builtin.tensor_to_shape", [cx.em.reg(normalized)])!, count };
 }
 
 /** A `Reduce*` operator as `post(vm.op.<op>(pre(x), axes, keepdims))`. */
@@ -91,6 +118,15 @@ function reduce(
       const r = x.shape.length;
       const given = reduceAxes(cx, inputFrom);
       const keep = cx.int("keepdims", 1) === 1;
+      if (given === "runtime") {
+        const { reg, count } = runtimeAxes(cx, r);
+        if (pre !== undefined) x = pre(cx, x);
+        const shape = new Array<Dim>(keep ? r : r - count).fill(null);
+        const args = [cx.em.reg(x), reg, cx.em.ib.imm(keep ? 1 : 0)];
+        let y = cx.em.call(`vm.op.${op}`, args, x.dtype, shape);
+        if (post !== undefined) y = post(cx, y);
+        return [y];
+      }
       if ((given === undefined || given.length === 0) && cx.int("noop_with_empty_axes", 0) === 1) {
         return [pre === undefined ? x : pre(cx, x)];
       }
@@ -118,20 +154,38 @@ function argSpec(min: boolean): OpSpec {
     convert(cx) {
       let x = cx.input(0);
       cx.dtype(x, ["float32", "int32"]);
-      if (cx.int("select_last_index", 0) !== 0) throw new Unsupported("select_last_index=1");
       const r = x.shape.length, axis = normAxis(cx.int("axis", 0), r);
       const keep = cx.int("keepdims", 1) === 1;
+      const last = cx.int("select_last_index", 0) === 1;
+      const n = x.shape[axis];
       if (min) x = unary(cx, "negative", x, ARITH);
+      if (last) {
+        // The first maximum of x reversed along the axis is the last one of x, at n − 1 − i.
+        if (typeof n !== "number") throw new Unsupported("select_last_index over a symbolic axis");
+        x = cx.em.call(
+          "vm.op.strided_slice",
+          [cx.em.reg(x), [axis], [-1], [-(2 ** 40)], [-1]],
+          x.dtype,
+          x.shape,
+        );
+      }
       const shape = x.shape.flatMap((d, i) => i === axis ? (keep ? [1] : []) : [d]);
-      const idx = cx.em.call(
+      let idx = cx.em.call(
         "vm.op.argmax",
         [cx.em.reg(x), cx.em.ib.imm(axis), cx.em.ib.imm(keep ? 1 : 0)],
         "int32",
         shape,
       );
+      if (last) idx = binary(cx, "subtract", cx.scalar(n as number - 1, "int32"), idx);
       return [cx.em.call("vm.op.cast", [cx.em.reg(idx), "int64"], "int64", shape)];
     },
   };
+}
+
+/** `vm.op.<op>(x, axes, keepdims=1)` over known axes. */
+function reduceOver(cx: NodeContext, op: string, x: Value, axes: number[]): Value {
+  const shape = x.shape.map((d, i) => axes.includes(i) ? 1 : d);
+  return cx.em.call(`vm.op.${op}`, [cx.em.reg(x), axes, cx.em.ib.imm(1)], x.dtype, shape);
 }
 
 const square = (cx: NodeContext, x: Value) => binary(cx, "multiply", x, x);
@@ -176,10 +230,25 @@ export const NN_OPS: Record<string, OpSpec> = {
     convert(cx) {
       const x = cx.input(0), scale = cx.input(1), bias = cx.optional(2);
       cx.dtype(x, FLOAT);
-      if (cx.node.outputs.slice(1).some((o) => o !== "")) {
-        throw new Unsupported("the Mean and InvStdDev outputs");
-      }
       const r = x.shape.length, axis = normAxis(cx.int("axis", -1), r);
+      if (cx.node.outputs.slice(1).some((o) => o !== "")) {
+        // Mean and InvStdDev wanted too: spelled out with reductions.
+        const axes = x.shape.map((_, i) => i).slice(axis);
+        const mean = reduceOver(cx, "mean", x, axes);
+        const d = binary(cx, "subtract", x, mean, FLOAT);
+        const variance = reduceOver(cx, "mean", binary(cx, "multiply", d, d, FLOAT), axes);
+        const eps = cx.scalar(cx.float("epsilon", 1e-5));
+        const inv = binary(
+          cx,
+          "divide",
+          cx.scalar(1),
+          unary(cx, "sqrt", binary(cx, "add", variance, eps, FLOAT)),
+          FLOAT,
+        );
+        let y = binary(cx, "multiply", binary(cx, "multiply", d, inv, FLOAT), scale, FLOAT);
+        if (bias !== undefined) y = binary(cx, "add", y, bias, FLOAT);
+        return [y, mean, inv];
+      }
       const trailing = x.shape.slice(axis);
       const same = (v: Value) =>
         v.shape.length === trailing.length && v.shape.every((d, i) => d === trailing[i]);
@@ -199,6 +268,46 @@ export const NN_OPS: Record<string, OpSpec> = {
           x.shape,
         ),
       ];
+    },
+  },
+  RMSNormalization: {
+    attrs: ["axis", "epsilon", "stash_type"],
+    convert(cx) {
+      // x / sqrt(mean(x², axes[axis:]) + eps) · scale.
+      const x = cx.input(0), scale = cx.input(1);
+      cx.dtype(x, FLOAT);
+      const r = x.shape.length, axis = normAxis(cx.int("axis", -1), r);
+      const axes = x.shape.map((_, i) => i).slice(axis);
+      const ms = reduceOver(cx, "mean", binary(cx, "multiply", x, x, FLOAT), axes);
+      const rms = unary(
+        cx,
+        "sqrt",
+        binary(cx, "add", ms, cx.scalar(cx.float("epsilon", 1e-5)), FLOAT),
+      );
+      return [binary(cx, "multiply", binary(cx, "divide", x, rms, FLOAT), scale, FLOAT)];
+    },
+  },
+  Trilu: {
+    attrs: ["upper"],
+    convert(cx) {
+      // x times a 0/1 mask of the kept triangle (a constant: the last two dims must be known).
+      const x = cx.input(0), r = x.shape.length;
+      cx.dtype(x, ARITH);
+      const k = cx.optional(1) === undefined ? 0 : cx.knownInts(1, "k")[0];
+      const [n, m] = [x.shape[r - 2], x.shape[r - 1]];
+      if (typeof n !== "number" || typeof m !== "number") {
+        throw new Unsupported("Trilu of matrices whose size is not known before run time");
+      }
+      const upper = cx.int("upper", 1) === 1;
+      const mask = Array.from({ length: n * m }, (_, i) => {
+        const d = (i % m) - Math.floor(i / m);
+        return (upper ? d >= k : d <= k) ? 1 : 0;
+      });
+      const t = x.dtype === "int64"
+        ? tensor(new BigInt64Array(mask.map(BigInt)), { shape: [n, m] })
+        : tensor(mask, { dtype: x.dtype, shape: [n, m] });
+      cx.made.push(t);
+      return [binary(cx, "multiply", x, cx.fromTensor(t))];
     },
   },
   ArgMax: argSpec(false),
