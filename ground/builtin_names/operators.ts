@@ -8,7 +8,7 @@
  */
 
 /**
- * The 28 packed functions defined in `builtins/operators/` (Operators; Indexing operators; Attention operators), one property each, as in
+ * The 39 packed functions defined in `builtins/operators/` (Operators; Indexing operators; Comparison operators; Attention operators), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -308,6 +308,127 @@ export interface OperatorsBuiltins {
    * - TVM: `relax.op.concat`
    */
   readonly "vm.op.concat": "(tensors, axis?) → tensor";
+  /**
+   * `vm.op.equal(a, b) → bool tensor` (Comparison operators, `builtins/operators/compare_operators.ts`)
+   *
+   * Elementwise `a == b`, with NumPy broadcasting; `a` and `b` have the same dtype and device, the result is bool on that device. NaN is unequal to everything (`not_equal` of NaN is true).
+   *
+   * - dtypes: float32, int32, int64, bool
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 on a GPU), `RangeError` (shapes that do not broadcast); messages start with the operator's name.
+   * - TVM: `relax.op.equal`
+   */
+  readonly "vm.op.equal": "(a, b) → bool tensor";
+  /**
+   * `vm.op.not_equal(a, b) → bool tensor` (Comparison operators, `builtins/operators/compare_operators.ts`)
+   *
+   * Elementwise `a != b`, with NumPy broadcasting; `a` and `b` have the same dtype and device, the result is bool on that device. NaN is unequal to everything (`not_equal` of NaN is true).
+   *
+   * - dtypes: float32, int32, int64, bool
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 on a GPU), `RangeError` (shapes that do not broadcast); messages start with the operator's name.
+   * - TVM: `relax.op.not_equal`
+   */
+  readonly "vm.op.not_equal": "(a, b) → bool tensor";
+  /**
+   * `vm.op.less(a, b) → bool tensor` (Comparison operators, `builtins/operators/compare_operators.ts`)
+   *
+   * Elementwise `a < b`, with NumPy broadcasting; `a` and `b` have the same dtype and device, the result is bool on that device. NaN is unequal to everything (`not_equal` of NaN is true).
+   *
+   * - dtypes: float32, int32, int64, bool
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 on a GPU), `RangeError` (shapes that do not broadcast); messages start with the operator's name.
+   * - TVM: `relax.op.less`
+   */
+  readonly "vm.op.less": "(a, b) → bool tensor";
+  /**
+   * `vm.op.less_equal(a, b) → bool tensor` (Comparison operators, `builtins/operators/compare_operators.ts`)
+   *
+   * Elementwise `a <= b`, with NumPy broadcasting; `a` and `b` have the same dtype and device, the result is bool on that device. NaN is unequal to everything (`not_equal` of NaN is true).
+   *
+   * - dtypes: float32, int32, int64, bool
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 on a GPU), `RangeError` (shapes that do not broadcast); messages start with the operator's name.
+   * - TVM: `relax.op.less_equal`
+   */
+  readonly "vm.op.less_equal": "(a, b) → bool tensor";
+  /**
+   * `vm.op.greater(a, b) → bool tensor` (Comparison operators, `builtins/operators/compare_operators.ts`)
+   *
+   * Elementwise `a > b`, with NumPy broadcasting; `a` and `b` have the same dtype and device, the result is bool on that device. NaN is unequal to everything (`not_equal` of NaN is true).
+   *
+   * - dtypes: float32, int32, int64, bool
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 on a GPU), `RangeError` (shapes that do not broadcast); messages start with the operator's name.
+   * - TVM: `relax.op.greater`
+   */
+  readonly "vm.op.greater": "(a, b) → bool tensor";
+  /**
+   * `vm.op.greater_equal(a, b) → bool tensor` (Comparison operators, `builtins/operators/compare_operators.ts`)
+   *
+   * Elementwise `a >= b`, with NumPy broadcasting; `a` and `b` have the same dtype and device, the result is bool on that device. NaN is unequal to everything (`not_equal` of NaN is true).
+   *
+   * - dtypes: float32, int32, int64, bool
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 on a GPU), `RangeError` (shapes that do not broadcast); messages start with the operator's name.
+   * - TVM: `relax.op.greater_equal`
+   */
+  readonly "vm.op.greater_equal": "(a, b) → bool tensor";
+  /**
+   * `vm.op.logical_and(a, b) → bool tensor` (Comparison operators, `builtins/operators/compare_operators.ts`)
+   *
+   * Elementwise `a && b`, with NumPy broadcasting; `a` and `b` have the same dtype and device, the result is bool on that device.
+   *
+   * - dtypes: bool
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 on a GPU), `RangeError` (shapes that do not broadcast); messages start with the operator's name.
+   * - TVM: `relax.op.logical_and`
+   */
+  readonly "vm.op.logical_and": "(a, b) → bool tensor";
+  /**
+   * `vm.op.logical_or(a, b) → bool tensor` (Comparison operators, `builtins/operators/compare_operators.ts`)
+   *
+   * Elementwise `a || b`, with NumPy broadcasting; `a` and `b` have the same dtype and device, the result is bool on that device.
+   *
+   * - dtypes: bool
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 on a GPU), `RangeError` (shapes that do not broadcast); messages start with the operator's name.
+   * - TVM: `relax.op.logical_or`
+   */
+  readonly "vm.op.logical_or": "(a, b) → bool tensor";
+  /**
+   * `vm.op.logical_xor(a, b) → bool tensor` (Comparison operators, `builtins/operators/compare_operators.ts`)
+   *
+   * Elementwise `a != b` of two bools, with NumPy broadcasting; `a` and `b` have the same dtype and device, the result is bool on that device.
+   *
+   * - dtypes: bool
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 on a GPU), `RangeError` (shapes that do not broadcast); messages start with the operator's name.
+   * - TVM: `relax.op.logical_xor`
+   */
+  readonly "vm.op.logical_xor": "(a, b) → bool tensor";
+  /**
+   * `vm.op.logical_not(x) → bool tensor` (Comparison operators, `builtins/operators/compare_operators.ts`)
+   *
+   * Elementwise `!x` of a bool tensor.
+   *
+   * - dtypes: bool
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 on a GPU), `RangeError` (shapes that do not broadcast); messages start with the operator's name.
+   * - TVM: `relax.op.logical_not`
+   */
+  readonly "vm.op.logical_not": "(x) → bool tensor";
+  /**
+   * `vm.op.where(cond, x, y) → tensor` (Comparison operators, `builtins/operators/compare_operators.ts`)
+   *
+   * Elementwise `cond ? x : y`, the three broadcast together (NumPy's `where`); `cond` is bool, `x` and `y` share a dtype, which the result has.
+   *
+   * - dtypes: float32, int32, int64, bool
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 on a GPU), `RangeError` (shapes that do not broadcast); messages start with the operator's name.
+   * - TVM: `relax.op.where`
+   */
+  readonly "vm.op.where": "(cond, x, y) → tensor";
   /**
    * `vm.op.attention(q, k, v, causal?, scale?, layout?) → tensor` (Attention operators, `builtins/operators/attention_operators.ts`)
    *

@@ -26,7 +26,7 @@
  * @module
  */
 
-import type { BinaryOp, UnaryOp } from "../kernel_backend.ts";
+import type { BinaryOp, CompareOp, UnaryOp } from "../kernel_backend.ts";
 import type { ElementwiseFn, ScalarType } from "./elementwise_program.ts";
 import { NAN_F32 } from "./workgroup_reduce.ts";
 
@@ -90,6 +90,43 @@ export function binaryFn(op: BinaryOp, type: ScalarType): ElementwiseFn {
   if (type === "u32") throw new TypeError(`WebGPU ${op} does not support uint32 operands`);
   return { name: op, body: type === "f32" ? FLOAT_BINARY[op] : INT_BINARY[op] };
 }
+
+/** WGSL tests of the comparisons and logical ops (on i32 words for bools), true as 1. */
+const COMPARE_TESTS: Readonly<Record<CompareOp, string>> = {
+  equal: "x0 == x1",
+  not_equal: "x0 != x1",
+  less: "x0 < x1",
+  less_equal: "x0 <= x1",
+  greater: "x0 > x1",
+  greater_equal: "x0 >= x1",
+  logical_and: "(x0 != T0(0)) & (x1 != T1(0))",
+  logical_or: "(x0 != T0(0)) | (x1 != T1(0))",
+  logical_xor: "(x0 != T0(0)) != (x1 != T1(0))",
+  logical_not: "x0 == T0(0)",
+};
+
+/**
+ * The elementwise function of comparison `op` on elements of `type`, an i32
+ * 1 or 0. On floats NaN is spelled out (unequal to everything), since
+ * shader compilers may assume there is none.
+ */
+export function compareFn(op: CompareOp, type: ScalarType): ElementwiseFn {
+  if (type === "u32") throw new TypeError(`WebGPU ${op} does not support uint32 operands`);
+  const test = COMPARE_TESTS[op];
+  const nan = type === "f32" && !op.startsWith("logical_");
+  const cond = !nan
+    ? test
+    : op === "not_equal"
+    ? `(${test}) | is_nan(x0) | is_nan(x1)`
+    : `(${test}) & !is_nan(x0) & !is_nan(x1)`;
+  return { name: `compare_${op}_${type}`, body: `return select(TO(0), TO(1), ${cond});` };
+}
+
+/** `where`: `x0` the condition (i32 words), `x1` where it holds, `x2` where not. */
+export const WHERE_FN: ElementwiseFn = {
+  name: "where",
+  body: "return select(x2, x1, x0 != T0(0));",
+};
 
 /** Converts between element types (WGSL's conversions: float → int truncates toward zero). */
 export const CAST_FN: ElementwiseFn = { name: "cast", body: "return TO(x0);" };

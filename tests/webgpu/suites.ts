@@ -1,6 +1,7 @@
 // Every WebGPU suite. Imported by the child runner (to run them) and by the
 // parent (to know their names); registering a test never touches the GPU.
 import "./builtins_suite.ts";
+import "./comparison_suite.ts";
 import "./device_suite.ts";
 import "./dtypes_suite.ts";
 import "./gpt_suite.ts";
