@@ -86,6 +86,23 @@ function knownScalar(v: Value): number | undefined {
   return Number(v.tensor.dataSync()[0]);
 }
 
+/** Dtypes the comparisons take. */
+const COMPARED = [...ARITH, "bool"] as const;
+
+/** `vm.op.<op>(a, b)` → bool, with broadcasting. */
+function comparison(op: string, dtypes: readonly string[] = COMPARED): OpSpec {
+  return {
+    attrs: [],
+    convert(cx) {
+      const a = cx.input(0), b = cx.input(1);
+      cx.dtype(a, dtypes as typeof ARITH);
+      if (a.dtype !== b.dtype) throw new Unsupported(`dtypes ${a.dtype} and ${b.dtype} differ`);
+      const shape = broadcastShapes(a.shape, b.shape);
+      return [cx.em.call(`vm.op.${op}`, [cx.em.reg(a), cx.em.reg(b)], "bool", shape)];
+    },
+  };
+}
+
 /** Elementwise operators by ONNX name. */
 export const ELEMENTWISE_OPS: Record<string, OpSpec> = {
   Add: arithmetic("add", (x, y) => x + y),
@@ -115,6 +132,35 @@ export const ELEMENTWISE_OPS: Record<string, OpSpec> = {
     convert: (cx) => [binary(cx, "divide", cx.scalar(1), cx.input(0), FLOAT)],
   },
   Identity: { attrs: [], convert: (cx) => [cx.input(0)] },
+  Equal: comparison("equal"),
+  Less: comparison("less"),
+  LessOrEqual: comparison("less_equal"),
+  Greater: comparison("greater"),
+  GreaterOrEqual: comparison("greater_equal"),
+  And: comparison("logical_and", ["bool"]),
+  Or: comparison("logical_or", ["bool"]),
+  Xor: comparison("logical_xor", ["bool"]),
+  Not: {
+    attrs: [],
+    convert(cx) {
+      const x = cx.input(0);
+      cx.dtype(x, ["bool"]);
+      return [cx.em.call("vm.op.logical_not", [cx.em.reg(x)], "bool", x.shape)];
+    },
+  },
+  Where: {
+    attrs: [],
+    convert(cx) {
+      const c = cx.input(0), x = cx.input(1), y = cx.input(2);
+      cx.dtype(c, ["bool"], "condition");
+      cx.dtype(x, COMPARED as unknown as typeof ARITH);
+      if (x.dtype !== y.dtype) throw new Unsupported(`dtypes ${x.dtype} and ${y.dtype} differ`);
+      const shape = broadcastShapes(broadcastShapes(c.shape, x.shape), y.shape);
+      return [
+        cx.em.call("vm.op.where", [cx.em.reg(c), cx.em.reg(x), cx.em.reg(y)], x.dtype, shape),
+      ];
+    },
+  },
   Abs: {
     attrs: [],
     // max(x, −x): exact for every float and integer but the most negative integer.

@@ -20,7 +20,15 @@ import {
   VirtualMachine,
   VMError,
 } from "../mod.ts";
-import { Float, floatTensor, int64Tensor, model, node, valueInfo } from "../bench/_onnx_writer.ts";
+import {
+  ElemType,
+  Float,
+  floatTensor,
+  int64Tensor,
+  model,
+  node,
+  valueInfo,
+} from "../bench/_onnx_writer.ts";
 
 const close = (got: ArrayLike<number>, want: readonly number[], tol = 1e-5) => {
   assertEquals(got.length, want.length);
@@ -200,4 +208,44 @@ Deno.test("onnx import: softmax over a middle axis, LayerNormalization, ReduceMe
     (ln[0] + ln[2] + ln[4]) / 3,
     (ln[1] + ln[3] + ln[5]) / 3,
   ], 1e-4);
+});
+
+Deno.test("onnx import: Equal, Not and Where make and use a bool mask", async () => {
+  const bytes = model({
+    name: "mask",
+    nodes: [
+      node("Equal", ["x", "zero"], ["is0"]),
+      node("Not", ["is0"], ["keep"]),
+      node("Where", ["keep", "x", "fill"], ["y"]),
+    ],
+    initializers: [
+      floatTensor("zero", [], new Float32Array([0])),
+      floatTensor("fill", [1], new Float32Array([-9])),
+    ],
+    inputs: [valueInfo("x", [4])],
+    outputs: [valueInfo("y", [4])],
+  }, 13);
+  using imported = await importONNX(bytes);
+  const vm = new VirtualMachine(imported.executable);
+  using x = tensor([0, 2, 0, -3]);
+  using y = await vm.invoke("main", x, imported.params) as NDArray;
+  assertEquals([...y.dataSync()], [-9, 2, -9, -3]);
+});
+
+Deno.test("onnx import: a reduction whose axes are an input, negative ones included", async () => {
+  const bytes = model({
+    name: "reduce",
+    nodes: [node("ReduceSum", ["x", "axes"], ["y"], { keepdims: 0 })],
+    initializers: [],
+    inputs: [valueInfo("x", [2, 3]), valueInfo("axes", [1], ElemType.int64)],
+    outputs: [valueInfo("y", ["n"])],
+  }, 13);
+  using imported = await importONNX(bytes);
+  const vm = new VirtualMachine(imported.executable);
+  using x = tensor([[1, 2, 3], [4, 5, 6]]);
+  for (const [axis, want] of [[-1, [6, 15]], [0, [5, 7, 9]], [1, [6, 15]]] as const) {
+    using axes = tensor(new BigInt64Array([BigInt(axis)]));
+    using y = await vm.invoke("main", x, axes) as NDArray;
+    assertEquals([...y.dataSync()], want, `axis ${axis}`);
+  }
 });
