@@ -89,12 +89,29 @@ function knownScalar(v: Value): number | undefined {
 /** Dtypes the comparisons take. */
 const COMPARED = [...ARITH, "bool"] as const;
 
+/** Folds of the comparisons on known integers (shape arithmetic: attention's head counts). */
+const COMPARE_FOLDS: Record<string, (x: number, y: number) => boolean> = {
+  equal: (x, y) => x === y,
+  less: (x, y) => x < y,
+  less_equal: (x, y) => x <= y,
+  greater: (x, y) => x > y,
+  greater_equal: (x, y) => x >= y,
+  logical_and: (x, y) => x !== 0 && y !== 0,
+  logical_or: (x, y) => x !== 0 || y !== 0,
+  logical_xor: (x, y) => (x !== 0) !== (y !== 0),
+};
+
 /** `vm.op.<op>(a, b)` → bool, with broadcasting. */
 function comparison(op: string, dtypes: readonly string[] = COMPARED): OpSpec {
   return {
     attrs: [],
     convert(cx) {
       const a = cx.input(0), b = cx.input(1);
+      const folded = foldInts(a, b, (x, y) => COMPARE_FOLDS[op](x, y) ? 1 : 0);
+      if (folded !== undefined) {
+        const rank = Math.max(a.shape.length, b.shape.length);
+        return [cx.knownValue(folded, rank === 0 ? [] : [folded.length], "bool")];
+      }
       cx.dtype(a, dtypes as typeof ARITH);
       if (a.dtype !== b.dtype) throw new Unsupported(`dtypes ${a.dtype} and ${b.dtype} differ`);
       const shape = broadcastShapes(a.shape, b.shape);
@@ -109,6 +126,18 @@ export const ELEMENTWISE_OPS: Record<string, OpSpec> = {
   Sub: arithmetic("subtract", (x, y) => x - y),
   Mul: arithmetic("multiply", (x, y) => x * y),
   Div: arithmetic("divide", (x, y) => Math.trunc(x / y)),
+  Mod: {
+    attrs: ["fmod"],
+    convert(cx) {
+      // Folded on shape arithmetic only (attention's head counts): no remainder operator yet.
+      const fmod = cx.int("fmod", 0) === 1;
+      const a = cx.input(0), b = cx.input(1);
+      const folded = foldInts(a, b, (x, y) => fmod ? x % y : x - y * Math.floor(x / y));
+      if (folded === undefined) throw new Unsupported("Mod of values known only at run time");
+      const rank = Math.max(a.shape.length, b.shape.length);
+      return [cx.knownValue(folded, rank === 0 ? [] : [folded.length], a.dtype)];
+    },
+  },
   Max: variadic("maximum"),
   Min: variadic("minimum"),
   Sum: variadic("add"),
@@ -145,6 +174,9 @@ export const ELEMENTWISE_OPS: Record<string, OpSpec> = {
     convert(cx) {
       const x = cx.input(0);
       cx.dtype(x, ["bool"]);
+      if (x.ints !== undefined && x.ints.every((d) => typeof d === "number")) {
+        return [cx.knownValue(x.ints.map((d) => d === 0 ? 1 : 0), x.shape as number[], "bool")];
+      }
       return [cx.em.call("vm.op.logical_not", [cx.em.reg(x)], "bool", x.shape)];
     },
   },
@@ -156,6 +188,14 @@ export const ELEMENTWISE_OPS: Record<string, OpSpec> = {
       cx.dtype(x, COMPARED as unknown as typeof ARITH);
       if (x.dtype !== y.dtype) throw new Unsupported(`dtypes ${x.dtype} and ${y.dtype} differ`);
       const shape = broadcastShapes(broadcastShapes(c.shape, x.shape), y.shape);
+      // Known condition and branches (shape arithmetic): folded, element by element.
+      const n = shape.length === 0 ? 1 : shape.length === 1 ? shape[0] : null;
+      const known = [c, x, y].every((v) => v.ints !== undefined && v.shape.length <= 1);
+      if (known && typeof n === "number") {
+        const at = (v: Value, i: number) => v.ints![v.ints!.length === 1 ? 0 : i];
+        const picked = Array.from({ length: n }, (_, i) => at(c, i) !== 0 ? at(x, i) : at(y, i));
+        return [cx.knownValue(picked, shape as number[], x.dtype)];
+      }
       return [
         cx.em.call("vm.op.where", [cx.em.reg(c), cx.em.reg(x), cx.em.reg(y)], x.dtype, shape),
       ];

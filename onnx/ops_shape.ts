@@ -159,8 +159,11 @@ export const SHAPE_OPS: Record<string, OpSpec> = {
         return [cx.knownValue(ints, [ints.length], xs[0].dtype)];
       }
       const shape = [...xs[0].shape];
-      const along = productOf(xs.map((x) => x.shape[axis]));
-      shape[axis] = along !== null && along.symbols.length === 0 ? along.factor : null;
+      // The sizes along the axis add up (a symbolic one is bound when the program runs).
+      const sizes = xs.map((x) => x.shape[axis]);
+      shape[axis] = sizes.every((d) => typeof d === "number")
+        ? (sizes as number[]).reduce((a, b) => a + b, 0)
+        : null;
       const tuple = cx.em.record("vm.builtin.make_tuple", xs.map((x) => cx.em.reg(x)))!;
       return [cx.em.call("vm.op.concat", [tuple, cx.em.ib.imm(axis)], xs[0].dtype, shape)];
     },

@@ -249,3 +249,22 @@ Deno.test("onnx import: a reduction whose axes are an input, negative ones inclu
     assertEquals([...y.dataSync()], want, `axis ${axis}`);
   }
 });
+
+Deno.test("onnx import: Concat's size along its axis is the sum of the inputs'", async () => {
+  // [2, 3] ++ [2, 4] along axis 1 is [2, 7]: the Add after it must see 7 (it once saw 3 · 4).
+  const bytes = model({
+    name: "concat",
+    nodes: [node("Concat", ["a", "b"], ["c"], { axis: 1 }), node("Add", ["c", "d"], ["y"])],
+    initializers: [],
+    inputs: [valueInfo("a", [2, 3]), valueInfo("b", [2, 4]), valueInfo("d", [2, 7])],
+    outputs: [valueInfo("y", [2, 7])],
+  }, 13);
+  using imported = await importONNX(bytes);
+  assertEquals(imported.outputs[0].shape, [2, 7]);
+  const vm = new VirtualMachine(imported.executable);
+  using a = tensor(new Float32Array(6).fill(1), { shape: [2, 3] });
+  using b = tensor(new Float32Array(8).fill(2), { shape: [2, 4] });
+  using d = tensor(new Float32Array(14).fill(10), { shape: [2, 7] });
+  using y = await vm.invoke("main", a, b, d) as NDArray;
+  assertEquals([...y.dataSync()], [11, 11, 11, 12, 12, 12, 12, 11, 11, 11, 12, 12, 12, 12]);
+});
