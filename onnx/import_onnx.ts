@@ -31,6 +31,7 @@ import { ONNXImportError, type UnsupportedNode, UnsupportedONNXError } from "./o
 import { decodeModel, type Graph, type Node, type TensorProto } from "./onnx_proto.ts";
 import { dtypeOf, onnxTypeName, tensorFromProto } from "./onnx_tensor.ts";
 import type { OpSpec } from "./op_spec.ts";
+import { COMPOSITE_OPS } from "./ops_composite.ts";
 import { ELEMENTWISE_OPS } from "./ops_elementwise.ts";
 import { NN_OPS } from "./ops_nn.ts";
 import { SHAPE_OPS } from "./ops_shape.ts";
@@ -40,6 +41,7 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...ELEMENTWISE_OPS,
   ...SHAPE_OPS,
   ...NN_OPS,
+  ...COMPOSITE_OPS,
 };
 
 /**

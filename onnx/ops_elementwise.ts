@@ -14,10 +14,23 @@ import { ARITH, FLOAT, type OpSpec } from "./op_spec.ts";
 
 /** `vm.op.<op>(a, b)` with broadcasting. */
 export function binary(cx: NodeContext, op: string, a: Value, b: Value, dtypes = ARITH): Value {
-  cx.dtype(a, dtypes);
   if (a.dtype !== b.dtype) throw new Unsupported(`dtypes ${a.dtype} and ${b.dtype} differ`);
   const shape = broadcastShapes(a.shape, b.shape);
+  if (dtypes === ARITH && SMALL_INTS.includes(a.dtype)) {
+    // 8- and 16-bit integers compute in int32 and wrap back: exact for these ops.
+    const wide = cx.em.call(`vm.op.${op}`, [widen(cx, a), widen(cx, b)], "int32", shape);
+    return cx.em.call("vm.op.cast", [wide.reg!, a.dtype], a.dtype, shape);
+  }
+  cx.dtype(a, dtypes);
   return cx.em.call(`vm.op.${op}`, [cx.em.reg(a), cx.em.reg(b)], a.dtype, shape);
+}
+
+/** Integer dtypes narrower than int32, computed in int32 (`binary`). */
+const SMALL_INTS: readonly string[] = ["int8", "int16", "uint8", "uint16"];
+
+/** `v` cast to int32, for arithmetic on narrower integers. */
+function widen(cx: NodeContext, v: Value) {
+  return cx.em.call("vm.op.cast", [cx.em.reg(v), "int32"], "int32", v.shape).reg!;
 }
 
 /** `vm.op.<op>(x)`. */
