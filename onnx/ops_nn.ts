@@ -85,8 +85,8 @@ function reduceAxes(cx: NodeContext, inputFrom: number): number[] | undefined | 
 
 /**
  * The axes tensor of a reduction, known only at run time, as a ShapeTuple
- * of axes in `[0, rank)`: `a' = (a + r) − r·⌊(a + r) / r⌋` in int64 on the
- * CPU, then `vm.builtin.tensor_to_shape` (which takes no negative value).
+ * of axes in `[0, rank)`: `a' = (a + r) − r·⌊(a + r) / r⌋` in int32, then
+ * `vm.builtin.tensor_to_shape` (which takes no negative value).
  */
 function runtimeAxes(cx: NodeContext, rank: number): { reg: CallArg; count: number } {
   const axes = cx.input(1);
@@ -95,8 +95,10 @@ function runtimeAxes(cx: NodeContext, rank: number): { reg: CallArg; count: numb
   if (axes.shape.length !== 1 || typeof count !== "number") {
     throw new Unsupported("axes of a shape not known before run time");
   }
-  const r = cx.scalar(rank, "int64");
-  const shifted = binary(cx, "add", axes, r);
+  // In int32, which WebGPU computes too (the input is moved there on a GPU VM).
+  const small = cx.em.call("vm.op.cast", [cx.em.reg(axes), "int32"], "int32", axes.shape);
+  const r = cx.scalar(rank, "int32");
+  const shifted = binary(cx, "add", small, r);
   const wrapped = binary(cx, "multiply", binary(cx, "divide", shifted, r), r);
   const normalized = binary(cx, "subtract", shifted, wrapped);
   return { reg: cx.em.record("vm.builtin.tensor_to_shape", [cx.em.reg(normalized)])!, count };
