@@ -31,6 +31,7 @@ import { ONNXImportError, type UnsupportedNode, UnsupportedONNXError } from "./o
 import { decodeModel, type Graph, type Node, type TensorProto } from "./onnx_proto.ts";
 import { dtypeOf, onnxTypeName, tensorFromProto } from "./onnx_tensor.ts";
 import type { OpSpec } from "./op_spec.ts";
+import { ATTENTION_OPS } from "./ops_attention.ts";
 import { COMPOSITE_OPS } from "./ops_composite.ts";
 import { ELEMENTWISE_OPS } from "./ops_elementwise.ts";
 import { NN_OPS } from "./ops_nn.ts";
@@ -42,6 +43,7 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...SHAPE_OPS,
   ...NN_OPS,
   ...COMPOSITE_OPS,
+  ...ATTENTION_OPS,
 };
 
 /**
