@@ -34,6 +34,7 @@ import type { OpSpec } from "./op_spec.ts";
 import { ATTENTION_OPS } from "./ops_attention.ts";
 import { COMPOSITE_OPS } from "./ops_composite.ts";
 import { ELEMENTWISE_OPS } from "./ops_elementwise.ts";
+import { GATHER_OPS } from "./ops_gather.ts";
 import { NN_OPS } from "./ops_nn.ts";
 import { SHAPE_OPS } from "./ops_shape.ts";
 
@@ -44,6 +45,7 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...NN_OPS,
   ...COMPOSITE_OPS,
   ...ATTENTION_OPS,
+  ...GATHER_OPS,
 };
 
 /**

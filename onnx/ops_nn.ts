@@ -47,7 +47,7 @@ function swap(cx: NodeContext, x: Value, i: number, j: number): Value {
 }
 
 /** Softmax (or log-softmax) of `x` over `axis`, with the axis moved last when it is not. */
-function softmaxOver(cx: NodeContext, x: Value, axis: number, log: boolean): Value {
+export function softmaxOver(cx: NodeContext, x: Value, axis: number, log: boolean): Value {
   const last = x.shape.length - 1;
   const moved = axis === last ? x : swap(cx, x, axis, last);
   let y = unary(cx, "softmax", moved);
