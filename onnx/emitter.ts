@@ -43,6 +43,17 @@ export class Emitter {
     this.heap = this.newReg();
   }
 
+  /**
+   * An immediate for a dimension, axis or index: one a file could make huge
+   * (a dim of 2^60) is unsupported rather than a builder's `RangeError`.
+   */
+  imm(v: number): Operand {
+    if (!Number.isSafeInteger(v) || Math.abs(v) >= 2 ** 31) {
+      throw new Unsupported(`the dimension or index ${v}, past 2^31`);
+    }
+    return this.ib.imm(v);
+  }
+
   /** A register not used yet. */
   newReg(): Operand {
     return this.ib.r(this.#next++);
@@ -78,22 +89,22 @@ export class Emitter {
    */
   matchShape(reg: Operand, shape: Dim[], context: string): void {
     const { AssertEqualToImm, StoreToHeap, AssertEqualToLoad, NoOp } = MatchShapeCode;
-    const args: CallArg[] = [reg, this.heap, this.ib.imm(shape.length)];
+    const args: CallArg[] = [reg, this.heap, this.imm(shape.length)];
     let useful = false;
     for (let i = 0; i < shape.length; i++) {
       let d = shape[i];
       if (d === null) d = shape[i] = `?${this.#fresh++}`;
       if (typeof d === "number") {
-        args.push(this.ib.imm(context === "" ? NoOp : AssertEqualToImm), this.ib.imm(d));
+        args.push(this.imm(context === "" ? NoOp : AssertEqualToImm), this.imm(d));
         useful ||= context !== "";
       } else if (this.bound(d)) {
         args.push(
-          this.ib.imm(context === "" ? NoOp : AssertEqualToLoad),
-          this.ib.imm(this.slot(d)),
+          this.imm(context === "" ? NoOp : AssertEqualToLoad),
+          this.imm(this.slot(d)),
         );
         useful ||= context !== "";
       } else {
-        args.push(this.ib.imm(StoreToHeap), this.ib.imm(this.slot(d)));
+        args.push(this.imm(StoreToHeap), this.imm(this.slot(d)));
         useful = true;
       }
     }
@@ -105,11 +116,11 @@ export class Emitter {
   /** A shape operand for `dims`: a constant when all are numbers, else a `make_shape` call. */
   shape(dims: readonly Dim[]): CallArg {
     if (dims.every((d) => typeof d === "number")) return dims as number[];
-    const args: CallArg[] = [this.heap, this.ib.imm(dims.length)];
+    const args: CallArg[] = [this.heap, this.imm(dims.length)];
     for (const d of dims) {
       if (d === null) throw new Unsupported("a dimension unknown before run time");
-      if (typeof d === "number") args.push(this.ib.imm(MakeShapeCode.UseImm), this.ib.imm(d));
-      else args.push(this.ib.imm(MakeShapeCode.LoadShape), this.ib.imm(this.slot(d)));
+      if (typeof d === "number") args.push(this.imm(MakeShapeCode.UseImm), this.imm(d));
+      else args.push(this.imm(MakeShapeCode.LoadShape), this.imm(this.slot(d)));
     }
     return this.record("vm.builtin.make_shape", args)!;
   }
@@ -118,7 +129,7 @@ export class Emitter {
   reg(v: Value): Operand {
     if (v.reg !== null) return v.reg;
     if (v.param !== undefined && this.params !== null) {
-      v.reg = this.record("vm.builtin.tuple_getitem", [this.params, this.ib.imm(v.param)])!;
+      v.reg = this.record("vm.builtin.tuple_getitem", [this.params, this.imm(v.param)])!;
       return v.reg;
     }
     if (v.tensor === undefined) {
@@ -153,7 +164,7 @@ export class Emitter {
 
   /** Writes the recorded calls (after the heap's allocation) into the current function. */
   flush(): void {
-    this.ib.emit_call("vm.builtin.alloc_shape_heap", [this.ib.imm(Math.max(1, this.#slots.size))], {
+    this.ib.emit_call("vm.builtin.alloc_shape_heap", [this.imm(Math.max(1, this.#slots.size))], {
       dst: this.heap,
     });
     for (const c of this.#calls) {

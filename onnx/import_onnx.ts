@@ -225,9 +225,18 @@ async function resolveExternalData(
   }
 }
 
-/** The dims of a graph input or output, symbols by name (`null`: unknown). */
+/**
+ * The dims of a graph input, symbols by name (`null`: unknown, as is a
+ * negative size, which some exporters write for "dynamic"); a size past 2^31
+ * is unsupported.
+ */
 function protoShape(dims: readonly (number | string | null)[]): Dim[] {
-  return dims.map((d) => typeof d === "string" ? `$${d}` : d);
+  return dims.map((d) => {
+    if (typeof d === "string") return `$${d}`;
+    if (d === null || d < 0) return null;
+    if (d >= 2 ** 31) throw new Unsupported(`a dimension of ${d}`);
+    return d;
+  });
 }
 
 /** A shape for users: symbols without the importer's prefix. */
@@ -242,6 +251,9 @@ function convert(graph: Graph, opset: number, functionName: string): ImportedONN
   const values = new Map<string, Value | null>();
   const problems: UnsupportedNode[] = [];
   let ok = false;
+  // Disposed at the end either way: the executable holds its own constants, and the builder's
+  // references would otherwise keep them (and, on a failed import, everything) until GC.
+  const ib = new ExecBuilder();
   try {
     // Initializers: parameters (folded too when they are small integer tensors).
     const initNames = new Set<string>();
@@ -253,7 +265,6 @@ function convert(graph: Graph, opset: number, functionName: string): ImportedONN
     }
     const inputs = graph.inputs.filter((v) => !initNames.has(v.name));
     const numInputs = inputs.length + (params.length > 0 ? 1 : 0);
-    const ib = new ExecBuilder();
     const em = new Emitter(ib, numInputs);
     if (params.length > 0) em.params = ib.r(inputs.length);
     const inputInfo: ONNXValueInfo[] = [];
@@ -270,7 +281,15 @@ function convert(graph: Graph, opset: number, functionName: string): ImportedONN
         values.set(v.name, null);
         continue;
       }
-      const shape = protoShape(type.shape);
+      let shape: Dim[];
+      try {
+        shape = protoShape(type.shape);
+      } catch (e) {
+        if (!(e instanceof Unsupported)) throw e;
+        problems.push({ name: v.name, op: "graph input", reason: e.message });
+        values.set(v.name, null);
+        continue;
+      }
       const reg = ib.r(i);
       em.record("vm.builtin.check_tensor_info", [
         reg,
@@ -346,6 +365,7 @@ function convert(graph: Graph, opset: number, functionName: string): ImportedONN
       },
     };
   } finally {
+    ib[Symbol.dispose]();
     for (const t of made) t.dispose();
     if (!ok) { for (const p of params) p.dispose(); }
   }

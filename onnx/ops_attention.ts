@@ -27,7 +27,7 @@ function concat(cx: NodeContext, xs: Value[], axis: number): Value {
   const shape = [...xs[0].shape];
   shape[axis] = xs.reduce((n, x) => n + (x.shape[axis] as number), 0);
   const tuple = cx.em.record("vm.builtin.make_tuple", xs.map((x) => cx.em.reg(x)))!;
-  return cx.em.call("vm.op.concat", [tuple, cx.em.ib.imm(axis)], xs[0].dtype, shape);
+  return cx.em.call("vm.op.concat", [tuple, cx.em.imm(axis)], xs[0].dtype, shape);
 }
 
 /** `[B, S, H·D]` → `[B, H, S, D]`. */

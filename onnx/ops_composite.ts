@@ -44,7 +44,7 @@ const div = (cx: NodeContext, a: Value, b: Value) => binary(cx, "divide", a, b, 
 /** `vm.op.<op>(x, axes, keepdims=1)`. */
 function reduceKeep(cx: NodeContext, op: string, x: Value, axes: number[]): Value {
   const shape = x.shape.map((d, i) => axes.includes(i) ? 1 : d);
-  return cx.em.call(`vm.op.${op}`, [cx.em.reg(x), axes, cx.em.ib.imm(1)], x.dtype, shape);
+  return cx.em.call(`vm.op.${op}`, [cx.em.reg(x), axes, cx.em.imm(1)], x.dtype, shape);
 }
 
 /** `x` normalized over `axes`: `(x − mean) / sqrt(var + eps)`. */
@@ -263,7 +263,7 @@ export const COMPOSITE_OPS: Record<string, OpSpec> = {
         const shape = [...y.shape];
         shape[axis] = times(shape[axis], r);
         const tuple = cx.em.record("vm.builtin.make_tuple", new Array(r).fill(cx.em.reg(y)))!;
-        y = cx.em.call("vm.op.concat", [tuple, cx.em.ib.imm(axis)], y.dtype, shape);
+        y = cx.em.call("vm.op.concat", [tuple, cx.em.imm(axis)], y.dtype, shape);
       });
       return [y === x ? cx.em.call("vm.op.cast", [cx.em.reg(x), x.dtype], x.dtype, x.shape) : y];
     },

@@ -65,7 +65,7 @@ export function gatherElements(cx: NodeContext, data: Value, index: Value, axis:
   const data1d = reshapeTo(cx, data, [knownSize(dims)!]);
   return cx.em.call(
     "vm.op.take",
-    [cx.em.reg(data1d), cx.em.reg(flat), cx.em.ib.imm(0)],
+    [cx.em.reg(data1d), cx.em.reg(flat), cx.em.imm(0)],
     data.dtype,
     idims,
   );
@@ -99,7 +99,7 @@ function nllLoss(cx: NodeContext, x: Value, target: Value, weight: Value | undef
   if (weight !== undefined) {
     w = cx.em.call(
       "vm.op.take",
-      [cx.em.reg(weight), cx.em.reg(clamped), cx.em.ib.imm(0)],
+      [cx.em.reg(weight), cx.em.reg(clamped), cx.em.imm(0)],
       "float32",
       t.shape,
     );
@@ -111,7 +111,7 @@ function nllLoss(cx: NodeContext, x: Value, target: Value, weight: Value | undef
   }
   if (w !== undefined) loss = binary(cx, "multiply", loss, w, FLOAT);
   const all = (v: Value, op: string) =>
-    cx.em.call(`vm.op.${op}`, [cx.em.reg(v), [], cx.em.ib.imm(0)], "float32", []);
+    cx.em.call(`vm.op.${op}`, [cx.em.reg(v), [], cx.em.imm(0)], "float32", []);
   if (reduction === "none") return loss;
   if (reduction === "sum") return all(loss, "sum");
   if (reduction !== "mean") throw new Unsupported(`reduction="${reduction}"`);

@@ -124,7 +124,7 @@ function reduce(
         const { reg, count } = runtimeAxes(cx, r);
         if (pre !== undefined) x = pre(cx, x);
         const shape = new Array<Dim>(keep ? r : r - count).fill(null);
-        const args = [cx.em.reg(x), reg, cx.em.ib.imm(keep ? 1 : 0)];
+        const args = [cx.em.reg(x), reg, cx.em.imm(keep ? 1 : 0)];
         let y = cx.em.call(`vm.op.${op}`, args, x.dtype, shape);
         if (post !== undefined) y = post(cx, y);
         return [y];
@@ -139,7 +139,7 @@ function reduce(
       const shape = x.shape.flatMap((d, i) => axes.includes(i) ? (keep ? [1] : []) : [d]);
       let y = cx.em.call(
         `vm.op.${op}`,
-        [cx.em.reg(x), axes, cx.em.ib.imm(keep ? 1 : 0)],
+        [cx.em.reg(x), axes, cx.em.imm(keep ? 1 : 0)],
         x.dtype,
         shape,
       );
@@ -174,7 +174,7 @@ function argSpec(min: boolean): OpSpec {
       const shape = x.shape.flatMap((d, i) => i === axis ? (keep ? [1] : []) : [d]);
       let idx = cx.em.call(
         "vm.op.argmax",
-        [cx.em.reg(x), cx.em.ib.imm(axis), cx.em.ib.imm(keep ? 1 : 0)],
+        [cx.em.reg(x), cx.em.imm(axis), cx.em.imm(keep ? 1 : 0)],
         "int32",
         shape,
       );
@@ -187,7 +187,7 @@ function argSpec(min: boolean): OpSpec {
 /** `vm.op.<op>(x, axes, keepdims=1)` over known axes. */
 function reduceOver(cx: NodeContext, op: string, x: Value, axes: number[]): Value {
   const shape = x.shape.map((d, i) => axes.includes(i) ? 1 : d);
-  return cx.em.call(`vm.op.${op}`, [cx.em.reg(x), axes, cx.em.ib.imm(1)], x.dtype, shape);
+  return cx.em.call(`vm.op.${op}`, [cx.em.reg(x), axes, cx.em.imm(1)], x.dtype, shape);
 }
 
 const square = (cx: NodeContext, x: Value) => binary(cx, "multiply", x, x);

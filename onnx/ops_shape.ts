@@ -165,7 +165,7 @@ export const SHAPE_OPS: Record<string, OpSpec> = {
         ? (sizes as number[]).reduce((a, b) => a + b, 0)
         : null;
       const tuple = cx.em.record("vm.builtin.make_tuple", xs.map((x) => cx.em.reg(x)))!;
-      return [cx.em.call("vm.op.concat", [tuple, cx.em.ib.imm(axis)], xs[0].dtype, shape)];
+      return [cx.em.call("vm.op.concat", [tuple, cx.em.imm(axis)], xs[0].dtype, shape)];
     },
   },
   Gather: {
@@ -186,7 +186,7 @@ export const SHAPE_OPS: Record<string, OpSpec> = {
       return [
         cx.em.call(
           "vm.op.take",
-          [cx.em.reg(x), cx.em.reg(idx), cx.em.ib.imm(axis)],
+          [cx.em.reg(x), cx.em.reg(idx), cx.em.imm(axis)],
           x.dtype,
           shape,
         ),

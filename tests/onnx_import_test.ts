@@ -268,3 +268,39 @@ Deno.test("onnx import: Concat's size along its axis is the sum of the inputs'",
   using y = await vm.invoke("main", a, b, d) as NDArray;
   assertEquals([...y.dataSync()], [11, 11, 11, 12, 12, 12, 12, 11, 11, 11, 12, 12, 12, 12]);
 });
+
+Deno.test("onnx import: an input dimension past 2^31 is unsupported, not a builder RangeError", async () => {
+  // Found by the onnx fuzz family: the size went into match_shape's immediate.
+  const bytes = model({
+    name: "huge",
+    nodes: [node("Relu", ["x"], ["y"])],
+    initializers: [],
+    inputs: [valueInfo("x", [2 ** 52])],
+    outputs: [valueInfo("y", [1])],
+  });
+  const e = await assertRejects(() => importONNX(bytes), UnsupportedONNXError);
+  assert(e.message.includes("a dimension of 4503599627370496"), e.message);
+});
+
+Deno.test("onnx import: a failed import leaves no tensor allocated", async () => {
+  // A Gemm constant (alpha) interned, then an unsupported node: nothing may stay behind.
+  const { defaultAllocator } = await import("../devices/allocation_context.ts");
+  const { cpu } = await import("../mod.ts");
+  const host = defaultAllocator(cpu());
+  const bytes = model({
+    name: "fails late",
+    nodes: [
+      node("Gemm", ["x", "w"], ["h"], { transB: 1, alpha: new Float(0.5) }),
+      node("Pow", ["h", "e"], ["y"]),
+    ],
+    initializers: [
+      floatTensor("w", [2, 3], new Float32Array(6)),
+      floatTensor("e", [], new Float32Array([3])),
+    ],
+    inputs: [valueInfo("x", [1, 3])],
+    outputs: [valueInfo("y", [1, 2])],
+  });
+  const before = host.stats().liveBytes;
+  await assertRejects(() => importONNX(bytes), UnsupportedONNXError);
+  assertEquals(host.stats().liveBytes, before);
+});
