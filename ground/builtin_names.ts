@@ -2,7 +2,7 @@
 // metadata and run the task; tests/docs_test.ts fails while this file is not current.
 
 /**
- * The names of the 115 builtin packed functions, with their documentation, for editors
+ * The names of the 131 builtin packed functions, with their documentation, for editors
  * and `deno doc`: the same catalogue as docs/builtins.md. Each family of builtins (a folder
  * of `builtins/`) has its interface in `builtin_names/`; `Builtins` joins them.
  *
@@ -15,18 +15,20 @@ import type { MemoryBuiltins } from "./builtin_names/memory.ts";
 import type { LmSupportBuiltins } from "./builtin_names/lm_support.ts";
 import type { TensorCacheBuiltins } from "./builtin_names/tensor_cache.ts";
 import type { OperatorsBuiltins } from "./builtin_names/operators.ts";
+import type { PredicatesBuiltins } from "./builtin_names/predicates.ts";
 
 export type {
   LmSupportBuiltins,
   MemoryBuiltins,
   OperatorsBuiltins,
+  PredicatesBuiltins,
   ShapeLoweringBuiltins,
   TensorCacheBuiltins,
   ValuesBuiltins,
 };
 
 /**
- * The 115 packed functions `installBuiltins()` registers (`mod.ts` and `runtime.ts`
+ * The 131 packed functions `installBuiltins()` registers (`mod.ts` and `runtime.ts`
  * call it), one property each: the property is the name a program passes to `emit_call`, its
  * documentation says what the function takes and returns, what it does, its dtypes, devices
  * and errors and the TVM function it follows, and its type is the call signature as text.
@@ -50,7 +52,8 @@ export interface Builtins
     MemoryBuiltins,
     LmSupportBuiltins,
     TensorCacheBuiltins,
-    OperatorsBuiltins {}
+    OperatorsBuiltins,
+    PredicatesBuiltins {}
 
 /**
  * The name of a builtin packed function (`"vm.op.add"`, ...): `emit_call` takes one of these

@@ -27,7 +27,31 @@ import type { DeviceKind } from "../devices/device.ts";
 import type { NDArray } from "../devices/ndarray.ts";
 
 /** Elementwise unary operators. */
-export type UnaryOp = "negative" | "exp" | "log" | "sqrt" | "tanh" | "sigmoid" | "relu" | "gelu";
+export type UnaryOp =
+  | "negative"
+  | "exp"
+  | "log"
+  | "sqrt"
+  | "tanh"
+  | "sigmoid"
+  | "relu"
+  | "gelu"
+  | "abs"
+  | "sin"
+  | "cos"
+  | "tan"
+  | "asin"
+  | "acos"
+  | "atan"
+  | "sinh"
+  | "cosh"
+  | "asinh"
+  | "acosh"
+  | "atanh"
+  | "floor"
+  | "ceil"
+  | "round"
+  | "erf";
 /** Elementwise binary operators (NumPy broadcasting). */
 export type BinaryOp = "add" | "subtract" | "multiply" | "divide" | "maximum" | "minimum";
 /** Reductions. */

@@ -1,6 +1,6 @@
 /**
  * The comparison operators, the logical operators and `vm.op.where`
- * (builtins/operators/compare_operators.ts) on one device, against plain
+ * (builtins/predicates/compare_operators.ts) on one device, against plain
  * JavaScript: every comparison on float32 (NaN included), int32 and bool,
  * with broadcasting both ways; the logical ops on bools; `where` with a
  * broadcast condition; and the argument errors. Run on the CPU by

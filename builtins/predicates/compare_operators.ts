@@ -36,7 +36,7 @@ import {
   checkSameDevice,
   checkSameDType,
   launch,
-} from "./operator_arguments.ts";
+} from "../operators/operator_arguments.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const comparisonBuiltins = new BuiltinTable("Comparison operators", import.meta.url);
