@@ -216,12 +216,29 @@ export const ELEMENTWISE_OPS: Record<string, OpSpec> = {
   },
   Abs: {
     attrs: [],
-    // max(x, −x): exact for every float and integer but the most negative integer.
     convert(cx) {
       const x = cx.input(0);
-      return [binary(cx, "maximum", x, unary(cx, "negative", x, ARITH))];
+      if (ARITH.includes(x.dtype)) return [unary(cx, "abs", x, ARITH)];
+      // 8- and 16-bit integers: max(x, 0 − x), computed in int32 by `binary`.
+      const zero = cx.knownValue([0], [], x.dtype);
+      return [binary(cx, "maximum", x, binary(cx, "subtract", zero, x))];
     },
   },
+  Sin: activation("sin"),
+  Cos: activation("cos"),
+  Tan: activation("tan"),
+  Asin: activation("asin"),
+  Acos: activation("acos"),
+  Atan: activation("atan"),
+  Sinh: activation("sinh"),
+  Cosh: activation("cosh"),
+  Asinh: activation("asinh"),
+  Acosh: activation("acosh"),
+  Atanh: activation("atanh"),
+  Floor: activation("floor"),
+  Ceil: activation("ceil"),
+  Round: activation("round"),
+  Erf: activation("erf"),
   Clip: {
     attrs: ["min", "max"],
     convert(cx) {
