@@ -33,6 +33,7 @@ import { dtypeOf, onnxTypeName, tensorFromProto } from "./onnx_tensor.ts";
 import type { OpSpec } from "./op_spec.ts";
 import { ATTENTION_OPS } from "./ops_attention.ts";
 import { COMPOSITE_OPS } from "./ops_composite.ts";
+import { CONV_OPS } from "./ops_conv.ts";
 import { ELEMENTWISE_OPS } from "./ops_elementwise.ts";
 import { GATHER_OPS } from "./ops_gather.ts";
 import { NN_OPS } from "./ops_nn.ts";
@@ -46,6 +47,7 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...COMPOSITE_OPS,
   ...ATTENTION_OPS,
   ...GATHER_OPS,
+  ...CONV_OPS,
 };
 
 /**

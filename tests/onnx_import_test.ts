@@ -304,3 +304,53 @@ Deno.test("onnx import: a failed import leaves no tensor allocated", async () =>
   await assertRejects(() => importONNX(bytes), UnsupportedONNXError);
   assertEquals(host.stats().liveBytes, before);
 });
+
+Deno.test("onnx import: Conv (groups, stride, padding, bias) and MaxPool match direct loops", async () => {
+  // x [1, 2, 5, 5], w [4, 1, 3, 3] in 2 groups, stride 2, pads 1; then a 2×2 max pool, stride 1.
+  const xs = Float32Array.from({ length: 50 }, (_, i) => Math.sin(i));
+  const ws = Float32Array.from({ length: 36 }, (_, i) => Math.cos(i));
+  const bs = new Float32Array([0.5, -0.5, 1, 0]);
+  const bytes = model({
+    name: "cnn",
+    nodes: [
+      node("Conv", ["x", "w", "b"], ["c"], { group: 2, strides: [2, 2], pads: [1, 1, 1, 1] }),
+      node("MaxPool", ["c"], ["y"], { kernel_shape: [2, 2] }),
+    ],
+    initializers: [floatTensor("w", [4, 1, 3, 3], ws), floatTensor("b", [4], bs)],
+    inputs: [valueInfo("x", [1, 2, 5, 5])],
+    outputs: [valueInfo("y", [1, 4, 2, 2])],
+  }, 13);
+  // The convolution by its definition: 3×3 output per channel.
+  const conv = new Float32Array(4 * 9);
+  for (let m = 0; m < 4; m++) {
+    const c = m < 2 ? 0 : 1;
+    for (let oy = 0; oy < 3; oy++) {
+      for (let ox = 0; ox < 3; ox++) {
+        let s = bs[m];
+        for (let ky = 0; ky < 3; ky++) {
+          for (let kx = 0; kx < 3; kx++) {
+            const iy = oy * 2 - 1 + ky, ix = ox * 2 - 1 + kx;
+            if (iy < 0 || iy >= 5 || ix < 0 || ix >= 5) continue;
+            s += xs[c * 25 + iy * 5 + ix] * ws[m * 9 + ky * 3 + kx];
+          }
+        }
+        conv[m * 9 + oy * 3 + ox] = s;
+      }
+    }
+  }
+  const want: number[] = [];
+  for (let m = 0; m < 4; m++) {
+    for (let oy = 0; oy < 2; oy++) {
+      for (let ox = 0; ox < 2; ox++) {
+        const at = (y: number, x: number) => conv[m * 9 + y * 3 + x];
+        want.push(Math.max(at(oy, ox), at(oy, ox + 1), at(oy + 1, ox), at(oy + 1, ox + 1)));
+      }
+    }
+  }
+  using imported = await importONNX(bytes);
+  const vm = new VirtualMachine(imported.executable);
+  using x = tensor(xs, { shape: [1, 2, 5, 5] });
+  using y = await vm.invoke("main", x, imported.params) as NDArray;
+  assertEquals(y.shape, [1, 4, 2, 2]);
+  close(y.dataSync() as Float32Array, want, 1e-5);
+});
