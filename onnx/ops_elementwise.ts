@@ -8,6 +8,7 @@
  * @module
  */
 
+import type { TensorDType } from "../ground/dtype.ts";
 import { broadcastShapes, Unsupported, type Value } from "./graph_values.ts";
 import type { NodeContext } from "./node_context.ts";
 import { ARITH, FLOAT, type OpSpec } from "./op_spec.ts";
@@ -16,21 +17,33 @@ import { ARITH, FLOAT, type OpSpec } from "./op_spec.ts";
 export function binary(cx: NodeContext, op: string, a: Value, b: Value, dtypes = ARITH): Value {
   if (a.dtype !== b.dtype) throw new Unsupported(`dtypes ${a.dtype} and ${b.dtype} differ`);
   const shape = broadcastShapes(a.shape, b.shape);
-  if (dtypes === ARITH && SMALL_INTS.includes(a.dtype)) {
-    // 8- and 16-bit integers compute in int32 and wrap back: exact for these ops.
-    const wide = cx.em.call(`vm.op.${op}`, [widen(cx, a), widen(cx, b)], "int32", shape);
+  const wider = dtypes === ARITH ? WIDER[a.dtype] : undefined;
+  if (wider !== undefined) {
+    // 8- and 16-bit integers compute in int32, uint32 in int64, and wrap back: exact for these ops.
+    const wide = cx.em.call(
+      `vm.op.${op}`,
+      [widen(cx, a, wider), widen(cx, b, wider)],
+      wider,
+      shape,
+    );
     return cx.em.call("vm.op.cast", [wide.reg!, a.dtype], a.dtype, shape);
   }
   cx.dtype(a, dtypes);
   return cx.em.call(`vm.op.${op}`, [cx.em.reg(a), cx.em.reg(b)], a.dtype, shape);
 }
 
-/** Integer dtypes narrower than int32, computed in int32 (`binary`). */
-const SMALL_INTS: readonly string[] = ["int8", "int16", "uint8", "uint16"];
+/** Integer dtypes the operators lack, and the one each computes in exactly (`binary`). */
+const WIDER: Readonly<Record<string, TensorDType>> = {
+  int8: "int32",
+  int16: "int32",
+  uint8: "int32",
+  uint16: "int32",
+  uint32: "int64",
+};
 
-/** `v` cast to int32, for arithmetic on narrower integers. */
-function widen(cx: NodeContext, v: Value) {
-  return cx.em.call("vm.op.cast", [cx.em.reg(v), "int32"], "int32", v.shape).reg!;
+/** `v` cast to `dtype`, for arithmetic on narrower integers. */
+function widen(cx: NodeContext, v: Value, dtype: TensorDType) {
+  return cx.em.call("vm.op.cast", [cx.em.reg(v), dtype], dtype, v.shape).reg!;
 }
 
 /** `vm.op.<op>(x)`. */
@@ -125,12 +138,82 @@ function comparison(op: string, dtypes: readonly string[] = COMPARED): OpSpec {
         const rank = Math.max(a.shape.length, b.shape.length);
         return [cx.knownValue(folded, rank === 0 ? [] : [folded.length], "bool")];
       }
+      const wider = WIDER[a.dtype];
+      if (wider !== undefined && a.dtype === b.dtype) {
+        const shape = broadcastShapes(a.shape, b.shape);
+        const args = [widen(cx, a, wider), widen(cx, b, wider)];
+        return [cx.em.call(`vm.op.${op}`, args, "bool", shape)];
+      }
       cx.dtype(a, dtypes as typeof ARITH);
       if (a.dtype !== b.dtype) throw new Unsupported(`dtypes ${a.dtype} and ${b.dtype} differ`);
       const shape = broadcastShapes(a.shape, b.shape);
       return [cx.em.call(`vm.op.${op}`, [cx.em.reg(a), cx.em.reg(b)], "bool", shape)];
     },
   };
+}
+
+/**
+ * `a mod b`: with `fmod` C's remainder (the sign of `a`), else Python's (the
+ * sign of `b`). Integers: `a − b·trunc(a / b)` (`vm.op.divide` truncates),
+ * moved by `b` when the signs differ for Python's. Floats: `a − b·q` with
+ * `q` the quotient truncated (`fmod`) or floored.
+ */
+function remainder(cx: NodeContext, a: Value, b: Value, fmod: boolean): Value {
+  const shape = broadcastShapes(a.shape, b.shape);
+  const wider = WIDER[a.dtype];
+  if (wider !== undefined) {
+    // Narrow integers: the whole remainder in the wider dtype, then back.
+    const cast = (v: Value, dt: TensorDType) =>
+      cx.em.call("vm.op.cast", [cx.em.reg(v), dt], dt, v.shape);
+    return cast(remainder(cx, cast(a, wider), cast(b, wider), fmod), a.dtype);
+  }
+  cx.dtype(a, ARITH);
+  const test = (op: string, x: Value, y: Value) =>
+    cx.em.call(`vm.op.${op}`, [cx.em.reg(x), cx.em.reg(y)], "bool", shape);
+  const zero = (v: Value) => v.dtype === "float32" ? cx.scalar(0) : cx.knownValue([0], [], v.dtype);
+  if (a.dtype === "float32") {
+    const ratio = binary(cx, "divide", a, b, FLOAT);
+    const q = fmod
+      ? cx.em.call(
+        "vm.op.where",
+        [
+          cx.em.reg(test("less", ratio, zero(ratio))),
+          cx.em.reg(unary(cx, "ceil", ratio)),
+          cx.em.reg(unary(cx, "floor", ratio)),
+        ],
+        "float32",
+        shape,
+      )
+      : unary(cx, "floor", ratio);
+    return binary(cx, "subtract", a, binary(cx, "multiply", b, q, FLOAT), FLOAT);
+  }
+  const r = binary(cx, "subtract", a, binary(cx, "multiply", binary(cx, "divide", a, b), b));
+  if (fmod) return r;
+  // Python's sign: r + b where r ≠ 0 and r and b differ in sign.
+  const differ = cx.em.call(
+    "vm.op.logical_xor",
+    [
+      cx.em.reg(test("less", r, zero(r))),
+      cx.em.reg(test("less", b, zero(b))),
+    ],
+    "bool",
+    shape,
+  );
+  const move = cx.em.call(
+    "vm.op.logical_and",
+    [
+      cx.em.reg(differ),
+      cx.em.reg(test("not_equal", r, zero(r))),
+    ],
+    "bool",
+    shape,
+  );
+  return cx.em.call(
+    "vm.op.where",
+    [cx.em.reg(move), cx.em.reg(binary(cx, "add", r, b)), cx.em.reg(r)],
+    r.dtype,
+    shape,
+  );
 }
 
 /** Elementwise operators by ONNX name. */
@@ -146,9 +229,11 @@ export const ELEMENTWISE_OPS: Record<string, OpSpec> = {
       const fmod = cx.int("fmod", 0) === 1;
       const a = cx.input(0), b = cx.input(1);
       const folded = foldInts(a, b, (x, y) => fmod ? x % y : x - y * Math.floor(x / y));
-      if (folded === undefined) throw new Unsupported("Mod of values known only at run time");
-      const rank = Math.max(a.shape.length, b.shape.length);
-      return [cx.knownValue(folded, rank === 0 ? [] : [folded.length], a.dtype)];
+      if (folded !== undefined) {
+        const rank = Math.max(a.shape.length, b.shape.length);
+        return [cx.knownValue(folded, rank === 0 ? [] : [folded.length], a.dtype)];
+      }
+      return [remainder(cx, a, b, fmod)];
     },
   },
   Max: variadic("maximum"),
@@ -244,7 +329,7 @@ export const ELEMENTWISE_OPS: Record<string, OpSpec> = {
     convert(cx) {
       // Opsets 1–10: min and max are attributes; from 11 they are optional inputs.
       let y = cx.input(0);
-      cx.dtype(y, ARITH);
+      if (WIDER[y.dtype] === undefined) cx.dtype(y, ARITH);
       const bound = (i: number, attr: string) => {
         if (cx.opset < 11) {
           return cx.has(attr) ? cx.scalar(cx.float(attr, 0), y.dtype) : undefined;

@@ -111,6 +111,7 @@ function reduce(
   dtypes: readonly string[],
   pre?: (cx: NodeContext, x: Value) => Value,
   post?: (cx: NodeContext, y: Value) => Value,
+  combine?: (cx: NodeContext, x: Value, apply: (op: string, v: Value) => Value) => Value,
 ): OpSpec {
   return {
     attrs: ["axes", "keepdims", "noop_with_empty_axes"],
@@ -120,33 +121,73 @@ function reduce(
       const r = x.shape.length;
       const given = reduceAxes(cx, inputFrom);
       const keep = cx.int("keepdims", 1) === 1;
+      let axesArg: CallArg, shape: Dim[];
       if (given === "runtime") {
         const { reg, count } = runtimeAxes(cx, r);
-        if (pre !== undefined) x = pre(cx, x);
-        const shape = new Array<Dim>(keep ? r : r - count).fill(null);
-        const args = [cx.em.reg(x), reg, cx.em.imm(keep ? 1 : 0)];
-        let y = cx.em.call(`vm.op.${op}`, args, x.dtype, shape);
-        if (post !== undefined) y = post(cx, y);
-        return [y];
+        axesArg = reg;
+        shape = new Array<Dim>(keep ? r : r - count).fill(null);
+      } else {
+        if (
+          (given === undefined || given.length === 0) && cx.int("noop_with_empty_axes", 0) === 1
+        ) {
+          return [pre === undefined ? x : pre(cx, x)];
+        }
+        const axes = given === undefined || given.length === 0
+          ? x.shape.map((_, i) => i)
+          : [...new Set(given.map((a) => normAxis(a, r)))].sort((a, b) => a - b);
+        axesArg = axes;
+        shape = x.shape.flatMap((d, i) => axes.includes(i) ? (keep ? [1] : []) : [d]);
       }
-      if ((given === undefined || given.length === 0) && cx.int("noop_with_empty_axes", 0) === 1) {
-        return [pre === undefined ? x : pre(cx, x)];
-      }
-      const axes = given === undefined || given.length === 0
-        ? x.shape.map((_, i) => i)
-        : [...new Set(given.map((a) => normAxis(a, r)))].sort((a, b) => a - b);
+      const apply = (name: string, v: Value) =>
+        cx.em.call(
+          `vm.op.${name}`,
+          [cx.em.reg(v), axesArg, cx.em.imm(keep ? 1 : 0)],
+          v.dtype,
+          shape,
+        );
+      if (combine !== undefined) return [combine(cx, x, apply)];
       if (pre !== undefined) x = pre(cx, x);
-      const shape = x.shape.flatMap((d, i) => axes.includes(i) ? (keep ? [1] : []) : [d]);
-      let y = cx.em.call(
-        `vm.op.${op}`,
-        [cx.em.reg(x), axes, cx.em.imm(keep ? 1 : 0)],
-        x.dtype,
-        shape,
-      );
+      let y = apply(op, x);
       if (post !== undefined) y = post(cx, y);
       return [y];
     },
   };
+}
+
+/**
+ * The product over the axes from three reductions: `exp(Σ log|x|)`, its sign
+ * from the parity of the negative count, and 0 where any element is 0 (the
+ * product of nothing is 1).
+ */
+function product(cx: NodeContext, x: Value, apply: (op: string, v: Value) => Value): Value {
+  const f = (v: Value) => cx.em.call("vm.op.cast", [cx.em.reg(v), "float32"], "float32", v.shape);
+  const test = (op: string, v: Value) =>
+    f(cx.em.call(`vm.op.${op}`, [cx.em.reg(v), cx.em.reg(cx.scalar(0))], "bool", v.shape));
+  const magnitude = unary(cx, "exp", apply("sum", unary(cx, "log", unary(cx, "abs", x))));
+  const negatives = apply("sum", test("less", x));
+  const parity = binary(
+    cx,
+    "subtract",
+    negatives,
+    binary(
+      cx,
+      "multiply",
+      unary(cx, "floor", binary(cx, "multiply", negatives, cx.scalar(0.5), FLOAT)),
+      cx.scalar(2),
+      FLOAT,
+    ),
+    FLOAT,
+  );
+  const sign = binary(
+    cx,
+    "subtract",
+    cx.scalar(1),
+    binary(cx, "multiply", parity, cx.scalar(2), FLOAT),
+    FLOAT,
+  );
+  // A sum, not a max, of the zeros: over an empty set the product is 1.
+  const nonzero = test("equal", apply("sum", test("equal", x)));
+  return binary(cx, "multiply", binary(cx, "multiply", magnitude, sign, FLOAT), nonzero, FLOAT);
 }
 
 /** `ArgMax`/`ArgMin` (as the argmax of −x): `vm.op.argmax`'s int32 cast to ONNX's int64. */
@@ -312,6 +353,39 @@ export const NN_OPS: Record<string, OpSpec> = {
       return [binary(cx, "multiply", x, cx.fromTensor(t))];
     },
   },
+  Hardmax: {
+    attrs: ["axis"],
+    convert(cx) {
+      // 1 at the first maximum along the axis, 0 elsewhere: argmax compared with the positions.
+      const x = cx.input(0), r = x.shape.length;
+      cx.dtype(x, FLOAT);
+      const axis = normAxis(cx.int("axis", cx.opset < 13 ? 1 : -1), r);
+      if (cx.opset < 13 && axis !== r - 1) {
+        throw new Unsupported("the 2-D Hardmax of opsets before 13");
+      }
+      const n = x.shape[axis];
+      if (typeof n !== "number") throw new Unsupported("Hardmax over a symbolic axis");
+      const keep = x.shape.map((d, i) => i === axis ? 1 : d);
+      const idx = cx.em.call(
+        "vm.op.argmax",
+        [cx.em.reg(x), cx.em.imm(axis), cx.em.imm(1)],
+        "int32",
+        keep,
+      );
+      const positions = tensor(Int32Array.from({ length: n }, (_, i) => i), {
+        shape: x.shape.map((_, i) => i === axis ? n : 1),
+      });
+      cx.made.push(positions);
+      const hit = cx.em.call(
+        "vm.op.equal",
+        [cx.em.reg(idx), cx.em.reg(cx.fromTensor(positions))],
+        "bool",
+        x.shape,
+      );
+      return [cx.em.call("vm.op.cast", [cx.em.reg(hit), "float32"], "float32", x.shape)];
+    },
+  },
+  ReduceProd: reduce("sum", 18, FLOAT, undefined, undefined, product),
   ArgMax: argSpec(false),
   ArgMin: argSpec(true),
   ReduceMean: reduce("mean", 18, FLOAT),
