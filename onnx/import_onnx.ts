@@ -37,6 +37,7 @@ import { CONV_OPS } from "./ops_conv.ts";
 import { ELEMENTWISE_OPS } from "./ops_elementwise.ts";
 import { GATHER_OPS } from "./ops_gather.ts";
 import { NN_OPS } from "./ops_nn.ts";
+import { QUANTIZE_OPS } from "./ops_quantize.ts";
 import { SHAPE_OPS } from "./ops_shape.ts";
 
 /** Every operator of the standard domain the importer converts, by name. */
@@ -48,6 +49,7 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...ATTENTION_OPS,
   ...GATHER_OPS,
   ...CONV_OPS,
+  ...QUANTIZE_OPS,
 };
 
 /**

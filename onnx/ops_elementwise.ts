@@ -216,6 +216,35 @@ function remainder(cx: NodeContext, a: Value, b: Value, fmod: boolean): Value {
   );
 }
 
+/**
+ * `x^y` elementwise, for exponents known only at run time (or unusual):
+ * `exp(y·log|x|)`, negated for a negative `x` and an odd integer `y`, NaN
+ * for a negative `x` and a fractional `y` (NumPy's), 1 for `y = 0`.
+ */
+function power(cx: NodeContext, x: Value, y: Value): Value {
+  let e = y;
+  if (e.dtype !== "float32") {
+    e = cx.em.call("vm.op.cast", [cx.em.reg(e), "float32"], "float32", e.shape);
+  }
+  const shape = broadcastShapes(x.shape, e.shape);
+  const test = (op: string, a: Value, b: Value) =>
+    cx.em.call(`vm.op.${op}`, [cx.em.reg(a), cx.em.reg(b)], "bool", shape);
+  const select = (c: Value, a: Value, b: Value) =>
+    cx.em.call("vm.op.where", [cx.em.reg(c), cx.em.reg(a), cx.em.reg(b)], "float32", shape);
+  const magnitude = unary(
+    cx,
+    "exp",
+    binary(cx, "multiply", e, unary(cx, "log", unary(cx, "abs", x)), FLOAT),
+  );
+  const half = binary(cx, "multiply", e, cx.scalar(0.5), FLOAT);
+  const odd = test("not_equal", unary(cx, "floor", half), half);
+  const integer = test("equal", unary(cx, "floor", e), e);
+  const negative = test("less", x, cx.scalar(0));
+  const negated = select(odd, unary(cx, "negative", magnitude), magnitude);
+  const signed = select(negative, select(integer, negated, cx.scalar(NaN)), magnitude);
+  return select(test("equal", e, cx.scalar(0)), cx.scalar(1), signed);
+}
+
 /** Elementwise operators by ONNX name. */
 export const ELEMENTWISE_OPS: Record<string, OpSpec> = {
   Add: arithmetic("add", (x, y) => x + y),
@@ -249,9 +278,25 @@ export const ELEMENTWISE_OPS: Record<string, OpSpec> = {
   Gelu: {
     attrs: ["approximate"],
     convert(cx) {
-      const approximate = cx.string("approximate", "none");
-      if (approximate !== "none") throw new Unsupported(`approximate="${approximate}"`);
-      return [unary(cx, "gelu", cx.input(0))];
+      const x = cx.input(0), approximate = cx.string("approximate", "none");
+      if (approximate === "none") return [unary(cx, "gelu", x)];
+      if (approximate !== "tanh") throw new Unsupported(`approximate="${approximate}"`);
+      // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+      const cube = binary(cx, "multiply", binary(cx, "multiply", x, x, FLOAT), x, FLOAT);
+      const inner = binary(
+        cx,
+        "add",
+        x,
+        binary(cx, "multiply", cube, cx.scalar(0.044715), FLOAT),
+        FLOAT,
+      );
+      const t = unary(
+        cx,
+        "tanh",
+        binary(cx, "multiply", inner, cx.scalar(Math.sqrt(2 / Math.PI)), FLOAT),
+      );
+      const half = binary(cx, "multiply", x, cx.scalar(0.5), FLOAT);
+      return [binary(cx, "multiply", half, binary(cx, "add", t, cx.scalar(1), FLOAT), FLOAT)];
     },
   },
   Reciprocal: {
@@ -359,13 +404,16 @@ export const ELEMENTWISE_OPS: Record<string, OpSpec> = {
     convert(cx) {
       const x = cx.input(0), e = knownScalar(cx.input(1));
       cx.dtype(x, FLOAT);
-      if (e === 1) return [x];
-      if (e === 2) return [binary(cx, "multiply", x, x)];
       if (e === 0.5) return [unary(cx, "sqrt", x)];
       if (e === -1) return [binary(cx, "divide", cx.scalar(1), x)];
-      throw new Unsupported(
-        e === undefined ? "an exponent not known before run time" : `the exponent ${e}`,
-      );
+      if (e !== undefined && Number.isInteger(e) && e >= 1 && e <= 4) {
+        let y = x;
+        for (let i = 1; i < e; i++) y = binary(cx, "multiply", y, x);
+        return [
+          e === 1 ? cx.em.call("vm.op.cast", [cx.em.reg(x), "float32"], "float32", x.shape) : y,
+        ];
+      }
+      return [power(cx, x, cx.input(1))];
     },
   },
   LeakyRelu: {

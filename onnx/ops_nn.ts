@@ -336,12 +336,39 @@ export const NN_OPS: Record<string, OpSpec> = {
       // x times a 0/1 mask of the kept triangle (a constant: the last two dims must be known).
       const x = cx.input(0), r = x.shape.length;
       cx.dtype(x, ARITH);
-      const k = cx.optional(1) === undefined ? 0 : cx.knownInts(1, "k")[0];
+      const kv = cx.optional(1);
       const [n, m] = [x.shape[r - 2], x.shape[r - 1]];
       if (typeof n !== "number" || typeof m !== "number") {
         throw new Unsupported("Trilu of matrices whose size is not known before run time");
       }
       const upper = cx.int("upper", 1) === 1;
+      if (kv !== undefined && kv.ints === undefined) {
+        // k known only at run time: compare each element's diagonal (column − row) with it.
+        const diag = tensor(
+          Int32Array.from({ length: n * m }, (_, i) => (i % m) - Math.floor(i / m)),
+          {
+            shape: [n, m],
+          },
+        );
+        cx.made.push(diag);
+        const k32 = cx.em.call("vm.op.cast", [cx.em.reg(kv), "int32"], "int32", kv.shape);
+        const keep = cx.em.call(
+          `vm.op.${upper ? "greater_equal" : "less_equal"}`,
+          [cx.em.reg(cx.fromTensor(diag)), cx.em.reg(k32)],
+          "bool",
+          [n, m],
+        );
+        const zero = x.dtype === "float32" ? cx.scalar(0) : cx.knownValue([0], [], x.dtype);
+        return [
+          cx.em.call(
+            "vm.op.where",
+            [cx.em.reg(keep), cx.em.reg(x), cx.em.reg(zero)],
+            x.dtype,
+            x.shape,
+          ),
+        ];
+      }
+      const k = kv === undefined ? 0 : cx.knownInts(1, "k")[0];
       const mask = Array.from({ length: n * m }, (_, i) => {
         const d = (i % m) - Math.floor(i / m);
         return (upper ? d >= k : d <= k) ? 1 : 0;
