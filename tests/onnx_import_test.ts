@@ -354,3 +354,70 @@ Deno.test("onnx import: Conv (groups, stride, padding, bias) and MaxPool match d
   assertEquals(y.shape, [1, 4, 2, 2]);
   close(y.dataSync() as Float32Array, want, 1e-5);
 });
+
+/** A model whose weight `w` [2, 2] lives in an external-data file at `location`. */
+function externalModel(location: string, offset = 0): Uint8Array {
+  // TensorProto: dims 1, data_type 2, name 8, external_data 13 (key 1, value 2), data_location 14.
+  const w = [
+    [1, 2],
+    [1, 2],
+    [2, ElemType.float],
+    [8, "w"],
+    [13, [[1, "location"], [2, location]]],
+    [13, [[1, "offset"], [2, String(offset)]]],
+    [13, [[1, "length"], [2, "16"]]],
+    [14, 1],
+  ] as Parameters<typeof model>[0]["initializers"][number];
+  return model({
+    name: "external",
+    nodes: [node("MatMul", ["x", "w"], ["y"])],
+    initializers: [w],
+    inputs: [valueInfo("x", [1, 2])],
+    outputs: [valueInfo("y", [1, 2])],
+  }, 13);
+}
+
+Deno.test("onnx import: external data is read from beside the model, never outside it", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relaxvm-onnx-ext-" });
+  try {
+    await Deno.mkdir(`${dir}/model`);
+    // 4 bytes of padding, then w = [[1, 2], [3, 4]].
+    const data = new Uint8Array(20);
+    data.set(new Uint8Array(new Float32Array([1, 2, 3, 4]).buffer), 4);
+    await Deno.writeFile(`${dir}/model/weights.bin`, data);
+    await Deno.writeFile(`${dir}/secret.bin`, data);
+    await Deno.writeFile(`${dir}/model/m.onnx`, externalModel("weights.bin", 4));
+    using imported = await importONNX(`${dir}/model/m.onnx`);
+    const vm = new VirtualMachine(imported.executable);
+    using x = tensor([[1, 1]]);
+    using y = await vm.invoke("main", x, imported.params) as NDArray;
+    assertEquals([...y.dataSync()], [4, 6]);
+    // From bytes there is no folder to read it from.
+    await assertRejects(
+      () => importONNX(externalModel("weights.bin", 4)),
+      ONNXImportError,
+      "needs the model's path or URL",
+    );
+    // A location that climbs out, an absolute one, a URL: refused before anything is read.
+    for (
+      const location of [
+        "../secret.bin",
+        "%2e%2e/secret.bin",
+        `${dir}/secret.bin`,
+        "file:///etc/passwd",
+      ]
+    ) {
+      await Deno.writeFile(`${dir}/model/bad.onnx`, externalModel(location));
+      await assertRejects(() => importONNX(`${dir}/model/bad.onnx`), ONNXImportError, location);
+    }
+    // Offsets past the end of the file.
+    await Deno.writeFile(`${dir}/model/long.onnx`, externalModel("weights.bin", 8));
+    await assertRejects(
+      () => importONNX(`${dir}/model/long.onnx`),
+      ONNXImportError,
+      "fall outside",
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
