@@ -79,7 +79,9 @@ function reduceAxes(cx: NodeContext, inputFrom: number): number[] | undefined | 
   if (cx.opset < inputFrom) return cx.ints("axes");
   const axes = cx.optional(1);
   if (axes === undefined) return undefined;
-  if (axes.ints === undefined && axes.shape[0] !== 0) return "runtime";
+  // A tensor of no elements is known to be empty, whatever its values.
+  if (axes.shape.length === 1 && axes.shape[0] === 0) return [];
+  if (axes.ints === undefined) return "runtime";
   return cx.knownInts(1, "axes");
 }
 

@@ -40,6 +40,51 @@ export function reshapeTo(cx: NodeContext, x: Value, dims: Dim[]): Value {
   return cx.em.call("vm.builtin.reshape", [cx.em.reg(x), cx.em.shape(dims)], x.dtype, dims);
 }
 
+/**
+ * `Reshape` by a shape known only at run time, of an input whose shape is
+ * known: the target's 0s (unless `allowzero`) and its -1 resolved in int32
+ * tensors (which WebGPU computes too), then `vm.builtin.tensor_to_shape`.
+ */
+function reshapeAtRunTime(cx: NodeContext, x: Value, target: Value, allowzero: boolean): Value {
+  const k = target.shape[0], total = knownSize(x.shape);
+  if (target.shape.length !== 1 || typeof k !== "number" || total === null) {
+    throw new Unsupported("a shape known only at run time for an input of unknown shape");
+  }
+  const shape1 = [k];
+  const int32 = (data: number[]) =>
+    cx.fromTensor(track(cx, tensor(new Int32Array(data), { shape: [data.length] })));
+  const test = (a: Value, b: Value) =>
+    cx.em.call("vm.op.equal", [cx.em.reg(a), cx.em.reg(b)], "bool", shape1);
+  const select = (c: Value, a: Value, b: Value) =>
+    cx.em.call("vm.op.where", [cx.em.reg(c), cx.em.reg(a), cx.em.reg(b)], "int32", shape1);
+  let s = cx.em.call("vm.op.cast", [cx.em.reg(target), "int32"], "int32", shape1);
+  if (!allowzero) {
+    const copied = int32(
+      Array.from({ length: k }, (_, i) => (x.shape[i] as number | undefined) ?? 0),
+    );
+    s = select(test(s, int32(new Array(k).fill(0))), copied, s);
+  }
+  const minus = test(s, int32(new Array(k).fill(-1)));
+  const known = select(minus, int32(new Array(k).fill(1)), s);
+  let product: Value | undefined;
+  for (let i = 0; i < k; i++) {
+    const one = cx.em.call("vm.op.strided_slice", [cx.em.reg(known), [0], [i], [i + 1]], "int32", [
+      1,
+    ]);
+    product = product === undefined ? one : binary(cx, "multiply", product, one);
+  }
+  const missing = binary(cx, "divide", int32([total]), product ?? int32([1]));
+  s = select(minus, missing, s);
+  const st = cx.em.record("vm.builtin.tensor_to_shape", [cx.em.reg(s)])!;
+  return cx.em.call("vm.builtin.reshape", [cx.em.reg(x), st], x.dtype, new Array(k).fill(null));
+}
+
+/** `t`, disposed with the import's other constants. */
+function track<T extends { dispose(): void }>(cx: NodeContext, t: T): T {
+  cx.made.push(t as never);
+  return t;
+}
+
 /** One dimension that is the product of `dims`: a number, or a single symbol. */
 function productDim(dims: readonly Dim[]): Dim {
   const p = productOf(dims);
@@ -58,6 +103,113 @@ export function flatten2d(cx: NodeContext, x: Value, axis: number): Value {
 function axesOf(cx: NodeContext, inputIndex: number, attrUntil: number): number[] | undefined {
   if (cx.opset < attrUntil) return cx.ints("axes");
   return cx.optional(inputIndex) === undefined ? undefined : cx.knownInts(inputIndex, "axes");
+}
+
+/** Whether (Un)Squeeze's axes are an input known only at run time. */
+function runtimeAxes(cx: NodeContext): boolean {
+  return cx.opset >= 13 && cx.optional(1) !== undefined && cx.input(1).ints === undefined;
+}
+
+/**
+ * `Unsqueeze` (`insert`) or `Squeeze` by axes known only at run time, of an
+ * input whose shape is known: the output's dimensions computed in int32
+ * tensors, then `vm.builtin.tensor_to_shape`. Which output position each
+ * input dimension goes to is a running count, a product with a triangle of
+ * ones (float32, exact at these sizes).
+ */
+function squeezeAtRunTime(cx: NodeContext, x: Value, axes: Value, insert: boolean): Value {
+  const r = x.shape.length, k = axes.shape[0];
+  if (axes.shape.length !== 1 || typeof k !== "number" || knownSize(x.shape) === null) {
+    throw new Unsupported("axes known only at run time for an input of unknown shape");
+  }
+  const rank = insert ? r + k : r;
+  const out = insert ? rank : r - k;
+  const made = <T extends { dispose(): void }>(t: T) => track(cx, t);
+  const constant = (
+    data: ArrayLike<number>,
+    shape: number[],
+    dtype: "int32" | "float32" = "int32",
+  ) =>
+    cx.fromTensor(
+      made(tensor(dtype === "int32" ? Int32Array.from(data) : Float32Array.from(data), { shape })),
+    );
+  const castTo = (v: Value, dtype: TensorDType, shape: Dim[]) =>
+    cx.em.call("vm.op.cast", [cx.em.reg(v), dtype], dtype, shape);
+  const call = (name: string, args: Value[], dtype: TensorDType, shape: Dim[]) =>
+    cx.em.call(name, args.map((a) => cx.em.reg(a)), dtype, shape);
+  // Axes in [0, rank), then which positions they name: m[i] = 1 where some axis is i.
+  let a = castTo(axes, "int32", [k]);
+  const negative = call("vm.op.less", [a, constant([0], [1])], "bool", [k]);
+  a = call("vm.op.where", [negative, binary(cx, "add", a, constant([rank], [1])), a], "int32", [k]);
+  const iota = constant(Array.from({ length: rank }, (_, i) => i), [1, rank]);
+  const named = call("vm.op.equal", [reshapeTo(cx, a, [k, 1]), iota], "bool", [k, rank]);
+  const m = cx.em.call(
+    "vm.op.sum",
+    [cx.em.reg(castTo(named, "int32", [k, rank])), [0], cx.em.imm(0)],
+    "int32",
+    [rank],
+  );
+  const dims = constant(r === 0 ? [1] : (x.shape as number[]), [Math.max(r, 1)]);
+  const triangle = constant(
+    Array.from({ length: rank * rank }, (_, i) => Math.floor(i / rank) <= i % rank ? 1 : 0),
+    [rank, rank],
+    "float32",
+  );
+  const running = (v: Value) =>
+    reshapeTo(
+      cx,
+      call(
+        "vm.op.matmul",
+        [reshapeTo(cx, castTo(v, "float32", [rank]), [1, rank]), triangle],
+        "float32",
+        [1, rank],
+      ),
+      [rank],
+    );
+  let shape: Value;
+  if (insert) {
+    // Output i: 1 where an axis names it, else the next input dimension in order.
+    const kept = binary(cx, "subtract", constant([1], [1]), m);
+    const before = castTo(running(kept), "int32", [rank]);
+    let idx = binary(cx, "subtract", before, constant([1], [1]));
+    idx = binary(
+      cx,
+      "minimum",
+      binary(cx, "maximum", idx, constant([0], [1])),
+      constant([Math.max(r - 1, 0)], [1]),
+    );
+    const taken = cx.em.call(
+      "vm.op.take",
+      [cx.em.reg(dims), cx.em.reg(idx), cx.em.imm(0)],
+      "int32",
+      [rank],
+    );
+    shape = call(
+      "vm.op.where",
+      [call("vm.op.greater", [m, constant([0], [1])], "bool", [rank]), constant([1], [1]), taken],
+      "int32",
+      [rank],
+    );
+  } else {
+    // Output j: the input dimension where the running count of kept ones first passes j.
+    const keep = castTo(call("vm.op.equal", [m, constant([0], [1])], "bool", [rank]), "int32", [
+      rank,
+    ]);
+    const count = reshapeTo(cx, running(keep), [1, rank]);
+    const js = constant(Array.from({ length: out }, (_, j) => j), [out, 1], "float32");
+    const passed = call("vm.op.less_equal", [count, js], "bool", [out, rank]);
+    const idx = cx.em.call(
+      "vm.op.sum",
+      [cx.em.reg(castTo(passed, "int32", [out, rank])), [1], cx.em.imm(0)],
+      "int32",
+      [out],
+    );
+    shape = cx.em.call("vm.op.take", [cx.em.reg(dims), cx.em.reg(idx), cx.em.imm(0)], "int32", [
+      out,
+    ]);
+  }
+  const st = cx.em.record("vm.builtin.tensor_to_shape", [cx.em.reg(shape)])!;
+  return cx.em.call("vm.builtin.reshape", [cx.em.reg(x), st], x.dtype, new Array(out).fill(null));
 }
 
 /** Python's `slice(b, e, s).indices(n)` length and start, for a known `n`. */
@@ -80,8 +232,10 @@ export const SHAPE_OPS: Record<string, OpSpec> = {
   Reshape: {
     attrs: ["allowzero"],
     convert(cx) {
-      const x = cx.input(0), target = cx.knownDims(1, "shape");
+      const x = cx.input(0);
       const allowzero = cx.int("allowzero", 0) === 1;
+      if (cx.input(1).ints === undefined) return [reshapeAtRunTime(cx, x, cx.input(1), allowzero)];
+      const target = cx.knownDims(1, "shape");
       const dims: Dim[] = target.map((d, i) => d === 0 && !allowzero ? x.shape[i] : d);
       const minus = dims.indexOf(-1);
       if (minus >= 0) {
@@ -111,6 +265,7 @@ export const SHAPE_OPS: Record<string, OpSpec> = {
     attrs: ["axes"],
     convert(cx) {
       const x = cx.input(0), r = x.shape.length;
+      if (runtimeAxes(cx)) return [squeezeAtRunTime(cx, x, cx.input(1), false)];
       const given = axesOf(cx, 1, 13);
       let axes: number[];
       if (given === undefined) {
@@ -129,6 +284,7 @@ export const SHAPE_OPS: Record<string, OpSpec> = {
     attrs: ["axes"],
     convert(cx) {
       const x = cx.input(0);
+      if (runtimeAxes(cx)) return [squeezeAtRunTime(cx, x, cx.input(1), true)];
       const given = axesOf(cx, 1, 13);
       if (given === undefined) throw new Unsupported("Unsqueeze without axes");
       const r = x.shape.length + given.length;
