@@ -375,6 +375,57 @@ function convert(graph: Graph, opset: number, functionName: string): ImportedONN
   }
 }
 
+/** Operators that move or relabel data of any dtype: half floats pass through them as they are. */
+const ANY_DTYPE = new Set([
+  "Cast",
+  "CastLike",
+  "Concat",
+  "Constant",
+  "ConstantOfShape",
+  "Dropout",
+  "Flatten",
+  "Gather",
+  "Identity",
+  "Reshape",
+  "Shape",
+  "Size",
+  "Slice",
+  "Split",
+  "Squeeze",
+  "Transpose",
+  "Unsqueeze",
+]);
+
+/**
+ * Converts `n`; an arithmetic operator on float16 or bfloat16 computes in
+ * float32 (the inputs widened, the float32 outputs narrowed back), as NumPy
+ * and ONNX's reference compute half floats: one rounding at the end.
+ */
+function convertWidened(
+  n: Node,
+  opset: number,
+  em: Emitter,
+  inputs: (Value | undefined)[],
+  made: NDArray[],
+): (Value | undefined)[] {
+  const spec = ONNX_OPERATORS[n.opType];
+  const half = inputs.find((v) => v?.dtype === "float16" || v?.dtype === "bfloat16")?.dtype;
+  if (half === undefined || ANY_DTYPE.has(n.opType)) {
+    return spec.convert(new NodeContext(n, opset, em, inputs, made));
+  }
+  const widened = inputs.map((v) =>
+    v === undefined || v.dtype !== half
+      ? v
+      : em.call("vm.op.cast", [em.reg(v), "float32"], "float32", v.shape)
+  );
+  const outputs = spec.convert(new NodeContext(n, opset, em, widened, made));
+  return outputs.map((v) =>
+    v === undefined || v.dtype !== "float32"
+      ? v
+      : em.call("vm.op.cast", [em.reg(v), half], half, v.shape)
+  );
+}
+
 /** Converts one node, recording its calls; a node it cannot convert joins `problems`. */
 function convertNode(
   n: Node,
@@ -406,7 +457,7 @@ function convertNode(
   let outputs: (Value | undefined)[] = [];
   if (!poisoned) {
     try {
-      outputs = ONNX_OPERATORS[n.opType].convert(new NodeContext(n, opset, em, inputs, made));
+      outputs = convertWidened(n, opset, em, inputs, made);
     } catch (e) {
       if (!(e instanceof Unsupported)) throw e;
       problems.push({ name: n.name, op: n.opType, reason: e.message });
