@@ -137,9 +137,26 @@ function gatherWindows(
   if (!x.shape.every((d) => typeof d === "number") || x.shape.length < 3) {
     throw new Unsupported(`windows over an input of shape ${shapeText(x.shape)}`);
   }
-  const [n, c, ...size] = x.shape as number[];
+  const size = (x.shape as number[]).slice(2);
   const w = windows(cx, size, kernel, pooling);
   const { index, inside, padded } = im2col(size, w);
+  const cols = gatherByIndex(cx, x, index, product(kernel), product(w.out), padValue);
+  return { cols, w, inside, padded };
+}
+
+/**
+ * `x [N, C, *S]` gathered by `index [kk, oo]` into its channels flattened
+ * with one padding element (`padValue`) appended: `[N, C, kk, oo]`.
+ */
+function gatherByIndex(
+  cx: NodeContext,
+  x: Value,
+  index: Int32Array,
+  kk: number,
+  oo: number,
+  padValue: number,
+): Value {
+  const [n, c, ...size] = x.shape as number[];
   const p = product(size);
   const flat = reshapeTo(cx, x, [n, c, p]);
   const padT = tensor(new Float32Array(n * c).fill(padValue), { shape: [n, c, 1] });
@@ -149,16 +166,58 @@ function gatherWindows(
     cx.em.reg(cx.fromTensor(padT)),
   ])!;
   const withPad = cx.em.call("vm.op.concat", [tuple, cx.em.imm(2)], "float32", [n, c, p + 1]);
-  const kk = product(kernel), oo = product(w.out);
   const idx = tensor(index, { shape: [kk, oo] });
   cx.made.push(idx);
-  const cols = cx.em.call(
+  return cx.em.call(
     "vm.op.take",
     [cx.em.reg(withPad), cx.em.reg(cx.fromTensor(idx)), cx.em.imm(2)],
     "float32",
     [n, c, kk, oo],
   );
-  return { cols, w, inside, padded };
+}
+
+/**
+ * The index of a transposed convolution: output `o` takes input
+ * `i = (o + begin − k·dilation) / stride` through kernel element `k` when
+ * that is a whole number inside the input (ONNX's col2im, read backwards).
+ */
+function transposedIndex(
+  size: number[],
+  kernel: number[],
+  out: number[],
+  strides: number[],
+  dilations: number[],
+  begin: number[],
+): Int32Array {
+  const kk = product(kernel), oo = product(out), pad = product(size), n = size.length;
+  if (kk * oo > MAX_INDEX_ELEMENTS) {
+    throw new Unsupported(`a window index of ${kk * oo} elements (a direct kernel is missing)`);
+  }
+  const index = new Int32Array(kk * oo);
+  const kc = new Array<number>(n), oc = new Array<number>(n);
+  for (let k = 0; k < kk; k++) {
+    let r = k;
+    for (let d = n - 1; d >= 0; d--) {
+      kc[d] = r % kernel[d];
+      r = Math.floor(r / kernel[d]);
+    }
+    for (let o = 0; o < oo; o++) {
+      let q = o;
+      for (let d = n - 1; d >= 0; d--) {
+        oc[d] = q % out[d];
+        q = Math.floor(q / out[d]);
+      }
+      let flat = 0, ok = true;
+      for (let d = 0; d < n && ok; d++) {
+        const t = oc[d] + begin[d] - kc[d] * dilations[d];
+        const i = t / strides[d];
+        if (t < 0 || t % strides[d] !== 0 || i >= size[d]) ok = false;
+        flat = flat * size[d] + i;
+      }
+      index[k * oo + o] = ok ? flat : pad;
+    }
+  }
+  return index;
 }
 
 /** `vm.op.<op>` over the window axis (2) of `cols [N, C, K, O]`, reshaped to `[N, C, *out]`. */
@@ -205,6 +264,79 @@ export const CONV_OPS: Record<string, OpSpec> = {
         out = binary(cx, "add", out, reshapeTo(cx, bias, [m, ...w.out.map(() => 1)]), FLOAT);
       }
       return [out];
+    },
+  },
+  ConvTranspose: {
+    attrs: [
+      "auto_pad",
+      "dilations",
+      "group",
+      "kernel_shape",
+      "output_padding",
+      "output_shape",
+      "pads",
+      "strides",
+    ],
+    convert(cx) {
+      const x = cx.input(0), weight = cx.input(1), bias = cx.optional(2);
+      cx.dtype(x, FLOAT);
+      cx.dtype(weight, FLOAT);
+      if (
+        !x.shape.every((d) => typeof d === "number") ||
+        !weight.shape.every((d) => typeof d === "number")
+      ) {
+        throw new Unsupported("ConvTranspose of shapes not known at import");
+      }
+      const [n, c, ...size] = x.shape as number[];
+      const [wc, mg, ...kernel] = weight.shape as number[];
+      const g = cx.int("group", 1), m = mg * g, nd = size.length;
+      if (wc !== c || c % g !== 0) throw new Unsupported(`group ${g} of ${c} channels`);
+      const strides = cx.ints("strides") ?? new Array(nd).fill(1);
+      const dilations = cx.ints("dilations") ?? new Array(nd).fill(1);
+      const outPad = cx.ints("output_padding") ?? new Array(nd).fill(0);
+      const autoPad = cx.string("auto_pad", "NOTSET");
+      let outShape = cx.ints("output_shape");
+      let pads = cx.ints("pads");
+      const full = (d: number) =>
+        strides[d] * (size[d] - 1) + outPad[d] + (kernel[d] - 1) * dilations[d] + 1;
+      if (pads === undefined && (autoPad === "SAME_UPPER" || autoPad === "SAME_LOWER")) {
+        // As ONNX's reference: the output is the input times the strides unless given.
+        const target = outShape ?? size.map((s, d) => s * strides[d]);
+        const total = target.map((o, d) => full(d) - o);
+        const first = total.map((t) =>
+          autoPad === "SAME_UPPER" ? Math.floor(t / 2) : t - Math.floor(t / 2)
+        );
+        pads = [...first, ...total.map((t, d) => t - first[d])];
+        outShape = target;
+      }
+      pads ??= new Array(2 * nd).fill(0);
+      const out = outShape ?? size.map((_, d) => full(d) - pads![d] - pads![d + nd]);
+      const kk = product(kernel), oo = product(out);
+      const index = transposedIndex(size, kernel, out, strides, dilations, pads.slice(0, nd));
+      const cols = gatherByIndex(cx, x, index, kk, oo, 0);
+      // Σ over (input channel, kernel element) of each group: weights [G, M/G, C/G·K] times
+      // windows [N, G, C/G·K, O].
+      const cg = c / g;
+      const grouped = reshapeTo(cx, cols, [n, g, cg * kk, oo]);
+      const w4 = reshapeTo(cx, weight, [g, cg, mg, kk]);
+      const wt = cx.em.call("vm.op.transpose", [cx.em.reg(w4), [0, 2, 1, 3]], "float32", [
+        g,
+        mg,
+        cg,
+        kk,
+      ]);
+      const wg = reshapeTo(cx, wt, [g, mg, cg * kk]);
+      const y = cx.em.call("vm.op.matmul", [cx.em.reg(wg), cx.em.reg(grouped)], "float32", [
+        n,
+        g,
+        mg,
+        oo,
+      ]);
+      let result = reshapeTo(cx, y, [n, m, ...out]);
+      if (bias !== undefined) {
+        result = binary(cx, "add", result, reshapeTo(cx, bias, [m, ...out.map(() => 1)]), FLOAT);
+      }
+      return [result];
     },
   },
   MaxPool: {

@@ -420,3 +420,40 @@ Deno.test("onnx import: external data is read from beside the model, never outsi
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("onnx import: ConvTranspose (stride, padding, output_padding) matches its definition", async () => {
+  // 1-D: x [1, 2, 4], w [2, 3, 3] (C=2 in, 3 out), stride 2, pads [1, 1], output_padding 1.
+  const xs = Float32Array.from({ length: 8 }, (_, i) => i - 3);
+  const ws = Float32Array.from({ length: 18 }, (_, i) => Math.cos(i));
+  const bytes = model({
+    name: "deconv",
+    nodes: [
+      node("ConvTranspose", ["x", "w"], ["y"], {
+        strides: [2],
+        pads: [1, 1],
+        output_padding: [1],
+      }),
+    ],
+    initializers: [floatTensor("w", [2, 3, 3], ws)],
+    inputs: [valueInfo("x", [1, 2, 4])],
+    outputs: [valueInfo("y", [1, 3, 8])],
+  }, 13);
+  // y[m, i·2 + k − 1] += x[c, i] · w[c, m, k]: length 2·3 + 1 + 3 − 2 = 8.
+  const want = new Array<number>(24).fill(0);
+  for (let c = 0; c < 2; c++) {
+    for (let m = 0; m < 3; m++) {
+      for (let i = 0; i < 4; i++) {
+        for (let k = 0; k < 3; k++) {
+          const o = i * 2 + k - 1;
+          if (o >= 0 && o < 8) want[m * 8 + o] += xs[c * 4 + i] * ws[c * 9 + m * 3 + k];
+        }
+      }
+    }
+  }
+  using imported = await importONNX(bytes);
+  assertEquals(imported.outputs[0].shape, [1, 3, 8]);
+  const vm = new VirtualMachine(imported.executable);
+  using x = tensor(xs, { shape: [1, 2, 4] });
+  using y = await vm.invoke("main", x, imported.params) as NDArray;
+  close(y.dataSync() as Float32Array, want, 1e-5);
+});
