@@ -16,10 +16,14 @@ import { MakeShapeCode, MatchShapeCode } from "../builtins/shape_lowering/shape_
 import type { TensorDType } from "../ground/dtype.ts";
 import { type Dim, Unsupported, type Value } from "./graph_values.ts";
 
+/** A recorded call, or (`name` `""`) control flow: an `If` to `label`, a `Goto`, a label. */
 interface Recorded {
   name: string;
   args: CallArg[];
   dst: Operand | null;
+  /** For control flow: `"if"` (args[0] the condition), `"goto"` or `"label"`. */
+  flow?: "if" | "goto" | "label";
+  label?: string;
 }
 
 /** The calls of one VM function, recorded, and the registers and heap slots they use. */
@@ -64,6 +68,33 @@ export class Emitter {
     const r = dst ? this.newReg() : null;
     this.#calls.push({ name, args, dst: r });
     return r;
+  }
+
+  #labels = 0;
+
+  /** A label name not used yet. */
+  newLabel(): string {
+    return `L${this.#labels++}`;
+  }
+
+  /** Records `If`: falls through when `cond` holds, else jumps to `label`. */
+  recordIf(cond: Operand, label: string): void {
+    this.#calls.push({ name: "", args: [cond], dst: null, flow: "if", label });
+  }
+
+  /** Records a jump to `label`. */
+  recordGoto(label: string): void {
+    this.#calls.push({ name: "", args: [], dst: null, flow: "goto", label });
+  }
+
+  /** Records `label` at this point. */
+  recordLabel(label: string): void {
+    this.#calls.push({ name: "", args: [], dst: null, flow: "label", label });
+  }
+
+  /** Records a copy of `v`'s register into `dst` (an output of a branch). */
+  recordCopy(v: Value, dst: Operand): void {
+    this.#calls.push({ name: "vm.builtin.copy", args: [this.reg(v)], dst });
   }
 
   /** The heap slot of symbol `s`, made on first use. */
@@ -168,7 +199,10 @@ export class Emitter {
       dst: this.heap,
     });
     for (const c of this.#calls) {
-      this.ib.emit_call(c.name, c.args, c.dst === null ? {} : { dst: c.dst });
+      if (c.flow === "if") this.ib.emit_if(c.args[0] as Operand, c.label!);
+      else if (c.flow === "goto") this.ib.emit_goto(c.label!);
+      else if (c.flow === "label") this.ib.label(c.label!);
+      else this.ib.emit_call(c.name, c.args, c.dst === null ? {} : { dst: c.dst });
     }
   }
 }

@@ -50,6 +50,8 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...GATHER_OPS,
   ...CONV_OPS,
   ...QUANTIZE_OPS,
+  // Converted by convertIf (it needs the graph's scope); listed here for the table and names.
+  If: { attrs: ["then_branch", "else_branch"], convert: () => [] },
 };
 
 /**
@@ -158,9 +160,23 @@ export async function importONNX(
 }
 
 /** Every node the table cannot take (operator, domain, attributes), listed at once. */
-function checkSupported(graph: Graph): void {
-  const problems: UnsupportedNode[] = [];
+function checkSupported(graph: Graph, problems: UnsupportedNode[] = [], top = true): void {
   for (const n of graph.nodes) {
+    if (n.opType === "If" && STANDARD_DOMAINS.has(n.domain)) {
+      // Its branches' nodes are checked as the graph's own.
+      const unknown = n.attributes.filter((a) =>
+        a.name !== "then_branch" && a.name !== "else_branch"
+      );
+      if (unknown.length > 0) {
+        problems.push({
+          name: n.name,
+          op: "If",
+          reason: `attribute ${unknown.map((a) => a.name).join(", ")} not supported`,
+        });
+      }
+      for (const a of n.attributes) if (a.g !== null) checkSupported(a.g, problems, false);
+      continue;
+    }
     const op = STANDARD_DOMAINS.has(n.domain) ? n.opType : `${n.domain}.${n.opType}`;
     const spec = STANDARD_DOMAINS.has(n.domain) && Object.hasOwn(ONNX_OPERATORS, n.opType)
       ? ONNX_OPERATORS[n.opType]
@@ -174,7 +190,7 @@ function checkSupported(graph: Graph): void {
       problems.push({ name: n.name, op, reason: `attribute ${unknown.join(", ")} not supported` });
     }
   }
-  if (problems.length > 0) throw new UnsupportedONNXError(problems);
+  if (top && problems.length > 0) throw new UnsupportedONNXError(problems);
 }
 
 /**
@@ -426,6 +442,86 @@ function convertWidened(
   );
 }
 
+/**
+ * `If`: a condition known at import takes its branch inline; else the VM
+ * branches (`vm.builtin.read_if_cond`, `If`, `Goto`), each branch converted
+ * in a scope of its own and copying its outputs into shared registers. A
+ * dimension the branches disagree on is bound after they join. Parameters
+ * and constants first used inside a branch are fetched again after it.
+ */
+function convertIf(
+  n: Node,
+  opset: number,
+  em: Emitter,
+  values: Map<string, Value | null>,
+  made: NDArray[],
+  problems: UnsupportedNode[],
+  cond: Value | undefined,
+): (Value | undefined)[] {
+  const branch = (name: string) => {
+    const g = n.attributes.find((a) => a.name === name)?.g;
+    if (g === null || g === undefined) throw new Unsupported(`no ${name}`);
+    if (g.initializers.length > 0 || g.inputs.length > 0) {
+      throw new Unsupported(`a ${name} with initializers or inputs`);
+    }
+    return g;
+  };
+  const thenG = branch("then_branch"), elseG = branch("else_branch");
+  if (cond === undefined) throw new Unsupported("no condition");
+  /** Converts `g` in a scope over `values`; its outputs, or null when a node failed. */
+  const run = (g: Graph): Value[] | null => {
+    const scope = new Map(values);
+    const before = problems.length;
+    for (const node of g.nodes) convertNode(node, opset, em, scope, made, problems);
+    if (problems.length > before) return null;
+    return g.outputs.map((o) => {
+      const v = scope.get(o.name);
+      if (v === undefined || v === null) {
+        throw new Unsupported(`branch output "${o.name}" is not written`);
+      }
+      return v;
+    });
+  };
+  if (cond.ints !== undefined && cond.ints.length === 1 && typeof cond.ints[0] === "number") {
+    const outs = run(cond.ints[0] !== 0 ? thenG : elseG);
+    if (outs === null) throw new Unsupported("a branch that cannot be imported");
+    return outs;
+  }
+  // Values not yet in registers (parameters, constants) are materialized inside a branch only
+  // on its path: forget those registers after each branch.
+  const lazy = [...values.values()].filter((v): v is Value => v !== null && v.reg === null);
+  const forget = () => {
+    for (const v of lazy) v.reg = null;
+  };
+  const c = em.record("vm.builtin.read_if_cond", [em.reg(cond)])!;
+  const elseLabel = em.newLabel(), endLabel = em.newLabel();
+  em.recordIf(c, elseLabel);
+  const thenOuts = run(thenG);
+  forget();
+  if (thenOuts === null) throw new Unsupported("a then_branch that cannot be imported");
+  const regs = thenOuts.map(() => em.newReg());
+  thenOuts.forEach((v, i) => em.recordCopy(v, regs[i]));
+  forget();
+  em.recordGoto(endLabel);
+  em.recordLabel(elseLabel);
+  const elseOuts = run(elseG);
+  if (elseOuts === null) throw new Unsupported("an else_branch that cannot be imported");
+  elseOuts.forEach((v, i) => em.recordCopy(v, regs[i]));
+  forget();
+  em.recordLabel(endLabel);
+  return thenOuts.map((t, i) => {
+    const e = elseOuts[i];
+    if (t.dtype !== e.dtype) throw new Unsupported(`branches of dtypes ${t.dtype} and ${e.dtype}`);
+    const shape = t.shape.length === e.shape.length
+      ? t.shape.map((d, k) => d === e.shape[k] ? d : null)
+      : null;
+    if (shape === null) throw new Unsupported("branches whose outputs differ in rank");
+    const out: Value = { dtype: t.dtype, shape, reg: regs[i] };
+    if (shape.includes(null)) em.matchShape(regs[i], out.shape, "");
+    return out;
+  });
+}
+
 /** Converts one node, recording its calls; a node it cannot convert joins `problems`. */
 function convertNode(
   n: Node,
@@ -457,7 +553,9 @@ function convertNode(
   let outputs: (Value | undefined)[] = [];
   if (!poisoned) {
     try {
-      outputs = convertWidened(n, opset, em, inputs, made);
+      outputs = n.opType === "If"
+        ? convertIf(n, opset, em, values, made, problems, inputs[0])
+        : convertWidened(n, opset, em, inputs, made);
     } catch (e) {
       if (!(e instanceof Unsupported)) throw e;
       problems.push({ name: n.name, op: n.opType, reason: e.message });

@@ -25,6 +25,7 @@ import {
   Float,
   floatTensor,
   int64Tensor,
+  message,
   model,
   node,
   valueInfo,
@@ -456,4 +457,41 @@ Deno.test("onnx import: ConvTranspose (stride, padding, output_padding) matches 
   using x = tensor(xs, { shape: [1, 2, 4] });
   using y = await vm.invoke("main", x, imported.params) as NDArray;
   close(y.dataSync() as Float32Array, want, 1e-5);
+});
+
+Deno.test("onnx import: If branches at run time; a weight first used inside a branch works in both", async () => {
+  // y = cond ? relu(x·w) : x·w·2, with w a parameter first read inside each branch.
+  const then = message([
+    [1, message(node("MatMul", ["x", "w"], ["t0"]))],
+    [1, message(node("Relu", ["t0"], ["t"]))],
+    [12, message(valueInfo("t", [1, 2]))],
+  ]);
+  const otherwise = message([
+    [1, message(node("MatMul", ["x", "w"], ["e0"]))],
+    [1, message(node("Add", ["e0", "e0"], ["e"]))],
+    [12, message(valueInfo("e", [1, 2]))],
+  ]);
+  const ifNode: Parameters<typeof model>[0]["nodes"][number] = [
+    [1, "cond"],
+    [2, "y"],
+    [4, "If"],
+    [5, [[1, "then_branch"], [6, then], [20, 5]]],
+    [5, [[1, "else_branch"], [6, otherwise], [20, 5]]],
+  ];
+  const bytes = model({
+    name: "if",
+    nodes: [ifNode],
+    initializers: [floatTensor("w", [2, 2], new Float32Array([1, -1, 1, -1]))],
+    inputs: [valueInfo("cond", [], 9), valueInfo("x", [1, 2])],
+    outputs: [valueInfo("y", [1, 2])],
+  }, 13);
+  using imported = await importONNX(bytes);
+  assert(imported.executable.as_text().includes("vm.builtin.read_if_cond"));
+  const vm = new VirtualMachine(imported.executable);
+  using x = tensor([[1, 2]]);
+  for (const [c, want] of [[1, [3, 0]], [0, [6, -6]]] as const) {
+    using cond = tensor(new Uint8Array([c]), { dtype: "bool", shape: [] });
+    using y = await vm.invoke("main", cond, x, imported.params) as NDArray;
+    assertEquals([...y.dataSync()], want, `cond ${c}`);
+  }
 });
