@@ -31,7 +31,7 @@ import { ONNXImportError, type UnsupportedNode, UnsupportedONNXError } from "./o
 import { decodeModel, type Graph, type Node, type TensorProto } from "./onnx_proto.ts";
 import { dtypeOf, onnxTypeName, tensorFromProto } from "./onnx_tensor.ts";
 import type { OpSpec } from "./op_spec.ts";
-import { ATTENTION_OPS } from "./ops_attention.ts";
+import { ATTENTION_OPS, ROTARY_OPS } from "./ops_attention.ts";
 import { COMPOSITE_OPS } from "./ops_composite.ts";
 import { CONV_OPS } from "./ops_conv.ts";
 import { ELEMENTWISE_OPS } from "./ops_elementwise.ts";
@@ -47,6 +47,7 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...NN_OPS,
   ...COMPOSITE_OPS,
   ...ATTENTION_OPS,
+  ...ROTARY_OPS,
   ...GATHER_OPS,
   ...CONV_OPS,
   ...QUANTIZE_OPS,

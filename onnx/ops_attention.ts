@@ -7,7 +7,9 @@
  * mask (bool: kept or −∞; float: added; shorter than the keys: padded with
  * −∞) and the causal triangle (offset by the past length) added as a bias,
  * `softcap`, softmax over the keys, times the values. The shapes must be
- * known at import (the causal triangle is a constant).
+ * known at import (the causal triangle is a constant). And `RotaryEmbedding`
+ * (opset 23): the cos/sin caches gathered at the positions, the first
+ * `rotary_embedding_dim` of each head rotated by halves or interleaved pairs.
  *
  * @module
  */
@@ -163,6 +165,77 @@ export const ATTENTION_OPS: Record<string, OpSpec> = {
         ]);
       }
       return [y, presentK, presentV, qkOut];
+    },
+  },
+};
+
+function slice(
+  cx: NodeContext,
+  x: Value,
+  axis: number,
+  begin: number,
+  end: number,
+  step = 1,
+): Value {
+  const shape = [...x.shape];
+  shape[axis] = Math.ceil((end - begin) / step);
+  return cx.em.call(
+    "vm.op.strided_slice",
+    [cx.em.reg(x), [axis], [begin], [end], [step]],
+    x.dtype,
+    shape,
+  );
+}
+
+/** ONNX's `RotaryEmbedding` (opset 23), as its reference computes it. */
+export const ROTARY_OPS: Record<string, OpSpec> = {
+  RotaryEmbedding: {
+    attrs: ["interleaved", "num_heads", "rotary_embedding_dim"],
+    convert(cx) {
+      let x = cx.input(0);
+      let cos = cx.input(1), sin = cx.input(2);
+      const positions = cx.optional(3);
+      cx.dtype(x, FLOAT);
+      if (!x.shape.every((d) => typeof d === "number")) {
+        throw new Unsupported("RotaryEmbedding of a shape not known at import");
+      }
+      const original = x.shape as number[];
+      // [B, S, H, D]: 4-D inputs are [B, H, S, D]; 3-D ones [B, S, H·D].
+      if (original.length === 4) x = transpose(cx, x, [0, 2, 1, 3]);
+      else {
+        const h = cx.int("num_heads", 0);
+        if (h <= 0) throw new Unsupported("3-D input without num_heads");
+        x = reshapeTo(cx, x, [original[0], original[1], h, original[2] / h]);
+      }
+      const [b, s, h, d] = x.shape as number[];
+      const rot = cx.int("rotary_embedding_dim", 0) || d, half = rot / 2;
+      if (positions !== undefined) {
+        const take = (c: Value) =>
+          cx.em.call("vm.op.take", [cx.em.reg(c), cx.em.reg(positions), cx.em.imm(0)], c.dtype, [
+            ...positions.shape,
+            half,
+          ]);
+        [cos, sin] = [take(cos), take(sin)];
+      }
+      [cos, sin] = [cos, sin].map((c) => reshapeTo(cx, c, [b, s, 1, half]));
+      const rotate = rot === d ? x : slice(cx, x, 3, 0, rot);
+      const interleaved = cx.int("interleaved", 0) === 1;
+      const x1 = interleaved ? slice(cx, rotate, 3, 0, rot, 2) : slice(cx, rotate, 3, 0, half);
+      const x2 = interleaved ? slice(cx, rotate, 3, 1, rot, 2) : slice(cx, rotate, 3, half, rot);
+      const mul = (a: Value, c: Value) => binary(cx, "multiply", a, c, FLOAT);
+      const real = binary(cx, "subtract", mul(cos, x1), mul(sin, x2), FLOAT);
+      const imag = binary(cx, "add", mul(sin, x1), mul(cos, x2), FLOAT);
+      let rotated: Value;
+      if (interleaved) {
+        const pairs = concat(cx, [
+          reshapeTo(cx, real, [b, s, h, half, 1]),
+          reshapeTo(cx, imag, [b, s, h, half, 1]),
+        ], 4);
+        rotated = reshapeTo(cx, pairs, [b, s, h, rot]);
+      } else rotated = concat(cx, [real, imag], 3);
+      let y = rot === d ? rotated : concat(cx, [rotated, slice(cx, x, 3, rot, d)], 3);
+      y = original.length === 4 ? transpose(cx, y, [0, 2, 1, 3]) : reshapeTo(cx, y, original);
+      return [y];
     },
   },
 };
