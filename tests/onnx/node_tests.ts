@@ -140,10 +140,7 @@ export async function runNodeTest(
     if (inputs.length !== imported.inputs.length) {
       return result("unsupported", `${inputs.length} inputs for ${imported.inputs.length}`);
     }
-    // No yielding: in compiled mode a call that yields after a long kernel in straight-line code
-    // resumes with its registers lost (a VM bug on main at 846146f, reported with a repro); the
-    // node tests are about the importer, so they run each call in one piece.
-    const vm = new VirtualMachine(imported.executable, device, { yieldIntervalMs: 1e9 });
+    const vm = new VirtualMachine(imported.executable, device);
     const args: unknown[] = [...inputs];
     if (imported.params.length > 0) args.push(imported.params);
     let out: unknown;
