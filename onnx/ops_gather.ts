@@ -10,6 +10,7 @@
 
 import { tensor } from "../devices/tensor.ts";
 import { knownSize, normAxis, Unsupported, type Value } from "./graph_values.ts";
+import { dtypeOf } from "./onnx_tensor.ts";
 import type { NodeContext } from "./node_context.ts";
 import { FLOAT, type OpSpec } from "./op_spec.ts";
 import { binary, unary } from "./ops_elementwise.ts";
@@ -120,8 +121,80 @@ function nllLoss(cx: NodeContext, x: Value, target: Value, weight: Value | undef
     : binary(cx, "divide", all(loss, "sum"), all(w, "sum"), FLOAT);
 }
 
+/**
+ * `GatherND`: each index tuple (the last axis of `indices`) picks a slice of
+ * `data`; the tuples are flattened to row numbers of `data` viewed as
+ * `[batch · rows, rest]` (`Σ index_j · stride_j`, negatives counted from the
+ * end, plus each batch's first row, a constant) and taken with `vm.op.take`.
+ */
+function gatherND(cx: NodeContext, data: Value, indices: Value, batchDims: number): Value {
+  if (knownSize(data.shape) === null || knownSize(indices.shape) === null) {
+    throw new Unsupported("GatherND of shapes not known at import");
+  }
+  const ds = data.shape as number[], is = indices.shape as number[];
+  const m = is[is.length - 1], b = batchDims;
+  const indexed = ds.slice(b, b + m), rest = ds.slice(b + m);
+  const rows = indexed.reduce((x, y) => x * y, 1);
+  const batch = ds.slice(0, b).reduce((x, y) => x * y, 1);
+  const strides = indexed.map((_, j) => indexed.slice(j + 1).reduce((x, y) => x * y, 1));
+  const lead = is.slice(0, -1), positions = lead.reduce((x, y) => x * y, 1);
+  const constant = (data: ArrayLike<number>, shape: number[]) => {
+    const t = tensor(Int32Array.from(data), { shape });
+    cx.made.push(t);
+    return cx.fromTensor(t);
+  };
+  let i = int32(cx, indices);
+  const negative = compare(cx, "less", i, cx.scalar(0, "int32"));
+  i = where(cx, negative, binary(cx, "add", i, constant(indexed, [m])), i);
+  const scaled = binary(cx, "multiply", i, constant(strides, [m]));
+  let flat = cx.em.call(
+    "vm.op.sum",
+    [cx.em.reg(scaled), [is.length - 1], cx.em.imm(0)],
+    "int32",
+    lead,
+  );
+  if (b > 0) {
+    // The first row of each position's batch: positions run batch-major over the lead axes.
+    const perBatch = positions / batch;
+    const first = Array.from({ length: positions }, (_, p) => Math.floor(p / perBatch) * rows);
+    flat = binary(cx, "add", flat, constant(first, lead));
+  }
+  const table = reshapeTo(cx, data, [batch * rows, ...rest]);
+  return cx.em.call("vm.op.take", [cx.em.reg(table), cx.em.reg(flat), cx.em.imm(0)], data.dtype, [
+    ...lead,
+    ...rest,
+  ]);
+}
+
 /** GatherElements and the losses by ONNX name. */
 export const GATHER_OPS: Record<string, OpSpec> = {
+  GatherND: {
+    attrs: ["batch_dims"],
+    convert: (cx) => [gatherND(cx, cx.input(0), cx.input(1), cx.int("batch_dims", 0))],
+  },
+  EyeLike: {
+    attrs: ["dtype", "k"],
+    convert(cx) {
+      // A constant of x's shape: ones on diagonal k.
+      const x = cx.input(0), k = cx.int("k", 0);
+      const [r, c] = x.shape;
+      if (x.shape.length !== 2 || typeof r !== "number" || typeof c !== "number") {
+        throw new Unsupported("EyeLike of a shape not known at import");
+      }
+      const code = cx.int("dtype", 0);
+      const dt = code === 0 ? x.dtype : dtypeOf(code);
+      if (dt === null) throw new Unsupported(`dtype ${code}`);
+      const ones = Array.from(
+        { length: r * c },
+        (_, i) => (i % c) - Math.floor(i / c) === k ? 1 : 0,
+      );
+      const t = dt === "int64"
+        ? tensor(BigInt64Array.from(ones, BigInt), { shape: [r, c] })
+        : tensor(ones, { dtype: dt, shape: [r, c] });
+      cx.made.push(t);
+      return [cx.fromTensor(t)];
+    },
+  },
   GatherElements: {
     attrs: ["axis"],
     convert(cx) {
