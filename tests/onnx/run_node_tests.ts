@@ -62,6 +62,7 @@ const gpuResults = write ? await runAll(await webgpu()) : [];
 const gpuPass = new Set(gpuResults.filter((r) => r.status === "pass").map((r) => r.name));
 
 if (write) {
+  const n = (x: number) => x.toLocaleString("en-US");
   const byOp = new Map<string, [number, number, number, number]>();
   for (const r of results) {
     const row = byOp.get(r.op) ?? [0, 0, 0, 0];
@@ -73,7 +74,11 @@ if (write) {
   const lines = [
     `<!-- onnx-node-table: written by \`deno task onnx:nodes --write\`; do not edit -->`,
     "",
-    `**${pass} of ${results.length}** pass on the CPU (${fail} fail, ${unsupported} unsupported); ${gpuPass.size} on WebGPU (Mesa llvmpipe here: int64 arithmetic stays on the CPU, as everywhere in relaxvm).`,
+    `**${n(pass)} of ${n(results.length)}** pass on the CPU (${fail} fail, ${
+      n(unsupported)
+    } unsupported); ${
+      n(gpuPass.size)
+    } on WebGPU (Mesa llvmpipe here: int64 arithmetic stays on the CPU, as everywhere in relaxvm).`,
     "",
     "<details><summary>By operator</summary>",
     "",
