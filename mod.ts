@@ -27,7 +27,7 @@
  */
 
 // Everything the runtime exports (loading and running), then what only the full library has:
-// the builder, the checker and formalize, and the tensor-cache writer.
+// the builder, the checker and formalize, the tensor-cache writer, and the ONNX importer.
 export * from "./runtime.ts";
 export { ExecBuilder } from "./builder/exec_builder.ts";
 // The Builtins interface, BuiltinName, and the per-family interfaces Builtins extends.
@@ -47,3 +47,8 @@ export type {
   ExistingTensorCache,
   TensorCacheParams,
 } from "./builtins/tensor_cache/cache_writer.ts";
+export { importONNX, ONNX_OPERATOR_NAMES } from "./onnx/import_onnx.ts";
+export type { ImportedONNX, ImportONNXOptions, ONNXValueInfo } from "./onnx/import_onnx.ts";
+export { ONNXImportError, UnsupportedONNXError } from "./onnx/onnx_errors.ts";
+export type { UnsupportedNode } from "./onnx/onnx_errors.ts";
+export { decodeTensor as decodeONNXTensor } from "./onnx/onnx_tensor.ts";

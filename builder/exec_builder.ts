@@ -81,6 +81,8 @@ export type { CallArg, CallOptions, FunctionOptions, GetOptions } from "./builde
 export class ExecBuilder {
   /** The function table, pool, code and scope state (builder/builder_state.ts). */
   readonly #s = new BuilderState();
+  /** Set by `[Symbol.dispose]()`: the pool's tensors are released, `get()` refuses. */
+  #disposed = false;
 
   /**
    * Opens VM function `name`. `opts` is `{ num_inputs, param_names }` or a
@@ -560,6 +562,9 @@ export class ExecBuilder {
    * ```
    */
   get(opts: GetOptions = {}): Executable {
+    if (this.#disposed) {
+      throw new ReferenceError("get: the builder was disposed (its constants are released)");
+    }
     checkOptions(opts, ["liveness"], "get");
     const liveness = opts?.liveness ?? true;
     if (typeof liveness !== "boolean") {
@@ -575,5 +580,17 @@ export class ExecBuilder {
     const unregistered = unregisteredWarnings(raw);
     // The snapshot is this call's own copy of the code, so formalize may rewrite it.
     return executableFromVerified(formalizeProgram(raw), [...warnings, ...unregistered]);
+  }
+
+  /**
+   * Releases the builder's references to its tensor constants: the pool
+   * holds each tensor given to `convert_constant` (or passed to `emit_call`)
+   * until then (or until garbage collection reclaims them). Executables
+   * already made keep their own references. `get()` refuses afterwards.
+   * `using ib = new ExecBuilder()` disposes it at the end of the scope.
+   */
+  [Symbol.dispose](): void {
+    this.#disposed = true;
+    this.#s.pool.truncate(0);
   }
 }

@@ -33,8 +33,14 @@ export function describeError(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   if (error instanceof CheckError) return error.message.split("\n").map(printable).join("\n");
   const known = error instanceof UsageError || error.name === "LoadError" ||
-    error.name === "VMError" || error instanceof Deno.errors.NotFound;
+    error.name === "VMError" || error instanceof Deno.errors.NotFound ||
+    error.name === "ONNXImportError";
   let text = (known ? error.message : `${error.name}: ${error.message}`).split("\n")[0];
+  // The importer lists every node it cannot take, one a line: on one line, `; ` between them.
+  if (error.name === "UnsupportedONNXError") {
+    const [head, ...nodes] = error.message.split("\n");
+    text = `${head}: ${nodes.map((l) => l.replace(/^\s*- /, "").trim()).join("; ")}`;
+  }
   // A program's own packed functions come from a module the command line imports first.
   if (error.name === "VMError" && text.startsWith("Unknown packed function")) {
     text += "; --preload <module> imports a module that registers it";

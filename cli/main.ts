@@ -8,6 +8,7 @@
  * deno run -A jsr:@relaxvm/relaxvm/cli dump prog.rvm
  * deno run -A jsr:@relaxvm/relaxvm/cli run prog.rvm main '[1, 2]' '[3, 4]'
  * deno run -A jsr:@relaxvm/relaxvm/cli profile prog.rvm main '[1, 2]' '[3, 4]' --trace t.json
+ * deno run -A jsr:@relaxvm/relaxvm/cli import model.onnx -o model.rvm
  * ```
  *
  * Failures print one line to stderr and exit with code 1. The CLI imports
@@ -22,6 +23,7 @@ import { commandHelp, type CommandSpec, parseCommandLine } from "./arguments.ts"
 import { buildCommand } from "./commands/build.ts";
 import { dumpCommand } from "./commands/dump.ts";
 import { funcsCommand } from "./commands/funcs.ts";
+import { importCommand } from "./commands/import.ts";
 import { profileCommand } from "./commands/profile.ts";
 import { runCommand } from "./commands/run.ts";
 import { describeError, UsageError } from "./failure.ts";
@@ -32,6 +34,7 @@ const COMMANDS: readonly CommandSpec[] = [
   runCommand,
   profileCommand,
   funcsCommand,
+  importCommand,
 ];
 
 /** The text of `relaxvm --help`. */

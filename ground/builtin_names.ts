@@ -2,7 +2,7 @@
 // metadata and run the task; tests/docs_test.ts fails while this file is not current.
 
 /**
- * The names of the 125 builtin packed functions, with their documentation, for editors
+ * The names of the 152 builtin packed functions, with their documentation, for editors
  * and `deno doc`: the same catalogue as docs/builtins.md. Each family of builtins (a folder
  * of `builtins/`) has its interface in `builtin_names/`; `Builtins` joins them.
  *
@@ -16,19 +16,21 @@ import type { LmSupportBuiltins } from "./builtin_names/lm_support.ts";
 import type { KvStateBuiltins } from "./builtin_names/kv_state.ts";
 import type { TensorCacheBuiltins } from "./builtin_names/tensor_cache.ts";
 import type { OperatorsBuiltins } from "./builtin_names/operators.ts";
+import type { PredicatesBuiltins } from "./builtin_names/predicates.ts";
 
 export type {
   KvStateBuiltins,
   LmSupportBuiltins,
   MemoryBuiltins,
   OperatorsBuiltins,
+  PredicatesBuiltins,
   ShapeLoweringBuiltins,
   TensorCacheBuiltins,
   ValuesBuiltins,
 };
 
 /**
- * The 125 packed functions `installBuiltins()` registers (`mod.ts` and `runtime.ts`
+ * The 152 packed functions `installBuiltins()` registers (`mod.ts` and `runtime.ts`
  * call it), one property each: the property is the name a program passes to `emit_call`, its
  * documentation says what the function takes and returns, what it does, its dtypes, devices
  * and errors and the TVM function it follows, and its type is the call signature as text.
@@ -53,7 +55,8 @@ export interface Builtins
     LmSupportBuiltins,
     KvStateBuiltins,
     TensorCacheBuiltins,
-    OperatorsBuiltins {}
+    OperatorsBuiltins,
+    PredicatesBuiltins {}
 
 /**
  * The name of a builtin packed function (`"vm.op.add"`, ...): `emit_call` takes one of these

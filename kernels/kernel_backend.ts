@@ -27,11 +27,47 @@ import type { DeviceKind } from "../devices/device.ts";
 import type { NDArray } from "../devices/ndarray.ts";
 
 /** Elementwise unary operators. */
-export type UnaryOp = "negative" | "exp" | "log" | "sqrt" | "tanh" | "sigmoid" | "relu" | "gelu";
+export type UnaryOp =
+  | "negative"
+  | "exp"
+  | "log"
+  | "sqrt"
+  | "tanh"
+  | "sigmoid"
+  | "relu"
+  | "gelu"
+  | "abs"
+  | "sin"
+  | "cos"
+  | "tan"
+  | "asin"
+  | "acos"
+  | "atan"
+  | "sinh"
+  | "cosh"
+  | "asinh"
+  | "acosh"
+  | "atanh"
+  | "floor"
+  | "ceil"
+  | "round"
+  | "erf";
 /** Elementwise binary operators (NumPy broadcasting). */
 export type BinaryOp = "add" | "subtract" | "multiply" | "divide" | "maximum" | "minimum";
 /** Reductions. */
 export type ReduceOp = "sum" | "max" | "mean";
+/** Elementwise tests with a bool result: comparisons, and the logical ops on bools. */
+export type CompareOp =
+  | "equal"
+  | "not_equal"
+  | "less"
+  | "less_equal"
+  | "greater"
+  | "greater_equal"
+  | "logical_and"
+  | "logical_or"
+  | "logical_xor"
+  | "logical_not";
 /**
  * How `take` maps an index `i` of an axis of length `n` (TVM's `mode`):
  * `"fast"` reads `i + n` for `-n <= i < 0` and `i` for `0 <= i < n` (NumPy's
@@ -81,6 +117,14 @@ export interface OpBackend {
   unary(op: UnaryOp, x: NDArray, out: NDArray): void;
   /** `out = op(a, b)` with NumPy broadcasting; `out.shape` is the broadcast shape. */
   binary(op: BinaryOp, a: NDArray, b: NDArray, out: NDArray): void;
+  /**
+   * `out = op(a, b)` with NumPy broadcasting; `a` and `b` have one dtype,
+   * `out` is bool (1 or 0) of the broadcast shape. NaN compares unequal to
+   * everything. `logical_not` reads only `a` (pass it as `b` too).
+   */
+  compare(op: CompareOp, a: NDArray, b: NDArray, out: NDArray): void;
+  /** `out = cond ? x : y` elementwise with NumPy broadcasting of all three; `cond` is bool. */
+  where(cond: NDArray, x: NDArray, y: NDArray, out: NDArray): void;
   /**
    * Matrix product of the last two axes, `a: [..., M, K]`, `b: [..., K, N]`,
    * `out: [..., M, N]`; leading (batch) axes broadcast. Inputs are at least 2-D.
@@ -190,6 +234,8 @@ export type KernelName = keyof OpBackend;
 export const KERNEL_NAMES = [
   "unary",
   "binary",
+  "compare",
+  "where",
   "matmul",
   "linear",
   "reduce",

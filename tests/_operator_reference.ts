@@ -104,6 +104,23 @@ export const REF_UNARY: Record<string, (v: number) => number> = {
   sigmoid: (v) => 1 / (1 + Math.exp(-v)),
   relu: (v) => (v > 0 ? v : 0),
   gelu: (v) => 0.5 * v * (1 + refErf(v / Math.SQRT2)),
+  abs: Math.abs,
+  sin: Math.sin,
+  cos: Math.cos,
+  tan: Math.tan,
+  asin: Math.asin,
+  acos: Math.acos,
+  atan: Math.atan,
+  sinh: Math.sinh,
+  cosh: Math.cosh,
+  asinh: Math.asinh,
+  acosh: Math.acosh,
+  atanh: Math.atanh,
+  floor: Math.floor,
+  ceil: Math.ceil,
+  // Halves to even (NumPy's and WGSL's rule).
+  round: (v) => Math.abs(v % 1) === 0.5 ? 2 * Math.round(v / 2) : Math.round(v),
+  erf: refErf,
 };
 
 /** The reference binary functions on floats, by operator name. */

@@ -5,6 +5,7 @@
  * cli                                   the command line tool
  * models, models.ts                     models written with the DSL (an entry point of their own)
  * mod.ts, runtime.ts, testing.ts        entry points: install builtins, export the API
+ * onnx                                  ONNX models in: protobuf reader, importer (emits with the builder)
  * tvm   engine                          TVM-compiled packages: WGSL kernels, host plans;
  *                                       serving many requests at once (continuous batching)
  * builtins ──▶ kernels                  vm.* packed functions; per-device op kernels
@@ -48,7 +49,19 @@ export const ALLOWED_IMPORTS: Readonly<Record<string, readonly string[]>> = {
   builtins: ["ground", "devices", "kernels"],
   tvm: ["ground", "devices", "program", "vm", "kernels", "builtins"],
   engine: ["ground", "devices", "program", "vm", "kernels", "builtins"],
-  entry: ["ground", "devices", "program", "builder", "vm", "kernels", "builtins", "tvm", "engine"],
+  onnx: ["ground", "devices", "program", "builder", "builtins"],
+  entry: [
+    "ground",
+    "devices",
+    "program",
+    "builder",
+    "vm",
+    "kernels",
+    "builtins",
+    "tvm",
+    "engine",
+    "onnx",
+  ],
   cli: [
     "ground",
     "devices",
@@ -59,6 +72,7 @@ export const ALLOWED_IMPORTS: Readonly<Record<string, readonly string[]>> = {
     "builtins",
     "tvm",
     "engine",
+    "onnx",
     "entry",
   ],
   // The models use the public API only: what an application writing its own model may use.

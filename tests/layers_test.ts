@@ -66,6 +66,25 @@ Deno.test("layers: an orphan file that imports upward is found", async () => {
   ]);
 });
 
+Deno.test("layers: the ONNX importer may not reach the VM, nor the layers below import it", async () => {
+  // It emits programs with the builder and uses the builtins' shape codes and fetching;
+  // running them is the caller's business.
+  const found = await violationsAfter(async (root) => {
+    await Deno.writeTextFile(
+      new URL("onnx/runs.ts", root),
+      'import { VirtualMachine } from "../vm/virtual_machine.ts";\nexport const vm = VirtualMachine;\n',
+    );
+    await Deno.writeTextFile(
+      new URL("ground/imports_onnx.ts", root),
+      'import { WireReader } from "../onnx/wire_reader.ts";\nexport const r = WireReader;\n',
+    );
+  });
+  assertEquals(found, [
+    "ground/imports_onnx.ts (ground) imports onnx/wire_reader.ts (onnx): not allowed",
+    "onnx/runs.ts (onnx) imports vm/virtual_machine.ts (vm): not allowed",
+  ]);
+});
+
 Deno.test("layers: an import cycle is found", async () => {
   const found = await violationsAfter(async (root) => {
     await Deno.writeTextFile(

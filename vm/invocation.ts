@@ -326,7 +326,7 @@ export class Invocation {
    * yields at a backward jump resumes compiled: so a loop that calls yields
    * at its jump, and only recursion with no loop yields at calls.
    */
-  refill(atCall = false): void {
+  refill(atCall = false, mayYield = true): void {
     if (this.#stop !== null) {
       this.budget = -Infinity; // stays stopped: every later charge comes back here
       this.#controller?.abort(this.#stop);
@@ -362,7 +362,7 @@ export class Invocation {
     const take = Math.min(remaining, slice);
     this.#reserve = remaining - take;
     this.budget = take;
-    if (yieldNow) throw YIELD;
+    if (yieldNow && mayYield) throw YIELD;
   }
 
   /**
@@ -447,17 +447,12 @@ export class Invocation {
   /**
    * Spends `fuel` at once, for a kernel's estimated work (builtins/operators/kernel_cost.ts):
    * the charge of a backward jump, so it throws like one when the fuel runs out. It never
-   * yields: a kernel charges from inside an instruction, where no frame can park, so a yield
-   * that falls due here is taken at the next backward jump or call (the slice is refilled
-   * before `refill` throws `YIELD`, and the interval has not restarted).
+   * yields: it runs inside a packed function, whose frame has no place to park at (a compiled
+   * function without jumps would start again from its entry with its registers gone); the
+   * next backward jump or call yields instead.
    */
   chargeFuel(fuel: number): void {
-    if ((this.budget -= fuel) >= 0) return;
-    try {
-      this.refill();
-    } catch (e) {
-      if (e !== YIELD) throw e;
-    }
+    if ((this.budget -= fuel) < 0) this.refill(false, false);
   }
 
   /** Milliseconds left before the deadline; Infinity without one. */

@@ -8,7 +8,7 @@
  */
 
 /**
- * The 28 packed functions defined in `builtins/operators/` (Operators; Indexing operators; Attention operators), one property each, as in
+ * The 44 packed functions defined in `builtins/operators/` (Operators; Indexing operators; Attention operators), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -176,6 +176,182 @@ export interface OperatorsBuiltins {
    * - TVM: `relax.op.nn.gelu`
    */
   readonly "vm.op.gelu": "(x) → tensor";
+  /**
+   * `vm.op.abs(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
+   *
+   * Elementwise `|x|` (int32 and int64 wrap at the smallest value, as WGSL's `abs`); the result has `x`'s shape, dtype and device. int64 computes on the CPU only.
+   *
+   * - dtypes: float32, int32, int64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 arithmetic on a GPU), `RangeError` (shapes, axes); messages start with the operator's name.
+   * - TVM: `relax.op.abs`
+   */
+  readonly "vm.op.abs": "(x) → tensor";
+  /**
+   * `vm.op.sin(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
+   *
+   * Elementwise `sin(x)`; the result has `x`'s shape, dtype and device.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 arithmetic on a GPU), `RangeError` (shapes, axes); messages start with the operator's name.
+   * - TVM: `relax.op.sin`
+   */
+  readonly "vm.op.sin": "(x) → tensor";
+  /**
+   * `vm.op.cos(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
+   *
+   * Elementwise `cos(x)`; the result has `x`'s shape, dtype and device.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 arithmetic on a GPU), `RangeError` (shapes, axes); messages start with the operator's name.
+   * - TVM: `relax.op.cos`
+   */
+  readonly "vm.op.cos": "(x) → tensor";
+  /**
+   * `vm.op.tan(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
+   *
+   * Elementwise `tan(x)`; the result has `x`'s shape, dtype and device.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 arithmetic on a GPU), `RangeError` (shapes, axes); messages start with the operator's name.
+   * - TVM: `relax.op.tan`
+   */
+  readonly "vm.op.tan": "(x) → tensor";
+  /**
+   * `vm.op.asin(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
+   *
+   * Elementwise `asin(x)` (NaN outside [-1, 1]); the result has `x`'s shape, dtype and device.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 arithmetic on a GPU), `RangeError` (shapes, axes); messages start with the operator's name.
+   * - TVM: `relax.op.asin`
+   */
+  readonly "vm.op.asin": "(x) → tensor";
+  /**
+   * `vm.op.acos(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
+   *
+   * Elementwise `acos(x)` (NaN outside [-1, 1]); the result has `x`'s shape, dtype and device.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 arithmetic on a GPU), `RangeError` (shapes, axes); messages start with the operator's name.
+   * - TVM: `relax.op.acos`
+   */
+  readonly "vm.op.acos": "(x) → tensor";
+  /**
+   * `vm.op.atan(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
+   *
+   * Elementwise `atan(x)`; the result has `x`'s shape, dtype and device.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 arithmetic on a GPU), `RangeError` (shapes, axes); messages start with the operator's name.
+   * - TVM: `relax.op.atan`
+   */
+  readonly "vm.op.atan": "(x) → tensor";
+  /**
+   * `vm.op.sinh(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
+   *
+   * Elementwise `sinh(x)`; the result has `x`'s shape, dtype and device.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 arithmetic on a GPU), `RangeError` (shapes, axes); messages start with the operator's name.
+   * - TVM: `relax.op.sinh`
+   */
+  readonly "vm.op.sinh": "(x) → tensor";
+  /**
+   * `vm.op.cosh(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
+   *
+   * Elementwise `cosh(x)`; the result has `x`'s shape, dtype and device.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 arithmetic on a GPU), `RangeError` (shapes, axes); messages start with the operator's name.
+   * - TVM: `relax.op.cosh`
+   */
+  readonly "vm.op.cosh": "(x) → tensor";
+  /**
+   * `vm.op.asinh(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
+   *
+   * Elementwise `asinh(x)`; the result has `x`'s shape, dtype and device.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 arithmetic on a GPU), `RangeError` (shapes, axes); messages start with the operator's name.
+   * - TVM: `relax.op.asinh`
+   */
+  readonly "vm.op.asinh": "(x) → tensor";
+  /**
+   * `vm.op.acosh(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
+   *
+   * Elementwise `acosh(x)` (NaN below 1); the result has `x`'s shape, dtype and device.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 arithmetic on a GPU), `RangeError` (shapes, axes); messages start with the operator's name.
+   * - TVM: `relax.op.acosh`
+   */
+  readonly "vm.op.acosh": "(x) → tensor";
+  /**
+   * `vm.op.atanh(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
+   *
+   * Elementwise `atanh(x)` (NaN outside [-1, 1]); the result has `x`'s shape, dtype and device.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 arithmetic on a GPU), `RangeError` (shapes, axes); messages start with the operator's name.
+   * - TVM: `relax.op.atanh`
+   */
+  readonly "vm.op.atanh": "(x) → tensor";
+  /**
+   * `vm.op.floor(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
+   *
+   * Elementwise `floor(x)`; the result has `x`'s shape, dtype and device.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 arithmetic on a GPU), `RangeError` (shapes, axes); messages start with the operator's name.
+   * - TVM: `relax.op.floor`
+   */
+  readonly "vm.op.floor": "(x) → tensor";
+  /**
+   * `vm.op.ceil(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
+   *
+   * Elementwise `ceil(x)`; the result has `x`'s shape, dtype and device.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 arithmetic on a GPU), `RangeError` (shapes, axes); messages start with the operator's name.
+   * - TVM: `relax.op.ceil`
+   */
+  readonly "vm.op.ceil": "(x) → tensor";
+  /**
+   * `vm.op.round(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
+   *
+   * Elementwise `x` rounded to the nearest integer, halves to even; the result has `x`'s shape, dtype and device.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 arithmetic on a GPU), `RangeError` (shapes, axes); messages start with the operator's name.
+   * - TVM: `relax.op.round`
+   */
+  readonly "vm.op.round": "(x) → tensor";
+  /**
+   * `vm.op.erf(x) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
+   *
+   * Elementwise `erf(x)` (Abramowitz & Stegun 7.1.26, |error| < 1.5e-7, as `gelu` uses); the result has `x`'s shape, dtype and device.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices, int64 arithmetic on a GPU), `RangeError` (shapes, axes); messages start with the operator's name.
+   * - TVM: `relax.op.erf`
+   */
+  readonly "vm.op.erf": "(x) → tensor";
   /**
    * `vm.op.sum(x, axes?, keepdims?) → tensor` (Operators, `builtins/operators/tensor_operators.ts`)
    *

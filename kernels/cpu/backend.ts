@@ -11,6 +11,7 @@
 import type { OpBackend } from "../kernel_backend.ts";
 import { attentionKernel, causalMaskKernel } from "./attention.ts";
 import { castKernel } from "./cast.ts";
+import { compareKernel, whereKernel } from "./compare.ts";
 import { concatKernel } from "./concat.ts";
 import { binaryKernel, unaryKernel } from "./elementwise.ts";
 import { layerNormKernel } from "./layer_norm.ts";
@@ -28,6 +29,8 @@ import { transposeKernel } from "./transpose.ts";
 export const cpuBackend: Partial<OpBackend> = {
   unary: unaryKernel,
   binary: binaryKernel,
+  compare: compareKernel,
+  where: whereKernel,
   matmul: matmulKernel,
   linear: linearKernel,
   reduce: reduceKernel,

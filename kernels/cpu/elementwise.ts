@@ -301,6 +301,12 @@ function erf(x: number): number {
   return x < 0 ? -y : y;
 }
 
+/** Rounds to the nearest integer, halves to even (ONNX's `Round`, WGSL's `round`). */
+function roundHalfEven(v: number): number {
+  const r = Math.round(v);
+  return Math.abs(v % 1) === 0.5 ? 2 * Math.round(v / 2) : r;
+}
+
 /**
  * The unary loops, one per operator.
  *
@@ -309,7 +315,8 @@ function erf(x: number): number {
  * - `gelu` is the exact (erf) form TVM's `relax.nn.gelu` and PyTorch's
  *   default use, `0.5 * x * (1 + erf(x / sqrt(2)))`, with `erf` from
  *   Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7); the WebGPU kernel uses the
- *   same formula and constants.
+ *   same formula and constants. `erf` itself is that formula too.
+ * - `round` rounds halves to even; the others are `Math`'s.
  */
 const UNARY_LOOPS: Record<UnaryOp, (x: NumberArray, o: NumberArray, n: number) => void> = {
   negative: (x, o, n) => {
@@ -338,6 +345,54 @@ const UNARY_LOOPS: Record<UnaryOp, (x: NumberArray, o: NumberArray, n: number) =
       const v = x[i];
       o[i] = 0.5 * v * (1 + erf(v * Math.SQRT1_2));
     }
+  },
+  abs: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.abs(x[i]);
+  },
+  sin: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.sin(x[i]);
+  },
+  cos: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.cos(x[i]);
+  },
+  tan: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.tan(x[i]);
+  },
+  asin: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.asin(x[i]);
+  },
+  acos: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.acos(x[i]);
+  },
+  atan: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.atan(x[i]);
+  },
+  sinh: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.sinh(x[i]);
+  },
+  cosh: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.cosh(x[i]);
+  },
+  asinh: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.asinh(x[i]);
+  },
+  acosh: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.acosh(x[i]);
+  },
+  atanh: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.atanh(x[i]);
+  },
+  floor: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.floor(x[i]);
+  },
+  ceil: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = Math.ceil(x[i]);
+  },
+  round: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = roundHalfEven(x[i]);
+  },
+  erf: (x, o, n) => {
+    for (let i = 0; i < n; i++) o[i] = erf(x[i]);
   },
 };
 

@@ -43,12 +43,14 @@ export const INT64_LOOPS: Readonly<Record<BinaryOp, Loops>> = {
   minimum: loopsOf((x, y) => x < y ? x : y),
 };
 
-/** `o[i] = op(x[i])` for the operators defined on integers (`negative`, `relu`). */
+/** `o[i] = op(x[i])` for the operators defined on integers (`negative`, `relu`, `abs`). */
 export function unaryInt64(op: UnaryOp, x: BigInt64Array, o: BigInt64Array, n: number): void {
   if (op === "negative") {
     for (let i = 0; i < n; i++) o[i] = -x[i];
   } else if (op === "relu") {
     for (let i = 0; i < n; i++) o[i] = x[i] > 0n ? x[i] : 0n;
+  } else if (op === "abs") {
+    for (let i = 0; i < n; i++) o[i] = BigInt.asIntN(64, x[i] < 0n ? -x[i] : x[i]);
   } else {
     throw new TypeError(`${op} is not defined on int64 tensors`);
   }

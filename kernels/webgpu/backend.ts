@@ -17,6 +17,7 @@ import { NDArray } from "../../devices/ndarray.ts";
 import type {
   AttentionLayout,
   BinaryOp,
+  CompareOp,
   OpBackend,
   PagedAttentionBatch,
   ReduceOp,
@@ -35,7 +36,7 @@ import {
   pagedAttentionMeta,
 } from "./paged_attention.ts";
 import { type ElementwiseFn, elementwiseProgram } from "./elementwise_program.ts";
-import { binaryFn, CAST_FN, IDENTITY_FN, unaryFn } from "./elementwise_ops.ts";
+import { binaryFn, CAST_FN, compareFn, IDENTITY_FN, unaryFn, WHERE_FN } from "./elementwise_ops.ts";
 import { rowCopyProgram, takeProgram } from "./gather.ts";
 import { layerNormProgram } from "./layer_norm.ts";
 import { matmulProgram } from "./matmul.ts";
@@ -155,6 +156,36 @@ function requireFloat32(op: string, ...ts: NDArray[]): void {
   }
 }
 
+/**
+ * Runs `body(operands, target)` with bool operands and a bool output as
+ * int32 temporaries (WGSL has no byte elements): bools are converted in
+ * and the int32 result converted out.
+ */
+function withWords(
+  operands: readonly NDArray[],
+  out: NDArray,
+  body: (words: readonly NDArray[], target: NDArray) => void,
+): void {
+  const temps: NDArray[] = [];
+  const word = (t: NDArray) => {
+    if (t.dtype !== "bool") return t;
+    const w = NDArray.empty(t.shape, "int32", t.device);
+    temps.push(w);
+    convert(t, contiguousStrides(t.shape), w);
+    return w;
+  };
+  try {
+    const words = operands.map(word);
+    if (out.dtype !== "bool") return body(words, out);
+    const target = NDArray.empty(out.shape, "int32", out.device);
+    temps.push(target);
+    body(words, target);
+    convert(target, contiguousStrides(target.shape), out);
+  } finally {
+    for (const t of temps) t.releaseIfUnowned();
+  }
+}
+
 /** The WebGPU kernels. */
 export const webgpuBackend: Partial<OpBackend> = {
   unary(op: UnaryOp, x: NDArray, out: NDArray): void {
@@ -167,6 +198,30 @@ export const webgpuBackend: Partial<OpBackend> = {
       [a, b],
       [broadcastStrides(a.shape, out.shape), broadcastStrides(b.shape, out.shape)],
       out,
+    );
+  },
+
+  compare(op: CompareOp, a: NDArray, b: NDArray, out: NDArray): void {
+    withWords([a, b], out, ([x, y], target) =>
+      elementwise(
+        compareFn(op, wgslType(x.dtype)),
+        [x, y],
+        [broadcastStrides(x.shape, target.shape), broadcastStrides(y.shape, target.shape)],
+        target,
+      ));
+  },
+
+  where(cond: NDArray, x: NDArray, y: NDArray, out: NDArray): void {
+    withWords(
+      [cond, x, y],
+      out,
+      (words, target) =>
+        elementwise(
+          WHERE_FN,
+          words,
+          words.map((w) => broadcastStrides(w.shape, target.shape)),
+          target,
+        ),
     );
   },
 

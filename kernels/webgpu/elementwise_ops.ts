@@ -26,10 +26,11 @@
  * @module
  */
 
-import type { BinaryOp, UnaryOp } from "../kernel_backend.ts";
+import type { BinaryOp, CompareOp, UnaryOp } from "../kernel_backend.ts";
 import type { ElementwiseFn, ScalarType } from "./elementwise_program.ts";
 import { NAN_F32 } from "./workgroup_reduce.ts";
 
+// asin and acos through atan2: Mesa llvmpipe's own are off by 3e-4.
 const FLOAT_UNARY: Record<UnaryOp, string> = {
   negative: "return -x0;",
   exp: "return select(exp(x0), x0, is_nan(x0));",
@@ -45,11 +46,33 @@ const FLOAT_UNARY: Record<UnaryOp, string> = {
   let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
   let y = TO(1.0) - poly * exp(-z * z);
   return select(0.5 * x0 * (TO(1.0) + select(y, -y, z < TO(0.0))), x0, is_nan(x0));`,
+  abs: `return abs(x0);`,
+  sin: `return select(sin(x0), x0, is_nan(x0));`,
+  cos: `return select(cos(x0), x0, is_nan(x0));`,
+  tan: `return select(tan(x0), x0, is_nan(x0));`,
+  asin:
+    `return select(select(atan2(x0, sqrt((TO(1.0) - x0) * (TO(1.0) + x0))), TO(${NAN_F32}), abs(x0) > TO(1.0)), x0, is_nan(x0));`,
+  acos:
+    `return select(select(atan2(sqrt((TO(1.0) - x0) * (TO(1.0) + x0)), x0), TO(${NAN_F32}), abs(x0) > TO(1.0)), x0, is_nan(x0));`,
+  atan: `return select(atan(x0), x0, is_nan(x0));`,
+  sinh: `return select(sinh(x0), x0, is_nan(x0));`,
+  cosh: `return select(cosh(x0), x0, is_nan(x0));`,
+  asinh: `return select(asinh(x0), x0, is_nan(x0));`,
+  acosh: `return select(select(acosh(x0), TO(${NAN_F32}), x0 < TO(1.0)), x0, is_nan(x0));`,
+  atanh: `return select(select(atanh(x0), TO(${NAN_F32}), abs(x0) > TO(1.0)), x0, is_nan(x0));`,
+  floor: `return floor(x0);`,
+  ceil: `return ceil(x0);`,
+  round: `return round(x0);`,
+  erf: `let t = TO(1.0) / (TO(1.0) + 0.3275911 * abs(x0));
+  let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+  let y = TO(1.0) - poly * exp(-x0 * x0);
+  return select(select(y, -y, x0 < TO(0.0)), x0, is_nan(x0));`,
 };
 
 /** Integer unary ops; the float-only ones (exp, log, …) are absent. */
 const INT_UNARY: Partial<Record<UnaryOp, string>> = {
   negative: "return -x0;",
+  abs: "return abs(x0);",
   relu: "return max(x0, TO(0));",
 };
 
@@ -90,6 +113,43 @@ export function binaryFn(op: BinaryOp, type: ScalarType): ElementwiseFn {
   if (type === "u32") throw new TypeError(`WebGPU ${op} does not support uint32 operands`);
   return { name: op, body: type === "f32" ? FLOAT_BINARY[op] : INT_BINARY[op] };
 }
+
+/** WGSL tests of the comparisons and logical ops (on i32 words for bools), true as 1. */
+const COMPARE_TESTS: Readonly<Record<CompareOp, string>> = {
+  equal: "x0 == x1",
+  not_equal: "x0 != x1",
+  less: "x0 < x1",
+  less_equal: "x0 <= x1",
+  greater: "x0 > x1",
+  greater_equal: "x0 >= x1",
+  logical_and: "(x0 != T0(0)) & (x1 != T1(0))",
+  logical_or: "(x0 != T0(0)) | (x1 != T1(0))",
+  logical_xor: "(x0 != T0(0)) != (x1 != T1(0))",
+  logical_not: "x0 == T0(0)",
+};
+
+/**
+ * The elementwise function of comparison `op` on elements of `type`, an i32
+ * 1 or 0. On floats NaN is spelled out (unequal to everything), since
+ * shader compilers may assume there is none.
+ */
+export function compareFn(op: CompareOp, type: ScalarType): ElementwiseFn {
+  if (type === "u32") throw new TypeError(`WebGPU ${op} does not support uint32 operands`);
+  const test = COMPARE_TESTS[op];
+  const nan = type === "f32" && !op.startsWith("logical_");
+  const cond = !nan
+    ? test
+    : op === "not_equal"
+    ? `(${test}) | is_nan(x0) | is_nan(x1)`
+    : `(${test}) & !is_nan(x0) & !is_nan(x1)`;
+  return { name: `compare_${op}_${type}`, body: `return select(TO(0), TO(1), ${cond});` };
+}
+
+/** `where`: `x0` the condition (i32 words), `x1` where it holds, `x2` where not. */
+export const WHERE_FN: ElementwiseFn = {
+  name: "where",
+  body: "return select(x2, x1, x0 != T0(0));",
+};
 
 /** Converts between element types (WGSL's conversions: float → int truncates toward zero). */
 export const CAST_FN: ElementwiseFn = { name: "cast", body: "return TO(x0);" };

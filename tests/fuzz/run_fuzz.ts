@@ -18,6 +18,7 @@ import { closureFamily } from "./closure_family.ts";
 import { hostileFamily } from "./hostile_family.ts";
 import { kernelFamily } from "./kernel_family.ts";
 import { loaderFamily } from "./loader_family.ts";
+import { onnxFamily } from "./onnx_family.ts";
 import { packagePathsFamily } from "./package_paths_family.ts";
 import { runFamily } from "./run_family.ts";
 import { tvmFormatFamily } from "./tvm_format_family.ts";
@@ -39,6 +40,7 @@ export const FAMILIES: Record<string, (rand: Random, cases: number) => Promise<F
   closures: closureFamily,
   cli: cliFamily,
   kernels: kernelFamily,
+  onnx: onnxFamily,
 };
 
 /** Runs the chosen families and returns their reports. */

@@ -1,0 +1,191 @@
+/**
+ * ONNX tensors as relaxvm tensors: `TensorProto.DataType` codes mapped to
+ * dtypes, and a `TensorProto`'s data (in `raw_data`, or in the typed field
+ * its type uses) copied into a CPU `NDArray` after checking that the data
+ * fills the dimensions exactly. `decodeTensor` reads a lone `TensorProto`
+ * file (the `input_0.pb` of ONNX's node tests).
+ *
+ * @module
+ */
+
+import type { TensorDType } from "../ground/dtype.ts";
+import { NDArray, shapeSizeWithin } from "../devices/ndarray.ts";
+import { ONNXImportError } from "./onnx_errors.ts";
+import { readTensor, type TensorProto } from "./onnx_proto.ts";
+import { WireReader } from "./wire_reader.ts";
+
+/** `TensorProto.DataType` codes relaxvm has a dtype for. */
+export const ONNX_DTYPES: Readonly<Record<number, TensorDType>> = {
+  1: "float32",
+  2: "uint8",
+  3: "int8",
+  4: "uint16",
+  5: "int16",
+  6: "int32",
+  7: "int64",
+  9: "bool",
+  10: "float16",
+  11: "float64",
+  12: "uint32",
+  16: "bfloat16",
+};
+
+/** Names of every `TensorProto.DataType`, for messages. */
+export const ONNX_TYPE_NAMES: Readonly<Record<number, string>> = {
+  0: "UNDEFINED",
+  1: "FLOAT",
+  2: "UINT8",
+  3: "INT8",
+  4: "UINT16",
+  5: "INT16",
+  6: "INT32",
+  7: "INT64",
+  8: "STRING",
+  9: "BOOL",
+  10: "FLOAT16",
+  11: "DOUBLE",
+  12: "UINT32",
+  13: "UINT64",
+  14: "COMPLEX64",
+  15: "COMPLEX128",
+  16: "BFLOAT16",
+  17: "FLOAT8E4M3FN",
+  18: "FLOAT8E4M3FNUZ",
+  19: "FLOAT8E5M2",
+  20: "FLOAT8E5M2FNUZ",
+  21: "UINT4",
+  22: "INT4",
+  23: "FLOAT4E2M1",
+  24: "FLOAT8E8M0",
+};
+
+/** The ONNX code of a relaxvm dtype (`Cast`'s `to`). */
+export function onnxTypeName(code: number): string {
+  return ONNX_TYPE_NAMES[code] ?? `data type ${code}`;
+}
+
+const BYTES: Record<TensorDType, number> = {
+  float32: 4,
+  float64: 8,
+  float16: 2,
+  bfloat16: 2,
+  int8: 1,
+  int16: 2,
+  int32: 4,
+  int64: 8,
+  uint8: 1,
+  uint16: 2,
+  uint32: 4,
+  bool: 1,
+};
+
+/** Most elements one tensor of a file may have (2^31: 8 GiB of float32). */
+export const MAX_TENSOR_ELEMENTS = 2 ** 31;
+
+/** The relaxvm dtype of an ONNX type code, or `null` when relaxvm has none. */
+export function dtypeOf(code: number): TensorDType | null {
+  return Object.hasOwn(ONNX_DTYPES, code) ? ONNX_DTYPES[code] : null;
+}
+
+/**
+ * A CPU tensor holding `t`'s data, owned by the caller (as `tensor()`'s are:
+ * a VM never frees it). `section` names the tensor in errors.
+ * External data must have been resolved into `rawData` by the caller.
+ */
+export function tensorFromProto(t: TensorProto, section: string): NDArray {
+  const fail = (reason: string) => new ONNXImportError(section, t.offset, reason);
+  const dt = dtypeOf(t.dataType);
+  if (dt === null) {
+    throw fail(`tensor "${t.name}" has data type ${onnxTypeName(t.dataType)}, which relaxvm lacks`);
+  }
+  const count = shapeSizeWithin(t.dims, MAX_TENSOR_ELEMENTS);
+  if (count < 0) {
+    throw fail(`tensor "${t.name}" of dims [${t.dims.join(", ")}] has more than 2^31 elements`);
+  }
+  if (t.dataLocation === 1 && t.rawData === null) {
+    throw fail(`tensor "${t.name}" keeps its data in an external file`);
+  }
+  const out = NDArray.empty(t.dims, dt);
+  try {
+    const view = out.cpuView();
+    const bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+    const want = count * BYTES[dt];
+    if (t.rawData !== null) {
+      if (t.rawData.length !== want) {
+        throw fail(
+          `tensor "${t.name}" has ${t.rawData.length} bytes of raw_data, its dims [${
+            t.dims.join(", ")
+          }] of ${dt} need ${want}`,
+        );
+      }
+      bytes.set(t.rawData);
+      return out.handToUser();
+    }
+    const typed = typedData(t, dt);
+    if (typed.values.length !== count) {
+      throw fail(
+        `tensor "${t.name}" has ${typed.values.length} values in ${typed.field}, its dims [${
+          t.dims.join(", ")
+        }] need ${count}`,
+      );
+    }
+    typed.write(view as unknown as { [i: number]: number | bigint });
+    return out.handToUser();
+  } catch (e) {
+    out.dispose();
+    throw e;
+  }
+}
+
+interface TypedData {
+  field: string;
+  values: readonly (number | bigint)[];
+  write(into: { [i: number]: number | bigint }): void;
+}
+
+/** The field that holds a tensor of `dt` when it has no `raw_data`, and how to store its values. */
+function typedData(t: TensorProto, dt: TensorDType): TypedData {
+  const plain = (field: string, values: readonly (number | bigint)[]): TypedData => ({
+    field,
+    values,
+    write(into) {
+      for (let i = 0; i < values.length; i++) into[i] = values[i];
+    },
+  });
+  switch (dt) {
+    case "float32":
+      return plain("float_data", t.floatData);
+    case "float64":
+      return plain("double_data", t.doubleData);
+    case "int64":
+      return plain("int64_data", t.int64Data);
+    case "uint32":
+      return plain("uint64_data", t.uint64Data.map(Number));
+    case "float16":
+    case "bfloat16": {
+      // int32_data holds the 16-bit patterns: write them as bits, whatever the storage type.
+      const values = t.int32Data;
+      return {
+        field: "int32_data",
+        values,
+        write(into) {
+          const bits = new Uint16Array(
+            (into as unknown as ArrayBufferView).buffer as ArrayBuffer,
+            (into as unknown as ArrayBufferView).byteOffset,
+            values.length,
+          );
+          for (let i = 0; i < values.length; i++) bits[i] = values[i] & 0xffff;
+        },
+      };
+    }
+    default:
+      // int32, int16, int8, uint16, uint8 and bool all travel in int32_data.
+      return plain("int32_data", t.int32Data);
+  }
+}
+
+/** A lone `TensorProto` file (ONNX's node tests keep inputs and outputs so) as a CPU tensor. */
+export function decodeTensor(bytes: Uint8Array): NDArray {
+  const r = new WireReader(bytes, 0, bytes.length, 0, "TensorProto");
+  return tensorFromProto(readTensor(r), "TensorProto");
+}

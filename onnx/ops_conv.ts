@@ -1,0 +1,379 @@
+/**
+ * Convolution and pooling windows (`Conv`, `MaxPool`, `AveragePool`,
+ * `LpPool`) through im2col: the input, flattened per channel with one
+ * padding element appended, is gathered (`vm.op.take`) by a constant index
+ * tensor of every window's every element `[kernel, output]` (a window
+ * element in the padding reads the padding element), then reduced
+ * (pooling) or multiplied by the weights (`vm.op.matmul`, groups as a batch
+ * axis). Strides, dilations, explicit and `auto_pad` padding, `ceil_mode`
+ * and `count_include_pad` are all in the index tensor and the divisor, which
+ * are computed at import: the shapes must be known then, and the index
+ * tensor holds kernel × output elements (a direct convolution kernel would
+ * not need it; relaxvm has none yet).
+ *
+ * @module
+ */
+
+import { tensor } from "../devices/tensor.ts";
+import { shapeText, Unsupported, type Value } from "./graph_values.ts";
+import type { NodeContext } from "./node_context.ts";
+import { FLOAT, type OpSpec } from "./op_spec.ts";
+import { binary, unary } from "./ops_elementwise.ts";
+import { reshapeTo } from "./ops_shape.ts";
+
+/** Most elements of an im2col index tensor (64 MiB of int32). */
+const MAX_INDEX_ELEMENTS = 1 << 24;
+
+const product = (xs: readonly number[]) => xs.reduce((a, b) => a * b, 1);
+
+/** The window geometry of one node over spatial dims `size`. */
+interface Windows {
+  kernel: number[];
+  out: number[];
+  /** Padding before each spatial dim. */
+  begin: number[];
+  /** Padding after each spatial dim. */
+  end: number[];
+  strides: number[];
+  dilations: number[];
+}
+
+/** Reads kernel, strides, dilations and padding (`pads` or `auto_pad`) as ONNX defines them. */
+function windows(cx: NodeContext, size: number[], kernel: number[], pooling: boolean): Windows {
+  const n = size.length;
+  const strides = cx.ints("strides") ?? new Array(n).fill(1);
+  const dilations = cx.ints("dilations") ?? new Array(n).fill(1);
+  const pads = cx.ints("pads") ?? new Array(2 * n).fill(0);
+  const autoPad = cx.string("auto_pad", "NOTSET");
+  const ceil = pooling && cx.int("ceil_mode", 0) === 1;
+  const begin = pads.slice(0, n), end = pads.slice(n);
+  const out: number[] = [];
+  for (let d = 0; d < n; d++) {
+    const span = (kernel[d] - 1) * dilations[d] + 1;
+    if (autoPad === "SAME_UPPER" || autoPad === "SAME_LOWER") {
+      const o = Math.ceil(size[d] / strides[d]);
+      const total = Math.max(0, (o - 1) * strides[d] + span - size[d]);
+      begin[d] = autoPad === "SAME_UPPER" ? Math.floor(total / 2) : Math.ceil(total / 2);
+      end[d] = total - begin[d];
+      out.push(o);
+      continue;
+    }
+    if (autoPad === "VALID") begin[d] = end[d] = 0;
+    else if (autoPad !== "NOTSET") throw new Unsupported(`auto_pad="${autoPad}"`);
+    const room = size[d] + begin[d] + end[d] - span;
+    let o = (ceil ? Math.ceil(room / strides[d]) : Math.floor(room / strides[d])) + 1;
+    // With ceil_mode a last window must still start inside the input or its leading padding.
+    if (ceil && (o - 1) * strides[d] >= size[d] + begin[d]) o--;
+    out.push(o);
+  }
+  if (out.some((o) => o <= 0)) throw new Unsupported(`windows that produce no output`);
+  return { kernel, out, begin, end, strides, dilations };
+}
+
+/**
+ * The im2col index `[kernel elements, output positions]` into a channel of
+ * `size` flattened (the padding element at index `product(size)`), and per
+ * output position how many window elements fall in the input (`inside`) or
+ * in the input and its explicit padding (`padded`).
+ */
+function im2col(
+  size: number[],
+  w: Windows,
+): { index: Int32Array; inside: number[]; padded: number[] } {
+  const kk = product(w.kernel), oo = product(w.out), pad = product(size);
+  if (kk * oo > MAX_INDEX_ELEMENTS) {
+    throw new Unsupported(`a window index of ${kk * oo} elements (a direct kernel is missing)`);
+  }
+  const index = new Int32Array(kk * oo);
+  const inside = new Array<number>(oo).fill(0), padded = new Array<number>(oo).fill(0);
+  const n = size.length;
+  const kc = new Array<number>(n), oc = new Array<number>(n);
+  for (let k = 0; k < kk; k++) {
+    let r = k;
+    for (let d = n - 1; d >= 0; d--) {
+      kc[d] = r % w.kernel[d];
+      r = Math.floor(r / w.kernel[d]);
+    }
+    for (let o = 0; o < oo; o++) {
+      let q = o;
+      for (let d = n - 1; d >= 0; d--) {
+        oc[d] = q % w.out[d];
+        q = Math.floor(q / w.out[d]);
+      }
+      let flat = 0, isInside = true, isPadded = true;
+      for (let d = 0; d < n; d++) {
+        const s = oc[d] * w.strides[d] - w.begin[d] + kc[d] * w.dilations[d];
+        if (s < 0 || s >= size[d]) isInside = false;
+        if (s < -w.begin[d] || s >= size[d] + w.end[d]) isPadded = false;
+        flat = flat * size[d] + s;
+      }
+      index[k * oo + o] = isInside ? flat : pad;
+      if (isInside) inside[o]++;
+      if (isPadded) padded[o]++;
+    }
+  }
+  return { index, inside, padded };
+}
+
+/** A float32 constant. */
+function constant(cx: NodeContext, data: ArrayLike<number>, shape: number[]): Value {
+  const t = tensor(Float32Array.from(data), { shape });
+  cx.made.push(t);
+  return cx.fromTensor(t);
+}
+
+/**
+ * `x [N, C, *S]` as windows `[N, C, kernel, output]`, padding elements
+ * reading `padValue`. Returns the windows and the geometry.
+ */
+function gatherWindows(
+  cx: NodeContext,
+  x: Value,
+  kernel: number[],
+  pooling: boolean,
+  padValue: number,
+): { cols: Value; w: Windows; inside: number[]; padded: number[] } {
+  cx.dtype(x, FLOAT);
+  if (!x.shape.every((d) => typeof d === "number") || x.shape.length < 3) {
+    throw new Unsupported(`windows over an input of shape ${shapeText(x.shape)}`);
+  }
+  const size = (x.shape as number[]).slice(2);
+  const w = windows(cx, size, kernel, pooling);
+  const { index, inside, padded } = im2col(size, w);
+  const cols = gatherByIndex(cx, x, index, product(kernel), product(w.out), padValue);
+  return { cols, w, inside, padded };
+}
+
+/**
+ * `x [N, C, *S]` gathered by `index [kk, oo]` into its channels flattened
+ * with one padding element (`padValue`) appended: `[N, C, kk, oo]`.
+ */
+function gatherByIndex(
+  cx: NodeContext,
+  x: Value,
+  index: Int32Array,
+  kk: number,
+  oo: number,
+  padValue: number,
+): Value {
+  const [n, c, ...size] = x.shape as number[];
+  const p = product(size);
+  const flat = reshapeTo(cx, x, [n, c, p]);
+  const padT = tensor(new Float32Array(n * c).fill(padValue), { shape: [n, c, 1] });
+  cx.made.push(padT);
+  const tuple = cx.em.record("vm.builtin.make_tuple", [
+    cx.em.reg(flat),
+    cx.em.reg(cx.fromTensor(padT)),
+  ])!;
+  const withPad = cx.em.call("vm.op.concat", [tuple, cx.em.imm(2)], "float32", [n, c, p + 1]);
+  const idx = tensor(index, { shape: [kk, oo] });
+  cx.made.push(idx);
+  return cx.em.call(
+    "vm.op.take",
+    [cx.em.reg(withPad), cx.em.reg(cx.fromTensor(idx)), cx.em.imm(2)],
+    "float32",
+    [n, c, kk, oo],
+  );
+}
+
+/**
+ * The index of a transposed convolution: output `o` takes input
+ * `i = (o + begin − k·dilation) / stride` through kernel element `k` when
+ * that is a whole number inside the input (ONNX's col2im, read backwards).
+ */
+function transposedIndex(
+  size: number[],
+  kernel: number[],
+  out: number[],
+  strides: number[],
+  dilations: number[],
+  begin: number[],
+): Int32Array {
+  const kk = product(kernel), oo = product(out), pad = product(size), n = size.length;
+  if (kk * oo > MAX_INDEX_ELEMENTS) {
+    throw new Unsupported(`a window index of ${kk * oo} elements (a direct kernel is missing)`);
+  }
+  const index = new Int32Array(kk * oo);
+  const kc = new Array<number>(n), oc = new Array<number>(n);
+  for (let k = 0; k < kk; k++) {
+    let r = k;
+    for (let d = n - 1; d >= 0; d--) {
+      kc[d] = r % kernel[d];
+      r = Math.floor(r / kernel[d]);
+    }
+    for (let o = 0; o < oo; o++) {
+      let q = o;
+      for (let d = n - 1; d >= 0; d--) {
+        oc[d] = q % out[d];
+        q = Math.floor(q / out[d]);
+      }
+      let flat = 0, ok = true;
+      for (let d = 0; d < n && ok; d++) {
+        const t = oc[d] + begin[d] - kc[d] * dilations[d];
+        const i = t / strides[d];
+        if (t < 0 || t % strides[d] !== 0 || i >= size[d]) ok = false;
+        flat = flat * size[d] + i;
+      }
+      index[k * oo + o] = ok ? flat : pad;
+    }
+  }
+  return index;
+}
+
+/** `vm.op.<op>` over the window axis (2) of `cols [N, C, K, O]`, reshaped to `[N, C, *out]`. */
+function pool(cx: NodeContext, op: string, cols: Value, out: number[]): Value {
+  const [n, c, , oo] = cols.shape as number[];
+  const r = cx.em.call(`vm.op.${op}`, [cx.em.reg(cols), [2], cx.em.imm(0)], "float32", [n, c, oo]);
+  return reshapeTo(cx, r, [n, c, ...out]);
+}
+
+function kernelShape(cx: NodeContext): number[] {
+  const k = cx.ints("kernel_shape");
+  if (k === undefined) throw new Unsupported("no kernel_shape");
+  return k;
+}
+
+const POOL_ATTRS = ["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides"];
+
+/** Convolution and pooling by ONNX name. */
+export const CONV_OPS: Record<string, OpSpec> = {
+  Conv: {
+    attrs: ["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"],
+    convert(cx) {
+      const x = cx.input(0), weight = cx.input(1), bias = cx.optional(2);
+      cx.dtype(weight, FLOAT);
+      if (!weight.shape.every((d) => typeof d === "number")) {
+        throw new Unsupported("weights of a shape not known at import");
+      }
+      const [m, cg, ...kernel] = weight.shape as number[];
+      const g = cx.int("group", 1);
+      const { cols, w } = gatherWindows(cx, x, cx.ints("kernel_shape") ?? kernel, false, 0);
+      const [n, c, kk, oo] = cols.shape as number[];
+      if (c !== cg * g || m % g !== 0) throw new Unsupported(`group ${g} of ${c} channels`);
+      // [N, G, C/G·K, O] = the windows of each group; weights [G, M/G, C/G·K]; one batched matmul.
+      const grouped = reshapeTo(cx, cols, [n, g, cg * kk, oo]);
+      const wg = reshapeTo(cx, weight, [g, m / g, cg * kk]);
+      const y = cx.em.call("vm.op.matmul", [cx.em.reg(wg), cx.em.reg(grouped)], "float32", [
+        n,
+        g,
+        m / g,
+        oo,
+      ]);
+      let out = reshapeTo(cx, y, [n, m, ...w.out]);
+      if (bias !== undefined) {
+        out = binary(cx, "add", out, reshapeTo(cx, bias, [m, ...w.out.map(() => 1)]), FLOAT);
+      }
+      return [out];
+    },
+  },
+  ConvTranspose: {
+    attrs: [
+      "auto_pad",
+      "dilations",
+      "group",
+      "kernel_shape",
+      "output_padding",
+      "output_shape",
+      "pads",
+      "strides",
+    ],
+    convert(cx) {
+      const x = cx.input(0), weight = cx.input(1), bias = cx.optional(2);
+      cx.dtype(x, FLOAT);
+      cx.dtype(weight, FLOAT);
+      if (
+        !x.shape.every((d) => typeof d === "number") ||
+        !weight.shape.every((d) => typeof d === "number")
+      ) {
+        throw new Unsupported("ConvTranspose of shapes not known at import");
+      }
+      const [n, c, ...size] = x.shape as number[];
+      const [wc, mg, ...kernel] = weight.shape as number[];
+      const g = cx.int("group", 1), m = mg * g, nd = size.length;
+      if (wc !== c || c % g !== 0) throw new Unsupported(`group ${g} of ${c} channels`);
+      const strides = cx.ints("strides") ?? new Array(nd).fill(1);
+      const dilations = cx.ints("dilations") ?? new Array(nd).fill(1);
+      const outPad = cx.ints("output_padding") ?? new Array(nd).fill(0);
+      const autoPad = cx.string("auto_pad", "NOTSET");
+      let outShape = cx.ints("output_shape");
+      let pads = cx.ints("pads");
+      const full = (d: number) =>
+        strides[d] * (size[d] - 1) + outPad[d] + (kernel[d] - 1) * dilations[d] + 1;
+      if (pads === undefined && (autoPad === "SAME_UPPER" || autoPad === "SAME_LOWER")) {
+        // As ONNX's reference: the output is the input times the strides unless given.
+        const target = outShape ?? size.map((s, d) => s * strides[d]);
+        const total = target.map((o, d) => full(d) - o);
+        const first = total.map((t) =>
+          autoPad === "SAME_UPPER" ? Math.floor(t / 2) : t - Math.floor(t / 2)
+        );
+        pads = [...first, ...total.map((t, d) => t - first[d])];
+        outShape = target;
+      }
+      pads ??= new Array(2 * nd).fill(0);
+      const out = outShape ?? size.map((_, d) => full(d) - pads![d] - pads![d + nd]);
+      const kk = product(kernel), oo = product(out);
+      const index = transposedIndex(size, kernel, out, strides, dilations, pads.slice(0, nd));
+      const cols = gatherByIndex(cx, x, index, kk, oo, 0);
+      // Σ over (input channel, kernel element) of each group: weights [G, M/G, C/G·K] times
+      // windows [N, G, C/G·K, O].
+      const cg = c / g;
+      const grouped = reshapeTo(cx, cols, [n, g, cg * kk, oo]);
+      const w4 = reshapeTo(cx, weight, [g, cg, mg, kk]);
+      const wt = cx.em.call("vm.op.transpose", [cx.em.reg(w4), [0, 2, 1, 3]], "float32", [
+        g,
+        mg,
+        cg,
+        kk,
+      ]);
+      const wg = reshapeTo(cx, wt, [g, mg, cg * kk]);
+      const y = cx.em.call("vm.op.matmul", [cx.em.reg(wg), cx.em.reg(grouped)], "float32", [
+        n,
+        g,
+        mg,
+        oo,
+      ]);
+      let result = reshapeTo(cx, y, [n, m, ...out]);
+      if (bias !== undefined) {
+        result = binary(cx, "add", result, reshapeTo(cx, bias, [m, ...out.map(() => 1)]), FLOAT);
+      }
+      return [result];
+    },
+  },
+  MaxPool: {
+    attrs: [...POOL_ATTRS, "storage_order"],
+    convert(cx) {
+      if (cx.node.outputs.length > 1 && cx.node.outputs[1] !== "") {
+        throw new Unsupported("the Indices output");
+      }
+      const { cols, w } = gatherWindows(cx, cx.input(0), kernelShape(cx), true, -Infinity);
+      return [pool(cx, "max", cols, w.out)];
+    },
+  },
+  AveragePool: {
+    attrs: [...POOL_ATTRS, "count_include_pad"],
+    convert(cx) {
+      const { cols, w, inside, padded } = gatherWindows(cx, cx.input(0), kernelShape(cx), true, 0);
+      const sum = pool(cx, "sum", cols, w.out);
+      // The divisor per output position: the window's elements in the input (and its padding).
+      const counts = cx.int("count_include_pad", 0) === 1 ? padded : inside;
+      return [binary(cx, "divide", sum, constant(cx, counts, w.out), FLOAT)];
+    },
+  },
+  LpPool: {
+    attrs: [...POOL_ATTRS, "p"],
+    convert(cx) {
+      // (Σ |x|^p)^(1/p): |x|^p by repeated products, the root as exp(log(s) / p).
+      const p = cx.int("p", 2);
+      if (!Number.isInteger(p) || p < 1 || p > 8) throw new Unsupported(`p=${p}`);
+      const { cols, w } = gatherWindows(cx, cx.input(0), kernelShape(cx), true, 0);
+      const abs = unary(cx, "abs", cols);
+      let powered = abs;
+      for (let i = 1; i < p; i++) powered = binary(cx, "multiply", powered, abs, FLOAT);
+      const sum = pool(cx, "sum", powered, w.out);
+      if (p === 1) return [sum];
+      if (p === 2) return [unary(cx, "sqrt", sum)];
+      const root = binary(cx, "divide", unary(cx, "log", sum), cx.scalar(p), FLOAT);
+      return [unary(cx, "exp", root)];
+    },
+  },
+};

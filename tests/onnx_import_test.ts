@@ -1,0 +1,497 @@
+/**
+ * `importONNX` (onnx/import_onnx.ts) on small models written with the
+ * benchmarks' independent writer (bench/_onnx_writer.ts): results against
+ * values computed by hand, symbolic dimensions bound at run time and checked,
+ * shape arithmetic folded (`Shape` → `Gather` → `Concat` → `Reshape`),
+ * initializers as a parameter tuple and through `load_params` from a tensor
+ * cache, and every unsupported node listed in one error before anything is
+ * built.
+ */
+
+import { assert, assertEquals, assertRejects } from "@std/assert";
+import {
+  dumpTensorCache,
+  Executable,
+  importONNX,
+  type NDArray,
+  ONNXImportError,
+  tensor,
+  UnsupportedONNXError,
+  VirtualMachine,
+  VMError,
+} from "../mod.ts";
+import {
+  ElemType,
+  Float,
+  floatTensor,
+  int64Tensor,
+  message,
+  model,
+  node,
+  valueInfo,
+} from "../bench/_onnx_writer.ts";
+
+const close = (got: ArrayLike<number>, want: readonly number[], tol = 1e-5) => {
+  assertEquals(got.length, want.length);
+  for (let i = 0; i < want.length; i++) {
+    assert(Math.abs(got[i] - want[i]) <= tol, `[${i}] ${got[i]} vs ${want[i]}`);
+  }
+};
+
+/** y = Relu(x·Wᵀ + b) for a batch of any size, then reshaped by shape arithmetic to [B, 2, 1]. */
+function mlp(): Uint8Array {
+  return model({
+    name: "mlp",
+    nodes: [
+      node("Gemm", ["x", "w", "b"], ["h"], { transB: 1 }),
+      node("Relu", ["h"], ["r"]),
+      node("Shape", ["r"], ["s"]),
+      node("Gather", ["s", "zero"], ["batch"], { axis: 0 }),
+      node("Concat", ["batch", "tail"], ["target"], { axis: 0 }),
+      node("Reshape", ["r", "target"], ["y"]),
+    ],
+    initializers: [
+      floatTensor("w", [2, 3], new Float32Array([1, 0, -1, 0.5, 0.5, 0.5])),
+      floatTensor("b", [2], new Float32Array([0, -1])),
+      int64Tensor("zero", [1], [0]),
+      int64Tensor("tail", [2], [2, 1]),
+    ],
+    inputs: [valueInfo("x", ["batch", 3])],
+    outputs: [valueInfo("y", ["batch", 2, 1])],
+  }, 13);
+}
+
+Deno.test("onnx import: a Gemm MLP with a symbolic batch runs and matches by hand", async () => {
+  using imported = await importONNX(mlp());
+  assertEquals(imported.inputs, [{ name: "x", dtype: "float32", shape: ["batch", 3] }]);
+  assertEquals(imported.paramNames, ["w", "b", "zero", "tail"]);
+  assertEquals(imported.outputs[0].shape, ["batch", 2, 1]);
+  const vm = new VirtualMachine(imported.executable);
+  for (const rows of [1, 3]) {
+    const x = Array.from({ length: rows * 3 }, (_, i) => i - 2);
+    using xt = tensor(new Float32Array(x), { shape: [rows, 3] });
+    using y = await vm.invoke("main", xt, [...imported.params]) as NDArray;
+    assertEquals(y.shape, [rows, 2, 1]);
+    const want: number[] = [];
+    for (let r = 0; r < rows; r++) {
+      const [a, b, c] = x.slice(3 * r, 3 * r + 3);
+      want.push(Math.max(0, a - c), Math.max(0, 0.5 * (a + b + c) - 1));
+    }
+    close(y.dataSync() as Float32Array, want);
+  }
+  // The shape arithmetic was folded: no Shape/Gather/Concat call remains, the reshape reads the heap.
+  const text = imported.executable.as_text();
+  assert(!text.includes("vm.op.take") && !text.includes("vm.op.concat"), text);
+  assert(text.includes("vm.builtin.make_shape"), text);
+});
+
+Deno.test("onnx import: an input of the wrong shape or dtype fails naming the input", async () => {
+  using imported = await importONNX(mlp());
+  const vm = new VirtualMachine(imported.executable);
+  using bad = tensor(new Float32Array(8), { shape: [2, 4] });
+  const e = await assertRejects(() => vm.invoke("main", bad, [...imported.params]), VMError);
+  assert(e.message.includes('input "x"'), e.message);
+  using ints = tensor(new Int32Array(3), { shape: [1, 3] });
+  await assertRejects(() => vm.invoke("main", ints, [...imported.params]), VMError);
+  // The VM stays usable.
+  using good = tensor(new Float32Array(3), { shape: [1, 3] });
+  using y = await vm.invoke("main", good, [...imported.params]) as NDArray;
+  assertEquals(y.shape, [1, 2, 1]);
+});
+
+Deno.test("onnx import: saved with its params as a tensor cache, loaded and run", async () => {
+  using imported = await importONNX(mlp());
+  const dir = await Deno.makeTempDir({ prefix: "relaxvm-onnx-" });
+  try {
+    await dumpTensorCache(imported.paramNames.map((n, i) => [n, imported.params[i]] as const), dir);
+    const exe = Executable.load(imported.executable.save());
+    const vm = new VirtualMachine(exe, undefined, { tensorCacheRoots: [dir] });
+    const params = await vm.invoke("load_params", `file://${dir}/`, 1, 0);
+    using x = tensor(new Float32Array([3, 0, 1]), { shape: [1, 3] });
+    using y = await vm.invoke("main", x, params) as NDArray;
+    close(y.dataSync() as Float32Array, [2, 1]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("onnx import: every unsupported node is listed in one error, before anything is built", async () => {
+  const bytes = model({
+    name: "bad",
+    nodes: [
+      node("Relu", ["x"], ["a"]),
+      node("NoSuchOp", ["a"], ["b"]),
+      node("Softmax", ["b"], ["c"], { axis: 1, bogus: 3 }),
+      node("AlsoMissing", ["c"], ["y"]),
+    ],
+    initializers: [],
+    inputs: [valueInfo("x", [2, 2])],
+    outputs: [valueInfo("y", [2, 2])],
+  });
+  const e = await assertRejects(() => importONNX(bytes), UnsupportedONNXError);
+  assertEquals(e.nodes.map((n: { op: string }) => n.op), ["NoSuchOp", "Softmax", "AlsoMissing"]);
+  assert(e.nodes[1].reason.includes("bogus"), e.nodes[1].reason);
+  assert(e.message.includes("3 nodes not supported"), e.message);
+});
+
+Deno.test("onnx import: conversion problems are collected too, not only the first", async () => {
+  // Reshape of an input of unknown size by a shape known only at run time, and Softmax over an
+  // axis the input lacks: both reported.
+  const bytes = model({
+    name: "late",
+    nodes: [
+      node("Reshape", ["x", "s"], ["a"]),
+      node("Softmax", ["x"], ["b"], { axis: 3 }),
+      node("Add", ["a", "b"], ["y"]),
+    ],
+    initializers: [],
+    inputs: [valueInfo("x", ["n"]), valueInfo("s", [1], 7)],
+    outputs: [valueInfo("y", ["n"])],
+  }, 13);
+  const e = await assertRejects(() => importONNX(bytes), UnsupportedONNXError);
+  assertEquals(e.nodes.map((n: { op: string }) => n.op), ["Reshape", "Softmax"]);
+  assert(e.nodes[0].reason.includes("known only at run time"), e.nodes[0].reason);
+  assert(e.nodes[1].reason.includes("axis 3 out of range"), e.nodes[1].reason);
+});
+
+Deno.test("onnx import: a cyclic graph and a missing output are import errors", async () => {
+  const cyclic = model({
+    name: "cycle",
+    nodes: [node("Relu", ["b"], ["a"]), node("Relu", ["a"], ["b"])],
+    initializers: [],
+    inputs: [valueInfo("x", [1])],
+    outputs: [valueInfo("a", [1])],
+  });
+  const e = await assertRejects(() => importONNX(cyclic), ONNXImportError);
+  assert(e.message.includes("cyclic"), e.message);
+  const missing = model({
+    name: "missing",
+    nodes: [node("Relu", ["x"], ["a"])],
+    initializers: [],
+    inputs: [valueInfo("x", [1])],
+    outputs: [valueInfo("nowhere", [1])],
+  });
+  await assertRejects(() => importONNX(missing), ONNXImportError, "never written");
+});
+
+Deno.test("onnx import: softmax over a middle axis, LayerNormalization, ReduceMean", async () => {
+  const bytes = model({
+    name: "nn",
+    nodes: [
+      node("Softmax", ["x"], ["s"], { axis: 1 }),
+      node("LayerNormalization", ["s", "g", "b"], ["l"], { epsilon: new Float(1e-5) }),
+      node("ReduceMean", ["l"], ["y"], { axes: [1], keepdims: 0 }),
+    ],
+    initializers: [
+      floatTensor("g", [2], new Float32Array([1, 2])),
+      floatTensor("b", [2], new Float32Array([0, 1])),
+    ],
+    inputs: [valueInfo("x", [1, 3, 2])],
+    outputs: [valueInfo("y", [1, 2])],
+  }, 13);
+  using imported = await importONNX(bytes);
+  const vm = new VirtualMachine(imported.executable);
+  const x = [0, 1, 2, 3, 4, 5];
+  using xt = tensor(new Float32Array(x), { shape: [1, 3, 2] });
+  using y = await vm.invoke("main", xt, [...imported.params]) as NDArray;
+  // Softmax over axis 1 (the three rows), per column.
+  const s = [...x];
+  for (const c of [0, 1]) {
+    const col = [0, 1, 2].map((r) => Math.exp(x[2 * r + c]));
+    const sum = col.reduce((a, b) => a + b);
+    for (const r of [0, 1, 2]) s[2 * r + c] = col[r] / sum;
+  }
+  // LayerNorm over the last axis (two values: ±1 after normalization), then the mean over rows.
+  const ln = [0, 1, 2].flatMap((r) => {
+    const [a, b] = [s[2 * r], s[2 * r + 1]];
+    const m = (a + b) / 2, v = ((a - m) ** 2 + (b - m) ** 2) / 2;
+    return [(a - m) / Math.sqrt(v + 1e-5) * 1 + 0, (b - m) / Math.sqrt(v + 1e-5) * 2 + 1];
+  });
+  close(y.dataSync() as Float32Array, [
+    (ln[0] + ln[2] + ln[4]) / 3,
+    (ln[1] + ln[3] + ln[5]) / 3,
+  ], 1e-4);
+});
+
+Deno.test("onnx import: Equal, Not and Where make and use a bool mask", async () => {
+  const bytes = model({
+    name: "mask",
+    nodes: [
+      node("Equal", ["x", "zero"], ["is0"]),
+      node("Not", ["is0"], ["keep"]),
+      node("Where", ["keep", "x", "fill"], ["y"]),
+    ],
+    initializers: [
+      floatTensor("zero", [], new Float32Array([0])),
+      floatTensor("fill", [1], new Float32Array([-9])),
+    ],
+    inputs: [valueInfo("x", [4])],
+    outputs: [valueInfo("y", [4])],
+  }, 13);
+  using imported = await importONNX(bytes);
+  const vm = new VirtualMachine(imported.executable);
+  using x = tensor([0, 2, 0, -3]);
+  using y = await vm.invoke("main", x, imported.params) as NDArray;
+  assertEquals([...y.dataSync()], [-9, 2, -9, -3]);
+});
+
+Deno.test("onnx import: a reduction whose axes are an input, negative ones included", async () => {
+  const bytes = model({
+    name: "reduce",
+    nodes: [node("ReduceSum", ["x", "axes"], ["y"], { keepdims: 0 })],
+    initializers: [],
+    inputs: [valueInfo("x", [2, 3]), valueInfo("axes", [1], ElemType.int64)],
+    outputs: [valueInfo("y", ["n"])],
+  }, 13);
+  using imported = await importONNX(bytes);
+  const vm = new VirtualMachine(imported.executable);
+  using x = tensor([[1, 2, 3], [4, 5, 6]]);
+  for (const [axis, want] of [[-1, [6, 15]], [0, [5, 7, 9]], [1, [6, 15]]] as const) {
+    using axes = tensor(new BigInt64Array([BigInt(axis)]));
+    using y = await vm.invoke("main", x, axes) as NDArray;
+    assertEquals([...y.dataSync()], want, `axis ${axis}`);
+  }
+});
+
+Deno.test("onnx import: Concat's size along its axis is the sum of the inputs'", async () => {
+  // [2, 3] ++ [2, 4] along axis 1 is [2, 7]: the Add after it must see 7 (it once saw 3 · 4).
+  const bytes = model({
+    name: "concat",
+    nodes: [node("Concat", ["a", "b"], ["c"], { axis: 1 }), node("Add", ["c", "d"], ["y"])],
+    initializers: [],
+    inputs: [valueInfo("a", [2, 3]), valueInfo("b", [2, 4]), valueInfo("d", [2, 7])],
+    outputs: [valueInfo("y", [2, 7])],
+  }, 13);
+  using imported = await importONNX(bytes);
+  assertEquals(imported.outputs[0].shape, [2, 7]);
+  const vm = new VirtualMachine(imported.executable);
+  using a = tensor(new Float32Array(6).fill(1), { shape: [2, 3] });
+  using b = tensor(new Float32Array(8).fill(2), { shape: [2, 4] });
+  using d = tensor(new Float32Array(14).fill(10), { shape: [2, 7] });
+  using y = await vm.invoke("main", a, b, d) as NDArray;
+  assertEquals([...y.dataSync()], [11, 11, 11, 12, 12, 12, 12, 11, 11, 11, 12, 12, 12, 12]);
+});
+
+Deno.test("onnx import: an input dimension past 2^31 is unsupported, not a builder RangeError", async () => {
+  // Found by the onnx fuzz family: the size went into match_shape's immediate.
+  const bytes = model({
+    name: "huge",
+    nodes: [node("Relu", ["x"], ["y"])],
+    initializers: [],
+    inputs: [valueInfo("x", [2 ** 52])],
+    outputs: [valueInfo("y", [1])],
+  });
+  const e = await assertRejects(() => importONNX(bytes), UnsupportedONNXError);
+  assert(e.message.includes("a dimension of 4503599627370496"), e.message);
+});
+
+Deno.test("onnx import: a failed import leaves no tensor allocated", async () => {
+  // A Gemm constant (alpha) interned, then an unsupported node: nothing may stay behind.
+  const { defaultAllocator } = await import("../devices/allocation_context.ts");
+  const { cpu } = await import("../mod.ts");
+  const host = defaultAllocator(cpu());
+  const bytes = model({
+    name: "fails late",
+    nodes: [
+      node("Gemm", ["x", "w"], ["h"], { transB: 1, alpha: new Float(0.5) }),
+      node("Softmax", ["h"], ["y"], { axis: 5 }),
+    ],
+    initializers: [floatTensor("w", [2, 3], new Float32Array(6))],
+    inputs: [valueInfo("x", [1, 3])],
+    outputs: [valueInfo("y", [1, 2])],
+  });
+  const before = host.stats().liveBytes;
+  await assertRejects(() => importONNX(bytes), UnsupportedONNXError);
+  assertEquals(host.stats().liveBytes, before);
+});
+
+Deno.test("onnx import: Conv (groups, stride, padding, bias) and MaxPool match direct loops", async () => {
+  // x [1, 2, 5, 5], w [4, 1, 3, 3] in 2 groups, stride 2, pads 1; then a 2×2 max pool, stride 1.
+  const xs = Float32Array.from({ length: 50 }, (_, i) => Math.sin(i));
+  const ws = Float32Array.from({ length: 36 }, (_, i) => Math.cos(i));
+  const bs = new Float32Array([0.5, -0.5, 1, 0]);
+  const bytes = model({
+    name: "cnn",
+    nodes: [
+      node("Conv", ["x", "w", "b"], ["c"], { group: 2, strides: [2, 2], pads: [1, 1, 1, 1] }),
+      node("MaxPool", ["c"], ["y"], { kernel_shape: [2, 2] }),
+    ],
+    initializers: [floatTensor("w", [4, 1, 3, 3], ws), floatTensor("b", [4], bs)],
+    inputs: [valueInfo("x", [1, 2, 5, 5])],
+    outputs: [valueInfo("y", [1, 4, 2, 2])],
+  }, 13);
+  // The convolution by its definition: 3×3 output per channel.
+  const conv = new Float32Array(4 * 9);
+  for (let m = 0; m < 4; m++) {
+    const c = m < 2 ? 0 : 1;
+    for (let oy = 0; oy < 3; oy++) {
+      for (let ox = 0; ox < 3; ox++) {
+        let s = bs[m];
+        for (let ky = 0; ky < 3; ky++) {
+          for (let kx = 0; kx < 3; kx++) {
+            const iy = oy * 2 - 1 + ky, ix = ox * 2 - 1 + kx;
+            if (iy < 0 || iy >= 5 || ix < 0 || ix >= 5) continue;
+            s += xs[c * 25 + iy * 5 + ix] * ws[m * 9 + ky * 3 + kx];
+          }
+        }
+        conv[m * 9 + oy * 3 + ox] = s;
+      }
+    }
+  }
+  const want: number[] = [];
+  for (let m = 0; m < 4; m++) {
+    for (let oy = 0; oy < 2; oy++) {
+      for (let ox = 0; ox < 2; ox++) {
+        const at = (y: number, x: number) => conv[m * 9 + y * 3 + x];
+        want.push(Math.max(at(oy, ox), at(oy, ox + 1), at(oy + 1, ox), at(oy + 1, ox + 1)));
+      }
+    }
+  }
+  using imported = await importONNX(bytes);
+  const vm = new VirtualMachine(imported.executable);
+  using x = tensor(xs, { shape: [1, 2, 5, 5] });
+  using y = await vm.invoke("main", x, imported.params) as NDArray;
+  assertEquals(y.shape, [1, 4, 2, 2]);
+  close(y.dataSync() as Float32Array, want, 1e-5);
+});
+
+/** A model whose weight `w` [2, 2] lives in an external-data file at `location`. */
+function externalModel(location: string, offset = 0): Uint8Array {
+  // TensorProto: dims 1, data_type 2, name 8, external_data 13 (key 1, value 2), data_location 14.
+  const w = [
+    [1, 2],
+    [1, 2],
+    [2, ElemType.float],
+    [8, "w"],
+    [13, [[1, "location"], [2, location]]],
+    [13, [[1, "offset"], [2, String(offset)]]],
+    [13, [[1, "length"], [2, "16"]]],
+    [14, 1],
+  ] as Parameters<typeof model>[0]["initializers"][number];
+  return model({
+    name: "external",
+    nodes: [node("MatMul", ["x", "w"], ["y"])],
+    initializers: [w],
+    inputs: [valueInfo("x", [1, 2])],
+    outputs: [valueInfo("y", [1, 2])],
+  }, 13);
+}
+
+Deno.test("onnx import: external data is read from beside the model, never outside it", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relaxvm-onnx-ext-" });
+  try {
+    await Deno.mkdir(`${dir}/model`);
+    // 4 bytes of padding, then w = [[1, 2], [3, 4]].
+    const data = new Uint8Array(20);
+    data.set(new Uint8Array(new Float32Array([1, 2, 3, 4]).buffer), 4);
+    await Deno.writeFile(`${dir}/model/weights.bin`, data);
+    await Deno.writeFile(`${dir}/secret.bin`, data);
+    await Deno.writeFile(`${dir}/model/m.onnx`, externalModel("weights.bin", 4));
+    using imported = await importONNX(`${dir}/model/m.onnx`);
+    const vm = new VirtualMachine(imported.executable);
+    using x = tensor([[1, 1]]);
+    using y = await vm.invoke("main", x, imported.params) as NDArray;
+    assertEquals([...y.dataSync()], [4, 6]);
+    // From bytes there is no folder to read it from.
+    await assertRejects(
+      () => importONNX(externalModel("weights.bin", 4)),
+      ONNXImportError,
+      "needs the model's path or URL",
+    );
+    // A location that climbs out, an absolute one, a URL: refused before anything is read.
+    for (
+      const location of [
+        "../secret.bin",
+        "%2e%2e/secret.bin",
+        `${dir}/secret.bin`,
+        "file:///etc/passwd",
+      ]
+    ) {
+      await Deno.writeFile(`${dir}/model/bad.onnx`, externalModel(location));
+      await assertRejects(() => importONNX(`${dir}/model/bad.onnx`), ONNXImportError, location);
+    }
+    // Offsets past the end of the file.
+    await Deno.writeFile(`${dir}/model/long.onnx`, externalModel("weights.bin", 8));
+    await assertRejects(
+      () => importONNX(`${dir}/model/long.onnx`),
+      ONNXImportError,
+      "fall outside",
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("onnx import: ConvTranspose (stride, padding, output_padding) matches its definition", async () => {
+  // 1-D: x [1, 2, 4], w [2, 3, 3] (C=2 in, 3 out), stride 2, pads [1, 1], output_padding 1.
+  const xs = Float32Array.from({ length: 8 }, (_, i) => i - 3);
+  const ws = Float32Array.from({ length: 18 }, (_, i) => Math.cos(i));
+  const bytes = model({
+    name: "deconv",
+    nodes: [
+      node("ConvTranspose", ["x", "w"], ["y"], {
+        strides: [2],
+        pads: [1, 1],
+        output_padding: [1],
+      }),
+    ],
+    initializers: [floatTensor("w", [2, 3, 3], ws)],
+    inputs: [valueInfo("x", [1, 2, 4])],
+    outputs: [valueInfo("y", [1, 3, 8])],
+  }, 13);
+  // y[m, i·2 + k − 1] += x[c, i] · w[c, m, k]: length 2·3 + 1 + 3 − 2 = 8.
+  const want = new Array<number>(24).fill(0);
+  for (let c = 0; c < 2; c++) {
+    for (let m = 0; m < 3; m++) {
+      for (let i = 0; i < 4; i++) {
+        for (let k = 0; k < 3; k++) {
+          const o = i * 2 + k - 1;
+          if (o >= 0 && o < 8) want[m * 8 + o] += xs[c * 4 + i] * ws[c * 9 + m * 3 + k];
+        }
+      }
+    }
+  }
+  using imported = await importONNX(bytes);
+  assertEquals(imported.outputs[0].shape, [1, 3, 8]);
+  const vm = new VirtualMachine(imported.executable);
+  using x = tensor(xs, { shape: [1, 2, 4] });
+  using y = await vm.invoke("main", x, imported.params) as NDArray;
+  close(y.dataSync() as Float32Array, want, 1e-5);
+});
+
+Deno.test("onnx import: If branches at run time; a weight first used inside a branch works in both", async () => {
+  // y = cond ? relu(x·w) : x·w·2, with w a parameter first read inside each branch.
+  const then = message([
+    [1, message(node("MatMul", ["x", "w"], ["t0"]))],
+    [1, message(node("Relu", ["t0"], ["t"]))],
+    [12, message(valueInfo("t", [1, 2]))],
+  ]);
+  const otherwise = message([
+    [1, message(node("MatMul", ["x", "w"], ["e0"]))],
+    [1, message(node("Add", ["e0", "e0"], ["e"]))],
+    [12, message(valueInfo("e", [1, 2]))],
+  ]);
+  const ifNode: Parameters<typeof model>[0]["nodes"][number] = [
+    [1, "cond"],
+    [2, "y"],
+    [4, "If"],
+    [5, [[1, "then_branch"], [6, then], [20, 5]]],
+    [5, [[1, "else_branch"], [6, otherwise], [20, 5]]],
+  ];
+  const bytes = model({
+    name: "if",
+    nodes: [ifNode],
+    initializers: [floatTensor("w", [2, 2], new Float32Array([1, -1, 1, -1]))],
+    inputs: [valueInfo("cond", [], 9), valueInfo("x", [1, 2])],
+    outputs: [valueInfo("y", [1, 2])],
+  }, 13);
+  using imported = await importONNX(bytes);
+  assert(imported.executable.as_text().includes("vm.builtin.read_if_cond"));
+  const vm = new VirtualMachine(imported.executable);
+  using x = tensor([[1, 2]]);
+  for (const [c, want] of [[1, [3, 0]], [0, [6, -6]]] as const) {
+    using cond = tensor(new Uint8Array([c]), { dtype: "bool", shape: [] });
+    using y = await vm.invoke("main", cond, x, imported.params) as NDArray;
+    assertEquals([...y.dataSync()], want, `cond ${c}`);
+  }
+});

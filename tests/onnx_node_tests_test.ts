@@ -1,0 +1,39 @@
+/**
+ * ONNX's node tests that pass today keep passing: every test named in
+ * `tests/onnx/node_tests_passing.txt` (written by `deno task onnx:nodes
+ * --write`) is imported with `importONNX`, run on the CPU and compared with
+ * ONNX's tolerances (tests/onnx/node_tests.ts). One Deno test, one process.
+ *
+ * Needs `tools/onnx/.venv` (`bash tools/onnx/setup.sh`), whose onnx wheel
+ * holds the tests. Without it the test is ignored, unless
+ * RELAXVM_REQUIRE_ONNX=1 (CI sets it), which makes it fail.
+ */
+
+import { assert, assertEquals } from "@std/assert";
+import { nodeTestRoot, runNodeTest } from "./onnx/node_tests.ts";
+
+const repo = new URL("../", import.meta.url);
+const root = await nodeTestRoot(repo);
+const required = Deno.env.get("RELAXVM_REQUIRE_ONNX") === "1";
+if (root === null && !required) {
+  console.log(
+    "onnx_node_tests_test: ignored, no tools/onnx/.venv (run `bash tools/onnx/setup.sh`; RELAXVM_REQUIRE_ONNX=1 makes this fail)",
+  );
+}
+
+Deno.test({
+  name: "onnx node tests: every test on the committed passing list still passes on the CPU",
+  ignore: root === null && !required,
+  fn: async () => {
+    if (root === null) throw new Error("RELAXVM_REQUIRE_ONNX=1 but tools/onnx/.venv is missing");
+    const list = await Deno.readTextFile(new URL("onnx/node_tests_passing.txt", import.meta.url));
+    const names = list.split("\n").filter((l) => l !== "");
+    assert(names.length > 0);
+    const regressions: string[] = [];
+    for (const name of names) {
+      const r = await runNodeTest(root, name);
+      if (r.status !== "pass") regressions.push(`${name}: ${r.status}: ${r.detail}`);
+    }
+    assertEquals(regressions, []);
+  },
+});
