@@ -35,6 +35,7 @@ import { integerArg, tensorArg } from "../validate.ts";
 import { parseCreateArguments } from "./create_arguments.ts";
 import { PagedKVCache } from "./paged_kv_cache.ts";
 import { referenceAttention } from "./reference_attention.ts";
+import { kernelAttention } from "./kernel_attention.ts";
 import { addPagedAttention } from "./paged_attention_builtin.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
@@ -314,7 +315,9 @@ kvStateBuiltins.add(
     if (typeof smScale !== "number") {
       throw new TypeError(`${who}: sm_scale must be a number, got ${describe(smScale)}`);
     }
-    referenceAttention(
+    // Pages on a GPU: the executable's kernels, as TVM; on the CPU, relaxvm's reference.
+    const attend = cache.config.device.kind === "cpu" ? referenceAttention : kernelAttention;
+    attend(
       cache,
       integerArg(layerId, "layer_id", who),
       smScale,
