@@ -27,7 +27,7 @@ import type { Device } from "../../devices/device.ts";
 import { NDArray } from "../../devices/ndarray.ts";
 import type { PagedKVCacheConfig, PagedKVCacheKernels } from "./create_arguments.ts";
 import { type ForwardPlan, PageTable } from "./page_table.ts";
-import type { DeviceForwardArrays } from "./kernel_attention.ts";
+import type { DeviceForwardArrays } from "./forward_arrays.ts";
 
 /** The sizes of a cache made with `PagedKVCache.create`. */
 export interface PagedKVCacheOptions {
