@@ -2,11 +2,10 @@
 // testdata/tvm_webgpu/llama) running in relaxvm through TVM's paged KV cache, the attention done by
 // the package's own kernels, replaying TVM's CPU build of the same model and weights driven
 // through the same scenario (tools/tvm/llama_trace.py, testdata/kv_state/tvm_llama.json).
-import { assert, assertEquals } from "@std/assert";
-import { getGlobalFunc, loadTVMPackage, NDArray, shape, tensor } from "../../mod.ts";
+import { assert, assertEquals, assertThrows } from "@std/assert";
+import { getGlobalFunc, loadTVMPackage, NDArray, PagedKVCache, shape, tensor } from "../../mod.ts";
 import type { WebGPUDevice } from "../../devices/webgpu/webgpu_device.ts";
 import type { TVMPackage } from "../../tvm/load_package.ts";
-import type { PagedKVCache } from "../../builtins/kv_state/paged_kv_cache.ts";
 import { maxRelativeDifference, PACKAGES_DIR } from "../_tvm_packages.ts";
 import { gpuTest } from "./suite_registry.ts";
 
@@ -165,5 +164,32 @@ gpuTest(
     assert(worst <= BOUND, `max relative difference ${worst}`);
     // The scenario reached what it claims: 24 greedy tokens of three sequences.
     assertEquals(trace.steps.at(-1)!.tokens!.length, 24);
+  },
+);
+
+gpuTest(
+  "paged KV cache on WebGPU: attention without the executable's kernels is a RangeError naming the kernel, and the cache stays usable",
+  async (gpu) => {
+    using kv = PagedKVCache.create({
+      pageSize: 4,
+      maxTotalSequenceLength: 16,
+      numLayers: 1,
+      numQoHeads: 2,
+      numKvHeads: 1,
+      headDim: 4,
+      device: gpu,
+    });
+    f("kv_state_add_sequence")(kv, 0);
+    f("kv_state_begin_forward")(kv, shape(0), shape(3));
+    using qkv = tensor(new Float32Array(3 * 4 * 4), { shape: [3, 4, 4], device: gpu });
+    using out = tensor(new Float32Array(3 * 2 * 4), { shape: [3, 2, 4], device: gpu });
+    const attend = f("attention_kv_cache_attention_with_fused_qkv");
+    assertThrows(() => attend(kv, 0, 0.5, qkv, out), RangeError, "no split-rotary kernel");
+    using small = tensor(new Float32Array(2 * 4 * 4), { shape: [2, 4, 4], device: gpu });
+    assertThrows(() => attend(kv, 0, 0.5, small, out), RangeError, "not [3, 4, 4]");
+    f("kv_state_end_forward")(kv);
+    f("kv_state_add_sequence")(kv, 1);
+    assertEquals(kv.totalSequenceLength, 3);
+    assertEquals(kv.numAvailablePages, 4);
   },
 );
