@@ -40,5 +40,7 @@ export { buildPagedGPT } from "./models/gpt/paged_program.ts";
 export { CONFIGS, SMALL, TEXT, TINY } from "./models/gpt/config.ts";
 export type { GPTConfig } from "./models/gpt/config.ts";
 export { LandeSession } from "./models/lande/session.ts";
+export { TVMLanguageModel } from "./models/tvm_llm/model.ts";
+export type { TVMLanguageModelOptions } from "./models/tvm_llm/model.ts";
 // The library's types the sessions' signatures name, so that this entry point documents them.
 export type { Device, Executable, NDArray, VirtualMachine } from "./mod.ts";

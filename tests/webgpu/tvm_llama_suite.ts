@@ -3,7 +3,16 @@
 // the package's own kernels, replaying TVM's CPU build of the same model and weights driven
 // through the same scenario (tools/tvm/llama_trace.py, testdata/kv_state/tvm_llama.json).
 import { assert, assertEquals, assertThrows } from "@std/assert";
-import { getGlobalFunc, loadTVMPackage, NDArray, PagedKVCache, shape, tensor } from "../../mod.ts";
+import {
+  Engine,
+  getGlobalFunc,
+  loadTVMPackage,
+  NDArray,
+  PagedKVCache,
+  shape,
+  tensor,
+} from "../../mod.ts";
+import { TVMLanguageModel } from "../../models.ts";
 import type { WebGPUDevice } from "../../devices/webgpu/webgpu_device.ts";
 import type { TVMPackage } from "../../tvm/load_package.ts";
 import { maxRelativeDifference, PACKAGES_DIR } from "../_tvm_packages.ts";
@@ -191,5 +200,46 @@ gpuTest(
     f("kv_state_add_sequence")(kv, 1);
     assertEquals(kv.totalSequenceLength, 3);
     assertEquals(kv.numAvailablePages, 4);
+  },
+);
+
+gpuTest(
+  "engine serving the TVM-compiled Llama on WebGPU: TVM's first tokens, concurrent requests as alone, pages all free",
+  async (gpu) => {
+    const trace = JSON.parse(await Deno.readTextFile(TRACE)) as Trace;
+    // One character per id of the 64-token vocabulary.
+    const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/";
+    const tokenizer = {
+      encode: (text: string) => [...text].map((c) => letters.indexOf(c)),
+      decode: (ids: readonly number[]) => ids.map((i) => letters[i]).join(""),
+    };
+    const model = await TVMLanguageModel.load(new URL("llama", PACKAGES_DIR), {
+      device: gpu,
+      tokenizer,
+      maxTotalSequenceLength: 256,
+      maxBatchSize: 4,
+      prefillChunkSize: 32,
+    });
+    try {
+      assertEquals([model.vocabSize, model.hiddenSize, model.totalPages], [64, 32, 17]);
+      const engine = new Engine(model);
+      // The prompts of the trace's prefill and batched prefill: TVM's argmax is the first token.
+      const prefill = trace.steps[1], batch = trace.steps[4];
+      const prompts = [prefill.op[2] as number[], ...(batch.op[2] as number[][])];
+      const first = [...prefill.argmax!, ...batch.argmax!];
+      const requests = prompts.map((p) => ({
+        prompt: tokenizer.decode(p),
+        max_tokens: 6,
+        temperature: 0,
+      }));
+      const alone = [];
+      for (const r of requests) alone.push((await engine.completions.create(r)).choices[0].text);
+      assertEquals(alone.map((t) => letters.indexOf(t[0])), first);
+      const together = await Promise.all(requests.map((r) => engine.completions.create(r)));
+      assertEquals(together.map((c) => c.choices[0].text), alone);
+      assertEquals(engine.stats().freePages, engine.stats().totalPages);
+    } finally {
+      model.dispose();
+    }
   },
 );
