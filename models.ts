@@ -1,8 +1,9 @@
 /**
  * The models written with relaxvm's builder, as a library: all-MiniLM-L6-v2
  * sentence embeddings (`MiniLMSession`, with its trained weights), the
- * GPT-2-style decoder (`GPTSession`, seeded weights made in memory) and the
- * lande language identifier (`LandeSession`). Import this entry point
+ * GPT-2-style decoder (`GPTSession`, seeded weights made in memory), the
+ * lande language identifier (`LandeSession`), and `TVMLanguageModel`, a
+ * TVM-compiled language model (MLC LLM's functions) for `Engine`. Import this entry point
  * (`@relaxvm/relaxvm/models`) beside the library; the library's own entry
  * points and its browser bundle do not carry the models.
  *

@@ -71,7 +71,7 @@ const REQUIRED = ["embed", "batch_prefill", "batch_decode", "create_paged_kv_cac
  * import { TVMLanguageModel } from "@relaxvm/relaxvm/models";
  *
  * if (import.meta.main) { // needs a WebGPU adapter; the doc tests only type-check it
- *   const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;:!?";
+ *   const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .";
  *   const tokenizer = { // 64 ids, one a character
  *     encode: (text: string) => [...text].map((c) => Math.max(0, letters.indexOf(c))),
  *     decode: (ids: readonly number[]) => ids.map((i) => letters[i] ?? "?").join(""),

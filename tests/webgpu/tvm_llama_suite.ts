@@ -2,7 +2,7 @@
 // testdata/tvm_webgpu/llama) running in relaxvm through TVM's paged KV cache, the attention done by
 // the package's own kernels, replaying TVM's CPU build of the same model and weights driven
 // through the same scenario (tools/tvm/llama_trace.py, testdata/kv_state/tvm_llama.json).
-import { assert, assertEquals, assertThrows } from "@std/assert";
+import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import {
   Engine,
   getGlobalFunc,
@@ -241,5 +241,17 @@ gpuTest(
     } finally {
       model.dispose();
     }
+  },
+);
+
+gpuTest(
+  "TVMLanguageModel: a package without MLC's functions is a TypeError naming them",
+  async (gpu) => {
+    const tokenizer = { encode: () => [0], decode: () => "" };
+    await assertRejects(
+      () => TVMLanguageModel.load(new URL("mlp", PACKAGES_DIR), { device: gpu, tokenizer }),
+      TypeError,
+      "the package has no embed, batch_prefill, batch_decode, create_paged_kv_cache",
+    );
   },
 );
