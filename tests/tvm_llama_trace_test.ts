@@ -17,6 +17,7 @@ import { ignoreWithoutTvm, tvmPython } from "./tvm/tvm_python.ts";
 interface Step {
   op: [string, ...unknown[]];
   logits?: number[][];
+  summary?: number[][];
   argmax?: number[];
   tokens?: number[][];
   freePages: number;
@@ -24,6 +25,7 @@ interface Step {
 }
 interface Trace {
   tvm: string;
+  seed?: number;
   cache: number[];
   steps: Step[];
 }
@@ -31,10 +33,11 @@ interface Trace {
 const ROOT = new URL("../", import.meta.url);
 const TRACE = new URL("testdata/kv_state/tvm_llama.json", ROOT);
 const PACKAGE = new URL("testdata/tvm_webgpu/llama/", ROOT);
+const RANDOM = new URL("testdata/kv_state/tvm_llama_random.json", ROOT);
 
-async function run(script: string, out: string): Promise<void> {
+async function run(script: string, ...args: string[]): Promise<void> {
   const { code, stderr } = await new Deno.Command(tvmPython(), {
-    args: [new URL(`tools/tvm/${script}`, ROOT).pathname, out],
+    args: [new URL(`tools/tvm/${script}`, ROOT).pathname, ...args],
     cwd: ROOT.pathname,
     stdout: "null",
     stderr: "piped",
@@ -109,6 +112,53 @@ Deno.test({
           `${file} differs from testdata/tvm_webgpu/llama's`,
         );
       }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test("TVM Llama random trace: 1,000 operations of every kind, the pool run empty", async () => {
+  const trace = JSON.parse(await Deno.readTextFile(RANDOM)) as Trace;
+  assert(trace.steps.length >= 1000);
+  const count = (k: string) => trace.steps.filter((s) => s.op[0] === k).length;
+  for (const k of ["add", "remove", "fork", "popn", "forward"]) assert(count(k) > 50, k);
+  const forwards = trace.steps.filter((s) => s.op[0] === "forward");
+  assert(forwards.filter((s) => (s.op[2] as number[][]).some((l) => l.length > 1)).length > 50);
+  assert(forwards.filter((s) => (s.op[1] as number[]).length >= 3).length > 20);
+  const page = trace.cache[3];
+  const forks = trace.steps.filter((s) => s.op[0] === "fork").map((s) => s.op[3] as number);
+  assert(forks.includes(-1) && forks.some((p) => p > 0 && p % page === 0));
+  assert(forks.filter((p) => p % page !== 0 && p !== -1).length > 10);
+  assert(trace.steps.filter((s) => s.freePages === 0).length > 50, "the pool runs empty");
+});
+
+Deno.test({
+  name: "TVM Llama random trace: TVM's CPU build writes the committed random trace again",
+  ignore: ignoreWithoutTvm("TVM Llama random trace"),
+  async fn() {
+    const committed = JSON.parse(await Deno.readTextFile(RANDOM)) as Trace;
+    const dir = await Deno.makeTempDir({ prefix: "relaxvm-tvm-llama-random-" });
+    try {
+      const out = `${dir}/random.json`;
+      await run(
+        "llama_trace.py",
+        "--random",
+        String(committed.seed),
+        String(committed.steps.length),
+        out,
+      );
+      const again = JSON.parse(await Deno.readTextFile(out)) as Trace;
+      assertEquals(again.steps.length, committed.steps.length);
+      let worst = 0;
+      again.steps.forEach((s, n) => {
+        const { summary: a, ...rest } = s, { summary: b, ...want } = committed.steps[n];
+        assertEquals(rest, want, `step ${n}`);
+        a?.forEach((row, r) =>
+          row.forEach((x, j) => worst = Math.max(worst, Math.abs(x - b![r][j])))
+        );
+      });
+      assert(worst < 1e-4, `TVM's logits moved by ${worst}`);
     } finally {
       await Deno.remove(dir, { recursive: true });
     }

@@ -21,7 +21,10 @@ import { gpuTest } from "./suite_registry.ts";
 /** One step of the trace: the operation and what TVM's CPU build gave after it. */
 interface TraceStep {
   op: [string, ...unknown[]];
+  /** Full logits per sequence (the scenario). */
   logits?: number[][];
+  /** Per sequence [argmax, largest, second largest, sum] of the logits (the random run). */
+  summary?: number[][];
   argmax?: number[];
   tokens?: number[][];
   freePages: number;
@@ -44,7 +47,7 @@ function argmax(row: ArrayLike<number>): number {
 }
 
 /** Runs the package through the trace's steps; one line per step, and the failures. */
-async function replay(gpu: WebGPUDevice, pkg: TVMPackage, trace: Trace) {
+async function replay(gpu: WebGPUDevice, pkg: TVMPackage, trace: Trace, quiet = false) {
   const vm = pkg.createVM();
   const params = pkg.params("embed");
   const kv = await vm.invoke(
@@ -128,8 +131,53 @@ async function replay(gpu: WebGPUDevice, pkg: TVMPackage, trace: Trace) {
         last = rows.map(argmax);
         generated.push(last);
       }
+    } else if (kind === "forward") {
+      const ids = a[0] as number[], lists = a[1] as number[][];
+      const flat = lists.flat();
+      if (lists.every((l) => l.length === 1)) {
+        rows = await forward(
+          "batch_decode",
+          ids,
+          ids.map(() => 1),
+          await embed(flat, [ids.length, 1, D]),
+        );
+      } else {
+        let end = -1;
+        using positions = tensor(Int32Array.from(lists, (l) => (end += l.length)), { device: gpu });
+        rows = await forward(
+          "batch_prefill",
+          ids,
+          lists.map((l) => l.length),
+          await embed(flat, [1, flat.length, D]),
+          [positions],
+        );
+      }
     } else throw new Error(`unknown step ${kind}`);
     const problems: string[] = [];
+    if (step.summary !== undefined) {
+      // [argmax, largest, second largest, sum] of each row, TVM's.
+      if (rows === null) throw new Error("no logits");
+      rows.forEach((row, i) => {
+        const [best, top, second, sum] = step.summary![i];
+        const sorted = Float32Array.from(row).sort();
+        const scale = Math.abs(top);
+        const got = [sorted.at(-1)!, sorted.at(-2)!, row.reduce((x, y) => x + y, 0)];
+        const rel = Math.max(
+          Math.abs(got[0] - top) / scale,
+          Math.abs(got[1] - second) / scale,
+          Math.abs(got[2] - sum) / (scale * row.length),
+        );
+        worst = Math.max(worst, rel);
+        if (!(rel <= BOUND)) {
+          problems.push(
+            `sequence ${(a[0] as number[])[i]}: logits differ by ${rel.toExponential(2)}`,
+          );
+        }
+        if (argmax(row) !== best) {
+          problems.push(`sequence ${(a[0] as number[])[i]}: argmax ${argmax(row)} not ${best}`);
+        }
+      });
+    }
     let rel = 0;
     if (step.logits !== undefined) {
       if (rows === null) throw new Error("no logits");
@@ -151,6 +199,7 @@ async function replay(gpu: WebGPUDevice, pkg: TVMPackage, trace: Trace) {
       problems.push(`total length ${kv.totalSequenceLength}, TVM ${step.totalLength}`);
     }
     const label = `${n} ${kind}(${JSON.stringify(a).slice(1, 40)}…)`;
+    if (quiet && problems.length === 0) continue;
     lines.push(
       `${label}: ${step.logits ? `max rel ${rel.toExponential(2)}, ` : ""}${
         problems.length ? problems.join("; ") : "ok"
@@ -161,6 +210,25 @@ async function replay(gpu: WebGPUDevice, pkg: TVMPackage, trace: Trace) {
   kv.dispose();
   return { lines, failures, worst };
 }
+
+const RANDOM = new URL("../../testdata/kv_state/tvm_llama_random.json", import.meta.url);
+
+gpuTest(
+  "TVM-compiled Llama on WebGPU: a seeded run of 1,000 random operations, pages near exhaustion, matches TVM's CPU build",
+  async (gpu) => {
+    const trace = JSON.parse(await Deno.readTextFile(RANDOM)) as Trace;
+    using pkg = await loadTVMPackage(new URL("llama", PACKAGES_DIR), { device: gpu });
+    const { lines, failures, worst } = await replay(gpu, pkg, trace, true);
+    for (const line of lines.slice(0, 20)) console.log(line);
+    const forwards = trace.steps.filter((s) => s.op[0] === "forward").length;
+    console.log(
+      `${trace.steps.length} operations, ${forwards} forwards: worst ${worst.toExponential(2)}`,
+    );
+    assertEquals(failures, []);
+    assert(trace.steps.length >= 1000);
+    assert(trace.steps.filter((s) => s.freePages === 0).length > 50, "the pool runs empty");
+  },
+);
 
 gpuTest(
   "TVM-compiled Llama on WebGPU with TVM's paged KV cache matches TVM's CPU build step by step",
