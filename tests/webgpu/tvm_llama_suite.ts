@@ -246,7 +246,7 @@ gpuTest(
 
 gpuTest(
   "paged KV cache on WebGPU: attention without the executable's kernels is a RangeError naming the kernel, and the cache stays usable",
-  async (gpu) => {
+  (gpu) => {
     using kv = PagedKVCache.create({
       pageSize: 4,
       maxTotalSequenceLength: 16,
