@@ -323,3 +323,57 @@ gpuTest(
     );
   },
 );
+
+gpuTest(
+  "engine serving the TVM-compiled Llama on WebGPU: pages run out (queueing, preemption), a cancelled stream frees its pages at once",
+  async (gpu) => {
+    const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/";
+    const tokenizer = {
+      encode: (text: string) => [...text].map((c) => letters.indexOf(c)),
+      decode: (ids: readonly number[]) => ids.map((i) => letters[i]).join(""),
+    };
+    // 5 pages of 16 tokens: each request needs 3 by its end, so at most one more fits beside one.
+    const model = await TVMLanguageModel.load(new URL("llama", PACKAGES_DIR), {
+      device: gpu,
+      tokenizer,
+      maxTotalSequenceLength: 64,
+      maxBatchSize: 4,
+      prefillChunkSize: 32,
+    });
+    try {
+      const engine = new Engine(model);
+      assertEquals(engine.stats().totalPages, 5);
+      const requests = Array.from({ length: 5 }, (_, i) => ({
+        prompt: `request${i}abcd`,
+        max_tokens: 24,
+        temperature: 0.8,
+        seed: 100 + i,
+      }));
+      const alone = [];
+      for (const r of requests) alone.push((await engine.completions.create(r)).choices[0].text);
+      const together = await Promise.all(requests.map((r) => engine.completions.create(r)));
+      assertEquals(together.map((c) => c.choices[0].text), alone);
+      assert(together.every((c) => c.usage!.completion_tokens === 24));
+      const stats = engine.stats();
+      assert(stats.preemptions > 0, "some request was preempted and recomputed");
+      assertEquals(stats.freePages, 5);
+      // Cancelled mid-stream: its pages are free before the next step.
+      const controller = new AbortController();
+      const stream = await engine.completions.create({
+        prompt: "aLongPromptOfTwentyTwoT",
+        max_tokens: 30,
+        stream: true,
+        temperature: 0,
+        signal: controller.signal,
+      });
+      for (let i = 0; i < 3; i++) await stream.next();
+      assertEquals(engine.stats().freePages, 3, "the stream holds 2 pages");
+      controller.abort();
+      assertEquals(engine.stats().freePages, 5);
+      await assertRejects(() => stream.next(), DOMException);
+      assertEquals(engine.stats().running, 0);
+    } finally {
+      model.dispose();
+    }
+  },
+);
