@@ -105,7 +105,7 @@ Deno.test({
       assertEquals(code, 0, new TextDecoder().decode(stderr));
       const text = await Deno.readTextFile(`${out}/package.json`);
       const m = JSON.parse(text);
-      // relaxvm's loader reads every field, plan and kernel of it (running it is the next issue).
+      // relaxvm's loader reads every field, plan and kernel of it (tests/webgpu/tvm_llama_suite.ts runs it).
       const parsed = parseTVMPackageManifest(text, "package.json");
       assertEquals(parsed.functions.get("decode")!.param_mode, "packed");
       assertEquals(parsed.functions.get("create_paged_kv_cache")!.param_mode, "plain");

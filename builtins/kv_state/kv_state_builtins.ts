@@ -15,7 +15,7 @@
  * attention_kv_cache_get_query_positions(cache) -> int32 tensor
  * attention_kv_cache_empty(cache) -> bool
  * attention_kv_cache_debug_get_kv(cache, seq_id, start, end, k_out, v_out)
- * attention_kv_cache_attention_with_fused_qkv(cache, layer, sm_scale, qkv, out)   CPU reference
+ * attention_kv_cache_attention_with_fused_qkv(cache, layer, sm_scale, qkv, out)   the executable's kernels (GPU) or a CPU reference
  * vm.op.paged_attention(cache, layer, sm_scale, qkv) -> out     relaxvm's own (paged_attention_builtin.ts)
  * ```
  *
@@ -35,6 +35,7 @@ import { integerArg, tensorArg } from "../validate.ts";
 import { parseCreateArguments } from "./create_arguments.ts";
 import { PagedKVCache } from "./paged_kv_cache.ts";
 import { referenceAttention } from "./reference_attention.ts";
+import { kernelAttention } from "./kernel_attention.ts";
 import { addPagedAttention } from "./paged_attention_builtin.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
@@ -314,7 +315,9 @@ kvStateBuiltins.add(
     if (typeof smScale !== "number") {
       throw new TypeError(`${who}: sm_scale must be a number, got ${describe(smScale)}`);
     }
-    referenceAttention(
+    // Pages on a GPU: the executable's kernels, as TVM; on the CPU, relaxvm's reference.
+    const attend = cache.config.device.kind === "cpu" ? referenceAttention : kernelAttention;
+    attend(
       cache,
       integerArg(layerId, "layer_id", who),
       smScale,
@@ -326,11 +329,11 @@ kvStateBuiltins.add(
   {
     signature: "(cache, layer_id, sm_scale, qkv, o_data) → null",
     summary:
-      "Attention of the forward's tokens (`qkv` `[tokens, qo_heads + 2 kv_heads, head_dim]`, split as TVM, RoPE applied in mode normal) to their sequences, written to `o_data` `[tokens, qo_heads, head_dim]`; appends K/V to the layer's pages. relaxvm's CPU reference in TypeScript, float32: the kernels the executable passed are not called yet.",
+      "Attention of the forward's tokens (`qkv` `[tokens, qo_heads + 2 kv_heads, head_dim]`, split as TVM, RoPE applied in mode normal) to their sequences, written to `o_data` `[tokens, qo_heads, head_dim]`; appends K/V to the layer's pages. Pages on a GPU: the kernels the executable passed, called as TVM's runtime calls them (split-rotary, transpose-append, ragged and paged prefill or paged decode per depth, merge-state), the forward's arrays uploaded once per forward, nothing waited for. Pages on the CPU: relaxvm's reference in TypeScript, float32.",
     dtypes: ["float32"],
-    devices: ["cpu"],
+    devices: ["cpu", "webgpu"],
     errors:
-      `${CACHE_ERRORS}; \`RangeError\` outside a forward, for a layer not in the cache, shapes that differ, tensors not on the CPU, inline RoPE (refused); \`TypeError\` for another dtype.`,
+      `${CACHE_ERRORS}; \`RangeError\` outside a forward, for a layer not in the cache, shapes that differ, tensors on another device than the pages, inline RoPE (refused), a missing kernel or one of a backend other than TIR (named); \`TypeError\` for another dtype; a kernel's own refusal (a host function's check) as its error.`,
     tvm: `vm.builtin.attention_kv_cache_attention_with_fused_qkv ${TVM_FILE}`,
   },
 );

@@ -27,6 +27,7 @@ import type { Device } from "../../devices/device.ts";
 import { NDArray } from "../../devices/ndarray.ts";
 import type { PagedKVCacheConfig, PagedKVCacheKernels } from "./create_arguments.ts";
 import { type ForwardPlan, PageTable } from "./page_table.ts";
+import type { DeviceForwardArrays } from "./forward_arrays.ts";
 
 /** The sizes of a cache made with `PagedKVCache.create`. */
 export interface PagedKVCacheOptions {
@@ -112,6 +113,8 @@ export class PagedKVCache extends VMObject {
   readonly table: PageTable;
   #pages: NDArray[];
   #plan: ForwardPlan | null = null;
+  /** The plan's arrays on the pages' device, uploaded by the first attention call of it. */
+  #deviceArrays: DeviceForwardArrays | null = null;
 
   /**
    * A cache for `config`, allocating its pages from the active allocator.
@@ -219,6 +222,18 @@ export class PagedKVCache extends VMObject {
     return this.#plan;
   }
 
+  /**
+   * The forward's arrays on the pages' device: `upload`'s result, made once per forward
+   * and freed when the plan changes (TVM uploads them once per `begin_forward` too).
+   *
+   * @ignore
+   */
+  deviceArrays(upload: () => DeviceForwardArrays): DeviceForwardArrays {
+    this.#assertLive();
+    this.#deviceArrays ??= upload();
+    return this.#deviceArrays;
+  }
+
   /** Bytes of K/V pages the cache holds. */
   get nbytes(): number {
     const c = this.config;
@@ -253,7 +268,7 @@ export class PagedKVCache extends VMObject {
 
   /** `kv_state_begin_forward`: reserves pages and builds the forward's arrays. */
   beginForward(seqIds: readonly number[], appendLengths: readonly number[]): ForwardPlan {
-    this.#plan = null;
+    this.#dropPlan();
     this.#plan = this.#change().beginForward(seqIds, appendLengths);
     return this.#plan;
   }
@@ -261,7 +276,7 @@ export class PagedKVCache extends VMObject {
   /** `kv_state_end_forward`: the forward's arrays are no longer valid. */
   endForward(): void {
     this.#assertLive();
-    this.#plan = null;
+    this.#dropPlan();
   }
 
   /** `attention_kv_cache_get_num_available_pages`. */
@@ -293,7 +308,14 @@ export class PagedKVCache extends VMObject {
   protected free(): void {
     for (const p of this.#pages) p.release();
     this.#pages = [];
+    this.#dropPlan();
+  }
+
+  /** No forward in progress: its device arrays are freed. */
+  #dropPlan(): void {
     this.#plan = null;
+    this.#deviceArrays?.dispose();
+    this.#deviceArrays = null;
   }
 
   #assertLive(): void {
@@ -303,7 +325,7 @@ export class PagedKVCache extends VMObject {
   /** The table, for a call that changes it: the plan of a forward no longer holds. */
   #change(): PageTable {
     this.#assertLive();
-    this.#plan = null;
+    this.#dropPlan();
     return this.table;
   }
 

@@ -17,8 +17,8 @@
  * 6. a prefill: write k, v at appendPositionMap after
  * ```
  *
- * It is a reference, not a fast path: the next step is calling the TIR kernels the
- * executable handed the cache.
+ * It is a reference, not a fast path: with the pages on a GPU the builtin calls the
+ * kernels the executable handed the cache instead (kernel_attention.ts).
  *
  * @module
  */
@@ -54,7 +54,7 @@ export function applyRope(
 function f32(t: NDArray, what: string): Float32Array {
   if (t.device.kind !== "cpu") {
     throw new RangeError(
-      `${WHO}: ${what} is on ${t.device}; the reference attention runs on the CPU only (the TIR kernels on WebGPU are not wired yet)`,
+      `${WHO}: ${what} is on ${t.device}; the reference attention runs on the CPU only (with the pages on a GPU the executable's kernels run)`,
     );
   }
   if (t.dtype !== "float32") {

@@ -172,11 +172,11 @@ export interface KvStateBuiltins {
   /**
    * `vm.builtin.attention_kv_cache_attention_with_fused_qkv(cache, layer_id, sm_scale, qkv, o_data) → null` (Paged KV cache, `builtins/kv_state/kv_state_builtins.ts`)
    *
-   * Attention of the forward's tokens (`qkv` `[tokens, qo_heads + 2 kv_heads, head_dim]`, split as TVM, RoPE applied in mode normal) to their sequences, written to `o_data` `[tokens, qo_heads, head_dim]`; appends K/V to the layer's pages. relaxvm's CPU reference in TypeScript, float32: the kernels the executable passed are not called yet.
+   * Attention of the forward's tokens (`qkv` `[tokens, qo_heads + 2 kv_heads, head_dim]`, split as TVM, RoPE applied in mode normal) to their sequences, written to `o_data` `[tokens, qo_heads, head_dim]`; appends K/V to the layer's pages. Pages on a GPU: the kernels the executable passed, called as TVM's runtime calls them (split-rotary, transpose-append, ragged and paged prefill or paged decode per depth, merge-state), the forward's arrays uploaded once per forward, nothing waited for. Pages on the CPU: relaxvm's reference in TypeScript, float32.
    *
    * - dtypes: float32
-   * - devices: CPU
-   * - errors: `TypeError` when the first argument is not a live paged KV cache; `RangeError` outside a forward, for a layer not in the cache, shapes that differ, tensors not on the CPU, inline RoPE (refused); `TypeError` for another dtype.
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` when the first argument is not a live paged KV cache; `RangeError` outside a forward, for a layer not in the cache, shapes that differ, tensors on another device than the pages, inline RoPE (refused), a missing kernel or one of a backend other than TIR (named); `TypeError` for another dtype; a kernel's own refusal (a host function's check) as its error.
    * - TVM: `vm.builtin.attention_kv_cache_attention_with_fused_qkv` (kv_state.cc, paged_kv_cache.cc)
    */
   readonly "vm.builtin.attention_kv_cache_attention_with_fused_qkv":

@@ -20,4 +20,5 @@ import "./profile_suite.ts";
 import "./vm_suite.ts";
 import "./tvm_package_suite.ts";
 import "./tvm_plan_steps_suite.ts";
+import "./tvm_llama_suite.ts";
 import "./tensor_cache_suite.ts";

@@ -177,6 +177,20 @@ def llama_module(config, target):
     return mod, named
 
 
+def seeded_params(named, seed=5):
+    """The seeded weights of the exported package (and of tools/tvm/llama_trace.py's CPU build):
+    RMSNorm scales near 1, every other weight normal / sqrt(fan in)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    params = {}
+    for name, p in named:
+        shape = [int(d) for d in p.shape]
+        params[name] = (1 + 0.1 * rng.standard_normal(shape) if name.endswith("norm.weight")
+                        else rng.standard_normal(shape) / np.sqrt(shape[-1])).astype("float32")
+    return params
+
+
 def export(out_dir, config=LlamaConfig(), seed=5):
     """Exports the model for WebGPU into `out_dir` with seeded weights; TVM's llvm build of the
     same model (its KV cache built for llvm) gives reference.json its `embed` cases."""
@@ -187,12 +201,7 @@ def export(out_dir, config=LlamaConfig(), seed=5):
 
     mod, named = llama_module(config, tvm.target.Target("webgpu"))
     cpu_mod, _ = llama_module(config, tvm.target.Target("llvm"))
-    rng = np.random.default_rng(seed)
-    params = {}
-    for name, p in named:
-        shape = [int(d) for d in p.shape]
-        params[name] = (1 + 0.1 * rng.standard_normal(shape) if name.endswith("norm.weight")
-                        else rng.standard_normal(shape) / np.sqrt(shape[-1])).astype("float32")
+    params = seeded_params(named, seed)
     ids = [np.array(x, "int32") for x in ([3], [1, 5, 9, 63])]
     # ShapeTuples in (as MLC's engine passes the sizes), an object out (TVM's KV cache): the
     # case records what the object was.
