@@ -8,6 +8,7 @@
  * deno run -A jsr:@relaxvm/relaxvm/cli dump prog.rvm
  * deno run -A jsr:@relaxvm/relaxvm/cli run prog.rvm main '[1, 2]' '[3, 4]'
  * deno run -A jsr:@relaxvm/relaxvm/cli profile prog.rvm main '[1, 2]' '[3, 4]' --trace t.json
+ * deno run -A jsr:@relaxvm/relaxvm/cli serve --model gpt-tiny --port 8000
  * ```
  *
  * Failures print one line to stderr and exit with code 1. The CLI imports
@@ -24,6 +25,7 @@ import { dumpCommand } from "./commands/dump.ts";
 import { funcsCommand } from "./commands/funcs.ts";
 import { profileCommand } from "./commands/profile.ts";
 import { runCommand } from "./commands/run.ts";
+import { serveCommand } from "./commands/serve.ts";
 import { describeError, UsageError } from "./failure.ts";
 
 const COMMANDS: readonly CommandSpec[] = [
@@ -32,6 +34,7 @@ const COMMANDS: readonly CommandSpec[] = [
   runCommand,
   profileCommand,
   funcsCommand,
+  serveCommand,
 ];
 
 /** The text of `relaxvm --help`. */
