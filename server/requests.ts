@@ -165,6 +165,13 @@ function generationBody(
       { param: "max_tokens", code: "invalid_value" },
     );
   }
+  // OpenAI's range: a temperature far above it is noise, and a client's bug.
+  if (typeof body.temperature === "number" && body.temperature > 2) {
+    throw new ApiError(400, `temperature must be between 0 and 2, got ${body.temperature}`, {
+      param: "temperature",
+      code: "invalid_value",
+    });
+  }
   const n = (body.n ?? 1) as number;
   if (n < 1 || n > limits.maxChoices) {
     throw new ApiError(400, `n must be between 1 and ${limits.maxChoices}, got ${n}`, {
