@@ -11,6 +11,7 @@
  * @module
  */
 
+// deno-lint-ignore no-import-prefix -- a test client, kept out of the library's deno.json
 import OpenAI from "npm:openai@6.49.0";
 
 const [scenario, base, ...rest] = Deno.args;
