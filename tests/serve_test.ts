@@ -174,3 +174,16 @@ Deno.test("serve: SIGTERM drains: not ready at once, new work refused, running s
     Array.from({ length: 6 }, () => [200, "length"]),
   );
 });
+
+Deno.test("serve: sockets are served while the engine steps (a forward of 10 ms at a time)", async () => {
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-net=127.0.0.1", "tests/_engine_io_child.ts"],
+    cwd: new URL("../", import.meta.url),
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assertEquals(code, 0, new TextDecoder().decode(stderr));
+  const { steps } = JSON.parse(new TextDecoder().decode(stdout));
+  // Before: about 30 forwards (300 ms) passed before the connection was accepted.
+  assert(steps <= 5, `the connection waited ${steps} forwards`);
+});
