@@ -19,7 +19,17 @@ export interface ModelOptions {
   minilmDir: URL;
   /** Each VM's memory limit, in bytes (default the VM's, 1 GiB). */
   maxMemoryBytes?: number;
+  /** Most tokens in one forward of the generation model; default `DEFAULT_PREFILL_CHUNK`. */
+  prefillChunkSize?: number;
 }
+
+/**
+ * The default prefill chunk: a forward is one macrotask (the GPT's program is straight-line
+ * code over synchronous kernels, so the VM has no loop to yield at), and the engine yields
+ * between forwards, so the chunk bounds how long a long prompt holds the event loop: health
+ * checks and other clients' tokens wait for at most one chunk (docs/serve.md has figures).
+ */
+export const DEFAULT_PREFILL_CHUNK = 32;
 
 /** The names `--model` accepts. */
 export const MODEL_NAMES = [...Object.keys(CONFIGS).map((c) => `gpt-${c}`), "minilm"];
@@ -53,7 +63,8 @@ export async function loadModels(options: ModelOptions): Promise<ServedModels> {
       if (served.generation) throw new RangeError("serve one generation model");
       const model = await PagedGPT.create(CONFIGS[name.slice(4)], {
         maxMemoryBytes: options.maxMemoryBytes,
-        // Short slices: other clients' tokens and health checks go out during a long prefill.
+        prefillChunkSize: options.prefillChunkSize ?? DEFAULT_PREFILL_CHUNK,
+        // Where the program has loops, a call yields inside a forward too.
         yieldIntervalMs: 10,
       });
       served.generation = { engine: new Engine(model), name: model.name, aliases: [name] };

@@ -12,7 +12,7 @@ import type { CommandSpec, ParsedArguments } from "../arguments.ts";
 import { UsageError } from "../failure.ts";
 import { callerDirectory } from "../executable_file.ts";
 import { DEFAULT_LIMITS, type ServerLimits } from "../../server/limits.ts";
-import { MODEL_NAMES, modelNameProblem } from "../../server/models.ts";
+import { DEFAULT_PREFILL_CHUNK, MODEL_NAMES, modelNameProblem } from "../../server/models.ts";
 import { serve } from "../../server/serve.ts";
 
 /** `--flag` → the limit it sets. */
@@ -55,6 +55,12 @@ export const serveCommand: CommandSpec = {
       default: ".weights/all-MiniLM-L6-v2",
       description: "all-MiniLM-L6-v2's directory (bash tools/fetch_weights.sh)",
     },
+    "prefill-chunk": {
+      kind: "value",
+      valueName: "<tokens>",
+      description: "most tokens per forward: bounds how long a long prompt holds the event loop " +
+        `(default ${DEFAULT_PREFILL_CHUNK})`,
+    },
     "max-memory-mb": {
       kind: "value",
       valueName: "<MiB>",
@@ -87,6 +93,7 @@ export const serveCommand: CommandSpec = {
       port: integer(args, "port"),
       limits,
       maxMemoryBytes: memory === undefined ? undefined : memory * 2 ** 20,
+      prefillChunkSize: integer(args, "prefill-chunk"),
     });
   },
 };
