@@ -314,5 +314,59 @@ async function load() {
   console.log(JSON.stringify({ outcomes }));
 }
 
-const scenarios: Record<string, () => Promise<void>> = { openai, hostile, disconnect, drain, load };
+/**
+ * Through a load balancer: `clients` clients stream `requests` completions in all; once a
+ * quarter have finished, SIGTERMs the replica `pid`. Counts outcomes: every request must
+ * end with its `[DONE]`.
+ */
+async function balanced() {
+  const [pid, clients, requests] = [Number(rest[0]), Number(rest[1]), Number(rest[2])];
+  // Wait until the balancer sees both replicas (its checks run every 500 ms).
+  for (let i = 0; i < 100; i++) {
+    const r = await fetch(`${base}/health`).catch(() => null);
+    await r?.body?.cancel();
+    if (r?.status === 200) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await new Promise((r) => setTimeout(r, 1500));
+  let next = 0, finished = 0, killedAt = -1;
+  const outcomes: Record<string, number> = {};
+  await Promise.all(Array.from({ length: clients }, async () => {
+    while (next < requests) {
+      next++;
+      let outcome = "";
+      try {
+        const r = await fetch(`${base}/v1/completions`, {
+          method: "POST",
+          body: JSON.stringify({ prompt: "balanced", max_tokens: 100, stream: true }),
+        });
+        const text = await r.text();
+        outcome = r.status !== 200
+          ? `status ${r.status}: ${text.slice(0, 200)}`
+          : text.includes('"error"')
+          ? `error event: ${text.slice(text.indexOf('"error"'), 200)}`
+          : text.endsWith("data: [DONE]\n\n")
+          ? "ok"
+          : "cut";
+      } catch (e) {
+        outcome = `fetch: ${(e as Error).message}`;
+      }
+      outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
+      if (++finished === Math.floor(requests / 4)) {
+        killedAt = finished;
+        Deno.kill(pid, "SIGTERM");
+      }
+    }
+  }));
+  console.log(JSON.stringify({ outcomes, killedAt }));
+}
+
+const scenarios: Record<string, () => Promise<void>> = {
+  openai,
+  hostile,
+  disconnect,
+  drain,
+  load,
+  balanced,
+};
 await scenarios[scenario]();
