@@ -187,3 +187,33 @@ Deno.test("serve: sockets are served while the engine steps (a forward of 10 ms 
   // Before: about 30 forwards (300 ms) passed before the connection was accepted.
   assert(steps <= 5, `the connection waited ${steps} forwards`);
 });
+
+Deno.test("serve: past the drain deadline, running streams end with a 503 error event", async () => {
+  const s = await startServer(["--model", "gpt-small", "--drain-ms", "200"]);
+  const r = await runClient("drain", [s.base, String(s.pid), "6"]);
+  assertEquals((await s.child.status).code, 0, await s.stderr);
+  const results = r.results as { finish?: string; error?: { code: string; type: string } }[];
+  const cut = results.filter((x) => x.error !== undefined);
+  assert(cut.length > 0, JSON.stringify(results));
+  for (const x of cut) {
+    assertEquals([x.error!.type, x.error!.code], ["server_error", "server_shutting_down"]);
+  }
+  for (const x of results.filter((x) => x.error === undefined)) assertEquals(x.finish, "length");
+});
+
+Deno.test("serve: a request past the time limit gets a 504 and its pages back", async () => {
+  await withServer(["--model", "gpt-small", "--timeout-ms", "300"], async (s) => {
+    const slow = await curl([
+      "-w",
+      "%{http_code}",
+      `${s.base}/v1/completions`,
+      "-d",
+      JSON.stringify({ prompt: "slow", max_tokens: 250 }),
+    ]);
+    assertMatch(slow.out, /"code":"timeout".*504$/);
+    const metrics = (await curl([`${s.base}/metrics`])).out;
+    assertMatch(metrics, /relaxvm_running_sequences 0\n/);
+    const total = /relaxvm_kv_total_pages (\d+)/.exec(metrics)![1];
+    assertMatch(metrics, new RegExp(`relaxvm_kv_free_pages ${total}\\n`));
+  });
+});
