@@ -217,3 +217,31 @@ Deno.test("serve: a request past the time limit gets a 504 and its pages back", 
     assertMatch(metrics, new RegExp(`relaxvm_kv_free_pages ${total}\\n`));
   });
 });
+
+Deno.test("serve: a TVM-compiled package or an unknown model is refused with one clear line", async () => {
+  for (
+    const [model, message] of [
+      ["tvm:testdata/tvm_webgpu/mlp", /serving a TVM-compiled package .* is not supported yet/],
+      ["nope", /unknown model 'nope'; choose from gpt-tiny, gpt-small, gpt-text, minilm/],
+    ] as const
+  ) {
+    const { code, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--allow-read",
+        "--allow-env=INIT_CWD",
+        "cli/main.ts",
+        "serve",
+        "--model",
+        model,
+      ],
+      cwd: new URL("../", import.meta.url),
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    assertEquals(code, 1);
+    const lines = new TextDecoder().decode(stderr).trim().split("\n");
+    assertEquals(lines.length, 1, lines.join("\n"));
+    assertMatch(lines[0], message);
+  }
+});
