@@ -244,7 +244,9 @@ export async function layerViolations(root: URL): Promise<string[]> {
       }
     }
     if (!DENO_ALLOWED.has(layer) && /\bDeno\s*\.\s*[A-Za-z_$]/.test(codeOnly(source))) {
-      problems.push(`${from} uses Deno.*; only cli/ and server/ may (the library runs in browsers)`);
+      problems.push(
+        `${from} uses Deno.*; only cli/ and server/ may (the library runs in browsers)`,
+      );
     }
     if (layer !== "program") {
       if (/\binstr(Data|Offset)\b/.test(source)) {
