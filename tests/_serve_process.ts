@@ -30,6 +30,7 @@ export async function startServer(args: readonly string[]): Promise<ServerProces
       "--allow-read",
       "--allow-net=127.0.0.1",
       "--allow-env=INIT_CWD",
+      "--unstable-no-legacy-abort",
       "cli/main.ts",
       "serve",
       "--port",
