@@ -53,7 +53,14 @@ export async function loadModels(options: ModelOptions): Promise<ServedModels> {
     if (problem !== null) throw new RangeError(problem);
     if (name === "minilm") {
       if (served.embeddings) throw new RangeError("serve one embedding model");
-      const session = await MiniLMSession.create(options.minilmDir, { device: cpu() });
+      const session = await MiniLMSession.create(options.minilmDir, { device: cpu() }).catch(
+        (e) => {
+          throw new Error(
+            `all-MiniLM-L6-v2 could not be loaded from ${options.minilmDir.href} (get it with ` +
+              `bash tools/fetch_weights.sh, or pass --minilm-dir): ${(e as Error).message}`,
+          );
+        },
+      );
       served.embeddings = {
         embedder: session,
         name: "all-MiniLM-L6-v2",

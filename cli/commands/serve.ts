@@ -15,14 +15,14 @@ import { DEFAULT_LIMITS, type ServerLimits } from "../../server/limits.ts";
 import { DEFAULT_PREFILL_CHUNK, MODEL_NAMES, modelNameProblem } from "../../server/models.ts";
 import { serve } from "../../server/serve.ts";
 
-/** `--flag` → the limit it sets. */
-const LIMIT_FLAGS: Record<string, keyof ServerLimits> = {
-  "max-body-bytes": "maxBodyBytes",
-  "max-queue": "maxQueue",
-  "max-tokens": "maxTokens",
-  "max-n": "maxChoices",
-  "timeout-ms": "requestTimeoutMs",
-  "drain-ms": "drainTimeoutMs",
+/** `--flag` → the limit it sets and what it means. */
+const LIMIT_FLAGS: Record<string, [keyof ServerLimits, string]> = {
+  "max-body-bytes": ["maxBodyBytes", "largest request body in bytes (413 beyond)"],
+  "max-queue": ["maxQueue", "requests waiting for the model (429 beyond)"],
+  "max-tokens": ["maxTokens", "largest max_tokens, and the default"],
+  "max-n": ["maxChoices", "largest n"],
+  "timeout-ms": ["requestTimeoutMs", "longest a request may take (504 beyond)"],
+  "drain-ms": ["drainTimeoutMs", "how long SIGTERM waits for running requests"],
 };
 
 function integer(args: ParsedArguments, name: string): number | undefined {
@@ -45,7 +45,7 @@ export const serveCommand: CommandSpec = {
       kind: "value",
       repeatable: true,
       valueName: "<name>",
-      description: `a model to serve (repeatable): ${MODEL_NAMES.join(", ")}; default gpt-tiny`,
+      description: `a model to serve: ${MODEL_NAMES.join(", ")}; default gpt-tiny`,
     },
     host: { kind: "value", valueName: "<address>", default: "127.0.0.1", description: "address" },
     port: { kind: "value", valueName: "<port>", default: "8000", description: "port (0: any)" },
@@ -67,10 +67,10 @@ export const serveCommand: CommandSpec = {
       description: "each model's VM memory limit (default 1024)",
     },
     ...Object.fromEntries(
-      Object.entries(LIMIT_FLAGS).map(([flag, key]) => [flag, {
+      Object.entries(LIMIT_FLAGS).map(([flag, [key, what]]) => [flag, {
         kind: "value" as const,
         valueName: "<n>",
-        description: `limit ${key} (default ${DEFAULT_LIMITS[key]})`,
+        description: `${what} (default ${DEFAULT_LIMITS[key]})`,
       }]),
     ),
   },
@@ -81,7 +81,7 @@ export const serveCommand: CommandSpec = {
       if (problem !== null) throw new UsageError(problem);
     }
     const limits: Partial<ServerLimits> = {};
-    for (const [flag, key] of Object.entries(LIMIT_FLAGS)) {
+    for (const [flag, [key]] of Object.entries(LIMIT_FLAGS)) {
       const n = integer(args, flag);
       if (n !== undefined) limits[key] = n;
     }
