@@ -9,6 +9,7 @@
  * deno run -A jsr:@relaxvm/relaxvm/cli run prog.rvm main '[1, 2]' '[3, 4]'
  * deno run -A jsr:@relaxvm/relaxvm/cli profile prog.rvm main '[1, 2]' '[3, 4]' --trace t.json
  * deno run -A jsr:@relaxvm/relaxvm/cli import model.onnx -o model.rvm
+ * deno run -A jsr:@relaxvm/relaxvm/cli serve --model gpt-tiny --port 8000
  * ```
  *
  * Failures print one line to stderr and exit with code 1. The CLI imports
@@ -26,6 +27,7 @@ import { funcsCommand } from "./commands/funcs.ts";
 import { importCommand } from "./commands/import.ts";
 import { profileCommand } from "./commands/profile.ts";
 import { runCommand } from "./commands/run.ts";
+import { serveCommand } from "./commands/serve.ts";
 import { describeError, UsageError } from "./failure.ts";
 
 const COMMANDS: readonly CommandSpec[] = [
@@ -35,6 +37,7 @@ const COMMANDS: readonly CommandSpec[] = [
   profileCommand,
   funcsCommand,
   importCommand,
+  serveCommand,
 ];
 
 /** The text of `relaxvm --help`. */

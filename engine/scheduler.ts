@@ -30,12 +30,33 @@ import { type checkSampling, sampleToken, seededUniform } from "./sampler.ts";
 import type { TextStream } from "./text_stream.ts";
 
 /**
- * Resolves in a task of its own (a message to a fresh channel), after the tasks already
- * queued: timers, I/O and abort events run before the next step. `setTimeout(0)` would
- * do the same at about 2 ms a step in Deno (nested timers are clamped); a message costs
- * about 0.02 ms. The channel is closed at once, so it never keeps the process alive.
+ * How long the loop may go on yielding by messages alone before it yields to a timer,
+ * in milliseconds: the bound on how long network I/O waits while steps run.
+ */
+export const IO_YIELD_MS = 25;
+
+let lastTimerYield = 0;
+
+/**
+ * Resolves in a task of its own, after the tasks already queued, so that timers and
+ * abort events run before the next step. Mostly a message to a fresh channel (about
+ * 0.02 ms; `setTimeout(0)` costs about 2 ms a step in Deno, nested timers being
+ * clamped). But a message does not let Deno poll its sockets: while messages keep
+ * coming, an HTTP server on the same thread accepted a connection only after some 30
+ * steps of 10 ms (`tests/serve_test.ts`' event loop test). So once `IO_YIELD_MS` have
+ * passed since the last time, the loop yields to a timer, after which I/O runs too. The
+ * channel is closed at once, so it never keeps the process alive.
  */
 function nextTask(): Promise<void> {
+  const now = performance.now();
+  if (now - lastTimerYield >= IO_YIELD_MS) {
+    return new Promise((resolve) =>
+      setTimeout(() => {
+        lastTimerYield = performance.now();
+        resolve();
+      }, 0)
+    );
+  }
   return new Promise((resolve) => {
     const { port1, port2 } = new MessageChannel();
     port1.onmessage = () => {

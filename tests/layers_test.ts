@@ -99,8 +99,13 @@ Deno.test("layers: an import cycle is found", async () => {
   assertEquals(found, ["import cycle: ground/cycle_a.ts → ground/cycle_b.ts"]);
 });
 
-Deno.test("layers: Deno.* outside cli/ is found; in comments and strings it is not", async () => {
+Deno.test("layers: Deno.* outside cli/ and server/ is found; in comments and strings it is not", async () => {
   const found = await violationsAfter(async (root) => {
+    // The HTTP server is the other wing that may use Deno.* (Deno.serve, signals).
+    await Deno.writeTextFile(
+      new URL("server/reads_env.ts", root),
+      "export const port = () => Deno.env.get('PORT');\n",
+    );
     await Deno.writeTextFile(
       new URL("devices/reads_env.ts", root),
       "export const home = () => Deno.env.get('HOME');\n",
@@ -111,8 +116,24 @@ Deno.test("layers: Deno.* outside cli/ is found; in comments and strings it is n
     );
   });
   assertEquals(found, [
-    "devices/reads_env.ts uses Deno.*; only cli/ may (the library runs in browsers)",
+    "devices/reads_env.ts uses Deno.*; only cli/ and server/ may (the library runs in browsers)",
   ]);
+});
+
+Deno.test("layers: the engine importing the server (upward) is found", async () => {
+  const found = await violationsAfter(async (root) => {
+    await Deno.mkdir(new URL("server/", root), { recursive: true });
+    await Deno.writeTextFile(new URL("server/limit.ts", root), "export const limit = 1;\n");
+    await Deno.writeTextFile(
+      new URL("engine/up.ts", root),
+      'import { limit } from "../server/limit.ts";\nexport const l = limit;\n',
+    );
+  });
+  assert(
+    found.length === 1 &&
+      found[0].startsWith("engine/up.ts (engine) imports server/limit.ts (server)"),
+    `${found}`,
+  );
 });
 
 Deno.test("layers: reading instruction words outside program/ is found", async () => {
@@ -166,7 +187,7 @@ Deno.test("layers: models/ is a layer that uses the public API only, and no Deno
     );
   });
   assertEquals(found, [
-    "models/gpt/reads_file.ts uses Deno.*; only cli/ may (the library runs in browsers)",
+    "models/gpt/reads_file.ts uses Deno.*; only cli/ and server/ may (the library runs in browsers)",
     "models/minilm/reaches_in.ts (models) imports vm/virtual_machine.ts (vm): not allowed",
   ]);
 });

@@ -47,6 +47,13 @@ export interface PagedGPTOptions {
   maxBatchSize?: number;
   /** Most tokens per forward; default 256. */
   prefillChunkSize?: number;
+  /** The VM's memory limit (`VirtualMachineOptions.maxMemoryBytes`); default the VM's, 1 GiB. */
+  maxMemoryBytes?: number;
+  /**
+   * How often a long call yields to the event loop (`VirtualMachineOptions.yieldIntervalMs`), so
+   * a server answers other clients during a long prefill; default the VM's.
+   */
+  yieldIntervalMs?: number;
 }
 
 /** UTF-8 bytes as ids 0..255; an id `b + 256` decodes as byte `b` too. */
@@ -107,7 +114,11 @@ export class PagedGPT implements EngineModel {
     const published = publishInMemory(
       await encodeWeights(config, makeWeights(config, options.seed ?? 1)),
     );
-    const vm = new VirtualMachine(ex, device, { tensorCacheRoots: published.urls });
+    const vm = new VirtualMachine(ex, device, {
+      tensorCacheRoots: published.urls,
+      maxMemoryBytes: options.maxMemoryBytes,
+      yieldIntervalMs: options.yieldIntervalMs,
+    });
     try {
       const params = await vm.invoke(
         "load_params",
