@@ -1,0 +1,234 @@
+/**
+ * Every case of the operator suite and the random-module differential that
+ * does not pass, and why: the list `tvm_ops_test.ts` holds the run to. A
+ * case that neither passes nor matches an entry here fails the test, so a
+ * silent wrong answer cannot go unnoticed; an entry that no case of the
+ * operator suite meets any more fails it too, so the list cannot go stale.
+ *
+ * @module
+ */
+
+import type { CaseResult, IndexEntry, Outcome, SuiteRun } from "./outcomes.ts";
+
+/** What the adapter probe found (`SuiteRun` has it). */
+export type Adapter = Pick<SuiteRun, "unsignedI32Remainder">;
+
+/** One expected non-pass. */
+export interface Expectation {
+  /** Short label, used as the README table's footnote. */
+  label: string;
+  /** The cases it covers: matched against the case id (and a random module's chain). */
+  cases: RegExp;
+  /** What those cases do instead of passing. */
+  outcome: "refused-at-load" | "export-refused" | "tvm-error" | "known-bug";
+  /** Text the error must contain (a refusal names its kernel or host function and construct). */
+  says: string;
+  /** Why, in words: the README's note. */
+  reason: string;
+  /** For a known bug: the branch or issue that fixes it. */
+  fixedBy?: string;
+  /** Met only by random modules: not required to match a case of the operator suite. */
+  randomOnly?: boolean;
+  /** Applies only where `adapter_probe.ts` finds the adapter's unsigned i32 `%`. */
+  needsUnsignedI32Remainder?: boolean;
+}
+
+/**
+ * The list. Known bugs are marked `KNOWN BUG` in their reason: a wrong
+ * answer relaxvm gives without refusing, recorded here until the branch
+ * named fixes it.
+ */
+export const EXPECTATIONS: readonly Expectation[] = [
+  // --- TVM 0.27 itself does not compile these for WebGPU (relax.build raises). ---
+  {
+    label: "no-i64",
+    cases: /\/(int64|float32->int64|int32->int64|int64->int32)$|^(take|gather|scatter)\//,
+    outcome: "tvm-error",
+    says: "CodeGenWebGPU: do not support i64",
+    reason: "TVM's WebGPU codegen has no 64-bit integers (WGSL has none); int64 tensors, " +
+      "int64 indices (take, gather_elements, scatter_elements) and argmax's int64 result fail " +
+      "in relax.build",
+  },
+  {
+    label: "argmax",
+    cases: /^reduce\/arg(max|min)-/,
+    outcome: "tvm-error",
+    says: "InternalError",
+    reason: "TVM's WebGPU build of argmax/argmin fails (InternalError on the int64 index of " +
+      "its tuple reduction), even when the result is cast to int32",
+  },
+  {
+    label: "group-conv1d",
+    cases: /^conv1d\/conv1d-groups2\//,
+    outcome: "tvm-error",
+    says: "Cross-thread reduction requires",
+    reason: "dlight's cross-thread reduction rule fails on a grouped conv1d in relax.build",
+  },
+  {
+    label: "sort-z",
+    cases: /^sort\//,
+    outcome: "tvm-error",
+    says: "blockIdx.z is not supported in WebGPU",
+    reason: "TVM's sort schedules a launch over blockIdx.z, which its WebGPU codegen refuses",
+  },
+  // --- The exporter refuses the host code (tools/tvm/export_webgpu.py, issue 28 item 4). ---
+  {
+    label: "alloc",
+    cases: /^(cumsum|softmax|norm)\/|^random\//,
+    outcome: "export-refused",
+    says: "unsupported statement AllocBuffer",
+    reason: "the host function allocates a workspace (AllocBuffer: cumsum's scan, and the " +
+      "two-pass softmax/log_softmax/layer_norm/group_norm TVM picks past 1024 or for " +
+      "symbolic rows), which launch plans cannot express (issue 28)",
+  },
+  {
+    label: "elem-offset",
+    cases: /^sort\//,
+    outcome: "export-refused",
+    says: "has an element offset",
+    reason: "sort/argsort/topk's host functions take buffers with a symbolic elem_offset " +
+      "(branch tvmfix: the exporter for real modules)",
+  },
+  // --- Refused at load: relaxvm's loader names the kernel and the construct. ---
+  {
+    label: "no-f16",
+    cases: /float16/,
+    outcome: "refused-at-load",
+    says: "float16",
+    reason: "float16 tensors: host functions take float32, int32, uint32 and int64 tensors",
+  },
+  {
+    label: "no-bool",
+    cases: /bool/,
+    outcome: "refused-at-load",
+    says: "bool",
+    reason: "bool tensors as inputs or outputs: host functions do not take them (a " +
+      "comparison fused into a cast or a where runs)",
+  },
+  {
+    label: "int-min-literal",
+    cases: /\/int32$|^random\//,
+    outcome: "refused-at-load",
+    says: "numeric literal not representable by target type",
+    reason: "TVM writes int32's minimum as the WGSL literal -2147483648i (an int32 max " +
+      "reduction's identity), which WGSL rejects: the kernel does not compile, and the load " +
+      "names it",
+  },
+  // --- KNOWN BUGS: wrong answers with no refusal. None is relaxvm's: each reproduces outside it
+  // (the reason says how), and none has a fix in relaxvm's reach short of rewriting TVM's WGSL.
+  {
+    label: "tvm-rms-norm-1",
+    cases: /^norm\/rms_norm\/one\/|x\[[^\]]*,1\]:.*rms_norm/,
+    outcome: "known-bug",
+    says: "max|Δ|/max|want|",
+    reason: "KNOWN BUG in TVM 0.27's WebGPU build: rms_norm over an axis of extent 1 " +
+      "compiles to a kernel that uses its output as the sum-of-squares accumulator after " +
+      "storing the normalized value there (`T_cast[0] = x/sqrt(eps)*g; T_cast[0] = " +
+      "x/sqrt(fma(x, x, T_cast[0]) + eps)*g`), so x = -0.477, g = -0.521 gives 0.028 where " +
+      "TVM's llvm build gives 0.521: the WGSL in the package is wrong as TVM wrote it",
+    fixedBy: "TVM (upstream); reproducer: rms_norm of a float32[1, 1] by a float32[1] weight",
+  },
+  {
+    label: "tvm-float-literals",
+    cases: /^resize\/resize2d-nearest\/(static|symbolic)\//,
+    outcome: "known-bug",
+    says: "max|Δ|/max|want|",
+    reason: "KNOWN BUG in TVM 0.27's WGSL codegen: float literals are printed with 7 " +
+      "significant digits (8/7 as `1.142857e+00f`), so nearest-neighbour resize of 8 to 7 " +
+      "columns rounds (3 + 0.5) * 1.142857 - 0.5 = 3.4999995 down where TVM's llvm build " +
+      "(the exact 8/7) reaches 3.5 and picks column 4",
+    fixedBy:
+      "TVM (upstream); reproducer: resize2d nearest_neighbor of float32[1, 3, 8, 8] to (5, 7)",
+  },
+  {
+    label: "adapter-i32-rem",
+    cases: /^binary\/floor_(divide|mod)\/(static|symbolic|odd)\/int32$/,
+    outcome: "known-bug",
+    says: "elements differ",
+    reason: "KNOWN BUG of the software adapter (Deno's wgpu on Mesa llvmpipe): WGSL's `%` on " +
+      "i32 computes an unsigned remainder (-4 % 5 = 2, -1 % -4 = 3; a four-line WGSL kernel " +
+      "shows it, `tests/tvm_ops/adapter_probe.ts`), and TVM's floor_divide and floor_mod " +
+      "kernels build on `%`; the WGSL is right",
+    fixedBy: "the adapter (wgpu/naga or Mesa); the test re-checks it on each run",
+    needsUnsignedI32Remainder: true,
+  },
+  {
+    label: "adapter-asin",
+    cases: /^unary\/asin\//,
+    outcome: "known-bug",
+    says: "max|Δ|/max|want|",
+    reason: "not a bug by WGSL's rules: asin on the software adapter differs from LLVM's by " +
+      "3.3e-4 relative, within WGSL's accuracy for asin (that of atan2(x, sqrt(1 - x²)), " +
+      "4096 ULP) but over this suite's 1e-5",
+    fixedBy: "nothing to fix in relaxvm: WGSL allows it",
+  },
+];
+
+/** The first entry that covers `result` (of the case `entry`), if any. */
+export function expectationFor(
+  entry: IndexEntry,
+  result: CaseResult,
+  adapter: Adapter,
+): Expectation | undefined {
+  const outcome: Expectation["outcome"] | null = result.outcome === "mismatch" ||
+      result.outcome === "run-error"
+    ? "known-bug"
+    : result.outcome === "pass"
+    ? null
+    : result.outcome;
+  if (outcome === null) return undefined;
+  const subject = `${entry.id} ${entry.description ?? ""}`;
+  return EXPECTATIONS.find((e) =>
+    e.outcome === outcome && e.cases.test(subject) &&
+    (!e.needsUnsignedI32Remainder || adapter.unsignedI32Remainder)
+  );
+}
+
+/** What is wrong with a case's result, or null when it passed or is on the list as it should be. */
+export function problemOf(
+  entry: IndexEntry,
+  result: CaseResult,
+  adapter: Adapter,
+): string | null {
+  if (result.outcome === "pass") return null;
+  const e = expectationFor(entry, result, adapter);
+  const what = `${entry.id}${entry.description ? ` (${entry.description})` : ""}: ` +
+    `${result.outcome}: ${result.message ?? ""}`;
+  if (e === undefined) {
+    return result.outcome === "mismatch"
+      ? `SILENT WRONG ANSWER, on no list: ${what}`
+      : `not on the list of expected refusals: ${what}`;
+  }
+  if (!(result.message ?? "").includes(e.says)) {
+    return `listed as ${e.label} (${e.outcome}), but the message does not say ` +
+      `${JSON.stringify(e.says)}: ${what}`;
+  }
+  if (
+    result.outcome === "refused-at-load" && !/kernels\["|host_functions\["/.test(result.message!)
+  ) {
+    return `refused at load without naming the kernel or host function: ${what}`;
+  }
+  return null;
+}
+
+/** The entries no result of the operator suite met (so the list has gone stale). */
+export function unmetExpectations(
+  entries: readonly IndexEntry[],
+  results: readonly CaseResult[],
+  adapter: Adapter,
+): Expectation[] {
+  const met = new Set<Expectation>();
+  entries.forEach((entry, i) => {
+    const e = expectationFor(entry, results[i], adapter);
+    if (e !== undefined && problemOf(entry, results[i], adapter) === null) met.add(e);
+  });
+  return EXPECTATIONS.filter((e) =>
+    !e.randomOnly && !met.has(e) &&
+    !(e.needsUnsignedI32Remainder && !adapter.unsignedI32Remainder)
+  );
+}
+
+/** The outcome as the README table names it. */
+export function outcomeWord(outcome: Outcome): string {
+  return outcome === "mismatch" || outcome === "run-error" ? "known bug" : outcome;
+}
