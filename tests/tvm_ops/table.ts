@@ -68,8 +68,8 @@ export function opsTable(
   for (const e of EXPECTATIONS) {
     if (!used.has(e.label)) continue;
     lines.push(
-      `- **[${e.label}]** ${OUTCOME_WORDS[e.outcome]}: ${e.reason}` +
-        (e.fixedBy ? ` (fixed by ${e.fixedBy})` : "") + ".",
+      `- **[${e.label}]** ${OUTCOME_WORDS[e.outcome]}: ${e.reason}.` +
+        (e.fixedBy ? ` Fix: ${e.fixedBy}.` : ""),
     );
   }
   lines.push(TABLE_END);

@@ -3,7 +3,9 @@
 Each module is `forward(x, y)`: x of a random rank-2 or rank-3 shape (its first dimension
 symbolic in about half of them), y a second operand shaped for the chain's binary and matmul
 steps; a chain of 2-6 steps, each an operator drawn from the ones the suite covers, applied to
-the running value. Float32 chains use the float operators; int32 chains the exact ones.
+the running value. Float32 chains use the float operators; int32 chains the exact ones. Forms the
+operator suite lists as refused or as a known bug are left out (each place says which), so that
+every module is compared.
 """
 
 import random
@@ -72,6 +74,11 @@ def random_case(rng, n):
             w = d[-1]
             if kind in ("binary", "binary-row", "matmul", "where") and not int_eq(w, last):
                 kind = "unary"  # after a keepdims reduction the width is 1
+            if kind in ("softmax", "norm") and int_eq(w, 1):
+                # Over rows of one element TVM's softmax and norms allocate a workspace, which
+                # the exporter refuses, and rms_norm is a known TVM bug there: the operator
+                # suite lists both, and a chain refused whole would compare nothing.
+                kind = "unary"
             if kind == "unary":
                 name, f = pick(FLOAT_UNARY if dtype == "float32" else INT_UNARY, p)
                 v = bb.emit(f(v))
@@ -84,8 +91,9 @@ def random_case(rng, n):
                 row = R.reshape(R.strided_slice(y, [0], [0], [1]), [last])
                 v = bb.emit(f(row, v))
             elif kind == "reduce":
-                name = ["sum", "max", "mean"][int(p * 3)] if dtype == "float32" \
-                    else ["sum", "max"][int(p * 2)]
+                # No int32 max: TVM writes its identity as a WGSL literal WGSL rejects (the
+                # operator suite lists it; the load refuses it).
+                name = ["sum", "max", "mean"][int(p * 3)] if dtype == "float32" else "sum"
                 f = {"sum": R.sum, "max": R.max, "mean": R.mean}[name]
                 v = bb.emit(f(v, [-1], keepdims=True))
                 name += "-keep"
