@@ -20,7 +20,7 @@ import { assert, assertEquals } from "@std/assert";
 import { ignoreWithoutTvm, SETUP_HINT, tvmAvailable } from "./tvm/tvm_python.ts";
 import { buildSuite, runSuite, type SuiteSpec } from "./tvm_ops/suite_cache.ts";
 import { problemOf, unmetExpectations } from "./tvm_ops/expectations.ts";
-import { opsTable, readmeTable } from "./tvm_ops/table.ts";
+import { formatMarkdown, opsTable, readmeTable } from "./tvm_ops/table.ts";
 import type { IndexEntry, SuiteRun } from "./tvm_ops/outcomes.ts";
 
 /** Random modules per CI run, and their seed. */
@@ -104,7 +104,7 @@ Deno.test({
         const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
         assertEquals(
           readmeTable(readme),
-          opsTable(entries, suiteRun.results, suiteRun),
+          await formatMarkdown(opsTable(entries, suiteRun.results, suiteRun)),
           "README.md's operator table is stale: deno task tvm:ops --write-readme",
         );
       },
@@ -124,4 +124,65 @@ Deno.test({
     const passed = ran.run.results.filter((r) => r.outcome === "pass").length;
     assert(passed >= RANDOM_CASES / 2, `only ${passed} of ${RANDOM_CASES} modules ran`);
   },
+});
+
+// The judge itself, without TVM: what makes a case fail.
+const entry = (id: string, description?: string): IndexEntry => {
+  const [family, op, cls, dtype] = id.split("/");
+  return { id, family, op, class: cls, dtype, dir: "0", status: "built", seconds: 0, description };
+};
+const onCI = { unsignedI32Remainder: true };
+
+Deno.test("TVM operator suite judge: an unlisted wrong answer fails, listed ones must say why", () => {
+  const wrong = { id: "", outcome: "mismatch" as const, message: "max|Δ|/max|want| 1e-1" };
+  assert(problemOf(entry("unary/exp/static/float32"), wrong, onCI)!.startsWith("SILENT WRONG"));
+  // rms_norm over extent 1 is a listed TVM bug; over extent 32 it is not.
+  assertEquals(problemOf(entry("norm/rms_norm/one/float32"), wrong, onCI), null);
+  assert(problemOf(entry("norm/rms_norm/static/float32"), wrong, onCI) !== null);
+  // A random module meets it only where its chain normalizes rows of one element.
+  assertEquals(
+    problemOf(entry("random/m7/symbolic/float32", "float32 x[n,2,1]: rms_norm"), wrong, onCI),
+    null,
+  );
+  assert(
+    problemOf(entry("random/m7/symbolic/float32", "float32 x[n,2,5]: rms_norm"), wrong, onCI) !==
+      null,
+  );
+  // The adapter's i32 remainder excuses floor_divide only where the probe found it.
+  const floor = entry("binary/floor_divide/static/int32");
+  const differ = { id: "", outcome: "mismatch" as const, message: "3 of 32 elements differ" };
+  assertEquals(problemOf(floor, differ, onCI), null);
+  assert(problemOf(floor, differ, { unsignedI32Remainder: false }) !== null);
+  // A listed refusal must give its message and, at load, name the kernel or host function.
+  const f16 = entry("unary/exp/static/float16");
+  const named = 'Cannot load TVM package: p, host_functions["tir_exp"].params[0].dtype: ' +
+    'tensor dtype "float16" is not supported';
+  assertEquals(problemOf(f16, { id: "", outcome: "refused-at-load", message: named }, onCI), null);
+  assert(
+    problemOf(f16, { id: "", outcome: "refused-at-load", message: "float16 is bad" }, onCI)!
+      .includes("without naming the kernel"),
+  );
+  assert(
+    problemOf(f16, { id: "", outcome: "refused-at-load", message: "something else" }, onCI) !==
+      null,
+  );
+  // A refusal at load is not an excuse for a case listed as refused by TVM.
+  assert(
+    problemOf(entry("gather/g/static/float32"), {
+      id: "",
+      outcome: "refused-at-load",
+      message: 'kernels["k"]: i64',
+    }, onCI) !== null,
+  );
+});
+
+Deno.test("TVM operator suite judge: a listed entry no case meets is reported stale", () => {
+  const entries = [entry("unary/exp/static/float32")];
+  const unmet = unmetExpectations(entries, [{ id: "", outcome: "pass" }], onCI);
+  assert(unmet.some((e) => e.label === "tvm-rms-norm-1"));
+  // Entries for the adapter's bug are not required where the adapter does not have it.
+  const elsewhere = unmetExpectations(entries, [{ id: "", outcome: "pass" }], {
+    unsignedI32Remainder: false,
+  });
+  assert(!elsewhere.some((e) => e.label === "adapter-i32-rem"));
 });

@@ -14,7 +14,7 @@
 
 import { buildSuite, runSuite, type SuiteSpec } from "./suite_cache.ts";
 import { problemOf } from "./expectations.ts";
-import { opsTable, readmeTable } from "./table.ts";
+import { formatMarkdown, opsTable, readmeTable } from "./table.ts";
 
 const args = Deno.args;
 const value = (flag: string): string | undefined => {
@@ -66,7 +66,8 @@ if (args.includes("--write-readme")) {
   const readme = await Deno.readTextFile(path);
   const old = readmeTable(readme);
   if (old === null) throw new Error("README.md has no tvm-ops-table markers");
-  await Deno.writeTextFile(path, readme.replace(old, opsTable(index.cases, results, run)));
+  const table = await formatMarkdown(opsTable(index.cases, results, run));
+  await Deno.writeTextFile(path, readme.replace(old, table));
   console.log("README.md: operator table written");
 }
 Deno.exit(found.length === 0 ? 0 : 1);

@@ -150,7 +150,7 @@ export const EXPECTATIONS: readonly Expectation[] = [
     cases: /^resize\/resize2d-nearest\/(static|symbolic)\//,
     outcome: "known-bug",
     says: "max|Δ|/max|want|",
-    reason: "TVM 0.27's WGSL codegen prints float literals are printed with 7 " +
+    reason: "TVM 0.27's WGSL codegen prints float literals with 7 " +
       "significant digits (8/7 as `1.142857e+00f`), so nearest-neighbour resize of 8 to 7 " +
       "columns rounds (3 + 0.5) * 1.142857 - 0.5 = 3.4999995 down where TVM's llvm build " +
       "(the exact 8/7) reaches 3.5 and picks column 4",
@@ -163,7 +163,7 @@ export const EXPECTATIONS: readonly Expectation[] = [
     outcome: "known-bug",
     says: "elements differ",
     reason: "the software adapter (Deno's wgpu on Mesa llvmpipe) computes WGSL's `%` on " +
-      "i32 computes an unsigned remainder (-4 % 5 = 2, -1 % -4 = 3; a four-line WGSL kernel " +
+      "i32 as an unsigned remainder (-4 % 5 = 2, -1 % -4 = 3; a four-line WGSL kernel " +
       "shows it, `tests/tvm_ops/adapter_probe.ts`), and TVM's floor_divide and floor_mod " +
       "kernels build on `%`; the WGSL is right",
     fixedBy: "the adapter (wgpu/naga or Mesa); the test re-checks it on each run",

@@ -12,12 +12,15 @@ import type { SuiteIndex, SuiteRun } from "./outcomes.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const CACHE = new URL(".tvm_ops/", ROOT);
-const SOURCES = [
-  "tools/tvm/op_suite/build_suite.py",
-  "tools/tvm/op_suite/cases.py",
-  "tools/tvm/op_suite/random_modules.py",
-  "tools/tvm/export_webgpu.py",
-];
+/** What a suite's packages depend on: the random modules' generator only for theirs. */
+const SOURCES = {
+  ops: ["tools/tvm/op_suite/build_suite.py", "tools/tvm/op_suite/cases.py"],
+  random: [
+    "tools/tvm/op_suite/build_suite.py",
+    "tools/tvm/op_suite/cases.py",
+    "tools/tvm/op_suite/random_modules.py",
+  ],
+};
 
 /** Which suite: the operator families, or `count` random modules from `seed`. */
 export type SuiteSpec = { suite: "ops" } | { suite: "random"; count: number; seed: number };
@@ -28,7 +31,9 @@ function args(spec: SuiteSpec): string[] {
 
 async function keyOf(spec: SuiteSpec): Promise<string> {
   const parts: Uint8Array[] = [new TextEncoder().encode(args(spec).join(" ") + tvmPython())];
-  for (const file of SOURCES) parts.push(await Deno.readFile(new URL(file, ROOT)));
+  for (const file of [...SOURCES[spec.suite], "tools/tvm/export_webgpu.py"]) {
+    parts.push(await Deno.readFile(new URL(file, ROOT)));
+  }
   const all = new Uint8Array(parts.reduce((n, p) => n + p.length + 1, 0));
   let at = 0;
   for (const p of parts) {

@@ -76,6 +76,26 @@ export function opsTable(
   return lines.join("\n");
 }
 
+/**
+ * `markdown` as `deno fmt` writes it (README.md is kept formatted, which pads
+ * the table's columns and wraps the notes).
+ */
+export async function formatMarkdown(markdown: string): Promise<string> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["fmt", "--ext", "md", "-"],
+    cwd: new URL("../../", import.meta.url),
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(markdown + "\n"));
+  await writer.close();
+  const { code, stdout, stderr } = await child.output();
+  if (code !== 0) throw new Error(`deno fmt: ${new TextDecoder().decode(stderr)}`);
+  return new TextDecoder().decode(stdout).trimEnd();
+}
+
 /** The table README.md holds now, or null without the markers. */
 export function readmeTable(readme: string): string | null {
   const start = readme.indexOf(TABLE_START), end = readme.indexOf(TABLE_END);
