@@ -134,16 +134,18 @@ export const EXPECTATIONS: readonly Expectation[] = [
   // --- KNOWN BUGS: wrong answers with no refusal. None is relaxvm's: each reproduces outside it
   // (the reason says how), and none has a fix in relaxvm's reach short of rewriting TVM's WGSL.
   {
-    label: "tvm-rms-norm-1",
-    cases: /^norm\/rms_norm\/one\/|x\[[^\]]*,1\]:.*rms_norm/,
+    label: "tvm-reduce-1",
+    cases: /^norm\/rms_norm\/one\/|^matmul\/k1-tanh\/|x\[[^\]]*,1\]:.*(rms_norm|matmul)/,
     outcome: "known-bug",
     says: "max|Δ|/max|want|",
-    reason: "TVM 0.27's WebGPU build of rms_norm over an axis of extent 1 " +
-      "compiles to a kernel that uses its output as the sum-of-squares accumulator after " +
-      "storing the normalized value there (`T_cast[0] = x/sqrt(eps)*g; T_cast[0] = " +
-      "x/sqrt(fma(x, x, T_cast[0]) + eps)*g`), so x = -0.477, g = -0.521 gives 0.028 where " +
-      "TVM's llvm build gives 0.521: the WGSL in the package is wrong as TVM wrote it",
-    fixedBy: "TVM (upstream); reproducer: rms_norm of a float32[1, 1] by a float32[1] weight",
+    reason: "TVM 0.27's WebGPU build of a reduction over an axis of extent 1 fused with an " +
+      "elementwise epilogue (rms_norm over rows of one element, a matmul with K = 1 followed by " +
+      "tanh) writes the epilogue of 0 into the output " +
+      "and then uses the output as the accumulator: `out[i] = tanh(0 + 0.5); out[i] = " +
+      "tanh(fma(x[i], y[0], out[i]) + 0.5)`. The WGSL in the package is wrong as TVM wrote it " +
+      "(llvm's build is right); found by the random-module differential",
+    fixedBy: "TVM (upstream); reproducer: the matmul/k1-tanh cases, tanh(x @ y + 0.5) for " +
+      "float32 x[5, 1], y[1, 1]",
   },
   {
     label: "tvm-float-literals",
