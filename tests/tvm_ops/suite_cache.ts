@@ -85,7 +85,11 @@ export async function buildSuite(spec: SuiteSpec): Promise<BuiltSuite> {
       const same = spec.suite === "ops" ? e.name.startsWith(prefix) : e.name.startsWith(
         `${args(spec).join("-")}-`,
       );
-      if (same && e.name !== name && !e.name.includes(".partial-")) {
+      // A partial folder is another process's build under way, or one that was killed: gone
+      // once untouched for an hour (a build under way adds a case folder every second or so).
+      const stale = e.name.includes(".partial-") &&
+        Date.now() - ((await Deno.stat(new URL(e.name, CACHE))).mtime?.getTime() ?? 0) > 36e5;
+      if (same && e.name !== name && (stale || !e.name.includes(".partial-"))) {
         await Deno.remove(new URL(e.name, CACHE), { recursive: true });
       }
     }
