@@ -167,7 +167,7 @@ async function runCase(
 }
 
 /** Runs every case of the suite in `suiteDir`. */
-export async function runSuite(suiteDir: URL): Promise<SuiteRun> {
+export async function runCases(suiteDir: URL): Promise<SuiteRun> {
   const index = JSON.parse(
     await Deno.readTextFile(new URL("index.json", suiteDir)),
   ) as SuiteIndex;
@@ -203,7 +203,7 @@ if (import.meta.main) {
     console.log(`${NO_ADAPTER}${e}`);
     Deno.exit(3);
   }
-  await Deno.writeTextFile(out, JSON.stringify(await runSuite(base)) + "\n");
+  await Deno.writeTextFile(out, JSON.stringify(await runCases(base)) + "\n");
   // The adapter's threads may outlive the work; leave now (in_child_process.ts says why).
   Deno.exit(0);
 }
