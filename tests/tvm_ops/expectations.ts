@@ -136,12 +136,15 @@ export const EXPECTATIONS: readonly Expectation[] = [
   // (the reason says how), and none has a fix in relaxvm's reach short of rewriting TVM's WGSL.
   {
     label: "tvm-reduce-1",
-    cases: /^norm\/rms_norm\/one\/|^matmul\/k1-tanh\/|x\[[^\]]*,1\]:.*(rms_norm|matmul)/,
+    // Random chains meet it where a reduction runs over a width of 1: an input whose last
+    // extent is 1, or what a keepdims reduction left.
+    cases:
+      /^norm\/rms_norm\/one\/|^matmul\/k1-tanh\/|^reduce\/mean-axis-1-exp\/|x\[[^\]]*,1\]:.*(rms_norm|matmul|-keep)|-keep.*-keep/,
     outcome: "known-bug",
     says: "max|Δ|/max|want|",
     reason: "TVM 0.27's WebGPU build of a reduction over an axis of extent 1 fused with an " +
       "elementwise epilogue (rms_norm over rows of one element, a matmul with K = 1 followed by " +
-      "tanh) writes the epilogue of 0 into the output " +
+      "tanh, a mean over an axis of 1 followed by exp) writes the epilogue of 0 into the output " +
       "and then uses the output as the accumulator: `out[i] = tanh(0 + 0.5); out[i] = " +
       "tanh(fma(x[i], y[0], out[i]) + 0.5)`. The WGSL in the package is wrong as TVM wrote it " +
       "(llvm's build is right); found by the random-module differential",
@@ -171,6 +174,19 @@ export const EXPECTATIONS: readonly Expectation[] = [
       "kernels build on `%`; the WGSL is right",
     fixedBy: "the adapter (wgpu/naga or Mesa); the test re-checks it on each run",
     needsUnsignedI32Remainder: true,
+  },
+  {
+    label: "small-outputs",
+    cases: /^random\/.*gelu/,
+    outcome: "known-bug",
+    says: "e-5 > 0.00001",
+    reason: "precision, cause not pinned down: two of 1,000 random chains ending in gelu of " +
+      "values near 0.001 (after log_softmax and a mean, or max, negative, silu and tanh) " +
+      "differ from TVM's llvm build by 4e-5 and 8e-5 of max|want|, about 1e-7 absolute; " +
+      "the software adapter's transcendentals differ from LLVM's in the last bits, and these " +
+      "outputs are small",
+    fixedBy: "none known; the errors are within float32 rounding of the intermediate values",
+    randomOnly: true,
   },
   {
     label: "adapter-asin",

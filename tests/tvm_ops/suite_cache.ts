@@ -44,6 +44,11 @@ async function keyOf(spec: SuiteSpec): Promise<string> {
   return [...hash.slice(0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/** The folder name of a suite's build under `.tvm_ops/`: what it is, and the sources' hash. */
+export async function suiteName(spec: SuiteSpec): Promise<string> {
+  return `${args(spec).join("-")}-${await keyOf(spec)}`;
+}
+
 /** A built suite: its folder and index, and whether this call built it. */
 export interface BuiltSuite {
   dir: URL;
@@ -57,7 +62,7 @@ export interface BuiltSuite {
  * half suite). Older builds of the same suite are removed.
  */
 export async function buildSuite(spec: SuiteSpec): Promise<BuiltSuite> {
-  const name = `${args(spec).join("-")}-${await keyOf(spec)}`;
+  const name = await suiteName(spec);
   const dir = new URL(`${name}/`, CACHE);
   const indexFile = new URL("index.json", dir);
   let built = false;

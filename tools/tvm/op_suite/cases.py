@@ -204,10 +204,12 @@ def reductions(cases):
         add(cases, "reduce", f"{name}-axis-1", "static", "float32->int64", [Input([4, 6, 5])],
             lambda bb, x, f=f: f(x, -1))
     for cls, shape, sizes in shapes:
-        # A sum over an axis of extent 1 with an epilogue: TVM gets it right (unlike a matmul
-        # with K = 1, tvm-reduce-1).
+        # Reductions over an axis of extent 1 with an epilogue: TVM gets the sum right, and
+        # the mean wrong (tvm-reduce-1).
         add(cases, "reduce", "sum-axis-1-exp", cls, "float32", [Input(shape[:-1] + [1])],
             lambda bb, x: R.exp(R.sum(x, [-1])), sizes)
+        add(cases, "reduce", "mean-axis-1-exp", cls, "float32", [Input(shape[:-1] + [1])],
+            lambda bb, x: R.exp(R.mean(x, [-1])), sizes)
         for dtype in ("int32", "int64"):
             add(cases, "reduce", "sum-axis-1", cls, dtype, [Input(shape, dtype, "int")],
                 lambda bb, x: R.sum(x, [-1]), sizes)
