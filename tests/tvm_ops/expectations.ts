@@ -90,22 +90,12 @@ export const EXPECTATIONS: readonly Expectation[] = [
   },
   // --- The exporter refuses the host code (tools/tvm/export_webgpu.py, issue 28 item 4). ---
   {
-    label: "alloc",
-    cases: /^(cumsum|softmax|norm)\/|^random\//,
+    label: "attr-stmt",
+    cases: /^scatter\/scatter_elements-axis0-i32\//,
     outcome: "export-refused",
-    says: "unsupported statement AllocBuffer",
-    reason: "the host function allocates a workspace (AllocBuffer): cumsum's and cumprod's " +
-      "scans always, softmax, log_softmax, layer_norm and group_norm over rows of one " +
-      "element; launch plans cannot express it (issue 28)",
-  },
-  {
-    label: "elem-offset",
-    cases: /^sort\/|^scatter\//,
-    outcome: "export-refused",
-    says: "has an element offset",
-    reason: "sort/argsort/topk's and (with int32 indices) scatter_elements' host functions " +
-      "take buffers with a symbolic elem_offset " +
-      "(branch tvmfix: the exporter for real modules)",
+    says: "unsupported statement AttrStmt",
+    reason: "scatter_elements with int32 indices: its host function carries an AttrStmt " +
+      "(a storage or thread annotation) that launch plans do not express",
   },
   // --- Refused at load: relaxvm's loader names the kernel and the construct. ---
   {
@@ -132,6 +122,23 @@ export const EXPECTATIONS: readonly Expectation[] = [
       "reduction's identity), which WGSL rejects: the kernel does not compile, and the load " +
       "names it",
   },
+  {
+    label: "scratch-dtype",
+    cases: /^cumsum\/cumprod-axis1\//,
+    outcome: "refused-at-load",
+    says: "reads buffer 3 as array<f32>, the plan binds scratch 3",
+    reason: "cumprod's host function allocates its workspace as int32 and a kernel reads it " +
+      "as float32 (TVM reuses one workspace for both); the load-time kernel check refuses a " +
+      "binding whose element type disagrees with the WGSL rather than reinterpret it",
+  },
+  {
+    label: "topk-index-dtype",
+    cases: /^sort\/topk-values\//,
+    outcome: "refused-at-load",
+    says: "reads buffer 0 as array<i32>, the plan binds T_",
+    reason: "topk returning values only: a kernel reads the sliced values as int32 indices; " +
+      "the load-time kernel check refuses the disagreeing binding",
+  },
   // --- KNOWN BUGS: wrong answers with no refusal. None is relaxvm's: each reproduces outside it
   // (the reason says how), and none has a fix in relaxvm's reach short of rewriting TVM's WGSL.
   {
@@ -150,6 +157,36 @@ export const EXPECTATIONS: readonly Expectation[] = [
       "(llvm's build is right); found by the random-module differential",
     fixedBy: "TVM (upstream); reproducer: the matmul/k1-tanh cases, tanh(x @ y + 0.5) for " +
       "float32 x[5, 1], y[1, 1]",
+  },
+  {
+    label: "scan-over-32",
+    cases: /^cumsum\/cumsum-axis1\/odd\/float32$/,
+    outcome: "known-bug",
+    says: "max|Δ|/max|want|",
+    reason: "TVM 0.27's WebGPU scan (cumsum) is wrong on the software adapter from the 33rd " +
+      "element of a row on: as far as its WGSL shows, its kernel reads a neighbour's workgroup-memory slot in the same " +
+      "step the neighbour writes it, which a GPU running 32 lanes in lockstep does not show " +
+      "and llvmpipe (8 lanes at a time) does; not verified on a hardware GPU",
+    fixedBy: "TVM (upstream: a barrier between the scan's read and write); reproducer: " +
+      "cumsum over axis 1 of float32[37, 129]",
+  },
+  {
+    label: "scan-over-32-int",
+    cases: /^cumsum\/cumsum-axis1\/odd\/int32$/,
+    outcome: "known-bug",
+    says: "elements differ",
+    reason: "the same scan, on int32 (see scan-over-32)",
+    fixedBy: "TVM (upstream), as scan-over-32",
+  },
+  {
+    label: "alias-scratch",
+    cases: /^softmax\/log_softmax-axis-1\/one\//,
+    outcome: "known-bug",
+    says: "are the same GPU buffer, and the kernel writes one of them",
+    reason: "log_softmax over rows of one element: the host function hands one kernel the same " +
+      "buffer twice, one of them written; relaxvm refuses the call with a VMError naming the " +
+      "kernel (WebGPU forbids a buffer bound writable twice) instead of running it",
+    fixedBy: "the exporter (issue 28): give the aliased workspace a buffer of its own",
   },
   {
     label: "tvm-float-literals",
