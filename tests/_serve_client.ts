@@ -3,10 +3,11 @@
  * (the test runner has none). Each scenario prints one JSON line of what it saw:
  *
  *     deno run --allow-net=127.0.0.1 --allow-env --allow-read --allow-run \
- *       tests/_serve_client.ts <openai|hostile|disconnect|drain|load> <base> [args]
+ *       tests/_serve_client.ts <openai|tvm|hostile|disconnect|drain|load> <base> [args]
  *
  * `openai` drives the server with the official `openai` npm package, a client nobody
- * here wrote.
+ * here wrote; `tvm <base> <model>` does the same to a TVM package served with
+ * `--tokenizer ids`.
  *
  * @module
  */
@@ -361,8 +362,55 @@ async function balanced() {
   console.log(JSON.stringify({ outcomes, killedAt }));
 }
 
+/** A TVM package: a chat whole and streamed with one seed, a bad id, the models listed. */
+async function tvm() {
+  const [model] = rest;
+  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "none", maxRetries: 0 });
+  const request = {
+    model,
+    messages: [{ role: "user" as const, content: "1 2 3" }, {
+      role: "user" as const,
+      content: "4 5",
+    }],
+    max_tokens: 12,
+    temperature: 0.9,
+    seed: 11,
+  };
+  const whole = await client.chat.completions.create(request);
+  const stream = await client.chat.completions.create({ ...request, stream: true });
+  let streamed = "", chunks = 0, finish: string | null = null;
+  for await (const chunk of stream) {
+    const c = chunk.choices[0];
+    if (!c) continue;
+    if (c.delta.content) chunks++;
+    streamed += c.delta.content ?? "";
+    if (c.finish_reason) finish = c.finish_reason;
+  }
+  const other = await client.chat.completions.create({ ...request, seed: 12 });
+  let notAnId: unknown = null;
+  try {
+    await client.completions.create({ model, prompt: "1 two 3", max_tokens: 2 });
+  } catch (e) {
+    const err = e as { status?: number; error?: { param?: string; message?: string } };
+    notAnId = { status: err.status, param: err.error?.param, message: err.error?.message };
+  }
+  console.log(JSON.stringify({
+    whole: whole.choices[0].message.content,
+    wholeFinish: whole.choices[0].finish_reason,
+    usage: whole.usage,
+    model: whole.model,
+    streamed,
+    chunks,
+    finish,
+    other: other.choices[0].message.content,
+    notAnId,
+    models: (await client.models.list()).data.map((m) => m.id),
+  }));
+}
+
 const scenarios: Record<string, () => Promise<void>> = {
   openai,
+  tvm,
   hostile,
   disconnect,
   drain,

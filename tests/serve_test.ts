@@ -218,29 +218,96 @@ Deno.test("serve: a request past the time limit gets a 504 and its pages back", 
   });
 });
 
-Deno.test("serve: a TVM-compiled package or an unknown model is refused with one clear line", async () => {
+/** `relaxvm serve <args>` as a child; its exit code and stderr's lines. */
+async function refusal(args: string[]): Promise<{ code: number; lines: string[] }> {
+  const { code, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-read", "--allow-env=INIT_CWD", "cli/main.ts", "serve", ...args],
+    cwd: new URL("../", import.meta.url),
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  return { code, lines: new TextDecoder().decode(stderr).trim().split("\n") };
+}
+
+Deno.test("serve: a missing package, an unknown model or tokenizer is refused with one clear line", async () => {
   for (
-    const [model, message] of [
-      ["tvm:testdata/tvm_webgpu/mlp", /serving a TVM-compiled package .* is not supported yet/],
-      ["nope", /unknown model 'nope'; choose from gpt-tiny, gpt-small, gpt-text, minilm/],
+    const [args, message] of [
+      [
+        ["--model", "tvm:testdata/nope"],
+        /^relaxvm: Error: no TVM package at \/.*\/testdata\/nope: it has no package\.json$/,
+      ],
+      [["--model", "tvm:"], /tvm: needs a package directory/],
+      [
+        ["--model", "nope"],
+        /unknown model 'nope'; choose from gpt-tiny, gpt-small, gpt-text, minilm or tvm:<dir>/,
+      ],
+      [["--tokenizer", "words"], /--tokenizer must be ids or bytes, got 'words'/],
     ] as const
   ) {
-    const { code, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--allow-read",
-        "--allow-env=INIT_CWD",
-        "cli/main.ts",
-        "serve",
-        "--model",
-        model,
-      ],
-      cwd: new URL("../", import.meta.url),
-      stdout: "null",
-      stderr: "piped",
-    }).output();
+    const { code, lines } = await refusal([...args]);
     assertEquals(code, 1);
-    const lines = new TextDecoder().decode(stderr).trim().split("\n");
+    assertEquals(lines.length, 1, lines.join("\n"));
+    assertMatch(lines[0], message);
+  }
+});
+
+function requireWebGPU(): boolean {
+  try {
+    return Deno.env.get("RELAXVM_REQUIRE_WEBGPU") === "1";
+  } catch {
+    return false; // no --allow-env: treat as unset
+  }
+}
+
+Deno.test("serve: a TVM package (tvm:<dir>) on WebGPU: the openai client, streamed text equals whole", async () => {
+  const model = "tvm:testdata/tvm_webgpu/llama";
+  let s: ServerProcess;
+  try {
+    s = await startServer(["--model", model]);
+  } catch (e) {
+    // Without an adapter the server says so in one line; ignored unless WebGPU is required.
+    if (!/needs WebGPU/.test((e as Error).message) || requireWebGPU()) throw e;
+    console.log(`ignored: ${(e as Error).message}`);
+    return;
+  }
+  try {
+    const r = await runClient("tvm", [s.base, model]);
+    // --tokenizer ids (the default): the reply is ids of the package's 64, separated by spaces.
+    assertMatch(r.whole as string, /^\d+( \d+){11}$/);
+    for (const id of (r.whole as string).split(" ")) assert(Number(id) < 64, r.whole as string);
+    assertEquals(r.streamed, r.whole, "the same seed, streamed or not, the same text");
+    assertEquals(r.chunks, 12, "a chunk a token");
+    assertEquals([r.wholeFinish, r.finish], ["length", "length"]);
+    assert(r.other !== r.whole, "another seed, another text");
+    // The prompt "1 2 3" and "4 5", joined by a space: 5 ids.
+    assertEquals(r.usage, { prompt_tokens: 5, completion_tokens: 12, total_tokens: 17 });
+    assertEquals(r.model, "llama");
+    assertEquals(r.notAnId, {
+      status: 400,
+      param: "prompt",
+      message: "the prompt's \"two\" is not a token id below 64 (this server's tokenizer is ids: " +
+        "a prompt is token ids separated by spaces)",
+    });
+    assertEquals(r.models, ["llama"]);
+  } finally {
+    const status = await s.stop();
+    assertEquals(status.code, 0, await s.stderr);
+  }
+  // A byte tokenizer needs 256 ids; a package without MLC's functions is no language model.
+  for (
+    const [args, message] of [
+      [
+        ["--model", model, "--tokenizer", "bytes"],
+        /--tokenizer bytes needs a vocabulary of 256 ids \(one a byte\); .*llama has 64: serve it with --tokenizer ids/,
+      ],
+      [
+        ["--model", "tvm:testdata/tvm_webgpu/mlp"],
+        /the package has no embed, batch_prefill, batch_decode, create_paged_kv_cache/,
+      ],
+    ] as const
+  ) {
+    const { code, lines } = await refusal([...args]);
+    assertEquals(code, 1);
     assertEquals(lines.length, 1, lines.join("\n"));
     assertMatch(lines[0], message);
   }

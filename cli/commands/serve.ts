@@ -1,5 +1,5 @@
 /**
- * `relaxvm serve [--model gpt-tiny] [--model minilm] [--port 8000]`: an
+ * `relaxvm serve [--model gpt-tiny|tvm:<dir>] [--model minilm] [--port 8000]`: an
  * OpenAI-compatible HTTP server (server/) on 127.0.0.1 until SIGTERM or SIGINT
  * drains it.
  *
@@ -12,7 +12,13 @@ import type { CommandSpec, ParsedArguments } from "../arguments.ts";
 import { UsageError } from "../failure.ts";
 import { callerDirectory } from "../executable_file.ts";
 import { DEFAULT_LIMITS, type ServerLimits } from "../../server/limits.ts";
-import { DEFAULT_PREFILL_CHUNK, MODEL_NAMES, modelNameProblem } from "../../server/models.ts";
+import {
+  DEFAULT_PREFILL_CHUNK,
+  MODEL_NAMES,
+  modelNameProblem,
+  TOKENIZER_NAMES,
+  type TokenizerName,
+} from "../../server/models.ts";
 import { serve } from "../../server/serve.ts";
 
 /** `--flag` → the limit it sets and what it means. */
@@ -45,7 +51,15 @@ export const serveCommand: CommandSpec = {
       kind: "value",
       repeatable: true,
       valueName: "<name>",
-      description: `a model to serve: ${MODEL_NAMES.join(", ")}; default gpt-tiny`,
+      description: `a model to serve: ${MODEL_NAMES.join(", ")}, or tvm:<dir> (a TVM ` +
+        "package with MLC LLM's functions, on WebGPU); default gpt-tiny",
+    },
+    tokenizer: {
+      kind: "value",
+      valueName: "<kind>",
+      default: TOKENIZER_NAMES[0],
+      description: "a TVM package's tokenizer: ids (a prompt is token ids separated by spaces, " +
+        "and so is the reply) or bytes (UTF-8 bytes; a vocabulary of at least 256)",
     },
     host: { kind: "value", valueName: "<address>", default: "127.0.0.1", description: "address" },
     port: { kind: "value", valueName: "<port>", default: "8000", description: "port (0: any)" },
@@ -80,6 +94,12 @@ export const serveCommand: CommandSpec = {
       const problem = modelNameProblem(m);
       if (problem !== null) throw new UsageError(problem);
     }
+    const tokenizer = args.value("tokenizer")!;
+    if (!(TOKENIZER_NAMES as readonly string[]).includes(tokenizer)) {
+      throw new UsageError(
+        `--tokenizer must be ${TOKENIZER_NAMES.join(" or ")}, got '${tokenizer}'`,
+      );
+    }
     const limits: Partial<ServerLimits> = {};
     for (const [flag, [key]] of Object.entries(LIMIT_FLAGS)) {
       const n = integer(args, flag);
@@ -88,6 +108,8 @@ export const serveCommand: CommandSpec = {
     const memory = integer(args, "max-memory-mb");
     await serve({
       models,
+      root: callerDirectory(),
+      tokenizer: tokenizer as TokenizerName,
       minilmDir: pathToFileURL(resolve(callerDirectory(), args.value("minilm-dir")!) + "/"),
       hostname: args.value("host"),
       port: integer(args, "port"),
