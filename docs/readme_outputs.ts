@@ -1,7 +1,8 @@
 /**
  * The README's figures and sample outputs that a script can produce, produced by this script so
  * they cannot drift from the code (`deno task readme` rewrites them; tests/readme_outputs_test.ts
- * fails while one is stale). Each sits between markers in README.md:
+ * fails while one is stale). Each sits between markers in one page of the documentation (README.md
+ * or docs/*.md; today docs/guide.md holds them all):
  *
  * ```text
  * <!-- readme:bundle-size -->about 490 KiB, 130 KiB gzipped<!-- /readme -->
@@ -20,8 +21,8 @@
  */
 
 import { buildBundles } from "../web/bundle.ts";
+import { readPages, ROOT } from "./pages.ts";
 
-const README = new URL("../README.md", import.meta.url);
 const MOD_URL = new URL("../mod.ts", import.meta.url).href;
 
 /** `text` between `<!-- readme:name -->` and the next `<!-- /readme -->`, or null. */
@@ -144,32 +145,49 @@ const tensorPrint: Output = {
 /** Every generated passage of the README. */
 export const OUTPUTS: readonly Output[] = [bundleSize, profileOutput, tensorPrint];
 
-/** The names of the passages that disagree with what the code makes now. */
-export async function staleOutputs(readme: string): Promise<string[]> {
+/**
+ * The names of the passages that disagree with what the code makes now, over the pages given (path
+ * → text): each passage must sit in exactly one page (`name (no markers)` or
+ * `name (markers in a, b)` otherwise).
+ */
+export async function staleOutputs(pages: Map<string, string>): Promise<string[]> {
   const stale: string[] = [];
   for (const output of OUTPUTS) {
-    const at = section(readme, output.name);
-    if (at === null) {
-      stale.push(`${output.name} (no markers)`);
+    const holders = [...pages].filter(([, text]) => section(text, output.name) !== null);
+    if (holders.length !== 1) {
+      const where = holders.map(([path]) => path).join(", ");
+      stale.push(`${output.name} (${holders.length === 0 ? "no markers" : `markers in ${where}`})`);
       continue;
     }
-    const fresh = await output.make(readme);
-    if (!output.agrees(readme.slice(at.start, at.end), fresh)) stale.push(output.name);
+    const [, text] = holders[0];
+    const at = section(text, output.name)!;
+    const fresh = await output.make(text);
+    if (!output.agrees(text.slice(at.start, at.end), fresh)) stale.push(output.name);
   }
   return stale;
 }
 
-/** The README with every passage made afresh. */
-export async function rewritten(readme: string): Promise<string> {
+/** `text` (one page) with every passage it holds made afresh. */
+export async function rewritten(text: string): Promise<string> {
   for (const output of OUTPUTS) {
-    const at = section(readme, output.name);
-    if (at === null) throw new Error(`README.md has no <!-- readme:${output.name} --> markers`);
-    readme = readme.slice(0, at.start) + await output.make(readme) + readme.slice(at.end);
+    const at = section(text, output.name);
+    if (at === null) continue;
+    text = text.slice(0, at.start) + await output.make(text) + text.slice(at.end);
   }
-  return readme;
+  return text;
 }
 
 if (import.meta.main) {
-  await Deno.writeTextFile(README, await rewritten(await Deno.readTextFile(README)));
-  console.log(`Wrote ${OUTPUTS.map((o) => o.name).join(", ")} into ${README.pathname}`);
+  const pages = await readPages();
+  for (const output of OUTPUTS) {
+    if (![...pages.values()].some((text) => section(text, output.name) !== null)) {
+      throw new Error(`no page has <!-- readme:${output.name} --> markers`);
+    }
+  }
+  for (const [path, text] of pages) {
+    const names = OUTPUTS.filter((o) => section(text, o.name) !== null).map((o) => o.name);
+    if (names.length === 0) continue;
+    await Deno.writeTextFile(new URL(path, ROOT), await rewritten(text));
+    console.log(`Wrote ${names.join(", ")} into ${path}`);
+  }
 }

@@ -1,17 +1,21 @@
 /**
- * Every runnable ```ts block of the README runs as written with the permissions the README gives
- * it, as a newcomer would copy it into a file: `deno run --no-prompt` with the flags its first line
- * names (`// deno run --allow-read --allow-write`), and none when it names none. The doc tests
- * (`deno test --doc`) run these blocks with every permission the test task grants, so a block that
- * needs a flag the README does not give passes there and fails for the reader; this test does not.
+ * Every runnable ```ts block of the README and of the pages under docs/ (where most of the README's
+ * sections moved, issue 32) runs as written with the permissions its page gives it, as a newcomer
+ * would copy it into a file: `deno run --no-prompt` with the flags its first line names
+ * (`// deno run --allow-read --allow-write`), and none when it names none. The doc tests
+ * (`deno test --doc`, which finds every Markdown file) run these blocks with every permission the
+ * test task grants, so a block that needs a flag the page does not give passes there and fails for
+ * the reader; this test does not.
  *
  * A block that needs a WebGPU adapter (its code asks for one) is skipped where there is none.
  */
 
 import { assert, assertEquals } from "@std/assert";
 
-const ROOT = new URL("../", import.meta.url);
-const readme = await Deno.readTextFile(new URL("README.md", ROOT));
+import { readPages, ROOT } from "../docs/pages.ts";
+
+const pages = await readPages();
+const readme = pages.get("README.md")!;
 
 /** A ```ts block (not `ts ignore`): its first line's number and its code. */
 interface Block {
@@ -19,7 +23,7 @@ interface Block {
   code: string;
 }
 
-/** The README's runnable ```ts blocks. */
+/** A page's runnable ```ts blocks. */
 function tsBlocks(text: string): Block[] {
   const blocks: Block[] = [];
   const re = /^```ts\n([\s\S]*?)^```$/gm;
@@ -60,17 +64,20 @@ async function runBlock(block: Block): Promise<{ code: number; err: string }> {
 
 const hasAdapter = (await navigator.gpu?.requestAdapter()) != null;
 
-Deno.test("README: every ```ts block runs with the permission flags the README gives it", async () => {
-  const blocks = tsBlocks(readme);
-  assert(blocks.length >= 8, `found ${blocks.length} blocks`);
+Deno.test("docs: every ```ts block runs with the permission flags its page gives it", async () => {
+  let count = 0;
   const failed: string[] = [];
-  for (const block of blocks) {
-    if (!hasAdapter && /webgpu\(\)|loadTVMPackage/.test(block.code)) continue;
-    const { code, err } = await runBlock(block);
-    if (code !== 0) {
-      failed.push(`README.md:${block.line}: ${err.split("\n").slice(0, 3).join(" ")}`);
+  for (const [path, text] of pages) {
+    for (const block of tsBlocks(text)) {
+      count++;
+      if (!hasAdapter && /webgpu\(\)|loadTVMPackage/.test(block.code)) continue;
+      const { code, err } = await runBlock(block);
+      if (code !== 0) {
+        failed.push(`${path}:${block.line}: ${err.split("\n").slice(0, 3).join(" ")}`);
+      }
     }
   }
+  assert(count >= 8, `found ${count} blocks`);
   assertEquals(failed, []);
 });
 
@@ -83,9 +90,9 @@ Deno.test("README blocks: flagsOf reads the first line only, and a block without
   assertEquals(tsBlocks("a\n```ts\nx\n```\n```ts ignore\ny\n```\n"), [{ line: 2, code: "x\n" }]);
 });
 
-Deno.test("README: the commands that run every test say how long they take", () => {
+Deno.test("docs: the commands that run every test say how long they take", () => {
   // The whole suite takes minutes; a newcomer who runs it without knowing thinks it hangs.
-  const lines = readme.split("\n").filter((l) =>
+  const lines = [...pages.values()].join("\n").split("\n").filter((l) =>
     /^(npx -y deno@[\d.]+|deno) task test\b/.test(l) || l.startsWith("- `deno task test` runs")
   );
   assert(lines.length >= 2, lines.join("\n"));

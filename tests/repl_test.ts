@@ -1,16 +1,17 @@
 /**
- * The README's REPL one-liner starts `deno repl` with the API in scope, and
+ * The REPL one-liner (docs/guide.md's "Use from the REPL") starts `deno repl` with the API in scope, and
  * the REPL prints relaxvm values as their summaries.
  */
 
 import { assert, assertStringIncludes } from "@std/assert";
+import { readPages } from "../docs/pages.ts";
 
-const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
+const readme = [...(await readPages()).values()].join("\n");
 
-Deno.test("REPL: the README's one-liner puts the API in scope and values print as summaries", async () => {
+Deno.test("REPL: the docs' one-liner puts the API in scope and values print as summaries", async () => {
   const line = readme.split("\n").find((l) => l.startsWith("deno repl ")) ?? "";
   const match = /--eval '([^']*)'/.exec(line);
-  if (match === null) throw new Error("the README shows no `deno repl --eval '...'` one-liner");
+  if (match === null) throw new Error("no page shows a `deno repl --eval '...'` one-liner");
   const eval_ = match[1];
   const child = new Deno.Command(Deno.execPath(), {
     args: ["repl", "--allow-read", "--eval", eval_],

@@ -20,7 +20,8 @@ import { assert, assertEquals } from "@std/assert";
 import { ignoreWithoutTvm, SETUP_HINT, tvmAvailable } from "./tvm/tvm_python.ts";
 import { buildSuite, runSuite, type SuiteSpec } from "./tvm_ops/suite_cache.ts";
 import { problemOf, unmetExpectations } from "./tvm_ops/expectations.ts";
-import { formatMarkdown, opsTable, readmeTable } from "./tvm_ops/table.ts";
+import { formatMarkdown, opsTable, readmeTable, TABLE_START } from "./tvm_ops/table.ts";
+import { pageWith, readPages } from "../docs/pages.ts";
 import type { IndexEntry, SuiteRun } from "./tvm_ops/outcomes.ts";
 
 /** Random modules per CI run, and their seed. */
@@ -96,16 +97,16 @@ Deno.test({
     });
     // The table is the software adapter's, as CI runs it: another adapter has other bugs.
     const software = suiteRun.adapter.includes("llvmpipe");
-    if (!software) console.log(`README table not compared on ${suiteRun.adapter}`);
+    if (!software) console.log(`operator table not compared on ${suiteRun.adapter}`);
     await t.step({
-      name: "README's operator table is this run's",
+      name: "the docs' operator table is this run's",
       ignore: !software,
       fn: async () => {
-        const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
+        const [page, text] = pageWith(await readPages(), TABLE_START);
         assertEquals(
-          readmeTable(readme),
+          readmeTable(text),
           await formatMarkdown(opsTable(entries, suiteRun.results, suiteRun)),
-          "README.md's operator table is stale: deno task tvm:ops --write-readme",
+          `${page}'s operator table is stale: deno task tvm:ops --write-readme`,
         );
       },
     });

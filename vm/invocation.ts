@@ -174,7 +174,7 @@ export const RESUMED: unique symbol = Symbol("resumed");
  * runs both timers and I/O (on Deno 2.9 `setImmediate` runs timers but no
  * I/O, and a `MessageChannel` neither: a server in the process answered no
  * request while a loop yielded on either); it waits for the timers'
- * granularity (the README's "Security model" says how long). Browsers: a
+ * granularity (docs/security.md says how long). Browsers: a
  * `MessageChannel` message, which runs after timers and input without
  * `setTimeout`'s clamp on nested timers.
  */

@@ -189,7 +189,7 @@ export class Linker {
         "native code in TVM's compiled library (the module relax.build returns; the executable file " +
         "holds only the bytecode that calls it), which relaxvm cannot run. Compile the model for " +
         "WebGPU with tools/tvm/export_webgpu.py instead and load the package with loadTVMPackage " +
-        '(README, "Running TVM-compiled models")';
+        '(docs/tvm.md, "Running TVM-compiled models")';
     } else {
       reason += `${
         guess === undefined ? "" : ` (did you mean ${quote(guess)}?)`

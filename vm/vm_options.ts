@@ -25,7 +25,7 @@ import {
 
 /**
  * Options of `new VirtualMachine`. Besides how the VM runs code, they set
- * the limits every call gets (see the README's "Security model"): the
+ * the limits every call gets (see docs/security.md): the
  * defaults of `fuel`, `timeoutMs` and `signal` (`CallLimits`, which
  * `vm.with(...)` overrides per call), how deep and how large one call's stack
  * may grow, and how much memory the VM may hold.
@@ -140,7 +140,7 @@ export interface VirtualMachineOptions extends CallLimits {
    * yields at calls; plus the instruction that runs: one kernel is not
    * interrupted). Each yield waits one macrotask: `setTimeout(0)` in
    * Deno, Node and Bun (the timers' granularity: a millisecond or two, which
-   * is what yielding costs a long call; see the README's "Security model"),
+   * is what yielding costs a long call; see docs/security.md),
    * a `MessageChannel` message in browsers. A call that returns sooner never
    * yields, and one that yielded gives the same results and spends the same
    * fuel. `0` or `Infinity`: never yield (a looping call then holds the

@@ -14,7 +14,7 @@
  * resolution finds it.
  *
  * Usage: `deno task bundle [--outdir <dir>]` (default `dist/`). The output is
- * not minified: readable in a browser's debugger (README.md gives its size);
+ * not minified: readable in a browser's debugger (docs/guide.md gives its size);
  * minify it with your own bundler if you embed it.
  *
  * @module

@@ -54,7 +54,7 @@ export const GPU_WORK_PER_MS = 1e9;
 /**
  * Multiply-add equivalents of one attention score beyond its dot products:
  * its `exp`, the running maximum and sum (measured: about 5–10 ns a score
- * with a head size of 1, bench in the README's limits section).
+ * with a head size of 1, bench in docs/security.md's limits section).
  */
 export const ATTENTION_SCORE_WORK = 32;
 

@@ -13,7 +13,7 @@
  * (shapes, axes), and their messages start with the operator name; the VM
  * wraps them into a `VMError` naming the instruction.
  *
- * Operator arguments after the tensors (the README's operator table):
+ * Operator arguments after the tensors (docs/architecture.md's operator table):
  * reductions `(x, axes?, keepdims?)`, `transpose(x, axes?)`,
  * `layer_norm(x, gamma, beta, eps?)`, `cast(x, dtype)`.
  *

@@ -33,6 +33,7 @@ import {
 } from "../../web/playground/program.ts";
 import { cpu, Executable, VirtualMachine } from "../../mod.ts";
 import { type E2EEvent, findChromium, PROTOCOL_PREFIX } from "./protocol.ts";
+import { pageWith, readPages } from "../../docs/pages.ts";
 
 // Functions passed to page.evaluate and waitForFunction run in the page; these
 // declarations type the page globals they use (this file is checked without the DOM library).
@@ -384,11 +385,11 @@ const checks: [string, () => Promise<void>][] = [
     }
   }],
 
-  ["the README's browser example prints [11, 22] from WebGPU", async () => {
-    const readme = await Deno.readTextFile(new URL("../../README.md", import.meta.url));
-    const section = readme.slice(readme.indexOf("## Use in the browser"));
+  ["the guide's browser example prints [11, 22] from WebGPU", async () => {
+    const [, guide] = pageWith(await readPages(), "\n## Use in the browser\n");
+    const section = guide.slice(guide.indexOf("\n## Use in the browser\n"));
     const html = /```html\n([\s\S]*?)```/.exec(section)?.[1];
-    if (html === undefined) throw new Error("no html example in the README's browser section");
+    if (html === undefined) throw new Error("no html example in the guide's browser section");
     const page = await browser!.newPage();
     try {
       // The example imports ./dist/relaxvm.js: serve it from beside the bundle.

@@ -2,7 +2,7 @@
  * `deno task onnx:nodes`: runs every node test of the pinned onnx wheel
  * (tools/onnx/setup.sh) through `importONNX` on the CPU, in this one process,
  * and prints the counts. With `--write` it also writes the per-operator
- * table into README.md (between its `onnx-node-table` markers) and the
+ * table into docs/onnx.md (between its `onnx-node-table` markers) and the
  * sorted list of passing tests to `tests/onnx/node_tests_passing.txt`, which
  * `tests/onnx_node_tests_test.ts` holds to: a test that passes today must
  * keep passing. `--filter <text>` runs only tests whose name contains it;
@@ -14,6 +14,7 @@
 
 import { type Device, webgpu } from "../../mod.ts";
 import { nodeTestNames, type NodeTestResult, nodeTestRoot, runNodeTest } from "./node_tests.ts";
+import { pageWith, readPages } from "../../docs/pages.ts";
 
 const repo = new URL("../../", import.meta.url);
 const args = Deno.args;
@@ -93,11 +94,12 @@ if (write) {
     "",
     "<!-- /onnx-node-table -->",
   ];
-  const readmeUrl = new URL("README.md", repo);
-  const readme = await Deno.readTextFile(readmeUrl);
+  // The page that holds the markers (docs/onnx.md; the README's once).
+  const [page, readme] = pageWith(await readPages(), "<!-- onnx-node-table");
+  const readmeUrl = new URL(page, repo);
   const start = readme.indexOf("<!-- onnx-node-table");
   const end = readme.indexOf("<!-- /onnx-node-table -->");
-  if (start < 0 || end < 0) throw new Error("README.md has no onnx-node-table markers");
+  if (end < 0) throw new Error(`${page} has no /onnx-node-table marker`);
   await Deno.writeTextFile(
     readmeUrl,
     readme.slice(0, start) + lines.join("\n") +
@@ -107,7 +109,7 @@ if (write) {
   const fmt = await new Deno.Command(Deno.execPath(), { args: ["fmt", "-q", readmeUrl.pathname] })
     .output();
   if (fmt.code !== 0) {
-    throw new Error(`deno fmt README.md failed: ${new TextDecoder().decode(fmt.stderr)}`);
+    throw new Error(`deno fmt ${page} failed: ${new TextDecoder().decode(fmt.stderr)}`);
   }
   const passing = results.filter((r) => r.status === "pass").map((r) => r.name);
   await Deno.writeTextFile(
@@ -119,6 +121,6 @@ if (write) {
     [...gpuPass].sort().join("\n") + "\n",
   );
   console.log(
-    `Wrote README.md's table and tests/onnx/node_tests_passing{,_webgpu}.txt (${passing.length}, ${gpuPass.size})`,
+    `Wrote ${page}'s table and tests/onnx/node_tests_passing{,_webgpu}.txt (${passing.length}, ${gpuPass.size})`,
   );
 }

@@ -4,7 +4,7 @@
  *
  *     deno task tvm:ops                       the operator suite
  *     deno task tvm:ops --cases 10000         10^4 random modules (--seed S, default 28)
- *     deno task tvm:ops --write-readme        the operator suite, and README.md's table from it
+ *     deno task tvm:ops --write-readme        the operator suite, and docs/tvm.md's table from it
  *
  * Prints what became of the cases and how long the build and the run took;
  * exits with 1 if a case neither passes nor matches `expectations.ts`.
@@ -14,7 +14,8 @@
 
 import { buildSuite, runSuite, type SuiteSpec } from "./suite_cache.ts";
 import { problemOf } from "./expectations.ts";
-import { formatMarkdown, opsTable, readmeTable } from "./table.ts";
+import { formatMarkdown, opsTable, readmeTable, TABLE_START } from "./table.ts";
+import { pageWith, readPages, ROOT } from "../../docs/pages.ts";
 
 const args = Deno.args;
 const value = (flag: string): string | undefined => {
@@ -62,12 +63,10 @@ if (run.unsignedI32Remainder) {
 }
 if (args.includes("--write-readme")) {
   if (spec.suite !== "ops") throw new Error("--write-readme takes the operator suite (no --cases)");
-  const path = new URL("../../README.md", import.meta.url);
-  const readme = await Deno.readTextFile(path);
-  const old = readmeTable(readme);
-  if (old === null) throw new Error("README.md has no tvm-ops-table markers");
+  const [page, text] = pageWith(await readPages(), TABLE_START);
+  const old = readmeTable(text)!;
   const table = await formatMarkdown(opsTable(index.cases, results, run));
-  await Deno.writeTextFile(path, readme.replace(old, table));
-  console.log("README.md: operator table written");
+  await Deno.writeTextFile(new URL(page, ROOT), text.replace(old, table));
+  console.log(`${page}: operator table written`);
 }
 Deno.exit(found.length === 0 ? 0 : 1);
