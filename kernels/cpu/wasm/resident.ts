@@ -34,10 +34,10 @@
  *
  * When a copy is given back. When its seal ends: the tensor is freed (its
  * block `reclaimed()`), unsealed (`cpuView()`, an in-place builtin), or
- * sealed anew; `MemoryBlock` tells this module (devices/storage.ts's
- * `cpuKernelHost().sealEnded`, through `releaseSealCopies`). A sealed tensor dropped without `dispose()` gives its
- * copies back when the garbage collector takes its seal (a
- * `FinalizationRegistry`, the backstop).
+ * sealed anew; `MemoryBlock` tells this module (`releaseSealCopies`, the
+ * `sealEnded` of the `CpuKernelHost` kernels/install.ts installs). A sealed
+ * tensor dropped without `dispose()` gives its copies back when the garbage
+ * collector takes its seal (a `FinalizationRegistry`, the backstop).
  *
  * What is counted where. `memory_stats()` of the CPU device reports the
  * live copies' bytes (`residentBytes`, process-wide: one copy serves every
