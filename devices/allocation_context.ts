@@ -19,10 +19,26 @@ export interface AllocatorSet {
   /** The allocator for `device`. */
   allocatorFor(device: Device): Allocator;
   /** The memory limit the set's allocators share, whose hook checks the running call's clock. */
-  readonly limit?: {
-    readonly onLargeBlock: (() => void) | null;
-    readonly workBudget?: (() => WorkBudget | null) | null;
-  };
+  readonly limit?: ActiveLimit;
+}
+
+/**
+ * What a running VM's memory limit offers the code it calls: a `MemoryLimit` (allocator.ts),
+ * described by its members rather than its class so that a limit made by another copy of
+ * the library (ground/shared.ts) serves as well.
+ */
+export interface ActiveLimit {
+  /** Checks the running call's clock before a large block (`MemoryLimit.onLargeBlock`). */
+  readonly onLargeBlock: (() => void) | null;
+  /** The running call's budgets (`MemoryLimit.workBudget`). */
+  readonly workBudget?: (() => WorkBudget | null) | null;
+  /**
+   * Counts `blockBytes` against the limit, or throws a `RangeError` (`MemoryLimit.take`): what
+   * the CPU kernels charge a weight copy to (kernels/cpu/wasm/resident.ts).
+   */
+  take(blockBytes: number, device: Device, nbytes: number): void;
+  /** Gives `blockBytes` back (`MemoryLimit.give`). */
+  give(blockBytes: number): void;
 }
 
 /**

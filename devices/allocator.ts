@@ -8,7 +8,7 @@
 
 import type { Device } from "./device.ts";
 import type { MemoryBlock, Storage } from "./storage.ts";
-import { shared } from "../ground/shared.ts";
+import { cpuKernelHost } from "./cpu_kernel_host.ts";
 
 /** Counters reported by `VirtualMachine.memory_stats()`. */
 export interface MemoryStats {
@@ -164,7 +164,7 @@ export class MemoryLimit {
     if (this.heldBytes + blockBytes > this.maxBytes) {
       this.#trim();
       // Then what is charged here only to go faster (the CPU kernels' weight copies) goes too.
-      if (this.heldBytes + blockBytes > this.maxBytes) optional.release?.(this);
+      if (this.heldBytes + blockBytes > this.maxBytes) cpuKernelHost().releaseOptionalMemory(this);
       if (this.heldBytes + blockBytes > this.maxBytes) {
         throw new RangeError(
           `Cannot allocate ${nbytes} bytes on ${device}: the VM's memory limit of ${this.maxBytes} bytes (maxMemoryBytes) would be passed, with ${this.heldBytes} bytes in use`,
@@ -178,25 +178,6 @@ export class MemoryLimit {
   give(blockBytes: number): void {
     this.heldBytes -= blockBytes;
   }
-}
-
-/**
- * What gives back memory charged to a limit that is only an optimization (the CPU kernels'
- * weight copies, kernels/cpu/wasm/resident.ts, which this layer cannot import) when a request
- * would otherwise fail. One per process (ground/shared.ts).
- */
-const optional: { release: ((limit: MemoryLimit) => void) | null } = shared(
-  "relaxvm.optionalMemory.v1",
-  () => ({ release: null }),
-);
-
-/**
- * Registers what gives back optional memory charged to a `MemoryLimit` (`optional`).
- *
- * @ignore
- */
-export function setOptionalMemoryRelease(release: (limit: MemoryLimit) => void): void {
-  optional.release = release;
 }
 
 /** Blocks this large make the VM check its call's clock (`MemoryLimit.onLargeBlock`): 64 KiB. */

@@ -8,6 +8,9 @@
 import { Device, DLDeviceType } from "./device.ts";
 import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import { shared } from "../ground/shared.ts";
+import { cpuKernelHost, type ResidentStats } from "./cpu_kernel_host.ts";
+
+export type { ResidentStats };
 
 const CPU_DEVICE_BRAND = brandKey("CpuDevice");
 
@@ -89,31 +92,12 @@ export class CpuDevice extends Device {
 }
 
 /**
- * Describes the CPU kernels for `CpuDevice.description` and the profiler:
- * registered by the kernels (kernels/cpu/wasm/runtime.ts), which this layer
- * cannot import.
- */
-const kernelDescriber: { describe: () => string } = shared(
-  "relaxvm.cpuKernelDescriber.v1",
-  () => ({ describe: () => "TypeScript kernels" }),
-);
-
-/**
- * Registers what describes the CPU kernels (which instruction set, how many threads, and why).
- *
- * @ignore
- */
-export function setCpuKernelDescriber(describe: () => string): void {
-  kernelDescriber.describe = describe;
-}
-
-/**
  * Which kernels compute on the CPU, e.g. `"WebAssembly relaxed-simd kernels, 2 threads"`.
  *
  * @ignore
  */
 export function describeCpuKernels(): string {
-  return kernelDescriber.describe();
+  return cpuKernelHost().describeKernels();
 }
 
 /** One CPU device per id in the process, whichever copy of the library asks (ground/shared.ts). */
@@ -155,9 +139,9 @@ export interface CpuOptions {
 export const DEFAULT_RESIDENT_BYTES = 2 ** 30;
 
 /** The `cpu({ residentBytes })` setting, shared by every copy of the library. */
-const residentSettings: { bytes: number; changed: (() => void) | null } = shared(
+const residentSettings: { bytes: number } = shared(
   "relaxvm.cpuResidentSettings.v1",
-  () => ({ bytes: DEFAULT_RESIDENT_BYTES, changed: null }),
+  () => ({ bytes: DEFAULT_RESIDENT_BYTES }),
 );
 
 /**
@@ -170,44 +154,12 @@ export function cpuResidentSetting(): number {
 }
 
 /**
- * Registers what is told when `cpu({ residentBytes })` changes (the kernels give copies past
- * the new end back).
- *
- * @ignore
- */
-export function onCpuResidentSettingChange(changed: () => void): void {
-  residentSettings.changed = changed;
-}
-
-/** The resident copies' counters, for `memory_stats()` of the CPU device. */
-export interface ResidentStats {
-  /** Bytes of live weight copies in the CPU kernels' memory, process-wide. */
-  residentBytes: number;
-  /** The most `residentBytes` has been. */
-  residentPeakBytes: number;
-}
-
-const residentStatsSource: { stats: () => ResidentStats } = shared(
-  "relaxvm.cpuResidentStats.v1",
-  () => ({ stats: () => ({ residentBytes: 0, residentPeakBytes: 0 }) }),
-);
-
-/**
- * Registers what counts the resident copies (kernels/cpu/wasm/resident.ts).
- *
- * @ignore
- */
-export function setCpuResidentStats(stats: () => ResidentStats): void {
-  residentStatsSource.stats = stats;
-}
-
-/**
  * The resident copies' counters now (zero before the kernels made any).
  *
  * @ignore
  */
 export function cpuResidentStats(): ResidentStats {
-  return residentStatsSource.stats();
+  return cpuKernelHost().residentStats();
 }
 
 /** The thread setting of `cpu({ threads })`, shared by every copy of the library. */
@@ -263,7 +215,7 @@ export function cpu(id = 0, options: CpuOptions = {}): Device {
       );
     }
     residentSettings.bytes = b;
-    residentSettings.changed?.();
+    cpuKernelHost().residentSettingChanged();
   }
   let dev = cpuDevices.get(id);
   if (dev === undefined) {

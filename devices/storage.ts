@@ -27,30 +27,14 @@ import { brand, type Branded, brandKey } from "../ground/brand.ts";
 import { VMObject } from "../ground/object.ts";
 import type { TypedArray } from "../ground/dtype.ts";
 import type { Device } from "./device.ts";
-import { shared } from "../ground/shared.ts";
+import { cpuKernelHost } from "./cpu_kernel_host.ts";
 
 /**
- * Told when a seal ends (`unseal()`, a new `seal()`, `reclaimed()`), with the seal object
- * `sealFor` returned: the CPU kernels give the memory of their copy of the sealed values
- * back then (kernels/cpu/wasm/resident.ts), which this layer cannot import. One per process,
- * like the seals' users (ground/shared.ts).
+ * A seal ended (`unseal()`, a new `seal()`, `reclaimed()`): the CPU kernels give the memory
+ * of their copy of the sealed values back (`CpuKernelHost.sealEnded`).
  */
-const sealEnd: { hook: ((seal: object) => void) | null } = shared(
-  "relaxvm.sealEndHook.v1",
-  () => ({ hook: null }),
-);
-
-/**
- * Registers what is told when a seal ends (the CPU kernels' resident copies).
- *
- * @ignore
- */
-export function setSealEndHook(hook: ((seal: object) => void) | null): void {
-  sealEnd.hook = hook;
-}
-
 function endSeal(seal: object | null): void {
-  if (seal !== null && sealEnd.hook !== null) sealEnd.hook(seal);
+  if (seal !== null) cpuKernelHost().sealEnded(seal);
 }
 
 /** Where a block goes when its owner is done with it. */

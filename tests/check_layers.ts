@@ -93,6 +93,23 @@ export const ROOMS: Readonly<Record<string, readonly string[]>> = {
   "engine/": [],
 };
 
+/**
+ * Seams: a module through which a lower layer reaches code above it at run time → the only
+ * files outside its layer that may import it. The devices layer asks the CPU kernels for what
+ * it needs of them through one typed host object (devices/cpu_kernel_host.ts), which the
+ * kernels' installer alone installs; with the rule below (the devices layer exports no
+ * `set*` or `on*` function for a callback), that import is the whole dependency.
+ */
+export const SEAMS: Readonly<Record<string, readonly string[]>> = {
+  "devices/cpu_kernel_host.ts": ["kernels/install.ts"],
+};
+
+/**
+ * Layers that export no slot for a callback from above (`export function setXxx(…)`,
+ * `onXxx(…)`): what they need of upper layers goes through a seam (`SEAMS`).
+ */
+const NO_CALLBACK_SLOTS = new Set(["devices"]);
+
 /** Pure modules: file → the only library files it may import. */
 export const PURE_MODULES: Readonly<Record<string, readonly string[]>> = {
   "builtins/kv_state/page_table.ts": [],
@@ -247,6 +264,10 @@ export async function layerViolations(root: URL): Promise<string[]> {
           `${from} imports ${to}, inside the room ${room}: only ${ROOMS[room].join(", ")} may`,
         );
       }
+      const seam = SEAMS[to];
+      if (seam !== undefined && target !== layer && !seam.includes(from)) {
+        problems.push(`${from} imports ${to}, a seam: only ${seam.join(", ")} may install it`);
+      }
       const pure = PURE_MODULES[from];
       if (pure !== undefined && !pure.includes(to)) {
         problems.push(`${from} is pure and imports ${to}: it may import only [${pure.join(", ")}]`);
@@ -261,6 +282,15 @@ export async function layerViolations(root: URL): Promise<string[]> {
       problems.push(
         `${from} uses Deno.*; only cli/ and server/ may (the library runs in browsers)`,
       );
+    }
+    if (NO_CALLBACK_SLOTS.has(layer)) {
+      for (const m of codeOnly(source).matchAll(/\bexport\s+function\s+((?:set|on)[A-Z]\w*)/g)) {
+        problems.push(
+          `${from} exports ${
+            m[1]
+          }, a slot for a callback from above; declare what the ${layer} layer needs in a seam (SEAMS) instead`,
+        );
+      }
     }
     if (layer !== "program") {
       if (/\binstr(Data|Offset)\b/.test(source)) {
@@ -278,5 +308,7 @@ if (import.meta.main) {
     console.error(`Layer rules broken (${problems.length}):\n${problems.join("\n")}`);
     Deno.exit(1);
   }
-  console.log("Layers: no upward import, no cycle, one decoder, Deno.* only in cli/ and server/");
+  console.log(
+    "Layers: no upward import, no cycle, one decoder, one devices–kernels seam, Deno.* only in cli/ and server/",
+  );
 }

@@ -161,6 +161,28 @@ Deno.test("layers: an import into the paged KV cache's room from outside it is f
   ]);
 });
 
+Deno.test("layers: the devices–kernels seam is installed in one place, and devices has no other callback slot", async () => {
+  // The five hook slots this replaced (setSealEndHook, setOptionalMemoryRelease,
+  // setCpuKernelDescriber, setCpuResidentStats, onCpuResidentSettingChange) were each a way
+  // up from devices/ the import graph did not show; a sixth must be found.
+  const found = await violationsAfter(async (root) => {
+    await Deno.writeTextFile(
+      new URL("kernels/cpu/sneak.ts", root),
+      'import { installCpuKernelHost } from "../../devices/cpu_kernel_host.ts";\nexport const i = installCpuKernelHost;\n',
+    );
+    const storage = new URL("devices/storage.ts", root);
+    await Deno.writeTextFile(
+      storage,
+      (await Deno.readTextFile(storage)) +
+        "\n// export function setInComment(): void {}\nexport function setFooHook(_f: () => void): void {}\n",
+    );
+  });
+  assertEquals(found, [
+    "devices/storage.ts exports setFooHook, a slot for a callback from above; declare what the devices layer needs in a seam (SEAMS) instead",
+    "kernels/cpu/sneak.ts imports devices/cpu_kernel_host.ts, a seam: only kernels/install.ts may install it",
+  ]);
+});
+
 Deno.test("layers: the page table importing anything is found (it is pure)", async () => {
   const found = await violationsAfter(async (root) => {
     const file = new URL("builtins/kv_state/page_table.ts", root);

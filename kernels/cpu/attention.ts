@@ -29,7 +29,7 @@ export function causalMaskKernel(x: NDArray, offset: number, out: NDArray): void
   if (out.size === 0) return;
   const rank = x.shape.length;
   const m = x.shape[rank - 2], n = x.shape[rank - 1];
-  const xv = x.cpuView() as Float32Array, ov = out.cpuView() as Float32Array;
+  const xv = x.readView() as Float32Array, ov = out.cpuView() as Float32Array;
   ov.set(xv);
   for (let base = 0; base < ov.length; base += m * n) {
     for (let i = 0; i < m; i++) {
@@ -53,8 +53,8 @@ export function attentionKernel(
   if (out.size === 0) return;
   const g = attentionGeometry(q.shape, k.shape, v.shape, layout);
   const { Tq, Tk, D, Dv } = g;
-  const qv = q.cpuView() as Float32Array, kv = k.cpuView() as Float32Array;
-  const vv = v.cpuView() as Float32Array, ov = out.cpuView() as Float32Array;
+  const qv = q.readView() as Float32Array, kv = k.readView() as Float32Array;
+  const vv = v.readView() as Float32Array, ov = out.cpuView() as Float32Array;
   // Prefill-sized calls run in WebAssembly SIMD (kernels/cpu/wasm/attention_heads.ts).
   if (wasmAttention(qv, kv, vv, ov, g, scale, causalOffset)) return;
   if (scores.length < Tk) scores = new Float64Array(Tk);

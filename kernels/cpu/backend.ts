@@ -1,5 +1,6 @@
 /**
- * The CPU operator backend: TypedArray kernels over `NDArray.cpuView()`,
+ * The CPU operator backend: TypedArray kernels over `NDArray.readView()` of their inputs (which
+ * leaves a sealed weight sealed) and `cpuView()` of the outputs they allocate,
  * installed for `cpu` devices by kernels/install.ts. The operator front end
  * (builtins/operators/tensor_operators.ts) checks arguments and allocates outputs; these
  * kernels only compute. They are also the reference the GPU kernels are

@@ -57,9 +57,9 @@ function isFloat(dt: TensorDType): boolean {
 /** Converts `x` into `out` (same shape, `out.dtype` the target). */
 export function castKernel(x: NDArray, out: NDArray): void {
   if (x.dtype === out.dtype) {
-    (out.cpuView() as NumberArray).set(x.cpuView() as NumberArray); // the same bits
+    (out.cpuView() as NumberArray).set(x.readView() as NumberArray); // the same bits
   } else if (x.dtype === "int64") {
-    fromInt64(x.cpuView() as BigInt64Array, out);
+    fromInt64(x.readView() as BigInt64Array, out);
   } else {
     fromNumbers(numbersOf(x), isFloat(x.dtype), out);
   }
@@ -67,7 +67,7 @@ export function castKernel(x: NDArray, out: NDArray): void {
 
 /** The elements of a tensor of any dtype but int64, as numbers (16-bit floats decoded). */
 function numbersOf(x: NDArray): NumberArray {
-  const view = x.cpuView() as NumberArray;
+  const view = x.readView() as NumberArray;
   // Loops, not Float32Array.from(view, f): that dies past about 2^27 elements (float_formats.ts).
   if (x.dtype === "bfloat16") return bfloat16ArrayToFloat32(view as Uint16Array);
   if (x.dtype === "float16" && !NATIVE_FLOAT16) return float16ArrayToFloat32(view as Uint16Array);

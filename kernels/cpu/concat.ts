@@ -22,7 +22,7 @@ export function concatKernel(inputs: readonly NDArray[], axis: number, out: NDAr
   inputs.forEach((x, k) => {
     const row = rows[k];
     if (row === 0) return;
-    const xv = x.cpuView() as NumberArray;
+    const xv = x.readView() as NumberArray;
     if (outer === 1) {
       ov.set(xv, starts[k]);
       return;

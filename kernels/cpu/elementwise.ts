@@ -188,7 +188,7 @@ export function binaryKernel(op: BinaryOp, a: NDArray, b: NDArray, out: NDArray)
  * false where TypeScript should run.
  */
 function wasmBinary(op: RowsBinaryOp, a: NDArray, b: NDArray, out: NDArray): boolean {
-  const av = a.cpuView() as Float32Array, bv = b.cpuView() as Float32Array;
+  const av = a.readView() as Float32Array, bv = b.readView() as Float32Array;
   const ov = out.cpuView() as Float32Array;
   if (a.size === out.size && b.size === out.size) {
     // Same shapes are memory-bound: the copies in and out alone take about as long as the
@@ -227,7 +227,7 @@ function binaryLoops<A extends NumberArray | BigInt64Array, S>(
   b: NDArray,
   out: NDArray,
 ): void {
-  const av = a.cpuView() as A, bv = b.cpuView() as A, ov = out.cpuView() as A;
+  const av = a.readView() as A, bv = b.readView() as A, ov = out.cpuView() as A;
   if (a.size === out.size && b.size === out.size) {
     loops.flat(av, bv, ov, out.size);
     return;
@@ -399,9 +399,9 @@ const UNARY_LOOPS: Record<UnaryOp, (x: NumberArray, o: NumberArray, n: number) =
 /** `out[i] = op(x[i])`; `out` has x's shape and dtype. */
 export function unaryKernel(op: UnaryOp, x: NDArray, out: NDArray): void {
   if (x.dtype === "int64") {
-    unaryInt64(op, x.cpuView() as BigInt64Array, out.cpuView() as BigInt64Array, x.size);
+    unaryInt64(op, x.readView() as BigInt64Array, out.cpuView() as BigInt64Array, x.size);
   } else {
-    const xv = x.cpuView() as NumberArray, ov = out.cpuView() as NumberArray;
+    const xv = x.readView() as NumberArray, ov = out.cpuView() as NumberArray;
     // gelu over float32 goes to the WebAssembly SIMD kernel (kernels/cpu/wasm/unary.ts) when large enough.
     if (
       op === "gelu" && xv instanceof Float32Array && ov instanceof Float32Array &&

@@ -20,8 +20,8 @@ export function layerNormKernel(
   eps: number,
   out: NDArray,
 ): void {
-  const xv = x.cpuView() as NumberArray, gv = gamma.cpuView() as NumberArray;
-  const bv = beta.cpuView() as NumberArray, ov = out.cpuView() as NumberArray;
+  const xv = x.readView() as NumberArray, gv = gamma.readView() as NumberArray;
+  const bv = beta.readView() as NumberArray, ov = out.cpuView() as NumberArray;
   const n = gamma.size;
   if (n === 0) return;
   // float32 runs in WebAssembly SIMD (kernels/cpu/wasm/rows.ts) when large enough.

@@ -20,11 +20,11 @@ export function linearKernel(x: NDArray, w: NDArray, bias: NDArray | null, out: 
   const N = w.shape[0], K = w.shape[1];
   const M = out.size / N;
   // readView: the weight stays sealed, so a copy the kernels keep of it stays usable.
-  const xv = x.cpuView() as Float32Array, wv = w.readView() as Float32Array;
+  const xv = x.readView() as Float32Array, wv = w.readView() as Float32Array;
   const ov = out.cpuView() as Float32Array;
   gemm(xv, 0, wv, 0, ov, 0, M, K, N, true, true, w);
   if (bias === null) return;
-  const bv = bias.cpuView() as Float32Array;
+  const bv = bias.readView() as Float32Array;
   for (let i = 0; i < M; i++) {
     const o = i * N;
     for (let j = 0; j < N; j++) ov[o + j] += bv[j];

@@ -69,7 +69,7 @@ export function matmulKernel(a: NDArray, b: NDArray, out: NDArray): void {
   if (out.size === 0) return;
   const ar = a.shape.length, br = b.shape.length, or = out.shape.length;
   const M = a.shape[ar - 2], K = a.shape[ar - 1], N = b.shape[br - 1];
-  const av = a.cpuView() as Float32Array, bv = b.cpuView() as Float32Array;
+  const av = a.readView() as Float32Array, bv = b.readView() as Float32Array;
   const ov = out.cpuView() as Float32Array;
   const batchShape = out.shape.slice(0, or - 2);
   const aBatch = a.shape.slice(0, ar - 2), bBatch = b.shape.slice(0, br - 2);

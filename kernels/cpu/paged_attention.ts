@@ -43,7 +43,9 @@ export function pagedAttentionKernel(
 ): void {
   const { numQoHeads: H, numKvHeads: KH, headDim: D, pageSize: P } = batch;
   const { rowIndptr, slotIndptr, slots } = batch;
-  const src = qkv.cpuView() as Float32Array, pv = pages.cpuView() as Float32Array;
+  // The pages are written (this step's K and V go into their slots): a write view, which ends
+  // any seal, as a write must.
+  const src = qkv.readView() as Float32Array, pv = pages.cpuView() as Float32Array;
   const ov = out.cpuView() as Float32Array;
   const fused = (H + 2 * KH) * D, group = H / KH;
   /** Element offset of (K or V, head, slot) in the pages. */

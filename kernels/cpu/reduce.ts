@@ -36,10 +36,10 @@ export function reduceKernel(
       contiguousStrides(x.shape),
       outputStrides(x.shape, axes),
     ]);
-    reduceInt64(isMax, x.cpuView() as BigInt64Array, out.cpuView() as BigInt64Array, shape, so);
+    reduceInt64(isMax, x.readView() as BigInt64Array, out.cpuView() as BigInt64Array, shape, so);
     return;
   }
-  const xv = x.cpuView() as NumberArray, ov = out.cpuView() as NumberArray;
+  const xv = x.readView() as NumberArray, ov = out.cpuView() as NumberArray;
   if (
     xv instanceof Float32Array && ov instanceof Float32Array && x.size > 0 &&
     rowsMayTake(x.size, ROWS_WASM_MIN_VALUES.reduce)

@@ -23,7 +23,7 @@ export function argmaxKernel(
   inner: number,
   out: NDArray,
 ): void {
-  const xv = x.cpuView() as NumberArray, ov = out.cpuView() as Int32Array;
+  const xv = x.readView() as NumberArray, ov = out.cpuView() as Int32Array;
   for (let o = 0; o < outer; o++) {
     for (let i = 0; i < inner; i++) {
       const base = o * n * inner + i;
@@ -60,7 +60,7 @@ export function sampleTopPKernel(
   out: NDArray,
 ): void {
   const V = logits.shape[logits.shape.length - 1];
-  const lv = logits.cpuView() as Float32Array, uv = uniform.cpuView() as Float32Array;
+  const lv = logits.readView() as Float32Array, uv = uniform.readView() as Float32Array;
   const ov = out.cpuView() as Int32Array;
   for (let r = 0; r < out.size; r++) {
     ov[r] = sampleTopPRow(lv.subarray(r * V, (r + 1) * V), uv[r], temperature, topP);

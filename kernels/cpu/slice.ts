@@ -24,7 +24,7 @@ export function stridedSliceKernel(
 ): void {
   if (out.size === 0) return;
   // Any element type, int64 included: elements are copied as they are.
-  const xv = x.cpuView() as NumberArray, ov = out.cpuView() as NumberArray;
+  const xv = x.readView() as NumberArray, ov = out.cpuView() as NumberArray;
   const window = sliceWindow(x.shape, start, step);
   const { shape, strides: [sx] } = collapseDims(out.shape, [window.strides]);
   const rank = shape.length;

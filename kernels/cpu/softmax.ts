@@ -14,7 +14,7 @@ import { wasmSoftmaxRows } from "./wasm/rows.ts";
 
 /** `out = exp(x - max) / sum(exp(x - max))` per row of the last axis; a 0-d tensor is one row of one. */
 export function softmaxKernel(x: NDArray, out: NDArray): void {
-  const xv = x.cpuView() as NumberArray, ov = out.cpuView() as NumberArray;
+  const xv = x.readView() as NumberArray, ov = out.cpuView() as NumberArray;
   const n = x.shape.length === 0 ? 1 : x.shape[x.shape.length - 1];
   if (n === 0) return;
   // float32 runs wholly in WebAssembly (kernels/cpu/wasm/rows.ts) when large enough.

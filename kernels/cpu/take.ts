@@ -51,7 +51,7 @@ export function takeKernel(
   // Any element type, int64 included: elements are copied as they are.
   // readView: an embedding table read here stays sealed (kernels/cpu/wasm/resident.ts).
   const xv = x.readView() as NumberArray, ov = out.cpuView() as NumberArray;
-  const iv = indices.cpuView() as ArrayLike<number | bigint>;
+  const iv = indices.readView() as ArrayLike<number | bigint>;
   const rows = new Int32Array(m);
   for (let t = 0; t < m; t++) rows[t] = mapIndex(iv[t], n, mode);
   let o = 0;

@@ -17,7 +17,7 @@ import { collapseDims, contiguousStrides } from "../broadcast.ts";
 export function transposeKernel(x: NDArray, perm: readonly number[], out: NDArray): void {
   if (out.size === 0) return;
   // Any element type, int64 included: elements are copied as they are.
-  const xv = x.cpuView() as NumberArray, ov = out.cpuView() as NumberArray;
+  const xv = x.readView() as NumberArray, ov = out.cpuView() as NumberArray;
   const inStrides = contiguousStrides(x.shape);
   const { shape, strides: [sx] } = collapseDims(out.shape, [perm.map((p) => inStrides[p])]);
   const rank = shape.length;

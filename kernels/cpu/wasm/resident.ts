@@ -34,10 +34,10 @@
  *
  * When a copy is given back. When its seal ends: the tensor is freed (its
  * block `reclaimed()`), unsealed (`cpuView()`, an in-place builtin), or
- * sealed anew; `MemoryBlock` tells this module (devices/storage.ts's
- * `setSealEndHook`). A sealed tensor dropped without `dispose()` gives its
- * copies back when the garbage collector takes its seal (a
- * `FinalizationRegistry`, the backstop).
+ * sealed anew; `MemoryBlock` tells this module (`releaseSealCopies`, the
+ * `sealEnded` of the `CpuKernelHost` kernels/install.ts installs). A sealed
+ * tensor dropped without `dispose()` gives its copies back when the garbage
+ * collector takes its seal (a `FinalizationRegistry`, the backstop).
  *
  * What is counted where. `memory_stats()` of the CPU device reports the
  * live copies' bytes (`residentBytes`, process-wide: one copy serves every
@@ -53,16 +53,8 @@
 
 import type { NDArray } from "../../../devices/ndarray.ts";
 import { shared } from "../../../ground/shared.ts";
-import { setSealEndHook } from "../../../devices/storage.ts";
-import { activeAllocators } from "../../../devices/allocation_context.ts";
-import { setOptionalMemoryRelease } from "../../../devices/allocator.ts";
-import {
-  cpu,
-  cpuResidentSetting,
-  onCpuResidentSettingChange,
-  type ResidentStats,
-  setCpuResidentStats,
-} from "../../../devices/cpu_device.ts";
+import { activeAllocators, type ActiveLimit } from "../../../devices/allocation_context.ts";
+import { cpu, cpuResidentSetting, type ResidentStats } from "../../../devices/cpu_device.ts";
 import { DOT_K_STEP, DOT_ROWS } from "./gemm_module.ts";
 import { requestTrim, scratchView, setCopiesGone, type WasmKernels } from "./runtime.ts";
 
@@ -72,10 +64,7 @@ export const RESIDENT_BASE = 512 * 2 ** 20;
 export const RESIDENT_END = 2 ** 31;
 
 /** What a copy is charged to: a VM's `MemoryLimit`. */
-interface Charge {
-  take(blockBytes: number, device: ReturnType<typeof cpu>, nbytes: number): void;
-  give(blockBytes: number): void;
-}
+type Charge = ActiveLimit;
 
 interface Copy {
   /** Byte address of the copy in the kernels' memory. */
@@ -120,24 +109,37 @@ const state: ResidentState = shared("relaxvm.cpuResident.v2", () => ({
   peakBytes: 0,
 }));
 
-setSealEndHook((seal) => {
+// The kernels' memory, grown to hold the region, is dropped only once no copy lives in it.
+setCopiesGone(() => state.live.size === 0);
+
+/**
+ * Gives back the copies kept under `seal`, which just ended (`CpuKernelHost.sealEnded`,
+ * installed by kernels/install.ts; devices/storage.ts calls it).
+ */
+export function releaseSealCopies(seal: object): void {
   const e = state.copies.get(seal);
   if (e === undefined) return;
   state.copies.delete(seal);
   state.registry.unregister(e);
   freeEntry(e);
-});
-setCpuResidentStats(residentStats);
-// The kernels' memory, grown to hold the region, is dropped only once no copy lives in it.
-setCopiesGone(() => state.live.size === 0);
-// A VM request that would pass its limit takes its copies' memory first: they only save time.
-setOptionalMemoryRelease((limit) => {
+}
+
+/**
+ * Gives back the copies charged to `limit`, a VM's memory limit a request would otherwise
+ * pass: they only save time (`CpuKernelHost.releaseOptionalMemory`).
+ */
+export function releaseCopiesChargedTo(limit: object): void {
   for (const c of [...state.live]) if (c.charge === limit) freeCopy(c);
-});
-onCpuResidentSettingChange(() => {
+}
+
+/**
+ * Gives back the copies past the region's end after `cpu({ residentBytes })` changed
+ * (`CpuKernelHost.residentSettingChanged`).
+ */
+export function releaseCopiesPastEnd(): void {
   const end = regionEnd();
   for (const c of [...state.live]) if (c.at + c.bytes > end) freeCopy(c);
-});
+}
 
 /** The resident copies' counters (`memory_stats()` of the CPU device). */
 export function residentStats(): ResidentStats {
@@ -308,15 +310,15 @@ export function residentLayout(
  * null outside a VM, false where the copy would pass it.
  */
 function chargeFor(bytes: number): Charge | null | false {
-  const limit = activeAllocators()?.limit as Partial<Charge> | undefined;
-  if (limit === undefined || limit.take === undefined || limit.give === undefined) return null;
+  const limit = activeAllocators()?.limit;
+  if (limit === undefined) return null;
   try {
     limit.take(bytes, cpu(), bytes);
   } catch (e) {
     if (e instanceof RangeError) return false;
     throw e;
   }
-  return limit as Charge;
+  return limit;
 }
 
 /**

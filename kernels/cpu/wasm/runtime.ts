@@ -42,7 +42,7 @@
  */
 
 import { shared } from "../../../ground/shared.ts";
-import { cpu, cpuThreadSetting, setCpuKernelDescriber } from "../../../devices/cpu_device.ts";
+import { cpu, cpuThreadSetting } from "../../../devices/cpu_device.ts";
 import { activeAllocators } from "../../../devices/allocation_context.ts";
 import { gemmModuleBytes } from "./gemm_module.ts";
 import { CONTROL_BYTES, ThreadPool, threadsAvailable } from "./thread_pool.ts";
@@ -403,12 +403,6 @@ export function scratchView(space: KernelSpace, bytes: number): Float32Array {
   return space.view;
 }
 
-/** What a VM's memory limit offers a kernel (devices/allocator.ts's `MemoryLimit`). */
-interface ScratchCharge {
-  take(blockBytes: number, device: ReturnType<typeof cpu>, nbytes: number): void;
-  give(blockBytes: number): void;
-}
-
 /**
  * `scratchView(space, bytes)` for a kernel call's scratch of `bytes` (from
  * address 0), or null where the operator should run in TypeScript instead:
@@ -437,9 +431,9 @@ export function scratchFor(
  */
 function withinVMLimit(bytes: number): boolean {
   if (bytes < SCRATCH_CHECK_BYTES) return true;
-  // The VM's MemoryLimit (devices/allocator.ts), read as resident.ts reads it.
-  const limit = activeAllocators()?.limit as Partial<ScratchCharge> | undefined;
-  if (limit?.take === undefined || limit.give === undefined) return true;
+  // The VM's MemoryLimit (devices/allocation_context.ts's `ActiveLimit`), as resident.ts reads it.
+  const limit = activeAllocators()?.limit;
+  if (limit === undefined) return true;
   try {
     // Counted and given back at once: the scratch lives only while this synchronous call runs.
     // Taking may give the VM's weight copies back (they only save time); a copy this call already
@@ -547,8 +541,11 @@ function armIdleTimer(): void {
   unrefTimer?.(id);
 }
 
-/** One line for `CpuDevice.description` and the profiler: what computes, on how many threads. */
-function describe(): string {
+/**
+ * One line for `CpuDevice.description` and the profiler: what computes, on how many threads
+ * (`CpuKernelHost.describeKernels`, installed by kernels/install.ts).
+ */
+export function describeCpuKernelRuntime(): string {
   if (state.mode === "typescript") return "TypeScript kernels (setCpuKernelMode)";
   if (state.reason !== null) return `TypeScript kernels (${state.reason})`;
   if (state.kernels === null) return "WebAssembly kernels not compiled yet";
@@ -560,5 +557,3 @@ function describe(): string {
     : `${want} threads`;
   return `WebAssembly ${state.kernels.simd} kernels, ${threads}`;
 }
-
-setCpuKernelDescriber(describe);
