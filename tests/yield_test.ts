@@ -104,12 +104,16 @@ for (const form of Object.keys(FORMS) as Form[]) {
 
   Deno.test(`finding 8 (${form}): a call with no limits at all lets timers run`, async () => {
     using vm = loadIn(EX, form);
+    // Sized by a first, shorter run to about 400 ms on this machine, idle or loaded: long
+    // enough to span many intervals in every form, whatever the machine's speed.
+    const probe = form === "compiled" ? 4_000_000 : 1_000_000;
+    const p0 = performance.now();
+    assertEquals(await vm.invoke("spin", probe), probe);
+    const n = Math.ceil(probe * 400 / Math.max(1, performance.now() - p0));
     let ticks = 0;
     const interval = setInterval(() => ticks++, 5);
     const t0 = performance.now();
     try {
-      // Long enough to span many intervals in every form (0.3 to 1 s).
-      const n = form === "compiled" ? 40_000_000 : 10_000_000;
       assertEquals(await vm.invoke("spin", n), n);
     } finally {
       clearInterval(interval);
