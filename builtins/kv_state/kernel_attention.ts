@@ -74,19 +74,11 @@ export function kernelAttention(
   out: NDArray,
 ): void {
   const c = cache.config;
-  const plan = cache.plan;
-  if (plan === null) {
-    throw new RangeError(`${WHO}: no forward in progress (call kv_state_begin_forward first)`);
-  }
+  const plan = cache.forwardPlan(WHO);
   if (c.ropeMode === "inline") {
     throw new RangeError(`${WHO}: inline RoPE (rope_mode 2) is not supported by relaxvm`);
   }
-  const layer = layerId - c.layerBegin;
-  if (!Number.isSafeInteger(layerId) || layer < 0 || layer >= c.numLayers) {
-    throw new RangeError(
-      `${WHO}: layer ${layerId} is not in ${c.layerBegin}..${c.layerBegin + c.numLayers - 1}`,
-    );
-  }
+  const layer = cache.layerIndex(layerId, WHO);
   const H = c.numQoHeads, KH = c.numKvHeads, D = c.headDim, T = plan.totalLength;
   const pages = cache.pages(layer);
   for (const [t, what] of [[qkv, "qkv"], [out, "the output"]] as const) {

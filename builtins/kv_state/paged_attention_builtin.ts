@@ -27,10 +27,7 @@ const WHO = "vm.op.paged_attention";
 
 /** The kernel's view of the forward in progress on `cache`. */
 export function pagedAttentionBatch(cache: PagedKVCache, who = WHO): PagedAttentionBatch {
-  const plan = cache.plan;
-  if (plan === null) {
-    throw new RangeError(`${who}: no forward in progress (call kv_state_begin_forward first)`);
-  }
+  const plan = cache.forwardPlan(who);
   const maps = plan.seqIds.map((id) => cache.table.positionMap(id, who));
   const slotIndptr = new Int32Array(maps.length + 1);
   for (let i = 0; i < maps.length; i++) slotIndptr[i + 1] = slotIndptr[i] + maps[i].length;
@@ -59,12 +56,7 @@ function pagedAttention(kv: unknown, layerId: unknown, smScale: unknown, qkvArg:
       `${WHO}: the cache applies RoPE (mode ${c.ropeMode}); relaxvm's paged attention does not (use attention_kv_cache_attention_with_fused_qkv)`,
     );
   }
-  const layer = integerArg(layerId, "layer", WHO) - c.layerBegin;
-  if (layer < 0 || layer >= c.numLayers) {
-    throw new RangeError(
-      `${WHO}: layer ${layerId} is not in ${c.layerBegin}..${c.layerBegin + c.numLayers - 1}`,
-    );
-  }
+  const layer = kv.layerIndex(integerArg(layerId, "layer", WHO), WHO);
   if (typeof smScale !== "number" || !Number.isFinite(smScale)) {
     throw new TypeError(`${WHO}: sm_scale must be a finite number, got ${describe(smScale)}`);
   }

@@ -223,6 +223,29 @@ export class PagedKVCache extends VMObject {
   }
 
   /**
+   * The 0-based index in this cache of model layer `layerId` (the numbering starts at
+   * `config.layerBegin`), or a `RangeError` naming `who` and the layers it holds.
+   */
+  layerIndex(layerId: number, who: string): number {
+    const c = this.config;
+    const layer = layerId - c.layerBegin;
+    if (!Number.isSafeInteger(layerId) || layer < 0 || layer >= c.numLayers) {
+      throw new RangeError(
+        `${who}: layer ${layerId} is not in ${c.layerBegin}..${c.layerBegin + c.numLayers - 1}`,
+      );
+    }
+    return layer;
+  }
+
+  /** The forward in progress, or a `RangeError` naming `who` when there is none. */
+  forwardPlan(who: string): ForwardPlan {
+    if (this.#plan === null) {
+      throw new RangeError(`${who}: no forward in progress (call kv_state_begin_forward first)`);
+    }
+    return this.#plan;
+  }
+
+  /**
    * The forward's arrays on the pages' device: `upload`'s result, made once per forward
    * and freed when the plan changes (TVM uploads them once per `begin_forward` too).
    *

@@ -76,21 +76,13 @@ export function referenceAttention(
   out: NDArray,
 ): void {
   const c = cache.config;
-  const plan = cache.plan;
-  if (plan === null) {
-    throw new RangeError(`${WHO}: no forward in progress (call kv_state_begin_forward first)`);
-  }
+  const plan = cache.forwardPlan(WHO);
   if (c.ropeMode === "inline") {
     throw new RangeError(
       `${WHO}: inline RoPE (rope_mode 2) is not supported by relaxvm's reference attention`,
     );
   }
-  const layer = layerId - c.layerBegin;
-  if (!Number.isSafeInteger(layerId) || layer < 0 || layer >= c.numLayers) {
-    throw new RangeError(
-      `${WHO}: layer ${layerId} is not in ${c.layerBegin}..${c.layerBegin + c.numLayers - 1}`,
-    );
-  }
+  const layer = cache.layerIndex(layerId, WHO);
   const H = c.numQoHeads, KH = c.numKvHeads, D = c.headDim, T = plan.totalLength;
   const fused = H + 2 * KH;
   const want = (t: NDArray, heads: number) =>

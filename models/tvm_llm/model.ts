@@ -171,21 +171,19 @@ export class TVMLanguageModel implements EngineModel {
     return this.#template(messages);
   }
 
-  /** `attention_kv_cache_get_num_available_pages`. */
+  /** The cache's free pages (`attention_kv_cache_get_num_available_pages`). */
   freePages(): number {
-    return getGlobalFunc("vm.builtin.attention_kv_cache_get_num_available_pages")!(
-      this.cache,
-    ) as number;
+    return this.cache.numAvailablePages;
   }
 
   /** `kv_state_add_sequence`. */
   addSequence(seqId: number): void {
-    getGlobalFunc("vm.builtin.kv_state_add_sequence")!(this.cache, seqId);
+    this.cache.addSequence(seqId);
   }
 
   /** `kv_state_remove_sequence`. */
   removeSequence(seqId: number): void {
-    getGlobalFunc("vm.builtin.kv_state_remove_sequence")!(this.cache, seqId);
+    this.cache.removeSequence(seqId);
   }
 
   /** One `batch_decode` (every entry one token) or `batch_prefill`, with one read back. */
