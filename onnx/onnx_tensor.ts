@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { TensorDType } from "../ground/dtype.ts";
+import { elementBytes, type TensorDType } from "../ground/dtype.ts";
 import { NDArray, shapeSizeWithin } from "../devices/ndarray.ts";
 import { ONNXImportError } from "./onnx_errors.ts";
 import { readTensor, type TensorProto } from "./onnx_proto.ts";
@@ -64,21 +64,6 @@ export function onnxTypeName(code: number): string {
   return ONNX_TYPE_NAMES[code] ?? `data type ${code}`;
 }
 
-const BYTES: Record<TensorDType, number> = {
-  float32: 4,
-  float64: 8,
-  float16: 2,
-  bfloat16: 2,
-  int8: 1,
-  int16: 2,
-  int32: 4,
-  int64: 8,
-  uint8: 1,
-  uint16: 2,
-  uint32: 4,
-  bool: 1,
-};
-
 /** Most elements one tensor of a file may have (2^31: 8 GiB of float32). */
 export const MAX_TENSOR_ELEMENTS = 2 ** 31;
 
@@ -109,7 +94,7 @@ export function tensorFromProto(t: TensorProto, section: string): NDArray {
   try {
     const view = out.cpuView();
     const bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
-    const want = count * BYTES[dt];
+    const want = count * elementBytes(dt);
     if (t.rawData !== null) {
       if (t.rawData.length !== want) {
         throw fail(
