@@ -272,19 +272,6 @@ export function recordBytes(
   return bytes.subarray(byteOffset, end);
 }
 
-/**
- * The element bytes of `record` as the tensor holds them (little-endian):
- * a copy of the raw bytes, or float32 widened from bfloat16 bits.
- */
-export function decodeRecord(bytes: Uint8Array, record: TensorCacheRecord): Uint8Array {
-  if (widensBf16(record)) {
-    const out = new Float32Array(bytes.length / 2);
-    widenBf16Into(bytes, out);
-    return new Uint8Array(out.buffer);
-  }
-  return bytes.slice(); // own, aligned bytes
-}
-
 /** Whether `record` is a float32 tensor stored as bfloat16 (2 bytes in the shard, 4 in the tensor). */
 export function widensBf16(record: TensorCacheRecord): boolean {
   return record.format === "f32-to-bf16" && record.dtype === "float32";
