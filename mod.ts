@@ -51,4 +51,3 @@ export { importONNX, ONNX_OPERATOR_NAMES } from "./onnx/import_onnx.ts";
 export type { ImportedONNX, ImportONNXOptions, ONNXValueInfo } from "./onnx/import_onnx.ts";
 export { ONNXImportError, UnsupportedONNXError } from "./onnx/onnx_errors.ts";
 export type { UnsupportedNode } from "./onnx/onnx_errors.ts";
-export { decodeTensor as decodeONNXTensor } from "./onnx/onnx_tensor.ts";

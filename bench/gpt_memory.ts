@@ -27,7 +27,8 @@ import { argmax, GPTSession } from "../models/gpt/session.ts";
 import { encodeWeights, makeWeights, paramCount } from "../models/gpt/weights.ts";
 import { writeFiles } from "../builtins/tensor_cache/cache_files.ts";
 import { cpuResidentStats } from "../devices/cpu_device.ts";
-import { RESIDENT_BASE, residentRegion } from "../kernels/cpu/wasm/resident.ts";
+import { residentRegion } from "../kernels/cpu/wasm/resident.ts";
+import { RESIDENT_BASE } from "../kernels/cpu/wasm/runtime.ts";
 
 const MiB = (b: number) => (b / 2 ** 20).toFixed(1);
 

@@ -124,6 +124,26 @@ export async function plantedPackage(): Promise<{ root: string; pkg: string; ind
   return { root, pkg, index: await Deno.readTextFile(`${pkg}/params/ndarray-cache.json`) };
 }
 
+/**
+ * The weights `readPackageFiles` read, their bytes end to end in index
+ * order (for the MLP, whose records fill its one shard in order: the
+ * shard's bytes), and the tensors disposed.
+ */
+export function weightBytes(weights: ReadonlyMap<string, NDArray>): Uint8Array {
+  const views = [...weights.values()].map((t) => {
+    const v = t.readView();
+    return new Uint8Array(v.buffer, v.byteOffset, v.byteLength).slice();
+  });
+  for (const t of weights.values()) t.dispose();
+  const out = new Uint8Array(views.reduce((n, v) => n + v.length, 0));
+  let at = 0;
+  for (const v of views) {
+    out.set(v, at);
+    at += v.length;
+  }
+  return out;
+}
+
 /** The index with shard 0's `dataPath` replaced. */
 export function withDataPath(index: string, dataPath: string): string {
   const json = JSON.parse(index);

@@ -9,10 +9,14 @@
 
 import { assert, assertEquals, assertNotEquals } from "@std/assert";
 import { cpu, cpuThreadSetting } from "../devices/cpu_device.ts";
-import { cpuThreadsReady, setCpuKernelMode, wasmKernelsFor } from "../kernels/cpu/wasm/runtime.ts";
+import {
+  cpuThreadsReady,
+  RESIDENT_BASE,
+  setCpuKernelMode,
+  wasmKernelsFor,
+} from "../kernels/cpu/wasm/runtime.ts";
 import {
   dropResidentCopies,
-  RESIDENT_BASE,
   residentCopy,
   residentLayout,
   residentRegion,

@@ -25,7 +25,6 @@ import {
   VirtualMachine,
   VMError,
 } from "../mod.ts";
-import { recordBytes } from "../builtins/tensor_cache/cache_format.ts";
 import { bfloat16BitsToFloat32, float32ToBfloat16Bits } from "../ground/float_formats.ts";
 
 const call = (name: string, ...args: unknown[]) => getGlobalFunc(name)!(...args);
@@ -145,43 +144,6 @@ Deno.test("TVM test_save_load: every dtype round-trips exactly, raw and f32-to-b
       }
     }
   }));
-
-Deno.test("tvmjs getTensorCacheRecordBytes: views, not copies; bad ranges named", () => {
-  const shard = new Uint8Array([1, 2, 3, 4, 5, 6]).buffer;
-  const a = recordBytes(shard, { byteOffset: 2, nbytes: 3 });
-  assertEquals([[...a], a.byteOffset], [[3, 4, 5], 2]);
-  assertStrictEquals(a.buffer, shard);
-  const backing = new Uint8Array([90, 91, 1, 2, 3, 4, 92]);
-  const sub = backing.subarray(2, 6);
-  const b = recordBytes(sub, { byteOffset: 1, nbytes: 2 });
-  assertEquals([[...b], b.byteOffset], [[2, 3], sub.byteOffset + 1]);
-  assertStrictEquals(b.buffer, backing.buffer);
-  assertEquals([...recordBytes(new Uint8Array([1, 2, 3, 4]), { byteOffset: 0, nbytes: 4 })], [
-    1,
-    2,
-    3,
-    4,
-  ]);
-  const end = recordBytes(sub, { byteOffset: 4, nbytes: 0 });
-  assertEquals([end.length, end.byteOffset], [0, sub.byteOffset + 4]);
-  const four = new ArrayBuffer(4);
-  const big = Number.MAX_SAFE_INTEGER;
-  for (
-    const [byteOffset, nbytes, text] of [
-      [-1, 1, "byteOffset"],
-      [0.5, 1, "byteOffset"],
-      [big + 1, 1, "byteOffset"],
-      [0, -1, "nbytes"],
-      [0, 0.5, "nbytes"],
-      [0, big + 1, "nbytes"],
-      [5, 0, "exceeds shard size"],
-      [3, 2, "exceeds shard size"],
-      [big, 1, "exceeds shard size"],
-    ] as const
-  ) {
-    assertThrows(() => recordBytes(four, { byteOffset, nbytes }), RangeError, text);
-  }
-});
 
 Deno.test("sharding follows TVM: a large tensor gets its own shard at once", async () => {
   const cap = 100 / 2 ** 20; // 100 bytes

@@ -20,15 +20,9 @@ import { NDArray } from "../devices/ndarray.ts";
 import { webgpu, type WebGPUDevice } from "../devices/webgpu/webgpu_device.ts";
 import { Executable } from "../program/executable.ts";
 import { VirtualMachine, type VirtualMachineOptions } from "../vm/virtual_machine.ts";
-import {
-  decodeRecord,
-  recordBytes,
-  type TensorCacheRecord,
-} from "../builtins/tensor_cache/cache_format.ts";
-import { tensorDType } from "../ground/dtype.ts";
 import { hostFunction } from "./host_plan.ts";
 import { TVMPackageError, type TVMPackageManifest } from "./package_format.ts";
-import { type PackageReadOptions, type PackageShard, readPackageFiles } from "./package_files.ts";
+import { type PackageReadOptions, readPackageFiles } from "./package_files.ts";
 import { compileKernels } from "./webgpu_kernels.ts";
 import { checkStaticGrids, launchBudget } from "./launch_budget.ts";
 
@@ -141,6 +135,7 @@ export async function loadTVMPackage(
   try {
     executable = Executable.load(files.executable);
   } catch (e) {
+    for (const t of files.weights.values()) t.dispose();
     if (e instanceof LoadError) {
       throw new TVMPackageError(files.executableFile, "", e.message, { cause: e });
     }
@@ -161,7 +156,7 @@ export async function loadTVMPackage(
       return functions;
     };
     const functions = functionsFor(budget);
-    const weights = uploadWeights(files.shards, device, owned);
+    const weights = uploadWeights(files.weights, device, owned);
     const params = new Map<string, NDArray[]>();
     for (const [name, f] of manifest.functions) {
       if (!executable.functions.some((g) => g.kind === "vm" && g.name === name)) {
@@ -228,6 +223,8 @@ export async function loadTVMPackage(
     for (const t of owned) t.dispose();
     executable.dispose();
     throw e;
+  } finally {
+    for (const t of files.weights.values()) t.dispose();
   }
 }
 
@@ -248,26 +245,19 @@ function checkCalls(manifest: TVMPackageManifest, ex: Executable, file: string):
   }
 }
 
-/** The weights' records, each a tensor on `device` (also in `owned`). */
+/** The weights (CPU tensors, as read), each copied to a tensor on `device` (also in `owned`). */
 function uploadWeights(
-  shards: readonly PackageShard[],
+  weights: ReadonlyMap<string, NDArray>,
   device: WebGPUDevice,
   owned: NDArray[],
 ): Map<string, NDArray> {
   const out = new Map<string, NDArray>();
-  for (const { shard, bytes } of shards) {
-    for (const record of shard.records) {
-      const t = recordTensor(bytes, record, device);
-      owned.push(t);
-      out.set(record.name, t);
-    }
+  for (const [name, read] of weights) {
+    const t = NDArray.empty(read.shape, read.dtype, device);
+    owned.push(t);
+    const v = read.readView();
+    device.writeBlock(t.block, t.byteOffset, new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+    out.set(name, t.handToUser() as NDArray);
   }
   return out;
-}
-
-function recordTensor(shard: Uint8Array, record: TensorCacheRecord, device: WebGPUDevice): NDArray {
-  const raw = decodeRecord(recordBytes(shard, record), record);
-  const t = NDArray.empty(record.shape, tensorDType(record.dtype), device);
-  device.writeBlock(t.block, t.byteOffset, raw);
-  return t.handToUser() as NDArray;
 }

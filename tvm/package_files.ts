@@ -19,18 +19,25 @@
  * - The weights must fit `maxMemoryBytes` (default the VM's 1 GiB), checked
  *   against the index before any shard is read.
  *
+ * The weights index and its shards are a tensor cache, and the tensor
+ * cache's loader reads them (`loadIndexedTensors`): the shards stream into
+ * CPU tensors, checked against the index as they arrive, and
+ * `loadTVMPackage` copies those to the device once everything is read.
+ *
  * @module
  */
 
 import { pathOutside, siblingPath, urlWithin } from "../ground/contained_path.ts";
 import { fetchWhole, shownLocation } from "../builtins/tensor_cache/cache_access.ts";
 import { asDirectory, resolveLocation } from "../builtins/tensor_cache/cache_files.ts";
+import { loadIndexedTensors } from "../builtins/tensor_cache/cache_loader.ts";
 import {
   parseTensorCacheIndex,
   TensorCacheError,
-  type TensorCacheShard,
   widensBf16,
 } from "../builtins/tensor_cache/cache_format.ts";
+import type { NDArray } from "../devices/ndarray.ts";
+import type { TensorCacheRoot } from "../devices/tensor_cache.ts";
 import { DEFAULT_MAX_MEMORY_BYTES } from "../vm/vm_options.ts";
 import {
   parseTVMPackageManifest,
@@ -81,16 +88,6 @@ export interface PackageReadOptions {
   maxMemoryBytes?: number;
 }
 
-/** One shard of the weights, read. */
-export interface PackageShard {
-  /** What errors call it (its URL, or its path in a package held in memory). */
-  readonly file: string;
-  /** Its entry in the index. */
-  readonly shard: TensorCacheShard;
-  /** Its bytes, exactly `shard.nbytes` of them. */
-  readonly bytes: Uint8Array;
-}
-
 /** A package's files, read and checked: what `loadTVMPackage` puts on a device. */
 export interface PackageFiles {
   /** The validated manifest. */
@@ -101,8 +98,11 @@ export interface PackageFiles {
   readonly executable: Uint8Array;
   /** What errors call the executable. */
   readonly executableFile: string;
-  /** The weights' shards, in index order (none when `params` is null). */
-  readonly shards: readonly PackageShard[];
+  /**
+   * The weights by record name, in index order (none when `params` is
+   * null): CPU tensors the caller owns and disposes.
+   */
+  readonly weights: ReadonlyMap<string, NDArray>;
 }
 
 /** Reads a package's files by their package-relative paths (checked before they get here). */
@@ -111,6 +111,22 @@ interface PackageReader {
   name(path: string): string;
   /** The file's bytes, at most `maxBytes` of them (`limit` says why, for the message). */
   bytes(path: string, maxBytes: number, limit: string): Promise<Uint8Array>;
+  /** The file's URL, which the tensor cache's loader resolves shards against. */
+  url(path: string): URL;
+  /**
+   * What the tensor cache's loader may read the shards of the index at
+   * `indexPath` from: the package, and nothing else.
+   */
+  root(indexPath: string, shardPaths: readonly string[]): TensorCacheRoot;
+  /** What errors call the file the tensor cache's loader names by `url`. */
+  nameOf(url: string): string;
+}
+
+/** A tensor cache's error about `file`, as the package's: the reason, without the cache's prefix. */
+function packageError(e: TensorCacheError, file: string): TVMPackageError {
+  const prefix = `Cannot load tensor cache: ${e.file}: `;
+  const reason = e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message;
+  return new TVMPackageError(file, "", reason, { cause: e });
 }
 
 /** Files under a directory URL, through `fetch`, each read bounded. */
@@ -127,35 +143,57 @@ function urlReader(base: URL, signal: AbortSignal | undefined): PackageReader {
         return await fetchWhole(url, maxBytes, limit, signal);
       } catch (e) {
         if (!(e instanceof TensorCacheError)) throw e;
-        const prefix = `Cannot load tensor cache: ${e.file}: `;
-        const reason = e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message;
-        throw new TVMPackageError(url.href, "", reason, { cause: e });
+        throw packageError(e, url.href);
       }
     },
+    url: (path) => new URL(path, base),
+    // The package's directory, granted as a VM grants a program's: what `urlWithin` allows.
+    root: () => base,
+    nameOf: (url) => url,
   };
 }
 
+/** Where a package held in memory seems to be, for the tensor cache's loader: never fetched. */
+const IN_MEMORY = new URL("relaxvm-package:/");
+
 /** Files held in memory, by path. */
 function mapReader(files: ReadonlyMap<string, Uint8Array | string>): PackageReader {
+  const fileBytes = (path: string) => {
+    const file = files.get(path);
+    if (file === undefined) throw new TVMPackageError(path, "", "the package has no such file");
+    return typeof file === "string" ? new TextEncoder().encode(file) : file;
+  };
+  const url = (path: string) => new URL(path, IN_MEMORY);
   return {
     name: (path) => path,
     bytes(path, maxBytes, limit) {
-      const file = files.get(path);
-      if (file === undefined) {
-        return Promise.reject(new TVMPackageError(path, "", "the package has no such file"));
-      }
-      const bytes = typeof file === "string" ? new TextEncoder().encode(file) : file;
-      if (bytes.length > maxBytes) {
-        return Promise.reject(
-          new TVMPackageError(
+      try {
+        const bytes = fileBytes(path);
+        if (bytes.length > maxBytes) {
+          throw new TVMPackageError(
             path,
             "",
             `the file is longer than the ${maxBytes} bytes it may have (${limit})`,
-          ),
-        );
+          );
+        }
+        return Promise.resolve(bytes);
+      } catch (e) {
+        return Promise.reject(e);
       }
-      return Promise.resolve(bytes);
     },
+    url,
+    root(indexPath, shardPaths) {
+      // The shards by the URLs the loader resolves their dataPaths to, and only those.
+      const byUrl = new Map(shardPaths.map((p) => [url(p).href, p]));
+      return (shard: URL) => {
+        const path = byUrl.get(shard.href);
+        if (path === undefined) {
+          throw new TVMPackageError(shard.href, "", `not a shard of ${indexPath}`);
+        }
+        return fileBytes(path);
+      };
+    },
+    nameOf: (href) => href.startsWith(IN_MEMORY.href) ? href.slice(IN_MEMORY.href.length) : href,
   };
 }
 
@@ -200,23 +238,27 @@ export async function readPackageFiles(
   );
   const executableFile = reader.name(manifest.executable);
   const executable = await reader.bytes(manifest.executable, maxFileBytes, fileLimit);
-  const shards = manifest.params === null
-    ? []
-    : await readWeights(reader, manifest.params, maxFileBytes, maxMemoryBytes);
-  return { manifest, manifestFile, executable, executableFile, shards };
+  const weights = manifest.params === null
+    ? new Map<string, NDArray>()
+    : await readWeights(reader, manifest.params, maxFileBytes, maxMemoryBytes, options.signal);
+  return { manifest, manifestFile, executable, executableFile, weights };
 }
 
 /**
- * The shards of the weights index at `indexPath`: every `dataPath` checked
- * and the weights' size checked against `maxMemoryBytes` before any shard is
- * read, each shard read to exactly the length the index declares.
+ * The weights of the index at `indexPath`, as CPU tensors by record name:
+ * every `dataPath` checked and the weights' size checked against
+ * `maxMemoryBytes` before any shard is read; then the tensor cache's own
+ * loader streams the shards (a TVM package's `params/` is a tensor cache),
+ * each read to exactly the length the index declares and checked against
+ * it, reading only the package's files.
  */
 async function readWeights(
   reader: PackageReader,
   indexPath: string,
   maxFileBytes: number,
   maxMemoryBytes: number,
-): Promise<PackageShard[]> {
+  signal: AbortSignal | undefined,
+): Promise<Map<string, NDArray>> {
   const indexFile = reader.name(indexPath);
   const index = parseTensorCacheIndex(
     new TextDecoder().decode(await reader.bytes(indexPath, maxFileBytes, "maxFileBytes")),
@@ -244,18 +286,17 @@ async function readWeights(
       `the weights take ${tensorBytes} bytes (${shardBytes} bytes of shards), more than maxMemoryBytes allows (${maxMemoryBytes})`,
     );
   }
-  const out: PackageShard[] = [];
-  for (const [i, shard] of index.records.entries()) {
-    const file = reader.name(paths[i]);
-    const bytes = await reader.bytes(paths[i], shard.nbytes, "what the index says");
-    if (bytes.length !== shard.nbytes) {
-      throw new TVMPackageError(
-        file,
-        "",
-        `the shard is ${bytes.length} bytes, the index says ${shard.nbytes}`,
-      );
-    }
-    out.push({ file, shard, bytes });
+  let loaded: [string, NDArray][];
+  try {
+    loaded = await loadIndexedTensors(
+      index,
+      reader.url(indexPath),
+      [reader.root(indexPath, paths)],
+      signal,
+    );
+  } catch (e) {
+    if (!(e instanceof TensorCacheError)) throw e;
+    throw packageError(e, reader.nameOf(e.file));
   }
-  return out;
+  return new Map(loaded);
 }

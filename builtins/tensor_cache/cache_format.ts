@@ -251,40 +251,6 @@ function checkOverlaps(
   }
 }
 
-/**
- * The bytes of a record: a view into `shard` (no copy), like tvmjs's
- * `getTensorCacheRecordBytes`. Errors name the offending field.
- */
-export function recordBytes(
-  shard: ArrayBuffer | Uint8Array,
-  record: { byteOffset: number; nbytes: number },
-): Uint8Array {
-  const bytes = shard instanceof Uint8Array ? shard : new Uint8Array(shard);
-  const { byteOffset, nbytes } = record;
-  if (!isCount(byteOffset)) throw new RangeError(`Invalid tensor-cache byteOffset: ${byteOffset}`);
-  if (!isCount(nbytes)) throw new RangeError(`Invalid tensor-cache nbytes: ${nbytes}`);
-  const end = byteOffset + nbytes;
-  if (!Number.isSafeInteger(end) || end > bytes.length) {
-    throw new RangeError(
-      `Tensor-cache record range [${byteOffset}, ${end}) exceeds shard size ${bytes.length}`,
-    );
-  }
-  return bytes.subarray(byteOffset, end);
-}
-
-/**
- * The element bytes of `record` as the tensor holds them (little-endian):
- * a copy of the raw bytes, or float32 widened from bfloat16 bits.
- */
-export function decodeRecord(bytes: Uint8Array, record: TensorCacheRecord): Uint8Array {
-  if (widensBf16(record)) {
-    const out = new Float32Array(bytes.length / 2);
-    widenBf16Into(bytes, out);
-    return new Uint8Array(out.buffer);
-  }
-  return bytes.slice(); // own, aligned bytes
-}
-
 /** Whether `record` is a float32 tensor stored as bfloat16 (2 bytes in the shard, 4 in the tensor). */
 export function widensBf16(record: TensorCacheRecord): boolean {
   return record.format === "f32-to-bf16" && record.dtype === "float32";

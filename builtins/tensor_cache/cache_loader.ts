@@ -401,14 +401,50 @@ async function load(
   // The staging is the load's only memory beyond its tensors: counted while it runs.
   program?.limit.take(stagingBytes, cpu(), stagingBytes);
   const held = new Holdings(signal, () => program?.limit.give(stagingBytes));
+  const loaded = await loadShards(
+    index,
+    url,
+    { roots, device, allocator, staging, held, signal },
+    (i, shard) => {
+      loadedBytes += shard.nbytes;
+      report(i + 1);
+    },
+  );
+  for (const [name, t] of loaded) cache.update(name, t, true);
+  return { url, names: loaded.map(([name]) => name), metadata: index.metadata };
+}
+
+/** Where a load's shards come from and where their tensors go. */
+interface ShardTarget {
+  /** What may be read (null: anything the process may). */
+  roots: readonly TensorCacheRoot[] | null;
+  device: Device;
+  allocator: Allocator;
+  staging: Staging;
+  held: Holdings;
+  signal: AbortSignal | undefined;
+}
+
+/**
+ * Every shard of `index` (beside `url`) read into new tensors, all or
+ * nothing: on failure, or when `target.signal` aborts, `target.held` gives
+ * back everything made; on success the tensors are the caller's.
+ * `onShard` runs after each shard.
+ */
+async function loadShards(
+  index: TensorCacheIndex,
+  url: URL,
+  target: ShardTarget,
+  onShard: (i: number, shard: TensorCacheShard) => void,
+): Promise<[string, NDArray][]> {
+  const { roots, device, allocator, staging, held, signal } = target;
   const loaded: [string, NDArray][] = [];
   try {
     held.live();
     const shardUrls = index.records.map((shard) => shardUrl(shard, url, roots));
     for (const [i, shard] of index.records.entries()) {
       await loadShard(shard, shardUrls[i], roots, device, allocator, staging, held, loaded, signal);
-      loadedBytes += shard.nbytes;
-      report(i + 1);
+      onShard(i, shard);
     }
     // A load whose call stopped while it read caches nothing.
     signal?.throwIfAborted();
@@ -419,6 +455,31 @@ async function load(
   } finally {
     device.submitStagedWrites?.();
   }
-  for (const [name, t] of loaded) cache.update(name, t, true);
-  return { url, names: loaded.map(([name]) => name), metadata: index.metadata };
+  return loaded;
+}
+
+/**
+ * The tensors of an index the caller has read and checked itself, on the
+ * CPU device, by the same streaming read as `loadTensorCache` (each shard
+ * checked against the index as it arrives, all or nothing): for a host's
+ * own loader of a format whose weights are a tensor cache, such as a TVM
+ * package's `params/` (tvm/package_files.ts). Shards are read beside `url`
+ * from what `roots` grant; the caller owns the tensors (sealed, as every
+ * loaded weight is) and disposes them.
+ */
+export async function loadIndexedTensors(
+  index: TensorCacheIndex,
+  url: URL,
+  roots: readonly TensorCacheRoot[],
+  signal?: AbortSignal,
+): Promise<[string, NDArray][]> {
+  const device = cpu();
+  const staging = new Staging(stagingFor(index.records.flatMap((s) => s.records)));
+  const held = new Holdings(signal, () => {});
+  return await loadShards(
+    index,
+    url,
+    { roots, device, allocator: defaultAllocator(device), staging, held, signal },
+    () => {},
+  );
 }

@@ -24,7 +24,7 @@
 
 import { TensorCacheError, TVMPackageError } from "../../mod.ts";
 import { readPackageFiles } from "../../tvm/package_files.ts";
-import { elementwisePackage, PACKAGES_DIR, SHARD } from "../_tvm_packages.ts";
+import { elementwisePackage, PACKAGES_DIR, SHARD, weightBytes } from "../_tvm_packages.ts";
 import { Random } from "./random.ts";
 import { caseSeeds, emptyReport, type FamilyReport, recordBug, settle } from "./report.ts";
 
@@ -143,7 +143,11 @@ function hostilePath(rand: Random, root: string, good: string): string {
 
 /** Whether `bytes` starts with the canary's marker. */
 function isCanary(bytes: Uint8Array): boolean {
-  return bytes.length >= MARKER.length && MARKER.every((b, i) => bytes[i] === b);
+  // Anywhere: the weights are the records' bytes end to end, not a shard's from its start.
+  for (let at = 0; at + MARKER.length <= bytes.length; at++) {
+    if (MARKER.every((b, i) => bytes[at + i] === b)) return true;
+  }
+  return false;
 }
 
 /** A `Map` that records the keys it is asked for. */
@@ -244,7 +248,7 @@ export async function packagePathsFamily(rand: Random, cases: number): Promise<F
       } else {
         report.loaded++;
         const files = outcome.value as Awaited<ReturnType<typeof readPackageFiles>>;
-        if (files.shards.some((s) => isCanary(s.bytes))) {
+        if (isCanary(weightBytes(files.weights))) {
           recordBug(report, "wrong", `${what}: a weight holds a canary's bytes`);
         }
       }

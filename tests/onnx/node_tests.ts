@@ -10,7 +10,6 @@
  */
 
 import {
-  decodeONNXTensor,
   type Device,
   importONNX,
   type NDArray,
@@ -19,6 +18,7 @@ import {
   VirtualMachine,
 } from "../../mod.ts";
 import { decodeModel } from "../../onnx/onnx_proto.ts";
+import { decodeTensor as decodeONNXTensor } from "../../onnx/onnx_tensor.ts";
 
 /** ONNX's backend runner's tolerances (onnx/backend/test/runner: rtol 1e-3, atol 1e-7). */
 export const RTOL = 1e-3, ATOL = 1e-7;

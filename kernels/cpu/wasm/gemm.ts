@@ -60,8 +60,8 @@ import {
   type WasmKernels,
   wasmKernelsFor,
 } from "./runtime.ts";
-import { Job, runAlone, type ThreadPool } from "./thread_pool.ts";
-import { RESIDENT_BASE, residentCopy, residentLayout } from "./resident.ts";
+import { Job, jobArgs, runAlone, type ThreadPool } from "./thread_pool.ts";
+import { residentCopy, residentLayout } from "./resident.ts";
 import type { NDArray } from "../../../devices/ndarray.ts";
 
 /** Below this many floating-point operations a product stays in TypeScript in `"auto"` mode. */
@@ -119,16 +119,6 @@ const roundUp = (n: number, m: number) => Math.ceil(n / m) * m;
 
 /** Whether `"wasm"` mode asks for every size on the WebAssembly path (and its pool). */
 const everySize = () => cpuKernelMode() === "wasm";
-
-/**
- * The scratch view grown to `bytes`, or null where the memory cannot grow
- * that far or the calling VM's limit would pass (runtime.ts's `scratchFor`).
- * Scratch stays below `RESIDENT_BASE`, where weights' copies begin
- * (resident.ts).
- */
-function grownScratch(space: KernelSpace, bytes: number): Float32Array | null {
-  return scratchFor(space, bytes, RESIDENT_BASE);
-}
 
 /**
  * `c[M, N] = a[M, K] @ b[K, N]` (or `@ bᵀ` for `b` stored `[N, K]` when
@@ -190,7 +180,7 @@ export function wasmGemm(
     })
     : -1;
   const space = pool !== null || kept >= 0 ? k : k.local;
-  let view = grownScratch(space, total * 4);
+  let view = scratchFor(space, total * 4);
   if (view === null) return false;
   let packedB = -1;
   for (let s0 = 0; s0 < M; s0 += superRows) {
@@ -217,20 +207,34 @@ export function wasmGemm(
       // Every block of k inside each block of work (thread_pool.ts's runBlock): one hand-off
       // per B block, and a block's rows of C stay in cache across its blocks of k.
       const perThread = gemmBlocking.blocksPerThread;
-      const common = [apOff * 4, bp, cpOff * 4, fullTiles, np, K, kcb, lda, ldc];
+      const product = (per: number) =>
+        jobArgs("gemm", {
+          ap: apOff * 4,
+          bp,
+          cp: cpOff * 4,
+          fullTiles,
+          nPanels: np,
+          K,
+          kc: kcb,
+          lda,
+          ldc,
+          per,
+          MR,
+          NR,
+          tail: tailRows,
+        });
       if (pool !== null && fullTiles < 4 * pool.threads) {
         // Few tile rows (MiniLM at batch 1: 8 to 14 rows): blocks of column panels instead,
         // four per thread, each with the tail rows too.
         const bpb = Math.max(1, Math.ceil(np / (perThread * pool.threads)));
-        const args = [...common, bpb, MR, NR, tailRows];
-        pool.run(space.exports, Job.gemmPanels, args, Math.ceil(np / bpb));
+        pool.run(space.exports, Job.gemmPanels, product(bpb), Math.ceil(np / bpb));
       } else {
         // Blocks of at most mct tile rows (A's block in L2), on the pool at least four per
         // thread so that claiming balances; the last one takes the tail rows.
         const bt = pool === null
           ? mct
           : Math.max(1, Math.min(mct, Math.ceil(fullTiles / (perThread * pool.threads))));
-        const args = [...common, bt, MR, NR, tailRows];
+        const args = product(bt);
         const blocks = Math.max(1, Math.ceil(fullTiles / bt));
         if (pool !== null) pool.run(space.exports, Job.gemm, args, blocks);
         else runAlone(space.exports, Job.gemm, args, blocks);
@@ -288,7 +292,15 @@ function packPanels(
     }
     const threads = pool === null || K * width < PACK_POOL_MIN_FLOATS ? 1 : pool.threads;
     const per = Math.ceil(full / (2 * threads));
-    const args = [rawOff * 4, off * 4, K, width, full, per, NR];
+    const args = jobArgs("packPanels", {
+      src: rawOff * 4,
+      dst: off * 4,
+      K,
+      lds: width,
+      nPanels: full,
+      per,
+      NR,
+    });
     if (threads > 1) pool!.run(space.exports, Job.packPanels, args, Math.ceil(full / per));
     else runAlone(space.exports, Job.packPanels, args, Math.ceil(full / per));
   }
@@ -348,7 +360,7 @@ function dotRows(
   // Scratch layout, in floats: [x rows | weight chunk | outputs], on the calling thread's memory.
   const xOff = BASE, wOff = xOff + M * Kp, oOff = wOff + chunk * Kp;
   const space = k.local;
-  const grown = grownScratch(space, (oOff + chunk) * 4);
+  const grown = scratchFor(space, (oOff + chunk) * 4);
   if (grown === null) return false;
   let view: Float32Array = grown;
   for (let i = 0; i < M; i++) {
@@ -397,7 +409,7 @@ function residentDotRows(
   const rows = roundUp(N, DOT_ROWS);
   // Scratch layout, in floats: [control | x rows | outputs per row].
   const xOff = BASE, oOff = xOff + M * K;
-  let view = grownScratch(k, (oOff + M * rows) * 4);
+  let view = scratchFor(k, (oOff + M * rows) * 4);
   if (view === null) return false;
   view.set(a.subarray(aOff, aOff + M * K), xOff);
   const pool = M * N * K * 4 >= RESIDENT_POOL_MIN_BYTES || everySize() ? poolFor(k) : null;
@@ -406,7 +418,8 @@ function residentDotRows(
   for (let i = 0; i < M; i++) {
     const xp = (xOff + i * K) * 4, op = (oOff + i * rows) * 4;
     if (pool !== null) {
-      pool.run(k.exports, Job.dot, [xp, at, op, rows, K, br], Math.ceil(rows / br));
+      const args = jobArgs("dot", { xp, wp: at, op, rows, Kp: K, br });
+      pool.run(k.exports, Job.dot, args, Math.ceil(rows / br));
     } else k.exports.dot_panels(xp, at, op, rows, K);
   }
   view = scratchView(k, 0);

@@ -56,12 +56,14 @@ import { shared } from "../../../ground/shared.ts";
 import { activeAllocators, type ActiveLimit } from "../../../devices/allocation_context.ts";
 import { cpu, cpuResidentSetting, type ResidentStats } from "../../../devices/cpu_device.ts";
 import { DOT_K_STEP, DOT_ROWS } from "./gemm_module.ts";
-import { requestTrim, scratchView, setCopiesGone, type WasmKernels } from "./runtime.ts";
-
-/** Where the copies start, in bytes: the kernels' scratch stays below. */
-export const RESIDENT_BASE = 512 * 2 ** 20;
-/** The memory's maximum (runtime.ts's 2 GiB): the region never passes it. */
-export const RESIDENT_END = 2 ** 31;
+import {
+  grownView,
+  requestTrim,
+  RESIDENT_BASE,
+  RESIDENT_END,
+  setCopiesGone,
+  type WasmKernels,
+} from "./runtime.ts";
 
 /** What a copy is charged to: a VM's `MemoryLimit`. */
 type Charge = ActiveLimit;
@@ -283,14 +285,12 @@ export function residentLayout(
     giveRange(at, bytes);
     return -1;
   }
-  let view: Float32Array;
-  try {
-    view = scratchView(k, at + bytes);
-  } catch (e) {
+  const view = grownView(k, at + bytes);
+  if (view === null) {
+    // The memory cannot grow that far.
     giveRange(at, bytes);
     charge?.give(bytes);
-    if (e instanceof RangeError) return -1; // the memory cannot grow that far
-    throw e;
+    return -1;
   }
   pack(view, at / 4);
   const copy: Copy = { at, bytes, charge };

@@ -14,6 +14,7 @@
 
 import {
   cpuKernelMode,
+  kernelModule,
   type KernelSpace,
   SCRATCH_BASE_BYTES,
   scratchFor,
@@ -90,20 +91,8 @@ export function rowsMayTake(values: number, threshold: number): boolean {
   return mode === "wasm" || (mode === "auto" && values >= threshold);
 }
 
-/**
- * rows_module.ts compiled, once: a trimmed memory's fresh space
- * (runtime.ts's `trimCpuKernelMemory`) instantiates it again; null where it
- * does not validate.
- */
-let compiled: WebAssembly.Module | null | undefined;
-
-function compileRows(): WebAssembly.Module | null {
-  const bytes = rowsModuleBytes({ module: "env", name: "memory", minPages: 1, maxPages: 32768 });
-  return WebAssembly.validate(bytes) ? new WebAssembly.Module(bytes) : null;
-}
-
-/** One instance of rows_module.ts per kernel space; null where it would not compile. */
-const instances = new WeakMap<KernelSpace, RowsExports | null>();
+/** rows_module.ts's functions on a kernel space (runtime.ts's `kernelModule`). */
+const rowsOn = kernelModule<RowsExports>(rowsModuleBytes);
 
 /**
  * The calling thread's kernel space and rows_module.ts's functions on it, for
@@ -117,19 +106,7 @@ export function rowsKernels(
   const k = wasmKernelsFor(values, threshold);
   if (k === null) return null;
   const space = k.local;
-  let e = instances.get(space);
-  if (e === undefined) {
-    // The gemm's module compiled here, so this one (SIMD128 only) should too; if not, TypeScript.
-    try {
-      compiled ??= compileRows();
-      e = compiled === null ? null : new WebAssembly.Instance(compiled, {
-        env: { memory: space.memory },
-      }).exports as unknown as RowsExports;
-    } catch {
-      e = null;
-    }
-    instances.set(space, e);
-  }
+  const e = rowsOn(space);
   return e === null ? null : [space, e];
 }
 

@@ -44,6 +44,7 @@
 import { shared } from "../../../ground/shared.ts";
 import { cpu, cpuThreadSetting } from "../../../devices/cpu_device.ts";
 import { activeAllocators } from "../../../devices/allocation_context.ts";
+import type { MemoryImport } from "./emitter.ts";
 import { gemmModuleBytes } from "./gemm_module.ts";
 import { CONTROL_BYTES, ThreadPool, threadsAvailable } from "./thread_pool.ts";
 
@@ -149,6 +150,13 @@ export const TRIM_IDLE_MS = 300;
 const SCRATCH_CHECK_BYTES = 2 ** 20;
 /** Bytes at the start of the memory that are not scratch (the pool's control block). */
 export const SCRATCH_BASE_BYTES = CONTROL_BYTES;
+/**
+ * Where sealed weights' copies start, in bytes (resident.ts's region): every
+ * kernel's scratch stays below (`scratchFor`).
+ */
+export const RESIDENT_BASE = 512 * 2 ** 20;
+/** The memory's maximum (2 GiB): the copies' region never passes it. */
+export const RESIDENT_END = MAX_PAGES * PAGE;
 
 interface State {
   mode: CpuKernelMode;
@@ -227,16 +235,54 @@ export function forgetCpuKernels(): void {
   state.reason = null;
 }
 
-function compile(relaxed: boolean, shared: boolean): WebAssembly.Module | null {
-  const bytes = gemmModuleBytes(relaxed, {
-    module: "env",
-    name: "memory",
-    minPages: 1,
-    maxPages: MAX_PAGES,
-    shared,
-  });
+/**
+ * The module `emit` writes for the kernels' memory (`env.memory`, up to 2
+ * GiB; shared or not), compiled; null where it does not validate. The one
+ * way a kernel module is compiled: gemm_module.ts's here, the others'
+ * through `kernelModule`.
+ */
+function compileModule(
+  emit: (memory: MemoryImport) => Uint8Array<ArrayBuffer>,
+  shared: boolean,
+): WebAssembly.Module | null {
+  const bytes = emit({ module: "env", name: "memory", minPages: 1, maxPages: MAX_PAGES, shared });
   if (!WebAssembly.validate(bytes)) return null;
   return new WebAssembly.Module(bytes);
+}
+
+function compile(relaxed: boolean, shared: boolean): WebAssembly.Module | null {
+  return compileModule((memory) => gemmModuleBytes(relaxed, memory), shared);
+}
+
+/**
+ * A second kernel module beside gemm_module.ts's, on the calling thread's
+ * memory: `emit` is compiled once (on an ordinary memory), the first time
+ * it is wanted, and instantiated once per kernel space (a trimmed memory's
+ * fresh space instantiates it again). The function returned gives its
+ * exports on `space`, or null where it does not compile or instantiate
+ * (then the operator runs in TypeScript).
+ */
+export function kernelModule<T>(
+  emit: (memory: MemoryImport) => Uint8Array<ArrayBuffer>,
+): (space: KernelSpace) => T | null {
+  let compiled: WebAssembly.Module | null | undefined;
+  const instances = new WeakMap<KernelSpace, T | null>();
+  return (space) => {
+    let e = instances.get(space);
+    if (e === undefined) {
+      // The gemm's module compiled here, so this one should too; if not, TypeScript.
+      try {
+        compiled ??= compileModule(emit, false);
+        e = compiled === null ? null : new WebAssembly.Instance(compiled, {
+          env: { memory: space.memory },
+        }).exports as unknown as T;
+      } catch {
+        e = null;
+      }
+      instances.set(space, e);
+    }
+    return e;
+  };
 }
 
 function loadKernels(): WasmKernels | null {
@@ -387,13 +433,21 @@ export function wasmKernelsFor(flops: number, autoThreshold: number): WasmKernel
 
 /**
  * A float32 view of the kernels' whole memory, grown first to hold at least
- * `bytes` bytes. Views made before a call that grew the memory are detached:
- * take a new one after each call.
+ * `bytes` bytes, or null where it cannot grow that far (past its 2 GiB
+ * maximum, or a browser short of address space): the one place the memory
+ * grows. Views made before a call that grew the memory are detached: take a
+ * new one after each call.
  */
-export function scratchView(space: KernelSpace, bytes: number): Float32Array {
+export function grownView(space: KernelSpace, bytes: number): Float32Array | null {
   const have = space.memory.buffer.byteLength;
   if (bytes > have) {
-    space.memory.grow(Math.ceil((bytes - have) / PAGE));
+    if (bytes > MAX_PAGES * PAGE) return null;
+    try {
+      space.memory.grow(Math.ceil((bytes - have) / PAGE));
+    } catch (e) {
+      if (e instanceof RangeError) return null; // out of memory or address space
+      throw e;
+    }
     space.view = null;
     if (space.memory.buffer.byteLength > TRIM_BYTES) requestTrim();
   }
@@ -404,25 +458,33 @@ export function scratchView(space: KernelSpace, bytes: number): Float32Array {
 }
 
 /**
- * `scratchView(space, bytes)` for a kernel call's scratch of `bytes` (from
- * address 0), or null where the operator should run in TypeScript instead:
- * the scratch would pass the calling VM's `maxMemoryBytes` (counted as a
- * block of that VM while the call runs: what its tensors hold plus this
- * scratch), or the memory cannot grow that far (past `limit`, or a browser
- * short of address space).
+ * The view of the kernels' whole memory now (after a kernel call: the one
+ * made before it may be detached); `grownView`, throwing a `RangeError`
+ * where the memory cannot grow to `bytes`.
+ */
+export function scratchView(space: KernelSpace, bytes = 0): Float32Array {
+  const view = grownView(space, bytes);
+  if (view === null) {
+    throw new RangeError(`The CPU kernels' memory cannot grow to ${bytes} bytes`);
+  }
+  return view;
+}
+
+/**
+ * The view for a kernel call's scratch of `bytes` (from address 0), or null
+ * where the operator should run in TypeScript instead: the scratch would
+ * reach the sealed weights' copies (`RESIDENT_BASE`, or a lower `limit`),
+ * pass the calling VM's `maxMemoryBytes` (counted as a block of that VM
+ * while the call runs: what its tensors hold plus this scratch), or the
+ * memory cannot grow that far.
  */
 export function scratchFor(
   space: KernelSpace,
   bytes: number,
-  limit = MAX_PAGES * PAGE,
+  limit = RESIDENT_BASE,
 ): Float32Array | null {
-  if (bytes > limit || !withinVMLimit(bytes)) return null;
-  try {
-    return scratchView(space, bytes);
-  } catch (e) {
-    if (e instanceof RangeError) return null; // past the 2 GiB maximum, or out of memory
-    throw e;
-  }
+  if (bytes > Math.min(limit, RESIDENT_BASE) || !withinVMLimit(bytes)) return null;
+  return grownView(space, bytes);
 }
 
 /**

@@ -49,6 +49,61 @@ export const CONTROL_BYTES = 256;
 /** Job kinds. */
 export const Job = { exit: 0, gemm: 1, dot: 2, gemmPanels: 3, packPanels: 4 } as const;
 
+/**
+ * Each job's arguments by name: the int32 slot of the control block each
+ * goes to (`Ctl.args` on). The one layout the writers (`jobArgs`, in
+ * gemm.ts) and the reader (`runBlock`, on every thread) both use; the
+ * worker script gets it as JSON. A product (`Job.gemm`, `Job.gemmPanels`)
+ * is `gemm_tiles(a, b, c, tiles, panels, kc, lda, K, ldc, accumulate)` per
+ * block of k; `Job.packPanels` is `pack_panels(src, dst, K, lds, panels)`;
+ * `Job.dot` is `dot_panels(xp, wp, op, rows, Kp)` (gemm_module.ts).
+ */
+export const JOB_ARGS = {
+  /** Products: A, B's panels, C (byte addresses), full tile rows, panels, K, block of k, strides of A and C, tile rows (job 1) or panels (job 3) a block, the tile, the tail rows. */
+  gemm: {
+    ap: 5,
+    bp: 6,
+    cp: 7,
+    fullTiles: 8,
+    nPanels: 9,
+    K: 10,
+    kc: 11,
+    lda: 12,
+    ldc: 13,
+    per: 14,
+    MR: 15,
+    NR: 16,
+    tail: 17,
+  },
+  /** B's rows at `src` packed into panels at `dst` (byte addresses): K, row stride, panels, panels a block, the panel width. */
+  packPanels: { src: 5, dst: 6, K: 7, lds: 8, nPanels: 9, per: 10, NR: 11 },
+  /** x, the packed weight, the outputs (byte addresses), its rows, K padded, rows a block (a multiple of 4). */
+  dot: { xp: 5, wp: 6, op: 7, rows: 8, Kp: 9, br: 10 },
+} as const;
+
+/** The job kinds `JOB_ARGS` lays out (`Job.gemmPanels` is laid out as `Job.gemm`). */
+export type JobLayout = keyof typeof JOB_ARGS;
+
+/**
+ * The argument list of a job laid out as `layout` (`JOB_ARGS`), from its
+ * arguments by name, for `ThreadPool.run` and `runAlone`.
+ */
+export function jobArgs<L extends JobLayout>(
+  layout: L,
+  named: { readonly [K in keyof typeof JOB_ARGS[L]]: number },
+): number[] {
+  const out: number[] = [];
+  for (const [name, slot] of JOB_SLOTS[layout]) {
+    out[slot - Ctl.args] = (named as Record<string, number>)[name];
+  }
+  return out;
+}
+
+/** `JOB_ARGS` as lists, made once: `jobArgs` runs on every kernel call. */
+const JOB_SLOTS = Object.fromEntries(
+  Object.entries(JOB_ARGS).map(([layout, slots]) => [layout, Object.entries(slots)]),
+) as Record<JobLayout, [string, number][]>;
+
 /** Int32 slots of the control block. */
 const Ctl = {
   generation: 0,
@@ -85,20 +140,30 @@ export const poolSpin = {
 /**
  * Runs block `i` of the job in `ctl`. This exact function is also the body
  * the workers run (its source is copied into the worker script), so it must
- * use nothing but its arguments. Argument slots start at 5.
+ * use nothing but its arguments: `slots` is `JOB_ARGS`, which the worker
+ * script passes as JSON (a parameter, so that a bundle's minifier cannot
+ * rename it apart from the worker's name for it). The kind is slot 1
+ * (`Ctl.kind`), the job kinds `Job`'s.
  */
-// deno-lint-ignore no-explicit-any
-export function runBlock(ex: any, ctl: Int32Array, i: number): void {
-  if (ctl[1] === 1 || ctl[1] === 3) {
-    // A product (gemm.ts) over every block of k: gemm_tiles(a, b, c, tiles, panels, kc, lda,
-    // K, ldc, accumulate) per block, the tail tile of the last `tail` rows by gemm_tiles_<tail>.
-    // Job 1 splits the full tile rows in blocks of `per`, the last block taking the tail too;
-    // job 3 (few rows) splits the column panels in blocks of `per`, each with every row.
-    const ap = ctl[5], bp = ctl[6], cp = ctl[7], fullTiles = ctl[8], nPanels = ctl[9];
-    const K = ctl[10], kcb = ctl[11], lda = ctl[12], ldc = ctl[13], per = ctl[14];
-    const MR = ctl[15], NR = ctl[16], tail = ctl[17];
+export function runBlock(
+  // deno-lint-ignore no-explicit-any
+  ex: any,
+  ctl: Int32Array,
+  i: number,
+  slots: typeof JOB_ARGS,
+): void {
+  const kind = ctl[1];
+  if (kind === 1 || kind === 3) {
+    // A product (gemm.ts) over every block of k: gemm_tiles per block, the tail tile of the
+    // last `tail` rows by gemm_tiles_<tail>. Job 1 splits the full tile rows in blocks of
+    // `per`, the last block taking the tail too; job 3 (few rows) splits the column panels in
+    // blocks of `per`, each with every row.
+    const g = slots.gemm;
+    const ap = ctl[g.ap], bp = ctl[g.bp], cp = ctl[g.cp], fullTiles = ctl[g.fullTiles];
+    const nPanels = ctl[g.nPanels], K = ctl[g.K], kcb = ctl[g.kc], lda = ctl[g.lda];
+    const ldc = ctl[g.ldc], per = ctl[g.per], MR = ctl[g.MR], NR = ctl[g.NR], tail = ctl[g.tail];
     let t0 = 0, nt = fullTiles, p0 = 0, np = nPanels, withTail = tail > 0;
-    if (ctl[1] === 1) {
+    if (kind === 1) {
       t0 = i * per;
       nt = Math.min(per, fullTiles - t0);
       withTail = tail > 0 && t0 + nt >= fullTiles;
@@ -127,15 +192,18 @@ export function runBlock(ex: any, ctl: Int32Array, i: number): void {
         );
       }
     }
-  } else if (ctl[1] === 4) {
-    // pack_panels(src, dst, K, lds, nPanels) over panels [i·per, (i+1)·per).
-    const src = ctl[5], dst = ctl[6], K = ctl[7], lds = ctl[8], nPanels = ctl[9];
-    const per = ctl[10], NR = ctl[11];
+  } else if (kind === 4) {
+    // pack_panels over panels [i·per, (i+1)·per).
+    const p = slots.packPanels;
+    const src = ctl[p.src], dst = ctl[p.dst], K = ctl[p.K], lds = ctl[p.lds];
+    const nPanels = ctl[p.nPanels], per = ctl[p.per], NR = ctl[p.NR];
     const p0 = i * per, n = Math.min(per, nPanels - p0);
     ex.pack_panels(src + p0 * NR * 4, dst + p0 * K * NR * 4, K, lds, n);
-  } else if (ctl[1] === 2) {
-    // dot_panels(xp, wp, op, rows, Kp) over weight rows [i·br, (i+1)·br) (br a multiple of 4).
-    const xp = ctl[5], wp = ctl[6], op = ctl[7], rows = ctl[8], Kp = ctl[9], br = ctl[10];
+  } else if (kind === 2) {
+    // dot_panels over weight rows [i·br, (i+1)·br).
+    const d = slots.dot;
+    const xp = ctl[d.xp], wp = ctl[d.wp], op = ctl[d.op], rows = ctl[d.rows], Kp = ctl[d.Kp];
+    const br = ctl[d.br];
     const r0 = i * br, n = Math.min(br, rows - r0);
     ex.dot_panels(xp, wp + r0 * Kp * 4, op + r0 * 4, n, Kp);
   }
@@ -150,11 +218,12 @@ export function runAlone(ex: unknown, kind: number, args: readonly number[], blo
   ctl[Ctl.kind] = kind;
   ctl.set(args, Ctl.args);
   ctl[Ctl.blocks] = blocks;
-  for (let i = 0; i < blocks; i++) runBlock(ex, ctl, i);
+  for (let i = 0; i < blocks; i++) runBlock(ex, ctl, i, JOB_ARGS);
 }
 
 /** The worker script: instantiate the kernels on the shared memory, then claim blocks until exit. */
 const WORKER_SOURCE = `
+const JOB_ARGS = ${JSON.stringify(JOB_ARGS)};
 const runBlock = ${runBlock.toString()};
 onmessage = (e) => {
   const { module, memory, epoch } = e.data;
@@ -183,7 +252,7 @@ onmessage = (e) => {
     for (;;) {
       const i = Atomics.add(ctl, ${Ctl.next}, 1);
       if (i >= Atomics.load(ctl, ${Ctl.blocks})) break;
-      try { runBlock(ex, ctl, i); } catch (err) { Atomics.store(ctl, ${Ctl.error}, 1); }
+      try { runBlock(ex, ctl, i, JOB_ARGS); } catch (err) { Atomics.store(ctl, ${Ctl.error}, 1); }
       Atomics.add(ctl, ${Ctl.finished}, 1);
       Atomics.notify(ctl, ${Ctl.finished});
     }
@@ -275,7 +344,7 @@ export class ThreadPool {
     for (;;) {
       const i = Atomics.add(ctl, Ctl.next, 1);
       if (i >= blocks) break;
-      runBlock(ex, ctl, i);
+      runBlock(ex, ctl, i, JOB_ARGS);
       Atomics.add(ctl, Ctl.finished, 1);
       mine++;
     }
