@@ -14,6 +14,10 @@
  * aggregate tokens/s is N × 32 over the wall time from the first `create` to the last
  * completion (prefills included), per request the aggregate over N. Steps are the
  * engine's forwards in the run (one batched model call and one logits read back each).
+ * On Linux each line also gives the CPU time the process spent per token (all its
+ * threads, llvmpipe's among them, from `/proc/self/task/<tid>/schedstat`): on a
+ * software adapter that is the work a token costs, which the load of a shared
+ * machine changes far less than the wall time; the first line gives the load average.
  *
  * @module
  */
@@ -27,8 +31,38 @@ const config = Deno.args.includes("--tiny") ? TINY : SMALL;
 const PROMPT = 16, TOKENS = 32, LEVELS = [1, 4, 16];
 const executable = buildPagedGPT(config);
 
-async function run(engine: Engine, n: number): Promise<{ ms: number; steps: number }> {
+/** CPU time of all the process's threads so far, in ms; null where /proc cannot tell. */
+function processCpuMs(): number | null {
+  try {
+    let ns = 0;
+    for (const task of Deno.readDirSync("/proc/self/task")) {
+      try {
+        ns += Number(Deno.readTextFileSync(`/proc/self/task/${task.name}/schedstat`).split(" ")[0]);
+      } catch {
+        // The thread ended between the listing and the read.
+      }
+    }
+    return ns / 1e6;
+  } catch {
+    return null;
+  }
+}
+
+/** The load average over 1, 5 and 15 minutes (Linux), else "unknown". */
+function loadAverage(): string {
+  try {
+    return Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
+  } catch {
+    return "unknown";
+  }
+}
+
+async function run(
+  engine: Engine,
+  n: number,
+): Promise<{ ms: number; steps: number; cpuMs: number | null }> {
   const steps = engine.stats().steps;
+  const cpu0 = processCpuMs();
   const t0 = performance.now();
   await Promise.all(Array.from({ length: n }, (_, i) =>
     engine.completions.create({
@@ -36,7 +70,9 @@ async function run(engine: Engine, n: number): Promise<{ ms: number; steps: numb
       max_tokens: TOKENS,
       temperature: 0,
     })));
-  return { ms: performance.now() - t0, steps: engine.stats().steps - steps };
+  const ms = performance.now() - t0, cpu1 = processCpuMs();
+  const cpuMs = cpu0 === null || cpu1 === null ? null : cpu1 - cpu0;
+  return { ms, steps: engine.stats().steps - steps, cpuMs };
 }
 
 async function measure(label: string, device: Device): Promise<void> {
@@ -53,14 +89,15 @@ async function measure(label: string, device: Device): Promise<void> {
     let one = 0;
     for (const n of LEVELS) {
       await run(engine, n); // warm: shaders, pools
-      const { ms, steps } = await run(engine, n);
+      const { ms, steps, cpuMs } = await run(engine, n);
       const rate = (n * TOKENS) / (ms / 1000);
       if (n === 1) one = rate;
       console.log(
         `${label.padEnd(22)} ${String(n).padStart(2)} concurrent  ${
           rate.toFixed(1).padStart(7)
         } tokens/s  ` +
-          `(${(rate / n).toFixed(1)} per request, ${steps} steps, ${(rate / one).toFixed(2)}× one)`,
+          `(${(rate / n).toFixed(1)} per request, ${steps} steps, ${(rate / one).toFixed(2)}× one` +
+          (cpuMs === null ? ")" : `, CPU ${(cpuMs / (n * TOKENS)).toFixed(2)} ms a token)`),
       );
     }
   } finally {
@@ -68,7 +105,9 @@ async function measure(label: string, device: Device): Promise<void> {
   }
 }
 
-console.log(`engine, GPT ${config.name}: ${PROMPT}-token prompts, ${TOKENS} greedy tokens each`);
+console.log(
+  `engine, GPT ${config.name}: ${PROMPT}-token prompts, ${TOKENS} greedy tokens each; load ${loadAverage()}`,
+);
 await measure("cpu", cpu());
 let gpu: Device | null = null;
 try {

@@ -446,6 +446,10 @@ export function defineOperatorTests(
     [[2, 3, 16], [6, 16], false], // leading axes are rows
     [[67, 45], [33, 45], true], // packed 4×4 tiles and edges on the CPU
     [[64, 128], [384, 128], true], // a prefill's projection
+    [[16, 40], [37, 40], true], // a batch of 16 decodes: 16×16 blocks on WebGPU, column edges
+    [[16, 7], [33, 7], true], // the same blocks with scalar loads
+    [[48, 12], [130, 12], false], // 16×16 blocks, three of rows
+    [[19, 12], [9, 12], true], // 16-row blocks would pad to 32: 8×8 blocks
     [[5, 130], [3, 130], true],
     [[0, 8], [4, 8], true],
     [[3, 0], [4, 0], true], // K = 0: the bias alone

@@ -14,8 +14,9 @@
  *
  * Blocks (`chooseTile`): for fewer than 4 rows (a decode step's
  * matrix-vector products) one row and 8 columns per thread, 32 threads
- * along N; for more, up to 8 rows × 8 columns per thread, the workgroup
- * 8 × 8 threads.
+ * along N; up to 16 rows, up to 8 rows × 8 columns per thread, the
+ * workgroup 8 × 8 threads; from 16 rows (a batch of decodes, a prefill),
+ * mostly 16 × 16 per thread, 8 threads a workgroup.
  *
  * @module
  */
@@ -82,13 +83,21 @@ export function linearProgram(
  *   and 0.49 for 384 → 1536 (2.4 GFLOP/s, about 4.8 GB/s of weights); `1×4` in
  *   workgroups of 64 took 0.30 and 0.53, and left the 384-column products
  *   one workgroup, one core;
- * - 64 rows: `8×8` (or `8×4`) blocks, 8 × 8 threads, led at 13–18 GFLOP/s
- *   depending on the shape and the load of the shared machine; `4×4` blocks
- *   reached 10, one row per thread 5.
+ * - 8 rows and more: `8×8` (or `8×4`) blocks, 8 × 8 threads, led at 13–18
+ *   GFLOP/s at 64 rows depending on the shape and the load of the shared
+ *   machine; `4×4` blocks reached 10, one row per thread 5;
+ * - 16 rows and more: `16×16` blocks, 8 threads a workgroup (one SIMD row of
+ *   llvmpipe's), where they pad the rows by no more than an eighth over 8-row
+ *   blocks. llvmpipe loads a storage buffer lane by lane inside a loop, so a
+ *   load costs far more than a `dot`, even one whose accumulators spill: more
+ *   outputs per thread means fewer loads per `dot` (docs/performance.md has
+ *   the figures, and the cost: the shader takes seconds to compile once).
  */
 function chooseTile(M: number): [number, number, number, number] {
   if (M < 4) return [1, 8, 32, 32];
   if (M < 8) return [4, 4, 8, WORKGROUP_SIZE];
+  const padded = (r: number) => Math.ceil(M / r) * r;
+  if (M >= 16 && 8 * padded(16) <= 9 * padded(8)) return [16, 16, 8, 8];
   return [8, 8, 8, WORKGROUP_SIZE];
 }
 

@@ -9,6 +9,15 @@
  *          the keys of its sequence up to it, read from the pages through the slots
  * ```
  *
+ * The attend dispatch has two forms. Where the head size and the offsets of qkv, the
+ * pages and the output are multiples of 4, it is generated for the head size: the
+ * query and the running output are `D / 4` named `vec4`s (registers), and keys and
+ * values are read a `vec4` at a time. Otherwise the query and output are arrays
+ * indexed in loops, read a float at a time. The software adapter (Mesa llvmpipe)
+ * reads a storage buffer lane by lane in a loop, once per load whatever its width,
+ * and keeps an array indexed at run time in memory: the `vec4` form makes a quarter
+ * of the loads and none of the array traffic.
+ *
  * The batch's layout goes up once per call as one u32 buffer, `seqs`: for each token
  * `t`, `seqs[2t]` is where its sequence's slots start in it and `seqs[2t + 1]` the
  * keys it sees (its position + 1); the slots follow. The append's writes are visible to
@@ -94,6 +103,11 @@ export function pagedAppendProgram(
   };
 }
 
+/** Whether the attend dispatch can take its `vec4` form (see the module's comment). */
+export function pagedAttendVec4(batch: PagedAttentionBatch, offsets: PagedOffsets): boolean {
+  return batch.headDim % 4 === 0 && offsets.every((o) => o % 4 === 0);
+}
+
 /** Attention of each (token, query head); bindings qkv, pages, seqs, out. */
 export function pagedAttendProgram(
   batch: PagedAttentionBatch,
@@ -101,6 +115,7 @@ export function pagedAttendProgram(
   offsets: PagedOffsets,
   scale: number,
 ): Program {
+  if (pagedAttendVec4(batch, offsets)) return pagedAttendVec4Program(batch, T, offsets, scale);
   const M = PAGED_MAX_HEAD_DIM;
   return {
     key: "paged_attention:attend",
@@ -139,6 +154,61 @@ export function pagedAttendProgram(
   let oo = u.offOut + row * u.D;
   for (var d = 0u; d < u.D; d++) { out[oo + d] = acc[d] / l; }
 }
+`,
+    inputs: 3,
+    uniforms: uniforms(batch, T, offsets, scale),
+    workgroups: groupsFor(T * batch.numQoHeads, WORKGROUP_SIZE),
+  };
+}
+
+/** `D / 4` lines of `f(i)`. */
+function perVec4(D: number, f: (i: number) => string): string {
+  return Array.from({ length: D / 4 }, (_, i) => `  ${f(i)}\n`).join("");
+}
+
+/** The attend dispatch generated for head size `D` (a multiple of 4), reading `vec4`s. */
+function pagedAttendVec4Program(
+  batch: PagedAttentionBatch,
+  T: number,
+  offsets: PagedOffsets,
+  scale: number,
+): Program {
+  const D = batch.headDim;
+  const sum = Array.from({ length: D / 4 }, (_, i) => `dot(q${i}, pages[kr + ${i}u])`).join(" + ");
+  return {
+    key: `paged_attention:attend:vec4:d${D}`,
+    source: () =>
+      storage(0, "qkv", "vec4<f32>", false) + storage(1, "pages", "vec4<f32>", false) +
+      storage(2, "seqs", "u32", false) + storage(3, "out", "vec4<f32>", true) +
+      uniformStruct([...FIELDS, "scale"], 4) + mainHeader(WORKGROUP_SIZE) + `
+  let row = wg * ${WORKGROUP_SIZE}u + lid;
+  if (row >= u.rows) { return; }
+  let h = row % u.H;
+  let t = row / u.H;
+  let kh = h / (u.H / u.KH);
+  let scale = bitcast<f32>(u.scale);
+  // Offsets in vec4s: D and every offset are multiples of 4.
+  let qo = (u.offQKV + (t * u.fused + h) * u.D) / 4u;
+${perVec4(D, (i) => `let q${i} = qkv[qo + ${i}u];`)}${
+        perVec4(D, (i) => `var acc${i} = vec4<f32>(0.0);`)
+      }  var m = ${NEG_INF_F32};
+  var l = 0.0;
+  let base = seqs[2u * t];
+  let keys = seqs[2u * t + 1u];
+  let vOff = u.KH * u.P * u.D / 4u;
+  for (var j = 0u; j < keys; j++) {
+    let slot = seqs[base + j];
+    let kr = (u.offPages + (((slot / u.P) * 2u * u.KH + kh) * u.P + slot % u.P) * u.D) / 4u;
+    let s = (${sum}) * scale;
+    let mNew = max(m, s);
+    let alpha = exp(m - mNew);
+    let p = exp(s - mNew);
+    l = l * alpha + p;
+    let vr = kr + vOff;
+${perVec4(D, (i) => `  acc${i} = acc${i} * alpha + p * pages[vr + ${i}u];`)}    m = mNew;
+  }
+  let oo = (u.offOut + row * u.D) / 4u;
+${perVec4(D, (i) => `out[oo + ${i}u] = acc${i} / l;`)}}
 `,
     inputs: 3,
     uniforms: uniforms(batch, T, offsets, scale),

@@ -55,3 +55,66 @@ gpuTest("paged KV cache on WebGPU: a fork copies a partial page on the device", 
   assertEquals([...k.dataSync()], expected(0));
   assertEquals([...v.dataSync()], expected(1));
 });
+
+/** Seeded values in [-1, 1). */
+function randoms(n: number, seed: number): Float32Array {
+  let x = seed >>> 0;
+  return Float32Array.from({ length: n }, () => {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    return x / 2 ** 31 - 1;
+  });
+}
+
+gpuTest(
+  "vm.op.paged_attention on WebGPU gives the CPU kernel's outputs: head sizes of both kernel forms, grouped heads, pages crossed, decodes after a prefill",
+  async (gpu) => {
+    const op = getGlobalFunc("vm.op.paged_attention")!;
+    // Head size 8 and 12: the vec4 form (generated for the size); 6: the general form.
+    for (const D of [8, 12, 6]) {
+      const H = 6, KH = 2, fused = H + 2 * KH, scale = 0.3;
+      const make = (device?: typeof gpu) =>
+        PagedKVCache.create({
+          pageSize: 4,
+          maxTotalSequenceLength: 64,
+          numLayers: 1,
+          numQoHeads: H,
+          numKvHeads: KH,
+          headDim: D,
+          ...(device === undefined ? {} : { device }),
+        });
+      using onGpu = make(gpu);
+      using onCpu = make();
+      for (const kv of [onGpu, onCpu]) for (const s of [0, 1, 2]) f("kv_state_add_sequence")(kv, s);
+      // A prefill of 13, 6 and 1 tokens (the first crossing three pages of 4), then decodes,
+      // the last with one sequence left out.
+      const steps: [number[], number[]][] = [
+        [[0, 1, 2], [13, 6, 1]],
+        [[0, 1, 2], [1, 1, 1]],
+        [[2, 0], [3, 1]],
+        [[1, 0], [1, 1]],
+      ];
+      for (const [step, [ids, lengths]] of steps.entries()) {
+        const T = lengths.reduce((a, b) => a + b, 0);
+        const data = randoms(T * fused * D, 40 + step + 10 * D);
+        const outs: Float32Array[] = [];
+        for (const [kv, device] of [[onGpu, gpu], [onCpu, undefined]] as const) {
+          using qkv = tensor(data, { shape: [T, fused, D], ...(device ? { device } : {}) });
+          f("kv_state_begin_forward")(kv, shape(...ids), shape(...lengths));
+          try {
+            using out = op(kv, 0, scale, qkv) as ReturnType<typeof tensor>;
+            outs.push(await out.data() as Float32Array);
+          } finally {
+            f("kv_state_end_forward")(kv);
+          }
+        }
+        const [got, want] = outs;
+        assertEquals(got.length, T * H * D);
+        for (let i = 0; i < want.length; i++) {
+          if (!(Math.abs(got[i] - want[i]) <= 1e-5 * Math.max(1, Math.abs(want[i])))) {
+            throw new Error(`D ${D} step ${step} element ${i}: WebGPU ${got[i]}, CPU ${want[i]}`);
+          }
+        }
+      }
+    }
+  },
+);
