@@ -37,7 +37,9 @@ import { CONV_OPS } from "./ops_conv.ts";
 import { ELEMENTWISE_OPS } from "./ops_elementwise.ts";
 import { GATHER_OPS } from "./ops_gather.ts";
 import { NN_OPS } from "./ops_nn.ts";
+import { PAD_OPS } from "./ops_pad.ts";
 import { QUANTIZE_OPS } from "./ops_quantize.ts";
+import { RECURRENT_OPS } from "./ops_recurrent.ts";
 import { SHAPE_OPS } from "./ops_shape.ts";
 
 /** Every operator of the standard domain the importer converts, by name. */
@@ -51,6 +53,8 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...GATHER_OPS,
   ...CONV_OPS,
   ...QUANTIZE_OPS,
+  ...PAD_OPS,
+  ...RECURRENT_OPS,
   // Converted by convertIf (it needs the graph's scope); listed here for the table and names.
   If: { attrs: ["then_branch", "else_branch"], convert: () => [] },
 };
@@ -78,6 +82,20 @@ export interface ImportONNXOptions {
   maxBytes?: number;
   /** Aborts fetching. */
   signal?: AbortSignal;
+  /**
+   * Shapes to import graph inputs with instead of the ones the file declares
+   * (same rank; names stay symbolic), as onnxruntime's free-dimension
+   * overrides: a streaming model whose chunk length the file leaves open
+   * (Silero VAD's `input`, 576 samples at 16 kHz) then folds its shape
+   * arithmetic and convolution windows at import. `main` checks every call's
+   * input against the shape given.
+   *
+   * @example
+   * ```ts ignore
+   * await importONNX("silero_vad.onnx", { inputShapes: { input: [1, 576] } });
+   * ```
+   */
+  inputShapes?: Readonly<Record<string, readonly (number | string)[]>>;
 }
 
 /** A graph input or output: its name, dtype and shape (symbolic dimensions by name). */
@@ -157,7 +175,7 @@ export async function importONNX(
     throw new ONNXImportError("ModelProto.opset_import", -1, "no opset of the standard domain");
   }
   await resolveExternalData(graph.initializers, base, maxBytes, options.signal);
-  return convert(graph, opset, options.functionName ?? "main");
+  return convert(graph, opset, options.functionName ?? "main", options.inputShapes ?? {});
 }
 
 /** Every node the table cannot take (operator, domain, attributes), listed at once. */
@@ -265,7 +283,12 @@ function shownShape(shape: readonly Dim[]): (number | string)[] {
   return shape.map((d) => d === null ? "?" : typeof d === "string" ? d.replace(/^\$/, "") : d);
 }
 
-function convert(graph: Graph, opset: number, functionName: string): ImportedONNX {
+function convert(
+  graph: Graph,
+  opset: number,
+  functionName: string,
+  inputShapes: Readonly<Record<string, readonly (number | string)[]>>,
+): ImportedONNX {
   const made: NDArray[] = [];
   const params: NDArray[] = [];
   const paramNames: string[] = [];
@@ -304,7 +327,13 @@ function convert(graph: Graph, opset: number, functionName: string): ImportedONN
       }
       let shape: Dim[];
       try {
-        shape = protoShape(type.shape);
+        const given = Object.hasOwn(inputShapes, v.name) ? inputShapes[v.name] : undefined;
+        if (given !== undefined && given.length !== type.shape.length) {
+          throw new Unsupported(
+            `inputShapes gives rank ${given.length}, the file declares ${type.shape.length}`,
+          );
+        }
+        shape = protoShape(given ?? type.shape);
       } catch (e) {
         if (!(e instanceof Unsupported)) throw e;
         problems.push({ name: v.name, op: "graph input", reason: e.message });
