@@ -96,6 +96,19 @@ export interface ImportONNXOptions {
    * ```
    */
   inputShapes?: Readonly<Record<string, readonly (number | string)[]>>;
+  /**
+   * Graph inputs given at import, as TVM's `bind_params_by_name` binds
+   * them: each becomes a constant of the executable and `main` no longer
+   * takes it, so the shape arithmetic and `If` conditions that read it fold
+   * (Silero VAD's `sr`, an int64 that WebGPU could not compare). The dtype
+   * must be the one the file declares; the caller keeps the tensor.
+   *
+   * @example
+   * ```ts ignore
+   * await importONNX("silero_vad.onnx", { inputValues: { sr: tensor(new BigInt64Array([16000n]), { shape: [] }) } });
+   * ```
+   */
+  inputValues?: Readonly<Record<string, NDArray>>;
 }
 
 /** A graph input or output: its name, dtype and shape (symbolic dimensions by name). */
@@ -175,7 +188,13 @@ export async function importONNX(
     throw new ONNXImportError("ModelProto.opset_import", -1, "no opset of the standard domain");
   }
   await resolveExternalData(graph.initializers, base, maxBytes, options.signal);
-  return convert(graph, opset, options.functionName ?? "main", options.inputShapes ?? {});
+  return convert(
+    graph,
+    opset,
+    options.functionName ?? "main",
+    options.inputShapes ?? {},
+    options.inputValues ?? {},
+  );
 }
 
 /** Every node the table cannot take (operator, domain, attributes), listed at once. */
@@ -288,6 +307,7 @@ function convert(
   opset: number,
   functionName: string,
   inputShapes: Readonly<Record<string, readonly (number | string)[]>>,
+  inputValues: Readonly<Record<string, NDArray>>,
 ): ImportedONNX {
   const made: NDArray[] = [];
   const params: NDArray[] = [];
@@ -307,7 +327,8 @@ function convert(
       paramNames.push(t.name);
       initNames.add(t.name);
     }
-    const inputs = graph.inputs.filter((v) => !initNames.has(v.name));
+    const bound = (name: string) => Object.hasOwn(inputValues, name);
+    const inputs = graph.inputs.filter((v) => !initNames.has(v.name) && !bound(v.name));
     const numInputs = inputs.length + (params.length > 0 ? 1 : 0);
     const em = new Emitter(ib, numInputs);
     if (params.length > 0) em.params = ib.r(inputs.length);
@@ -355,6 +376,19 @@ function convert(
     for (const [i, nd] of params.entries()) {
       const known = holder.fromTensor(nd);
       values.set(paramNames[i], { ...known, param: i });
+    }
+    for (const v of graph.inputs) {
+      if (initNames.has(v.name) || !bound(v.name)) continue;
+      const t = inputValues[v.name];
+      const declared = v.type?.kind === "tensor" ? dtypeOf(v.type.elemType) : null;
+      if (declared !== t.dtype) {
+        problems.push({
+          name: v.name,
+          op: "graph input",
+          reason: `inputValues gives ${t.dtype}, the file declares ${declared ?? "another type"}`,
+        });
+        values.set(v.name, null);
+      } else values.set(v.name, holder.fromTensor(t));
     }
     for (const n of graph.nodes) convertNode(n, opset, em, values, made, problems);
     const outputs: Operand[] = [];
