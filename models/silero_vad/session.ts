@@ -109,6 +109,12 @@ export class SileroVAD implements Disposable {
     this.#context = new Float32Array(this.contextSize);
   }
 
+  /** The recurrent state `[2, 1, 128]` after the last chunk (zeros before the first). */
+  async state(): Promise<Float32Array> {
+    if (this.#state === null) return new Float32Array(2 * 128);
+    return new Float32Array(await this.#state.data() as Float32Array);
+  }
+
   /** The probability that `chunk` (`chunkSize` samples, the stream's next) is speech. */
   async probability(chunk: Float32Array): Promise<number> {
     if (chunk.length !== this.chunkSize) {

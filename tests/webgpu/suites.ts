@@ -14,6 +14,7 @@ import "./lande_suite.ts";
 import "./memory_suite.ts";
 import "./minilm_suite.ts";
 import "./onnx_gpt_suite.ts";
+import "./silero_vad_suite.ts";
 import "./onnx_nodes_suite.ts";
 import "./ops_suite.ts";
 import "./profile_suite.ts";
