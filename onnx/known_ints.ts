@@ -71,3 +71,18 @@ export function sliceInts(
     ints,
   );
 }
+
+/** `ints` of `shape` broadcast to `target` (NumPy's rules; `target` already the broadcast shape). */
+export function broadcastInts(
+  ints: readonly Dim[],
+  shape: readonly number[],
+  target: readonly number[],
+): Dim[] {
+  const lead = target.length - shape.length;
+  const s = strides(shape);
+  return gatherBy(
+    target,
+    (c) => c.reduce((a, ci, k) => k < lead || shape[k - lead] === 1 ? a : a + ci * s[k - lead], 0),
+    ints,
+  );
+}

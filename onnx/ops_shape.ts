@@ -28,7 +28,7 @@ import type { NodeContext } from "./node_context.ts";
 import { dtypeOf, onnxTypeName } from "./onnx_tensor.ts";
 import type { OpSpec } from "./op_spec.ts";
 import { binary } from "./ops_elementwise.ts";
-import { sliceInts, transposeInts } from "./known_ints.ts";
+import { broadcastInts, sliceInts, transposeInts } from "./known_ints.ts";
 
 /** Largest constant the importer makes itself (`ConstantOfShape`, `Expand`'s zeros): 16 M elements. */
 const MAX_MADE_ELEMENTS = 1 << 24;
@@ -413,6 +413,30 @@ export const SHAPE_OPS: Record<string, OpSpec> = {
       const n = knownSize(shape);
       if (n === null) throw new Unsupported(`Expand to ${shapeText(shape)}`);
       if (n > MAX_MADE_ELEMENTS) throw new Unsupported(`Expand to ${n} elements`);
+      // Known integers (position and token-type ids) stay known: no int64 add at run time.
+      if (x.ints !== undefined && knownSize(x.shape) !== null && n <= 4096) {
+        const ints = broadcastInts(x.ints, x.shape as number[], shape as number[]);
+        return [cx.knownValue(ints, shape as number[], x.dtype)];
+      }
+      // int64 (an attention mask): copies laid side by side along each axis that grows, as WGSL
+      // has no 64-bit add for x + zeros to run on WebGPU.
+      const grows = shape.map((d, i) =>
+        (d as number) / ((x.shape[i - (shape.length - x.shape.length)] ?? 1) as number)
+      );
+      if (
+        x.dtype === "int64" && x.shape.every((d) => typeof d === "number") &&
+        grows.every((k) => k <= 1024)
+      ) {
+        let y = reshapeTo(cx, x, [...new Array(shape.length - x.shape.length).fill(1), ...x.shape]);
+        grows.forEach((k, axis) => {
+          if (k === 1) return;
+          const copies = cx.em.record("vm.builtin.make_tuple", new Array(k).fill(cx.em.reg(y)))!;
+          const to = [...y.shape];
+          to[axis] = shape[axis];
+          y = cx.em.call("vm.op.concat", [copies, cx.em.imm(axis)], y.dtype, to);
+        });
+        return [y];
+      }
       // x + zeros(shape): broadcasting does the expansion.
       const zeros = tensor(
         new (x.dtype === "int64" ? BigInt64Array : x.dtype === "int32" ? Int32Array : Float32Array)(

@@ -13,6 +13,7 @@ import "./kernel_cost_suite.ts";
 import "./lande_suite.ts";
 import "./memory_suite.ts";
 import "./minilm_suite.ts";
+import "./minilm_onnx_suite.ts";
 import "./onnx_gpt_suite.ts";
 import "./silero_vad_suite.ts";
 import "./onnx_nodes_suite.ts";
