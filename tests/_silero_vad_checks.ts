@@ -10,7 +10,7 @@
  */
 
 import { assert } from "@std/assert";
-import type { Device } from "../mod.ts";
+import { type Device, importONNX, type NDArray, tensor, VirtualMachine } from "../mod.ts";
 import { readWav, resample } from "../models/silero_vad/wav.ts";
 import { SileroVAD } from "../models/silero_vad/session.ts";
 import { decodeModel } from "../onnx/onnx_proto.ts";
@@ -28,7 +28,7 @@ export const SILERO_VARIANTS = [
 
 /** Where the ONNX files are. */
 export const SILERO_DIR = weightsDir("silero-vad");
-const FILES = SILERO_VARIANTS.map((v) => `${v}.onnx`);
+const FILES = [...SILERO_VARIANTS, "silero_vad_16k_sequence"].map((v) => `${v}.onnx`);
 
 /** The bound each variant is held to: max |Δ| / max |want|. */
 export const BOUND = 1e-4;
@@ -112,6 +112,45 @@ export async function compareSilero(
   };
 }
 
+/**
+ * `silero_vad_16k_sequence.onnx`, which takes many windows `[n, 576]` through its LSTM in one call
+ * (h and c given apart), imported with `n` fixed, against onnxruntime: the probabilities, hn, cn.
+ */
+export async function compareSileroSequence(
+  device: Device,
+  audio: Float32Array,
+  n: number,
+): Promise<number> {
+  requireWeights("silero-vad", SILERO_DIR, FILES);
+  const file = new URL("silero_vad_16k_sequence.onnx", SILERO_DIR);
+  const x = new Float32Array(n * 576);
+  for (let i = 0; i < n; i++) {
+    const from = i * 512 - 64;
+    x.set(audio.subarray(Math.max(0, from), (i + 1) * 512), i * 576 + (from < 0 ? 64 : 0));
+  }
+  const zeros = () => new Float32Array(128);
+  using model = await importONNX(file, { inputShapes: { input: [n, 576] } });
+  const vm = new VirtualMachine(model.executable, device);
+  using input = tensor(x, { shape: [n, 576] });
+  using h = tensor(zeros(), { shape: [1, 1, 128] });
+  using c = tensor(zeros(), { shape: [1, 1, 128] });
+  const outs = await vm.invoke("main", input, h, c, model.params) as NDArray[];
+  const got = await Promise.all(
+    outs.map(async (t) => new Float32Array(await t.data() as Float32Array)),
+  );
+  for (const t of outs) t.dispose();
+  const [want] = await onnxruntimeRun(file, [{
+    input: { dtype: "float32", shape: [n, 576], data: x },
+    h: { dtype: "float32", shape: [1, 1, 128], data: zeros() },
+    c: { dtype: "float32", shape: [1, 1, 128], data: zeros() },
+  }]);
+  return Math.max(
+    relativeError(got[0], want.speech_probs.data as Float32Array),
+    relativeError(got[1], want.hn.data as Float32Array),
+    relativeError(got[2], want.cn.data as Float32Array),
+  );
+}
+
 /** Registers one test per variant through `register`, on the device `getDevice` gives. */
 export function defineSileroTests(
   label: string,
@@ -132,4 +171,12 @@ export function defineSileroTests(
       },
     );
   }
+  register(
+    `${label}: Silero VAD silero_vad_16k_sequence.onnx (16 windows in one call) matches onnxruntime`,
+    async () => {
+      audio ??= spoken("Silero voice activity detection, imported from ONNX.");
+      const err = await compareSileroSequence(await getDevice(), await audio, 16);
+      assert(err <= BOUND, `max |Δ| / max |want| ${err.toExponential(2)} on ${label}`);
+    },
+  );
 }
