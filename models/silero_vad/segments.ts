@@ -10,7 +10,9 @@
 
 /** A stretch of speech, in seconds. */
 export interface SpeechSegment {
+  /** When speech starts, in seconds from the stream's start. */
   start: number;
+  /** When it ends. */
   end: number;
 }
 
