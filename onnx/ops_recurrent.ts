@@ -1,7 +1,7 @@
 /**
  * ONNX's recurrent operators, `LSTM`, `GRU` and `RNN`, unrolled over a
- * sequence length known at import: each step is `vm.op.matmul` of the input
- * and of the previous hidden state by the transposed weights, the gates
+ * sequence length known at import: each step is `vm.op.linear` of the input
+ * and of the previous hidden state by the weights as stored, the gates
  * sliced out of one `[batch, k·hidden]` product, and the cell update in
  * elementwise operators, as ONNX's reference (`onnx/reference/ops/op_lstm.py`
  * and its siblings) computes it. Silero VAD's decoder (one step per 32 ms
@@ -17,7 +17,6 @@ import { type Dim, Unsupported, type Value } from "./graph_values.ts";
 import type { NodeContext } from "./node_context.ts";
 import { FLOAT, type OpSpec } from "./op_spec.ts";
 import { binary, unary } from "./ops_elementwise.ts";
-import { matmul } from "./ops_nn.ts";
 import { reshapeTo } from "./ops_shape.ts";
 
 /** Longest sequence unrolled: each step is a dozen calls. */
@@ -63,7 +62,7 @@ interface Recurrence {
   batch: Dim;
   hidden: number;
   directions: number;
-  /** Per direction: W `[input, k·hidden]` and R `[hidden, k·hidden]` transposed for matmul. */
+  /** Per direction: W `[k·hidden, input]` and R `[k·hidden, hidden]`, as ONNX stores them. */
   w: Value[];
   r: Value[];
   /** Per direction: Wb and Rb `[k·hidden]`, or undefined when `B` is absent. */
@@ -148,8 +147,8 @@ function recurrence(cx: NodeContext, gates: number, defaults: string[]): Recurre
   const w: Value[] = [], r: Value[] = [], wb: (Value | undefined)[] = [];
   const rb: (Value | undefined)[] = [];
   for (let d = 0; d < directions; d++) {
-    w.push(transpose(cx, perDirection(wAll, d, k, inputSize), [1, 0]));
-    r.push(transpose(cx, perDirection(rAll, d, k, hidden), [1, 0]));
+    w.push(perDirection(wAll, d, k, inputSize));
+    r.push(perDirection(rAll, d, k, hidden));
     const bd = b === undefined ? undefined : perDirection(b, d, 1, 2 * k);
     wb.push(bd === undefined ? undefined : reshapeTo(cx, slice(cx, bd, 1, 0, k), [k]));
     rb.push(bd === undefined ? undefined : reshapeTo(cx, slice(cx, bd, 1, k, 2 * k), [k]));
@@ -171,11 +170,20 @@ function recurrence(cx: NodeContext, gates: number, defaults: string[]): Recurre
   };
 }
 
-/** `x_t · W + b` for step `t` (the input's part of every gate at once), `[batch, k·hidden]`. */
+/**
+ * `x · Wᵀ + b` as `vm.op.linear`, which reads ONNX's `[k·hidden, size]`
+ * weights as they are stored (no transpose per call) and adds the bias as
+ * it stores the outputs.
+ */
+function linear(cx: NodeContext, x: Value, w: Value, b: Value | undefined): Value {
+  const args = [cx.em.reg(x), cx.em.reg(w), ...(b === undefined ? [] : [cx.em.reg(b)])];
+  return cx.em.call("vm.op.linear", args, "float32", [x.shape[0], w.shape[0]]);
+}
+
+/** `x_t · Wᵀ + Wb` for step `t` (the input's part of every gate at once), `[batch, k·hidden]`. */
 function inputPart(cx: NodeContext, rc: Recurrence, d: number, t: number): Value {
   const xt = reshapeTo(cx, slice(cx, rc.x, 0, t, t + 1), [rc.batch, rc.x.shape[2]]);
-  const y = matmul(cx, xt, rc.w[d]);
-  return rc.wb[d] === undefined ? y : add(cx, y, rc.wb[d]!);
+  return linear(cx, xt, rc.w[d], rc.wb[d]);
 }
 
 /**
@@ -184,8 +192,7 @@ function inputPart(cx: NodeContext, rc: Recurrence, d: number, t: number): Value
  */
 function statePart(cx: NodeContext, rc: Recurrence, d: number, h: Value): Value {
   if (h.shape.length === 0) return rc.rb[d] ?? h;
-  const y = matmul(cx, h, rc.r[d]);
-  return rc.rb[d] === undefined ? y : add(cx, y, rc.rb[d]!);
+  return linear(cx, h, rc.r[d], rc.rb[d]);
 }
 
 /** Gate `g` of a `[batch, k·hidden]` product (or of a `[k·hidden]` bias; a 0-d zero is itself). */
@@ -291,7 +298,9 @@ export const RECURRENT_OPS: Record<string, OpSpec> = {
             hh = mul(cx, r, gate(cx, rc, hr, 2));
           } else {
             // (r ⊙ h) · Rh + Rbh: the reset gate applies before the recurrence's product.
-            hh = h.shape.length === 0 ? h : matmul(cx, mul(cx, r, h), gate(cx, rc, rc.r[d], 2));
+            // Rh: rows 2·hidden to 3·hidden of R as stored.
+            const rh = slice(cx, rc.r[d], 0, 2 * rc.hidden, 3 * rc.hidden);
+            hh = h.shape.length === 0 ? h : linear(cx, mul(cx, r, h), rh, undefined);
             const rb = rc.rb[d];
             if (rb !== undefined) hh = add(cx, hh, gate(cx, rc, rb, 2));
           }
