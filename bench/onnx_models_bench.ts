@@ -8,7 +8,7 @@
  * WebGPU backend.
  *
  * ```sh
- * deno run -A bench/onnx_models_bench.ts [--rounds N]
+ * deno run -A bench/onnx_models_bench.ts [--rounds N] [--only silero|minilm]
  * ```
  *
  * Silero VAD: a stream of 64 chunks (2 s of 16 kHz audio, espeak-ng speech
@@ -47,6 +47,8 @@ const SILERO = new URL("../.weights/silero-vad/", import.meta.url);
 const MINILM = new URL("../.weights/all-MiniLM-L6-v2/model.onnx", import.meta.url);
 const VARIANTS = ["silero_vad", "silero_vad_op18_ifless"];
 const CHUNKS = 64;
+const onlyAt = Deno.args.indexOf("--only");
+const ONLY = onlyAt >= 0 ? Deno.args[onlyAt + 1] : "";
 
 for (
   const [file, how] of [
@@ -234,7 +236,7 @@ interface Row {
   sides: [string, Run][];
 }
 const rows: Row[] = [];
-for (const v of VARIANTS) {
+for (const v of ONLY === "minilm" ? [] : VARIANTS) {
   rows.push({
     name: `${v}.onnx, ${CHUNKS} chunks`,
     units: CHUNKS,
@@ -247,7 +249,7 @@ for (const v of VARIANTS) {
     ],
   });
 }
-for (const [name, work] of Object.entries(MINILM_WORK)) {
+for (const [name, work] of Object.entries(ONLY === "silero" ? {} : MINILM_WORK)) {
   rows.push({
     name: `MiniLM-ONNX ${name}`,
     units: work.reduce((n, b) => n + b.rows, 0),
