@@ -15,6 +15,7 @@ import "./memory_suite.ts";
 import "./minilm_suite.ts";
 import "./minilm_onnx_suite.ts";
 import "./onnx_gpt_suite.ts";
+import "./onnx_pad_suite.ts";
 import "./silero_vad_suite.ts";
 import "./onnx_nodes_suite.ts";
 import "./ops_suite.ts";
