@@ -13,6 +13,7 @@ import { decodeONNXTensor, type Device, importONNX, type NDArray, VirtualMachine
 import { decodeModel } from "../onnx/onnx_proto.ts";
 import { compare, nodeTestRoot } from "./onnx/node_tests.ts";
 
+/** The node tests' folder in the pinned venv, or null. */
 export const root = await nodeTestRoot(new URL("../", import.meta.url));
 /** Whether the checks are ignored: no venv, and not required. */
 export const ignorePad = root === null && Deno.env.get("RELAXVM_REQUIRE_ONNX") !== "1";
