@@ -78,6 +78,13 @@ const ortResults = ort === undefined
   : await runAll(`onnxruntime-web ${ORT_WEB.split("@").pop()} wasm`, (name) =>
     runNodeTestOrt(root!, name, ort));
 const ortPass = new Set(ortResults.filter((r) => r.status === "pass").map((r) => r.name));
+if (ort !== undefined) {
+  const both = results.filter((r) => r.status === "pass" && ortPass.has(r.name)).length;
+  console.log(
+    `Pass: relaxvm ${pass}, onnxruntime-web ${ortPass.size} of ${names.length} ` +
+      `(${both} both, ${pass - both} relaxvm only, ${ortPass.size - both} onnxruntime-web only)`,
+  );
+}
 
 if (write) {
   const n = (x: number) => x.toLocaleString("en-US");
