@@ -2,7 +2,9 @@
  * The models written with relaxvm's builder, as a library: all-MiniLM-L6-v2
  * sentence embeddings (`MiniLMSession`, with its trained weights), the
  * GPT-2-style decoder (`GPTSession`, seeded weights made in memory), the
- * lande language identifier (`LandeSession`), and `TVMLanguageModel`, a
+ * lande language identifier (`LandeSession`), Silero VAD voice activity
+ * detection imported from its ONNX files (`SileroVAD`, `speechSegments`,
+ * `readWav`), and `TVMLanguageModel`, a
  * TVM-compiled language model (MLC LLM's functions) for `Engine`. Import this entry point
  * (`@relaxvm/relaxvm/models`) beside the library; the library's own entry
  * points and its browser bundle do not carry the models.
@@ -41,6 +43,12 @@ export { buildPagedGPT } from "./models/gpt/paged_program.ts";
 export { CONFIGS, SMALL, TEXT, TINY } from "./models/gpt/config.ts";
 export type { GPTConfig } from "./models/gpt/config.ts";
 export { LandeSession } from "./models/lande/session.ts";
+export { SileroVAD } from "./models/silero_vad/session.ts";
+export type { SileroVADOptions } from "./models/silero_vad/session.ts";
+export { speechSegments } from "./models/silero_vad/segments.ts";
+export type { SegmentOptions, SpeechSegment } from "./models/silero_vad/segments.ts";
+export { readWav, resample, WavError } from "./models/silero_vad/wav.ts";
+export type { Wav } from "./models/silero_vad/wav.ts";
 export { TVMLanguageModel } from "./models/tvm_llm/model.ts";
 export type { TVMLanguageModelOptions } from "./models/tvm_llm/model.ts";
 // The library's types the sessions' signatures name, so that this entry point documents them.

@@ -37,7 +37,9 @@ import { CONV_OPS } from "./ops_conv.ts";
 import { ELEMENTWISE_OPS } from "./ops_elementwise.ts";
 import { GATHER_OPS } from "./ops_gather.ts";
 import { NN_OPS } from "./ops_nn.ts";
+import { PAD_OPS } from "./ops_pad.ts";
 import { QUANTIZE_OPS } from "./ops_quantize.ts";
+import { RECURRENT_OPS } from "./ops_recurrent.ts";
 import { SHAPE_OPS } from "./ops_shape.ts";
 
 /** Every operator of the standard domain the importer converts, by name. */
@@ -51,6 +53,8 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...GATHER_OPS,
   ...CONV_OPS,
   ...QUANTIZE_OPS,
+  ...PAD_OPS,
+  ...RECURRENT_OPS,
   // Converted by convertIf (it needs the graph's scope); listed here for the table and names.
   If: { attrs: ["then_branch", "else_branch"], convert: () => [] },
 };
@@ -78,6 +82,33 @@ export interface ImportONNXOptions {
   maxBytes?: number;
   /** Aborts fetching. */
   signal?: AbortSignal;
+  /**
+   * Shapes to import graph inputs with instead of the ones the file declares
+   * (same rank; names stay symbolic), as onnxruntime's free-dimension
+   * overrides: a streaming model whose chunk length the file leaves open
+   * (Silero VAD's `input`, 576 samples at 16 kHz) then folds its shape
+   * arithmetic and convolution windows at import. `main` checks every call's
+   * input against the shape given.
+   *
+   * @example
+   * ```ts ignore
+   * await importONNX("silero_vad.onnx", { inputShapes: { input: [1, 576] } });
+   * ```
+   */
+  inputShapes?: Readonly<Record<string, readonly (number | string)[]>>;
+  /**
+   * Graph inputs given at import, as TVM's `bind_params_by_name` binds
+   * them: each becomes a constant of the executable and `main` no longer
+   * takes it, so the shape arithmetic and `If` conditions that read it fold
+   * (Silero VAD's `sr`, an int64 that WebGPU could not compare). The dtype
+   * must be the one the file declares; the caller keeps the tensor.
+   *
+   * @example
+   * ```ts ignore
+   * await importONNX("silero_vad.onnx", { inputValues: { sr: tensor(new BigInt64Array([16000n]), { shape: [] }) } });
+   * ```
+   */
+  inputValues?: Readonly<Record<string, NDArray>>;
 }
 
 /** A graph input or output: its name, dtype and shape (symbolic dimensions by name). */
@@ -157,7 +188,13 @@ export async function importONNX(
     throw new ONNXImportError("ModelProto.opset_import", -1, "no opset of the standard domain");
   }
   await resolveExternalData(graph.initializers, base, maxBytes, options.signal);
-  return convert(graph, opset, options.functionName ?? "main");
+  return convert(
+    graph,
+    opset,
+    options.functionName ?? "main",
+    options.inputShapes ?? {},
+    options.inputValues ?? {},
+  );
 }
 
 /** Every node the table cannot take (operator, domain, attributes), listed at once. */
@@ -265,7 +302,13 @@ function shownShape(shape: readonly Dim[]): (number | string)[] {
   return shape.map((d) => d === null ? "?" : typeof d === "string" ? d.replace(/^\$/, "") : d);
 }
 
-function convert(graph: Graph, opset: number, functionName: string): ImportedONNX {
+function convert(
+  graph: Graph,
+  opset: number,
+  functionName: string,
+  inputShapes: Readonly<Record<string, readonly (number | string)[]>>,
+  inputValues: Readonly<Record<string, NDArray>>,
+): ImportedONNX {
   const made: NDArray[] = [];
   const params: NDArray[] = [];
   const paramNames: string[] = [];
@@ -284,7 +327,8 @@ function convert(graph: Graph, opset: number, functionName: string): ImportedONN
       paramNames.push(t.name);
       initNames.add(t.name);
     }
-    const inputs = graph.inputs.filter((v) => !initNames.has(v.name));
+    const bound = (name: string) => Object.hasOwn(inputValues, name);
+    const inputs = graph.inputs.filter((v) => !initNames.has(v.name) && !bound(v.name));
     const numInputs = inputs.length + (params.length > 0 ? 1 : 0);
     const em = new Emitter(ib, numInputs);
     if (params.length > 0) em.params = ib.r(inputs.length);
@@ -304,7 +348,13 @@ function convert(graph: Graph, opset: number, functionName: string): ImportedONN
       }
       let shape: Dim[];
       try {
-        shape = protoShape(type.shape);
+        const given = Object.hasOwn(inputShapes, v.name) ? inputShapes[v.name] : undefined;
+        if (given !== undefined && given.length !== type.shape.length) {
+          throw new Unsupported(
+            `inputShapes gives rank ${given.length}, the file declares ${type.shape.length}`,
+          );
+        }
+        shape = protoShape(given ?? type.shape);
       } catch (e) {
         if (!(e instanceof Unsupported)) throw e;
         problems.push({ name: v.name, op: "graph input", reason: e.message });
@@ -326,6 +376,19 @@ function convert(graph: Graph, opset: number, functionName: string): ImportedONN
     for (const [i, nd] of params.entries()) {
       const known = holder.fromTensor(nd);
       values.set(paramNames[i], { ...known, param: i });
+    }
+    for (const v of graph.inputs) {
+      if (initNames.has(v.name) || !bound(v.name)) continue;
+      const t = inputValues[v.name];
+      const declared = v.type?.kind === "tensor" ? dtypeOf(v.type.elemType) : null;
+      if (declared !== t.dtype) {
+        problems.push({
+          name: v.name,
+          op: "graph input",
+          reason: `inputValues gives ${t.dtype}, the file declares ${declared ?? "another type"}`,
+        });
+        values.set(v.name, null);
+      } else values.set(v.name, holder.fromTensor(t));
     }
     for (const n of graph.nodes) convertNode(n, opset, em, values, made, problems);
     const outputs: Operand[] = [];

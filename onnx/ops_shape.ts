@@ -28,6 +28,7 @@ import type { NodeContext } from "./node_context.ts";
 import { dtypeOf, onnxTypeName } from "./onnx_tensor.ts";
 import type { OpSpec } from "./op_spec.ts";
 import { binary } from "./ops_elementwise.ts";
+import { broadcastInts, sliceInts, transposeInts } from "./known_ints.ts";
 
 /** Largest constant the importer makes itself (`ConstantOfShape`, `Expand`'s zeros): 16 M elements. */
 const MAX_MADE_ELEMENTS = 1 << 24;
@@ -301,6 +302,16 @@ export const SHAPE_OPS: Record<string, OpSpec> = {
       const x = cx.input(0), r = x.shape.length;
       const perm = cx.ints("perm") ?? x.shape.map((_, i) => r - 1 - i);
       const shape = perm.map((p) => x.shape[normAxis(p, r, "perm entry")]);
+      if (x.ints !== undefined && knownSize(x.shape) !== null) {
+        const axes = perm.map((p) => normAxis(p, r));
+        return [
+          cx.knownValue(
+            transposeInts(x.ints, x.shape as number[], axes),
+            shape as number[],
+            x.dtype,
+          ),
+        ];
+      }
       return [cx.em.call("vm.op.transpose", [cx.em.reg(x), perm], x.dtype, shape)];
     },
   },
@@ -385,6 +396,10 @@ export const SHAPE_OPS: Record<string, OpSpec> = {
         const ints = Array.from({ length: len }, (_, i) => x.ints![b + i * st[0]]);
         return [cx.knownValue(ints, [len], x.dtype)];
       }
+      if (x.ints !== undefined && known.length === ax.length && knownSize(x.shape) !== null) {
+        const ints = sliceInts(x.ints, x.shape as number[], ax, known, st);
+        return [cx.knownValue(ints, shape as number[], x.dtype)];
+      }
       return [
         cx.em.call("vm.op.strided_slice", [cx.em.reg(x), ax, begin, end, st], x.dtype, shape),
       ];
@@ -398,6 +413,30 @@ export const SHAPE_OPS: Record<string, OpSpec> = {
       const n = knownSize(shape);
       if (n === null) throw new Unsupported(`Expand to ${shapeText(shape)}`);
       if (n > MAX_MADE_ELEMENTS) throw new Unsupported(`Expand to ${n} elements`);
+      // Known integers (position and token-type ids) stay known: no int64 add at run time.
+      if (x.ints !== undefined && knownSize(x.shape) !== null && n <= 4096) {
+        const ints = broadcastInts(x.ints, x.shape as number[], shape as number[]);
+        return [cx.knownValue(ints, shape as number[], x.dtype)];
+      }
+      // int64 (an attention mask): copies laid side by side along each axis that grows, as WGSL
+      // has no 64-bit add for x + zeros to run on WebGPU.
+      const grows = shape.map((d, i) =>
+        (d as number) / ((x.shape[i - (shape.length - x.shape.length)] ?? 1) as number)
+      );
+      if (
+        x.dtype === "int64" && x.shape.every((d) => typeof d === "number") &&
+        grows.every((k) => k <= 1024)
+      ) {
+        let y = reshapeTo(cx, x, [...new Array(shape.length - x.shape.length).fill(1), ...x.shape]);
+        grows.forEach((k, axis) => {
+          if (k === 1) return;
+          const copies = cx.em.record("vm.builtin.make_tuple", new Array(k).fill(cx.em.reg(y)))!;
+          const to = [...y.shape];
+          to[axis] = shape[axis];
+          y = cx.em.call("vm.op.concat", [copies, cx.em.imm(axis)], y.dtype, to);
+        });
+        return [y];
+      }
       // x + zeros(shape): broadcasting does the expansion.
       const zeros = tensor(
         new (x.dtype === "int64" ? BigInt64Array : x.dtype === "int32" ? Int32Array : Float32Array)(
@@ -420,6 +459,10 @@ export const SHAPE_OPS: Record<string, OpSpec> = {
       if (dt === null) throw new Unsupported(`Cast to ${onnxTypeName(to)}`);
       if (x.ints !== undefined && (dt === "int64" || dt === "int32")) {
         return [cx.knownValue(x.ints, x.shape as number[], dt)];
+      }
+      // A known condition stays known through its Cast to bool (an If's, folded at import).
+      if (x.ints !== undefined && dt === "bool" && x.ints.every((d) => typeof d === "number")) {
+        return [cx.knownValue(x.ints.map((d) => d === 0 ? 0 : 1), x.shape as number[], dt)];
       }
       return [cx.em.call("vm.op.cast", [cx.em.reg(x), dt], dt, x.shape)];
     },

@@ -495,3 +495,56 @@ Deno.test("onnx import: If branches at run time; a weight first used inside a br
     assertEquals([...y.dataSync()], want, `cond ${c}`);
   }
 });
+
+/** y = x · scale, with `scale` a graph input: what inputShapes and inputValues specialize. */
+function scaled(): Uint8Array {
+  return model({
+    name: "scaled",
+    nodes: [
+      node("Shape", ["x"], ["s"]),
+      node("Mul", ["x", "scale"], ["y"]),
+    ],
+    initializers: [],
+    inputs: [valueInfo("x", ["batch", "n"]), valueInfo("scale", [])],
+    outputs: [valueInfo("y", ["batch", "n"]), valueInfo("s", [2], ElemType.int64)],
+  });
+}
+
+Deno.test("onnx import: inputShapes fixes a shape at import and main checks it", async () => {
+  using m = await importONNX(scaled(), { inputShapes: { x: [2, 3] } });
+  assertEquals(m.inputs.map((i) => i.shape), [[2, 3], []]);
+  const vm = new VirtualMachine(m.executable);
+  using x = tensor([[1, 2, 3], [4, 5, 6]]);
+  using scale = tensor([2], { shape: [] });
+  const [y, s] = await vm.invoke("main", x, scale) as NDArray[];
+  close(y.dataSync() as Float32Array, [2, 4, 6, 8, 10, 12]);
+  assertEquals([...s.dataSync() as BigInt64Array], [2n, 3n]); // folded at import
+  y.dispose();
+  s.dispose();
+  using wrong = tensor([[1, 2]]);
+  await assertRejects(() => vm.invoke("main", wrong, scale), VMError, 'input "x"');
+  await assertRejects(
+    () => importONNX(scaled(), { inputShapes: { x: [6] } }),
+    UnsupportedONNXError,
+    "inputShapes gives rank 1, the file declares 2",
+  );
+});
+
+Deno.test("onnx import: inputValues binds an input at import; main no longer takes it", async () => {
+  using scale = tensor([3], { shape: [] });
+  // (x's shape given too: a symbolic Shape as a graph output is not supported yet.)
+  using m = await importONNX(scaled(), { inputValues: { scale }, inputShapes: { x: [1, 2] } });
+  assertEquals(m.inputs.map((i) => i.name), ["x"]);
+  const vm = new VirtualMachine(m.executable);
+  using x = tensor([[1, 2]]);
+  const [y, s] = await vm.invoke("main", x) as NDArray[];
+  close(y.dataSync() as Float32Array, [3, 6]);
+  y.dispose();
+  s.dispose();
+  using wrongType = tensor(new BigInt64Array([3n]), { shape: [] });
+  await assertRejects(
+    () => importONNX(scaled(), { inputValues: { scale: wrongType } }),
+    UnsupportedONNXError,
+    "inputValues gives int64, the file declares float32",
+  );
+});

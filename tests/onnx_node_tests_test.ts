@@ -37,3 +37,28 @@ Deno.test({
     assertEquals(regressions, []);
   },
 });
+
+Deno.test("onnx node tests: docs/onnx.md's counts are the committed passing lists'", async () => {
+  // `deno task onnx:nodes --write` writes the table and the three lists together; onnxruntime-web's
+  // run (`--ort`, about a minute and a 30 MB npm package) stays out of CI, so CI holds the table
+  // to the lists it was written with: a list changed without rerunning --write fails here.
+  const lines = async (file: string) =>
+    (await Deno.readTextFile(new URL(`onnx/${file}`, import.meta.url))).split("\n")
+      .filter((l) => l !== "").length;
+  const n = (x: number) => x.toLocaleString("en-US");
+  const page = await Deno.readTextFile(new URL("../docs/onnx.md", import.meta.url));
+  const table = page.slice(
+    page.indexOf("<!-- onnx-node-table"),
+    page.indexOf("<!-- /onnx-node-table"),
+  )
+    .replace(/\s+/g, " ");
+  const cpu = await lines("node_tests_passing.txt");
+  const gpu = await lines("node_tests_passing_webgpu.txt");
+  const ort = await lines("node_tests_passing_ort.txt");
+  assert(table.includes(`**${n(cpu)} of `), `the table's CPU count is not ${cpu}`);
+  assert(table.includes(`; ${n(gpu)} on WebGPU`), `the table's WebGPU count is not ${gpu}`);
+  assert(
+    table.includes(`backend passes ${n(ort)} in the same harness`),
+    `the table's onnxruntime-web count is not ${ort}`,
+  );
+});

