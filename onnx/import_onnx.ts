@@ -34,6 +34,7 @@ import type { OpSpec } from "./op_spec.ts";
 import { ATTENTION_OPS, ROTARY_OPS } from "./ops_attention.ts";
 import { COMPOSITE_OPS } from "./ops_composite.ts";
 import { CONV_OPS } from "./ops_conv.ts";
+import { DYNAMIC_OPS } from "./ops_dynamic.ts";
 import { ELEMENTWISE_OPS } from "./ops_elementwise.ts";
 import { GATHER_OPS } from "./ops_gather.ts";
 import { NN_OPS } from "./ops_nn.ts";
@@ -51,6 +52,8 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...GATHER_OPS,
   ...CONV_OPS,
   ...QUANTIZE_OPS,
+  // After SHAPE_OPS and COMPOSITE_OPS: their entries that fall back to run-time sizes.
+  ...DYNAMIC_OPS,
   // Converted by convertIf (it needs the graph's scope); listed here for the table and names.
   If: { attrs: ["then_branch", "else_branch"], convert: () => [] },
 };
@@ -406,6 +409,7 @@ const ANY_DTYPE = new Set([
   "Reshape",
   "Shape",
   "Size",
+  "Pad",
   "Slice",
   "Split",
   "Squeeze",
@@ -417,6 +421,10 @@ const ANY_DTYPE = new Set([
  * Converts `n`; an arithmetic operator on float16 or bfloat16 computes in
  * float32 (the inputs widened, the float32 outputs narrowed back), as NumPy
  * and ONNX's reference compute half floats: one rounding at the end.
+ * float64 takes the same path the other way (narrowed to float32, the
+ * outputs widened back): relaxvm's kernels compute float32, and a second
+ * set of float64 kernels on every device is more than the node tests'
+ * float64 cases (within float32's precision of ONNX's tolerance) are worth.
  */
 function convertWidened(
   n: Node,
@@ -426,7 +434,9 @@ function convertWidened(
   made: NDArray[],
 ): (Value | undefined)[] {
   const spec = ONNX_OPERATORS[n.opType];
-  const half = inputs.find((v) => v?.dtype === "float16" || v?.dtype === "bfloat16")?.dtype;
+  const half = inputs.find((v) =>
+    v?.dtype === "float16" || v?.dtype === "bfloat16" || v?.dtype === "float64"
+  )?.dtype;
   if (half === undefined || ANY_DTYPE.has(n.opType)) {
     return spec.convert(new NodeContext(n, opset, em, inputs, made));
   }
