@@ -11,7 +11,8 @@ import { installKernels } from "../kernels/install.ts";
 import { attentionBuiltins } from "./operators/attention_operators.ts";
 import { callBuiltins } from "./values/function_calls.ts";
 import { comparisonBuiltins } from "./predicates/compare_operators.ts";
-import { hostShapeBuiltins } from "./operators/host_shape_operators.ts";
+import { hostIndexBuiltins } from "./host_operators/host_index_operators.ts";
+import { hostShapeBuiltins } from "./host_operators/host_shape_operators.ts";
 import { indexingBuiltins } from "./operators/indexing_operators.ts";
 import { kvCacheBuiltins } from "./lm_support/kv_cache_builtins.ts";
 import { kvStateBuiltins } from "./kv_state/kv_state_builtins.ts";
@@ -45,6 +46,7 @@ export const BUILTIN_TABLES = [
   attentionBuiltins,
   samplingOperatorBuiltins,
   hostShapeBuiltins,
+  hostIndexBuiltins,
 ];
 
 let installed = false;

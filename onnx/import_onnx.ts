@@ -37,6 +37,7 @@ import { CONV_OPS } from "./ops_conv.ts";
 import { DYNAMIC_OPS } from "./ops_dynamic.ts";
 import { ELEMENTWISE_OPS } from "./ops_elementwise.ts";
 import { GATHER_OPS } from "./ops_gather.ts";
+import { INDEX_OPS } from "./ops_index.ts";
 import { NN_OPS } from "./ops_nn.ts";
 import { QUANTIZE_OPS } from "./ops_quantize.ts";
 import { SHAPE_OPS } from "./ops_shape.ts";
@@ -54,6 +55,7 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...QUANTIZE_OPS,
   // After SHAPE_OPS and COMPOSITE_OPS: their entries that fall back to run-time sizes.
   ...DYNAMIC_OPS,
+  ...INDEX_OPS,
   // Converted by convertIf (it needs the graph's scope); listed here for the table and names.
   If: { attrs: ["then_branch", "else_branch"], convert: () => [] },
 };

@@ -3,7 +3,7 @@
  * `Tile`, `Expand`, `ConstantOfShape` and `Range` convert as before
  * (ops_shape.ts, ops_composite.ts) when their bounds, sizes or shapes are
  * known at import, and otherwise call the host operators of
- * builtins/operators/host_shape_operators.ts (`vm.op.dynamic_strided_slice`,
+ * builtins/host_operators/host_shape_operators.ts (`vm.op.dynamic_strided_slice`,
  * `split_section`, `tile`, `expand`, `full`, `arange`), which read them when
  * the program runs; the result's dimensions are bound from the tensor the
  * call made. `Pad` always goes that way (`vm.op.pad`: its four modes and

@@ -8,7 +8,7 @@
  */
 
 /**
- * The 51 packed functions defined in `builtins/operators/` (Operators; Indexing operators; Attention operators; Host shape operators), one property each, as in
+ * The 44 packed functions defined in `builtins/operators/` (Operators; Indexing operators; Attention operators), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -506,81 +506,4 @@ export interface OperatorsBuiltins {
    * - TVM: none (relaxvm's own)
    */
   readonly "vm.op.causal_mask": "(scores, offset?) → tensor";
-  /**
-   * `vm.op.dynamic_strided_slice(x, begin, end, axes?, strides?) → tensor` (Host shape operators, `builtins/operators/host_shape_operators.ts`)
-   *
-   * `x[begin:end:stride]` on each axis of `axes` (default `0, 1, …`), the other axes whole; the four are 1-D integer tensors read when it runs, so the result's shape is known only then. Negative `begin`/`end` count from the end of the axis and out-of-range ones clamp (Python's `slice.indices`); a negative stride walks backwards. Computed on the host (a GPU `x` is read back and the result written back).
-   *
-   * - dtypes: any
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not tensors, non-integer bounds), `RangeError` (lengths that differ, an axis out of range, a stride of 0).
-   * - TVM: `relax.op.dynamic_strided_slice`, which has no `axes` (every axis is sliced)
-   */
-  readonly "vm.op.dynamic_strided_slice": "(x, begin, end, axes?, strides?) → tensor";
-  /**
-   * `vm.op.split_section(x, sizes, axis, index) → tensor` (Host shape operators, `builtins/operators/host_shape_operators.ts`)
-   *
-   * Section `index` of `x` cut along `axis` (an `imm`) into consecutive pieces of `sizes` (a 1-D integer tensor read when it runs, adding up to the axis). Computed on the host.
-   *
-   * - dtypes: any
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not tensors), `RangeError` (sizes that do not add up to the axis, an index or axis out of range).
-   * - TVM: `relax.op.split`, which takes the sections when it is compiled and returns them all
-   */
-  readonly "vm.op.split_section": "(x, sizes, axis, index) → tensor";
-  /**
-   * `vm.op.tile(x, repeats) → tensor` (Host shape operators, `builtins/operators/host_shape_operators.ts`)
-   *
-   * `x` repeated `repeats[i]` times along each axis `i` (a 1-D integer tensor of one count an axis, read when it runs). Computed on the host.
-   *
-   * - dtypes: any
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not tensors), `RangeError` (a count per axis missing or negative).
-   * - TVM: `relax.op.tile`, which takes the repeats when it is compiled
-   */
-  readonly "vm.op.tile": "(x, repeats) → tensor";
-  /**
-   * `vm.op.expand(x, shape) → tensor` (Host shape operators, `builtins/operators/host_shape_operators.ts`)
-   *
-   * `x` broadcast with `shape` (a 1-D integer tensor read when it runs) both ways, as ONNX's `Expand`: the result's shape is NumPy's broadcast of the two, so a size 1 in `shape` keeps `x`'s. Computed on the host.
-   *
-   * - dtypes: any
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not tensors), `RangeError` (shapes that do not broadcast).
-   * - TVM: `relax.op.broadcast_to`, which broadcasts `x` to `shape` one way only
-   */
-  readonly "vm.op.expand": "(x, shape) → tensor";
-  /**
-   * `vm.op.pad(x, pads, value?, mode?, axes?) → tensor` (Host shape operators, `builtins/operators/host_shape_operators.ts`)
-   *
-   * `x` with `pads[k]` elements added before and `pads[k + n]` after axis `axes[k]` (default every axis; `pads` and `axes` 1-D integer tensors read when it runs; a negative amount crops). `mode`: `"constant"` (default; the new elements are `value`, one element of `x`'s dtype, default 0), `"reflect"` (mirrored without repeating the edge), `"edge"` (the edge repeated) or `"wrap"` (the other end's elements). Computed on the host.
-   *
-   * - dtypes: any
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not tensors, an unknown mode, a value of another dtype), `RangeError` (pads not two an axis, a size cropped below 0, reflect/edge/wrap of an empty tensor).
-   * - TVM: `relax.op.nn.pad`, which takes the pads when it is compiled
-   */
-  readonly "vm.op.pad": "(x, pads, value?, mode?, axes?) → tensor";
-  /**
-   * `vm.op.full(shape, value) → tensor` (Host shape operators, `builtins/operators/host_shape_operators.ts`)
-   *
-   * A tensor of `shape` (a shape value, or a 1-D integer tensor read when it runs) whose every element is the one element of `value`, and of its dtype (ONNX's `ConstantOfShape`). Computed on the host.
-   *
-   * - dtypes: any
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not tensors), `RangeError` (a negative size, `value` not one element).
-   * - TVM: `relax.op.full`, which takes the shape as a shape value
-   */
-  readonly "vm.op.full": "(shape, value) → tensor";
-  /**
-   * `vm.op.arange(start, limit, delta) → tensor` (Host shape operators, `builtins/operators/host_shape_operators.ts`)
-   *
-   * The 1-D tensor `start, start + delta, …` of `max(ceil((limit - start) / delta), 0)` elements, of `start`'s dtype (three scalar tensors of one dtype, read when it runs: ONNX's `Range`). Computed on the host.
-   *
-   * - dtypes: float32, int32, int64, int16, int8
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not tensors of one dtype), `RangeError` (not scalars, a delta of 0).
-   * - TVM: `relax.op.arange`, which takes prim values
-   */
-  readonly "vm.op.arange": "(start, limit, delta) → tensor";
 }

@@ -48,7 +48,7 @@ import {
   sizeOf,
   stridesOf,
 } from "./host_tensors.ts";
-import { sliceBounds } from "./indexing_operators.ts";
+import { sliceBounds } from "../operators/indexing_operators.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const hostShapeBuiltins = new BuiltinTable("Host shape operators", import.meta.url);

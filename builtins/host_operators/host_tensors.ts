@@ -22,7 +22,7 @@ import { activateAllocators, activeAllocators } from "../../devices/allocation_c
 import type { TensorDType, TypedArray } from "../../ground/dtype.ts";
 import { describe } from "../describe.ts";
 import { tensorArg } from "../validate.ts";
-import { chargeWork } from "./kernel_cost.ts";
+import { chargeWork } from "../operators/kernel_cost.ts";
 
 /** What a host operator computes: the output's shape and dtype, and how to fill it. */
 export interface HostResult {
