@@ -12,6 +12,7 @@ import { attentionBuiltins } from "./operators/attention_operators.ts";
 import { callBuiltins } from "./values/function_calls.ts";
 import { comparisonBuiltins } from "./predicates/compare_operators.ts";
 import { hostIndexBuiltins } from "./host_operators/host_index_operators.ts";
+import { lowPrecisionBuiltins } from "./host_operators/low_precision_operators.ts";
 import { hostShapeBuiltins } from "./host_operators/host_shape_operators.ts";
 import { indexingBuiltins } from "./operators/indexing_operators.ts";
 import { kvCacheBuiltins } from "./lm_support/kv_cache_builtins.ts";
@@ -47,6 +48,7 @@ export const BUILTIN_TABLES = [
   samplingOperatorBuiltins,
   hostShapeBuiltins,
   hostIndexBuiltins,
+  lowPrecisionBuiltins,
 ];
 
 let installed = false;

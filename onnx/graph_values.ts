@@ -15,6 +15,7 @@
 import type { Operand } from "../builder/operand.ts";
 import type { NDArray } from "../devices/ndarray.ts";
 import type { TensorDType } from "../ground/dtype.ts";
+import type { LowPrecisionFormat } from "../builtins/host_operators/low_precision.ts";
 
 /** A dimension: a size, a symbol (a shape-heap slot at run time), or unknown until bound. */
 export type Dim = number | string | null;
@@ -36,6 +37,12 @@ export interface Value {
   readonly ints?: readonly Dim[];
   /** Its index in the parameter tuple, for an initializer (read with `tuple_getitem` on first use). */
   readonly param?: number;
+  /**
+   * The 8- or 4-bit ONNX type its `dtype` holds (onnx_tensor.ts's
+   * `LOW_PRECISION_TYPES`): bit patterns of a float format, or INT4/UINT4
+   * values; only the operators that know the format take it.
+   */
+  readonly format?: LowPrecisionFormat;
 }
 
 /** Why a node cannot be imported; the converter collects these for the error. */

@@ -29,7 +29,7 @@ import { type Dim, Unsupported, type Value } from "./graph_values.ts";
 import { NodeContext } from "./node_context.ts";
 import { ONNXImportError, type UnsupportedNode, UnsupportedONNXError } from "./onnx_errors.ts";
 import { decodeModel, type Graph, type Node, type TensorProto } from "./onnx_proto.ts";
-import { dtypeOf, onnxTypeName, tensorFromProto } from "./onnx_tensor.ts";
+import { dtypeOf, lowPrecisionOf, onnxTypeName, tensorFromProto } from "./onnx_tensor.ts";
 import type { OpSpec } from "./op_spec.ts";
 import { ATTENTION_OPS, ROTARY_OPS } from "./ops_attention.ts";
 import { COMPOSITE_OPS } from "./ops_composite.ts";
@@ -38,6 +38,7 @@ import { DYNAMIC_OPS } from "./ops_dynamic.ts";
 import { ELEMENTWISE_OPS } from "./ops_elementwise.ts";
 import { GATHER_OPS } from "./ops_gather.ts";
 import { INDEX_OPS } from "./ops_index.ts";
+import { LOW_PRECISION_OPS } from "./ops_low_precision.ts";
 import { NN_OPS } from "./ops_nn.ts";
 import { QUANTIZE_OPS } from "./ops_quantize.ts";
 import { SHAPE_OPS } from "./ops_shape.ts";
@@ -56,6 +57,7 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   // After SHAPE_OPS and COMPOSITE_OPS: their entries that fall back to run-time sizes.
   ...DYNAMIC_OPS,
   ...INDEX_OPS,
+  ...LOW_PRECISION_OPS,
   // Converted by convertIf (it needs the graph's scope); listed here for the table and names.
   If: { attrs: ["then_branch", "else_branch"], convert: () => [] },
 };
@@ -324,13 +326,17 @@ function convert(graph: Graph, opset: number, functionName: string): ImportedONN
         `input "${v.name}"`,
       ], false);
       em.matchShape(reg, shape, `input "${v.name}"`);
-      values.set(v.name, { dtype: dt, shape, reg });
+      values.set(v.name, { dtype: dt, shape, reg, format: lowPrecisionOf(type.elemType) });
       inputInfo.push({ name: v.name, dtype: dt, shape: shownShape(shape) });
     }
     const holder = new NodeContext(graph.nodes[0] ?? ({} as Node), opset, em, [], made);
     for (const [i, nd] of params.entries()) {
       const known = holder.fromTensor(nd);
-      values.set(paramNames[i], { ...known, param: i });
+      values.set(paramNames[i], {
+        ...known,
+        param: i,
+        format: lowPrecisionOf(graph.initializers[i].dataType),
+      });
     }
     for (const n of graph.nodes) convertNode(n, opset, em, values, made, problems);
     const outputs: Operand[] = [];
@@ -419,6 +425,9 @@ const ANY_DTYPE = new Set([
   "Unsqueeze",
 ]);
 
+/** Operators that know the 8- and 4-bit formats (ops_low_precision.ts); no other takes them. */
+const FORMAT_AWARE = new Set(["Cast", "CastLike", "QuantizeLinear", "DequantizeLinear"]);
+
 /**
  * Converts `n`; an arithmetic operator on float16 or bfloat16 computes in
  * float32 (the inputs widened, the float32 outputs narrowed back), as NumPy
@@ -436,6 +445,10 @@ function convertWidened(
   made: NDArray[],
 ): (Value | undefined)[] {
   const spec = ONNX_OPERATORS[n.opType];
+  const held = inputs.find((v) => v?.format !== undefined);
+  if (held !== undefined && !FORMAT_AWARE.has(n.opType)) {
+    throw new Unsupported(`${held.format} elements (held in ${held.dtype}) in ${n.opType}`);
+  }
   const half = inputs.find((v) =>
     v?.dtype === "float16" || v?.dtype === "bfloat16" || v?.dtype === "float64"
   )?.dtype;

@@ -8,7 +8,7 @@
  */
 
 /**
- * The 22 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators), one property each, as in
+ * The 24 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -264,4 +264,26 @@ export interface HostOperatorsBuiltins {
    * - TVM: `relax.op.einsum`
    */
   readonly "vm.op.einsum": "(equation, ...operands) → tensor";
+  /**
+   * `vm.op.to_low_precision(x, format, saturate?) → uint8 or int8 tensor` (Low-precision conversions, `builtins/host_operators/low_precision_operators.ts`)
+   *
+   * `x`'s numbers in `format` (`"float8e4m3fn"`, `"float8e4m3fnuz"`, `"float8e5m2"`, `"float8e5m2fnuz"`, `"float4e2m1"`: their bit patterns in a uint8 tensor; `"int4"`, `"uint4"`: their values in int8 and uint8), as ONNX's `Cast` computes them: floats round to nearest, ties to even, and past the largest finite value become infinity (E5M2) or NaN, or with `saturate` (default 1) that largest value; FLOAT4E2M1 always saturates; INT4 and UINT4 truncate toward zero and wrap. Computed on the host.
+   *
+   * - dtypes: float32, float64, int8, int16, int32, int64, uint8, uint16, uint32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not a tensor of numbers, an unknown format).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.to_low_precision": "(x, format, saturate?) → uint8 or int8 tensor";
+  /**
+   * `vm.op.from_low_precision(x, format) → float32 tensor` (Low-precision conversions, `builtins/host_operators/low_precision_operators.ts`)
+   *
+   * The numbers `x` holds in `format` (see `to_low_precision`: float formats' bit patterns in uint8, INT4's values in int8, UINT4's in uint8), as float32, which holds each exactly. Computed on the host.
+   *
+   * - dtypes: uint8, int8
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not a tensor, an unknown format, codes not in uint8 (int8 for INT4)).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.from_low_precision": "(x, format) → float32 tensor";
 }
