@@ -164,7 +164,15 @@ export class Emitter {
       return v.reg;
     }
     if (v.tensor === undefined) {
-      throw new Unsupported("a value computed from shapes is used as a tensor (not supported yet)");
+      // Sizes known only at run time (symbols): a tensor made from the shape heap.
+      if (v.ints === undefined || v.shape.length > 1 || v.ints.includes(null)) {
+        throw new Unsupported(
+          "a value computed from shapes is used as a tensor (not supported yet)",
+        );
+      }
+      v.reg = this.record("vm.op.shape_to_tensor", [this.shape(v.ints), v.dtype])!;
+      if (v.shape.length === 0) v.reg = this.record("vm.builtin.reshape", [v.reg, []])!;
+      return v.reg;
     }
     v.reg = this.ib.convert_constant(v.tensor) as Operand;
     return v.reg;

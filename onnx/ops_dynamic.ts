@@ -4,8 +4,9 @@
  * (ops_shape.ts, ops_composite.ts) when their bounds, sizes or shapes are
  * known at import, and otherwise call the host operators of
  * builtins/host_operators/host_shape_operators.ts (`vm.op.dynamic_strided_slice`,
- * `split_section`, `tile`, `expand`, `full`, `arange`), which read them when
- * the program runs; the result's dimensions are bound from the tensor the
+ * `split_section`, `tile`, `expand`, `full`, `arange`; `dynamic_reshape` for
+ * a `Reshape` whose target ops_shape.ts cannot work out), which read them
+ * when the program runs; the result's dimensions are bound from the tensor the
  * call made. `Pad` always goes that way (`vm.op.pad`: its four modes and
  * cropping by negative pads).
  *
@@ -18,6 +19,7 @@ import { type Dim, normAxis, Unsupported, type Value } from "./graph_values.ts";
 import type { NodeContext } from "./node_context.ts";
 import type { OpSpec } from "./op_spec.ts";
 import { COMPOSITE_OPS } from "./ops_composite.ts";
+import { ELEMENTWISE_OPS } from "./ops_elementwise.ts";
 import { SHAPE_OPS } from "./ops_shape.ts";
 
 /** Whether input `i` is absent or its integers are all known at import. */
@@ -65,6 +67,35 @@ function unknownDims(rank: number): Dim[] {
 
 /** The operators of this module, by ONNX name. */
 export const DYNAMIC_OPS: Record<string, OpSpec> = {
+  // Folded on known integers, as Add and Sub are: functions write `Neg(axis)` into shape arithmetic.
+  Neg: {
+    attrs: ELEMENTWISE_OPS.Neg.attrs,
+    convert(cx) {
+      const x = cx.input(0), ints = x.ints;
+      if (
+        ints !== undefined && ints.every((d) => typeof d === "number") && x.tensor !== undefined
+      ) {
+        return [cx.knownValue((ints as number[]).map((d) => -d), [...x.tensor.shape], x.dtype)];
+      }
+      return ELEMENTWISE_OPS.Neg.convert(cx);
+    },
+  },
+  Reshape: {
+    attrs: SHAPE_OPS.Reshape.attrs,
+    convert(cx) {
+      // The shape arithmetic of ops_shape.ts first; what it cannot decide is read at run time.
+      try {
+        return SHAPE_OPS.Reshape.convert(cx);
+      } catch (e) {
+        if (!(e instanceof Unsupported)) throw e;
+      }
+      const x = cx.input(0);
+      const args = [cx.em.reg(x), cx.em.reg(cx.input(1)), cx.em.imm(cx.int("allowzero", 0))];
+      return [
+        cx.em.call("vm.op.dynamic_reshape", args, x.dtype, unknownDims(lengthOf(cx, 1, "shape"))),
+      ];
+    },
+  },
   Slice: orAtRunTime(SHAPE_OPS.Slice, [1, 2, 3, 4], (cx) => {
     if (cx.opset < 10) throw new Unsupported("Slice-1 bounds are attributes");
     const x = cx.input(0), r = x.shape.length;

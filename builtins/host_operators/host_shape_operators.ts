@@ -35,7 +35,8 @@ import { NDArray } from "../../devices/ndarray.ts";
 import type { TypedArray } from "../../ground/dtype.ts";
 import { broadcastShapes, formatShape } from "../../kernels/broadcast.ts";
 import { BuiltinTable } from "../builtin_table.ts";
-import { shapeArg, tensorArg } from "../validate.ts";
+import { dtypeArg, shapeArg, tensorArg } from "../validate.ts";
+import { cpu } from "../../devices/cpu_device.ts";
 import {
   axisOf,
   choiceArg,
@@ -341,4 +342,62 @@ hostShapeBuiltins.add("vm.op.arange", (start: unknown, limit: unknown, delta: un
   devices: ["cpu", "webgpu"],
   errors: "`TypeError` (not tensors of one dtype), `RangeError` (not scalars, a delta of 0).",
   tvm: "relax.op.arange, which takes prim values",
+});
+
+hostShapeBuiltins.add(
+  "vm.op.dynamic_reshape",
+  (x: unknown, shape: unknown, allowzero?: unknown) => {
+    const who = "dynamic_reshape";
+    const t = tensorArg(x, "x", who), s = tensorArg(shape, "shape", who);
+    return onHost(who, [t, s], ([src, sv]) => {
+      const target = integersOf(sv!, "shape", who);
+      const dims = target.map((d, i) => (d === 0 && !allowzero ? t.shape[i] : d));
+      const minus = dims.indexOf(-1);
+      if (dims.some((d, i) => d === undefined || d < -1 || (d === -1 && i !== minus))) {
+        throw new RangeError(`${who}: shape [${target.join(", ")}] for x ${formatShape(t.shape)}`);
+      }
+      if (minus >= 0) {
+        const rest = sizeOf(dims.filter((_, i) => i !== minus));
+        dims[minus] = rest === 0 ? 0 : t.size / rest;
+      }
+      if (!Number.isInteger(dims[minus] ?? 0) || sizeOf(dims) !== t.size) {
+        throw new RangeError(
+          `${who}: cannot reshape ${formatShape(t.shape)} to [${target.join(", ")}]`,
+        );
+      }
+      return {
+        shape: dims,
+        dtype: t.dtype,
+        fill: (out) => (out as Float32Array).set(src as Float32Array),
+      };
+    });
+  },
+  {
+    signature: "(x, shape, allowzero?) → tensor",
+    summary:
+      "A copy of `x` with the shape a 1-D integer tensor read when it runs gives, as ONNX's `Reshape` reads it: a 0 keeps `x`'s size on that axis (unless `allowzero`), one -1 takes what is left. Computed on the host.",
+    dtypes: "any",
+    devices: ["cpu", "webgpu"],
+    errors:
+      "`TypeError` (not tensors), `RangeError` (a shape of another number of elements, more than one -1).",
+    tvm: "relax.op.reshape, which takes a shape value and no 0",
+  },
+);
+
+hostShapeBuiltins.add("vm.op.shape_to_tensor", (shape: unknown, dtype?: unknown) => {
+  const who = "shape_to_tensor";
+  const dims = shapeArg(shape, who);
+  const dt = dtype === undefined || dtype === null ? "int64" : dtypeArg(dtype, who);
+  const out = NDArray.empty([dims.length], dt, cpu());
+  const view = out.cpuView();
+  dims.forEach((d, i) => put(view, i, d));
+  return out;
+}, {
+  signature: "(shape, dtype?) → CPU tensor",
+  summary:
+    "The sizes of a shape value as a 1-D CPU tensor of `dtype` (default int64): what ONNX's `Shape` gives when the sizes are known only at run time.",
+  dtypes: ["int64", "int32", "float32"],
+  devices: ["cpu"],
+  errors: "`TypeError` (not a shape, an unknown dtype).",
+  tvm: "relax.op.shape_to_tensor",
 });

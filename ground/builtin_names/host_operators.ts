@@ -8,7 +8,7 @@
  */
 
 /**
- * The 24 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions), one property each, as in
+ * The 26 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -99,6 +99,28 @@ export interface HostOperatorsBuiltins {
    * - TVM: `relax.op.arange`, which takes prim values
    */
   readonly "vm.op.arange": "(start, limit, delta) → tensor";
+  /**
+   * `vm.op.dynamic_reshape(x, shape, allowzero?) → tensor` (Host shape operators, `builtins/host_operators/host_shape_operators.ts`)
+   *
+   * A copy of `x` with the shape a 1-D integer tensor read when it runs gives, as ONNX's `Reshape` reads it: a 0 keeps `x`'s size on that axis (unless `allowzero`), one -1 takes what is left. Computed on the host.
+   *
+   * - dtypes: any
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not tensors), `RangeError` (a shape of another number of elements, more than one -1).
+   * - TVM: `relax.op.reshape`, which takes a shape value and no 0
+   */
+  readonly "vm.op.dynamic_reshape": "(x, shape, allowzero?) → tensor";
+  /**
+   * `vm.op.shape_to_tensor(shape, dtype?) → CPU tensor` (Host shape operators, `builtins/host_operators/host_shape_operators.ts`)
+   *
+   * The sizes of a shape value as a 1-D CPU tensor of `dtype` (default int64): what ONNX's `Shape` gives when the sizes are known only at run time.
+   *
+   * - dtypes: int64, int32, float32
+   * - devices: CPU
+   * - errors: `TypeError` (not a shape, an unknown dtype).
+   * - TVM: `relax.op.shape_to_tensor`
+   */
+  readonly "vm.op.shape_to_tensor": "(shape, dtype?) → CPU tensor";
   /**
    * `vm.op.cumsum(x, axis, exclusive?, reverse?) → tensor` (Host indexing operators, `builtins/host_operators/host_index_operators.ts`)
    *
