@@ -13,6 +13,7 @@ import { callBuiltins } from "./values/function_calls.ts";
 import { comparisonBuiltins } from "./predicates/compare_operators.ts";
 import { hostIndexBuiltins } from "./host_operators/host_index_operators.ts";
 import { lowPrecisionBuiltins } from "./host_operators/low_precision_operators.ts";
+import { hostVisionBuiltins } from "./host_operators/host_vision_operators.ts";
 import { hostShapeBuiltins } from "./host_operators/host_shape_operators.ts";
 import { indexingBuiltins } from "./operators/indexing_operators.ts";
 import { kvCacheBuiltins } from "./lm_support/kv_cache_builtins.ts";
@@ -49,6 +50,7 @@ export const BUILTIN_TABLES = [
   hostShapeBuiltins,
   hostIndexBuiltins,
   lowPrecisionBuiltins,
+  hostVisionBuiltins,
 ];
 
 let installed = false;

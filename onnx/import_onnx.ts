@@ -42,6 +42,7 @@ import { LOW_PRECISION_OPS } from "./ops_low_precision.ts";
 import { NN_OPS } from "./ops_nn.ts";
 import { QUANTIZE_OPS } from "./ops_quantize.ts";
 import { SHAPE_OPS } from "./ops_shape.ts";
+import { VISION_OPS } from "./ops_vision.ts";
 
 /** Every operator of the standard domain the importer converts, by name. */
 const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
@@ -58,6 +59,7 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...DYNAMIC_OPS,
   ...INDEX_OPS,
   ...LOW_PRECISION_OPS,
+  ...VISION_OPS,
   // Converted by convertIf (it needs the graph's scope); listed here for the table and names.
   If: { attrs: ["then_branch", "else_branch"], convert: () => [] },
 };

@@ -8,7 +8,7 @@
  */
 
 /**
- * The 26 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions), one property each, as in
+ * The 31 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host image operators), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -308,4 +308,61 @@ export interface HostOperatorsBuiltins {
    * - TVM: none (relaxvm's own)
    */
   readonly "vm.op.from_low_precision": "(x, format) → float32 tensor";
+  /**
+   * `vm.op.grid_sample(x, grid, mode, padding, align_corners) → float32 tensor` (Host image operators, `builtins/host_operators/host_vision_operators.ts`)
+   *
+   * Samples float32 `x [N, C, D1, …, Dr]` at the points of `grid [N, H1, …, Hr, r]` (coordinates in [-1, 1], innermost axis first), as ONNX's `GridSample`: `mode` `"nearest"` (halves to even), `"linear"` or `"cubic"` (Keys, α = -0.75), outside points by `padding` `"zeros"`, `"border"` or `"reflection"`; `align_corners` puts -1 and 1 on the corner pixels' centres rather than their outer edges. Computed on the host.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not float32 tensors, an unknown mode or padding), `RangeError` (a grid that does not fit `x`).
+   * - TVM: `relax.op.image.grid_sample`
+   */
+  readonly "vm.op.grid_sample": "(x, grid, mode, padding, align_corners) → float32 tensor";
+  /**
+   * `vm.op.non_max_suppression(boxes, scores, max_output_boxes_per_class?, iou_threshold?, score_threshold?, center_point_box?) → int64 tensor [count, 3]` (Host image operators, `builtins/host_operators/host_vision_operators.ts`)
+   *
+   * ONNX's `NonMaxSuppression`: per batch and class, boxes by descending score (equal scores by index; only those above `score_threshold` when given), each kept unless its intersection over union with a kept box exceeds `iou_threshold`, at most `max_output_boxes_per_class` (default 0); rows `[batch, class, box]`. Boxes are `[y1, x1, y2, x2]` corners, or `[x, y, w, h]` with `center_point_box`. Computed on the host.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not float32 tensors), `RangeError` (boxes not `[N, B, 4]`, scores not `[N, C, B]`).
+   * - TVM: `relax.op.vision.all_class_non_max_suppression`
+   */
+  readonly "vm.op.non_max_suppression":
+    "(boxes, scores, max_output_boxes_per_class?, iou_threshold?, score_threshold?, center_point_box?) → int64 tensor [count, 3]";
+  /**
+   * `vm.op.col2im(x, image_shape, block_shape, dilations?, pads?, strides?) → float32 tensor` (Host image operators, `builtins/host_operators/host_vision_operators.ts`)
+   *
+   * ONNX's `Col2Im`: the columns `x [N, C·∏block, L]` of sliding blocks summed back into images `[N, C, ...image_shape]` (the inverse of im2col; overlapping elements add). `image_shape` and `block_shape` are 1-D integer tensors read when it runs; `dilations` (default 1s), `pads` (begins then ends, default 0s) and `strides` (default 1s) are shape values. Computed on the host.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not a float32 tensor), `RangeError` (columns that do not fit the blocks).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.col2im":
+    "(x, image_shape, block_shape, dilations?, pads?, strides?) → float32 tensor";
+  /**
+   * `vm.op.max_unpool(x, indices, shape, padded_shape?) → tensor` (Host image operators, `builtins/host_operators/host_vision_operators.ts`)
+   *
+   * ONNX's `MaxUnpool`: a zero tensor of `shape` (a shape value) with each element of `x` written at the flat index `indices` holds for it (what `MaxPool` gave as its `Indices`); with `padded_shape` (a 1-D integer tensor read when it runs, no smaller on any axis), that tensor at the start of a zero tensor of it, as ONNX's `output_shape` asks. Computed on the host.
+   *
+   * - dtypes: any
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not tensors), `RangeError` (an index outside the result, sizes that differ).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.max_unpool": "(x, indices, shape, padded_shape?) → tensor";
+  /**
+   * `vm.op.reverse_sequence(x, lengths, batch_axis, time_axis) → tensor` (Host image operators, `builtins/host_operators/host_vision_operators.ts`)
+   *
+   * ONNX's `ReverseSequence`: for each index `b` of `batch_axis`, the first `lengths[b]` elements along `time_axis` reversed, the rest as they are. Computed on the host.
+   *
+   * - dtypes: any
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not tensors), `RangeError` (an axis out of range).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.reverse_sequence": "(x, lengths, batch_axis, time_axis) → tensor";
 }
