@@ -14,6 +14,8 @@ import { comparisonBuiltins } from "./predicates/compare_operators.ts";
 import { hostIndexBuiltins } from "./host_operators/host_index_operators.ts";
 import { lowPrecisionBuiltins } from "./host_operators/low_precision_operators.ts";
 import { hostVisionBuiltins } from "./host_operators/host_vision_operators.ts";
+import { hostSignalBuiltins } from "./host_operators/host_signal_operators.ts";
+import { hostMathBuiltins } from "./host_operators/host_math_operators.ts";
 import { hostShapeBuiltins } from "./host_operators/host_shape_operators.ts";
 import { indexingBuiltins } from "./operators/indexing_operators.ts";
 import { kvCacheBuiltins } from "./lm_support/kv_cache_builtins.ts";
@@ -51,6 +53,8 @@ export const BUILTIN_TABLES = [
   hostIndexBuiltins,
   lowPrecisionBuiltins,
   hostVisionBuiltins,
+  hostSignalBuiltins,
+  hostMathBuiltins,
 ];
 
 let installed = false;

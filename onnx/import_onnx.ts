@@ -39,10 +39,13 @@ import { ELEMENTWISE_OPS } from "./ops_elementwise.ts";
 import { GATHER_OPS } from "./ops_gather.ts";
 import { INDEX_OPS } from "./ops_index.ts";
 import { LOW_PRECISION_OPS } from "./ops_low_precision.ts";
+import { MATH_OPS } from "./ops_math.ts";
 import { NN_OPS } from "./ops_nn.ts";
 import { QUANTIZE_OPS } from "./ops_quantize.ts";
 import { SHAPE_OPS } from "./ops_shape.ts";
+import { SIGNAL_OPS } from "./ops_signal.ts";
 import { VISION_OPS } from "./ops_vision.ts";
+import { WIDENED_OPS } from "./ops_widened.ts";
 
 /** Every operator of the standard domain the importer converts, by name. */
 const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
@@ -60,6 +63,9 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...INDEX_OPS,
   ...LOW_PRECISION_OPS,
   ...VISION_OPS,
+  ...SIGNAL_OPS,
+  ...WIDENED_OPS,
+  ...MATH_OPS,
   // Converted by convertIf (it needs the graph's scope); listed here for the table and names.
   If: { attrs: ["then_branch", "else_branch"], convert: () => [] },
 };

@@ -8,7 +8,7 @@
  */
 
 /**
- * The 31 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host image operators), one property each, as in
+ * The 36 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host image operators; Host signal operators; Host arithmetic operators), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -365,4 +365,59 @@ export interface HostOperatorsBuiltins {
    * - TVM: none (relaxvm's own)
    */
   readonly "vm.op.reverse_sequence": "(x, lengths, batch_axis, time_axis) → tensor";
+  /**
+   * `vm.op.window(size, kind, periodic, dtype) → tensor` (Host signal operators, `builtins/host_operators/host_signal_operators.ts`)
+   *
+   * A window of `size` (a scalar integer tensor read when it runs) of `kind` `"hann"` (sin²(πn/N)), `"hamming"` (α − β·cos(2πn/N), α = 25/46) or `"blackman"` (0.42 − 0.5·cos(2πn/N) + 0.08·cos(4πn/N)), with N the size when `periodic`, else the size − 1 (ONNX's `HannWindow`, `HammingWindow`, `BlackmanWindow`). Computed on the host in float64.
+   *
+   * - dtypes: float32, float64, int32, int64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not a tensor, an unknown kind or dtype), `RangeError` (a negative size).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.window": "(size, kind, periodic, dtype) → tensor";
+  /**
+   * `vm.op.dft(x, length?, axis, inverse, onesided) → tensor` (Host signal operators, `builtins/host_operators/host_signal_operators.ts`)
+   *
+   * The discrete Fourier transform of `x` along `axis` (an integer, or a scalar tensor read when it runs), ONNX's `DFT`: `x`'s last axis holds a real signal (1) or real and imaginary parts (2); the signal is padded with zeros or cut to `length` (a scalar tensor read when it runs; default the axis' size); `inverse` takes the inverse transform (divided by the length), `onesided` keeps the first `length / 2 + 1` frequencies. The result's last axis holds real and imaginary parts. Computed on the host in float64 (a direct sum, no FFT).
+   *
+   * - dtypes: float32, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not tensors), `RangeError` (a last axis other than 1 or 2, an axis out of range, a length below 1).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.dft": "(x, length?, axis, inverse, onesided) → tensor";
+  /**
+   * `vm.op.power(x, exponent) → tensor` (Host arithmetic operators, `builtins/host_operators/host_math_operators.ts`)
+   *
+   * `x` to the power `exponent`, elementwise with NumPy broadcasting, for an int32 or int64 `x` (the exponent any number dtype): computed in float64 and truncated to `x`'s dtype, as ONNX's `Pow` casts NumPy's result. Computed on the host.
+   *
+   * - dtypes: int32, int64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not tensors, `x` not int32 or int64), `RangeError` (shapes that do not broadcast).
+   * - TVM: `relax.op.power`, for floats
+   */
+  readonly "vm.op.power": "(x, exponent) → tensor";
+  /**
+   * `vm.op.det(x) → float32 tensor` (Host arithmetic operators, `builtins/host_operators/host_math_operators.ts`)
+   *
+   * The determinant of each float32 square matrix of `x [..., n, n]`, by LU decomposition with partial pivoting in float64 (ONNX's `Det`). Computed on the host.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not float32), `RangeError` (not square matrices).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.det": "(x) → float32 tensor";
+  /**
+   * `vm.op.matmul_integer(a, b, a_zero_point?, b_zero_point?) → int32 tensor` (Host arithmetic operators, `builtins/host_operators/host_math_operators.ts`)
+   *
+   * ONNX's `MatMulInteger` for 2-D operands: `(a − a_zero_point) · (b − b_zero_point)` of 8-bit integers, in int32 (a zero point is one value, or one per row of `a` / column of `b`). Computed on the host.
+   *
+   * - dtypes: int8, uint8
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not tensors), `RangeError` (not 2-D matrices that multiply).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.matmul_integer": "(a, b, a_zero_point?, b_zero_point?) → int32 tensor";
 }

@@ -1,0 +1,167 @@
+/**
+ * Arithmetic no device kernel has, computed on the host (host_tensors.ts):
+ * `power` on integer bases (ONNX's `Pow` for int32 and int64), `det`
+ * (ONNX's `Det`, by LU decomposition with partial pivoting) and
+ * `matmul_integer` (ONNX's `MatMulInteger`: 8-bit operands less their zero
+ * points, multiplied and summed in int32).
+ *
+ * @example Integer powers and a determinant
+ * ```ts
+ * import { getGlobalFunc, type NDArray, tensor } from "@relaxvm/relaxvm";
+ * import { assertEquals } from "@std/assert";
+ *
+ * const power = getGlobalFunc("vm.op.power")!;
+ * const det = getGlobalFunc("vm.op.det")!;
+ * using x = tensor([2, 3, -2], { dtype: "int32" });
+ * using e = tensor([3], { dtype: "int32" });
+ * using p = power(x, e) as NDArray;
+ * assertEquals([...p.dataSync()], [8, 27, -8]);
+ * using m = tensor([[1, 2], [3, 4]]);
+ * using d = det(m) as NDArray;
+ * assertEquals([...d.dataSync()], [-2]);
+ * ```
+ *
+ * @module
+ */
+
+import { broadcastShapes, formatShape } from "../../kernels/broadcast.ts";
+import { BuiltinTable } from "../builtin_table.ts";
+import { tensorArg } from "../validate.ts";
+import { choiceArg, numbersOf, onHost, put, sizeOf, stridesOf } from "./host_tensors.ts";
+
+/** The builtins of this module, installed by `installBuiltins()`. */
+export const hostMathBuiltins = new BuiltinTable("Host arithmetic operators", import.meta.url);
+
+/** For each flat index of `out`, the flat index of `shape` broadcast to it. */
+function broadcastIndex(shape: readonly number[], out: readonly number[]): (i: number) => number {
+  const s = stridesOf(shape), o = stridesOf(out), lead = out.length - shape.length;
+  return (i) => {
+    let j = 0;
+    for (let a = lead; a < out.length; a++) {
+      if (shape[a - lead] !== 1) j += (Math.floor(i / o[a]) % out[a]) * s[a - lead];
+    }
+    return j;
+  };
+}
+
+hostMathBuiltins.add("vm.op.power", (x: unknown, e: unknown) => {
+  const who = "power";
+  const t = tensorArg(x, "x", who), et = tensorArg(e, "exponent", who);
+  choiceArg(who, t.dtype, "x's dtype", ["int32", "int64"]);
+  const shape = broadcastShapes(t.shape, et.shape);
+  return onHost(who, [t, et], ([xv, ev]) => {
+    const xs = numbersOf(xv!), es = numbersOf(ev!);
+    const xi = broadcastIndex(t.shape, shape), ei = broadcastIndex(et.shape, shape);
+    return {
+      shape,
+      dtype: t.dtype,
+      fill(out) {
+        for (let i = 0; i < sizeOf(shape); i++) put(out, i, Math.trunc(xs[xi(i)] ** es[ei(i)]));
+      },
+    };
+  });
+}, {
+  signature: "(x, exponent) → tensor",
+  summary:
+    "`x` to the power `exponent`, elementwise with NumPy broadcasting, for an int32 or int64 `x` (the exponent any number dtype): computed in float64 and truncated to `x`'s dtype, as ONNX's `Pow` casts NumPy's result. Computed on the host.",
+  dtypes: ["int32", "int64"],
+  devices: ["cpu", "webgpu"],
+  errors:
+    "`TypeError` (not tensors, `x` not int32 or int64), `RangeError` (shapes that do not broadcast).",
+  tvm: "relax.op.power, for floats",
+});
+
+hostMathBuiltins.add("vm.op.det", (x: unknown) => {
+  const who = "det";
+  const t = tensorArg(x, "x", who, "float32");
+  const r = t.shape.length, n = t.shape[r - 1];
+  if (r < 2 || t.shape[r - 2] !== n) {
+    throw new RangeError(`${who}: x ${formatShape(t.shape)} is not square matrices`);
+  }
+  const batch = t.shape.slice(0, -2);
+  return onHost(who, [t], ([xv]) => ({
+    shape: batch,
+    dtype: "float32",
+    fill(out) {
+      const xs = numbersOf(xv!);
+      for (let b = 0; b < sizeOf(batch); b++) {
+        const m = xs.slice(b * n * n, (b + 1) * n * n);
+        let d = 1;
+        for (let c = 0; c < n; c++) {
+          let p = c;
+          for (let i = c + 1; i < n; i++) {
+            if (Math.abs(m[i * n + c]) > Math.abs(m[p * n + c])) p = i;
+          }
+          if (m[p * n + c] === 0) {
+            d = 0;
+            break;
+          }
+          if (p !== c) {
+            for (let k = 0; k < n; k++) [m[c * n + k], m[p * n + k]] = [m[p * n + k], m[c * n + k]];
+            d = -d;
+          }
+          d *= m[c * n + c];
+          for (let i = c + 1; i < n; i++) {
+            const f = m[i * n + c] / m[c * n + c];
+            for (let k = c; k < n; k++) m[i * n + k] -= f * m[c * n + k];
+          }
+        }
+        (out as Float32Array)[b] = d;
+      }
+    },
+  }));
+}, {
+  signature: "(x) → float32 tensor",
+  summary:
+    "The determinant of each float32 square matrix of `x [..., n, n]`, by LU decomposition with partial pivoting in float64 (ONNX's `Det`). Computed on the host.",
+  dtypes: ["float32"],
+  devices: ["cpu", "webgpu"],
+  errors: "`TypeError` (not float32), `RangeError` (not square matrices).",
+  tvm: null,
+});
+
+hostMathBuiltins.add(
+  "vm.op.matmul_integer",
+  (a: unknown, b: unknown, aZero?: unknown, bZero?: unknown) => {
+    const who = "matmul_integer";
+    const at = tensorArg(a, "a", who), bt = tensorArg(b, "b", who);
+    const opt = (v: unknown, what: string) =>
+      v === undefined || v === null ? undefined : tensorArg(v, what, who);
+    const az = opt(aZero, "a_zero_point"), bz = opt(bZero, "b_zero_point");
+    if (at.shape.length !== 2 || bt.shape.length !== 2 || at.shape[1] !== bt.shape[0]) {
+      throw new RangeError(
+        `${who}: a ${formatShape(at.shape)} and b ${
+          formatShape(bt.shape)
+        } are not matrices that multiply`,
+      );
+    }
+    const [m, k] = at.shape, n = bt.shape[1];
+    return onHost(who, [at, bt, az, bz], ([av, bv, azv, bzv]) => ({
+      shape: [m, n],
+      dtype: "int32",
+      fill(out) {
+        const as = numbersOf(av!), bs = numbersOf(bv!);
+        const za = azv === undefined ? [0] : numbersOf(azv),
+          zb = bzv === undefined ? [0] : numbersOf(bzv);
+        for (let i = 0; i < m; i++) {
+          for (let j = 0; j < n; j++) {
+            let s = 0;
+            // A zero point per row of a, per column of b, or one for all.
+            const zi = za[za.length === 1 ? 0 : i], zj = zb[zb.length === 1 ? 0 : j];
+            for (let p = 0; p < k; p++) s += (as[i * k + p] - zi) * (bs[p * n + j] - zj);
+            (out as Int32Array)[i * n + j] = s;
+          }
+        }
+      },
+    }));
+  },
+  {
+    signature: "(a, b, a_zero_point?, b_zero_point?) → int32 tensor",
+    summary:
+      "ONNX's `MatMulInteger` for 2-D operands: `(a − a_zero_point) · (b − b_zero_point)` of 8-bit integers, in int32 (a zero point is one value, or one per row of `a` / column of `b`). Computed on the host.",
+    dtypes: ["int8", "uint8"],
+    devices: ["cpu", "webgpu"],
+    errors: "`TypeError` (not tensors), `RangeError` (not 2-D matrices that multiply).",
+    tvm: null,
+  },
+);
