@@ -16,6 +16,7 @@ import { lowPrecisionBuiltins } from "./host_operators/low_precision_operators.t
 import { hostVisionBuiltins } from "./host_operators/host_vision_operators.ts";
 import { hostSignalBuiltins } from "./host_operators/host_signal_operators.ts";
 import { hostMathBuiltins } from "./host_operators/host_math_operators.ts";
+import { hostNormBuiltins } from "./host_operators/host_norm_operators.ts";
 import { hostShapeBuiltins } from "./host_operators/host_shape_operators.ts";
 import { indexingBuiltins } from "./operators/indexing_operators.ts";
 import { kvCacheBuiltins } from "./lm_support/kv_cache_builtins.ts";
@@ -55,6 +56,7 @@ export const BUILTIN_TABLES = [
   hostVisionBuiltins,
   hostSignalBuiltins,
   hostMathBuiltins,
+  hostNormBuiltins,
 ];
 
 let installed = false;

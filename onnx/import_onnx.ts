@@ -41,6 +41,7 @@ import { INDEX_OPS } from "./ops_index.ts";
 import { LOW_PRECISION_OPS } from "./ops_low_precision.ts";
 import { MATH_OPS } from "./ops_math.ts";
 import { NN_OPS } from "./ops_nn.ts";
+import { NORM_OPS } from "./ops_norm.ts";
 import { QUANTIZE_OPS } from "./ops_quantize.ts";
 import { SHAPE_OPS } from "./ops_shape.ts";
 import { SIGNAL_OPS } from "./ops_signal.ts";
@@ -66,6 +67,7 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...SIGNAL_OPS,
   ...WIDENED_OPS,
   ...MATH_OPS,
+  ...NORM_OPS,
   // Converted by convertIf (it needs the graph's scope); listed here for the table and names.
   If: { attrs: ["then_branch", "else_branch"], convert: () => [] },
 };
@@ -436,6 +438,9 @@ const ANY_DTYPE = new Set([
 /** Operators that know the 8- and 4-bit formats (ops_low_precision.ts); no other takes them. */
 const FORMAT_AWARE = new Set(["Cast", "CastLike", "QuantizeLinear", "DequantizeLinear"]);
 
+/** Operators whose result depends on their half-float inputs' own rounding: given them as they are. */
+const OWN_HALVES = new Set(["QLinearMatMul"]);
+
 /**
  * Converts `n`; an arithmetic operator on float16 or bfloat16 computes in
  * float32 (the inputs widened, the float32 outputs narrowed back), as NumPy
@@ -460,7 +465,7 @@ function convertWidened(
   const half = inputs.find((v) =>
     v?.dtype === "float16" || v?.dtype === "bfloat16" || v?.dtype === "float64"
   )?.dtype;
-  if (half === undefined || ANY_DTYPE.has(n.opType)) {
+  if (half === undefined || ANY_DTYPE.has(n.opType) || OWN_HALVES.has(n.opType)) {
     return spec.convert(new NodeContext(n, opset, em, inputs, made));
   }
   const widened = inputs.map((v) =>

@@ -1,8 +1,8 @@
 /**
  * Indexing, scanning and bitwise operators: `CumSum`, `TopK`,
  * `ScatterElements` (and the older `Scatter`), `ScatterND`, `OneHot`,
- * `Compress`, `NonZero`, `Unique`, `Einsum`, `BitwiseAnd`/`Or`/`Xor`/`Not`
- * and `BitShift`, each one call of the host operator of the same meaning
+ * `Compress`, `NonZero`, `Unique`, `Einsum`, `TensorScatter`,
+ * `BitwiseAnd`/`Or`/`Xor`/`Not` and `BitShift`, each one call of the host operator of the same meaning
  * (builtins/host_operators/host_index_operators.ts). Sizes that depend on the
  * data (`NonZero`'s count, `Unique`'s) are bound from the tensor the call
  * made; an operator with several outputs is one call an output.
@@ -213,6 +213,28 @@ export const INDEX_OPS: Record<string, OpSpec> = {
           [equation, ...ops.map((v) => cx.em.reg(v))],
           "float32",
           [...out].map((l) => sizes.get(l) ?? null),
+        ),
+      ];
+    },
+  },
+  TensorScatter: {
+    attrs: ["axis", "mode"],
+    convert(cx) {
+      const cache = cx.input(0), update = cx.input(1);
+      const axis = normAxis(cx.int("axis", -2), cache.shape.length);
+      const indices = cx.optional(2);
+      return [
+        cx.em.call(
+          "vm.op.tensor_scatter",
+          [
+            cx.em.reg(cache),
+            cx.em.reg(update),
+            indices === undefined ? cx.em.record("vm.builtin.null_value", [])! : cx.em.reg(indices),
+            cx.em.imm(axis),
+            cx.string("mode", "linear"),
+          ],
+          cache.dtype,
+          cache.shape,
         ),
       ];
     },

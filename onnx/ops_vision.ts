@@ -1,7 +1,7 @@
 /**
  * Image and sequence operators with no composition in `vm.op.*`:
- * `GridSample`, `NonMaxSuppression`, `Col2Im`, `MaxUnpool` and
- * `ReverseSequence`, each one call of the host operator of the same
+ * `GridSample`, `AffineGrid`, `NonMaxSuppression`, `Col2Im`, `MaxUnpool`,
+ * `ReverseSequence` and `CenterCropPad`, each one call of the host operator of the same
  * meaning (builtins/host_operators/host_vision_operators.ts).
  *
  * @module
@@ -55,6 +55,51 @@ export const VISION_OPS: Record<string, OpSpec> = {
           ],
           "float32",
           shape,
+        ),
+      ];
+    },
+  },
+  AffineGrid: {
+    attrs: ["align_corners"],
+    convert(cx) {
+      const theta = cx.input(0), size = cx.input(1);
+      cx.dtype(theta, ["float32"]);
+      const n = size.shape[0];
+      if (typeof n !== "number") throw new Unsupported("a size of unknown length");
+      const dims: Dim[] = size.ints !== undefined
+        ? [...size.ints.slice(2)]
+        : new Array(n - 2).fill(null);
+      return [
+        cx.em.call(
+          "vm.op.affine_grid",
+          [cx.em.reg(theta), cx.em.reg(size), cx.em.imm(cx.int("align_corners", 0))],
+          "float32",
+          [theta.shape[0], ...dims, n - 2],
+        ),
+      ];
+    },
+  },
+  CenterCropPad: {
+    attrs: ["axes"],
+    convert(cx) {
+      const x = cx.input(0), shape = cx.input(1);
+      const axes = cx.ints("axes");
+      const r = x.shape.length;
+      const outShape: Dim[] = [...x.shape];
+      const sizes = shape.ints;
+      (axes ?? x.shape.map((_, i) => i)).forEach((a, k) => {
+        const axis = a < 0 ? a + r : a;
+        outShape[axis] = sizes !== undefined ? sizes[k] : null;
+      });
+      const axesReg = axes === undefined
+        ? cx.em.record("vm.builtin.null_value", [])!
+        : cx.em.reg(cx.knownValue(axes, [axes.length]));
+      return [
+        cx.em.call(
+          "vm.op.center_crop_pad",
+          [cx.em.reg(x), cx.em.reg(shape), axesReg],
+          x.dtype,
+          outShape,
         ),
       ];
     },

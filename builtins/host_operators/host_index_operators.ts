@@ -656,3 +656,53 @@ hostIndexBuiltins.add("vm.op.einsum", (equation: unknown, ...operands: unknown[]
     "`TypeError` (not float32 tensors), `RangeError` (an equation that does not fit the operands, an ellipsis).",
   tvm: "relax.op.einsum",
 });
+
+hostIndexBuiltins.add(
+  "vm.op.tensor_scatter",
+  (cache: unknown, update: unknown, indices: unknown, axis: unknown, mode: unknown) => {
+    const who = "tensor_scatter";
+    const c = tensorArg(cache, "cache", who), u = tensorArg(update, "update", who, c.dtype);
+    const ix = indices === undefined || indices === null
+      ? undefined
+      : tensorArg(indices, "write_indices", who);
+    const a = axisOf(who, axis, c.shape.length);
+    const circular = choiceArg(who, mode, "mode", ["linear", "circular"]) === "circular";
+    if (u.shape.length !== c.shape.length || u.shape.some((d, k) => k !== a && d !== c.shape[k])) {
+      throw new RangeError(
+        `${who}: update ${formatShape(u.shape)} for cache ${formatShape(c.shape)}`,
+      );
+    }
+    return onHost(who, [c, u, ix], ([cv, uv, iv]) => {
+      const starts = iv === undefined ? [] : integersOf(iv, "write_indices", who);
+      const n = c.shape[a], len = u.shape[a];
+      const cs = stridesOf(c.shape);
+      return {
+        shape: c.shape,
+        dtype: c.dtype,
+        fill(out) {
+          (out as Float32Array).set(cv as Float32Array);
+          for (let i = 0; i < u.size; i++) {
+            const coords = coordsOf(i, u.shape);
+            // The batch (axis 0) picks the start; the update's step along the axis adds to it.
+            let k = (starts[coords[0]] ?? 0) + coords[a];
+            if (circular) k = ((k % n) + n) % n;
+            if (k < 0 || k >= n) throw new RangeError(`${who}: writes past the cache's ${n} rows`);
+            coords[a] = k;
+            (out as Float32Array)[coords.reduce((s, v, j) => s + v * cs[j], 0)] =
+              (uv as Float32Array)[i];
+          }
+        },
+      };
+    });
+  },
+  {
+    signature: "(cache, update, write_indices?, axis, mode) → tensor",
+    summary:
+      'ONNX\'s `TensorScatter`: a copy of `cache` with `update` written along `axis` starting, for each batch (axis 0), at `write_indices[batch]` (default 0); `mode` `"circular"` wraps positions past the end, `"linear"` refuses them. Computed on the host.',
+    dtypes: "any",
+    devices: ["cpu", "webgpu"],
+    errors:
+      "`TypeError` (not tensors, an unknown mode), `RangeError` (an update that does not fit the cache, a write past its end).",
+    tvm: null,
+  },
+);

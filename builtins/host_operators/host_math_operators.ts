@@ -165,3 +165,92 @@ hostMathBuiltins.add(
     tvm: null,
   },
 );
+
+/** NumPy's `rint`: to the nearest integer, halves to even. */
+function rint(x: number): number {
+  const r = Math.round(x);
+  return r - x === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+/** `x` rounded to the precision of a float dtype's scalars: float16's, else float32's. */
+function roundTo(dtype: string, x: number): number {
+  return dtype === "float16" ? Math.f16round(x) : Math.fround(x);
+}
+
+hostMathBuiltins.add(
+  "vm.op.qlinear_matmul",
+  (
+    a: unknown,
+    aScale: unknown,
+    aZero: unknown,
+    b: unknown,
+    bScale: unknown,
+    bZero: unknown,
+    yScale: unknown,
+    yZero: unknown,
+  ) => {
+    const who = "qlinear_matmul";
+    const [at, as, az, bt, bs, bz, ys, yz] = [
+      [a, "a"],
+      [aScale, "a_scale"],
+      [aZero, "a_zero_point"],
+      [b, "b"],
+      [bScale, "b_scale"],
+      [bZero, "b_zero_point"],
+      [yScale, "y_scale"],
+      [yZero, "y_zero_point"],
+    ].map(([v, what]) => tensorArg(v, what as string, who));
+    for (const s of [as, az, bs, bz, ys, yz]) {
+      if (s.size !== 1) throw new RangeError(`${who}: scales and zero points must be scalars`);
+    }
+    for (const s of [as, bs, ys]) {
+      choiceArg(who, s.dtype, "a scale's dtype", ["float32", "float16"]);
+    }
+    const ra = at.shape.length, rb = bt.shape.length;
+    const [m, k] = at.shape.slice(-2), [k2, n] = bt.shape.slice(-2);
+    if (ra < 2 || rb < 2 || k !== k2) {
+      throw new RangeError(`${who}: a ${formatShape(at.shape)} and b ${formatShape(bt.shape)}`);
+    }
+    const batch = broadcastShapes(at.shape.slice(0, -2), bt.shape.slice(0, -2));
+    return onHost(who, [at, as, az, bt, bs, bz, ys, yz], (views) => {
+      const [av, asv, azv, bv, bsv, bzv, ysv, yzv] = views.map((v) => numbersOf(v!));
+      const ai = broadcastIndex(at.shape.slice(0, -2), batch);
+      const bi = broadcastIndex(bt.shape.slice(0, -2), batch);
+      // The combined scale in the scales' own precision, as NumPy computes a_scale * b_scale / y_scale.
+      const dt = as.dtype;
+      const scale = roundTo(dt, roundTo(dt, asv[0] * bsv[0]) / ysv[0]);
+      const lo = yz.dtype === "int8" ? -128 : 0;
+      return {
+        shape: [...batch, m, n],
+        dtype: yz.dtype,
+        fill(out) {
+          for (let p = 0; p < sizeOf(batch); p++) {
+            const ao = ai(p) * m * k, bo = bi(p) * k * n;
+            for (let i = 0; i < m; i++) {
+              for (let j = 0; j < n; j++) {
+                let c = 0;
+                for (let q = 0; q < k; q++) {
+                  c += (av[ao + i * k + q] - azv[0]) * (bv[bo + q * n + j] - bzv[0]);
+                }
+                // NumPy: int32 times a float scale is float64; rint, then the cast wraps.
+                const y = rint(c * scale + yzv[0]);
+                (out as Int32Array)[(p * m + i) * n + j] = ((y - lo) & 0xff) + lo;
+              }
+            }
+          }
+        },
+      };
+    });
+  },
+  {
+    signature:
+      "(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point) → 8-bit tensor",
+    summary:
+      "ONNX's `QLinearMatMul` with scalar scales and zero points: `(a − a_zero_point) · (b − b_zero_point)` in integers (batched, NumPy broadcasting of the leading axes), times `a_scale · b_scale / y_scale` (computed in the scales' float32 or float16), plus `y_zero_point`, rounded half to even, in `y_zero_point`'s int8 or uint8. Computed on the host.",
+    dtypes: ["int8", "uint8", "float32", "float16"],
+    devices: ["cpu", "webgpu"],
+    errors:
+      "`TypeError` (not tensors, scales not float32 or float16), `RangeError` (scales or zero points not scalars, shapes that do not multiply).",
+    tvm: null,
+  },
+);

@@ -401,3 +401,43 @@ hostShapeBuiltins.add("vm.op.shape_to_tensor", (shape: unknown, dtype?: unknown)
   errors: "`TypeError` (not a shape, an unknown dtype).",
   tvm: "relax.op.shape_to_tensor",
 });
+
+hostShapeBuiltins.add("vm.op.center_crop_pad", (x: unknown, shape: unknown, axes?: unknown) => {
+  const who = "center_crop_pad";
+  const t = tensorArg(x, "x", who), s = tensorArg(shape, "shape", who);
+  const ax = optionalTensor(axes, "axes", who);
+  return onHost(who, [t, s, ax], ([src, sv, av]) => {
+    const r = t.shape.length;
+    const sizes = integersOf(sv!, "shape", who);
+    const axesList = av === undefined
+      ? t.shape.map((_, i) => i)
+      : integersOf(av, "axes", who).map((a) => axisOf(who, a, r));
+    if (sizes.length !== axesList.length || sizes.some((d) => d < 0)) {
+      throw new RangeError(`${who}: shape [${sizes.join(", ")}] for ${axesList.length} axes`);
+    }
+    const out = [...t.shape], offset = t.shape.map(() => 0);
+    axesList.forEach((a, k) => {
+      out[a] = sizes[k];
+      // Cropping starts inside x, padding puts x inside; an odd difference leaves more at the end.
+      offset[a] = Math.floor((t.shape[a] - sizes[k]) / 2) * (sizes[k] < t.shape[a] ? 1 : 0) -
+        Math.floor((sizes[k] - t.shape[a]) / 2) * (sizes[k] > t.shape[a] ? 1 : 0);
+    });
+    return gathered(
+      t,
+      src!,
+      out,
+      flatIndex(t, (a, c) => {
+        const i = c + offset[a];
+        return i >= 0 && i < t.shape[a] ? i : -1;
+      }),
+    );
+  });
+}, {
+  signature: "(x, shape, axes?) → tensor",
+  summary:
+    "ONNX's `CenterCropPad`: each axis of `axes` (default every axis) cropped or padded with zeros, around its centre, to the size `shape` gives (1-D integer tensors read when it runs); an odd difference leaves the extra element at the end. Computed on the host.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "`TypeError` (not tensors), `RangeError` (a size per axis missing or negative).",
+  tvm: null,
+});

@@ -414,3 +414,56 @@ hostVisionBuiltins.add(
     tvm: null,
   },
 );
+
+hostVisionBuiltins.add(
+  "vm.op.affine_grid",
+  (theta: unknown, size: unknown, alignCorners: unknown) => {
+    const who = "affine_grid";
+    const t = tensorArg(theta, "theta", who, "float32"), s = tensorArg(size, "size", who);
+    const align = Boolean(alignCorners);
+    return onHost(who, [t, s], ([tv, sv]) => {
+      const [n, , ...dims] = integersOf(sv!, "size", who);
+      const r = dims.length;
+      if ((r !== 2 && r !== 3) || t.shape.join() !== [n, r, r + 1].join()) {
+        throw new RangeError(`${who}: theta ${formatShape(t.shape)} for a size of ${r + 2} axes`);
+      }
+      // Each axis' coordinates in [-1, 1]: the pixels' centres, or their corners when aligned.
+      const axis = dims.map((d) =>
+        Array.from(
+          { length: d },
+          (_, i) => align ? (d === 1 ? -1 : -1 + (2 * i) / (d - 1)) : -1 + (2 * i + 1) / d,
+        )
+      );
+      const points = sizeOf(dims), strides = stridesOf(dims);
+      return {
+        shape: [n, ...dims, r],
+        dtype: "float32",
+        fill(out) {
+          const th = numbersOf(tv!);
+          for (let b = 0; b < n; b++) {
+            for (let p = 0; p < points; p++) {
+              // Homogeneous (x, y[, z], 1): the innermost axis first.
+              const base = dims.map((_, a) => axis[a][Math.floor(p / strides[a]) % dims[a]])
+                .reverse();
+              base.push(1);
+              for (let k = 0; k < r; k++) {
+                let v = 0;
+                for (let q = 0; q <= r; q++) v += th[(b * r + k) * (r + 1) + q] * base[q];
+                (out as Float32Array)[(b * points + p) * r + k] = v;
+              }
+            }
+          }
+        },
+      };
+    });
+  },
+  {
+    signature: "(theta, size, align_corners) → float32 tensor",
+    summary:
+      "ONNX's `AffineGrid`: for affine matrices `theta [N, 2, 3]` (or `[N, 3, 4]`) and `size` `[N, C, H, W]` (or `[N, C, D, H, W]`; a 1-D integer tensor read when it runs), the sampling grid `[N, H, W, 2]` (`[N, D, H, W, 3]`) of each output pixel's transformed coordinates in [-1, 1], innermost axis first, as `grid_sample` reads them. `align_corners` puts -1 and 1 on the corner pixels' centres. Computed on the host.",
+    dtypes: ["float32"],
+    devices: ["cpu", "webgpu"],
+    errors: "`TypeError` (not tensors), `RangeError` (theta that does not match the size's axes).",
+    tvm: "relax.op.image.affine_grid",
+  },
+);

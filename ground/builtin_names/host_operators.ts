@@ -8,7 +8,7 @@
  */
 
 /**
- * The 36 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host image operators; Host signal operators; Host arithmetic operators), one property each, as in
+ * The 43 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host image operators; Host signal operators; Host arithmetic operators; Host normalizations), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -121,6 +121,17 @@ export interface HostOperatorsBuiltins {
    * - TVM: `relax.op.shape_to_tensor`
    */
   readonly "vm.op.shape_to_tensor": "(shape, dtype?) → CPU tensor";
+  /**
+   * `vm.op.center_crop_pad(x, shape, axes?) → tensor` (Host shape operators, `builtins/host_operators/host_shape_operators.ts`)
+   *
+   * ONNX's `CenterCropPad`: each axis of `axes` (default every axis) cropped or padded with zeros, around its centre, to the size `shape` gives (1-D integer tensors read when it runs); an odd difference leaves the extra element at the end. Computed on the host.
+   *
+   * - dtypes: any
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not tensors), `RangeError` (a size per axis missing or negative).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.center_crop_pad": "(x, shape, axes?) → tensor";
   /**
    * `vm.op.cumsum(x, axis, exclusive?, reverse?) → tensor` (Host indexing operators, `builtins/host_operators/host_index_operators.ts`)
    *
@@ -287,6 +298,17 @@ export interface HostOperatorsBuiltins {
    */
   readonly "vm.op.einsum": "(equation, ...operands) → tensor";
   /**
+   * `vm.op.tensor_scatter(cache, update, write_indices?, axis, mode) → tensor` (Host indexing operators, `builtins/host_operators/host_index_operators.ts`)
+   *
+   * ONNX's `TensorScatter`: a copy of `cache` with `update` written along `axis` starting, for each batch (axis 0), at `write_indices[batch]` (default 0); `mode` `"circular"` wraps positions past the end, `"linear"` refuses them. Computed on the host.
+   *
+   * - dtypes: any
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not tensors, an unknown mode), `RangeError` (an update that does not fit the cache, a write past its end).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.tensor_scatter": "(cache, update, write_indices?, axis, mode) → tensor";
+  /**
    * `vm.op.to_low_precision(x, format, saturate?) → uint8 or int8 tensor` (Low-precision conversions, `builtins/host_operators/low_precision_operators.ts`)
    *
    * `x`'s numbers in `format` (`"float8e4m3fn"`, `"float8e4m3fnuz"`, `"float8e5m2"`, `"float8e5m2fnuz"`, `"float4e2m1"`: their bit patterns in a uint8 tensor; `"int4"`, `"uint4"`: their values in int8 and uint8), as ONNX's `Cast` computes them: floats round to nearest, ties to even, and past the largest finite value become infinity (E5M2) or NaN, or with `saturate` (default 1) that largest value; FLOAT4E2M1 always saturates; INT4 and UINT4 truncate toward zero and wrap. Computed on the host.
@@ -366,6 +388,17 @@ export interface HostOperatorsBuiltins {
    */
   readonly "vm.op.reverse_sequence": "(x, lengths, batch_axis, time_axis) → tensor";
   /**
+   * `vm.op.affine_grid(theta, size, align_corners) → float32 tensor` (Host image operators, `builtins/host_operators/host_vision_operators.ts`)
+   *
+   * ONNX's `AffineGrid`: for affine matrices `theta [N, 2, 3]` (or `[N, 3, 4]`) and `size` `[N, C, H, W]` (or `[N, C, D, H, W]`; a 1-D integer tensor read when it runs), the sampling grid `[N, H, W, 2]` (`[N, D, H, W, 3]`) of each output pixel's transformed coordinates in [-1, 1], innermost axis first, as `grid_sample` reads them. `align_corners` puts -1 and 1 on the corner pixels' centres. Computed on the host.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not tensors), `RangeError` (theta that does not match the size's axes).
+   * - TVM: `relax.op.image.affine_grid`
+   */
+  readonly "vm.op.affine_grid": "(theta, size, align_corners) → float32 tensor";
+  /**
    * `vm.op.window(size, kind, periodic, dtype) → tensor` (Host signal operators, `builtins/host_operators/host_signal_operators.ts`)
    *
    * A window of `size` (a scalar integer tensor read when it runs) of `kind` `"hann"` (sin²(πn/N)), `"hamming"` (α − β·cos(2πn/N), α = 25/46) or `"blackman"` (0.42 − 0.5·cos(2πn/N) + 0.08·cos(4πn/N)), with N the size when `periodic`, else the size − 1 (ONNX's `HannWindow`, `HammingWindow`, `BlackmanWindow`). Computed on the host in float64.
@@ -420,4 +453,50 @@ export interface HostOperatorsBuiltins {
    * - TVM: none (relaxvm's own)
    */
   readonly "vm.op.matmul_integer": "(a, b, a_zero_point?, b_zero_point?) → int32 tensor";
+  /**
+   * `vm.op.qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point) → 8-bit tensor` (Host arithmetic operators, `builtins/host_operators/host_math_operators.ts`)
+   *
+   * ONNX's `QLinearMatMul` with scalar scales and zero points: `(a − a_zero_point) · (b − b_zero_point)` in integers (batched, NumPy broadcasting of the leading axes), times `a_scale · b_scale / y_scale` (computed in the scales' float32 or float16), plus `y_zero_point`, rounded half to even, in `y_zero_point`'s int8 or uint8. Computed on the host.
+   *
+   * - dtypes: int8, uint8, float32, float16
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not tensors, scales not float32 or float16), `RangeError` (scales or zero points not scalars, shapes that do not multiply).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.qlinear_matmul":
+    "(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point) → 8-bit tensor";
+  /**
+   * `vm.op.lrn(x, size, alpha, beta, bias) → float32 tensor` (Host normalizations, `builtins/host_operators/host_norm_operators.ts`)
+   *
+   * ONNX's `LRN`: each element of float32 `x [N, C, …]` divided by `(bias + alpha / size · Σ x²)^beta`, the sum over the `size` channels around it (`⌊(size − 1) / 2⌋` before, `⌈(size − 1) / 2⌉` after, within the tensor). Computed on the host.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not float32, parameters not numbers), `RangeError` (no channel axis).
+   * - TVM: `relax.op.nn.local_response_norm`
+   */
+  readonly "vm.op.lrn": "(x, size, alpha, beta, bias) → float32 tensor";
+  /**
+   * `vm.op.group_norm(x, scale, bias, groups, epsilon) → float32 tensor` (Host normalizations, `builtins/host_operators/host_norm_operators.ts`)
+   *
+   * ONNX's `GroupNormalization` (opset 21): the channels of float32 `x [N, C, …]` in `groups` groups, each group of each sample normalized by its mean and variance (plus `epsilon`), then scaled and shifted per channel by `scale [C]` and `bias [C]`. Computed on the host.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not float32, parameters not numbers), `RangeError` (channels that do not split into the groups, a scale or bias not one per channel).
+   * - TVM: `relax.op.nn.group_norm`
+   */
+  readonly "vm.op.group_norm": "(x, scale, bias, groups, epsilon) → float32 tensor";
+  /**
+   * `vm.op.batch_norm_training(x, scale, bias, mean, var, epsilon, momentum, output) → float32 tensor` (Host normalizations, `builtins/host_operators/host_norm_operators.ts`)
+   *
+   * ONNX's `BatchNormalization` in training mode: `output` 0 gives `x [N, C, …]` normalized by each channel's batch mean and (population) variance, scaled and shifted; 1 and 2 the running mean and variance, `mean · momentum + batch mean · (1 − momentum)` and likewise. Computed on the host.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not float32, parameters not numbers), `RangeError` (parameters not one per channel).
+   * - TVM: `relax.op.nn.batch_norm` with training=True
+   */
+  readonly "vm.op.batch_norm_training":
+    "(x, scale, bias, mean, var, epsilon, momentum, output) → float32 tensor";
 }
