@@ -29,7 +29,7 @@ import { type Dim, Unsupported, type Value } from "./graph_values.ts";
 import { NodeContext } from "./node_context.ts";
 import { ONNXImportError, type UnsupportedNode, UnsupportedONNXError } from "./onnx_errors.ts";
 import { decodeModel, type Graph, type Node, type TensorProto } from "./onnx_proto.ts";
-import { dtypeOf, lowPrecisionOf, onnxTypeName, tensorFromProto } from "./onnx_tensor.ts";
+import { dtypeOf, heldFormatOf, onnxTypeName, tensorFromProto } from "./onnx_tensor.ts";
 import type { OpSpec } from "./op_spec.ts";
 import { ATTENTION_OPS, ROTARY_OPS } from "./ops_attention.ts";
 import { COMPOSITE_OPS } from "./ops_composite.ts";
@@ -45,6 +45,7 @@ import { NORM_OPS } from "./ops_norm.ts";
 import { QUANTIZE_OPS } from "./ops_quantize.ts";
 import { SHAPE_OPS } from "./ops_shape.ts";
 import { SIGNAL_OPS } from "./ops_signal.ts";
+import { UINT64_OPS } from "./ops_uint64.ts";
 import { VISION_OPS } from "./ops_vision.ts";
 import { WIDENED_OPS } from "./ops_widened.ts";
 
@@ -68,6 +69,8 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...WIDENED_OPS,
   ...MATH_OPS,
   ...NORM_OPS,
+  // After ELEMENTWISE_OPS, INDEX_OPS, LOW_PRECISION_OPS: UINT64 cases first, the rest to them.
+  ...UINT64_OPS,
   // Converted by convertIf (it needs the graph's scope); listed here for the table and names.
   If: { attrs: ["then_branch", "else_branch"], convert: () => [] },
 };
@@ -336,7 +339,7 @@ function convert(graph: Graph, opset: number, functionName: string): ImportedONN
         `input "${v.name}"`,
       ], false);
       em.matchShape(reg, shape, `input "${v.name}"`);
-      values.set(v.name, { dtype: dt, shape, reg, format: lowPrecisionOf(type.elemType) });
+      values.set(v.name, { dtype: dt, shape, reg, format: heldFormatOf(type.elemType) });
       inputInfo.push({ name: v.name, dtype: dt, shape: shownShape(shape) });
     }
     const holder = new NodeContext(graph.nodes[0] ?? ({} as Node), opset, em, [], made);
@@ -345,7 +348,7 @@ function convert(graph: Graph, opset: number, functionName: string): ImportedONN
       values.set(paramNames[i], {
         ...known,
         param: i,
-        format: lowPrecisionOf(graph.initializers[i].dataType),
+        format: heldFormatOf(graph.initializers[i].dataType),
       });
     }
     for (const n of graph.nodes) convertNode(n, opset, em, values, made, problems);
@@ -435,7 +438,7 @@ const ANY_DTYPE = new Set([
   "Unsqueeze",
 ]);
 
-/** Operators that know the 8- and 4-bit formats (ops_low_precision.ts); no other takes them. */
+/** Operators that know the 8- and 4-bit formats (ops_low_precision.ts); no other takes them (UINT64: ops_uint64.ts's). */
 const FORMAT_AWARE = new Set(["Cast", "CastLike", "QuantizeLinear", "DequantizeLinear"]);
 
 /** Operators whose result depends on their half-float inputs' own rounding: given them as they are. */
@@ -459,7 +462,10 @@ function convertWidened(
 ): (Value | undefined)[] {
   const spec = ONNX_OPERATORS[n.opType];
   const held = inputs.find((v) => v?.format !== undefined);
-  if (held !== undefined && !FORMAT_AWARE.has(n.opType)) {
+  const aware = held?.format === "uint64"
+    ? Object.hasOwn(UINT64_OPS, n.opType)
+    : FORMAT_AWARE.has(n.opType);
+  if (held !== undefined && !aware) {
     throw new Unsupported(`${held.format} elements (held in ${held.dtype}) in ${n.opType}`);
   }
   const half = inputs.find((v) =>

@@ -11,6 +11,7 @@
 import { elementBytes, type TensorDType } from "../ground/dtype.ts";
 import type { LowPrecisionFormat } from "../builtins/host_operators/low_precision.ts";
 import { NDArray, shapeSizeWithin } from "../devices/ndarray.ts";
+import type { HeldFormat } from "./graph_values.ts";
 import { ONNXImportError } from "./onnx_errors.ts";
 import { readTensor, type TensorProto } from "./onnx_proto.ts";
 import { WireReader } from "./wire_reader.ts";
@@ -28,6 +29,8 @@ export const ONNX_DTYPES: Readonly<Record<number, TensorDType>> = {
   10: "float16",
   11: "float64",
   12: "uint32",
+  // UINT64: its bits in int64 (the importer tags it; ops_uint64.ts computes unsigned).
+  13: "int64",
   16: "bfloat16",
   // The 8- and 4-bit types, held as LOW_PRECISION_TYPES says.
   17: "uint8",
@@ -59,6 +62,11 @@ export const LOW_PRECISION_TYPES: Readonly<Record<number, LowPrecisionFormat>> =
 /** The low-precision format of ONNX type `code`, or undefined for a type relaxvm has. */
 export function lowPrecisionOf(code: number): LowPrecisionFormat | undefined {
   return Object.hasOwn(LOW_PRECISION_TYPES, code) ? LOW_PRECISION_TYPES[code] : undefined;
+}
+
+/** The type relaxvm holds ONNX type `code` as another dtype's bits or values, if any. */
+export function heldFormatOf(code: number): HeldFormat | undefined {
+  return code === 13 ? "uint64" : lowPrecisionOf(code);
 }
 
 /** Whether ONNX type `code` packs two elements a byte (INT4, UINT4, FLOAT4E2M1). */
@@ -209,7 +217,10 @@ function typedData(t: TensorProto, dt: TensorDType): TypedData {
     case "float64":
       return plain("double_data", t.doubleData);
     case "int64":
-      return plain("int64_data", t.int64Data);
+      // UINT64 travels in uint64_data: its bits, read as int64.
+      return t.dataType === 13
+        ? plain("uint64_data", t.uint64Data.map((v) => BigInt.asIntN(64, v)))
+        : plain("int64_data", t.int64Data);
     case "uint32":
       return plain("uint64_data", t.uint64Data.map(Number));
     case "float16":

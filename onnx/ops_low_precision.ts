@@ -16,7 +16,7 @@ import {
   isFloatFormat,
   type LowPrecisionFormat,
 } from "../builtins/host_operators/low_precision.ts";
-import { Unsupported, type Value } from "./graph_values.ts";
+import { type HeldFormat, Unsupported, type Value } from "./graph_values.ts";
 import type { NodeContext } from "./node_context.ts";
 import { dtypeOf, lowPrecisionOf, onnxTypeName } from "./onnx_tensor.ts";
 import { FLOAT, type OpSpec } from "./op_spec.ts";
@@ -27,12 +27,17 @@ import { SHAPE_OPS } from "./ops_shape.ts";
 /** What a conversion makes: a dtype, and the format it holds if it is a low-precision type. */
 interface Target {
   dtype: TensorDType;
-  format?: LowPrecisionFormat;
+  format?: HeldFormat;
+}
+
+/** Whether `f` is a float format held as bits (not INT4/UINT4 values, not UINT64). */
+function isFloat(f: HeldFormat | undefined): f is LowPrecisionFormat {
+  return f !== undefined && f !== "uint64" && isFloatFormat(f);
 }
 
 /** `x` as numbers: a float format's codes decoded to float32; other values as they are. */
 function numbers(cx: NodeContext, x: Value): Value {
-  if (x.format === undefined || !isFloatFormat(x.format)) return x;
+  if (!isFloat(x.format)) return x;
   return cx.em.call("vm.op.from_low_precision", [cx.em.reg(x), x.format], "float32", x.shape);
 }
 
@@ -87,8 +92,9 @@ export const LOW_PRECISION_OPS: Record<string, OpSpec> = {
     convert(cx) {
       const x = cx.input(0), scale = cx.input(1), zp = cx.optional(2);
       const code = cx.int("output_dtype", 0);
-      const format = zp?.format ?? lowPrecisionOf(code);
-      if (format === undefined) return QUANTIZE_OPS.QuantizeLinear.convert(cx);
+      const held = zp?.format ?? lowPrecisionOf(code);
+      if (held === undefined || held === "uint64") return QUANTIZE_OPS.QuantizeLinear.convert(cx);
+      const format: LowPrecisionFormat = held;
       if (cx.has("precision")) throw new Unsupported("precision");
       cx.dtype(x, FLOAT);
       const dtype: TensorDType = format === "int4" ? "int8" : "uint8";
@@ -123,7 +129,7 @@ export const LOW_PRECISION_OPS: Record<string, OpSpec> = {
     convert(cx) {
       const x = cx.input(0), scale = cx.input(1), zp = cx.optional(2);
       // INT4/UINT4 are int8/uint8 values, which the plain converter takes.
-      if (x.format === undefined || !isFloatFormat(x.format)) {
+      if (!isFloat(x.format)) {
         return QUANTIZE_OPS.DequantizeLinear.convert(cx);
       }
       cx.dtype(scale, FLOAT, "scale");

@@ -254,3 +254,58 @@ hostMathBuiltins.add(
     tvm: null,
   },
 );
+
+/** What `uint64_binary` computes, by name: arithmetic (uint64 bits) or comparisons (bool). */
+const UINT64_OPS: Readonly<Record<string, (a: bigint, b: bigint) => bigint | boolean>> = {
+  add: (a, b) => a + b,
+  subtract: (a, b) => a - b,
+  multiply: (a, b) => a * b,
+  divide: (a, b) => (b === 0n ? 0n : a / b),
+  mod: (a, b) => (b === 0n ? 0n : a % b),
+  maximum: (a, b) => (a > b ? a : b),
+  minimum: (a, b) => (a < b ? a : b),
+  bitwise_and: (a, b) => a & b,
+  bitwise_or: (a, b) => a | b,
+  bitwise_xor: (a, b) => a ^ b,
+  left_shift: (a, b) => (b >= 64n ? 0n : a << b),
+  right_shift: (a, b) => (b >= 64n ? 0n : a >> b),
+  equal: (a, b) => a === b,
+  less: (a, b) => a < b,
+  less_equal: (a, b) => a <= b,
+  greater: (a, b) => a > b,
+  greater_equal: (a, b) => a >= b,
+};
+
+hostMathBuiltins.add("vm.op.uint64_binary", (a: unknown, b: unknown, op: unknown) => {
+  const who = "uint64_binary";
+  const x = tensorArg(a, "a", who, "int64"), y = tensorArg(b, "b", who, "int64");
+  const name = choiceArg(who, op, "op", Object.keys(UINT64_OPS));
+  const f = UINT64_OPS[name];
+  const compares = ["equal", "less", "less_equal", "greater", "greater_equal"].includes(name);
+  const shape = broadcastShapes(x.shape, y.shape);
+  return onHost(who, [x, y], ([xv, yv]) => {
+    const xi = broadcastIndex(x.shape, shape), yi = broadcastIndex(y.shape, shape);
+    const xs = xv as BigInt64Array, ys = yv as BigInt64Array;
+    return {
+      shape,
+      dtype: compares ? "bool" : "int64",
+      fill(out) {
+        for (let i = 0; i < sizeOf(shape); i++) {
+          // The bits read as unsigned, the result's low 64 bits written back.
+          const r = f(BigInt.asUintN(64, xs[xi(i)]), BigInt.asUintN(64, ys[yi(i)]));
+          if (typeof r === "boolean") (out as Uint8Array)[i] = r ? 1 : 0;
+          else (out as BigInt64Array)[i] = BigInt.asIntN(64, r);
+        }
+      },
+    };
+  });
+}, {
+  signature: "(a, b, op) → int64 or bool tensor",
+  summary:
+    'Unsigned 64-bit arithmetic on the bit patterns of two int64 tensors (how the ONNX importer holds UINT64), NumPy broadcasting: `op` `"add"`, `"subtract"`, `"multiply"` (wrapping), `"divide"`, `"mod"` (0 for a zero divisor, as NumPy gives), `"maximum"`, `"minimum"`, `"bitwise_and"`, `"bitwise_or"`, `"bitwise_xor"`, `"left_shift"`, `"right_shift"` give uint64 bits in int64; `"equal"`, `"less"`, `"less_equal"`, `"greater"`, `"greater_equal"` give bools. Computed on the host.',
+  dtypes: ["int64"],
+  devices: ["cpu", "webgpu"],
+  errors:
+    "`TypeError` (not int64 tensors, an unknown op), `RangeError` (shapes that do not broadcast).",
+  tvm: null,
+});

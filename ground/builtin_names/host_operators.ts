@@ -8,7 +8,7 @@
  */
 
 /**
- * The 43 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host image operators; Host signal operators; Host arithmetic operators; Host normalizations), one property each, as in
+ * The 44 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host image operators; Host signal operators; Host arithmetic operators; Host normalizations), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -465,6 +465,17 @@ export interface HostOperatorsBuiltins {
    */
   readonly "vm.op.qlinear_matmul":
     "(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point) → 8-bit tensor";
+  /**
+   * `vm.op.uint64_binary(a, b, op) → int64 or bool tensor` (Host arithmetic operators, `builtins/host_operators/host_math_operators.ts`)
+   *
+   * Unsigned 64-bit arithmetic on the bit patterns of two int64 tensors (how the ONNX importer holds UINT64), NumPy broadcasting: `op` `"add"`, `"subtract"`, `"multiply"` (wrapping), `"divide"`, `"mod"` (0 for a zero divisor, as NumPy gives), `"maximum"`, `"minimum"`, `"bitwise_and"`, `"bitwise_or"`, `"bitwise_xor"`, `"left_shift"`, `"right_shift"` give uint64 bits in int64; `"equal"`, `"less"`, `"less_equal"`, `"greater"`, `"greater_equal"` give bools. Computed on the host.
+   *
+   * - dtypes: int64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not int64 tensors, an unknown op), `RangeError` (shapes that do not broadcast).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.uint64_binary": "(a, b, op) → int64 or bool tensor";
   /**
    * `vm.op.lrn(x, size, alpha, beta, bias) → float32 tensor` (Host normalizations, `builtins/host_operators/host_norm_operators.ts`)
    *
