@@ -24,6 +24,7 @@ import type { NDArray } from "../devices/ndarray.ts";
 import { pathOutside } from "../ground/contained_path.ts";
 import type { TensorDType } from "../ground/dtype.ts";
 import type { Executable } from "../program/executable.ts";
+import { convertLoop, convertScan } from "./convert_loops.ts";
 import { Emitter } from "./emitter.ts";
 import { type Dim, Unsupported, type Value } from "./graph_values.ts";
 import { NodeContext } from "./node_context.ts";
@@ -75,7 +76,24 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...UINT64_OPS,
   // Converted by convertIf (it needs the graph's scope); listed here for the table and names.
   If: { attrs: ["then_branch", "else_branch"], convert: () => [] },
+  // Converted by convert_loops.ts (they need the graph's scope); listed for the table and names.
+  Loop: { attrs: ["body"], convert: () => [] },
+  Scan: {
+    attrs: [
+      "body",
+      "num_scan_inputs",
+      "directions",
+      "scan_input_axes",
+      "scan_input_directions",
+      "scan_output_axes",
+      "scan_output_directions",
+    ],
+    convert: () => [],
+  },
 };
+
+/** Operators whose graph attributes are converted in the graph's scope. */
+const CONTROL_FLOW = new Set(["If", "Loop", "Scan"]);
 
 /**
  * The operators of ONNX's standard domain that `importONNX` converts, sorted.
@@ -185,15 +203,13 @@ export async function importONNX(
 /** Every node the table cannot take (operator, domain, attributes), listed at once. */
 function checkSupported(graph: Graph, problems: UnsupportedNode[] = [], top = true): void {
   for (const n of graph.nodes) {
-    if (n.opType === "If" && STANDARD_DOMAINS.has(n.domain)) {
-      // Its branches' nodes are checked as the graph's own.
-      const unknown = n.attributes.filter((a) =>
-        a.name !== "then_branch" && a.name !== "else_branch"
-      );
+    if (CONTROL_FLOW.has(n.opType) && STANDARD_DOMAINS.has(n.domain)) {
+      // Its branches' or body's nodes are checked as the graph's own.
+      const unknown = n.attributes.filter((a) => !ONNX_OPERATORS[n.opType].attrs.includes(a.name));
       if (unknown.length > 0) {
         problems.push({
           name: n.name,
-          op: "If",
+          op: n.opType,
           reason: `attribute ${unknown.map((a) => a.name).join(", ")} not supported`,
         });
       }
@@ -600,8 +616,13 @@ function convertNode(
   let outputs: (Value | undefined)[] = [];
   if (!poisoned) {
     try {
+      const lc = { opset, em, values, made, problems, convertNode };
       outputs = n.opType === "If"
         ? convertIf(n, opset, em, values, made, problems, inputs[0])
+        : n.opType === "Loop"
+        ? convertLoop(n, lc, inputs)
+        : n.opType === "Scan"
+        ? convertScan(n, lc, inputs)
         : convertWidened(n, opset, em, inputs, made);
     } catch (e) {
       if (!(e instanceof Unsupported)) throw e;

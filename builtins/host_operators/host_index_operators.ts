@@ -674,7 +674,7 @@ hostIndexBuiltins.add(
     }
     return onHost(who, [c, u, ix], ([cv, uv, iv]) => {
       const starts = iv === undefined ? [] : integersOf(iv, "write_indices", who);
-      const n = c.shape[a], len = u.shape[a];
+      const n = c.shape[a];
       const cs = stridesOf(c.shape);
       return {
         shape: c.shape,

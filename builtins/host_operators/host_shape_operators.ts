@@ -441,3 +441,33 @@ hostShapeBuiltins.add("vm.op.center_crop_pad", (x: unknown, shape: unknown, axes
   errors: "`TypeError` (not tensors), `RangeError` (a size per axis missing or negative).",
   tvm: null,
 });
+
+hostShapeBuiltins.add("vm.op.stack_append", (stack: unknown, x: unknown) => {
+  const who = "stack_append";
+  const t = tensorArg(x, "x", who);
+  const s = stack === null || stack === undefined
+    ? undefined
+    : tensorArg(stack, "stack", who, t.dtype);
+  if (s !== undefined && s.shape.slice(1).join() !== t.shape.join()) {
+    throw new RangeError(
+      `${who}: x ${formatShape(t.shape)} onto a stack of ${formatShape(s.shape)}`,
+    );
+  }
+  return onHost(who, [t, s], ([xv, sv]) => ({
+    shape: [(s?.shape[0] ?? 0) + 1, ...t.shape],
+    dtype: t.dtype,
+    fill(out) {
+      if (sv !== undefined) (out as Float32Array).set(sv as Float32Array);
+      (out as Float32Array).set(xv as Float32Array, s?.size ?? 0);
+    },
+  }));
+}, {
+  signature: "(stack, x) → tensor",
+  summary:
+    "A new tensor: `stack` (`[n, ...x.shape]`, or null for an empty one) with `x` appended as row `n` — how the ONNX importer gathers a `Loop`'s scan outputs, one iteration at a time. Computed on the host.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors:
+    "`TypeError` (not tensors, dtypes that differ), `RangeError` (`x` not the shape of a row).",
+  tvm: null,
+});

@@ -8,7 +8,7 @@
  */
 
 /**
- * The 44 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host image operators; Host signal operators; Host arithmetic operators; Host normalizations), one property each, as in
+ * The 45 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host image operators; Host signal operators; Host arithmetic operators; Host normalizations), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -132,6 +132,17 @@ export interface HostOperatorsBuiltins {
    * - TVM: none (relaxvm's own)
    */
   readonly "vm.op.center_crop_pad": "(x, shape, axes?) → tensor";
+  /**
+   * `vm.op.stack_append(stack, x) → tensor` (Host shape operators, `builtins/host_operators/host_shape_operators.ts`)
+   *
+   * A new tensor: `stack` (`[n, ...x.shape]`, or null for an empty one) with `x` appended as row `n` — how the ONNX importer gathers a `Loop`'s scan outputs, one iteration at a time. Computed on the host.
+   *
+   * - dtypes: any
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not tensors, dtypes that differ), `RangeError` (`x` not the shape of a row).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.stack_append": "(stack, x) → tensor";
   /**
    * `vm.op.cumsum(x, axis, exclusive?, reverse?) → tensor` (Host indexing operators, `builtins/host_operators/host_index_operators.ts`)
    *
