@@ -40,11 +40,12 @@ export const ONNX_DTYPES: Readonly<Record<number, TensorDType>> = {
   21: "uint8",
   22: "int8",
   23: "uint8",
+  24: "uint8",
 };
 
 /**
  * The ONNX types relaxvm holds in a wider dtype, by code: the float8 types
- * and FLOAT4E2M1 as their bit patterns in uint8, INT4 and UINT4 as their
+ * (FLOAT8E8M0 too) and FLOAT4E2M1 as their bit patterns in uint8, INT4 and UINT4 as their
  * values in int8 and uint8 (one element a byte: a 4-bit tensor's packed
  * pairs are unpacked when read). builtins/host_operators/low_precision.ts
  * converts them.
@@ -57,6 +58,7 @@ export const LOW_PRECISION_TYPES: Readonly<Record<number, LowPrecisionFormat>> =
   21: "uint4",
   22: "int4",
   23: "float4e2m1",
+  24: "float8e8m0",
 };
 
 /** The low-precision format of ONNX type `code`, or undefined for a type relaxvm has. */

@@ -64,6 +64,32 @@ function bitwise(op: string): OpSpec {
   };
 }
 
+/**
+ * `equation` with each `...` spelled out in letters it does not use (capitals,
+ * aligned at the right as NumPy broadcasts them), so the builtin sees plain
+ * letters; without `->`, the ellipsis leads the implicit output.
+ */
+function withoutEllipsis(equation: string, ops: readonly Value[]): string {
+  if (!equation.includes("...")) return equation;
+  const [lhs, given] = equation.split("->");
+  const spare = [..."ABCDEFGHIJKLMNOPQRSTUVWXYZ"].filter((l) => !equation.includes(l));
+  let widest = 0;
+  const terms = lhs.split(",").map((term, i) => {
+    if (!term.includes("...")) return term;
+    const k = (ops[i]?.shape.length ?? 0) - (term.length - 3);
+    if (k < 0 || k > spare.length) throw new Unsupported(`equation "${equation}"`);
+    widest = Math.max(widest, k);
+    return term.replace("...", spare.slice(spare.length - k).join(""));
+  });
+  const dots = spare.slice(spare.length - widest).join("");
+  const singles = [...new Set(lhs.replace(/[.,]/g, ""))]
+    .filter((l) => lhs.split(l).length === 2)
+    .sort()
+    .join("");
+  const out = given === undefined ? dots + singles : given.replace("...", dots);
+  return `${terms.join(",")}->${out}`;
+}
+
 /** The operators of this module, by ONNX name. */
 export const INDEX_OPS: Record<string, OpSpec> = {
   CumSum: {
@@ -104,6 +130,8 @@ export const INDEX_OPS: Record<string, OpSpec> = {
             cx.em.imm(axis),
             cx.em.imm(cx.int("largest", 1)),
             cx.em.imm(output),
+            // UINT64 (int64 bits, ops_uint64.ts) orders as unsigned.
+            cx.em.imm(x.format === "uint64" ? 1 : 0),
           ],
           dtype,
           shape,
@@ -194,10 +222,10 @@ export const INDEX_OPS: Record<string, OpSpec> = {
   Einsum: {
     attrs: ["equation"],
     convert(cx) {
-      const equation = cx.string("equation", "").replace(/\s/g, "");
       const ops: Value[] = [];
       for (let i = 0; i < cx.inputCount; i++) ops.push(cx.input(i));
       for (const v of ops) cx.dtype(v, ["float32"]);
+      const equation = withoutEllipsis(cx.string("equation", "").replace(/\s/g, ""), ops);
       const [lhs, given] = equation.split("->");
       const terms = lhs.split(",");
       if (terms.length !== ops.length || equation.includes(".")) {

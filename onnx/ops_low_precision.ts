@@ -41,8 +41,17 @@ function numbers(cx: NodeContext, x: Value): Value {
   return cx.em.call("vm.op.from_low_precision", [cx.em.reg(x), x.format], "float32", x.shape);
 }
 
-/** `x` converted to `target`, as ONNX's `Cast` (`saturate` for the float8 formats). */
-function convertTo(cx: NodeContext, x: Value, target: Target, saturate: boolean): Value {
+/**
+ * `x` converted to `target`, as ONNX's `Cast` (`saturate` for the float8
+ * formats, `roundMode` for FLOAT8E8M0).
+ */
+function convertTo(
+  cx: NodeContext,
+  x: Value,
+  target: Target,
+  saturate: boolean,
+  roundMode = "up",
+): Value {
   let v = numbers(cx, x);
   if (target.format === undefined) {
     return cx.em.call("vm.op.cast", [cx.em.reg(v), target.dtype], target.dtype, x.shape);
@@ -52,7 +61,7 @@ function convertTo(cx: NodeContext, x: Value, target: Target, saturate: boolean)
   }
   const out = cx.em.call(
     "vm.op.to_low_precision",
-    [cx.em.reg(v), target.format, cx.em.imm(saturate ? 1 : 0)],
+    [cx.em.reg(v), target.format, cx.em.imm(saturate ? 1 : 0), roundMode],
     target.dtype,
     x.shape,
   );
@@ -69,11 +78,17 @@ function targetOf(code: number): Target {
 /** The operators of this module, by ONNX name (they wrap the plain converters). */
 export const LOW_PRECISION_OPS: Record<string, OpSpec> = {
   Cast: {
-    attrs: SHAPE_OPS.Cast.attrs,
+    attrs: [...SHAPE_OPS.Cast.attrs, "round_mode"],
     convert(cx) {
       const x = cx.input(0), target = targetOf(cx.int("to", 0));
+      const roundMode = cx.string("round_mode", "up");
+      if (roundMode !== "up" && target.format !== "float8e8m0") {
+        throw new Unsupported(
+          `round_mode ${roundMode} for a cast to ${target.format ?? target.dtype}`,
+        );
+      }
       if (x.format === undefined && target.format === undefined) return SHAPE_OPS.Cast.convert(cx);
-      return [convertTo(cx, x, target, cx.int("saturate", 1) !== 0)];
+      return [convertTo(cx, x, target, cx.int("saturate", 1) !== 0, roundMode)];
     },
   },
   CastLike: {

@@ -92,6 +92,16 @@ export const UINT64_OPS: Record<string, OpSpec> = {
     INDEX_OPS.BitShift,
     (cx) => cx.string("direction", "") === "LEFT" ? "left_shift" : "right_shift",
   ),
+  TopK: {
+    attrs: INDEX_OPS.TopK.attrs,
+    convert(cx) {
+      const x = cx.input(0);
+      if (x.format !== "uint64") return INDEX_OPS.TopK.convert(cx);
+      // The plain converter orders UINT64 bits as unsigned; its values are UINT64 again.
+      const [values, indices] = INDEX_OPS.TopK.convert(cx);
+      return [values && { ...values, format: "uint64" }, indices];
+    },
+  },
   Cast: cast(
     LOW_PRECISION_OPS.Cast,
     (cx) => cx.int("to", 0) === 13,

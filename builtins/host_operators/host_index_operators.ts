@@ -118,7 +118,14 @@ hostIndexBuiltins.add(
 
 hostIndexBuiltins.add(
   "vm.op.topk",
-  (x: unknown, k: unknown, axis: unknown, largest: unknown, output: unknown) => {
+  (
+    x: unknown,
+    k: unknown,
+    axis: unknown,
+    largest: unknown,
+    output: unknown,
+    unsigned?: unknown,
+  ) => {
     const who = "topk";
     const t = tensorArg(x, "x", who), kt = tensorArg(k, "k", who);
     const a = axisOf(who, axis, t.shape.length);
@@ -130,7 +137,11 @@ hostIndexBuiltins.add(
           `${who}: k ${count} outside [0, ${n}] (axis ${a} of ${formatShape(t.shape)})`,
         );
       }
-      const big = flag(largest, true), values = numbersOf(src!);
+      const big = flag(largest, true);
+      // int64 bits read as UINT64 (how the ONNX importer holds it): ordered as unsigned.
+      const values: (number | bigint)[] = flag(unsigned, false)
+        ? Array.from(src as BigInt64Array, (v) => BigInt.asUintN(64, v))
+        : numbersOf(src!);
       const shape = [...t.shape];
       shape[a] = count;
       const indicesOut = output === 1;
@@ -144,7 +155,8 @@ hostIndexBuiltins.add(
               const at = (k: number) => values[(o * n + k) * inner + i];
               for (let k = 0; k < n; k++) order[k] = k;
               // Equal values keep their order: the lower index first (ONNX's rule).
-              order.sort((p, q) => (big ? at(q) - at(p) : at(p) - at(q)) || p - q);
+              const cmp = (p: number, q: number) => (at(p) < at(q) ? -1 : at(p) > at(q) ? 1 : 0);
+              order.sort((p, q) => (big ? cmp(q, p) : cmp(p, q)) || p - q);
               for (let k = 0; k < count; k++) {
                 const j = (o * count + k) * inner + i;
                 if (indicesOut) put(out, j, order[k]);
@@ -158,9 +170,9 @@ hostIndexBuiltins.add(
     });
   },
   {
-    signature: "(x, k, axis, largest, output) → tensor",
+    signature: "(x, k, axis, largest, output, unsigned?) → tensor",
     summary:
-      "The `k` largest (`largest` 1) or smallest (0) elements of `x` along `axis`, sorted, equal values lower index first; `k` a one-element integer tensor read when it runs. `output` 0 gives the values, 1 their int64 indices (ONNX's `TopK`, one output a call). Computed on the host.",
+      "The `k` largest (`largest` 1) or smallest (0) elements of `x` along `axis`, sorted, equal values lower index first; `k` a one-element integer tensor read when it runs. `output` 0 gives the values, 1 their int64 indices (ONNX's `TopK`, one output a call); `unsigned` orders int64 bits as UINT64. Computed on the host.",
     dtypes: ["float32", "int32", "int64"],
     devices: ["cpu", "webgpu"],
     errors: "`TypeError` (not tensors), `RangeError` (axis out of range, `k` beyond the axis).",

@@ -1,6 +1,6 @@
 /**
  * The 8- and 4-bit number formats relaxvm has no dtype for (ONNX's float8
- * types, FLOAT4E2M1, INT4, UINT4) and their conversions from and to
+ * types, FLOAT8E8M0, FLOAT4E2M1, INT4, UINT4) and their conversions from and to
  * ordinary numbers, as ONNX's reference computes them (through
  * `ml_dtypes`): round to nearest, ties to even; past the largest finite
  * value, infinity where the format has one and NaN where it does not, or
@@ -19,9 +19,13 @@ export const LOW_PRECISION_FORMATS = [
   "float8e5m2",
   "float8e5m2fnuz",
   "float4e2m1",
+  "float8e8m0",
   "int4",
   "uint4",
 ] as const;
+
+/** How FLOAT8E8M0 rounds a value between two powers of 2 (ONNX's `Cast` `round_mode`). */
+export type RoundMode = "up" | "down" | "nearest";
 
 /** One of `LOW_PRECISION_FORMATS`. */
 export type LowPrecisionFormat = (typeof LOW_PRECISION_FORMATS)[number];
@@ -46,7 +50,29 @@ const LAYOUTS: Readonly<Record<string, FloatLayout>> = {
 
 /** Whether `format` is one of the float formats (held as bits) rather than INT4/UINT4. */
 export function isFloatFormat(format: LowPrecisionFormat): boolean {
-  return Object.hasOwn(LAYOUTS, format);
+  return Object.hasOwn(LAYOUTS, format) || format === "float8e8m0";
+}
+
+const f32 = new Float32Array(1), f32Bits = new Uint32Array(f32.buffer);
+
+/**
+ * FLOAT8E8M0 (an unsigned power of 2, 2^(code − 127); 0xFF is NaN) of `v`,
+ * as ONNX's `to_float8e8m0` computes it from float32's bits: the exponent
+ * field, rounded by `mode` (its masks kept as the reference has them),
+ * held below 0xFF when `saturate`; NaN and infinities give 0xFF.
+ */
+function encodeE8M0(v: number, saturate: boolean, mode: RoundMode): number {
+  f32[0] = v;
+  const bits = f32Bits[0];
+  let exponent = (bits >>> 23) & 0xff;
+  if (exponent === 0xff) return 0xff;
+  let up = false;
+  if (mode === "nearest") {
+    const g = (bits & 0x400000) !== 0, r = (bits & 0x200000) !== 0, s = (bits & 0x1fffff) !== 0;
+    up = g && (r || s || exponent > 0);
+  } else if (mode === "up") up = (bits & 0x4fffff) !== 0;
+  if (up && !(saturate && exponent === 0xfe)) exponent += 1;
+  return exponent & 0xff;
 }
 
 /** The value of `code` in float layout `f`. */
@@ -124,6 +150,7 @@ function encodeWith(f: FloatLayout, v: number, saturate: boolean): number {
 
 /** The number `code` (of `format`) stands for; INT4/UINT4 codes are their values. */
 export function decodeLowPrecision(format: LowPrecisionFormat, code: number): number {
+  if (format === "float8e8m0") return code === 0xff ? NaN : 2 ** (code - 127);
   return isFloatFormat(format) ? decodeWith(LAYOUTS[format], code) : code;
 }
 
@@ -136,7 +163,9 @@ export function encodeLowPrecision(
   format: LowPrecisionFormat,
   v: number,
   saturate: boolean,
+  mode: RoundMode = "up",
 ): number {
+  if (format === "float8e8m0") return encodeE8M0(v, saturate, mode);
   if (isFloatFormat(format)) return encodeWith(LAYOUTS[format], v, saturate);
   if (!Number.isFinite(v)) return 0;
   const w = ((Math.trunc(v) % 16) + 16) % 16;

@@ -26,7 +26,12 @@ import type { TensorDType } from "../../ground/dtype.ts";
 import { BuiltinTable } from "../builtin_table.ts";
 import { tensorArg } from "../validate.ts";
 import { choiceArg, numbersOf, onHost } from "./host_tensors.ts";
-import { decodeLowPrecision, encodeLowPrecision, LOW_PRECISION_FORMATS } from "./low_precision.ts";
+import {
+  decodeLowPrecision,
+  encodeLowPrecision,
+  LOW_PRECISION_FORMATS,
+  type RoundMode,
+} from "./low_precision.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const lowPrecisionBuiltins = new BuiltinTable(
@@ -49,24 +54,30 @@ const NUMBER_DTYPES: readonly TensorDType[] = [
 
 lowPrecisionBuiltins.add(
   "vm.op.to_low_precision",
-  (x: unknown, format: unknown, saturate?: unknown) => {
+  (x: unknown, format: unknown, saturate?: unknown, roundMode?: unknown) => {
     const who = "to_low_precision";
     const t = tensorArg(x, "x", who);
     choiceArg(who, t.dtype, "x's dtype", NUMBER_DTYPES);
     const f = choiceArg(who, format, "format", LOW_PRECISION_FORMATS);
     const sat = saturate === undefined || saturate === null ? true : Boolean(saturate);
+    const mode: RoundMode = roundMode === undefined || roundMode === null
+      ? "up"
+      : choiceArg(who, roundMode, "round_mode", ["up", "down", "nearest"]);
     return onHost(who, [t], ([v]) => ({
       shape: t.shape,
       dtype: f === "int4" ? "int8" : "uint8",
       fill(out) {
-        numbersOf(v!).forEach((n, i) => ((out as Int8Array)[i] = encodeLowPrecision(f, n, sat)));
+        numbersOf(v!).forEach((
+          n,
+          i,
+        ) => ((out as Int8Array)[i] = encodeLowPrecision(f, n, sat, mode)));
       },
     }));
   },
   {
-    signature: "(x, format, saturate?) → uint8 or int8 tensor",
+    signature: "(x, format, saturate?, round_mode?) → uint8 or int8 tensor",
     summary:
-      '`x`\'s numbers in `format` (`"float8e4m3fn"`, `"float8e4m3fnuz"`, `"float8e5m2"`, `"float8e5m2fnuz"`, `"float4e2m1"`: their bit patterns in a uint8 tensor; `"int4"`, `"uint4"`: their values in int8 and uint8), as ONNX\'s `Cast` computes them: floats round to nearest, ties to even, and past the largest finite value become infinity (E5M2) or NaN, or with `saturate` (default 1) that largest value; FLOAT4E2M1 always saturates; INT4 and UINT4 truncate toward zero and wrap. Computed on the host.',
+      '`x`\'s numbers in `format` (`"float8e4m3fn"`, `"float8e4m3fnuz"`, `"float8e5m2"`, `"float8e5m2fnuz"`, `"float4e2m1"`, `"float8e8m0"`: their bit patterns in a uint8 tensor; `"int4"`, `"uint4"`: their values in int8 and uint8), as ONNX\'s `Cast` computes them: floats round to nearest, ties to even, and past the largest finite value become infinity (E5M2) or NaN, or with `saturate` (default 1) that largest value; FLOAT4E2M1 always saturates; FLOAT8E8M0 (a power of 2) rounds by `round_mode` (`"up"`, the default, `"down"` or `"nearest"`, on float32\'s bits as ONNX\'s reference does); INT4 and UINT4 truncate toward zero and wrap. Computed on the host.',
     dtypes: NUMBER_DTYPES,
     devices: ["cpu", "webgpu"],
     errors: "`TypeError` (not a tensor of numbers, an unknown format).",

@@ -155,16 +155,16 @@ export interface HostOperatorsBuiltins {
    */
   readonly "vm.op.cumsum": "(x, axis, exclusive?, reverse?) → tensor";
   /**
-   * `vm.op.topk(x, k, axis, largest, output) → tensor` (Host indexing operators, `builtins/host_operators/host_index_operators.ts`)
+   * `vm.op.topk(x, k, axis, largest, output, unsigned?) → tensor` (Host indexing operators, `builtins/host_operators/host_index_operators.ts`)
    *
-   * The `k` largest (`largest` 1) or smallest (0) elements of `x` along `axis`, sorted, equal values lower index first; `k` a one-element integer tensor read when it runs. `output` 0 gives the values, 1 their int64 indices (ONNX's `TopK`, one output a call). Computed on the host.
+   * The `k` largest (`largest` 1) or smallest (0) elements of `x` along `axis`, sorted, equal values lower index first; `k` a one-element integer tensor read when it runs. `output` 0 gives the values, 1 their int64 indices (ONNX's `TopK`, one output a call); `unsigned` orders int64 bits as UINT64. Computed on the host.
    *
    * - dtypes: float32, int32, int64
    * - devices: CPU, WebGPU
    * - errors: `TypeError` (not tensors), `RangeError` (axis out of range, `k` beyond the axis).
    * - TVM: `relax.op.topk`, which returns both outputs
    */
-  readonly "vm.op.topk": "(x, k, axis, largest, output) → tensor";
+  readonly "vm.op.topk": "(x, k, axis, largest, output, unsigned?) → tensor";
   /**
    * `vm.op.scatter_elements(data, indices, updates, axis?, reduction?) → tensor` (Host indexing operators, `builtins/host_operators/host_index_operators.ts`)
    *
@@ -320,16 +320,16 @@ export interface HostOperatorsBuiltins {
    */
   readonly "vm.op.tensor_scatter": "(cache, update, write_indices?, axis, mode) → tensor";
   /**
-   * `vm.op.to_low_precision(x, format, saturate?) → uint8 or int8 tensor` (Low-precision conversions, `builtins/host_operators/low_precision_operators.ts`)
+   * `vm.op.to_low_precision(x, format, saturate?, round_mode?) → uint8 or int8 tensor` (Low-precision conversions, `builtins/host_operators/low_precision_operators.ts`)
    *
-   * `x`'s numbers in `format` (`"float8e4m3fn"`, `"float8e4m3fnuz"`, `"float8e5m2"`, `"float8e5m2fnuz"`, `"float4e2m1"`: their bit patterns in a uint8 tensor; `"int4"`, `"uint4"`: their values in int8 and uint8), as ONNX's `Cast` computes them: floats round to nearest, ties to even, and past the largest finite value become infinity (E5M2) or NaN, or with `saturate` (default 1) that largest value; FLOAT4E2M1 always saturates; INT4 and UINT4 truncate toward zero and wrap. Computed on the host.
+   * `x`'s numbers in `format` (`"float8e4m3fn"`, `"float8e4m3fnuz"`, `"float8e5m2"`, `"float8e5m2fnuz"`, `"float4e2m1"`, `"float8e8m0"`: their bit patterns in a uint8 tensor; `"int4"`, `"uint4"`: their values in int8 and uint8), as ONNX's `Cast` computes them: floats round to nearest, ties to even, and past the largest finite value become infinity (E5M2) or NaN, or with `saturate` (default 1) that largest value; FLOAT4E2M1 always saturates; FLOAT8E8M0 (a power of 2) rounds by `round_mode` (`"up"`, the default, `"down"` or `"nearest"`, on float32's bits as ONNX's reference does); INT4 and UINT4 truncate toward zero and wrap. Computed on the host.
    *
    * - dtypes: float32, float64, int8, int16, int32, int64, uint8, uint16, uint32
    * - devices: CPU, WebGPU
    * - errors: `TypeError` (not a tensor of numbers, an unknown format).
    * - TVM: none (relaxvm's own)
    */
-  readonly "vm.op.to_low_precision": "(x, format, saturate?) → uint8 or int8 tensor";
+  readonly "vm.op.to_low_precision": "(x, format, saturate?, round_mode?) → uint8 or int8 tensor";
   /**
    * `vm.op.from_low_precision(x, format) → float32 tensor` (Low-precision conversions, `builtins/host_operators/low_precision_operators.ts`)
    *
