@@ -17,6 +17,7 @@ import { hostVisionBuiltins } from "./host_operators/host_vision_operators.ts";
 import { hostSignalBuiltins } from "./host_operators/host_signal_operators.ts";
 import { hostMathBuiltins } from "./host_operators/host_math_operators.ts";
 import { hostNormBuiltins } from "./host_operators/host_norm_operators.ts";
+import { hostPoolBuiltins } from "./host_operators/host_pool_operators.ts";
 import { hostShapeBuiltins } from "./host_operators/host_shape_operators.ts";
 import { indexingBuiltins } from "./operators/indexing_operators.ts";
 import { kvCacheBuiltins } from "./lm_support/kv_cache_builtins.ts";
@@ -57,6 +58,7 @@ export const BUILTIN_TABLES = [
   hostSignalBuiltins,
   hostMathBuiltins,
   hostNormBuiltins,
+  hostPoolBuiltins,
 ];
 
 let installed = false;

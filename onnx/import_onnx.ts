@@ -44,6 +44,7 @@ import { MATH_OPS } from "./ops_math.ts";
 import { NN_OPS } from "./ops_nn.ts";
 import { NORM_OPS } from "./ops_norm.ts";
 import { OPTIONAL_OPS } from "./ops_optional.ts";
+import { POOL_OPS } from "./ops_pool.ts";
 import { QUANTIZE_OPS } from "./ops_quantize.ts";
 import { SHAPE_OPS } from "./ops_shape.ts";
 import { SIGNAL_OPS } from "./ops_signal.ts";
@@ -72,6 +73,8 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...MATH_OPS,
   ...NORM_OPS,
   ...OPTIONAL_OPS,
+  // After WIDENED_OPS, whose MaxPool it wraps.
+  ...POOL_OPS,
   // After ELEMENTWISE_OPS, INDEX_OPS, LOW_PRECISION_OPS: UINT64 cases first, the rest to them.
   ...UINT64_OPS,
   // Converted by convertIf (it needs the graph's scope); listed here for the table and names.

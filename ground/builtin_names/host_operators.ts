@@ -8,7 +8,7 @@
  */
 
 /**
- * The 45 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host image operators; Host signal operators; Host arithmetic operators; Host normalizations), one property each, as in
+ * The 47 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host image operators; Host signal operators; Host arithmetic operators; Host normalizations; Host window operators), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -521,4 +521,28 @@ export interface HostOperatorsBuiltins {
    */
   readonly "vm.op.batch_norm_training":
     "(x, scale, bias, mean, var, epsilon, momentum, output) → float32 tensor";
+  /**
+   * `vm.op.conv_integer(x, w, x_zero_point?, w_zero_point?, pads, strides, dilations) → int32 tensor` (Host window operators, `builtins/host_operators/host_pool_operators.ts`)
+   *
+   * ONNX's `ConvInteger` (one group): `(x − x_zero_point) ⋆ (w − w_zero_point)` of 8-bit `x [N, C, ...]` and `w [M, C, ...]`, summed in int32; padding counts as the zero point. `pads` (begins then ends), `strides`, `dilations` are shape values. Computed on the host.
+   *
+   * - dtypes: int8, uint8
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not tensors), `RangeError` (a kernel that does not fit `x`).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.conv_integer":
+    "(x, w, x_zero_point?, w_zero_point?, pads, strides, dilations) → int32 tensor";
+  /**
+   * `vm.op.max_pool_indices(x, kernel, pads, strides, dilations, storage_order) → int64 tensor` (Host window operators, `builtins/host_operators/host_pool_operators.ts`)
+   *
+   * The `Indices` output of ONNX's `MaxPool` for float32 `x [N, C, ...]`: for each window the flat index into `x` of its first largest element (padding never chosen), the spatial part row-major, or column-major with `storage_order`. The four lists are shape values (`pads` begins then ends). Computed on the host.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not float32), `RangeError` (a window that does not fit `x`).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.max_pool_indices":
+    "(x, kernel, pads, strides, dilations, storage_order) → int64 tensor";
 }

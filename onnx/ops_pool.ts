@@ -1,0 +1,88 @@
+/**
+ * `ConvInteger` and `MaxPool`'s `Indices` output, through the host
+ * operators of builtins/host_operators/host_pool_operators.ts (the values
+ * of such a `MaxPool` still come from ops_conv.ts's composition).
+ *
+ * @module
+ */
+
+import { type Dim, Unsupported } from "./graph_values.ts";
+import { NodeContext } from "./node_context.ts";
+import type { OpSpec } from "./op_spec.ts";
+import { WIDENED_OPS } from "./ops_widened.ts";
+
+/** The window attributes of `cx`'s node over `r` spatial axes (explicit pads only). */
+function windowLists(cx: NodeContext, r: number, kernel: number[]) {
+  const autoPad = cx.string("auto_pad", "NOTSET");
+  if (autoPad !== "NOTSET") throw new Unsupported(`auto_pad ${autoPad}`);
+  if (cx.int("ceil_mode", 0) !== 0) throw new Unsupported("ceil_mode");
+  const pads = cx.ints("pads") ?? new Array(2 * r).fill(0);
+  const strides = cx.ints("strides") ?? new Array(r).fill(1);
+  const dilations = cx.ints("dilations") ?? new Array(r).fill(1);
+  const out = (spatial: Dim[]): Dim[] =>
+    spatial.map((d, a) =>
+      typeof d === "number"
+        ? Math.floor(
+          (d + pads[a] + pads[a + r] - dilations[a] * (kernel[a] - 1) - 1) / strides[a],
+        ) + 1
+        : null
+    );
+  return { pads, strides, dilations, out };
+}
+
+/** The operators of this module, by ONNX name. */
+export const POOL_OPS: Record<string, OpSpec> = {
+  ConvInteger: {
+    attrs: ["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"],
+    convert(cx) {
+      const x = cx.input(0), w = cx.input(1);
+      if (cx.int("group", 1) !== 1) throw new Unsupported("groups");
+      const kernel = w.shape.slice(2);
+      if (!kernel.every((d) => typeof d === "number")) throw new Unsupported("a symbolic kernel");
+      const r = kernel.length;
+      const win = windowLists(cx, r, kernel as number[]);
+      const zero = (i: number) => {
+        const v = cx.optional(i);
+        return v === undefined ? cx.em.record("vm.builtin.null_value", [])! : cx.em.reg(v);
+      };
+      return [
+        cx.em.call(
+          "vm.op.conv_integer",
+          [cx.em.reg(x), cx.em.reg(w), zero(2), zero(3), win.pads, win.strides, win.dilations],
+          "int32",
+          [x.shape[0], w.shape[0], ...win.out(x.shape.slice(2))],
+        ),
+      ];
+    },
+  },
+  MaxPool: {
+    attrs: WIDENED_OPS.MaxPool.attrs,
+    convert(cx) {
+      const wantsIndices = cx.node.outputs.length > 1 && cx.node.outputs[1] !== "";
+      if (!wantsIndices) return WIDENED_OPS.MaxPool.convert(cx);
+      const x = cx.input(0);
+      cx.dtype(x, ["float32"]);
+      const kernel = cx.ints("kernel_shape") ?? [];
+      const win = windowLists(cx, kernel.length, kernel);
+      // The values as the node without its second output converts them.
+      const node = { ...cx.node, outputs: [cx.node.outputs[0]] };
+      const [values] = WIDENED_OPS.MaxPool.convert(
+        new NodeContext(node, cx.opset, cx.em, [x], cx.made),
+      );
+      const indices = cx.em.call(
+        "vm.op.max_pool_indices",
+        [
+          cx.em.reg(x),
+          kernel,
+          win.pads,
+          win.strides,
+          win.dilations,
+          cx.em.imm(cx.int("storage_order", 0)),
+        ],
+        "int64",
+        [x.shape[0], x.shape[1], ...win.out(x.shape.slice(2))],
+      );
+      return [values, indices];
+    },
+  },
+};
