@@ -1,6 +1,7 @@
 /**
- * Signal operators: `HannWindow`, `HammingWindow`, `BlackmanWindow` and
- * `DFT`, one call each of `vm.op.window` and `vm.op.dft`
+ * Signal operators: `HannWindow`, `HammingWindow`, `BlackmanWindow`,
+ * `MelWeightMatrix` and `DFT`, one call each of `vm.op.window`,
+ * `vm.op.mel_weight_matrix` and `vm.op.dft`
  * (builtins/host_operators/host_signal_operators.ts). A window's size and a
  * transform's length may be graph inputs, read when the program runs.
  *
@@ -46,6 +47,24 @@ export const SIGNAL_OPS: Record<string, OpSpec> = {
   HannWindow: window("hann"),
   HammingWindow: window("hamming"),
   BlackmanWindow: window("blackman"),
+  MelWeightMatrix: {
+    attrs: ["output_datatype"],
+    convert(cx) {
+      const code = cx.int("output_datatype", 1);
+      const dtype = dtypeOf(code);
+      if (dtype !== "float32" && dtype !== "float64") {
+        throw new Unsupported(`a matrix of ${onnxTypeName(code)}`);
+      }
+      const length = knownInt(cx, 1), bins = knownInt(cx, 0);
+      const args = [0, 1, 2, 3, 4].map((i) => cx.em.reg(cx.input(i)));
+      return [
+        cx.em.call("vm.op.mel_weight_matrix", [...args, dtype], dtype, [
+          length === null ? null : Math.floor(length / 2) + 1,
+          bins,
+        ]),
+      ];
+    },
+  },
   DFT: {
     attrs: ["axis", "inverse", "onesided"],
     convert(cx) {

@@ -4,7 +4,10 @@
  * `ReduceMin` on bools (in int32) and over an empty axis known at import (ONNX's -∞ and +∞,
  * as a constant), `MaxPool` on 8-bit integers (in float32, which holds them
  * exactly), `Dropout`'s mask and a training-mode `Dropout` whose ratio is 0
- * (both the identity), and `Pow` on integers (`vm.op.power`, on the host).
+ * (both the identity; a mode or ratio known only at run time goes to
+ * `vm.op.dropout`, which refuses to drop anything), and `Pow` on integers
+ * (`vm.op.power`, on the host). An empty axis given at run time goes to
+ * `vm.op.reduce_extreme`.
  * Each result equals what ONNX's reference gives for the dtype asked.
  *
  * @module
@@ -65,9 +68,26 @@ function emptyAware(spec: OpSpec, sign: number): OpSpec {
     convert(cx) {
       const x = cx.input(0), r = x.shape.length;
       if (x.dtype !== "float32" || knownSize(x.shape) !== 0) return spec.convert(cx);
-      // Axes given at run time: the plain converter (whose vm.op.max refuses an empty axis).
       const axesInput = cx.opset >= 18 ? cx.optional(1) : undefined;
-      if (axesInput !== undefined && axesInput.ints === undefined) return spec.convert(cx);
+      if (axesInput !== undefined && axesInput.ints === undefined) {
+        // Axes given at run time: the host reduction, which knows the empty set's identity.
+        const count = axesInput.shape[0];
+        if (typeof count !== "number") return spec.convert(cx);
+        const keepAll = cx.int("keepdims", 1) === 1;
+        return [
+          cx.em.call(
+            "vm.op.reduce_extreme",
+            [
+              cx.em.reg(x),
+              cx.em.reg(axesInput),
+              cx.em.imm(keepAll ? 1 : 0),
+              cx.em.imm(sign > 0 ? 1 : 0),
+            ],
+            "float32",
+            new Array(keepAll ? r : r - count).fill(null),
+          ),
+        ];
+      }
       const given = axesInput !== undefined ? cx.knownInts(1, "axes") : cx.ints("axes");
       if ((given === undefined || given.length === 0) && cx.int("noop_with_empty_axes", 0) === 1) {
         return spec.convert(cx);
@@ -88,6 +108,18 @@ function emptyAware(spec: OpSpec, sign: number): OpSpec {
   };
 }
 
+/** A bool tensor of `x`'s shape, all true: the mask of a Dropout that drops nothing. */
+function allTrue(cx: NodeContext, x: Value): Value {
+  const one = tensor(new Uint8Array([1]), { dtype: "bool", shape: [1] });
+  cx.made.push(one);
+  return cx.em.call(
+    "vm.op.full",
+    [cx.em.shape(x.shape), cx.em.reg(cx.fromTensor(one))],
+    "bool",
+    x.shape,
+  );
+}
+
 /** The operators of this module, by ONNX name (they wrap the plain converters). */
 export const WIDENED_OPS: Record<string, OpSpec> = {
   Where: through(ELEMENTWISE_OPS.Where, ["int8", "int16", "uint8", "uint16"], "int32", 1, [1, 2]),
@@ -100,22 +132,28 @@ export const WIDENED_OPS: Record<string, OpSpec> = {
       const x = cx.input(0), ratio = cx.optional(1), mode = cx.optional(2);
       const known = (v: Value | undefined) =>
         v?.tensor === undefined ? undefined : Number(v.tensor.dataSync()[0]);
-      const training = mode !== undefined && known(mode) !== 0;
       const wantsMask = cx.node.outputs.length > 1 && cx.node.outputs[1] !== "";
+      if (
+        mode !== undefined &&
+        (known(mode) === undefined || (known(mode) !== 0 && known(ratio) === undefined))
+      ) {
+        // Training mode or ratio known only at run time: vm.op.dropout checks that nothing drops.
+        const reg = (v: Value | undefined) =>
+          v === undefined ? cx.em.record("vm.builtin.null_value", [])! : cx.em.reg(v);
+        const y = cx.em.call(
+          "vm.op.dropout",
+          [cx.em.reg(x), reg(ratio), reg(mode)],
+          x.dtype,
+          x.shape,
+        );
+        return wantsMask ? [y, allTrue(cx, x)] : [y];
+      }
+      const training = mode !== undefined && known(mode) !== 0;
       // The identity: inference, or training that drops nothing. Else the plain converter refuses.
       if (training && known(ratio) !== 0) return SHAPE_OPS.Dropout.convert(cx);
       if (!training && !wantsMask) return SHAPE_OPS.Dropout.convert(cx);
       const y = cx.em.call("vm.op.cast", [cx.em.reg(x), x.dtype], x.dtype, x.shape);
-      if (!wantsMask) return [y];
-      const one = tensor(new Uint8Array([1]), { dtype: "bool", shape: [1] });
-      cx.made.push(one);
-      const mask = cx.em.call(
-        "vm.op.full",
-        [cx.em.shape(x.shape), cx.em.reg(cx.fromTensor(one))],
-        "bool",
-        x.shape,
-      );
-      return [y, mask];
+      return wantsMask ? [y, allTrue(cx, x)] : [y];
     },
   },
   Pow: {

@@ -309,3 +309,84 @@ hostMathBuiltins.add("vm.op.uint64_binary", (a: unknown, b: unknown, op: unknown
     "`TypeError` (not int64 tensors, an unknown op), `RangeError` (shapes that do not broadcast).",
   tvm: null,
 });
+
+hostMathBuiltins.add("vm.op.dropout", (x: unknown, ratio: unknown, training: unknown) => {
+  const who = "dropout";
+  const t = tensorArg(x, "x", who);
+  const opt = (v: unknown, what: string) =>
+    v === undefined || v === null ? undefined : tensorArg(v, what, who);
+  const rt = opt(ratio, "ratio"), tt = opt(training, "training_mode");
+  return onHost(who, [t, rt, tt], ([xv, rv, tv]) => {
+    const r = rv === undefined ? 0.5 : numbersOf(rv)[0];
+    const on = tv !== undefined && numbersOf(tv)[0] !== 0;
+    // A mask drawn at random could not match anything; only dropping nothing is computed.
+    if (on && r !== 0) {
+      throw new RangeError(
+        `${who}: training mode with ratio ${r} needs a random mask, which relaxvm does not draw`,
+      );
+    }
+    return {
+      shape: t.shape,
+      dtype: t.dtype,
+      fill: (out) => (out as Float32Array).set(xv as Float32Array),
+    };
+  });
+}, {
+  signature: "(x, ratio?, training_mode?) → tensor",
+  summary:
+    "ONNX's `Dropout` where it drops nothing: a copy of `x` when `training_mode` (a bool scalar tensor, read when it runs; default false) is false or `ratio` (default 0.5) is 0. Training with another ratio is an error: it needs a random mask, which relaxvm does not draw.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: "`TypeError` (not tensors), `RangeError` (training mode with a ratio other than 0).",
+  tvm: "relax.op.nn.dropout, which is the identity at inference",
+});
+
+hostMathBuiltins.add(
+  "vm.op.reduce_extreme",
+  (x: unknown, axes: unknown, keepdims: unknown, largest: unknown) => {
+    const who = "reduce_extreme";
+    const t = tensorArg(x, "x", who);
+    choiceArg(who, t.dtype, "x's dtype", ["float32"]);
+    const at = axes === undefined || axes === null ? undefined : tensorArg(axes, "axes", who);
+    const big = Boolean(largest), keep = Boolean(keepdims);
+    return onHost(who, [t, at], ([xv, av]) => {
+      const r = t.shape.length;
+      const list = av === undefined || av.length === 0
+        ? t.shape.map((_, i) => i)
+        : numbersOf(av).map((a) => (a < 0 ? a + r : a));
+      if (list.some((a) => !(a >= 0 && a < r))) {
+        throw new RangeError(`${who}: axes [${list}] for rank ${r}`);
+      }
+      const shape = t.shape.flatMap((d, i) => (list.includes(i) ? (keep ? [1] : []) : [d]));
+      const kept = t.shape.map((d, i) => (list.includes(i) ? 1 : d)), keptStrides = stridesOf(kept);
+      const inStrides = stridesOf(t.shape);
+      return {
+        shape,
+        dtype: t.dtype,
+        fill(out) {
+          const xs = numbersOf(xv!), o = out as Float32Array;
+          // The reduction's identity for an empty set: -∞ for the max, +∞ for the min (ONNX's).
+          o.fill(big ? -Infinity : Infinity);
+          for (let i = 0; i < xs.length; i++) {
+            let j = 0;
+            for (let a = 0; a < r; a++) {
+              if (kept[a] !== 1 || t.shape[a] === 1) {
+                j += (Math.floor(i / inStrides[a]) % t.shape[a]) * keptStrides[a];
+              }
+            }
+            if (big ? !(xs[i] <= o[j]) : !(xs[i] >= o[j])) o[j] = xs[i];
+          }
+        },
+      };
+    });
+  },
+  {
+    signature: "(x, axes?, keepdims, largest) → tensor",
+    summary:
+      "The largest (`largest` 1) or smallest elements of float32 `x` over `axes` (a 1-D integer tensor read when it runs; absent or empty: all), `keepdims` keeping them as 1s: ONNX's `ReduceMax`/`ReduceMin`, whose value over an empty set is -∞ or +∞ (NaN propagates). Computed on the host.",
+    dtypes: ["float32"],
+    devices: ["cpu", "webgpu"],
+    errors: "`TypeError` (not a float32 tensor), `RangeError` (an axis out of range).",
+    tvm: "relax.op.max and relax.op.min, which refuse an empty set",
+  },
+);

@@ -147,3 +147,62 @@ hostSignalBuiltins.add(
     tvm: null,
   },
 );
+
+hostSignalBuiltins.add(
+  "vm.op.mel_weight_matrix",
+  (
+    bins: unknown,
+    length: unknown,
+    rate: unknown,
+    lower: unknown,
+    upper: unknown,
+    dtype: unknown,
+  ) => {
+    const who = "mel_weight_matrix";
+    const ts = [[bins, "num_mel_bins"], [length, "dft_length"], [rate, "sample_rate"], [
+      lower,
+      "lower_edge_hertz",
+    ], [upper, "upper_edge_hertz"]].map(([v, what]) => tensorArg(v, what as string, who));
+    const dt = dtypeArg(dtype, who);
+    return onHost(who, ts, (views) => {
+      const [n, len, sr] = views.slice(0, 3).map((v) => integersOf(v!, "a size", who)[0]);
+      const [lo, hi] = views.slice(3).map((v) => numbersOf(v!)[0]);
+      if (!(n >= 1 && len >= 1 && sr >= 1)) {
+        throw new RangeError(`${who}: ${n} bins, length ${len}, rate ${sr}`);
+      }
+      // As ONNX's reference computes it: the edges' mels in float32, the bins in float64.
+      const f = Math.fround;
+      const mel = (hz: number) => f(2595 * f(Math.log10(f(1 + f(hz / 700)))));
+      const low = mel(lo), step = f(f(mel(hi) - low) / (n + 2));
+      const edges = Array.from({ length: n + 2 }, (_, i) => {
+        const hz = 700 * (10 ** ((i * step + low) / 2595) - 1);
+        return Math.trunc(Math.floor(((len + 1) * hz) / sr));
+      });
+      const rows = Math.floor(len / 2) + 1;
+      return {
+        shape: [rows, n],
+        dtype: dt,
+        fill(out) {
+          const w = new Float64Array(rows * n);
+          for (let i = 0; i < n; i++) {
+            const [left, centre, right] = [edges[i], edges[i + 1], edges[i + 2]];
+            if (centre === left) w[centre * n + i] = 1;
+            else for (let j = left; j <= centre; j++) w[j * n + i] = (j - left) / (centre - left);
+            for (let j = centre; j < right; j++) w[j * n + i] = (right - j) / (right - centre);
+          }
+          w.forEach((v, i) => put(out, i, v));
+        },
+      };
+    });
+  },
+  {
+    signature:
+      "(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz, dtype) → tensor",
+    summary:
+      "ONNX's `MelWeightMatrix`: the `[dft_length / 2 + 1, num_mel_bins]` matrix of triangular filters, evenly spaced on the mel scale between the two edges, that turns a one-sided spectrum into mel bins (scalar tensors read when it runs), computed as ONNX's reference does. Computed on the host.",
+    dtypes: ["float32", "float64"],
+    devices: ["cpu", "webgpu"],
+    errors: "`TypeError` (not tensors, an unknown dtype), `RangeError` (sizes below 1).",
+    tvm: null,
+  },
+);

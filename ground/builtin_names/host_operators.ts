@@ -8,7 +8,7 @@
  */
 
 /**
- * The 47 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host image operators; Host signal operators; Host arithmetic operators; Host normalizations; Host window operators), one property each, as in
+ * The 50 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host image operators; Host signal operators; Host arithmetic operators; Host normalizations; Host window operators), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -432,6 +432,18 @@ export interface HostOperatorsBuiltins {
    */
   readonly "vm.op.dft": "(x, length?, axis, inverse, onesided) → tensor";
   /**
+   * `vm.op.mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz, dtype) → tensor` (Host signal operators, `builtins/host_operators/host_signal_operators.ts`)
+   *
+   * ONNX's `MelWeightMatrix`: the `[dft_length / 2 + 1, num_mel_bins]` matrix of triangular filters, evenly spaced on the mel scale between the two edges, that turns a one-sided spectrum into mel bins (scalar tensors read when it runs), computed as ONNX's reference does. Computed on the host.
+   *
+   * - dtypes: float32, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not tensors, an unknown dtype), `RangeError` (sizes below 1).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.mel_weight_matrix":
+    "(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz, dtype) → tensor";
+  /**
    * `vm.op.power(x, exponent) → tensor` (Host arithmetic operators, `builtins/host_operators/host_math_operators.ts`)
    *
    * `x` to the power `exponent`, elementwise with NumPy broadcasting, for an int32 or int64 `x` (the exponent any number dtype): computed in float64 and truncated to `x`'s dtype, as ONNX's `Pow` casts NumPy's result. Computed on the host.
@@ -487,6 +499,28 @@ export interface HostOperatorsBuiltins {
    * - TVM: none (relaxvm's own)
    */
   readonly "vm.op.uint64_binary": "(a, b, op) → int64 or bool tensor";
+  /**
+   * `vm.op.dropout(x, ratio?, training_mode?) → tensor` (Host arithmetic operators, `builtins/host_operators/host_math_operators.ts`)
+   *
+   * ONNX's `Dropout` where it drops nothing: a copy of `x` when `training_mode` (a bool scalar tensor, read when it runs; default false) is false or `ratio` (default 0.5) is 0. Training with another ratio is an error: it needs a random mask, which relaxvm does not draw.
+   *
+   * - dtypes: any
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not tensors), `RangeError` (training mode with a ratio other than 0).
+   * - TVM: `relax.op.nn.dropout`, which is the identity at inference
+   */
+  readonly "vm.op.dropout": "(x, ratio?, training_mode?) → tensor";
+  /**
+   * `vm.op.reduce_extreme(x, axes?, keepdims, largest) → tensor` (Host arithmetic operators, `builtins/host_operators/host_math_operators.ts`)
+   *
+   * The largest (`largest` 1) or smallest elements of float32 `x` over `axes` (a 1-D integer tensor read when it runs; absent or empty: all), `keepdims` keeping them as 1s: ONNX's `ReduceMax`/`ReduceMin`, whose value over an empty set is -∞ or +∞ (NaN propagates). Computed on the host.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not a float32 tensor), `RangeError` (an axis out of range).
+   * - TVM: `relax.op.max` and relax.op.min, which refuse an empty set
+   */
+  readonly "vm.op.reduce_extreme": "(x, axes?, keepdims, largest) → tensor";
   /**
    * `vm.op.lrn(x, size, alpha, beta, bias) → float32 tensor` (Host normalizations, `builtins/host_operators/host_norm_operators.ts`)
    *
