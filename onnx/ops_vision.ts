@@ -1,7 +1,7 @@
 /**
  * Image and sequence operators with no composition in `vm.op.*`:
- * `GridSample`, `AffineGrid`, `NonMaxSuppression`, `Col2Im`, `MaxUnpool`,
- * `ReverseSequence` and `CenterCropPad`, each one call of the host operator of the same
+ * `GridSample`, `AffineGrid`, `RoiAlign`, `NonMaxSuppression`, `Col2Im`,
+ * `MaxUnpool`, `ReverseSequence` and `CenterCropPad`, each one call of the host operator of the same
  * meaning (builtins/host_operators/host_vision_operators.ts).
  *
  * @module
@@ -100,6 +100,44 @@ export const VISION_OPS: Record<string, OpSpec> = {
           [cx.em.reg(x), cx.em.reg(shape), axesReg],
           x.dtype,
           outShape,
+        ),
+      ];
+    },
+  },
+  RoiAlign: {
+    attrs: [
+      "coordinate_transformation_mode",
+      "mode",
+      "output_height",
+      "output_width",
+      "sampling_ratio",
+      "spatial_scale",
+    ],
+    convert(cx) {
+      const x = cx.input(0), rois = cx.input(1);
+      cx.dtype(x, ["float32"]);
+      const h = cx.int("output_height", 1), w = cx.int("output_width", 1);
+      // Opset 16's default is half_pixel; opset 10 had only output_half_pixel.
+      const ctm = cx.string(
+        "coordinate_transformation_mode",
+        cx.opset >= 16 ? "half_pixel" : "output_half_pixel",
+      );
+      return [
+        cx.em.call(
+          "vm.op.roi_align",
+          [
+            cx.em.reg(x),
+            cx.em.reg(rois),
+            cx.em.reg(cx.input(2)),
+            cx.string("mode", "avg"),
+            cx.em.imm(h),
+            cx.em.imm(w),
+            cx.em.imm(cx.int("sampling_ratio", 0)),
+            cx.em.ib.convert_constant(cx.float("spatial_scale", 1)),
+            cx.em.imm(ctm === "half_pixel" ? 1 : 0),
+          ],
+          "float32",
+          [rois.shape[0], x.shape[1], h, w],
         ),
       ];
     },

@@ -467,3 +467,98 @@ hostVisionBuiltins.add(
     tvm: "relax.op.image.affine_grid",
   },
 );
+
+hostVisionBuiltins.add(
+  "vm.op.roi_align",
+  (
+    x: unknown,
+    rois: unknown,
+    batchIndices: unknown,
+    mode: unknown,
+    outHeight: unknown,
+    outWidth: unknown,
+    samplingRatio: unknown,
+    spatialScale: unknown,
+    halfPixel: unknown,
+  ) => {
+    const who = "roi_align";
+    const t = tensorArg(x, "x", who, "float32"), rt = tensorArg(rois, "rois", who, "float32");
+    const bt = tensorArg(batchIndices, "batch_indices", who);
+    const m = choiceArg(who, mode, "mode", ["avg", "max"]);
+    const [ph, pw, ratio] = [outHeight, outWidth, samplingRatio].map((v) => Number(v));
+    const scale = Number(spatialScale), half = Boolean(halfPixel);
+    if (t.shape.length !== 4 || rt.shape.length !== 2 || rt.shape[1] !== 4) {
+      throw new RangeError(`${who}: x ${formatShape(t.shape)} and rois ${formatShape(rt.shape)}`);
+    }
+    const [, c, h, w] = t.shape, n = rt.shape[0];
+    return onHost(who, [t, rt, bt], ([xv, rv, bv]) => ({
+      shape: [n, c, ph, pw],
+      dtype: "float32",
+      fill(out) {
+        const xs = numbersOf(xv!), rs = numbersOf(rv!), bs = integersOf(bv!, "batch_indices", who);
+        const o = out as Float32Array, offset = half ? 0.5 : 0;
+        for (let r = 0; r < n; r++) {
+          const [x0, y0, x1, y1] = [0, 1, 2, 3].map((k) => rs[r * 4 + k] * scale - offset);
+          let rw = x1 - x0, rh = y1 - y0;
+          if (!half) [rw, rh] = [Math.max(rw, 1), Math.max(rh, 1)];
+          const bh = rh / ph, bw = rw / pw;
+          const gh = ratio > 0 ? ratio : Math.ceil(rh / ph),
+            gw = ratio > 0 ? ratio : Math.ceil(rw / pw);
+          const count = Math.max(gh * gw, 1);
+          // Each sample: four corner offsets into a channel's plane and their bilinear weights.
+          const samples: [number[], number[]][][] = [];
+          for (let i = 0; i < ph; i++) {
+            for (let j = 0; j < pw; j++) {
+              const bin: [number[], number[]][] = [];
+              for (let iy = 0; iy < gh; iy++) {
+                for (let ix = 0; ix < gw; ix++) {
+                  let yy = y0 + i * bh + ((iy + 0.5) * bh) / gh;
+                  let xx = x0 + j * bw + ((ix + 0.5) * bw) / gw;
+                  if (yy < -1 || yy > h || xx < -1 || xx > w) {
+                    bin.push([[0, 0, 0, 0], [0, 0, 0, 0]]);
+                    continue;
+                  }
+                  yy = Math.max(yy, 0);
+                  xx = Math.max(xx, 0);
+                  let yl = Math.trunc(yy), xl = Math.trunc(xx), yh: number, xh: number;
+                  if (yl >= h - 1) yh = yl = yy = h - 1;
+                  else yh = yl + 1;
+                  if (xl >= w - 1) xh = xl = xx = w - 1;
+                  else xh = xl + 1;
+                  const ly = yy - yl, lx = xx - xl, hy = 1 - ly, hx = 1 - lx;
+                  bin.push([
+                    [yl * w + xl, yl * w + xh, yh * w + xl, yh * w + xh],
+                    [hy * hx, hy * lx, ly * hx, ly * lx],
+                  ]);
+                }
+              }
+              samples.push(bin);
+            }
+          }
+          for (let ch = 0; ch < c; ch++) {
+            const base = (bs[r] * c + ch) * h * w;
+            samples.forEach((bin, k) => {
+              let v = m === "avg" ? 0 : -Infinity;
+              for (const [pos, wt] of bin) {
+                const terms = pos.map((p, q) => wt[q] * xs[base + p]);
+                if (m === "avg") v += terms[0] + terms[1] + terms[2] + terms[3];
+                else v = Math.max(v, ...terms);
+              }
+              o[(r * c + ch) * ph * pw + k] = m === "avg" ? v / count : v;
+            });
+          }
+        }
+      },
+    }));
+  },
+  {
+    signature:
+      "(x, rois, batch_indices, mode, output_height, output_width, sampling_ratio, spatial_scale, half_pixel) → float32 tensor",
+    summary:
+      'ONNX\'s `RoiAlign`: for each region `[x1, y1, x2, y2]` of `rois` (scaled by `spatial_scale`, shifted half a pixel with `half_pixel`) in image `batch_indices[r]` of float32 `x [N, C, H, W]`, an `output_height × output_width` grid of bins, each the average (`mode` `"avg"`) or largest weighted corner (`"max"`, as the reference takes it) of bilinear samples on a `sampling_ratio` grid (0: as many as the bin spans). Computed on the host.',
+    dtypes: ["float32"],
+    devices: ["cpu", "webgpu"],
+    errors: "`TypeError` (not float32 tensors, an unknown mode), `RangeError` (shapes).",
+    tvm: "relax.op.vision.roi_align",
+  },
+);

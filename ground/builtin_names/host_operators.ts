@@ -8,7 +8,7 @@
  */
 
 /**
- * The 50 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host image operators; Host signal operators; Host arithmetic operators; Host normalizations; Host window operators), one property each, as in
+ * The 51 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host image operators; Host signal operators; Host arithmetic operators; Host normalizations; Host window operators), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -409,6 +409,18 @@ export interface HostOperatorsBuiltins {
    * - TVM: `relax.op.image.affine_grid`
    */
   readonly "vm.op.affine_grid": "(theta, size, align_corners) → float32 tensor";
+  /**
+   * `vm.op.roi_align(x, rois, batch_indices, mode, output_height, output_width, sampling_ratio, spatial_scale, half_pixel) → float32 tensor` (Host image operators, `builtins/host_operators/host_vision_operators.ts`)
+   *
+   * ONNX's `RoiAlign`: for each region `[x1, y1, x2, y2]` of `rois` (scaled by `spatial_scale`, shifted half a pixel with `half_pixel`) in image `batch_indices[r]` of float32 `x [N, C, H, W]`, an `output_height × output_width` grid of bins, each the average (`mode` `"avg"`) or largest weighted corner (`"max"`, as the reference takes it) of bilinear samples on a `sampling_ratio` grid (0: as many as the bin spans). Computed on the host.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not float32 tensors, an unknown mode), `RangeError` (shapes).
+   * - TVM: `relax.op.vision.roi_align`
+   */
+  readonly "vm.op.roi_align":
+    "(x, rois, batch_indices, mode, output_height, output_width, sampling_ratio, spatial_scale, half_pixel) → float32 tensor";
   /**
    * `vm.op.window(size, kind, periodic, dtype) → tensor` (Host signal operators, `builtins/host_operators/host_signal_operators.ts`)
    *
