@@ -18,6 +18,7 @@ import { hostSignalBuiltins } from "./host_operators/host_signal_operators.ts";
 import { hostMathBuiltins } from "./host_operators/host_math_operators.ts";
 import { hostNormBuiltins } from "./host_operators/host_norm_operators.ts";
 import { hostPoolBuiltins } from "./host_operators/host_pool_operators.ts";
+import { hostCallBuiltins } from "./values/host_calls.ts";
 import { hostShapeBuiltins } from "./host_operators/host_shape_operators.ts";
 import { indexingBuiltins } from "./operators/indexing_operators.ts";
 import { kvCacheBuiltins } from "./lm_support/kv_cache_builtins.ts";
@@ -59,6 +60,7 @@ export const BUILTIN_TABLES = [
   hostMathBuiltins,
   hostNormBuiltins,
   hostPoolBuiltins,
+  hostCallBuiltins,
 ];
 
 let installed = false;
