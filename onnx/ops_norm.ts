@@ -1,6 +1,6 @@
 /**
  * Normalizations through the host operators of
- * builtins/host_operators/host_norm_operators.ts: `LRN`,
+ * builtins/host_nn/host_norm_operators.ts: `LRN`,
  * `GroupNormalization` (opset 21's scale and bias per channel) and
  * `BatchNormalization` in training mode (its output and the updated
  * running mean and variance); inference-mode `BatchNormalization` stays

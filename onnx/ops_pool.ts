@@ -1,12 +1,12 @@
 /**
- * `ConvInteger` and `MaxPool`'s `Indices` output, through the host
- * operators of builtins/host_operators/host_pool_operators.ts (the values
+ * `ConvInteger`, `QLinearConv` and `MaxPool`'s `Indices` output, through the host
+ * operators of builtins/host_nn/host_pool_operators.ts (the values
  * of such a `MaxPool` still come from ops_conv.ts's composition).
  *
  * @module
  */
 
-import { type Dim, Unsupported } from "./graph_values.ts";
+import { type Dim, knownSize, Unsupported } from "./graph_values.ts";
 import { NodeContext } from "./node_context.ts";
 import type { OpSpec } from "./op_spec.ts";
 import { WIDENED_OPS } from "./ops_widened.ts";
@@ -50,6 +50,36 @@ export const POOL_OPS: Record<string, OpSpec> = {
           "vm.op.conv_integer",
           [cx.em.reg(x), cx.em.reg(w), zero(2), zero(3), win.pads, win.strides, win.dilations],
           "int32",
+          [x.shape[0], w.shape[0], ...win.out(x.shape.slice(2))],
+        ),
+      ];
+    },
+  },
+  QLinearConv: {
+    attrs: ["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"],
+    convert(cx) {
+      const x = cx.input(0), w = cx.input(3), yz = cx.input(7);
+      if (cx.int("group", 1) !== 1) throw new Unsupported("groups");
+      for (const i of [1, 2, 6, 7]) {
+        if (knownSize(cx.input(i).shape) !== 1) {
+          throw new Unsupported("scales or zero points per axis");
+        }
+      }
+      const kernel = w.shape.slice(2);
+      if (!kernel.every((d) => typeof d === "number")) throw new Unsupported("a symbolic kernel");
+      const win = windowLists(cx, kernel.length, kernel as number[]);
+      const bias = cx.optional(8);
+      return [
+        cx.em.call(
+          "vm.op.qlinear_conv",
+          [
+            ...[0, 1, 2, 3, 4, 5, 6, 7].map((i) => cx.em.reg(cx.input(i))),
+            bias === undefined ? cx.em.record("vm.builtin.null_value", [])! : cx.em.reg(bias),
+            win.pads,
+            win.strides,
+            win.dilations,
+          ],
+          yz.dtype,
           [x.shape[0], w.shape[0], ...win.out(x.shape.slice(2))],
         ),
       ];

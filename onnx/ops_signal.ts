@@ -2,7 +2,7 @@
  * Signal operators: `HannWindow`, `HammingWindow`, `BlackmanWindow`,
  * `MelWeightMatrix` and `DFT`, one call each of `vm.op.window`,
  * `vm.op.mel_weight_matrix` and `vm.op.dft`
- * (builtins/host_operators/host_signal_operators.ts). A window's size and a
+ * (builtins/host_nn/host_signal_operators.ts). A window's size and a
  * transform's length may be graph inputs, read when the program runs.
  *
  * @module

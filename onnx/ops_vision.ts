@@ -2,7 +2,7 @@
  * Image and sequence operators with no composition in `vm.op.*`:
  * `GridSample`, `AffineGrid`, `RoiAlign`, `NonMaxSuppression`, `Col2Im`,
  * `MaxUnpool`, `ReverseSequence` and `CenterCropPad`, each one call of the host operator of the same
- * meaning (builtins/host_operators/host_vision_operators.ts).
+ * meaning (builtins/host_nn/host_vision_operators.ts).
  *
  * @module
  */

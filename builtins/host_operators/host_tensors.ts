@@ -1,6 +1,6 @@
 /**
- * The plumbing of the host operators (host_shape_operators.ts,
- * host_index_operators.ts): operators whose output shape depends on their
+ * The plumbing of the host operators (this folder's, and builtins/host_nn/'s
+ * image, window, normalization and signal operators): operators whose output shape depends on their
  * inputs' values (a slice's bounds given as a tensor, `nonzero`, `unique`)
  * or that no device kernel has yet, computed on the host's copy of their
  * tensors. A GPU input is copied to the CPU first, and the result copied

@@ -8,7 +8,7 @@
  */
 
 /**
- * The 51 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host image operators; Host signal operators; Host arithmetic operators; Host normalizations; Host window operators), one property each, as in
+ * The 36 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host arithmetic operators), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -342,120 +342,6 @@ export interface HostOperatorsBuiltins {
    */
   readonly "vm.op.from_low_precision": "(x, format) → float32 tensor";
   /**
-   * `vm.op.grid_sample(x, grid, mode, padding, align_corners) → float32 tensor` (Host image operators, `builtins/host_operators/host_vision_operators.ts`)
-   *
-   * Samples float32 `x [N, C, D1, …, Dr]` at the points of `grid [N, H1, …, Hr, r]` (coordinates in [-1, 1], innermost axis first), as ONNX's `GridSample`: `mode` `"nearest"` (halves to even), `"linear"` or `"cubic"` (Keys, α = -0.75), outside points by `padding` `"zeros"`, `"border"` or `"reflection"`; `align_corners` puts -1 and 1 on the corner pixels' centres rather than their outer edges. Computed on the host.
-   *
-   * - dtypes: float32
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not float32 tensors, an unknown mode or padding), `RangeError` (a grid that does not fit `x`).
-   * - TVM: `relax.op.image.grid_sample`
-   */
-  readonly "vm.op.grid_sample": "(x, grid, mode, padding, align_corners) → float32 tensor";
-  /**
-   * `vm.op.non_max_suppression(boxes, scores, max_output_boxes_per_class?, iou_threshold?, score_threshold?, center_point_box?) → int64 tensor [count, 3]` (Host image operators, `builtins/host_operators/host_vision_operators.ts`)
-   *
-   * ONNX's `NonMaxSuppression`: per batch and class, boxes by descending score (equal scores by index; only those above `score_threshold` when given), each kept unless its intersection over union with a kept box exceeds `iou_threshold`, at most `max_output_boxes_per_class` (default 0); rows `[batch, class, box]`. Boxes are `[y1, x1, y2, x2]` corners, or `[x, y, w, h]` with `center_point_box`. Computed on the host.
-   *
-   * - dtypes: float32
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not float32 tensors), `RangeError` (boxes not `[N, B, 4]`, scores not `[N, C, B]`).
-   * - TVM: `relax.op.vision.all_class_non_max_suppression`
-   */
-  readonly "vm.op.non_max_suppression":
-    "(boxes, scores, max_output_boxes_per_class?, iou_threshold?, score_threshold?, center_point_box?) → int64 tensor [count, 3]";
-  /**
-   * `vm.op.col2im(x, image_shape, block_shape, dilations?, pads?, strides?) → float32 tensor` (Host image operators, `builtins/host_operators/host_vision_operators.ts`)
-   *
-   * ONNX's `Col2Im`: the columns `x [N, C·∏block, L]` of sliding blocks summed back into images `[N, C, ...image_shape]` (the inverse of im2col; overlapping elements add). `image_shape` and `block_shape` are 1-D integer tensors read when it runs; `dilations` (default 1s), `pads` (begins then ends, default 0s) and `strides` (default 1s) are shape values. Computed on the host.
-   *
-   * - dtypes: float32
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not a float32 tensor), `RangeError` (columns that do not fit the blocks).
-   * - TVM: none (relaxvm's own)
-   */
-  readonly "vm.op.col2im":
-    "(x, image_shape, block_shape, dilations?, pads?, strides?) → float32 tensor";
-  /**
-   * `vm.op.max_unpool(x, indices, shape, padded_shape?) → tensor` (Host image operators, `builtins/host_operators/host_vision_operators.ts`)
-   *
-   * ONNX's `MaxUnpool`: a zero tensor of `shape` (a shape value) with each element of `x` written at the flat index `indices` holds for it (what `MaxPool` gave as its `Indices`); with `padded_shape` (a 1-D integer tensor read when it runs, no smaller on any axis), that tensor at the start of a zero tensor of it, as ONNX's `output_shape` asks. Computed on the host.
-   *
-   * - dtypes: any
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not tensors), `RangeError` (an index outside the result, sizes that differ).
-   * - TVM: none (relaxvm's own)
-   */
-  readonly "vm.op.max_unpool": "(x, indices, shape, padded_shape?) → tensor";
-  /**
-   * `vm.op.reverse_sequence(x, lengths, batch_axis, time_axis) → tensor` (Host image operators, `builtins/host_operators/host_vision_operators.ts`)
-   *
-   * ONNX's `ReverseSequence`: for each index `b` of `batch_axis`, the first `lengths[b]` elements along `time_axis` reversed, the rest as they are. Computed on the host.
-   *
-   * - dtypes: any
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not tensors), `RangeError` (an axis out of range).
-   * - TVM: none (relaxvm's own)
-   */
-  readonly "vm.op.reverse_sequence": "(x, lengths, batch_axis, time_axis) → tensor";
-  /**
-   * `vm.op.affine_grid(theta, size, align_corners) → float32 tensor` (Host image operators, `builtins/host_operators/host_vision_operators.ts`)
-   *
-   * ONNX's `AffineGrid`: for affine matrices `theta [N, 2, 3]` (or `[N, 3, 4]`) and `size` `[N, C, H, W]` (or `[N, C, D, H, W]`; a 1-D integer tensor read when it runs), the sampling grid `[N, H, W, 2]` (`[N, D, H, W, 3]`) of each output pixel's transformed coordinates in [-1, 1], innermost axis first, as `grid_sample` reads them. `align_corners` puts -1 and 1 on the corner pixels' centres. Computed on the host.
-   *
-   * - dtypes: float32
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not tensors), `RangeError` (theta that does not match the size's axes).
-   * - TVM: `relax.op.image.affine_grid`
-   */
-  readonly "vm.op.affine_grid": "(theta, size, align_corners) → float32 tensor";
-  /**
-   * `vm.op.roi_align(x, rois, batch_indices, mode, output_height, output_width, sampling_ratio, spatial_scale, half_pixel) → float32 tensor` (Host image operators, `builtins/host_operators/host_vision_operators.ts`)
-   *
-   * ONNX's `RoiAlign`: for each region `[x1, y1, x2, y2]` of `rois` (scaled by `spatial_scale`, shifted half a pixel with `half_pixel`) in image `batch_indices[r]` of float32 `x [N, C, H, W]`, an `output_height × output_width` grid of bins, each the average (`mode` `"avg"`) or largest weighted corner (`"max"`, as the reference takes it) of bilinear samples on a `sampling_ratio` grid (0: as many as the bin spans). Computed on the host.
-   *
-   * - dtypes: float32
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not float32 tensors, an unknown mode), `RangeError` (shapes).
-   * - TVM: `relax.op.vision.roi_align`
-   */
-  readonly "vm.op.roi_align":
-    "(x, rois, batch_indices, mode, output_height, output_width, sampling_ratio, spatial_scale, half_pixel) → float32 tensor";
-  /**
-   * `vm.op.window(size, kind, periodic, dtype) → tensor` (Host signal operators, `builtins/host_operators/host_signal_operators.ts`)
-   *
-   * A window of `size` (a scalar integer tensor read when it runs) of `kind` `"hann"` (sin²(πn/N)), `"hamming"` (α − β·cos(2πn/N), α = 25/46) or `"blackman"` (0.42 − 0.5·cos(2πn/N) + 0.08·cos(4πn/N)), with N the size when `periodic`, else the size − 1 (ONNX's `HannWindow`, `HammingWindow`, `BlackmanWindow`). Computed on the host in float64.
-   *
-   * - dtypes: float32, float64, int32, int64
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not a tensor, an unknown kind or dtype), `RangeError` (a negative size).
-   * - TVM: none (relaxvm's own)
-   */
-  readonly "vm.op.window": "(size, kind, periodic, dtype) → tensor";
-  /**
-   * `vm.op.dft(x, length?, axis, inverse, onesided) → tensor` (Host signal operators, `builtins/host_operators/host_signal_operators.ts`)
-   *
-   * The discrete Fourier transform of `x` along `axis` (an integer, or a scalar tensor read when it runs), ONNX's `DFT`: `x`'s last axis holds a real signal (1) or real and imaginary parts (2); the signal is padded with zeros or cut to `length` (a scalar tensor read when it runs; default the axis' size); `inverse` takes the inverse transform (divided by the length), `onesided` keeps the first `length / 2 + 1` frequencies. The result's last axis holds real and imaginary parts. Computed on the host in float64 (a direct sum, no FFT).
-   *
-   * - dtypes: float32, float64
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not tensors), `RangeError` (a last axis other than 1 or 2, an axis out of range, a length below 1).
-   * - TVM: none (relaxvm's own)
-   */
-  readonly "vm.op.dft": "(x, length?, axis, inverse, onesided) → tensor";
-  /**
-   * `vm.op.mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz, dtype) → tensor` (Host signal operators, `builtins/host_operators/host_signal_operators.ts`)
-   *
-   * ONNX's `MelWeightMatrix`: the `[dft_length / 2 + 1, num_mel_bins]` matrix of triangular filters, evenly spaced on the mel scale between the two edges, that turns a one-sided spectrum into mel bins (scalar tensors read when it runs), computed as ONNX's reference does. Computed on the host.
-   *
-   * - dtypes: float32, float64
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not tensors, an unknown dtype), `RangeError` (sizes below 1).
-   * - TVM: none (relaxvm's own)
-   */
-  readonly "vm.op.mel_weight_matrix":
-    "(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz, dtype) → tensor";
-  /**
    * `vm.op.power(x, exponent) → tensor` (Host arithmetic operators, `builtins/host_operators/host_math_operators.ts`)
    *
    * `x` to the power `exponent`, elementwise with NumPy broadcasting, for an int32 or int64 `x` (the exponent any number dtype): computed in float64 and truncated to `x`'s dtype, as ONNX's `Pow` casts NumPy's result. Computed on the host.
@@ -533,62 +419,4 @@ export interface HostOperatorsBuiltins {
    * - TVM: `relax.op.max` and relax.op.min, which refuse an empty set
    */
   readonly "vm.op.reduce_extreme": "(x, axes?, keepdims, largest) → tensor";
-  /**
-   * `vm.op.lrn(x, size, alpha, beta, bias) → float32 tensor` (Host normalizations, `builtins/host_operators/host_norm_operators.ts`)
-   *
-   * ONNX's `LRN`: each element of float32 `x [N, C, …]` divided by `(bias + alpha / size · Σ x²)^beta`, the sum over the `size` channels around it (`⌊(size − 1) / 2⌋` before, `⌈(size − 1) / 2⌉` after, within the tensor). Computed on the host.
-   *
-   * - dtypes: float32
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not float32, parameters not numbers), `RangeError` (no channel axis).
-   * - TVM: `relax.op.nn.local_response_norm`
-   */
-  readonly "vm.op.lrn": "(x, size, alpha, beta, bias) → float32 tensor";
-  /**
-   * `vm.op.group_norm(x, scale, bias, groups, epsilon) → float32 tensor` (Host normalizations, `builtins/host_operators/host_norm_operators.ts`)
-   *
-   * ONNX's `GroupNormalization` (opset 21): the channels of float32 `x [N, C, …]` in `groups` groups, each group of each sample normalized by its mean and variance (plus `epsilon`), then scaled and shifted per channel by `scale [C]` and `bias [C]`. Computed on the host.
-   *
-   * - dtypes: float32
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not float32, parameters not numbers), `RangeError` (channels that do not split into the groups, a scale or bias not one per channel).
-   * - TVM: `relax.op.nn.group_norm`
-   */
-  readonly "vm.op.group_norm": "(x, scale, bias, groups, epsilon) → float32 tensor";
-  /**
-   * `vm.op.batch_norm_training(x, scale, bias, mean, var, epsilon, momentum, output) → float32 tensor` (Host normalizations, `builtins/host_operators/host_norm_operators.ts`)
-   *
-   * ONNX's `BatchNormalization` in training mode: `output` 0 gives `x [N, C, …]` normalized by each channel's batch mean and (population) variance, scaled and shifted; 1 and 2 the running mean and variance, `mean · momentum + batch mean · (1 − momentum)` and likewise. Computed on the host.
-   *
-   * - dtypes: float32
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not float32, parameters not numbers), `RangeError` (parameters not one per channel).
-   * - TVM: `relax.op.nn.batch_norm` with training=True
-   */
-  readonly "vm.op.batch_norm_training":
-    "(x, scale, bias, mean, var, epsilon, momentum, output) → float32 tensor";
-  /**
-   * `vm.op.conv_integer(x, w, x_zero_point?, w_zero_point?, pads, strides, dilations) → int32 tensor` (Host window operators, `builtins/host_operators/host_pool_operators.ts`)
-   *
-   * ONNX's `ConvInteger` (one group): `(x − x_zero_point) ⋆ (w − w_zero_point)` of 8-bit `x [N, C, ...]` and `w [M, C, ...]`, summed in int32; padding counts as the zero point. `pads` (begins then ends), `strides`, `dilations` are shape values. Computed on the host.
-   *
-   * - dtypes: int8, uint8
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not tensors), `RangeError` (a kernel that does not fit `x`).
-   * - TVM: none (relaxvm's own)
-   */
-  readonly "vm.op.conv_integer":
-    "(x, w, x_zero_point?, w_zero_point?, pads, strides, dilations) → int32 tensor";
-  /**
-   * `vm.op.max_pool_indices(x, kernel, pads, strides, dilations, storage_order) → int64 tensor` (Host window operators, `builtins/host_operators/host_pool_operators.ts`)
-   *
-   * The `Indices` output of ONNX's `MaxPool` for float32 `x [N, C, ...]`: for each window the flat index into `x` of its first largest element (padding never chosen), the spatial part row-major, or column-major with `storage_order`. The four lists are shape values (`pads` begins then ends). Computed on the host.
-   *
-   * - dtypes: float32
-   * - devices: CPU, WebGPU
-   * - errors: `TypeError` (not float32), `RangeError` (a window that does not fit `x`).
-   * - TVM: none (relaxvm's own)
-   */
-  readonly "vm.op.max_pool_indices":
-    "(x, kernel, pads, strides, dilations, storage_order) → int64 tensor";
 }

@@ -23,7 +23,7 @@
 import { formatShape } from "../../kernels/broadcast.ts";
 import { BuiltinTable } from "../builtin_table.ts";
 import { shapeArg, tensorArg } from "../validate.ts";
-import { numbersOf, onHost, put, sizeOf, stridesOf } from "./host_tensors.ts";
+import { numbersOf, onHost, put, sizeOf, stridesOf } from "../host_operators/host_tensors.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const hostPoolBuiltins = new BuiltinTable("Host window operators", import.meta.url);
@@ -187,6 +187,72 @@ hostPoolBuiltins.add(
     dtypes: ["float32"],
     devices: ["cpu", "webgpu"],
     errors: "`TypeError` (not float32), `RangeError` (a window that does not fit `x`).",
+    tvm: null,
+  },
+);
+
+/** NumPy's `round`/`rint`: to the nearest integer, halves to even. */
+function rint(x: number): number {
+  const r = Math.round(x);
+  return r - x === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+hostPoolBuiltins.add(
+  "vm.op.qlinear_conv",
+  (...args: unknown[]) => {
+    const who = "qlinear_conv";
+    const [x, xs, xz, w, ws, wz, ys, yz] = args.slice(0, 8).map((v, i) =>
+      tensorArg(v, `input ${i}`, who)
+    );
+    const bias = args[8] === undefined || args[8] === null
+      ? undefined
+      : tensorArg(args[8], "bias", who, "int32");
+    const [pads, strides, dilations] = args.slice(9, 12);
+    const [n, c, ...spatial] = x.shape, [m, wc, ...kernel] = w.shape;
+    if (wc !== c || kernel.length !== spatial.length) {
+      throw new RangeError(`${who}: w ${formatShape(w.shape)} for x ${formatShape(x.shape)}`);
+    }
+    const win = windows(who, spatial, [kernel, pads, strides, dilations]);
+    const lo = yz.dtype === "int8" ? -128 : 0;
+    return onHost(who, [x, xs, xz, w, ws, wz, ys, yz, bias], (views) => ({
+      shape: [n, m, ...win.out],
+      dtype: yz.dtype,
+      fill(out) {
+        const [xv, xsv, xzv, wv, wsv, wzv, ysv, yzv] = views.slice(0, 8).map((v) => numbersOf(v!));
+        const bv = views[8] === undefined ? undefined : numbersOf(views[8]);
+        const plane = sizeOf(spatial), taps = sizeOf(kernel), outPlane = sizeOf(win.out);
+        for (let b = 0; b < n; b++) {
+          for (let f = 0; f < m; f++) {
+            const zw = wzv[wzv.length === 1 ? 0 : f];
+            // NumPy: x_scale * w_scale / y_scale in float32, then the int32 sums times it in float64.
+            const scale = Math.fround(
+              Math.fround(xsv[0] * wsv[wsv.length === 1 ? 0 : f]) / ysv[0],
+            );
+            eachWindow(spatial, win, (o, offsets) => {
+              let sum = bv === undefined ? 0 : bv[f];
+              for (let ch = 0; ch < c; ch++) {
+                for (let k = 0; k < taps; k++) {
+                  if (offsets[k] < 0) continue;
+                  sum += (xv[(b * c + ch) * plane + offsets[k]] - xzv[0]) *
+                    (wv[(f * c + ch) * taps + k] - zw);
+                }
+              }
+              const y = Math.min(Math.max(sum * scale + yzv[0], lo), lo + 255);
+              (out as Int32Array)[(b * m + f) * outPlane + o] = rint(y);
+            });
+          }
+        }
+      },
+    }));
+  },
+  {
+    signature:
+      "(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, bias?, pads, strides, dilations) → 8-bit tensor",
+    summary:
+      "ONNX's `QLinearConv` (one group): the int32 convolution of `x` and `w` less their zero points (plus the int32 `bias`), times `x_scale · w_scale / y_scale` (`w_scale` one, or one per output channel), plus `y_zero_point`, clipped to its int8 or uint8 range and rounded half to even. Computed on the host.",
+    dtypes: ["int8", "uint8", "float32", "int32"],
+    devices: ["cpu", "webgpu"],
+    errors: "`TypeError` (not tensors), `RangeError` (a kernel that does not fit `x`).",
     tvm: null,
   },
 );

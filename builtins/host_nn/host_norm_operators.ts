@@ -24,7 +24,7 @@
 import { formatShape } from "../../kernels/broadcast.ts";
 import { BuiltinTable } from "../builtin_table.ts";
 import { tensorArg } from "../validate.ts";
-import { numbersOf, onHost, sizeOf } from "./host_tensors.ts";
+import { numbersOf, onHost, sizeOf } from "../host_operators/host_tensors.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const hostNormBuiltins = new BuiltinTable("Host normalizations", import.meta.url);

@@ -31,7 +31,7 @@ import {
   put,
   sizeOf,
   stridesOf,
-} from "./host_tensors.ts";
+} from "../host_operators/host_tensors.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const hostSignalBuiltins = new BuiltinTable("Host signal operators", import.meta.url);

@@ -32,7 +32,7 @@ import {
   put,
   sizeOf,
   stridesOf,
-} from "./host_tensors.ts";
+} from "../host_operators/host_tensors.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const hostVisionBuiltins = new BuiltinTable("Host image operators", import.meta.url);
