@@ -1,5 +1,6 @@
 /**
- * `ConvInteger`, `QLinearConv` and `MaxPool`'s `Indices` output, through the host
+ * `ConvInteger`, `QLinearConv`, `DeformConv` and `MaxPool`'s `Indices`
+ * output, through the host
  * operators of builtins/host_nn/host_pool_operators.ts (the values
  * of such a `MaxPool` still come from ops_conv.ts's composition).
  *
@@ -81,6 +82,43 @@ export const POOL_OPS: Record<string, OpSpec> = {
           ],
           yz.dtype,
           [x.shape[0], w.shape[0], ...win.out(x.shape.slice(2))],
+        ),
+      ];
+    },
+  },
+  DeformConv: {
+    attrs: ["dilations", "group", "kernel_shape", "offset_group", "pads", "strides"],
+    convert(cx) {
+      const x = cx.input(0), w = cx.input(1), offset = cx.input(2);
+      cx.dtype(x, ["float32"]);
+      const kernel = w.shape.slice(2);
+      if (x.shape.length !== 4 || !kernel.every((d) => typeof d === "number")) {
+        throw new Unsupported("DeformConv other than 2-D with a known kernel");
+      }
+      const pads = cx.ints("pads") ?? [0, 0, 0, 0];
+      const strides = cx.ints("strides") ?? [1, 1];
+      const dilations = cx.ints("dilations") ?? [1, 1];
+      const optional = (i: number) => {
+        const v = cx.optional(i);
+        return v === undefined ? cx.em.record("vm.builtin.null_value", [])! : cx.em.reg(v);
+      };
+      return [
+        cx.em.call(
+          "vm.op.deform_conv",
+          [
+            cx.em.reg(x),
+            cx.em.reg(w),
+            cx.em.reg(offset),
+            optional(3),
+            optional(4),
+            pads,
+            strides,
+            dilations,
+            cx.em.imm(cx.int("group", 1)),
+            cx.em.imm(cx.int("offset_group", 1)),
+          ],
+          "float32",
+          [x.shape[0], w.shape[0], offset.shape[2], offset.shape[3]],
         ),
       ];
     },

@@ -2,7 +2,9 @@
  * Windowed operators the im2col compositions of the ONNX importer cannot
  * give, computed on the host (host_tensors.ts): `conv_integer` (ONNX's
  * `ConvInteger`: 8-bit images and kernels less their zero points, summed
- * in int32, exact whatever the sizes) and `max_pool_indices` (the
+ * in int32, exact whatever the sizes), `qlinear_conv` (requantized as
+ * `qlinear_matmul` is), `deform_conv` (ONNX's `DeformConv`: each tap moved
+ * by an offset and sampled bilinearly) and `max_pool_indices` (the
  * `Indices` output of ONNX's `MaxPool`: where each window's maximum is, as
  * a flat index into the input, row-major or column-major).
  *
@@ -254,5 +256,91 @@ hostPoolBuiltins.add(
     devices: ["cpu", "webgpu"],
     errors: "`TypeError` (not tensors), `RangeError` (a kernel that does not fit `x`).",
     tvm: null,
+  },
+);
+
+hostPoolBuiltins.add(
+  "vm.op.deform_conv",
+  (...args: unknown[]) => {
+    const who = "deform_conv";
+    const [x, w, offset] = args.slice(0, 3).map((v, i) =>
+      tensorArg(v, ["x", "w", "offset"][i], who, "float32")
+    );
+    const opt = (v: unknown, what: string) =>
+      v === undefined || v === null ? undefined : tensorArg(v, what, who, "float32");
+    const bias = opt(args[3], "bias"), mask = opt(args[4], "mask");
+    const [pads, strides, dilations] = args.slice(5, 8);
+    const group = Number(args[8] ?? 1), offsetGroup = Number(args[9] ?? 1);
+    const [n, c, ih, iw] = x.shape, [m, cg, kh, kw] = w.shape;
+    if (x.shape.length !== 4 || w.shape.length !== 4 || c !== cg * group || m % group !== 0) {
+      throw new RangeError(
+        `${who}: x ${formatShape(x.shape)} and w ${formatShape(w.shape)} (2-D only)`,
+      );
+    }
+    const win = windows(who, [ih, iw], [[kh, kw], pads, strides, dilations]);
+    const [oh, ow] = win.out;
+    if (offset.shape.join() !== [n, offsetGroup * kh * kw * 2, oh, ow].join()) {
+      throw new RangeError(`${who}: offset ${formatShape(offset.shape)} for ${oh}×${ow} outputs`);
+    }
+    return onHost(who, [x, w, offset, bias, mask], ([xv, wv, ov, bv, mv]) => ({
+      shape: [n, m, oh, ow],
+      dtype: "float32",
+      fill(out) {
+        const xs = numbersOf(xv!), ws = numbersOf(wv!), os = numbersOf(ov!);
+        const bs = bv === undefined ? undefined : numbersOf(bv);
+        const ms = mv === undefined ? undefined : numbersOf(mv);
+        const taps = kh * kw, perOffsetGroup = c / offsetGroup, outPerGroup = m / group;
+        /** Bilinear sample of channel plane `p` at (y, x), zero outside. */
+        const sample = (p: number, y: number, xx: number) => {
+          const y0 = Math.floor(y), x0 = Math.floor(xx), fy = y - y0, fx = xx - x0;
+          let v = 0;
+          for (const [yy, wy] of [[y0, 1 - fy], [y0 + 1, fy]]) {
+            for (const [xc, wx] of [[x0, 1 - fx], [x0 + 1, fx]]) {
+              if (yy >= 0 && yy < ih && xc >= 0 && xc < iw) v += wy * wx * xs[p + yy * iw + xc];
+            }
+          }
+          return v;
+        };
+        const o = out as Float32Array;
+        for (let b = 0; b < n; b++) {
+          for (let f = 0; f < m; f++) {
+            const g = Math.floor(f / outPerGroup);
+            for (let i = 0; i < oh; i++) {
+              for (let j = 0; j < ow; j++) {
+                let sum = bs === undefined ? 0 : bs[f];
+                for (let cc = 0; cc < cg; cc++) {
+                  const ch = g * cg + cc, og = Math.floor(ch / perOffsetGroup);
+                  for (let k = 0; k < taps; k++) {
+                    const ky = Math.floor(k / kw), kx = k % kw;
+                    // Offsets: [n, offset_group, kh, kw, 2 (dy, dx), oh, ow].
+                    const at = (d: number) =>
+                      os[((((b * offsetGroup + og) * taps + k) * 2 + d) * oh + i) * ow + j];
+                    const y = i * win.strides[0] - win.pads[0] + ky * win.dilations[0] + at(0);
+                    const xx = j * win.strides[1] - win.pads[1] + kx * win.dilations[1] + at(1);
+                    const scale = ms === undefined
+                      ? 1
+                      : ms[(((b * offsetGroup + og) * taps + k) * oh + i) * ow + j];
+                    sum += sample((b * c + ch) * ih * iw, y, xx) * ws[(f * cg + cc) * taps + k] *
+                      scale;
+                  }
+                }
+                o[((b * m + f) * oh + i) * ow + j] = sum;
+              }
+            }
+          }
+        }
+      },
+    }));
+  },
+  {
+    signature:
+      "(x, w, offset, bias?, mask?, pads, strides, dilations, group, offset_group) → float32 tensor",
+    summary:
+      "ONNX's `DeformConv` over two spatial axes: a convolution of float32 `x [N, C, H, W]` by `w [M, C/group, kH, kW]` whose every tap is moved by `offset [N, offset_group·kH·kW·2, oH, oW]` (dy, dx), sampled bilinearly (zero outside) and weighted by `mask` (default 1), plus `bias`. `pads`, `strides`, `dilations` are shape values. Computed on the host.",
+    dtypes: ["float32"],
+    devices: ["cpu", "webgpu"],
+    errors:
+      "`TypeError` (not float32 tensors), `RangeError` (shapes that do not fit, other than 2-D).",
+    tvm: "relax.op.vision.deformable_conv2d",
   },
 );

@@ -8,7 +8,7 @@
  */
 
 /**
- * The 16 packed functions defined in `builtins/host_nn/` (Host image operators; Host signal operators; Host normalizations; Host window operators), one property each, as in
+ * The 17 packed functions defined in `builtins/host_nn/` (Host image operators; Host signal operators; Host normalizations; Host window operators), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -206,4 +206,16 @@ export interface HostNnBuiltins {
    */
   readonly "vm.op.qlinear_conv":
     "(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, bias?, pads, strides, dilations) → 8-bit tensor";
+  /**
+   * `vm.op.deform_conv(x, w, offset, bias?, mask?, pads, strides, dilations, group, offset_group) → float32 tensor` (Host window operators, `builtins/host_nn/host_pool_operators.ts`)
+   *
+   * ONNX's `DeformConv` over two spatial axes: a convolution of float32 `x [N, C, H, W]` by `w [M, C/group, kH, kW]` whose every tap is moved by `offset [N, offset_group·kH·kW·2, oH, oW]` (dy, dx), sampled bilinearly (zero outside) and weighted by `mask` (default 1), plus `bias`. `pads`, `strides`, `dilations` are shape values. Computed on the host.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not float32 tensors), `RangeError` (shapes that do not fit, other than 2-D).
+   * - TVM: `relax.op.vision.deformable_conv2d`
+   */
+  readonly "vm.op.deform_conv":
+    "(x, w, offset, bias?, mask?, pads, strides, dilations, group, offset_group) → float32 tensor";
 }
