@@ -11,6 +11,15 @@ import { installKernels } from "../kernels/install.ts";
 import { attentionBuiltins } from "./operators/attention_operators.ts";
 import { callBuiltins } from "./values/function_calls.ts";
 import { comparisonBuiltins } from "./predicates/compare_operators.ts";
+import { hostIndexBuiltins } from "./host_operators/host_index_operators.ts";
+import { lowPrecisionBuiltins } from "./host_operators/low_precision_operators.ts";
+import { hostVisionBuiltins } from "./host_nn/host_vision_operators.ts";
+import { hostSignalBuiltins } from "./host_nn/host_signal_operators.ts";
+import { hostMathBuiltins } from "./host_operators/host_math_operators.ts";
+import { hostNormBuiltins } from "./host_nn/host_norm_operators.ts";
+import { hostPoolBuiltins } from "./host_nn/host_pool_operators.ts";
+import { hostCallBuiltins } from "./values/host_calls.ts";
+import { hostShapeBuiltins } from "./host_operators/host_shape_operators.ts";
 import { indexingBuiltins } from "./operators/indexing_operators.ts";
 import { kvCacheBuiltins } from "./lm_support/kv_cache_builtins.ts";
 import { kvStateBuiltins } from "./kv_state/kv_state_builtins.ts";
@@ -43,6 +52,15 @@ export const BUILTIN_TABLES = [
   comparisonBuiltins,
   attentionBuiltins,
   samplingOperatorBuiltins,
+  hostShapeBuiltins,
+  hostIndexBuiltins,
+  lowPrecisionBuiltins,
+  hostVisionBuiltins,
+  hostSignalBuiltins,
+  hostMathBuiltins,
+  hostNormBuiltins,
+  hostPoolBuiltins,
+  hostCallBuiltins,
 ];
 
 let installed = false;

@@ -2,7 +2,7 @@
 // metadata and run the task; tests/docs_test.ts fails while this file is not current.
 
 /**
- * The names of the 152 builtin packed functions, with their documentation, for editors
+ * The names of the 206 builtin packed functions, with their documentation, for editors
  * and `deno doc`: the same catalogue as docs/builtins.md. Each family of builtins (a folder
  * of `builtins/`) has its interface in `builtin_names/`; `Builtins` joins them.
  *
@@ -17,8 +17,12 @@ import type { KvStateBuiltins } from "./builtin_names/kv_state.ts";
 import type { TensorCacheBuiltins } from "./builtin_names/tensor_cache.ts";
 import type { OperatorsBuiltins } from "./builtin_names/operators.ts";
 import type { PredicatesBuiltins } from "./builtin_names/predicates.ts";
+import type { HostOperatorsBuiltins } from "./builtin_names/host_operators.ts";
+import type { HostNnBuiltins } from "./builtin_names/host_nn.ts";
 
 export type {
+  HostNnBuiltins,
+  HostOperatorsBuiltins,
   KvStateBuiltins,
   LmSupportBuiltins,
   MemoryBuiltins,
@@ -30,7 +34,7 @@ export type {
 };
 
 /**
- * The 152 packed functions `installBuiltins()` registers (`mod.ts` and `runtime.ts`
+ * The 206 packed functions `installBuiltins()` registers (`mod.ts` and `runtime.ts`
  * call it), one property each: the property is the name a program passes to `emit_call`, its
  * documentation says what the function takes and returns, what it does, its dtypes, devices
  * and errors and the TVM function it follows, and its type is the call signature as text.
@@ -56,7 +60,9 @@ export interface Builtins
     KvStateBuiltins,
     TensorCacheBuiltins,
     OperatorsBuiltins,
-    PredicatesBuiltins {}
+    PredicatesBuiltins,
+    HostOperatorsBuiltins,
+    HostNnBuiltins {}
 
 /**
  * The name of a builtin packed function (`"vm.op.add"`, ...): `emit_call` takes one of these

@@ -26,6 +26,37 @@ interface Recorded {
   label?: string;
 }
 
+/**
+ * The operators whose int64 form WebGPU lacks (WGSL has no 64-bit
+ * integers): on int64 tensors they are called through
+ * `vm.builtin.call_on_host`, which on the CPU is the plain call and
+ * elsewhere computes on the host's copies, so an imported graph's int64
+ * arithmetic runs on every device.
+ */
+const INT64_ON_HOST = new Set(
+  [
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "maximum",
+    "minimum",
+    "negative",
+    "relu",
+    "abs",
+    "sum",
+    "max",
+    "mean",
+    "equal",
+    "not_equal",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "where",
+  ].map((op) => `vm.op.${op}`),
+);
+
 /** The calls of one VM function, recorded, and the registers and heap slots they use. */
 export class Emitter {
   readonly ib: ExecBuilder;
@@ -33,6 +64,8 @@ export class Emitter {
   readonly #slots = new Map<string, number>();
   #next: number;
   #fresh = 0;
+  /** The dtype of each register holding a tensor value (for `INT64_ON_HOST`). */
+  readonly #dtypes = new Map<Operand, TensorDType>();
   /** The register of the shape heap (written first thing in the function). */
   readonly heap: Operand;
   /** Registers written by recorded calls (results the function may hand out as they are). */
@@ -158,13 +191,27 @@ export class Emitter {
 
   /** The register holding `v` (a known value becomes a constant of the executable). */
   reg(v: Value): Operand {
+    const r = this.#reg(v);
+    this.#dtypes.set(r, v.dtype);
+    return r;
+  }
+
+  #reg(v: Value): Operand {
     if (v.reg !== null) return v.reg;
     if (v.param !== undefined && this.params !== null) {
       v.reg = this.record("vm.builtin.tuple_getitem", [this.params, this.imm(v.param)])!;
       return v.reg;
     }
     if (v.tensor === undefined) {
-      throw new Unsupported("a value computed from shapes is used as a tensor (not supported yet)");
+      // Sizes known only at run time (symbols): a tensor made from the shape heap.
+      if (v.ints === undefined || v.shape.length > 1 || v.ints.includes(null)) {
+        throw new Unsupported(
+          "a value computed from shapes is used as a tensor (not supported yet)",
+        );
+      }
+      v.reg = this.record("vm.op.shape_to_tensor", [this.shape(v.ints), v.dtype])!;
+      if (v.shape.length === 0) v.reg = this.record("vm.builtin.reshape", [v.reg, []])!;
+      return v.reg;
     }
     v.reg = this.ib.convert_constant(v.tensor) as Operand;
     return v.reg;
@@ -175,7 +222,12 @@ export class Emitter {
    * unknown dimensions (`null`) bound from the result.
    */
   call(name: string, args: CallArg[], dtype: TensorDType, shape: Dim[]): Value {
-    const reg = this.record(name, args)!;
+    const int64 = INT64_ON_HOST.has(name) &&
+      args.some((a) => this.#dtypes.get(a as Operand) === "int64");
+    const reg = int64
+      ? this.record("vm.builtin.call_on_host", [name, ...args])!
+      : this.record(name, args)!;
+    this.#dtypes.set(reg, dtype);
     this.#produced.add(reg);
     const out: Value = { dtype, shape: [...shape], reg };
     if (out.shape.includes(null)) this.matchShape(reg, out.shape, "");

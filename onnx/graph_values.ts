@@ -15,6 +15,10 @@
 import type { Operand } from "../builder/operand.ts";
 import type { NDArray } from "../devices/ndarray.ts";
 import type { TensorDType } from "../ground/dtype.ts";
+import type { LowPrecisionFormat } from "../builtins/host_operators/low_precision.ts";
+
+/** An ONNX type held in another dtype: the 8- and 4-bit ones, and UINT64 (its bits in int64). */
+export type HeldFormat = LowPrecisionFormat | "uint64";
 
 /** A dimension: a size, a symbol (a shape-heap slot at run time), or unknown until bound. */
 export type Dim = number | string | null;
@@ -36,6 +40,13 @@ export interface Value {
   readonly ints?: readonly Dim[];
   /** Its index in the parameter tuple, for an initializer (read with `tuple_getitem` on first use). */
   readonly param?: number;
+  /**
+   * The ONNX type its `dtype` holds when relaxvm has no dtype for it: an 8-
+   * or 4-bit type (onnx_tensor.ts's `LOW_PRECISION_TYPES`: bit patterns of a
+   * float format, or INT4/UINT4 values), or UINT64 (its bits in int64);
+   * only the operators that know the format take it.
+   */
+  readonly format?: HeldFormat;
 }
 
 /** Why a node cannot be imported; the converter collects these for the error. */

@@ -24,23 +24,34 @@ import type { NDArray } from "../devices/ndarray.ts";
 import { pathOutside } from "../ground/contained_path.ts";
 import type { TensorDType } from "../ground/dtype.ts";
 import type { Executable } from "../program/executable.ts";
+import { convertLoop, convertScan } from "./convert_loops.ts";
 import { Emitter } from "./emitter.ts";
 import { type Dim, Unsupported, type Value } from "./graph_values.ts";
 import { NodeContext } from "./node_context.ts";
 import { ONNXImportError, type UnsupportedNode, UnsupportedONNXError } from "./onnx_errors.ts";
 import { decodeModel, type Graph, type Node, type TensorProto } from "./onnx_proto.ts";
-import { dtypeOf, onnxTypeName, tensorFromProto } from "./onnx_tensor.ts";
+import { dtypeOf, heldFormatOf, onnxTypeName, tensorFromProto } from "./onnx_tensor.ts";
 import type { OpSpec } from "./op_spec.ts";
 import { ATTENTION_OPS, ROTARY_OPS } from "./ops_attention.ts";
 import { COMPOSITE_OPS } from "./ops_composite.ts";
 import { CONV_OPS } from "./ops_conv.ts";
+import { DYNAMIC_OPS } from "./ops_dynamic.ts";
 import { ELEMENTWISE_OPS } from "./ops_elementwise.ts";
 import { GATHER_OPS } from "./ops_gather.ts";
+import { INDEX_OPS } from "./ops_index.ts";
+import { LOW_PRECISION_OPS } from "./ops_low_precision.ts";
+import { MATH_OPS } from "./ops_math.ts";
 import { NN_OPS } from "./ops_nn.ts";
-import { PAD_OPS } from "./ops_pad.ts";
+import { NORM_OPS } from "./ops_norm.ts";
+import { OPTIONAL_OPS } from "./ops_optional.ts";
+import { POOL_OPS } from "./ops_pool.ts";
 import { QUANTIZE_OPS } from "./ops_quantize.ts";
 import { RECURRENT_OPS } from "./ops_recurrent.ts";
 import { SHAPE_OPS } from "./ops_shape.ts";
+import { SIGNAL_OPS } from "./ops_signal.ts";
+import { UINT64_OPS } from "./ops_uint64.ts";
+import { VISION_OPS } from "./ops_vision.ts";
+import { WIDENED_OPS } from "./ops_widened.ts";
 
 /** Every operator of the standard domain the importer converts, by name. */
 const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
@@ -53,11 +64,41 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...GATHER_OPS,
   ...CONV_OPS,
   ...QUANTIZE_OPS,
-  ...PAD_OPS,
   ...RECURRENT_OPS,
+  // After SHAPE_OPS and COMPOSITE_OPS: their entries that fall back to run-time sizes.
+  ...DYNAMIC_OPS,
+  ...INDEX_OPS,
+  ...LOW_PRECISION_OPS,
+  ...VISION_OPS,
+  ...SIGNAL_OPS,
+  ...WIDENED_OPS,
+  ...MATH_OPS,
+  ...NORM_OPS,
+  ...OPTIONAL_OPS,
+  // After WIDENED_OPS, whose MaxPool it wraps.
+  ...POOL_OPS,
+  // After ELEMENTWISE_OPS, INDEX_OPS, LOW_PRECISION_OPS: UINT64 cases first, the rest to them.
+  ...UINT64_OPS,
   // Converted by convertIf (it needs the graph's scope); listed here for the table and names.
   If: { attrs: ["then_branch", "else_branch"], convert: () => [] },
+  // Converted by convert_loops.ts (they need the graph's scope); listed for the table and names.
+  Loop: { attrs: ["body"], convert: () => [] },
+  Scan: {
+    attrs: [
+      "body",
+      "num_scan_inputs",
+      "directions",
+      "scan_input_axes",
+      "scan_input_directions",
+      "scan_output_axes",
+      "scan_output_directions",
+    ],
+    convert: () => [],
+  },
 };
+
+/** Operators whose graph attributes are converted in the graph's scope. */
+const CONTROL_FLOW = new Set(["If", "Loop", "Scan"]);
 
 /**
  * The operators of ONNX's standard domain that `importONNX` converts, sorted.
@@ -200,15 +241,13 @@ export async function importONNX(
 /** Every node the table cannot take (operator, domain, attributes), listed at once. */
 function checkSupported(graph: Graph, problems: UnsupportedNode[] = [], top = true): void {
   for (const n of graph.nodes) {
-    if (n.opType === "If" && STANDARD_DOMAINS.has(n.domain)) {
-      // Its branches' nodes are checked as the graph's own.
-      const unknown = n.attributes.filter((a) =>
-        a.name !== "then_branch" && a.name !== "else_branch"
-      );
+    if (CONTROL_FLOW.has(n.opType) && STANDARD_DOMAINS.has(n.domain)) {
+      // Its branches' or body's nodes are checked as the graph's own.
+      const unknown = n.attributes.filter((a) => !ONNX_OPERATORS[n.opType].attrs.includes(a.name));
       if (unknown.length > 0) {
         problems.push({
           name: n.name,
-          op: "If",
+          op: n.opType,
           reason: `attribute ${unknown.map((a) => a.name).join(", ")} not supported`,
         });
       }
@@ -369,13 +408,17 @@ function convert(
         `input "${v.name}"`,
       ], false);
       em.matchShape(reg, shape, `input "${v.name}"`);
-      values.set(v.name, { dtype: dt, shape, reg });
+      values.set(v.name, { dtype: dt, shape, reg, format: heldFormatOf(type.elemType) });
       inputInfo.push({ name: v.name, dtype: dt, shape: shownShape(shape) });
     }
     const holder = new NodeContext(graph.nodes[0] ?? ({} as Node), opset, em, [], made);
     for (const [i, nd] of params.entries()) {
       const known = holder.fromTensor(nd);
-      values.set(paramNames[i], { ...known, param: i });
+      values.set(paramNames[i], {
+        ...known,
+        param: i,
+        format: heldFormatOf(graph.initializers[i].dataType),
+      });
     }
     for (const v of graph.inputs) {
       if (initNames.has(v.name) || !bound(v.name)) continue;
@@ -469,6 +512,7 @@ const ANY_DTYPE = new Set([
   "Reshape",
   "Shape",
   "Size",
+  "Pad",
   "Slice",
   "Split",
   "Squeeze",
@@ -476,10 +520,20 @@ const ANY_DTYPE = new Set([
   "Unsqueeze",
 ]);
 
+/** Operators that know the 8- and 4-bit formats (ops_low_precision.ts); no other takes them (UINT64: ops_uint64.ts's). */
+const FORMAT_AWARE = new Set(["Cast", "CastLike", "QuantizeLinear", "DequantizeLinear"]);
+
+/** Operators whose result depends on their half-float inputs' own rounding: given them as they are. */
+const OWN_HALVES = new Set(["QLinearMatMul"]);
+
 /**
  * Converts `n`; an arithmetic operator on float16 or bfloat16 computes in
  * float32 (the inputs widened, the float32 outputs narrowed back), as NumPy
  * and ONNX's reference compute half floats: one rounding at the end.
+ * float64 takes the same path the other way (narrowed to float32, the
+ * outputs widened back): relaxvm's kernels compute float32, and a second
+ * set of float64 kernels on every device is more than the node tests'
+ * float64 cases (within float32's precision of ONNX's tolerance) are worth.
  */
 function convertWidened(
   n: Node,
@@ -489,8 +543,17 @@ function convertWidened(
   made: NDArray[],
 ): (Value | undefined)[] {
   const spec = ONNX_OPERATORS[n.opType];
-  const half = inputs.find((v) => v?.dtype === "float16" || v?.dtype === "bfloat16")?.dtype;
-  if (half === undefined || ANY_DTYPE.has(n.opType)) {
+  const held = inputs.find((v) => v?.format !== undefined);
+  const aware = held?.format === "uint64"
+    ? Object.hasOwn(UINT64_OPS, n.opType)
+    : FORMAT_AWARE.has(n.opType);
+  if (held !== undefined && !aware) {
+    throw new Unsupported(`${held.format} elements (held in ${held.dtype}) in ${n.opType}`);
+  }
+  const half = inputs.find((v) =>
+    v?.dtype === "float16" || v?.dtype === "bfloat16" || v?.dtype === "float64"
+  )?.dtype;
+  if (half === undefined || ANY_DTYPE.has(n.opType) || OWN_HALVES.has(n.opType)) {
     return spec.convert(new NodeContext(n, opset, em, inputs, made));
   }
   const widened = inputs.map((v) =>
@@ -617,8 +680,13 @@ function convertNode(
   let outputs: (Value | undefined)[] = [];
   if (!poisoned) {
     try {
+      const lc = { opset, em, values, made, problems, convertNode };
       outputs = n.opType === "If"
         ? convertIf(n, opset, em, values, made, problems, inputs[0])
+        : n.opType === "Loop"
+        ? convertLoop(n, lc, inputs)
+        : n.opType === "Scan"
+        ? convertScan(n, lc, inputs)
         : convertWidened(n, opset, em, inputs, made);
     } catch (e) {
       if (!(e instanceof Unsupported)) throw e;

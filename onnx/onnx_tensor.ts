@@ -9,7 +9,9 @@
  */
 
 import { elementBytes, type TensorDType } from "../ground/dtype.ts";
+import type { LowPrecisionFormat } from "../builtins/host_operators/low_precision.ts";
 import { NDArray, shapeSizeWithin } from "../devices/ndarray.ts";
+import type { HeldFormat } from "./graph_values.ts";
 import { ONNXImportError } from "./onnx_errors.ts";
 import { readTensor, type TensorProto } from "./onnx_proto.ts";
 import { WireReader } from "./wire_reader.ts";
@@ -27,8 +29,65 @@ export const ONNX_DTYPES: Readonly<Record<number, TensorDType>> = {
   10: "float16",
   11: "float64",
   12: "uint32",
+  // UINT64: its bits in int64 (the importer tags it; ops_uint64.ts computes unsigned).
+  13: "int64",
   16: "bfloat16",
+  // The 8- and 4-bit types, held as LOW_PRECISION_TYPES says.
+  17: "uint8",
+  18: "uint8",
+  19: "uint8",
+  20: "uint8",
+  21: "uint8",
+  22: "int8",
+  23: "uint8",
+  24: "uint8",
 };
+
+/**
+ * The ONNX types relaxvm holds in a wider dtype, by code: the float8 types
+ * (FLOAT8E8M0 too) and FLOAT4E2M1 as their bit patterns in uint8, INT4 and UINT4 as their
+ * values in int8 and uint8 (one element a byte: a 4-bit tensor's packed
+ * pairs are unpacked when read). builtins/host_operators/low_precision.ts
+ * converts them.
+ */
+export const LOW_PRECISION_TYPES: Readonly<Record<number, LowPrecisionFormat>> = {
+  17: "float8e4m3fn",
+  18: "float8e4m3fnuz",
+  19: "float8e5m2",
+  20: "float8e5m2fnuz",
+  21: "uint4",
+  22: "int4",
+  23: "float4e2m1",
+  24: "float8e8m0",
+};
+
+/** The low-precision format of ONNX type `code`, or undefined for a type relaxvm has. */
+export function lowPrecisionOf(code: number): LowPrecisionFormat | undefined {
+  return Object.hasOwn(LOW_PRECISION_TYPES, code) ? LOW_PRECISION_TYPES[code] : undefined;
+}
+
+/** The type relaxvm holds ONNX type `code` as another dtype's bits or values, if any. */
+export function heldFormatOf(code: number): HeldFormat | undefined {
+  return code === 13 ? "uint64" : lowPrecisionOf(code);
+}
+
+/** Whether ONNX type `code` packs two elements a byte (INT4, UINT4, FLOAT4E2M1). */
+function packedNibbles(code: number): boolean {
+  return code === 21 || code === 22 || code === 23;
+}
+
+/** Unpacks `packed` (low nibble first) into `into`'s `count` elements; INT4's are sign-extended. */
+function unpackNibbles(
+  packed: ArrayLike<number>,
+  count: number,
+  signed: boolean,
+  into: { [i: number]: number | bigint },
+): void {
+  for (let i = 0; i < count; i++) {
+    const nibble = (packed[i >> 1] >> ((i & 1) * 4)) & 0xf;
+    into[i] = signed && nibble >= 8 ? nibble - 16 : nibble;
+  }
+}
 
 /** Names of every `TensorProto.DataType`, for messages. */
 export const ONNX_TYPE_NAMES: Readonly<Record<number, string>> = {
@@ -94,7 +153,17 @@ export function tensorFromProto(t: TensorProto, section: string): NDArray {
   try {
     const view = out.cpuView();
     const bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
-    const want = count * elementBytes(dt);
+    const nibbles = packedNibbles(t.dataType);
+    const want = nibbles ? Math.ceil(count / 2) : count * elementBytes(dt);
+    if (nibbles && t.rawData === null && t.int32Data.length === want && want !== count) {
+      unpackNibbles(
+        t.int32Data,
+        count,
+        t.dataType === 22,
+        view as unknown as { [i: number]: number },
+      );
+      return out.handToUser();
+    }
     if (t.rawData !== null) {
       if (t.rawData.length !== want) {
         throw fail(
@@ -103,7 +172,14 @@ export function tensorFromProto(t: TensorProto, section: string): NDArray {
           }] of ${dt} need ${want}`,
         );
       }
-      bytes.set(t.rawData);
+      if (nibbles) {
+        unpackNibbles(
+          t.rawData,
+          count,
+          t.dataType === 22,
+          view as unknown as { [i: number]: number },
+        );
+      } else bytes.set(t.rawData);
       return out.handToUser();
     }
     const typed = typedData(t, dt);
@@ -143,7 +219,10 @@ function typedData(t: TensorProto, dt: TensorDType): TypedData {
     case "float64":
       return plain("double_data", t.doubleData);
     case "int64":
-      return plain("int64_data", t.int64Data);
+      // UINT64 travels in uint64_data: its bits, read as int64.
+      return t.dataType === 13
+        ? plain("uint64_data", t.uint64Data.map((v) => BigInt.asIntN(64, v)))
+        : plain("int64_data", t.int64Data);
     case "uint32":
       return plain("uint64_data", t.uint64Data.map(Number));
     case "float16":
@@ -169,7 +248,12 @@ function typedData(t: TensorProto, dt: TensorDType): TypedData {
   }
 }
 
-/** A lone `TensorProto` file (ONNX's node tests keep inputs and outputs so) as a CPU tensor. */
+/**
+ * A lone `TensorProto` file (ONNX's node tests keep inputs and outputs so)
+ * as a CPU tensor. The 8- and 4-bit types come as relaxvm holds them
+ * (`LOW_PRECISION_TYPES`): float8 and FLOAT4E2M1 as their bit patterns in
+ * uint8, INT4 and UINT4 as their values in int8 and uint8, one a byte.
+ */
 export function decodeTensor(bytes: Uint8Array): NDArray {
   const r = new WireReader(bytes, 0, bytes.length, 0, "TensorProto");
   return tensorFromProto(readTensor(r), "TensorProto");

@@ -3,8 +3,8 @@
  * `QuantizeLinear` (`saturate(round(x / scale) + zero_point)`, halves to
  * even), per tensor, per axis (a 1-D scale along `axis`) or blocked (each
  * scale covering `block_size` elements along `axis`), for 8- and 16-bit
- * integers; the integers compute in int32. The float8 and 4-bit types
- * relaxvm lacks are unsupported (their tensors already are).
+ * integers; the integers compute in int32. The float8 and 4-bit types go
+ * through ops_low_precision.ts, which wraps these converters.
  *
  * @module
  */
@@ -33,7 +33,7 @@ function cast(cx: NodeContext, v: Value, dtype: TensorDType): Value {
 }
 
 /** `p` (a scale or zero point) made to broadcast against `x`: per tensor, per axis or blocked. */
-function along(cx: NodeContext, p: Value, x: Value): Value {
+export function along(cx: NodeContext, p: Value, x: Value): Value {
   const r = x.shape.length;
   if (p.shape.length === 0 || (p.shape.length === 1 && p.shape[0] === 1)) return p;
   const axis = normAxis(cx.int("axis", 1), r);

@@ -9,7 +9,8 @@
  * @module
  */
 
-import { decodeONNXTensor, type Device, importONNX, type NDArray, VirtualMachine } from "../mod.ts";
+import { type Device, importONNX, type NDArray, VirtualMachine } from "../mod.ts";
+import { decodeTensor as decodeONNXTensor } from "../onnx/onnx_tensor.ts";
 import { decodeModel } from "../onnx/onnx_proto.ts";
 import { compare, nodeTestRoot } from "./onnx/node_tests.ts";
 

@@ -135,7 +135,7 @@ Deno.test("onnx import: every unsupported node is listed in one error, before an
 });
 
 Deno.test("onnx import: conversion problems are collected too, not only the first", async () => {
-  // Reshape of an input of unknown size by a shape known only at run time, and Softmax over an
+  // Reshape by a shape of unknown length (the result's rank is unknown), and Softmax over an
   // axis the input lacks: both reported.
   const bytes = model({
     name: "late",
@@ -145,13 +145,42 @@ Deno.test("onnx import: conversion problems are collected too, not only the firs
       node("Add", ["a", "b"], ["y"]),
     ],
     initializers: [],
-    inputs: [valueInfo("x", ["n"]), valueInfo("s", [1], 7)],
+    inputs: [valueInfo("x", ["n"]), valueInfo("s", ["k"], 7)],
     outputs: [valueInfo("y", ["n"])],
   }, 13);
   const e = await assertRejects(() => importONNX(bytes), UnsupportedONNXError);
   assertEquals(e.nodes.map((n: { op: string }) => n.op), ["Reshape", "Softmax"]);
-  assert(e.nodes[0].reason.includes("known only at run time"), e.nodes[0].reason);
+  assert(e.nodes[0].reason.includes("unknown length"), e.nodes[0].reason);
   assert(e.nodes[1].reason.includes("axis 3 out of range"), e.nodes[1].reason);
+});
+
+Deno.test("onnx import: sizes known only at run time are read when the program runs", async () => {
+  // Reshape of an input of unknown size by a shape given as an input (0 keeps, -1 infers), then
+  // Slice by bounds given as inputs: the host operators read both when main runs.
+  const bytes = model({
+    name: "late",
+    nodes: [
+      node("Reshape", ["x", "s"], ["a"]),
+      node("Slice", ["a", "starts", "ends", "axes"], ["y"]),
+    ],
+    initializers: [],
+    inputs: [
+      valueInfo("x", ["n"]),
+      valueInfo("s", [2], 7),
+      valueInfo("starts", [1], 7),
+      valueInfo("ends", [1], 7),
+      valueInfo("axes", [1], 7),
+    ],
+    outputs: [valueInfo("y", ["r", "c"])],
+  }, 13);
+  using imported = await importONNX(bytes);
+  const vm = new VirtualMachine(imported.executable);
+  const ints = (v: number[]) => tensor(new BigInt64Array(v.map(BigInt)), { shape: [v.length] });
+  using x = tensor([0, 1, 2, 3, 4, 5]);
+  using s = ints([2, -1]), starts = ints([-2]), ends = ints([1000]), axes = ints([1]);
+  using y = await vm.invoke("main", x, s, starts, ends, axes) as NDArray;
+  assertEquals(y.shape, [2, 2]);
+  assertEquals([...y.dataSync()], [1, 2, 4, 5]);
 });
 
 Deno.test("onnx import: a cyclic graph and a missing output are import errors", async () => {

@@ -8,7 +8,7 @@
  */
 
 /**
- * The 31 packed functions defined in `builtins/values/` (Values, tuples, closures and devices; Prim arithmetic; Calls and debugging), one property each, as in
+ * The 32 packed functions defined in `builtins/values/` (Values, tuples, closures and devices; Prim arithmetic; Calls and debugging; Host calls), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -364,4 +364,15 @@ export interface ValuesBuiltins {
    * - TVM: `vm.builtin.debug_print` (registered in Python, `python/tvm/runtime/vm.py`)
    */
   readonly "vm.builtin.debug_print": "(line_info, x) → null";
+  /**
+   * `vm.builtin.call_on_host(name, ...args) → the function's result` (Host calls, `builtins/values/host_calls.ts`)
+   *
+   * Calls the packed function `name` with `args`, its tensors copied to the CPU first when any is elsewhere, and a tensor result copied back to the device of the first tensor argument: how a program runs on the host what a device's kernels cannot (int64 arithmetic on WebGPU). With every tensor on the CPU it is the plain call.
+   *
+   * - dtypes: any
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not the name of a registered function), and what the function throws.
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.builtin.call_on_host": "(name, ...args) → the function's result";
 }
