@@ -11,6 +11,7 @@ import { installKernels } from "../kernels/install.ts";
 import { attentionBuiltins } from "./operators/attention_operators.ts";
 import { callBuiltins } from "./values/function_calls.ts";
 import { comparisonBuiltins } from "./predicates/compare_operators.ts";
+import { convBuiltins } from "./operators/conv_operators.ts";
 import { indexingBuiltins } from "./operators/indexing_operators.ts";
 import { kvCacheBuiltins } from "./lm_support/kv_cache_builtins.ts";
 import { kvStateBuiltins } from "./kv_state/kv_state_builtins.ts";
@@ -42,6 +43,7 @@ export const BUILTIN_TABLES = [
   indexingBuiltins,
   comparisonBuiltins,
   attentionBuiltins,
+  convBuiltins,
   samplingOperatorBuiltins,
 ];
 

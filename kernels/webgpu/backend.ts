@@ -18,6 +18,7 @@ import type {
   AttentionLayout,
   BinaryOp,
   CompareOp,
+  Conv2dGeometry,
   OpBackend,
   PagedAttentionBatch,
   ReduceOp,
@@ -38,6 +39,7 @@ import {
 import { type ElementwiseFn, elementwiseProgram } from "./elementwise_program.ts";
 import { binaryFn, CAST_FN, compareFn, IDENTITY_FN, unaryFn, WHERE_FN } from "./elementwise_ops.ts";
 import { rowCopyProgram, takeProgram } from "./gather.ts";
+import { conv2dProgram } from "./conv2d.ts";
 import { layerNormProgram } from "./layer_norm.ts";
 import { matmulProgram } from "./matmul.ts";
 import { linearProgram } from "./linear.ts";
@@ -256,6 +258,32 @@ export const webgpuBackend: Partial<OpBackend> = {
           elementOffset(target),
         ],
       });
+      run(program, inputs, target);
+    });
+  },
+
+  conv2d(
+    x: NDArray,
+    w: NDArray,
+    bias: NDArray | null,
+    geometry: Conv2dGeometry,
+    out: NDArray,
+  ): void {
+    requireFloat32("conv2d", x, w, ...(bias === null ? [] : [bias]));
+    if (out.size === 0) return;
+    const inputs = bias === null ? [x, w, x] : [x, w, bias];
+    withDistinctOutput(inputs, out, (target) => {
+      const program = conv2dProgram(
+        { x: x.shape, w: w.shape, out: out.shape },
+        geometry,
+        bias !== null,
+        [
+          elementOffset(x),
+          elementOffset(w),
+          bias === null ? 0 : elementOffset(bias),
+          elementOffset(target),
+        ],
+      );
       run(program, inputs, target);
     });
   },

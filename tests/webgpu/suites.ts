@@ -2,6 +2,7 @@
 // parent (to know their names); registering a test never touches the GPU.
 import "./builtins_suite.ts";
 import "./comparison_suite.ts";
+import "./conv2d_suite.ts";
 import "./device_suite.ts";
 import "./dtypes_suite.ts";
 import "./gpt_suite.ts";

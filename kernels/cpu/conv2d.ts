@@ -1,0 +1,194 @@
+/**
+ * CPU 2-D convolution (float32), `OpBackend.conv2d`.
+ *
+ * Two paths. A convolution with many multiply-adds per output (input
+ * channels × kernel elements of a group at least `GEMM_MIN_DEPTH`, an
+ * ordinary one, not transposed) is one matrix product per image and group:
+ * the group's windows are laid out as a `[C/G·KH·KW, OH·OW]` matrix in a
+ * scratch buffer reused across calls (a 1×1 convolution of stride 1 reads
+ * the input as it is) and multiplied by the group's weights `[M/G,
+ * C/G·KH·KW]` with `gemm`, which runs in WebAssembly SIMD
+ * (kernels/cpu/wasm/gemm.ts) on its threads. The scratch holds one group's
+ * windows of one image, not the model's whole im2col index, so it stays the
+ * size of that layer's activations times its kernel.
+ *
+ * Everything else (depthwise convolutions, where each output reads
+ * KH·KW inputs; transposed ones, whose spaced-out input makes most kernel
+ * elements read zeros) is a direct loop over the kernel elements that read
+ * an input element: which they are is worked out once per output row and
+ * column, so a transposed convolution of stride s visits 1/s² of its
+ * kernel instead of testing every element.
+ *
+ * @module
+ */
+
+import type { NDArray } from "../../devices/ndarray.ts";
+import type { Conv2dGeometry } from "../kernel_backend.ts";
+import { gemm } from "./matmul.ts";
+
+/** Fewest multiply-adds per output (C/G·KH·KW) for which the product path pays off. */
+const GEMM_MIN_DEPTH = 16;
+
+// Reused across calls; JS runs one kernel at a time.
+let scratch = new Float32Array(0);
+
+/**
+ * For each output position `o < outSize` along one axis, the kernel elements
+ * `k` that read an input element and that element's index: `taps[start[o] ..
+ * start[o + 1])` as pairs `(k, i)`.
+ */
+function axisTaps(
+  outSize: number,
+  inSize: number,
+  kernel: number,
+  stride: number,
+  pad: number,
+  dilation: number,
+  inputDilation: number,
+): { start: Int32Array; taps: Int32Array } {
+  const start = new Int32Array(outSize + 1);
+  const list: number[] = [];
+  for (let o = 0; o < outSize; o++) {
+    start[o] = list.length / 2;
+    for (let k = 0; k < kernel; k++) {
+      const p = o * stride - pad + k * dilation;
+      if (p < 0 || p % inputDilation !== 0) continue;
+      const i = p / inputDilation;
+      if (i < inSize) list.push(k, i);
+    }
+  }
+  start[outSize] = list.length / 2;
+  return { start, taps: Int32Array.from(list) };
+}
+
+/** `out = conv2d(x, w) + bias`; see `OpBackend.conv2d`. */
+export function conv2dKernel(
+  x: NDArray,
+  w: NDArray,
+  bias: NDArray | null,
+  geometry: Conv2dGeometry,
+  out: NDArray,
+): void {
+  if (out.size === 0) return;
+  const [N, C, H, W] = x.shape;
+  const [M, Cg, KH, KW] = w.shape;
+  const [, , OH, OW] = out.shape;
+  const G = geometry.groups, Mg = M / G;
+  const xv = x.readView() as Float32Array, wv = w.readView() as Float32Array;
+  const ov = out.cpuView() as Float32Array;
+  const [sh, sw] = geometry.strides, [ph, pw] = geometry.padBegin;
+  const [dh, dw] = geometry.dilations, [ih, iw] = geometry.inputDilations;
+  const depth = Cg * KH * KW, plane = OH * OW;
+  if (depth >= GEMM_MIN_DEPTH && ih === 1 && iw === 1) {
+    const direct = KH === 1 && KW === 1 && sh === 1 && sw === 1 && ph === 0 && pw === 0 &&
+      OH === H && OW === W;
+    if (!direct && scratch.length < depth * plane) scratch = new Float32Array(depth * plane);
+    for (let n = 0; n < N; n++) {
+      for (let g = 0; g < G; g++) {
+        const xOff = (n * C + g * Cg) * H * W;
+        if (!direct) {
+          im2col(xv, xOff, Cg, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, scratch);
+        }
+        gemm(
+          wv,
+          g * Mg * depth,
+          direct ? xv : scratch,
+          direct ? xOff : 0,
+          ov,
+          (n * M + g * Mg) * plane,
+          Mg,
+          depth,
+          plane,
+          true,
+        );
+      }
+    }
+    if (bias !== null) addBias(ov, bias.readView() as Float32Array, N, M, plane);
+    return;
+  }
+  const rows = axisTaps(OH, H, KH, sh, ph, dh, ih), cols = axisTaps(OW, W, KW, sw, pw, dw, iw);
+  const bv = bias === null ? null : bias.readView() as Float32Array;
+  for (let n = 0; n < N; n++) {
+    for (let m = 0; m < M; m++) {
+      const g = Math.floor(m / Mg), wBase = m * depth, b = bv === null ? 0 : bv[m];
+      const xBase = (n * C + g * Cg) * H * W;
+      let o = (n * M + m) * plane;
+      for (let oy = 0; oy < OH; oy++) {
+        const r0 = rows.start[oy], r1 = rows.start[oy + 1];
+        for (let ox = 0; ox < OW; ox++, o++) {
+          const c0 = cols.start[ox], c1 = cols.start[ox + 1];
+          let sum = 0;
+          for (let c = 0; c < Cg; c++) {
+            const xc = xBase + c * H * W, wc = wBase + c * KH * KW;
+            for (let r = r0; r < r1; r++) {
+              const wr = wc + rows.taps[2 * r] * KW, xr = xc + rows.taps[2 * r + 1] * W;
+              for (let q = c0; q < c1; q++) {
+                sum += wv[wr + cols.taps[2 * q]] * xv[xr + cols.taps[2 * q + 1]];
+              }
+            }
+          }
+          ov[o] = sum + b;
+        }
+      }
+    }
+  }
+}
+
+/**
+ * Lays the windows of `channels` channels of one image (from `xOff`) out as
+ * `cols [channels·KH·KW, OH·OW]`: row `(c, ky, kx)` holds, for every output,
+ * the input that kernel element reads (0 in the padding).
+ */
+function im2col(
+  xv: Float32Array,
+  xOff: number,
+  channels: number,
+  H: number,
+  W: number,
+  KH: number,
+  KW: number,
+  OH: number,
+  OW: number,
+  sh: number,
+  sw: number,
+  ph: number,
+  pw: number,
+  dh: number,
+  dw: number,
+  cols: Float32Array,
+): void {
+  let row = 0;
+  for (let c = 0; c < channels; c++) {
+    const xc = xOff + c * H * W;
+    for (let ky = 0; ky < KH; ky++) {
+      for (let kx = 0; kx < KW; kx++, row += OH * OW) {
+        // The outputs whose input column lies inside: ix = ox·sw − pw + kx·dw in [0, W).
+        const shift = kx * dw - pw;
+        const lo = Math.min(OW, Math.max(0, Math.ceil(-shift / sw)));
+        const hi = Math.max(lo, Math.min(OW, Math.floor((W - 1 - shift) / sw) + 1));
+        for (let oy = 0; oy < OH; oy++) {
+          const iy = oy * sh - ph + ky * dh, o = row + oy * OW;
+          if (iy < 0 || iy >= H) {
+            cols.fill(0, o, o + OW);
+            continue;
+          }
+          const xr = xc + iy * W + shift;
+          if (lo > 0) cols.fill(0, o, o + lo);
+          if (sw === 1) cols.set(xv.subarray(xr + lo, xr + hi), o + lo);
+          else for (let ox = lo; ox < hi; ox++) cols[o + ox] = xv[xr + ox * sw];
+          if (hi < OW) cols.fill(0, o + hi, o + OW);
+        }
+      }
+    }
+  }
+}
+
+/** `out[n, m, :] += bias[m]`. */
+function addBias(ov: Float32Array, bv: Float32Array, N: number, M: number, plane: number): void {
+  for (let n = 0, o = 0; n < N; n++) {
+    for (let m = 0; m < M; m++, o += plane) {
+      const b = bv[m];
+      for (let i = o; i < o + plane; i++) ov[i] += b;
+    }
+  }
+}
