@@ -34,6 +34,7 @@ import type { OpSpec } from "./op_spec.ts";
 import { ATTENTION_OPS, ROTARY_OPS } from "./ops_attention.ts";
 import { COMPOSITE_OPS } from "./ops_composite.ts";
 import { CONV_OPS } from "./ops_conv.ts";
+import { RESIZE_OPS } from "./ops_resize.ts";
 import { ELEMENTWISE_OPS } from "./ops_elementwise.ts";
 import { GATHER_OPS } from "./ops_gather.ts";
 import { NN_OPS } from "./ops_nn.ts";
@@ -50,6 +51,7 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...ROTARY_OPS,
   ...GATHER_OPS,
   ...CONV_OPS,
+  ...RESIZE_OPS,
   ...QUANTIZE_OPS,
   // Converted by convertIf (it needs the graph's scope); listed here for the table and names.
   If: { attrs: ["then_branch", "else_branch"], convert: () => [] },
@@ -78,6 +80,21 @@ export interface ImportONNXOptions {
   maxBytes?: number;
   /** Aborts fetching. */
   signal?: AbortSignal;
+  /**
+   * Shapes to import graph inputs with, by input name, in place of the
+   * file's (as onnxruntime's `freeDimensionOverrides`, per input): a number
+   * fixes a dimension, so operators whose shapes must be known at import
+   * convert, and the executable takes only that size; a string names a
+   * symbol, which tells apart dimensions a file names alike (`?` used twice
+   * by some exporters means "unknown", not "equal"). The rank and the
+   * file's own fixed sizes must be kept.
+   *
+   * @example A classifier whose file says `[-1, 3, "?", "?"]`, run on 48×192 crops
+   * ```ts ignore
+   * using model = await importONNX("cls.onnx", { inputShapes: { x: ["n", 3, 48, 192] } });
+   * ```
+   */
+  inputShapes?: Readonly<Record<string, readonly (number | string)[]>>;
 }
 
 /** A graph input or output: its name, dtype and shape (symbolic dimensions by name). */
@@ -102,6 +119,12 @@ export interface ImportedONNX extends Disposable {
   readonly inputs: readonly ONNXValueInfo[];
   /** The graph's outputs, in the order `main` returns them. */
   readonly outputs: readonly ONNXValueInfo[];
+  /**
+   * The model's `metadata_props`, key to value, as the exporter wrote them
+   * (onnxruntime's `customMetadataMap`): PaddleOCR's recognizers keep their
+   * character list under `character`, one per line.
+   */
+  readonly metadata: Readonly<Record<string, string>>;
 }
 
 /** The standard domain's names. */
@@ -157,7 +180,8 @@ export async function importONNX(
     throw new ONNXImportError("ModelProto.opset_import", -1, "no opset of the standard domain");
   }
   await resolveExternalData(graph.initializers, base, maxBytes, options.signal);
-  return convert(graph, opset, options.functionName ?? "main");
+  const imported = convert(graph, opset, options.functionName ?? "main", options.inputShapes ?? {});
+  return { ...imported, metadata: Object.freeze({ ...model.metadata }) };
 }
 
 /** Every node the table cannot take (operator, domain, attributes), listed at once. */
@@ -265,7 +289,36 @@ function shownShape(shape: readonly Dim[]): (number | string)[] {
   return shape.map((d) => d === null ? "?" : typeof d === "string" ? d.replace(/^\$/, "") : d);
 }
 
-function convert(graph: Graph, opset: number, functionName: string): ImportedONNX {
+/**
+ * The file's shape of input `name` with `override`'s dimensions (numbers kept,
+ * strings as symbols); throws `Unsupported` when the rank or a fixed size differs.
+ */
+function overrideShape(shape: Dim[], override: readonly (number | string)[] | undefined): Dim[] {
+  if (override === undefined) return shape;
+  if (override.length !== shape.length) {
+    throw new Unsupported(
+      `inputShapes gives ${override.length} dimensions for an input of rank ${shape.length}`,
+    );
+  }
+  return override.map((d, i) => {
+    if (typeof d === "number" && (!Number.isSafeInteger(d) || d < 0)) {
+      throw new Unsupported(`inputShapes gives a dimension of ${d}`);
+    }
+    if (typeof shape[i] === "number" && d !== shape[i]) {
+      throw new Unsupported(
+        `inputShapes gives ${d} for dimension ${i}, which the file fixes at ${shape[i]}`,
+      );
+    }
+    return typeof d === "number" ? d : `$${d}`;
+  });
+}
+
+function convert(
+  graph: Graph,
+  opset: number,
+  functionName: string,
+  inputShapes: Readonly<Record<string, readonly (number | string)[]>>,
+): Omit<ImportedONNX, "metadata"> {
   const made: NDArray[] = [];
   const params: NDArray[] = [];
   const paramNames: string[] = [];
@@ -289,6 +342,15 @@ function convert(graph: Graph, opset: number, functionName: string): ImportedONN
     const em = new Emitter(ib, numInputs);
     if (params.length > 0) em.params = ib.r(inputs.length);
     const inputInfo: ONNXValueInfo[] = [];
+    for (const name of Object.keys(inputShapes)) {
+      if (!inputs.some((v) => v.name === name)) {
+        problems.push({
+          name,
+          op: "graph input",
+          reason: "inputShapes names no input of the graph",
+        });
+      }
+    }
     for (const [i, v] of inputs.entries()) {
       const type = v.type;
       const dt = type?.kind === "tensor" ? dtypeOf(type.elemType) : null;
@@ -304,7 +366,10 @@ function convert(graph: Graph, opset: number, functionName: string): ImportedONN
       }
       let shape: Dim[];
       try {
-        shape = protoShape(type.shape);
+        shape = overrideShape(
+          protoShape(type.shape),
+          Object.hasOwn(inputShapes, v.name) ? inputShapes[v.name] : undefined,
+        );
       } catch (e) {
         if (!(e instanceof Unsupported)) throw e;
         problems.push({ name: v.name, op: "graph input", reason: e.message });
