@@ -16,6 +16,7 @@ import "./memory_suite.ts";
 import "./minilm_suite.ts";
 import "./onnx_gpt_suite.ts";
 import "./onnx_nodes_suite.ts";
+import "./onnx_ocr_suite.ts";
 import "./ops_suite.ts";
 import "./profile_suite.ts";
 import "./vm_suite.ts";
