@@ -37,6 +37,7 @@ export const CONV_CASES: readonly ConvCase[] = [
     bias: true,
   },
   { name: "1×1 pointwise", x: [1, 17, 6, 5], w: [9, 17, 1, 1], bias: true },
+  { name: "1×1 pointwise, two images, vec4-aligned", x: [2, 16, 5, 8], w: [12, 16, 1, 1] },
   {
     name: "stride 2, asymmetric padding",
     x: [1, 4, 11, 10],
@@ -84,6 +85,22 @@ export const CONV_CASES: readonly ConvCase[] = [
     inputDilation: [2, 2],
     padding: [1, 1, 1, 1],
     bias: true,
+  },
+  {
+    name: "transposed 3×3 stride 3, two images (by phase)",
+    x: [2, 6, 3, 4],
+    w: [5, 6, 3, 3],
+    inputDilation: [3, 3],
+    padding: [2, 2, 2, 2],
+    bias: true,
+  },
+  {
+    name: "transposed depthwise ×2, 2×2 stride 2 (by phase)",
+    x: [1, 4, 3, 5],
+    w: [8, 1, 2, 2],
+    groups: 4,
+    inputDilation: [2, 2],
+    padding: [1, 1, 1, 1],
   },
   {
     name: "transposed 3×3 stride (2, 3), grouped",

@@ -39,7 +39,7 @@ import {
 import { type ElementwiseFn, elementwiseProgram } from "./elementwise_program.ts";
 import { binaryFn, CAST_FN, compareFn, IDENTITY_FN, unaryFn, WHERE_FN } from "./elementwise_ops.ts";
 import { rowCopyProgram, takeProgram } from "./gather.ts";
-import { conv2dProgram } from "./conv2d.ts";
+import { biasProgram, conv2dProgram, isPointwise } from "./conv2d.ts";
 import { layerNormProgram } from "./layer_norm.ts";
 import { matmulProgram } from "./matmul.ts";
 import { linearProgram } from "./linear.ts";
@@ -272,6 +272,23 @@ export const webgpuBackend: Partial<OpBackend> = {
     requireFloat32("conv2d", x, w, ...(bias === null ? [] : [bias]));
     if (out.size === 0) return;
     const inputs = bias === null ? [x, w, x] : [x, w, bias];
+    const shapes = { x: x.shape, w: w.shape, out: out.shape };
+    if (isPointwise(shapes, geometry)) {
+      const [N, C, H, W] = x.shape, M = w.shape[0];
+      withDistinctOutput(inputs, out, (target) => {
+        const product = matmulProgram({
+          aShape: [M, C],
+          bShape: [N, C, H * W],
+          offsets: [elementOffset(w), elementOffset(x), elementOffset(target)],
+        });
+        run(product, [w, x], target);
+        if (bias !== null) {
+          const add = biasProgram(out.size, H * W, M, elementOffset(bias), elementOffset(target));
+          run(add, [bias], target);
+        }
+      });
+      return;
+    }
     withDistinctOutput(inputs, out, (target) => {
       const program = conv2dProgram(
         { x: x.shape, w: w.shape, out: out.shape },
