@@ -39,7 +39,7 @@ import {
 import { type ElementwiseFn, elementwiseProgram } from "./elementwise_program.ts";
 import { binaryFn, CAST_FN, compareFn, IDENTITY_FN, unaryFn, WHERE_FN } from "./elementwise_ops.ts";
 import { rowCopyProgram, takeProgram } from "./gather.ts";
-import { biasProgram, conv2dProgram, isPointwise } from "./conv2d.ts";
+import { biasProgram, conv2dProgram, im2colProgram, isPointwise, viaIm2col } from "./conv2d.ts";
 import { layerNormProgram } from "./layer_norm.ts";
 import { matmulProgram } from "./matmul.ts";
 import { linearProgram } from "./linear.ts";
@@ -287,6 +287,29 @@ export const webgpuBackend: Partial<OpBackend> = {
           run(add, [bias], target);
         }
       });
+      return;
+    }
+    if (viaIm2col(shapes, geometry)) {
+      // Windows into a temporary [N, C·KH·KW, OH·OW], then w [M, C·KH·KW] @ it.
+      const [N, C] = x.shape, [M, , KH, KW] = w.shape, plane = out.shape[2] * out.shape[3];
+      const cols = NDArray.empty([N, C * KH * KW, plane], "float32", out.device);
+      try {
+        run(im2colProgram(shapes, geometry, elementOffset(x), elementOffset(cols)), [x], cols);
+        withDistinctOutput([w, cols, ...(bias === null ? [] : [bias])], out, (target) => {
+          const product = matmulProgram({
+            aShape: [M, C * KH * KW],
+            bShape: cols.shape,
+            offsets: [elementOffset(w), elementOffset(cols), elementOffset(target)],
+          });
+          run(product, [w, cols], target);
+          if (bias !== null) {
+            const add = biasProgram(out.size, plane, M, elementOffset(bias), elementOffset(target));
+            run(add, [bias], target);
+          }
+        });
+      } finally {
+        cols.releaseIfUnowned();
+      }
       return;
     }
     withDistinctOutput(inputs, out, (target) => {
