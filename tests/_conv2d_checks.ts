@@ -87,6 +87,21 @@ export const CONV_CASES: readonly ConvCase[] = [
     bias: true,
   },
   {
+    name: "depthwise 5×5 stride 1, two images, one image narrower than the kernel",
+    x: [2, 3, 7, 4],
+    w: [3, 1, 5, 5],
+    groups: 3,
+    padding: [2, 2, 2, 1],
+    bias: true,
+  },
+  {
+    name: "depthwise 3×3 stride (1, 1), wide rows",
+    x: [1, 2, 5, 37],
+    w: [2, 1, 3, 3],
+    groups: 2,
+    padding: [1, 1, 1, 1],
+  },
+  {
     name: "transposed 3×3 stride 3, two images (by phase)",
     x: [2, 6, 3, 4],
     w: [5, 6, 3, 3],

@@ -260,6 +260,10 @@ function depthwise(
     for (let m = 0; m < M; m++) {
       const o = (n * M + m) * plane, xc = (n * C + Math.floor(m / perGroup)) * H * W;
       ov.fill(bv === null ? 0 : bv[m], o, o + plane);
+      if (sw === 1 && dw === 1 && (KW === 3 || KW === 5)) {
+        rowsUnrolled(xv, wv, ov, m, o, xc, s);
+        continue;
+      }
       for (let ky = 0; ky < KH; ky++) {
         for (let kx = 0; kx < KW; kx++) {
           const wk = wv[(m * KH + ky) * KW + kx], shift = kx * dw - pw;
@@ -273,6 +277,58 @@ function depthwise(
             else for (let ox = lo; ox < hi; ox++) ov[orow + ox] += wk * xv[xr + ox * sw];
           }
         }
+      }
+    }
+  }
+}
+
+/**
+ * `depthwise`'s rows for the common 3- and 5-wide kernels of stride 1: per
+ * kernel row and output row, the outputs whose whole window lies inside
+ * take all `KW` products in one sum (one store each instead of `KW`), the
+ * edges one product at a time. About twice the speed of a pass per element.
+ */
+function rowsUnrolled(
+  xv: Float32Array,
+  wv: Float32Array,
+  ov: Float32Array,
+  m: number,
+  o: number,
+  xc: number,
+  s: DepthwiseShape,
+): void {
+  const { H, W, KH, KW, OH, OW, sh, ph, pw, dh } = s;
+  // Outputs whose every tap ox − pw + kx lies in [0, W).
+  const a = Math.min(OW, Math.max(0, pw)), b = Math.max(a, Math.min(OW, W + pw - KW + 1));
+  for (let ky = 0; ky < KH; ky++) {
+    const wr = (m * KH + ky) * KW;
+    const w0 = wv[wr], w1 = wv[wr + 1], w2 = wv[wr + 2];
+    const w3 = KW === 5 ? wv[wr + 3] : 0, w4 = KW === 5 ? wv[wr + 4] : 0;
+    for (let oy = 0; oy < OH; oy++) {
+      const iy = oy * sh - ph + ky * dh;
+      if (iy < 0 || iy >= H) continue;
+      const xr = xc + iy * W - pw, orow = o + oy * OW;
+      if (KW === 3) {
+        for (let ox = a; ox < b; ox++) {
+          const i = xr + ox;
+          ov[orow + ox] += w0 * xv[i] + w1 * xv[i + 1] + w2 * xv[i + 2];
+        }
+      } else {
+        for (let ox = a; ox < b; ox++) {
+          const i = xr + ox;
+          ov[orow + ox] += w0 * xv[i] + w1 * xv[i + 1] + w2 * xv[i + 2] + w3 * xv[i + 3] +
+            w4 * xv[i + 4];
+        }
+      }
+      for (let ox = 0; ox < OW; ox++) {
+        if (ox === a) ox = b;
+        if (ox >= OW) break;
+        let sum = 0;
+        for (let kx = 0; kx < KW; kx++) {
+          const ix = ox - pw + kx;
+          if (ix >= 0 && ix < W) sum += wv[wr + kx] * xv[xr + pw + ix];
+        }
+        ov[orow + ox] += sum;
       }
     }
   }
