@@ -20,6 +20,7 @@ import { hostNormBuiltins } from "./host_nn/host_norm_operators.ts";
 import { hostPoolBuiltins } from "./host_nn/host_pool_operators.ts";
 import { hostCallBuiltins } from "./values/host_calls.ts";
 import { hostShapeBuiltins } from "./host_operators/host_shape_operators.ts";
+import { convBuiltins } from "./operators/conv_operators.ts";
 import { indexingBuiltins } from "./operators/indexing_operators.ts";
 import { kvCacheBuiltins } from "./lm_support/kv_cache_builtins.ts";
 import { kvStateBuiltins } from "./kv_state/kv_state_builtins.ts";
@@ -51,6 +52,7 @@ export const BUILTIN_TABLES = [
   indexingBuiltins,
   comparisonBuiltins,
   attentionBuiltins,
+  convBuiltins,
   samplingOperatorBuiltins,
   hostShapeBuiltins,
   hostIndexBuiltins,

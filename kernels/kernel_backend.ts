@@ -108,6 +108,27 @@ export interface PagedAttentionBatch {
 }
 
 /**
+ * Where a 2-D convolution's windows fall (`conv2d`), per spatial axis `[y, x]`:
+ * output `o` reads, through kernel element `k`, position
+ * `p = o·stride − padBegin + k·dilation` of the input spaced out by
+ * `inputDilation` (element `i` of the input at `p = i·inputDilation`, zeros
+ * between and outside). `inputDilation` 1 is an ordinary convolution; more
+ * is a transposed one (ONNX's `ConvTranspose` with its weights flipped).
+ */
+export interface Conv2dGeometry {
+  /** Output step per axis. */
+  readonly strides: readonly number[];
+  /** Padding before each axis (the padding after is what the output's size leaves). */
+  readonly padBegin: readonly number[];
+  /** Kernel element spacing per axis. */
+  readonly dilations: readonly number[];
+  /** Input element spacing per axis (1: an ordinary convolution). */
+  readonly inputDilations: readonly number[];
+  /** Channel groups: input and output channels are split into this many, each convolved alone. */
+  readonly groups: number;
+}
+
+/**
  * Every op's kernel signature: the table `backendFor` returns for one device
  * kind. Every method fills `out`, already allocated on the inputs' device.
  * A backend registers a `Partial<OpBackend>`; see the module's fallback rule.
@@ -136,6 +157,20 @@ export interface OpBackend {
    * has x's leading axes and N.
    */
   linear(x: NDArray, w: NDArray, bias: NDArray | null, out: NDArray): void;
+  /**
+   * 2-D convolution: `x [N, C, H, W]`, `w [M, C / groups, KH, KW]`, `bias [M]`
+   * or null, `out [N, M, OH, OW]`, all float32; `out[n, m, oy, ox] = bias[m] +
+   * Σ w[m, c, ky, kx] · x[n, g·C/groups + c, iy, ix]` over the kernel elements
+   * whose input position (`Conv2dGeometry`) holds an element `(iy, ix)`, `g`
+   * the group of `m`.
+   */
+  conv2d(
+    x: NDArray,
+    w: NDArray,
+    bias: NDArray | null,
+    geometry: Conv2dGeometry,
+    out: NDArray,
+  ): void;
   /** Reduces over `axes` (sorted, unique, non-negative); `out` holds the reduced shape (keepdims or not). */
   reduce(op: ReduceOp, x: NDArray, axes: readonly number[], out: NDArray): void;
   /** Softmax over the last axis. */
@@ -238,6 +273,7 @@ export const KERNEL_NAMES = [
   "where",
   "matmul",
   "linear",
+  "conv2d",
   "reduce",
   "softmax",
   "layerNorm",

@@ -36,6 +36,7 @@ import { ATTENTION_OPS, ROTARY_OPS } from "./ops_attention.ts";
 import { COMPOSITE_OPS } from "./ops_composite.ts";
 import { CONV_OPS } from "./ops_conv.ts";
 import { DYNAMIC_OPS } from "./ops_dynamic.ts";
+import { RESIZE_OPS } from "./ops_resize.ts";
 import { ELEMENTWISE_OPS } from "./ops_elementwise.ts";
 import { GATHER_OPS } from "./ops_gather.ts";
 import { INDEX_OPS } from "./ops_index.ts";
@@ -63,6 +64,7 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...ROTARY_OPS,
   ...GATHER_OPS,
   ...CONV_OPS,
+  ...RESIZE_OPS,
   ...QUANTIZE_OPS,
   ...RECURRENT_OPS,
   // After SHAPE_OPS and COMPOSITE_OPS: their entries that fall back to run-time sizes.
@@ -124,16 +126,19 @@ export interface ImportONNXOptions {
   /** Aborts fetching. */
   signal?: AbortSignal;
   /**
-   * Shapes to import graph inputs with instead of the ones the file declares
-   * (same rank; names stay symbolic), as onnxruntime's free-dimension
-   * overrides: a streaming model whose chunk length the file leaves open
-   * (Silero VAD's `input`, 576 samples at 16 kHz) then folds its shape
-   * arithmetic and convolution windows at import. `main` checks every call's
-   * input against the shape given.
+   * Shapes to import graph inputs with, by input name, in place of the
+   * file's (as onnxruntime's `freeDimensionOverrides`, per input): a number
+   * fixes a dimension, so operators whose shapes must be known at import
+   * convert, and the executable takes only that size; a string names a
+   * symbol, which tells apart dimensions a file names alike (`?` used twice
+   * by some exporters means "unknown", not "equal"). The rank and the
+   * file's own fixed sizes must be kept. A streaming model whose chunk
+   * length the file leaves open (Silero VAD's `input`) then folds its shape
+   * arithmetic and convolution windows at import.
    *
-   * @example
+   * @example A classifier whose file says `[-1, 3, "?", "?"]`, run on 48×192 crops
    * ```ts ignore
-   * await importONNX("silero_vad.onnx", { inputShapes: { input: [1, 576] } });
+   * using model = await importONNX("cls.onnx", { inputShapes: { x: ["n", 3, 48, 192] } });
    * ```
    */
   inputShapes?: Readonly<Record<string, readonly (number | string)[]>>;
@@ -174,6 +179,12 @@ export interface ImportedONNX extends Disposable {
   readonly inputs: readonly ONNXValueInfo[];
   /** The graph's outputs, in the order `main` returns them. */
   readonly outputs: readonly ONNXValueInfo[];
+  /**
+   * The model's `metadata_props`, key to value, as the exporter wrote them
+   * (onnxruntime's `customMetadataMap`): PaddleOCR's recognizers keep their
+   * character list under `character`, one per line.
+   */
+  readonly metadata: Readonly<Record<string, string>>;
 }
 
 /** The standard domain's names. */
@@ -229,13 +240,14 @@ export async function importONNX(
     throw new ONNXImportError("ModelProto.opset_import", -1, "no opset of the standard domain");
   }
   await resolveExternalData(graph.initializers, base, maxBytes, options.signal);
-  return convert(
+  const imported = convert(
     graph,
     opset,
     options.functionName ?? "main",
     options.inputShapes ?? {},
     options.inputValues ?? {},
   );
+  return { ...imported, metadata: Object.freeze({ ...model.metadata }) };
 }
 
 /** Every node the table cannot take (operator, domain, attributes), listed at once. */
@@ -341,13 +353,37 @@ function shownShape(shape: readonly Dim[]): (number | string)[] {
   return shape.map((d) => d === null ? "?" : typeof d === "string" ? d.replace(/^\$/, "") : d);
 }
 
+/**
+ * The file's shape of input `name` with `override`'s dimensions (numbers kept,
+ * strings as symbols); throws `Unsupported` when the rank or a fixed size differs.
+ */
+function overrideShape(shape: Dim[], override: readonly (number | string)[] | undefined): Dim[] {
+  if (override === undefined) return shape;
+  if (override.length !== shape.length) {
+    throw new Unsupported(
+      `inputShapes gives rank ${override.length}, the file declares ${shape.length}`,
+    );
+  }
+  return override.map((d, i) => {
+    if (typeof d === "number" && (!Number.isSafeInteger(d) || d < 0)) {
+      throw new Unsupported(`inputShapes gives a dimension of ${d}`);
+    }
+    if (typeof shape[i] === "number" && d !== shape[i]) {
+      throw new Unsupported(
+        `inputShapes gives ${d} for dimension ${i}, which the file fixes at ${shape[i]}`,
+      );
+    }
+    return typeof d === "number" ? d : `$${d}`;
+  });
+}
+
 function convert(
   graph: Graph,
   opset: number,
   functionName: string,
   inputShapes: Readonly<Record<string, readonly (number | string)[]>>,
   inputValues: Readonly<Record<string, NDArray>>,
-): ImportedONNX {
+): Omit<ImportedONNX, "metadata"> {
   const made: NDArray[] = [];
   const params: NDArray[] = [];
   const paramNames: string[] = [];
@@ -372,6 +408,15 @@ function convert(
     const em = new Emitter(ib, numInputs);
     if (params.length > 0) em.params = ib.r(inputs.length);
     const inputInfo: ONNXValueInfo[] = [];
+    for (const name of Object.keys(inputShapes)) {
+      if (!inputs.some((v) => v.name === name)) {
+        problems.push({
+          name,
+          op: "graph input",
+          reason: "inputShapes names no input of the graph",
+        });
+      }
+    }
     for (const [i, v] of inputs.entries()) {
       const type = v.type;
       const dt = type?.kind === "tensor" ? dtypeOf(type.elemType) : null;
@@ -387,13 +432,10 @@ function convert(
       }
       let shape: Dim[];
       try {
-        const given = Object.hasOwn(inputShapes, v.name) ? inputShapes[v.name] : undefined;
-        if (given !== undefined && given.length !== type.shape.length) {
-          throw new Unsupported(
-            `inputShapes gives rank ${given.length}, the file declares ${type.shape.length}`,
-          );
-        }
-        shape = protoShape(given ?? type.shape);
+        shape = overrideShape(
+          protoShape(type.shape),
+          Object.hasOwn(inputShapes, v.name) ? inputShapes[v.name] : undefined,
+        );
       } catch (e) {
         if (!(e instanceof Unsupported)) throw e;
         problems.push({ name: v.name, op: "graph input", reason: e.message });

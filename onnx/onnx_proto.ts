@@ -128,6 +128,8 @@ export interface Model {
   graph: Graph | null;
   /** How many local functions (`functions`) the model defines. */
   functionCount: number;
+  /** `metadata_props`: the exporter's key–value strings (a recognizer's character list, a label map). */
+  metadata: Record<string, string>;
 }
 
 /** Limits on what a file may declare, against hostile input. */
@@ -155,6 +157,7 @@ export function decodeModel(
     opsets: [],
     graph: null,
     functionCount: 0,
+    metadata: {},
   };
   while (r.more()) {
     const [f, w] = r.tag();
@@ -190,6 +193,29 @@ export function decodeModel(
           } else o.skip(v);
         }
         m.opsets.push(id);
+        break;
+      }
+      case 14: {
+        r.expect(f, w, B, "metadata_props");
+        const e = r.message(`ModelProto.metadata_props[${Object.keys(m.metadata).length}]`);
+        let key = "", value = "";
+        while (e.more()) {
+          const [g, v] = e.tag();
+          if (g === 1) {
+            e.expect(g, v, B, "key");
+            key = e.string();
+          } else if (g === 2) {
+            e.expect(g, v, B, "value");
+            value = e.string();
+          } else e.skip(v);
+        }
+        // A map: the last entry of a key wins, as protobuf's map fields do.
+        Object.defineProperty(m.metadata, key, {
+          value,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
         break;
       }
       case 25:

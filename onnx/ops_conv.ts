@@ -8,14 +8,16 @@
  * axis). Strides, dilations, explicit and `auto_pad` padding, `ceil_mode`
  * and `count_include_pad` are all in the index tensor and the divisor, which
  * are computed at import: the shapes must be known then, and the index
- * tensor holds kernel × output elements (a direct convolution kernel would
- * not need it; relaxvm has none yet).
+ * tensor holds kernel × output elements. So 2-D `Conv`, and 2-D
+ * `ConvTranspose` by weights known at import, go instead to the direct
+ * kernel `vm.op.conv2d`, which follows image sizes known only at run time;
+ * the index path stays for 1-D and 3-D convolutions and for pooling.
  *
  * @module
  */
 
 import { tensor } from "../devices/tensor.ts";
-import { shapeText, Unsupported, type Value } from "./graph_values.ts";
+import { type Dim, shapeText, Unsupported, type Value } from "./graph_values.ts";
 import type { NodeContext } from "./node_context.ts";
 import { FLOAT, type OpSpec } from "./op_spec.ts";
 import { binary, unary } from "./ops_elementwise.ts";
@@ -134,7 +136,8 @@ function gatherWindows(
   padValue: number,
 ): { cols: Value; w: Windows; inside: number[]; padded: number[] } {
   cx.dtype(x, FLOAT);
-  if (!x.shape.every((d) => typeof d === "number") || x.shape.length < 3) {
+  // The batch may be a symbol: the index is per channel.
+  if (!x.shape.slice(1).every((d) => typeof d === "number") || x.shape.length < 3) {
     throw new Unsupported(`windows over an input of shape ${shapeText(x.shape)}`);
   }
   const size = (x.shape as number[]).slice(2);
@@ -159,6 +162,18 @@ function gatherByIndex(
   const [n, c, ...size] = x.shape as number[];
   const p = product(size);
   const flat = reshapeTo(cx, x, [n, c, p]);
+  const idx = tensor(index, { shape: [kk, oo] });
+  cx.made.push(idx);
+  if (!index.includes(p)) {
+    // No window reaches into the padding: gather from the input itself.
+    return cx.em.call(
+      "vm.op.take",
+      [cx.em.reg(flat), cx.em.reg(cx.fromTensor(idx)), cx.em.imm(2)],
+      "float32",
+      [n, c, kk, oo],
+    );
+  }
+  if (typeof n !== "number") throw new Unsupported(`padded windows over a batch of size ${n}`);
   const padT = tensor(new Float32Array(n * c).fill(padValue), { shape: [n, c, 1] });
   cx.made.push(padT);
   const tuple = cx.em.record("vm.builtin.make_tuple", [
@@ -166,8 +181,6 @@ function gatherByIndex(
     cx.em.reg(cx.fromTensor(padT)),
   ])!;
   const withPad = cx.em.call("vm.op.concat", [tuple, cx.em.imm(2)], "float32", [n, c, p + 1]);
-  const idx = tensor(index, { shape: [kk, oo] });
-  cx.made.push(idx);
   return cx.em.call(
     "vm.op.take",
     [cx.em.reg(withPad), cx.em.reg(cx.fromTensor(idx)), cx.em.imm(2)],
@@ -233,6 +246,162 @@ function kernelShape(cx: NodeContext): number[] {
   return k;
 }
 
+/**
+ * `Conv` of images `[N, C, H, W]` as one `vm.op.conv2d`: no index tensor, so
+ * image sizes may be symbols (the output's are bound when it is made) and
+ * memory does not grow with kernel × output. Padding is `pads`, or
+ * `auto_pad`'s when the size is known at import.
+ */
+function conv2d(cx: NodeContext, x: Value, weight: Value, bias: Value | undefined): Value {
+  cx.dtype(x, FLOAT);
+  const [m, cg, kh, kw] = weight.shape as number[];
+  const kernel = cx.ints("kernel_shape") ?? [kh, kw];
+  if (kernel.length !== 2 || kernel[0] !== kh || kernel[1] !== kw) {
+    throw new Unsupported(`kernel_shape [${kernel}] for weights ${shapeText(weight.shape)}`);
+  }
+  const g = cx.int("group", 1), c = x.shape[1];
+  if ((typeof c === "number" && c !== cg * g) || m % g !== 0) {
+    throw new Unsupported(`group ${g} of ${c} channels`);
+  }
+  const strides = cx.ints("strides") ?? [1, 1], dilations = cx.ints("dilations") ?? [1, 1];
+  const size = x.shape.slice(2);
+  const autoPad = cx.string("auto_pad", "NOTSET");
+  let pads = cx.ints("pads") ?? [0, 0, 0, 0];
+  if (autoPad === "VALID") pads = [0, 0, 0, 0];
+  else if (autoPad !== "NOTSET") {
+    if (!size.every((d) => typeof d === "number")) {
+      throw new Unsupported(`auto_pad="${autoPad}" over an image of size not known at import`);
+    }
+    const w = windows(cx, size as number[], kernel, false);
+    pads = [...w.begin, ...w.end];
+  }
+  const out = size.map((d, i) => {
+    if (typeof d !== "number") return null;
+    const room = d + pads[i] + pads[i + 2] - (kernel[i] - 1) * dilations[i] - 1;
+    if (room < 0) throw new Unsupported(`windows that produce no output`);
+    return Math.floor(room / strides[i]) + 1;
+  });
+  const args = [cx.em.reg(x), cx.em.reg(weight), strides, pads, dilations, cx.em.imm(g), [1, 1]];
+  if (bias !== undefined) args.push(cx.em.reg(bias));
+  return cx.em.call("vm.op.conv2d", args, "float32", [x.shape[0], m, ...out]);
+}
+
+/**
+ * `ConvTranspose` of images `[N, C, H, W]` by weights known at import, as
+ * one `vm.op.conv2d` over the input spaced out by the strides: kernel
+ * element `k` of a transposed convolution adds input `i` into output
+ * `i·s − begin + k·d`, which is an ordinary convolution of the spaced-out
+ * input padded by `(K − 1)·d − begin` with the kernel flipped and its two
+ * channel axes swapped per group. Null when that padding would be negative
+ * (pads wider than the kernel), which the index path still takes.
+ */
+function convTranspose2d(
+  cx: NodeContext,
+  x: Value,
+  weight: Value,
+  bias: Value | undefined,
+): Value | null {
+  const [c, mg, kh, kw] = weight.shape as number[];
+  const g = cx.int("group", 1), m = mg * g, cg = c / g;
+  if (c % g !== 0 || (typeof x.shape[1] === "number" && x.shape[1] !== c)) {
+    throw new Unsupported(`group ${g} of ${x.shape[1]} channels`);
+  }
+  const kernel = [kh, kw];
+  const strides = cx.ints("strides") ?? [1, 1], dilations = cx.ints("dilations") ?? [1, 1];
+  const outPad = cx.ints("output_padding") ?? [0, 0];
+  const autoPad = cx.string("auto_pad", "NOTSET");
+  const size = x.shape.slice(2);
+  const known = size.every((d) => typeof d === "number");
+  const sizes = size as number[];
+  const full = (d: number) =>
+    strides[d] * (sizes[d] - 1) + outPad[d] + (kernel[d] - 1) * dilations[d] + 1;
+  let pads = cx.ints("pads");
+  let outShape = cx.ints("output_shape");
+  if ((outShape !== undefined || (pads === undefined && autoPad.startsWith("SAME"))) && !known) {
+    throw new Unsupported("output_shape or auto_pad over an image of size not known at import");
+  }
+  if (pads === undefined && (autoPad === "SAME_UPPER" || autoPad === "SAME_LOWER")) {
+    // As ONNX's reference: the output is the input times the strides unless given.
+    const target = outShape ?? sizes.map((s, d) => s * strides[d]);
+    const total = target.map((o, d) => full(d) - o);
+    const first = total.map((t) =>
+      autoPad === "SAME_UPPER" ? Math.floor(t / 2) : t - Math.floor(t / 2)
+    );
+    pads = [...first, ...total.map((t, d) => t - first[d])];
+    outShape = target;
+  }
+  const p = pads ?? [0, 0, 0, 0];
+  const out: Dim[] = known
+    ? outShape ?? sizes.map((_, d) => full(d) - p[d] - p[d + 2])
+    : [null, null];
+  const before = kernel.map((k, d) => (k - 1) * dilations[d] - p[d]);
+  const after = kernel.map((k, d) =>
+    known
+      ? (out[d] as number) - (sizes[d] - 1) * strides[d] - 1 - before[d] + (k - 1) * dilations[d]
+      : (k - 1) * dilations[d] - p[d + 2] + outPad[d]
+  );
+  if ([...before, ...after].some((v) => v < 0)) return null;
+  // Conv weights [M, C/G, KH, KW]: w'[g·M/G + o, i, y, x] = w[g·C/G + i, o, KH−1−y, KW−1−x].
+  const w = weight.tensor!.dataSync() as Float32Array;
+  const flipped = new Float32Array(w.length);
+  for (let gi = 0; gi < g; gi++) {
+    for (let o = 0; o < mg; o++) {
+      for (let i = 0; i < cg; i++) {
+        for (let y = 0; y < kh; y++) {
+          for (let xx = 0; xx < kw; xx++) {
+            flipped[(((gi * mg + o) * cg + i) * kh + y) * kw + xx] =
+              w[(((gi * cg + i) * mg + o) * kh + (kh - 1 - y)) * kw + (kw - 1 - xx)];
+          }
+        }
+      }
+    }
+  }
+  const wt = tensor(flipped, { shape: [m, cg, kh, kw] });
+  cx.made.push(wt);
+  const args = [
+    cx.em.reg(x),
+    cx.em.reg(cx.fromTensor(wt)),
+    [1, 1],
+    [before[0], before[1], after[0], after[1]],
+    dilations,
+    cx.em.imm(g),
+    strides,
+  ];
+  if (bias !== undefined) args.push(cx.em.reg(bias));
+  return cx.em.call("vm.op.conv2d", args, "float32", [x.shape[0], m, ...out]);
+}
+
+/**
+ * `AveragePool` of images whose size is known only at run time, without
+ * padding: a depthwise `vm.op.conv2d` by weights of 1 / window size (every
+ * window lies inside, so the divisor is the same everywhere). Null when the
+ * index path applies (a known size) or cannot be replaced (padding,
+ * `ceil_mode`, channels unknown).
+ */
+function averageByConv(cx: NodeContext, x: Value): Value | null {
+  const [, c, ...size] = x.shape;
+  if (x.shape.length !== 4 || size.every((d) => typeof d === "number")) return null;
+  const pads = cx.ints("pads") ?? [0, 0, 0, 0];
+  const autoPad = cx.string("auto_pad", "NOTSET");
+  if (
+    typeof c !== "number" || pads.some((p) => p !== 0) || cx.int("ceil_mode", 0) !== 0 ||
+    (autoPad !== "NOTSET" && autoPad !== "VALID")
+  ) return null;
+  cx.dtype(x, FLOAT);
+  const [kh, kw] = kernelShape(cx);
+  const wt = tensor(new Float32Array(c * kh * kw).fill(1 / (kh * kw)), { shape: [c, 1, kh, kw] });
+  cx.made.push(wt);
+  const strides = cx.ints("strides") ?? [1, 1], dilations = cx.ints("dilations") ?? [1, 1];
+  const args = [cx.em.reg(x), cx.em.reg(cx.fromTensor(wt)), strides, [0, 0, 0, 0], dilations];
+  args.push(cx.em.imm(c));
+  const out = size.map((d, i) =>
+    typeof d === "number"
+      ? Math.floor((d - ([kh, kw][i] - 1) * dilations[i] - 1) / strides[i]) + 1
+      : null
+  );
+  return cx.em.call("vm.op.conv2d", args, "float32", [x.shape[0], c, ...out]);
+}
+
 const POOL_ATTRS = ["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides"];
 
 /** Convolution and pooling by ONNX name. */
@@ -245,6 +414,7 @@ export const CONV_OPS: Record<string, OpSpec> = {
       if (!weight.shape.every((d) => typeof d === "number")) {
         throw new Unsupported("weights of a shape not known at import");
       }
+      if (x.shape.length === 4) return [conv2d(cx, x, weight, bias)];
       const [m, cg, ...kernel] = weight.shape as number[];
       const g = cx.int("group", 1);
       const { cols, w } = gatherWindows(cx, x, cx.ints("kernel_shape") ?? kernel, false, 0);
@@ -281,6 +451,10 @@ export const CONV_OPS: Record<string, OpSpec> = {
       const x = cx.input(0), weight = cx.input(1), bias = cx.optional(2);
       cx.dtype(x, FLOAT);
       cx.dtype(weight, FLOAT);
+      if (x.shape.length === 4 && weight.tensor !== undefined) {
+        const y = convTranspose2d(cx, x, weight, bias);
+        if (y !== null) return [y];
+      }
       if (
         !x.shape.every((d) => typeof d === "number") ||
         !weight.shape.every((d) => typeof d === "number")
@@ -352,7 +526,9 @@ export const CONV_OPS: Record<string, OpSpec> = {
   AveragePool: {
     attrs: [...POOL_ATTRS, "count_include_pad"],
     convert(cx) {
-      const { cols, w, inside, padded } = gatherWindows(cx, cx.input(0), kernelShape(cx), true, 0);
+      const x = cx.input(0), dynamic = averageByConv(cx, x);
+      if (dynamic !== null) return [dynamic];
+      const { cols, w, inside, padded } = gatherWindows(cx, x, kernelShape(cx), true, 0);
       const sum = pool(cx, "sum", cols, w.out);
       // The divisor per output position: the window's elements in the input (and its padding).
       const counts = cx.int("count_include_pad", 0) === 1 ? padded : inside;

@@ -68,9 +68,9 @@ Deno.test("registering one kernel adds or replaces that op alone, in the same ta
   assertStrictEquals(registry.tableFor("cpu").softmax, mine);
   assertStrictEquals(table.unary, cpuBackend.unary);
   assertThrows(
-    () => registry.register("cpu", "conv2d" as keyof OpBackend, mine as never),
+    () => registry.register("cpu", "conv3d" as keyof OpBackend, mine as never),
     TypeError,
-    'No op named "conv2d"',
+    'No op named "conv3d"',
   );
   assertThrows(
     () => registry.register("cpu", "softmax", undefined as never),

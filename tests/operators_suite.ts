@@ -14,6 +14,7 @@ import { installBuiltins } from "../builtins/install.ts";
 import { OPERATOR_NAMES } from "../builtins/operators/tensor_operators.ts";
 import { INDEXING_OPERATOR_NAMES } from "../builtins/operators/indexing_operators.ts";
 import { ATTENTION_OPERATOR_NAMES } from "../builtins/operators/attention_operators.ts";
+import { CONV_OPERATOR_NAMES } from "../builtins/operators/conv_operators.ts";
 import { SAMPLING_OPERATOR_NAMES } from "../builtins/lm_support/device_sampling.ts";
 import { Tuple } from "../ground/tuple.ts";
 import { ExecBuilder } from "../builder/exec_builder.ts";
@@ -185,6 +186,7 @@ export function defineOperatorTests(
         ...OPERATOR_NAMES,
         ...INDEXING_OPERATOR_NAMES,
         ...ATTENTION_OPERATOR_NAMES,
+        ...CONV_OPERATOR_NAMES,
         ...SAMPLING_OPERATOR_NAMES,
       ]
     ) {

@@ -8,7 +8,7 @@
  */
 
 /**
- * The 44 packed functions defined in `builtins/operators/` (Operators; Indexing operators; Attention operators), one property each, as in
+ * The 45 packed functions defined in `builtins/operators/` (Operators; Indexing operators; Attention operators; Convolution operators), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -506,4 +506,16 @@ export interface OperatorsBuiltins {
    * - TVM: none (relaxvm's own)
    */
   readonly "vm.op.causal_mask": "(scores, offset?) → tensor";
+  /**
+   * `vm.op.conv2d(x, weight, strides?, padding?, dilation?, groups?, input_dilation?, bias?) → tensor` (Convolution operators, `builtins/operators/conv_operators.ts`)
+   *
+   * 2-D convolution, direct (no im2col index): `x [N, C, H, W]`, `weight [M, C/groups, KH, KW]` → `[N, M, OH, OW]`. `strides` `[sh, sw]`, `padding` `[top, left, bottom, right]`, `dilation` `[dh, dw]`, `groups` (depthwise: `groups = C`), `input_dilation` `[ih, iw]` (the input's elements spaced apart: a transposed convolution), `bias [M]`; null takes the default (ones, zeros, 1, no bias).
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices), `RangeError` (shapes, geometry); messages start with the operator's name.
+   * - TVM: `relax.op.nn.conv2d` (NCHW, OIHW); with input_dilation, relax.op.nn.conv2d_transpose
+   */
+  readonly "vm.op.conv2d":
+    "(x, weight, strides?, padding?, dilation?, groups?, input_dilation?, bias?) → tensor";
 }

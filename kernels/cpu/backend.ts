@@ -14,6 +14,7 @@ import { attentionKernel, causalMaskKernel } from "./attention.ts";
 import { castKernel } from "./cast.ts";
 import { compareKernel, whereKernel } from "./compare.ts";
 import { concatKernel } from "./concat.ts";
+import { conv2dKernel } from "./conv2d.ts";
 import { binaryKernel, unaryKernel } from "./elementwise.ts";
 import { layerNormKernel } from "./layer_norm.ts";
 import { linearKernel } from "./linear.ts";
@@ -34,6 +35,7 @@ export const cpuBackend: Partial<OpBackend> = {
   where: whereKernel,
   matmul: matmulKernel,
   linear: linearKernel,
+  conv2d: conv2dKernel,
   reduce: reduceKernel,
   softmax: softmaxKernel,
   layerNorm: layerNormKernel,

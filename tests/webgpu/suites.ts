@@ -2,6 +2,7 @@
 // parent (to know their names); registering a test never touches the GPU.
 import "./builtins_suite.ts";
 import "./comparison_suite.ts";
+import "./conv2d_suite.ts";
 import "./device_suite.ts";
 import "./dtypes_suite.ts";
 import "./gpt_suite.ts";
@@ -18,6 +19,7 @@ import "./onnx_gpt_suite.ts";
 import "./onnx_pad_suite.ts";
 import "./silero_vad_suite.ts";
 import "./onnx_nodes_suite.ts";
+import "./onnx_ocr_suite.ts";
 import "./ops_suite.ts";
 import "./profile_suite.ts";
 import "./vm_suite.ts";

@@ -1,0 +1,394 @@
+/**
+ * CPU 2-D convolution (float32), `OpBackend.conv2d`.
+ *
+ * Four paths. An ordinary convolution (not transposed) that is not
+ * depthwise is one matrix product per image and group:
+ * the group's windows are laid out as a `[C/G·KH·KW, OH·OW]` matrix in a
+ * scratch buffer reused across calls (a 1×1 convolution of stride 1 reads
+ * the input as it is) and multiplied by the group's weights `[M/G,
+ * C/G·KH·KW]` with `gemm`, which runs in WebAssembly SIMD
+ * (kernels/cpu/wasm/gemm.ts) on its threads. The scratch holds one group's
+ * windows of one image, not the model's whole im2col index, so it stays the
+ * size of that layer's activations times its kernel.
+ *
+ * A transposed convolution whose kernel equals its stride and that neither
+ * overlaps nor crops (ONNX's `ConvTranspose` of kernel = stride, no pads:
+ * a detector's 2× upsampling; `Resize` by an integer `nearest` scale) gives
+ * each output exactly one kernel element, the same for all outputs of one
+ * phase `(oy mod s, ox mod s)`: per phase, one matrix product of that
+ * element's weights `[M, C]` by the input `[C, H·W]` (depthwise: a scaled
+ * copy), scattered into the output with stride s. (Through the direct loop
+ * it was 3/5 of a 640×192 detector's time.)
+ *
+ * A depthwise convolution (each output reads KH·KW inputs of one channel)
+ * adds, per kernel element, its weight times shifted input rows to the
+ * output rows (`depthwise`). Everything else (other transposed
+ * convolutions, whose spaced-out input makes most kernel elements read
+ * zeros) is a direct loop over the kernel elements that read an input
+ * element: which they are is worked out once per output row and column, so
+ * a transposed convolution of stride s visits 1/s² of its kernel instead of
+ * testing every element.
+ *
+ * @module
+ */
+
+import type { NDArray } from "../../devices/ndarray.ts";
+import type { Conv2dGeometry } from "../kernel_backend.ts";
+import { gemm } from "./matmul.ts";
+
+// Reused across calls; JS runs one kernel at a time.
+let scratch = new Float32Array(0);
+
+/**
+ * For each output position `o < outSize` along one axis, the kernel elements
+ * `k` that read an input element and that element's index: `taps[start[o] ..
+ * start[o + 1])` as pairs `(k, i)`.
+ */
+function axisTaps(
+  outSize: number,
+  inSize: number,
+  kernel: number,
+  stride: number,
+  pad: number,
+  dilation: number,
+  inputDilation: number,
+): { start: Int32Array; taps: Int32Array } {
+  const start = new Int32Array(outSize + 1);
+  const list: number[] = [];
+  for (let o = 0; o < outSize; o++) {
+    start[o] = list.length / 2;
+    for (let k = 0; k < kernel; k++) {
+      const p = o * stride - pad + k * dilation;
+      if (p < 0 || p % inputDilation !== 0) continue;
+      const i = p / inputDilation;
+      if (i < inSize) list.push(k, i);
+    }
+  }
+  start[outSize] = list.length / 2;
+  return { start, taps: Int32Array.from(list) };
+}
+
+/** `out = conv2d(x, w) + bias`; see `OpBackend.conv2d`. */
+export function conv2dKernel(
+  x: NDArray,
+  w: NDArray,
+  bias: NDArray | null,
+  geometry: Conv2dGeometry,
+  out: NDArray,
+): void {
+  if (out.size === 0) return;
+  const [N, C, H, W] = x.shape;
+  const [M, Cg, KH, KW] = w.shape;
+  const [, , OH, OW] = out.shape;
+  const G = geometry.groups, Mg = M / G;
+  const xv = x.readView() as Float32Array, wv = w.readView() as Float32Array;
+  const ov = out.cpuView() as Float32Array;
+  const [sh, sw] = geometry.strides, [ph, pw] = geometry.padBegin;
+  const [dh, dw] = geometry.dilations, [ih, iw] = geometry.inputDilations;
+  const depth = Cg * KH * KW, plane = OH * OW;
+  if (
+    ih === KH && iw === KW && ih * iw > 1 && sh === 1 && sw === 1 && dh === 1 && dw === 1 &&
+    ph === KH - 1 && pw === KW - 1 && OH === H * KH && OW === W * KW && (G === 1 || Cg === 1)
+  ) {
+    byPhase(xv, wv, ov, N, C, H, W, M, KH, KW, G);
+    if (bias !== null) addBias(ov, bias.readView() as Float32Array, N, M, plane);
+    return;
+  }
+  if (Cg > 1 && ih === 1 && iw === 1) {
+    const direct = KH === 1 && KW === 1 && sh === 1 && sw === 1 && ph === 0 && pw === 0 &&
+      OH === H && OW === W;
+    if (!direct && scratch.length < depth * plane) scratch = new Float32Array(depth * plane);
+    for (let n = 0; n < N; n++) {
+      for (let g = 0; g < G; g++) {
+        const xOff = (n * C + g * Cg) * H * W;
+        if (!direct) {
+          im2col(xv, xOff, Cg, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, scratch);
+        }
+        gemm(
+          wv,
+          g * Mg * depth,
+          direct ? xv : scratch,
+          direct ? xOff : 0,
+          ov,
+          (n * M + g * Mg) * plane,
+          Mg,
+          depth,
+          plane,
+          true,
+        );
+      }
+    }
+    if (bias !== null) addBias(ov, bias.readView() as Float32Array, N, M, plane);
+    return;
+  }
+  if (Cg === 1 && ih === 1 && iw === 1) {
+    depthwise(xv, wv, bias === null ? null : bias.readView() as Float32Array, ov, {
+      N,
+      C,
+      H,
+      W,
+      M,
+      KH,
+      KW,
+      OH,
+      OW,
+      sh,
+      sw,
+      ph,
+      pw,
+      dh,
+      dw,
+    });
+    return;
+  }
+  const rows = axisTaps(OH, H, KH, sh, ph, dh, ih), cols = axisTaps(OW, W, KW, sw, pw, dw, iw);
+  const bv = bias === null ? null : bias.readView() as Float32Array;
+  for (let n = 0; n < N; n++) {
+    for (let m = 0; m < M; m++) {
+      const g = Math.floor(m / Mg), wBase = m * depth, b = bv === null ? 0 : bv[m];
+      const xBase = (n * C + g * Cg) * H * W;
+      let o = (n * M + m) * plane;
+      for (let oy = 0; oy < OH; oy++) {
+        const r0 = rows.start[oy], r1 = rows.start[oy + 1];
+        for (let ox = 0; ox < OW; ox++, o++) {
+          const c0 = cols.start[ox], c1 = cols.start[ox + 1];
+          let sum = 0;
+          for (let c = 0; c < Cg; c++) {
+            const xc = xBase + c * H * W, wc = wBase + c * KH * KW;
+            for (let r = r0; r < r1; r++) {
+              const wr = wc + rows.taps[2 * r] * KW, xr = xc + rows.taps[2 * r + 1] * W;
+              for (let q = c0; q < c1; q++) {
+                sum += wv[wr + cols.taps[2 * q]] * xv[xr + cols.taps[2 * q + 1]];
+              }
+            }
+          }
+          ov[o] = sum + b;
+        }
+      }
+    }
+  }
+}
+
+/**
+ * A transposed convolution of kernel = stride `[KH, KW]` without overlap or
+ * crop, phase by phase: output `(i·KH + r, j·KW + q)` is kernel element
+ * `(KH−1−r, KW−1−q)` (the kernel is flipped in the conv form) times input
+ * `(i, j)`, summed over the group's channels. Groups: one, or depthwise.
+ */
+function byPhase(
+  xv: Float32Array,
+  wv: Float32Array,
+  ov: Float32Array,
+  N: number,
+  C: number,
+  H: number,
+  W: number,
+  M: number,
+  KH: number,
+  KW: number,
+  G: number,
+): void {
+  const HW = H * W, OW = W * KW, plane = H * KH * OW;
+  if (G === 1 && scratch.length < M * C + M * HW) scratch = new Float32Array(M * C + M * HW);
+  for (let r = 0; r < KH; r++) {
+    for (let q = 0; q < KW; q++) {
+      const k = (KH - 1 - r) * KW + (KW - 1 - q);
+      for (let n = 0; n < N; n++) {
+        if (G === 1) {
+          // This phase's weights [M, C], then [M, C] @ x[n] [C, H·W] into the scratch after them.
+          for (let m = 0; m < M; m++) {
+            for (let c = 0; c < C; c++) scratch[m * C + c] = wv[(m * C + c) * KH * KW + k];
+          }
+          gemm(scratch, 0, xv, n * C * HW, scratch, M * C, M, C, HW, true);
+        }
+        for (let m = 0; m < M; m++) {
+          const o = (n * M + m) * plane + r * OW + q;
+          if (G === 1) {
+            const src = M * C + m * HW;
+            for (let i = 0; i < H; i++) {
+              for (let j = 0; j < W; j++) ov[o + i * KH * OW + j * KW] = scratch[src + i * W + j];
+            }
+          } else {
+            // Depthwise (Cg = 1): output channel m reads input channel ⌊m / (M/G)⌋.
+            const wk = wv[m * KH * KW + k], src = (n * C + Math.floor(m / (M / G))) * HW;
+            for (let i = 0; i < H; i++) {
+              for (let j = 0; j < W; j++) ov[o + i * KH * OW + j * KW] = wk * xv[src + i * W + j];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/** The sizes and geometry `depthwise` reads. */
+interface DepthwiseShape {
+  N: number;
+  C: number;
+  H: number;
+  W: number;
+  M: number;
+  KH: number;
+  KW: number;
+  OH: number;
+  OW: number;
+  sh: number;
+  sw: number;
+  ph: number;
+  pw: number;
+  dh: number;
+  dw: number;
+}
+
+/**
+ * A depthwise convolution (one input channel per group), kernel element by
+ * kernel element: each adds its weight times a shifted row of the input to
+ * a row of the output, over the outputs whose input lies inside (worked out
+ * once per element), so the inner loop is a plain multiply-add along a row.
+ * (The tap lists of the general loop cost about 20 ns a multiply-add here.)
+ */
+function depthwise(
+  xv: Float32Array,
+  wv: Float32Array,
+  bv: Float32Array | null,
+  ov: Float32Array,
+  s: DepthwiseShape,
+): void {
+  const { N, C, H, W, M, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw } = s;
+  const perGroup = M / C, plane = OH * OW;
+  for (let n = 0; n < N; n++) {
+    for (let m = 0; m < M; m++) {
+      const o = (n * M + m) * plane, xc = (n * C + Math.floor(m / perGroup)) * H * W;
+      ov.fill(bv === null ? 0 : bv[m], o, o + plane);
+      if (sw === 1 && dw === 1 && (KW === 3 || KW === 5)) {
+        rowsUnrolled(xv, wv, ov, m, o, xc, s);
+        continue;
+      }
+      for (let ky = 0; ky < KH; ky++) {
+        for (let kx = 0; kx < KW; kx++) {
+          const wk = wv[(m * KH + ky) * KW + kx], shift = kx * dw - pw;
+          const lo = Math.min(OW, Math.max(0, Math.ceil(-shift / sw)));
+          const hi = Math.max(lo, Math.min(OW, Math.floor((W - 1 - shift) / sw) + 1));
+          for (let oy = 0; oy < OH; oy++) {
+            const iy = oy * sh - ph + ky * dh;
+            if (iy < 0 || iy >= H) continue;
+            const xr = xc + iy * W + shift, orow = o + oy * OW;
+            if (sw === 1) { for (let ox = lo; ox < hi; ox++) ov[orow + ox] += wk * xv[xr + ox]; }
+            else for (let ox = lo; ox < hi; ox++) ov[orow + ox] += wk * xv[xr + ox * sw];
+          }
+        }
+      }
+    }
+  }
+}
+
+/**
+ * `depthwise`'s rows for the common 3- and 5-wide kernels of stride 1: per
+ * kernel row and output row, the outputs whose whole window lies inside
+ * take all `KW` products in one sum (one store each instead of `KW`), the
+ * edges one product at a time. About twice the speed of a pass per element.
+ */
+function rowsUnrolled(
+  xv: Float32Array,
+  wv: Float32Array,
+  ov: Float32Array,
+  m: number,
+  o: number,
+  xc: number,
+  s: DepthwiseShape,
+): void {
+  const { H, W, KH, KW, OH, OW, sh, ph, pw, dh } = s;
+  // Outputs whose every tap ox − pw + kx lies in [0, W).
+  const a = Math.min(OW, Math.max(0, pw)), b = Math.max(a, Math.min(OW, W + pw - KW + 1));
+  for (let ky = 0; ky < KH; ky++) {
+    const wr = (m * KH + ky) * KW;
+    const w0 = wv[wr], w1 = wv[wr + 1], w2 = wv[wr + 2];
+    const w3 = KW === 5 ? wv[wr + 3] : 0, w4 = KW === 5 ? wv[wr + 4] : 0;
+    for (let oy = 0; oy < OH; oy++) {
+      const iy = oy * sh - ph + ky * dh;
+      if (iy < 0 || iy >= H) continue;
+      const xr = xc + iy * W - pw, orow = o + oy * OW;
+      if (KW === 3) {
+        for (let ox = a; ox < b; ox++) {
+          const i = xr + ox;
+          ov[orow + ox] += w0 * xv[i] + w1 * xv[i + 1] + w2 * xv[i + 2];
+        }
+      } else {
+        for (let ox = a; ox < b; ox++) {
+          const i = xr + ox;
+          ov[orow + ox] += w0 * xv[i] + w1 * xv[i + 1] + w2 * xv[i + 2] + w3 * xv[i + 3] +
+            w4 * xv[i + 4];
+        }
+      }
+      for (let ox = 0; ox < OW; ox++) {
+        if (ox === a) ox = b;
+        if (ox >= OW) break;
+        let sum = 0;
+        for (let kx = 0; kx < KW; kx++) {
+          const ix = ox - pw + kx;
+          if (ix >= 0 && ix < W) sum += wv[wr + kx] * xv[xr + pw + ix];
+        }
+        ov[orow + ox] += sum;
+      }
+    }
+  }
+}
+
+/**
+ * Lays the windows of `channels` channels of one image (from `xOff`) out as
+ * `cols [channels·KH·KW, OH·OW]`: row `(c, ky, kx)` holds, for every output,
+ * the input that kernel element reads (0 in the padding).
+ */
+function im2col(
+  xv: Float32Array,
+  xOff: number,
+  channels: number,
+  H: number,
+  W: number,
+  KH: number,
+  KW: number,
+  OH: number,
+  OW: number,
+  sh: number,
+  sw: number,
+  ph: number,
+  pw: number,
+  dh: number,
+  dw: number,
+  cols: Float32Array,
+): void {
+  let row = 0;
+  for (let c = 0; c < channels; c++) {
+    const xc = xOff + c * H * W;
+    for (let ky = 0; ky < KH; ky++) {
+      for (let kx = 0; kx < KW; kx++, row += OH * OW) {
+        // The outputs whose input column lies inside: ix = ox·sw − pw + kx·dw in [0, W).
+        const shift = kx * dw - pw;
+        const lo = Math.min(OW, Math.max(0, Math.ceil(-shift / sw)));
+        const hi = Math.max(lo, Math.min(OW, Math.floor((W - 1 - shift) / sw) + 1));
+        for (let oy = 0; oy < OH; oy++) {
+          const iy = oy * sh - ph + ky * dh, o = row + oy * OW;
+          if (iy < 0 || iy >= H) {
+            cols.fill(0, o, o + OW);
+            continue;
+          }
+          const xr = xc + iy * W + shift;
+          if (lo > 0) cols.fill(0, o, o + lo);
+          if (sw === 1) cols.set(xv.subarray(xr + lo, xr + hi), o + lo);
+          else for (let ox = lo; ox < hi; ox++) cols[o + ox] = xv[xr + ox * sw];
+          if (hi < OW) cols.fill(0, o + hi, o + OW);
+        }
+      }
+    }
+  }
+}
+
+/** `out[n, m, :] += bias[m]`. */
+function addBias(ov: Float32Array, bv: Float32Array, N: number, M: number, plane: number): void {
+  for (let n = 0, o = 0; n < N; n++) {
+    for (let m = 0; m < M; m++, o += plane) {
+      const b = bv[m];
+      for (let i = o; i < o + plane; i++) ov[i] += b;
+    }
+  }
+}

@@ -1,0 +1,218 @@
+/**
+ * `vm.op.conv2d` against a plain float64 loop written from the operator's
+ * definition (output `o` reads input position `o·stride − pad + k·dilation`
+ * of the input spaced out by `input_dilation`), at odd sizes: groups,
+ * depthwise, strides, dilations, asymmetric padding, transposed
+ * (input-dilated) convolutions, with and without a bias. Shared by
+ * tests/conv2d_test.ts (CPU, both kernel paths) and
+ * tests/webgpu/conv2d_suite.ts.
+ *
+ * @module
+ */
+
+import { assert, assertEquals } from "@std/assert";
+import { type Device, getGlobalFunc, type NDArray, tensor } from "../mod.ts";
+
+/** One convolution to check. */
+export interface ConvCase {
+  name: string;
+  x: [number, number, number, number];
+  /** `[M, C/groups, KH, KW]`. */
+  w: [number, number, number, number];
+  strides?: [number, number];
+  padding?: [number, number, number, number];
+  dilation?: [number, number];
+  groups?: number;
+  inputDilation?: [number, number];
+  bias?: boolean;
+}
+
+/** The cases: each path of the CPU kernel and the WebGPU template's every branch. */
+export const CONV_CASES: readonly ConvCase[] = [
+  {
+    name: "3×3, padded, bias",
+    x: [2, 5, 9, 7],
+    w: [6, 5, 3, 3],
+    padding: [1, 1, 1, 1],
+    bias: true,
+  },
+  { name: "1×1 pointwise", x: [1, 17, 6, 5], w: [9, 17, 1, 1], bias: true },
+  { name: "1×1 pointwise, two images, vec4-aligned", x: [2, 16, 5, 8], w: [12, 16, 1, 1] },
+  {
+    name: "stride 2, asymmetric padding",
+    x: [1, 4, 11, 10],
+    w: [7, 4, 3, 3],
+    strides: [2, 2],
+    padding: [0, 1, 2, 1],
+  },
+  {
+    name: "dilation 2, stride (1, 3)",
+    x: [1, 6, 13, 12],
+    w: [5, 6, 3, 2],
+    dilation: [2, 2],
+    strides: [1, 3],
+    padding: [2, 0, 1, 2],
+    bias: true,
+  },
+  {
+    name: "groups 3",
+    x: [2, 9, 7, 8],
+    w: [6, 3, 3, 3],
+    groups: 3,
+    padding: [1, 1, 1, 1],
+    bias: true,
+  },
+  {
+    name: "depthwise 5×5, stride 2",
+    x: [1, 8, 15, 13],
+    w: [8, 1, 5, 5],
+    groups: 8,
+    strides: [2, 2],
+    padding: [2, 2, 2, 2],
+    bias: true,
+  },
+  {
+    name: "depthwise ×2 channels",
+    x: [1, 3, 6, 7],
+    w: [6, 1, 3, 3],
+    groups: 3,
+    padding: [0, 1, 1, 0],
+  },
+  {
+    name: "transposed 2×2 stride 2",
+    x: [1, 5, 4, 6],
+    w: [3, 5, 2, 2],
+    inputDilation: [2, 2],
+    padding: [1, 1, 1, 1],
+    bias: true,
+  },
+  {
+    name: "depthwise 5×5 stride 1, two images, one image narrower than the kernel",
+    x: [2, 3, 7, 4],
+    w: [3, 1, 5, 5],
+    groups: 3,
+    padding: [2, 2, 2, 1],
+    bias: true,
+  },
+  {
+    name: "depthwise 3×3 stride (1, 1), wide rows",
+    x: [1, 2, 5, 37],
+    w: [2, 1, 3, 3],
+    groups: 2,
+    padding: [1, 1, 1, 1],
+  },
+  {
+    name: "transposed 3×3 stride 3, two images (by phase)",
+    x: [2, 6, 3, 4],
+    w: [5, 6, 3, 3],
+    inputDilation: [3, 3],
+    padding: [2, 2, 2, 2],
+    bias: true,
+  },
+  {
+    name: "transposed depthwise ×2, 2×2 stride 2 (by phase)",
+    x: [1, 4, 3, 5],
+    w: [8, 1, 2, 2],
+    groups: 4,
+    inputDilation: [2, 2],
+    padding: [1, 1, 1, 1],
+  },
+  {
+    name: "transposed 3×3 stride (2, 3), grouped",
+    x: [1, 4, 5, 4],
+    w: [6, 2, 3, 3],
+    groups: 2,
+    inputDilation: [2, 3],
+    padding: [2, 1, 2, 2],
+    dilation: [1, 1],
+  },
+  {
+    name: "kernel larger than input with padding",
+    x: [1, 2, 2, 3],
+    w: [3, 2, 4, 4],
+    padding: [2, 2, 2, 2],
+  },
+];
+
+/** A reproducible ramp of pseudo-random values in [-1, 1). */
+function randoms(n: number, seed: number): Float32Array {
+  const out = new Float32Array(n);
+  let s = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = s / 2 ** 31 - 1;
+  }
+  return out;
+}
+
+/** The definition, in float64: returns the output and its shape. */
+export function referenceConv(
+  c: ConvCase,
+  x: Float32Array,
+  w: Float32Array,
+  b: Float32Array | null,
+): { out: Float64Array; shape: number[] } {
+  const [N, C, H, W] = c.x, [M, Cg, KH, KW] = c.w;
+  const [sh, sw] = c.strides ?? [1, 1], [pt, pl, pb, pr] = c.padding ?? [0, 0, 0, 0];
+  const [dh, dw] = c.dilation ?? [1, 1], [ih, iw] = c.inputDilation ?? [1, 1];
+  const G = c.groups ?? 1, Mg = M / G;
+  const OH = Math.floor(((H - 1) * ih + 1 + pt + pb - (KH - 1) * dh - 1) / sh) + 1;
+  const OW = Math.floor(((W - 1) * iw + 1 + pl + pr - (KW - 1) * dw - 1) / sw) + 1;
+  const out = new Float64Array(N * M * OH * OW);
+  for (let n = 0; n < N; n++) {
+    for (let m = 0; m < M; m++) {
+      const g = Math.floor(m / Mg);
+      for (let oy = 0; oy < OH; oy++) {
+        for (let ox = 0; ox < OW; ox++) {
+          let sum = b === null ? 0 : b[m];
+          for (let cc = 0; cc < Cg; cc++) {
+            for (let ky = 0; ky < KH; ky++) {
+              for (let kx = 0; kx < KW; kx++) {
+                const py = oy * sh - pt + ky * dh, px = ox * sw - pl + kx * dw;
+                if (py < 0 || px < 0 || py % ih !== 0 || px % iw !== 0) continue;
+                const iy = py / ih, ix = px / iw;
+                if (iy >= H || ix >= W) continue;
+                sum += w[((m * Cg + cc) * KH + ky) * KW + kx] *
+                  x[((n * C + g * Cg + cc) * H + iy) * W + ix];
+              }
+            }
+          }
+          out[((n * M + m) * OH + oy) * OW + ox] = sum;
+        }
+      }
+    }
+  }
+  return { out, shape: [N, M, OH, OW] };
+}
+
+/** Runs every case through `vm.op.conv2d` on `device` (default: the CPU). */
+export async function checkConv2d(device?: Device): Promise<void> {
+  const conv2d = getGlobalFunc("vm.op.conv2d")!;
+  for (const [i, c] of CONV_CASES.entries()) {
+    const xs = randoms(c.x.reduce((a, b) => a * b), 7 + i);
+    const ws = randoms(c.w.reduce((a, b) => a * b), 101 + i);
+    const bs = c.bias ? randoms(c.w[0], 211 + i) : null;
+    const want = referenceConv(c, xs, ws, bs);
+    using x = tensor(xs, { shape: c.x, device });
+    using w = tensor(ws, { shape: c.w, device });
+    using b = bs === null ? null : tensor(bs, { device });
+    using y = conv2d(
+      x,
+      w,
+      c.strides ?? null,
+      c.padding ?? null,
+      c.dilation ?? null,
+      c.groups ?? null,
+      c.inputDilation ?? null,
+      b,
+    ) as NDArray;
+    assertEquals(y.shape, want.shape, c.name);
+    const got = await y.data() as Float32Array;
+    for (let k = 0; k < got.length; k++) {
+      assert(
+        Math.abs(got[k] - want.out[k]) <= 1e-5 * (1 + Math.abs(want.out[k])),
+        `${c.name}: element ${k} is ${got[k]}, expected ${want.out[k]}`,
+      );
+    }
+  }
+}
