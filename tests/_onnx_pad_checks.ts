@@ -9,7 +9,9 @@
  * @module
  */
 
-import { decodeONNXTensor, type Device, importONNX, type NDArray, VirtualMachine } from "../mod.ts";
+import { type Device, importONNX, type NDArray, VirtualMachine } from "../mod.ts";
+// Issue 32 took decodeONNXTensor out of mod.ts; the tests read tensors through the decoder itself.
+import { decodeTensor as decodeONNXTensor } from "../onnx/onnx_tensor.ts";
 import { decodeModel } from "../onnx/onnx_proto.ts";
 import { compare, nodeTestRoot } from "./onnx/node_tests.ts";
 
