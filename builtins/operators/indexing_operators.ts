@@ -297,15 +297,17 @@ function broadcastTo(args: readonly unknown[]): NDArray {
       `${name}: shape ${formatShape(x.shape)} does not broadcast to ${formatShape(target)}`,
     );
   }
-  const view = reshapedView(x, from);
   const start = from.map(() => 0);
   const step = from.map((d, i) => d === target[i] ? 1 : 0);
-  return launch(
-    view,
-    target,
-    x.dtype,
-    (backend, out) => backend.stridedSlice(view, start, step, out),
-  );
+  return launch(x, target, x.dtype, (backend, out) => {
+    // The view holds a reference to x's storage; drop it, whatever the kernel does.
+    const view = reshapedView(x, from);
+    try {
+      backend.stridedSlice(view, start, step, out);
+    } finally {
+      view.releaseIfUnowned();
+    }
+  });
 }
 
 // ---------------------------------------------------------------- concat
