@@ -53,7 +53,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "MiniLM as ONNX imported without inputShapes: 513 tokens (past the 512 positions) fail at the first Slice by the token count",
+  name:
+    "MiniLM as ONNX imported without inputShapes: 513 tokens (past the 512 positions) fail at the first Slice by the token count",
   ignore,
   fn: async () => {
     await withModel(cpu(), undefined, async (vm, params) => {
