@@ -3,9 +3,10 @@
  * against what users run for it, all in this process, on the same tokens:
  * onnxruntime-web with its WebAssembly and its WebGPU execution providers,
  * and onnxruntime-node (native CPU), each running the model's ONNX export
- * (`tools/minilm_reference.sh` writes `.weights/all-MiniLM-L6-v2/model.onnx`:
- * encoder, mean pooling and normalization in one graph, exported from the
- * sentence-transformers model the weights come from).
+ * (`.weights/all-MiniLM-L6-v2/model.onnx`: encoder, mean pooling and
+ * normalization in one graph as torch.onnx exports them, written from the
+ * same weights by `tools/onnx/minilm_onnx.py`, which `tools/fetch_weights.sh`
+ * runs).
  *
  * ```sh
  * deno run -A bench/minilm_bench.ts [--rounds N]
@@ -39,7 +40,7 @@ const D = 384;
 for (
   const [file, how] of [
     [new URL("tensor-cache.json", WEIGHTS), "bash tools/fetch_weights.sh"],
-    [ONNX, "tools/minilm_reference.sh --onnx (a PyTorch venv, ~7 GB)"],
+    [ONNX, "bash tools/fetch_weights.sh (with tools/onnx/.venv)"],
   ] as const
 ) {
   try {

@@ -2,8 +2,9 @@
  * Real ONNX files through `importONNX` against onnxruntime-web running the
  * same files, all in this process: Silero VAD (`.weights/silero-vad/`, the
  * silero-vad wheel's `silero_vad.onnx` and `silero_vad_op18_ifless.onnx`)
- * and all-MiniLM-L6-v2 exported to ONNX (`.weights/all-MiniLM-L6-v2/model.onnx`,
- * from `tools/minilm_reference.sh --onnx`). relaxvm on the CPU is compared
+ * and all-MiniLM-L6-v2 as ONNX (`.weights/all-MiniLM-L6-v2/model.onnx`, the
+ * graph torch.onnx writes, made by `tools/fetch_weights.sh` through
+ * `tools/onnx/minilm_onnx.py`). relaxvm on the CPU is compared
  * with onnxruntime-web's WebAssembly backend, relaxvm on WebGPU with its
  * WebGPU backend.
  *
@@ -53,7 +54,7 @@ const ONLY = onlyAt >= 0 ? Deno.args[onlyAt + 1] : "";
 for (
   const [file, how] of [
     [new URL("silero_vad.onnx", SILERO), "bash tools/fetch_weights.sh"],
-    [MINILM, "tools/minilm_reference.sh --onnx (a PyTorch venv, ~7 GB)"],
+    [MINILM, "bash tools/fetch_weights.sh (with tools/onnx/.venv)"],
   ] as const
 ) {
   try {

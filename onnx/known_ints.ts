@@ -86,3 +86,25 @@ export function broadcastInts(
     ints,
   );
 }
+
+/**
+ * `Equal` of two known integer lists (scalars and equal lengths) where
+ * symbols may appear, when the answer does not depend on their sizes: a
+ * symbol equals itself, and never a negative number (a dimension is at
+ * least 0). PyTorch's `expand` writes `Where(Equal(shape, -1), 1, shape)`
+ * over a shape of symbols; any other pair is undefined (not foldable).
+ */
+export function equalDims(x: readonly Dim[], y: readonly Dim[]): number[] | undefined {
+  const n = Math.max(x.length, y.length);
+  if ((x.length !== n && x.length !== 1) || (y.length !== n && y.length !== 1)) return undefined;
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const a = x[x.length === 1 ? 0 : i], b = y[y.length === 1 ? 0 : i];
+    if (a === null || b === null) return undefined;
+    if (a === b) out.push(1);
+    else if (typeof a === "number" && typeof b === "number") out.push(0);
+    else if ((typeof a === "number" && a < 0) || (typeof b === "number" && b < 0)) out.push(0);
+    else return undefined;
+  }
+  return out;
+}

@@ -29,6 +29,12 @@ function known(cx: NodeContext, i: number): boolean {
   return v === undefined || (v.ints !== undefined && v.ints.every((d) => typeof d === "number"));
 }
 
+/** Whether input `i` is absent or its integers are each a number or a shape symbol. */
+function symbolic(cx: NodeContext, i: number): boolean {
+  const v = cx.optional(i);
+  return v === undefined || (v.ints !== undefined && v.ints.every((d) => d !== null));
+}
+
 /**
  * `spec` when inputs `runtime` are known at import; else `dynamic`, which
  * reads them when the program runs.
@@ -37,11 +43,21 @@ function orAtRunTime(
   spec: OpSpec,
   runtime: readonly number[],
   dynamic: (cx: NodeContext) => (Value | undefined)[],
+  symbols = false,
 ): OpSpec {
   return {
     attrs: spec.attrs,
     convert(cx) {
       if (runtime.every((i) => known(cx, i))) return spec.convert(cx);
+      // Sizes that are shape symbols stay on the device (`spec` binds them through the shape
+      // heap); what it cannot express goes to the host.
+      if (symbols && runtime.every((i) => symbolic(cx, i))) {
+        try {
+          return spec.convert(cx);
+        } catch (e) {
+          if (!(e instanceof Unsupported)) throw e;
+        }
+      }
       return dynamic(cx);
     },
   };
@@ -116,7 +132,7 @@ export const DYNAMIC_OPS: Record<string, OpSpec> = {
         shape,
       ),
     ];
-  }),
+  }, true),
   Split: orAtRunTime(SHAPE_OPS.Split, [1], (cx) => {
     const x = cx.input(0), axis = normAxis(cx.int("axis", 0), x.shape.length);
     const sizes = cx.em.reg(cx.input(1));
@@ -153,7 +169,7 @@ export const DYNAMIC_OPS: Record<string, OpSpec> = {
         unknownDims(rank),
       ),
     ];
-  }),
+  }, true),
   ConstantOfShape: orAtRunTime(SHAPE_OPS.ConstantOfShape, [0], (cx) => {
     const s = cx.input(0), rank = lengthOf(cx, 0, "shape");
     const value = cx.tensorAttr("value") ?? tensor([0], { shape: [1] });

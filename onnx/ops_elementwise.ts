@@ -10,6 +10,7 @@
 
 import type { TensorDType } from "../ground/dtype.ts";
 import { broadcastShapes, Unsupported, type Value } from "./graph_values.ts";
+import { equalDims } from "./known_ints.ts";
 import type { NodeContext } from "./node_context.ts";
 import { ARITH, FLOAT, type OpSpec } from "./op_spec.ts";
 
@@ -133,7 +134,10 @@ function comparison(op: string, dtypes: readonly string[] = COMPARED): OpSpec {
     attrs: [],
     convert(cx) {
       const a = cx.input(0), b = cx.input(1);
-      const folded = foldInts(a, b, (x, y) => COMPARE_FOLDS[op](x, y) ? 1 : 0);
+      const folded = foldInts(a, b, (x, y) => COMPARE_FOLDS[op](x, y) ? 1 : 0) ??
+        (op === "equal" && a.ints && b.ints && a.shape.length <= 1 && b.shape.length <= 1
+          ? equalDims(a.ints, b.ints) // symbols: PyTorch's expand, see equalDims
+          : undefined);
       if (folded !== undefined) {
         const rank = Math.max(a.shape.length, b.shape.length);
         return [cx.knownValue(folded, rank === 0 ? [] : [folded.length], "bool")];

@@ -228,6 +228,61 @@ function sliceRange(n: number, b: number, e: number, s: number): [number, number
 /** Clamps ONNX's ±2^63 "to the end" bounds into what a shape constant holds. */
 const clampBound = (v: number) => Math.max(-(2 ** 40), Math.min(2 ** 40, v));
 
+/**
+ * `Slice` with a bound known only at run time: `vm.op.strided_slice` with
+ * its bounds a `make_shape` from the shape heap, so one import serves every
+ * size. `x[0:S]` by step 1 has size `S`, asserted at run time (strided_slice
+ * clamps: a token count past the 512 positions must fail, not shrink);
+ * other symbolic slices get a size bound from the result.
+ */
+function symbolicSlice(
+  cx: NodeContext,
+  x: Value,
+  axes: number[],
+  starts: Dim[],
+  ends: Dim[],
+  steps: number[],
+): Value {
+  const shape = [...x.shape];
+  let checked = false;
+  axes.forEach((a, k) => {
+    const whole = starts[k] === 0 && steps[k] === 1;
+    if (whole && typeof ends[k] === "string") {
+      shape[a] = ends[k];
+      checked = true;
+    } else if (whole && typeof ends[k] === "number" && (ends[k] as number) >= 2 ** 31) {
+      // the axis whole: keep its dimension
+    } else {
+      shape[a] = null;
+    }
+  });
+  // make_shape holds 32-bit immediates: ±2^63 "to the end" bounds become ±(2^31 − 1).
+  const bound = (dims: Dim[]) =>
+    cx.em.shape(
+      dims.map((d) => typeof d === "number" ? Math.max(1 - 2 ** 31, Math.min(2 ** 31 - 1, d)) : d),
+    );
+  const out = cx.em.call(
+    "vm.op.strided_slice",
+    [cx.em.reg(x), axes, bound(starts), bound(ends), steps],
+    x.dtype,
+    shape,
+  );
+  if (checked) cx.em.matchShape(out.reg!, out.shape, `${cx.node.name} (Slice)`);
+  return out;
+}
+
+/** `Expand` to a shape with symbols: `vm.op.broadcast_to` by a `make_shape` of it. */
+function symbolicExpand(cx: NodeContext, x: Value, dims: Dim[]): Value {
+  const shape = broadcastShapes(x.shape, dims);
+  if (shape.includes(null)) throw new Unsupported(`Expand to ${shapeText(dims)}`);
+  return cx.em.call(
+    "vm.op.broadcast_to",
+    [cx.em.reg(x), cx.em.shape(shape)],
+    x.dtype,
+    shape,
+  );
+}
+
 /** Shape and data-movement operators by ONNX name. */
 export const SHAPE_OPS: Record<string, OpSpec> = {
   Reshape: {
@@ -364,21 +419,25 @@ export const SHAPE_OPS: Record<string, OpSpec> = {
     attrs: ["starts", "ends", "axes"],
     convert(cx) {
       const x = cx.input(0), r = x.shape.length;
-      let starts: number[], ends: number[], axes: number[] | undefined, steps: number[] | undefined;
+      let starts: Dim[], ends: Dim[], axes: number[] | undefined, steps: number[] | undefined;
       if (cx.opset < 10) {
         starts = cx.ints("starts") ?? [];
         ends = cx.ints("ends") ?? [];
         axes = cx.ints("axes");
       } else {
-        starts = cx.knownInts(1, "starts");
-        ends = cx.knownInts(2, "ends");
+        // Bounds may be symbols: a token count sliced out of a 512-long buffer of ids.
+        starts = cx.knownDims(1, "starts");
+        ends = cx.knownDims(2, "ends");
         axes = cx.optional(3) === undefined ? undefined : cx.knownInts(3, "axes");
         steps = cx.optional(4) === undefined ? undefined : cx.knownInts(4, "steps");
       }
       const ax = (axes ?? starts.map((_, i) => i)).map((a) => normAxis(a, r));
       const st = steps ?? starts.map(() => 1);
       if (st.includes(0)) throw new Unsupported("a step of 0");
-      const begin = starts.map(clampBound), end = ends.map(clampBound);
+      if (![...starts, ...ends].every((d) => typeof d === "number")) {
+        return [symbolicSlice(cx, x, ax, starts, ends, st)];
+      }
+      const begin = (starts as number[]).map(clampBound), end = (ends as number[]).map(clampBound);
       const shape = [...x.shape];
       const known: [number, number, number][] = [];
       ax.forEach((a, k) => {
@@ -408,7 +467,9 @@ export const SHAPE_OPS: Record<string, OpSpec> = {
   Expand: {
     attrs: [],
     convert(cx) {
-      const x = cx.input(0), target = cx.knownInts(1, "shape");
+      const x = cx.input(0), dims = cx.knownDims(1, "shape");
+      if (!dims.every((d) => typeof d === "number")) return [symbolicExpand(cx, x, dims)];
+      const target = dims as number[];
       const shape = broadcastShapes(x.shape, target);
       const n = knownSize(shape);
       if (n === null) throw new Unsupported(`Expand to ${shapeText(shape)}`);

@@ -577,3 +577,57 @@ Deno.test("onnx import: inputValues binds an input at import; main no longer tak
     "inputValues gives int64, the file declares float32",
   );
 });
+
+/**
+ * PyTorch's position ids: a 8-long buffer sliced by the token count
+ * (`Shape`→`Gather`→`Unsqueeze` as `Slice`'s end) and expanded to
+ * `[batch, tokens]` through `Where(Equal(shape, -1), 1, shape)`.
+ */
+function positionIds(): Uint8Array {
+  return model({
+    name: "position_ids",
+    nodes: [
+      node("Shape", ["ids"], ["s"]),
+      node("Gather", ["s", "zero"], ["b"], { axis: 0 }),
+      node("Gather", ["s", "one"], ["n"], { axis: 0 }),
+      node("Unsqueeze", ["b", "axis0"], ["b1"]),
+      node("Unsqueeze", ["n", "axis0"], ["n1"]),
+      node("Slice", ["table", "axis0", "n1", "axis1", "step"], ["pos"]),
+      node("Concat", ["b1", "n1"], ["bn"], { axis: 0 }),
+      node("Equal", ["bn", "minus"], ["unset"]),
+      node("Where", ["unset", "ones", "bn"], ["target"]),
+      node("Expand", ["pos", "target"], ["y"]),
+    ],
+    initializers: [
+      int64Tensor("table", [1, 8], [0, 1, 2, 3, 4, 5, 6, 7]),
+      int64Tensor("zero", [], [0]),
+      int64Tensor("one", [], [1]),
+      int64Tensor("axis0", [1], [0]),
+      int64Tensor("axis1", [1], [1]),
+      int64Tensor("step", [1], [1]),
+      int64Tensor("minus", [2], [-1, -1]),
+      int64Tensor("ones", [2], [1, 1]),
+    ],
+    inputs: [valueInfo("ids", ["batch", "tokens"], ElemType.int64)],
+    outputs: [valueInfo("y", ["batch", "tokens"], ElemType.int64)],
+  });
+}
+
+Deno.test("onnx import: a Slice by a token count and an Expand to [batch, tokens] stay symbolic", async () => {
+  using m = await importONNX(positionIds());
+  const vm = new VirtualMachine(m.executable);
+  for (const [b, n] of [[2, 3], [1, 5]]) {
+    using ids = tensor(new BigInt64Array(b * n), { shape: [b, n] });
+    using y = await vm.invokeTensor("main", ids, [...m.params]);
+    assertEquals(y.shape, [b, n]);
+    const row = Array.from({ length: n }, (_, i) => BigInt(i));
+    assertEquals([...await y.data() as BigInt64Array], new Array(b).fill(row).flat());
+  }
+  // Past the buffer, strided_slice would clamp to 8: the import asserts the token count instead.
+  using long = tensor(new BigInt64Array(9), { shape: [1, 9] });
+  await assertRejects(
+    () => vm.invokeTensor("main", long, [...m.params]),
+    VMError,
+    "dimension 1 is 8, expected 9",
+  );
+});

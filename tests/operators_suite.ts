@@ -959,6 +959,25 @@ export function defineOperatorTests(
     }
   });
 
+  // ---------------------------------------------------------- broadcast_to
+
+  test("vm.op.broadcast_to: leading axes added, axes of 1 repeated, 32- and 64-bit dtypes", async (dev) => {
+    for (const dt of ["float32", "int32", "int64", "uint8"]) {
+      using row = put(dev, { shape: [1, 3], data: [1, 2, 3] }, dt);
+      // An ONNX Expand of position ids [1, T] to [B, T], the target a ShapeTuple.
+      const got = await call("vm.op.broadcast_to", row, shape(2, 3));
+      assertEquals([got.shape, got.dtype, got.data], [[2, 3], dt, [1, 2, 3, 1, 2, 3]], dt);
+      using col = put(dev, { shape: [2, 1, 1], data: [4, 5] }, dt);
+      const mask = await call("vm.op.broadcast_to", col, [3, 2, 1, 2]);
+      assertEquals(mask.shape, [3, 2, 1, 2]);
+      assertEquals(mask.data, [4, 4, 5, 5, 4, 4, 5, 5, 4, 4, 5, 5], dt);
+    }
+    using x = put(dev, { shape: [2, 3], data: [1, 2, 3, 4, 5, 6] });
+    assertEquals((await call("vm.op.broadcast_to", x, [2, 3])).data, [1, 2, 3, 4, 5, 6]);
+    assertThrows(() => getGlobalFunc("vm.op.broadcast_to")!(x, [4, 3]), RangeError, "[2, 3]");
+    assertThrows(() => getGlobalFunc("vm.op.broadcast_to")!(x, [3]), RangeError, "broadcast");
+  });
+
   // ---------------------------------------------------------------- concat
 
   test("vm.op.concat along any axis, from a tuple or an array", async (dev) => {

@@ -88,6 +88,7 @@ export const indexingBuiltins = new BuiltinTable("Indexing operators", import.me
 export const INDEXING_OPERATOR_NAMES: readonly string[] = [
   "vm.op.take",
   "vm.op.strided_slice",
+  "vm.op.broadcast_to",
   "vm.op.concat",
 ];
 
@@ -276,6 +277,39 @@ function stridedSlice(args: readonly unknown[]): NDArray {
   return launch(x, outShape, x.dtype, (backend, out) => backend.stridedSlice(x, start, step, out));
 }
 
+// ---------------------------------------------------------- broadcast_to
+
+/**
+ * `vm.op.broadcast_to(x, shape)`: the strided-slice kernel with step 0 on
+ * each axis that grows from 1, so every backend that slices broadcasts too.
+ * `shape` is usually a `make_shape` of sizes known only at run time (ONNX
+ * `Expand` to a batch or token count).
+ */
+function broadcastTo(args: readonly unknown[]): NDArray {
+  const name = "vm.op.broadcast_to";
+  checkArgCount(name, args, 2, 2);
+  const x = tensorArg(args[0], "argument 0 (x)", name);
+  const target = intList(name, args[1], "shape");
+  const lead = target.length - x.shape.length;
+  const from = [...new Array<number>(Math.max(0, lead)).fill(1), ...x.shape];
+  if (lead < 0 || target.some((d, i) => d < 0 || (from[i] !== d && from[i] !== 1))) {
+    throw new RangeError(
+      `${name}: shape ${formatShape(x.shape)} does not broadcast to ${formatShape(target)}`,
+    );
+  }
+  const start = from.map(() => 0);
+  const step = from.map((d, i) => d === target[i] ? 1 : 0);
+  return launch(x, target, x.dtype, (backend, out) => {
+    // The view holds a reference to x's storage; drop it, whatever the kernel does.
+    const view = reshapedView(x, from);
+    try {
+      backend.stridedSlice(view, start, step, out);
+    } finally {
+      view.releaseIfUnowned();
+    }
+  });
+}
+
 // ---------------------------------------------------------------- concat
 
 /** `vm.op.concat(tensors, axis?)`. */
@@ -337,6 +371,15 @@ indexingBuiltins.add("vm.op.strided_slice", (...args: unknown[]) => stridedSlice
   devices: ["cpu", "webgpu"],
   errors: ERRORS,
   tvm: "relax.op.strided_slice",
+});
+indexingBuiltins.add("vm.op.broadcast_to", (...args: unknown[]) => broadcastTo(args), {
+  signature: "(x, shape) → tensor",
+  summary:
+    "A contiguous copy of `x` broadcast to `shape` (a ShapeTuple or integers; NumPy's rules: leading axes added, axes of 1 repeated). `shape` is usually a `make_shape` of sizes known only at run time.",
+  dtypes: "any",
+  devices: ["cpu", "webgpu"],
+  errors: ERRORS,
+  tvm: "relax.op.broadcast_to",
 });
 indexingBuiltins.add("vm.op.concat", (...args: unknown[]) => concat(args), {
   signature: "(tensors, axis?) → tensor",

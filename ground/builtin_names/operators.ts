@@ -8,7 +8,7 @@
  */
 
 /**
- * The 45 packed functions defined in `builtins/operators/` (Operators; Indexing operators; Attention operators; Convolution operators), one property each, as in
+ * The 46 packed functions defined in `builtins/operators/` (Operators; Indexing operators; Attention operators; Convolution operators), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -473,6 +473,17 @@ export interface OperatorsBuiltins {
    * - TVM: `relax.op.strided_slice`
    */
   readonly "vm.op.strided_slice": "(x, axes, begin, end, strides?) → tensor";
+  /**
+   * `vm.op.broadcast_to(x, shape) → tensor` (Indexing operators, `builtins/operators/indexing_operators.ts`)
+   *
+   * A contiguous copy of `x` broadcast to `shape` (a ShapeTuple or integers; NumPy's rules: leading axes added, axes of 1 repeated). `shape` is usually a `make_shape` of sizes known only at run time.
+   *
+   * - dtypes: any
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (an argument of the wrong kind or dtype, tensors on different devices), `RangeError` (shapes, axes, indices); messages start with the operator's name.
+   * - TVM: `relax.op.broadcast_to`
+   */
+  readonly "vm.op.broadcast_to": "(x, shape) → tensor";
   /**
    * `vm.op.concat(tensors, axis?) → tensor` (Indexing operators, `builtins/operators/indexing_operators.ts`)
    *

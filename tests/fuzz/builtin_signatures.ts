@@ -187,6 +187,7 @@ export const SIGNATURES: Record<string, (Kind | `${Kind}*`)[]> = {
   "vm.op.linear": ["tensor", "tensor2", "tensor2"],
   "vm.op.take": ["tensor", "int32", "int", "string"],
   "vm.op.strided_slice": ["tensor", "axes", "axes", "axes", "axes"],
+  "vm.op.broadcast_to": ["tensor", "shape"],
   "vm.op.concat": ["tuple", "int"],
   "vm.op.attention": ["tensor", "tensor2", "tensor2", "int", "num", "string"],
   "vm.op.causal_mask": ["tensor", "int"],

@@ -62,7 +62,17 @@ export async function registerWebGPUSuites(
 ): Promise<WebGPUSuiteStatus> {
   const runner = new URL("./run_suites.ts", import.meta.url);
   // --allow-write: tests that plant files (a package beside a secret, a link to /dev/zero).
-  const args = ["run", "--allow-env", "--allow-read", "--allow-write", runner.href, "--protocol"];
+  // --allow-run: the real-model suites' references, onnxruntime in the onnx venv (which also
+  // writes MiniLM's model.onnx) and espeak-ng's speech for Silero VAD; nothing else.
+  const args = [
+    "run",
+    "--allow-env",
+    "--allow-read",
+    "--allow-write",
+    "--allow-run=tools/onnx/.venv/bin/python,espeak-ng",
+    runner.href,
+    "--protocol",
+  ];
   if (options.hideAdapter) args.push("--hide-adapter");
   let code = -1;
   let output = "";

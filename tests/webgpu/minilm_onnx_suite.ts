@@ -1,7 +1,8 @@
 /**
- * all-MiniLM-L6-v2 exported to ONNX, imported, on WebGPU against onnxruntime
- * (`../_minilm_onnx_checks.ts`). Ignored without the exported file or the
- * onnx venv.
+ * all-MiniLM-L6-v2 as ONNX (`tools/onnx/minilm_onnx.py`'s model), imported,
+ * on WebGPU against onnxruntime (`../_minilm_onnx_checks.ts`). Ignored
+ * without the weights or the onnx venv, unless CI's RELAXVM_REQUIRE_* make
+ * that a failure.
  *
  * @module
  */

@@ -4,7 +4,8 @@
  * line per event from stdout; run by hand it prints a readable report and
  * exits with 1 on a failure:
  *
- *     deno run --allow-env --allow-read --allow-write tests/webgpu/run_suites.ts [--filter <text>]
+ *     deno run --allow-env --allow-read --allow-write \
+ *       --allow-run=tools/onnx/.venv/bin/python,espeak-ng tests/webgpu/run_suites.ts [--filter <text>]
  *
  * `--hide-adapter` simulates a machine without WebGPU.
  *
