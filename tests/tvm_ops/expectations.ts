@@ -142,23 +142,6 @@ export const EXPECTATIONS: readonly Expectation[] = [
   // --- KNOWN BUGS: wrong answers with no refusal. None is relaxvm's: each reproduces outside it
   // (the reason says how), and none has a fix in relaxvm's reach short of rewriting TVM's WGSL.
   {
-    label: "tvm-reduce-1",
-    // Random chains meet it where a reduction runs over a width of 1: an input whose last
-    // extent is 1, or what a keepdims reduction left.
-    cases:
-      /^norm\/rms_norm\/one\/|^matmul\/k1-tanh\/|^reduce\/mean-axis-1-exp\/|x\[[^\]]*,1\]:.*(rms_norm|matmul|-keep)|-keep.*-keep/,
-    outcome: "known-bug",
-    says: "max|Δ|/max|want|",
-    reason: "TVM 0.27's WebGPU build of a reduction over an axis of extent 1 fused with an " +
-      "elementwise epilogue (rms_norm over rows of one element, a matmul with K = 1 followed by " +
-      "tanh, a mean over an axis of 1 followed by exp) writes the epilogue of 0 into the output " +
-      "and then uses the output as the accumulator: `out[i] = tanh(0 + 0.5); out[i] = " +
-      "tanh(fma(x[i], y[0], out[i]) + 0.5)`. The WGSL in the package is wrong as TVM wrote it " +
-      "(llvm's build is right); found by the random-module differential",
-    fixedBy: "TVM (upstream); reproducer: the matmul/k1-tanh cases, tanh(x @ y + 0.5) for " +
-      "float32 x[5, 1], y[1, 1]",
-  },
-  {
     label: "scan-over-32",
     cases: /^cumsum\/cumsum-axis1\/odd\/float32$/,
     outcome: "known-bug",
@@ -177,16 +160,6 @@ export const EXPECTATIONS: readonly Expectation[] = [
     says: "elements differ",
     reason: "the same scan, on int32 (see scan-over-32)",
     fixedBy: "TVM (upstream), as scan-over-32",
-  },
-  {
-    label: "alias-scratch",
-    cases: /^softmax\/log_softmax-axis-1\/one\//,
-    outcome: "known-bug",
-    says: "are the same GPU buffer, and the kernel writes one of them",
-    reason: "log_softmax over rows of one element: the host function hands one kernel the same " +
-      "buffer twice, one of them written; relaxvm refuses the call with a VMError naming the " +
-      "kernel (WebGPU forbids a buffer bound writable twice) instead of running it",
-    fixedBy: "the exporter (issue 28): give the aliased workspace a buffer of its own",
   },
   {
     label: "tvm-float-literals",

@@ -32,6 +32,8 @@ import tvm_ffi
 from tvm import relax, tirx
 from tvm.relax.frontend import nn
 
+from tir_fixups import webgpu_pipeline
+
 FORMAT = "relaxvm-tvm-webgpu"
 VERSION = 1
 
@@ -355,9 +357,10 @@ def build_and_capture(mod, target):
     One build, so the kernels and host functions are those of the executable (a second
     relax.build of the same module may fuse differently). MakePackedAPI is where TVM turns host
     functions into C-ABI code; just before it, after SplitHostDevice, they are still buffer
-    parameters and kernel calls.
+    parameters and kernel calls. The Relax pipeline is TVM's own with the fix-ups of
+    tir_fixups.py; a kernel they cannot fix is refused (Unsupported).
     """
-    captured = {}
+    captured, findings = {}, []
     original = tirx.transform.MakePackedAPI
 
     @tvm.transform.module_pass(opt_level=0, name="relaxvm.CaptureHostFunctions")
@@ -367,9 +370,12 @@ def build_and_capture(mod, target):
 
     tirx.transform.MakePackedAPI = lambda: tvm.transform.Sequential([capture, original()])
     try:
-        ex = relax.build(mod, target=target)
+        ex = relax.build(mod, target=target, relax_pipeline=webgpu_pipeline(target, findings))
     finally:
         tirx.transform.MakePackedAPI = original
+    for func, block in findings:
+        raise Unsupported(f"TIR function {func}: block {block} has an init and no reduction axis "
+                          "after dlight (its WGSL would use the output as its own accumulator)")
     return ex, captured["mod"]
 
 

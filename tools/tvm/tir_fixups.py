@@ -1,0 +1,129 @@
+"""TIR fix-ups the exporter applies to TVM 0.27's WebGPU build, where its output is wrong.
+
+`webgpu_pipeline(target)` is TVM's own Relax pipeline for a generic GPU
+(`relax.backend.gpu_generic.get_default_pipeline`) with two passes around dlight's
+`ApplyDefaultSchedule`:
+
+- before it, `UnitReductionsToSpatial`: a reduction block whose reduction axes all have extent 1
+  becomes the spatial block it means (`C = init; C = C + v` is `C = init + v`). dlight's
+  Fallback rule normalises such a block by dropping the unit axis, leaving a block with an
+  `init` and no reduction axis, and `reverse_compute_inline` then applies the epilogue to both
+  the init and the update: `out = tanh(0 + 0.5); out = tanh(out + x * y + 0.5)`, the output
+  used as its own accumulator (tests/tvm_ops/expectations.ts had it as tvm-reduce-1). TVM's
+  `llvm` build schedules differently and is right.
+- after it, `FindInitWithoutReduction`: records any block that still has an `init` and no
+  reduction axis, so `export_package` refuses the module (naming the function and block)
+  instead of writing a kernel that reads its own epilogue back.
+"""
+
+import tvm
+import tvm_ffi
+from tvm import s_tir, tirx
+
+
+def _unit(iv):
+    return isinstance(iv.dom.extent, tirx.IntImm) and int(iv.dom.extent) == 1
+
+
+def _init_stores(stmt):
+    """The stores of a block's `init`, or None when it is anything but stores."""
+    if isinstance(stmt, tirx.stmt.BufferStore):
+        return [stmt]
+    if isinstance(stmt, tirx.SeqStmt) and all(isinstance(s, tirx.stmt.BufferStore)
+                                              for s in stmt.seq):
+        return list(stmt.seq)
+    return None
+
+
+def _spatial(block):
+    """`block` as a spatial block when it reduces over unit axes only, else None.
+
+    The update reads the accumulator where the init wrote it; over one element that read is the
+    init's value, so it is substituted, the init dropped and the reduction axes made spatial
+    (they index only the inputs, at their one value).
+    """
+    reduce = [iv for iv in block.iter_vars if iv.iter_type == tirx.IterVar.CommReduce]
+    if block.init is None or not reduce or not all(_unit(iv) for iv in reduce):
+        return None
+    inits = _init_stores(block.init)
+    if inits is None:
+        return None
+
+    def load(e, mutator):
+        for s in inits:
+            if e.source.same_as(s.buffer) and tvm_ffi.structural_equal(list(e.indices),
+                                                                       list(s.indices)):
+                return s.value
+        return mutator.default_mutate(e)
+
+    body = tvm_ffi.structural_mutate(block.body, [(tvm.ir.expr.TensorLoad, load)])
+    iters = [tirx.IterVar(iv.dom, iv.var, tirx.IterVar.DataPar, iv.thread_tag)
+             if iv.iter_type == tirx.IterVar.CommReduce else iv for iv in block.iter_vars]
+    return s_tir.SBlock(iters, block.reads, block.writes, block.name_hint, body, None,
+                        block.alloc_buffers, block.match_buffers, block.annotations)
+
+
+@tvm.transform.module_pass(opt_level=0, name="relaxvm.UnitReductionsToSpatial")
+def unit_reductions_to_spatial(mod, _ctx):
+    """Every reduction over unit axes only, of every PrimFunc of `mod`, as a spatial block."""
+    updates = {}
+    for gv, f in mod.functions.items():
+        if not isinstance(f, tirx.PrimFunc):
+            continue
+
+        def visit(block, mutator):
+            block = mutator.default_mutate(block)
+            return _spatial(block) or block
+
+        body = tvm_ffi.structural_mutate(f.body, [(s_tir.SBlock, visit)])
+        if not body.same_as(f.body):
+            updates[gv] = f.with_body(body)
+    for gv, f in updates.items():
+        mod[gv] = f
+    return mod
+
+
+def init_without_reduction(mod):
+    """(function, block) for each block of `mod` with an `init` and no reduction axis."""
+    found = []
+    for gv, f in mod.functions.items():
+        if not isinstance(f, tirx.PrimFunc):
+            continue
+
+        def visit(block):
+            if block.init is not None and not any(
+                    iv.iter_type == tirx.IterVar.CommReduce for iv in block.iter_vars):
+                found.append((gv.name_hint, str(block.name_hint)))
+
+        tvm_ffi.structural_walk(f.body, [(s_tir.SBlock, visit)])
+    return found
+
+
+def webgpu_pipeline(target, findings):
+    """TVM's generic GPU pipeline with the fix-ups; blocks `init_without_reduction` finds after
+    dlight are appended to `findings` (a list), for the caller to refuse."""
+    from tvm import relax
+    from tvm.relax.backend import gpu_generic
+
+    @tvm.transform.module_pass(opt_level=0, name="relaxvm.FindInitWithoutReduction")
+    def find(mod, _ctx):
+        findings.extend(init_without_reduction(mod))
+        return mod
+
+    legalize = list(gpu_generic.legalize_passes(target))
+    at = [i for i, p in enumerate(legalize) if p.info.name == "ApplyDefaultSchedule"]
+    if len(at) != 1:
+        raise RuntimeError(f"TVM's GPU pipeline has {len(at)} ApplyDefaultSchedule passes, not 1: "
+                           f"{[p.info.name for p in legalize]}")
+    legalize[at[0]:at[0] + 1] = [unit_reductions_to_spatial, legalize[at[0]], find]
+
+    @tvm.transform.module_pass(opt_level=0, name="relaxvm.WebGPUPipeline")
+    def pipeline(mod, _ctx):
+        with target:
+            return tvm.transform.Sequential(
+                gpu_generic.library_dispatch_passes(target) + legalize
+                + gpu_generic.dataflow_lower_passes(target)
+                + gpu_generic.finalize_passes(target))(mod)
+
+    del relax
+    return pipeline
