@@ -162,18 +162,6 @@ export const EXPECTATIONS: readonly Expectation[] = [
     fixedBy: "TVM (upstream), as scan-over-32",
   },
   {
-    label: "tvm-float-literals",
-    cases: /^resize\/resize2d-nearest\/(static|symbolic)\//,
-    outcome: "known-bug",
-    says: "max|Δ|/max|want|",
-    reason: "TVM 0.27's WGSL codegen prints float literals with 7 " +
-      "significant digits (8/7 as `1.142857e+00f`), so nearest-neighbour resize of 8 to 7 " +
-      "columns rounds (3 + 0.5) * 1.142857 - 0.5 = 3.4999995 down where TVM's llvm build " +
-      "(the exact 8/7) reaches 3.5 and picks column 4",
-    fixedBy:
-      "TVM (upstream); reproducer: resize2d nearest_neighbor of float32[1, 3, 8, 8] to (5, 7)",
-  },
-  {
     label: "adapter-i32-rem",
     cases: /^binary\/floor_(divide|mod)\/[a-z]+\/int32$/,
     outcome: "known-bug",

@@ -13,7 +13,11 @@ import type { SuiteIndex, SuiteRun } from "./outcomes.ts";
 const ROOT = new URL("../../", import.meta.url);
 const CACHE = new URL(".tvm_ops/", ROOT);
 /** The exporter's sources: every suite's packages depend on them. */
-const EXPORTER = ["tools/tvm/export_webgpu.py", "tools/tvm/tir_fixups.py"];
+const EXPORTER = [
+  "tools/tvm/export_webgpu.py",
+  "tools/tvm/tir_fixups.py",
+  "tools/tvm/wgsl_literals.py",
+];
 /** What a suite's packages depend on: the random modules' generator only for theirs. */
 const SOURCES = {
   ops: ["tools/tvm/op_suite/build_suite.py", "tools/tvm/op_suite/cases.py"],

@@ -33,6 +33,7 @@ from tvm import relax, tirx
 from tvm.relax.frontend import nn
 
 from tir_fixups import webgpu_pipeline
+from wgsl_literals import AmbiguousLiteral, exact_float_literals, float32_values
 
 FORMAT = "relaxvm-tvm-webgpu"
 VERSION = 1
@@ -380,12 +381,13 @@ def build_and_capture(mod, target):
 
 
 def host_functions_and_kernels(lowered):
-    """The host functions (as launch plans) and kernels (WGSL + func_info) of a lowered module."""
+    """The host functions (as launch plans) and kernels (WGSL + func_info) of a lowered module,
+    and per kernel the float32 literals of its TIR (for `exact_float_literals`)."""
     original_split = sys.modules["tvm.tirx.build"].split_host_device_mods
     host_mod, device_mods = original_split(lowered)
     from tvm.s_tir.pipeline import finalize_device_passes
     build_webgpu = tvm.get_global_func("target.build.webgpu")
-    hosts, kernels = {}, {}
+    hosts, kernels, floats = {}, {}, {}
     funcs = [(gv, f) for gv, f in host_mod.functions.items()]
     for t, dm in device_mods.items():
         final = finalize_device_passes()(dm)
@@ -400,6 +402,7 @@ def host_functions_and_kernels(lowered):
                 "arg_types": list(info["arg_types"]),
                 "launch_param_tags": list(info["launch_param_tags"]),
             }
+            floats[gv.name_hint] = float32_values(f)
         for gv, f in dm.functions.items():
             cc = f.attrs.get("calling_conv")
             if cc is None:
@@ -409,7 +412,7 @@ def host_functions_and_kernels(lowered):
             continue
         plan = PlanWriter(f, gv.name_hint)
         hosts[gv.name_hint] = {"params": plan.params, "body": canonical(plan.body)}
-    return hosts, kernels
+    return hosts, kernels, floats
 
 
 # ---------------------------------------------------------------------------------------------
@@ -561,7 +564,7 @@ def export_package(mod, params, out_dir, *, function=None, functions=None, refer
     target = tvm.target.Target("webgpu", host="llvm")
     ex, lowered = build_and_capture(mod, target)
     webgpu_mod = ex.mod.imports[0].imports[0]
-    hosts, kernels = host_functions_and_kernels(lowered)
+    hosts, kernels, floats = host_functions_and_kernels(lowered)
     # The per-kernel sources come from a second lowering; they must be the build's own.
     whole = webgpu_mod.inspect_source()
     info = json.loads(webgpu_mod.inspect_source("func_info"))
@@ -572,6 +575,13 @@ def export_package(mod, params, out_dir, *, function=None, functions=None, refer
         if info[kname]["arg_types"] != k["arg_types"] \
                 or info[kname]["launch_param_tags"] != k["launch_param_tags"]:
             raise Unsupported(f"kernel {kname}: captured metadata differs from the build's")
+    # TVM prints float literals with 7 significant digits; the package's WGSL has them exact
+    # (wgsl_literals.py). The executable keeps TVM's source, which relaxvm does not run.
+    for kname, k in kernels.items():
+        try:
+            k["wgsl"], _ = exact_float_literals(k["wgsl"], floats[kname])
+        except AmbiguousLiteral as e:
+            raise Unsupported(f"kernel {kname}: {e}") from None
 
     # TVM keeps TIR functions the VM never calls (reshapes it turned into vm.builtin.reshape):
     # the package holds only what the executable calls and the kernels those launch.
