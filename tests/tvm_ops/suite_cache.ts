@@ -17,6 +17,7 @@ const EXPORTER = [
   "tools/tvm/export_webgpu.py",
   "tools/tvm/tir_fixups.py",
   "tools/tvm/wgsl_literals.py",
+  "tools/tvm/wgsl_scan.py",
 ];
 /** What a suite's packages depend on: the random modules' generator only for theirs. */
 const SOURCES = {

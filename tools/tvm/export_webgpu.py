@@ -34,6 +34,7 @@ from tvm.relax.frontend import nn
 
 from tir_fixups import webgpu_pipeline
 from wgsl_literals import AmbiguousLiteral, exact_float_literals, float32_values
+from wgsl_scan import UnfixedScan, scan_barriers
 
 FORMAT = "relaxvm-tvm-webgpu"
 VERSION = 1
@@ -135,7 +136,6 @@ MODELS = {
     "mlp_packed": (lambda: MLP(), {"x": nn.spec.Tensor(["n", 16], "float32"),
                                    "$": {"param_mode": "packed", "effect_mode": "none"}},
                    [1, 3, 37]),
-    # Rows of 20: TVM's scan kernel is warp-synchronous past 32 elements (README).
     "cumsum": (lambda: Cumsum(), {"x": nn.spec.Tensor(["m", 20], "float32")}, [1, 3, 8]),
     "sort": (lambda: Sort(), {"x": nn.spec.Tensor(["m", 37], "float32")}, [1, 3, 8]),
     "mlp_bench": (lambda: MLP(256, 1024, 256), {"x": nn.spec.Tensor(["n", 256], "float32")}, [64]),
@@ -172,12 +172,22 @@ def param_of(data, params):
     # tensor parameter `b` share the name in `matmul(a, b)` with a batch dimension `b`.
     integer = type(getattr(data, "ty", None)).__name__ == "PrimType"
     for p, i in params.items():
-        # Parameters are unique by name within a PrimFunc; identity (same_as) alone misses
-        # the copies some passes leave in buffer_data calls.
-        if p.same_as(data) or (not integer and type(data).__name__ == "Var"
-                               and data.name == getattr(p, "name", None)):
+        if p.same_as(data):
             return i
-    return None
+    # Identity (same_as) alone misses the copies some passes leave in buffer_data calls, so a
+    # copy is matched by name, and where names repeat by type too: TVM names both outputs of
+    # topk's values-and-indices `T_strided_slice` (a float32 and an int32 buffer), and the
+    # scans' scratch buffers are all unnamed. One match or none: taking the first of several
+    # bound one tensor where TIR meant another.
+    name = getattr(data, "name", "")
+    if integer or type(data).__name__ != "Var" or not name:
+        return None
+    named = [(p, i) for p, i in params.items() if getattr(p, "name", None) == name]
+    if len(named) > 1:
+        dtype = str(getattr(getattr(data, "ty", None), "dtype", None))
+        named = [(p, i) for p, i in named
+                 if str(getattr(getattr(p, "ty", None), "dtype", "")) == dtype]
+    return named[0][1] if len(named) == 1 else None
 
 
 def assert_message(s):
@@ -308,6 +318,13 @@ class PlanWriter:
             # Scratch memory of the host function (cumsum's and the other scans' workspace): a
             # tensor the plan allocates on the device, after the parameters in `data` indices.
             b = s.buffer
+            if b.scope() not in ("global", ""):
+                # TVM's generic scan (cumprod) allocates its per-thread indices as "local"
+                # buffers on the host and hands them to the kernel: one buffer that every
+                # thread of the launch shares, where the TIR meant one per thread.
+                self.fail(f"buffer {b.name or '(unnamed)'} of scope {b.scope()!r} allocated on the host "
+                          "(per-thread storage in the TIR; one buffer all threads share on "
+                          "the device)")
             index = len(self.params) + self.scratch
             self.scratch += 1
             key = b.data
@@ -575,12 +592,14 @@ def export_package(mod, params, out_dir, *, function=None, functions=None, refer
         if info[kname]["arg_types"] != k["arg_types"] \
                 or info[kname]["launch_param_tags"] != k["launch_param_tags"]:
             raise Unsupported(f"kernel {kname}: captured metadata differs from the build's")
-    # TVM prints float literals with 7 significant digits; the package's WGSL has them exact
-    # (wgsl_literals.py). The executable keeps TVM's source, which relaxvm does not run.
+    # Two fixes to TVM's WGSL in the package (the executable keeps TVM's source, which relaxvm
+    # does not run): float literals exact where TVM printed 7 digits (wgsl_literals.py), and a
+    # barrier in each step of TVM's scan where threads race (wgsl_scan.py).
     for kname, k in kernels.items():
         try:
             k["wgsl"], _ = exact_float_literals(k["wgsl"], floats[kname])
-        except AmbiguousLiteral as e:
+            k["wgsl"], _ = scan_barriers(k["wgsl"])
+        except (AmbiguousLiteral, UnfixedScan) as e:
             raise Unsupported(f"kernel {kname}: {e}") from None
 
     # TVM keeps TIR functions the VM never calls (reshapes it turned into vm.builtin.reshape):
