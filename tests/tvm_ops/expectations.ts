@@ -136,18 +136,6 @@ export const EXPECTATIONS: readonly Expectation[] = [
   // --- KNOWN BUGS: wrong answers with no refusal. None is relaxvm's: each reproduces outside it
   // (the reason says how), and none has a fix in relaxvm's reach short of rewriting TVM's WGSL.
   {
-    label: "adapter-i32-rem",
-    cases: /^binary\/floor_(divide|mod)\/[a-z]+\/int32$/,
-    outcome: "known-bug",
-    says: "elements differ",
-    reason: "the software adapter (Deno's wgpu on Mesa llvmpipe) computes WGSL's `%` on " +
-      "i32 as an unsigned remainder (-4 % 5 = 2, -1 % -4 = 3; a four-line WGSL kernel " +
-      "shows it, `tests/tvm_ops/adapter_probe.ts`), and TVM's floor_divide and floor_mod " +
-      "kernels build on `%`; the WGSL is right",
-    fixedBy: "the adapter (wgpu/naga or Mesa); the test re-checks it on each run",
-    needsUnsignedI32Remainder: true,
-  },
-  {
     label: "small-outputs",
     cases: /^random\/.*gelu/,
     outcome: "known-bug",

@@ -32,7 +32,7 @@ import tvm_ffi
 from tvm import relax, tirx
 from tvm.relax.frontend import nn
 
-from tir_fixups import webgpu_pipeline
+from tir_fixups import remainders_by_division, webgpu_pipeline
 from wgsl_literals import AmbiguousLiteral, exact_float_literals, float32_values
 from wgsl_scan import UnfixedScan, scan_barriers
 
@@ -419,6 +419,11 @@ def host_functions_and_kernels(lowered):
                 "arg_types": list(info["arg_types"]),
                 "launch_param_tags": list(info["launch_param_tags"]),
             }
+            # What the package holds: the same kernel with i32 `%` by division (tir_fixups.py),
+            # once the build's own source has been checked against `wgsl` above.
+            fixed = remainders_by_division(f)
+            kernels[gv.name_hint]["package_wgsl"] = kernels[gv.name_hint]["wgsl"] \
+                if fixed.same_as(f) else build_webgpu(tvm.IRModule({gv: fixed}), t).inspect_source()
             floats[gv.name_hint] = float32_values(f)
         for gv, f in dm.functions.items():
             cc = f.attrs.get("calling_conv")
@@ -592,10 +597,12 @@ def export_package(mod, params, out_dir, *, function=None, functions=None, refer
         if info[kname]["arg_types"] != k["arg_types"] \
                 or info[kname]["launch_param_tags"] != k["launch_param_tags"]:
             raise Unsupported(f"kernel {kname}: captured metadata differs from the build's")
-    # Two fixes to TVM's WGSL in the package (the executable keeps TVM's source, which relaxvm
-    # does not run): float literals exact where TVM printed 7 digits (wgsl_literals.py), and a
-    # barrier in each step of TVM's scan where threads race (wgsl_scan.py).
+    # Fixes to TVM's WGSL in the package (the executable keeps TVM's source, which relaxvm
+    # does not run): i32 `%` by division (tir_fixups.py, above), float literals exact where TVM
+    # printed 7 digits (wgsl_literals.py), and a barrier in each step of TVM's scan where
+    # threads race (wgsl_scan.py).
     for kname, k in kernels.items():
+        k["wgsl"] = k.pop("package_wgsl")
         try:
             k["wgsl"], _ = exact_float_literals(k["wgsl"], floats[kname])
             k["wgsl"], _ = scan_barriers(k["wgsl"])

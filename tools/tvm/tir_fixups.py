@@ -14,6 +14,15 @@
 - after it, `FindInitWithoutReduction`: records any block that still has an `init` and no
   reduction axis, so `export_package` refuses the module (naming the function and block)
   instead of writing a kernel that reads its own epilogue back.
+
+`remainders_by_division(func)` is applied to each kernel's final TIR (after TVM's device passes,
+before WGSL codegen): every int32 truncated remainder `a % b` becomes `a - (a / b) * b`, and
+floordiv and floormod (printed with `%` by the codegen) are built on that remainder. WGSL's
+`%` on i32 is exact, but Mesa's llvmpipe under Deno's wgpu computes it as an unsigned remainder
+(-4 % 5 = 2; tests/tvm_ops/adapter_probe.ts shows it), while its i32 `/` truncates as WGSL says;
+TVM's floor_divide and floor_mod kernels, and its floor-mod fix-ups of symbolic index math, build
+on `%` (tests/tvm_ops/expectations.ts had it as adapter-i32-rem). The two are the same value for
+every i32 pair WGSL defines (b != 0; the one overflowing pair, INT_MIN % -1, is 0 both ways).
 """
 
 import tvm
@@ -81,6 +90,51 @@ def unit_reductions_to_spatial(mod, _ctx):
     for gv, f in updates.items():
         mod[gv] = f
     return mod
+
+
+def _dtype(e):
+    ty = getattr(e, "ty", None)
+    return str(getattr(ty, "dtype", ty))
+
+
+def remainders_by_division(func):
+    """`func` with no i32 `%` in its WGSL: int32 and int64 (index math, printed as i32) truncmod as `a - (a / b) * b`, and floordiv and floormod
+    (which TVM's WGSL codegen prints with `%`) from that remainder `r`, corrected by one where
+    `r` and `b` have opposite signs."""
+
+    def parts(e, mutator):
+        e = mutator.default_mutate(e)
+        if _dtype(e.a) not in ("int32", "int64"):  # int64 index math is printed as i32
+            return e, None
+        q = tirx.Div(e.a, e.b)
+        return e, (q, tirx.Sub(e.a, tirx.Mul(q, e.b)))
+
+    def opposite(r, b):  # r != 0 and sign(r) != sign(b)
+        zero = tirx.IntImm(_dtype(b), 0)
+        return tirx.Or(tirx.And(tirx.LT(r, zero), tirx.GT(b, zero)),
+                       tirx.And(tirx.GT(r, zero), tirx.LT(b, zero)))
+
+    def truncmod(e, mutator):
+        e, qr = parts(e, mutator)
+        return e if qr is None else qr[1]
+
+    def floordiv(e, mutator):
+        e, qr = parts(e, mutator)
+        if qr is None:
+            return e
+        q, r = qr
+        return tirx.Select(opposite(r, e.b), tirx.Sub(q, tirx.IntImm(_dtype(q.a), 1)), q)
+
+    def floormod(e, mutator):
+        e, qr = parts(e, mutator)
+        if qr is None:
+            return e
+        r = qr[1]
+        return tirx.Select(opposite(r, e.b), tirx.Add(r, e.b), r)
+
+    body = tvm_ffi.structural_mutate(func.body, [(tirx.Mod, truncmod), (tirx.FloorDiv, floordiv),
+                                                 (tirx.FloorMod, floormod)])
+    return func if body.same_as(func.body) else func.with_body(body)
 
 
 def init_without_reduction(mod):
