@@ -148,16 +148,6 @@ export const EXPECTATIONS: readonly Expectation[] = [
     fixedBy: "none known; the errors are within float32 rounding of the intermediate values",
     randomOnly: true,
   },
-  {
-    label: "adapter-asin",
-    cases: /^unary\/asin\//,
-    outcome: "known-bug",
-    says: "max|Δ|/max|want|",
-    reason: "not a bug by WGSL's rules: asin on the software adapter differs from LLVM's by " +
-      "3.3e-4 relative, within WGSL's accuracy for asin (that of atan2(x, sqrt(1 - x²)), " +
-      "4096 ULP) but over this suite's 1e-5",
-    fixedBy: "none needed: WGSL allows it",
-  },
 ];
 
 /** The first entry that covers `result` (of the case `entry`), if any. */

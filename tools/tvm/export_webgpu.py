@@ -32,7 +32,7 @@ import tvm_ffi
 from tvm import relax, tirx
 from tvm.relax.frontend import nn
 
-from tir_fixups import remainders_by_division, webgpu_pipeline
+from tir_fixups import precise_asin, remainders_by_division, webgpu_pipeline
 from wgsl_literals import AmbiguousLiteral, exact_float_literals, float32_values
 from wgsl_scan import UnfixedScan, scan_barriers
 
@@ -419,9 +419,9 @@ def host_functions_and_kernels(lowered):
                 "arg_types": list(info["arg_types"]),
                 "launch_param_tags": list(info["launch_param_tags"]),
             }
-            # What the package holds: the same kernel with i32 `%` by division (tir_fixups.py),
-            # once the build's own source has been checked against `wgsl` above.
-            fixed = remainders_by_division(f)
+            # What the package holds: the same kernel with i32 `%` by division and a precise
+            # asin (tir_fixups.py), once the build's own source is checked against `wgsl` above.
+            fixed = precise_asin(remainders_by_division(f))
             kernels[gv.name_hint]["package_wgsl"] = kernels[gv.name_hint]["wgsl"] \
                 if fixed.same_as(f) else build_webgpu(tvm.IRModule({gv: fixed}), t).inspect_source()
             floats[gv.name_hint] = float32_values(f)
