@@ -114,15 +114,18 @@ export const EXPECTATIONS: readonly Expectation[] = [
     cases: /float16/,
     outcome: "refused-at-load",
     says: "float16",
-    reason: "float16 tensors: host functions take float32, int32, uint32 and int64 tensors",
+    reason: "float16 tensors: host functions take float32, int32, uint32 and int64 tensors " +
+      "(TVM's float16 kernels need the `shader-f16` feature, which the software adapter here " +
+      "does not offer)",
   },
   {
     label: "no-bool",
     cases: /bool/,
     outcome: "refused-at-load",
     says: "bool",
-    reason: "bool tensors as inputs or outputs: host functions do not take them (a " +
-      "comparison fused into a cast or a where runs)",
+    reason: "bool tensors as inputs or outputs: host functions do not take them, and TVM's " +
+      "WebGPU codegen declares such a tensor `array<i8>`, a type WGSL does not have, so its " +
+      "kernels would not compile either (a comparison fused into a cast or a where runs)",
   },
   {
     label: "int-min-literal",
@@ -133,8 +136,8 @@ export const EXPECTATIONS: readonly Expectation[] = [
       "reduction's identity), which WGSL rejects: the kernel does not compile, and the load " +
       "names it",
   },
-  // --- KNOWN BUGS: wrong answers with no refusal. None is relaxvm's: each reproduces outside it
-  // (the reason says how), and none has a fix in relaxvm's reach short of rewriting TVM's WGSL.
+  // --- KNOWN BUGS: wrong answers with no refusal. The exporter fixes what TVM's WGSL gets wrong
+  // (tools/tvm/tir_fixups.py, wgsl_literals.py, wgsl_scan.py); what is left is listed here.
   {
     label: "small-outputs",
     cases: /^random\/.*gelu/,

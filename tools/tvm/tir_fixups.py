@@ -98,9 +98,9 @@ def _dtype(e):
 
 
 def remainders_by_division(func):
-    """`func` with no i32 `%` in its WGSL: int32 and int64 (index math, printed as i32) truncmod as `a - (a / b) * b`, and floordiv and floormod
-    (which TVM's WGSL codegen prints with `%`) from that remainder `r`, corrected by one where
-    `r` and `b` have opposite signs."""
+    """`func` with no i32 `%` in its WGSL: int32 and int64 (index math, printed as i32) truncmod
+    as `a - (a / b) * b`, and floordiv and floormod (which TVM's WGSL codegen prints with `%`)
+    from that remainder `r`, corrected by one where `r` and `b` have opposite signs."""
 
     def parts(e, mutator):
         e = mutator.default_mutate(e)
