@@ -16,13 +16,14 @@
   instead of writing a kernel that reads its own epilogue back.
 
 `remainders_by_division(func)` is applied to each kernel's final TIR (after TVM's device passes,
-before WGSL codegen): every int32 truncated remainder `a % b` becomes `a - (a / b) * b`, and
-floordiv and floormod (printed with `%` by the codegen) are built on that remainder. WGSL's
-`%` on i32 is exact, but Mesa's llvmpipe under Deno's wgpu computes it as an unsigned remainder
-(-4 % 5 = 2; tests/tvm_ops/adapter_probe.ts shows it), while its i32 `/` truncates as WGSL says;
-TVM's floor_divide and floor_mod kernels, and its floor-mod fix-ups of symbolic index math, build
-on `%` (tests/tvm_ops/expectations.ts had it as adapter-i32-rem). The two are the same value for
-every i32 pair WGSL defines (b != 0; the one overflowing pair, INT_MIN % -1, is 0 both ways).
+before WGSL codegen): an int32 truncated remainder of tensor values `a % b` becomes
+`a - (a / b) * b`, and floordiv and floormod of them (printed with `%` by the codegen) are built
+on that remainder. WGSL's `%` on i32 is exact, but Mesa's llvmpipe under Deno's wgpu computes it
+as an unsigned remainder (-4 % 5 = 2; tests/tvm_ops/adapter_probe.ts shows it), while its i32 `/`
+truncates as WGSL says; TVM's floor_divide and floor_mod kernels build on `%`
+(tests/tvm_ops/expectations.ts had it as adapter-i32-rem). The two are the same value for every
+i32 pair WGSL defines (b != 0; the one overflowing pair, INT_MIN % -1, is 0 both ways). Index
+math keeps TVM's `%` (see `remainders_by_division`).
 """
 
 import tvm
@@ -97,17 +98,39 @@ def _dtype(e):
     return str(getattr(ty, "dtype", ty))
 
 
-def remainders_by_division(func):
-    """`func` with no i32 `%` in its WGSL: int32 and int64 (index math, printed as i32) truncmod
-    as `a - (a / b) * b`, and floordiv and floormod (which TVM's WGSL codegen prints with `%`)
-    from that remainder `r`, corrected by one where `r` and `b` have opposite signs."""
+def _loads(e):
+    """Whether expression `e` reads a buffer."""
+    found = []
+    tvm_ffi.structural_walk(e, [(tvm.ir.expr.TensorLoad, found.append)])
+    return bool(found)
 
-    def parts(e, mutator):
+
+def remainders_by_division(func):
+    """`func` with each i32 `%` on tensor values as division: truncmod as `a - (a / b) * b`,
+    and floordiv and floormod (which TVM's WGSL codegen prints with `%`) from that remainder
+    `r`, corrected by one where `r` and `b` have opposite signs. The operands, quotient and
+    remainder are let-bound, as TVM's own floordiv binds `rdiv` and `rmod`.
+
+    Only where an operand reads a tensor (floor_divide, floor_mod, remainder of values): index
+    math is left as TVM wrote it. Its operands are not negative in the suite's kernels, and
+    rewritten it slowed llvmpipe's compile of a conv2d kernel from 0.1 s to 5 s.
+    """
+    count = [0]
+
+    def bind(value, body):  # let v = value in body(v)
+        if isinstance(value, (tirx.Var, tirx.IntImm)):
+            return body(value)
+        count[0] += 1
+        v = tirx.Var(f"relaxvm_d{count[0]}", _dtype(value))
+        return tirx.Let(v, value, body(v))
+
+    def division(e, mutator, result):
         e = mutator.default_mutate(e)
-        if _dtype(e.a) not in ("int32", "int64"):  # int64 index math is printed as i32
-            return e, None
-        q = tirx.Div(e.a, e.b)
-        return e, (q, tirx.Sub(e.a, tirx.Mul(q, e.b)))
+        if _dtype(e.a) not in ("int32", "int64") or not (_loads(e.a) or _loads(e.b)):
+            return e
+        return bind(e.a, lambda a: bind(e.b, lambda b: bind(
+            tirx.Div(a, b), lambda q: bind(tirx.Sub(a, tirx.Mul(q, b)),
+                                           lambda r: result(q, r, b)))))
 
     def opposite(r, b):  # r != 0 and sign(r) != sign(b)
         zero = tirx.IntImm(_dtype(b), 0)
@@ -115,22 +138,15 @@ def remainders_by_division(func):
                        tirx.And(tirx.GT(r, zero), tirx.LT(b, zero)))
 
     def truncmod(e, mutator):
-        e, qr = parts(e, mutator)
-        return e if qr is None else qr[1]
+        return division(e, mutator, lambda q, r, b: r)
 
     def floordiv(e, mutator):
-        e, qr = parts(e, mutator)
-        if qr is None:
-            return e
-        q, r = qr
-        return tirx.Select(opposite(r, e.b), tirx.Sub(q, tirx.IntImm(_dtype(q.a), 1)), q)
+        return division(e, mutator, lambda q, r, b: tirx.Select(
+            opposite(r, b), tirx.Sub(q, tirx.IntImm(_dtype(q), 1)), q))
 
     def floormod(e, mutator):
-        e, qr = parts(e, mutator)
-        if qr is None:
-            return e
-        r = qr[1]
-        return tirx.Select(opposite(r, e.b), tirx.Add(r, e.b), r)
+        return division(e, mutator, lambda q, r, b: tirx.Select(
+            opposite(r, b), tirx.Add(r, b), r))
 
     body = tvm_ffi.structural_mutate(func.body, [(tirx.Mod, truncmod), (tirx.FloorDiv, floordiv),
                                                  (tirx.FloorMod, floormod)])
