@@ -195,7 +195,6 @@ def init_without_reduction(mod):
 def webgpu_pipeline(target, findings):
     """TVM's generic GPU pipeline with the fix-ups; blocks `init_without_reduction` finds after
     dlight are appended to `findings` (a list), for the caller to refuse."""
-    from tvm import relax
     from tvm.relax.backend import gpu_generic
 
     @tvm.transform.module_pass(opt_level=0, name="relaxvm.FindInitWithoutReduction")
@@ -218,5 +217,4 @@ def webgpu_pipeline(target, findings):
                 + gpu_generic.dataflow_lower_passes(target)
                 + gpu_generic.finalize_passes(target))(mod)
 
-    del relax
     return pipeline
