@@ -211,8 +211,9 @@ export function checkKernelSource(
 /**
  * Checks every launch of host function `fn` (`field` names it) against
  * the sources of the kernels it launches: each threadIdx extent is the
- * literal workgroup size the kernel was compiled with, and each tensor is
- * bound as its dtype's WGSL element type.
+ * literal workgroup size the kernel was compiled with, no tensor is bound
+ * twice to one launch where the kernel writes either binding, and each
+ * tensor is bound as its dtype's WGSL element type.
  */
 export function checkLaunches(
   fn: HostFunction,
@@ -251,6 +252,26 @@ export function checkLaunches(
             }: the launcher cannot change a kernel's workgroup size`,
           );
         }
+      });
+      // One tensor bound twice, one binding written: WebGPU refuses the bind group at the
+      // call (a writable storage binding may not alias another), and TVM means two buffers.
+      const { writes } = launchTags(info);
+      const bound = new Map<number, number>();
+      let handle = 0;
+      s.args.forEach((a, k) => {
+        if (info.arg_types[k] !== "handle") return;
+        const data = (a as { data: number }).data;
+        const first = bound.get(data);
+        if (first !== undefined && (writes[first] || writes[handle])) {
+          fail(
+            `${here}.args[${k}]`,
+            `kernel ${s.launch} is handed ${
+              buffers[data].name
+            } as buffer ${first} and buffer ${handle}, and writes one of them: one tensor bound twice, one binding writable (TVM's build aliased two buffers)`,
+          );
+        }
+        if (first === undefined) bound.set(data, handle);
+        handle++;
       });
       let b = 0;
       s.args.forEach((a, k) => {

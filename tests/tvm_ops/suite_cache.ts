@@ -12,6 +12,13 @@ import type { SuiteIndex, SuiteRun } from "./outcomes.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const CACHE = new URL(".tvm_ops/", ROOT);
+/** The exporter's sources: every suite's packages depend on them. */
+const EXPORTER = [
+  "tools/tvm/export_webgpu.py",
+  "tools/tvm/tir_fixups.py",
+  "tools/tvm/wgsl_literals.py",
+  "tools/tvm/wgsl_scan.py",
+];
 /** What a suite's packages depend on: the random modules' generator only for theirs. */
 const SOURCES = {
   ops: ["tools/tvm/op_suite/build_suite.py", "tools/tvm/op_suite/cases.py"],
@@ -31,7 +38,7 @@ function args(spec: SuiteSpec): string[] {
 
 async function keyOf(spec: SuiteSpec): Promise<string> {
   const parts: Uint8Array[] = [new TextEncoder().encode(args(spec).join(" ") + tvmPython())];
-  for (const file of [...SOURCES[spec.suite], "tools/tvm/export_webgpu.py"]) {
+  for (const file of [...SOURCES[spec.suite], ...EXPORTER]) {
     parts.push(await Deno.readFile(new URL(file, ROOT)));
   }
   const all = new Uint8Array(parts.reduce((n, p) => n + p.length + 1, 0));

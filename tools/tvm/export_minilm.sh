@@ -23,7 +23,7 @@ fi
 args=("$weights" "$out")
 [ -f "$reference" ] && args+=("$reference")
 stamp="$(cat "$weights/tensor-cache.json" "$root/tools/tvm/export_minilm.py" \
-  "$root/tools/tvm/export_webgpu.py" "$root/tools/tvm/requirements.txt" \
+  "$root/tools/tvm/export_webgpu.py" "$root/tools/tvm/tir_fixups.py" "$root/tools/tvm/wgsl_literals.py" "$root/tools/tvm/wgsl_scan.py" "$root/tools/tvm/requirements.txt" \
   ${args[2]:+"$reference"} | sha256sum | cut -d' ' -f1)"
 if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ]; then
   echo "all-MiniLM-L6-v2 TVM package: up to date in .weights/tvm-minilm"

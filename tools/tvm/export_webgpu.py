@@ -32,6 +32,10 @@ import tvm_ffi
 from tvm import relax, tirx
 from tvm.relax.frontend import nn
 
+from tir_fixups import precise_asin, remainders_by_division, webgpu_pipeline
+from wgsl_literals import AmbiguousLiteral, exact_float_literals, float32_values
+from wgsl_scan import UnfixedScan, scan_barriers
+
 FORMAT = "relaxvm-tvm-webgpu"
 VERSION = 1
 
@@ -132,7 +136,6 @@ MODELS = {
     "mlp_packed": (lambda: MLP(), {"x": nn.spec.Tensor(["n", 16], "float32"),
                                    "$": {"param_mode": "packed", "effect_mode": "none"}},
                    [1, 3, 37]),
-    # Rows of 20: TVM's scan kernel is warp-synchronous past 32 elements (README).
     "cumsum": (lambda: Cumsum(), {"x": nn.spec.Tensor(["m", 20], "float32")}, [1, 3, 8]),
     "sort": (lambda: Sort(), {"x": nn.spec.Tensor(["m", 37], "float32")}, [1, 3, 8]),
     "mlp_bench": (lambda: MLP(256, 1024, 256), {"x": nn.spec.Tensor(["n", 256], "float32")}, [64]),
@@ -169,12 +172,22 @@ def param_of(data, params):
     # tensor parameter `b` share the name in `matmul(a, b)` with a batch dimension `b`.
     integer = type(getattr(data, "ty", None)).__name__ == "PrimType"
     for p, i in params.items():
-        # Parameters are unique by name within a PrimFunc; identity (same_as) alone misses
-        # the copies some passes leave in buffer_data calls.
-        if p.same_as(data) or (not integer and type(data).__name__ == "Var"
-                               and data.name == getattr(p, "name", None)):
+        if p.same_as(data):
             return i
-    return None
+    # Identity (same_as) alone misses the copies some passes leave in buffer_data calls, so a
+    # copy is matched by name, and where names repeat by type too: TVM names both outputs of
+    # topk's values-and-indices `T_strided_slice` (a float32 and an int32 buffer), and the
+    # scans' scratch buffers are all unnamed. One match or none: taking the first of several
+    # bound one tensor where TIR meant another.
+    name = getattr(data, "name", "")
+    if integer or type(data).__name__ != "Var" or not name:
+        return None
+    named = [(p, i) for p, i in params.items() if getattr(p, "name", None) == name]
+    if len(named) > 1:
+        dtype = str(getattr(getattr(data, "ty", None), "dtype", None))
+        named = [(p, i) for p, i in named
+                 if str(getattr(getattr(p, "ty", None), "dtype", "")) == dtype]
+    return named[0][1] if len(named) == 1 else None
 
 
 def assert_message(s):
@@ -305,6 +318,13 @@ class PlanWriter:
             # Scratch memory of the host function (cumsum's and the other scans' workspace): a
             # tensor the plan allocates on the device, after the parameters in `data` indices.
             b = s.buffer
+            if b.scope() not in ("global", ""):
+                # TVM's generic scan (cumprod) allocates its per-thread indices as "local"
+                # buffers on the host and hands them to the kernel: one buffer that every
+                # thread of the launch shares, where the TIR meant one per thread.
+                self.fail(f"buffer {b.name or '(unnamed)'} of scope {b.scope()!r} allocated on the host "
+                          "(per-thread storage in the TIR; one buffer all threads share on "
+                          "the device)")
             index = len(self.params) + self.scratch
             self.scratch += 1
             key = b.data
@@ -355,9 +375,10 @@ def build_and_capture(mod, target):
     One build, so the kernels and host functions are those of the executable (a second
     relax.build of the same module may fuse differently). MakePackedAPI is where TVM turns host
     functions into C-ABI code; just before it, after SplitHostDevice, they are still buffer
-    parameters and kernel calls.
+    parameters and kernel calls. The Relax pipeline is TVM's own with the fix-ups of
+    tir_fixups.py; a kernel they cannot fix is refused (Unsupported).
     """
-    captured = {}
+    captured, findings = {}, []
     original = tirx.transform.MakePackedAPI
 
     @tvm.transform.module_pass(opt_level=0, name="relaxvm.CaptureHostFunctions")
@@ -367,19 +388,23 @@ def build_and_capture(mod, target):
 
     tirx.transform.MakePackedAPI = lambda: tvm.transform.Sequential([capture, original()])
     try:
-        ex = relax.build(mod, target=target)
+        ex = relax.build(mod, target=target, relax_pipeline=webgpu_pipeline(target, findings))
     finally:
         tirx.transform.MakePackedAPI = original
+    for func, block in findings:
+        raise Unsupported(f"TIR function {func}: block {block} has an init and no reduction axis "
+                          "after dlight (its WGSL would use the output as its own accumulator)")
     return ex, captured["mod"]
 
 
 def host_functions_and_kernels(lowered):
-    """The host functions (as launch plans) and kernels (WGSL + func_info) of a lowered module."""
+    """The host functions (as launch plans) and kernels (WGSL + func_info) of a lowered module,
+    and per kernel the float32 literals of its TIR (for `exact_float_literals`)."""
     original_split = sys.modules["tvm.tirx.build"].split_host_device_mods
     host_mod, device_mods = original_split(lowered)
     from tvm.s_tir.pipeline import finalize_device_passes
     build_webgpu = tvm.get_global_func("target.build.webgpu")
-    hosts, kernels = {}, {}
+    hosts, kernels, floats = {}, {}, {}
     funcs = [(gv, f) for gv, f in host_mod.functions.items()]
     for t, dm in device_mods.items():
         final = finalize_device_passes()(dm)
@@ -394,6 +419,12 @@ def host_functions_and_kernels(lowered):
                 "arg_types": list(info["arg_types"]),
                 "launch_param_tags": list(info["launch_param_tags"]),
             }
+            # What the package holds: the same kernel with i32 `%` by division and a precise
+            # asin (tir_fixups.py), once the build's own source is checked against `wgsl` above.
+            fixed = precise_asin(remainders_by_division(f))
+            kernels[gv.name_hint]["package_wgsl"] = kernels[gv.name_hint]["wgsl"] \
+                if fixed.same_as(f) else build_webgpu(tvm.IRModule({gv: fixed}), t).inspect_source()
+            floats[gv.name_hint] = float32_values(f)
         for gv, f in dm.functions.items():
             cc = f.attrs.get("calling_conv")
             if cc is None:
@@ -403,7 +434,7 @@ def host_functions_and_kernels(lowered):
             continue
         plan = PlanWriter(f, gv.name_hint)
         hosts[gv.name_hint] = {"params": plan.params, "body": canonical(plan.body)}
-    return hosts, kernels
+    return hosts, kernels, floats
 
 
 # ---------------------------------------------------------------------------------------------
@@ -555,7 +586,7 @@ def export_package(mod, params, out_dir, *, function=None, functions=None, refer
     target = tvm.target.Target("webgpu", host="llvm")
     ex, lowered = build_and_capture(mod, target)
     webgpu_mod = ex.mod.imports[0].imports[0]
-    hosts, kernels = host_functions_and_kernels(lowered)
+    hosts, kernels, floats = host_functions_and_kernels(lowered)
     # The per-kernel sources come from a second lowering; they must be the build's own.
     whole = webgpu_mod.inspect_source()
     info = json.loads(webgpu_mod.inspect_source("func_info"))
@@ -566,6 +597,17 @@ def export_package(mod, params, out_dir, *, function=None, functions=None, refer
         if info[kname]["arg_types"] != k["arg_types"] \
                 or info[kname]["launch_param_tags"] != k["launch_param_tags"]:
             raise Unsupported(f"kernel {kname}: captured metadata differs from the build's")
+    # Fixes to TVM's WGSL in the package (the executable keeps TVM's source, which relaxvm
+    # does not run): i32 `%` by division (tir_fixups.py, above), float literals exact where TVM
+    # printed 7 digits (wgsl_literals.py), and a barrier in each step of TVM's scan where
+    # threads race (wgsl_scan.py).
+    for kname, k in kernels.items():
+        k["wgsl"] = k.pop("package_wgsl")
+        try:
+            k["wgsl"], _ = exact_float_literals(k["wgsl"], floats[kname])
+            k["wgsl"], _ = scan_barriers(k["wgsl"])
+        except (AmbiguousLiteral, UnfixedScan) as e:
+            raise Unsupported(f"kernel {kname}: {e}") from None
 
     # TVM keeps TIR functions the VM never calls (reshapes it turned into vm.builtin.reshape):
     # the package holds only what the executable calls and the kernels those launch.
