@@ -8,7 +8,7 @@
  */
 
 /**
- * The 17 packed functions defined in `builtins/host_nn/` (Host image operators; Host signal operators; Host normalizations; Host window operators), one property each, as in
+ * The 18 packed functions defined in `builtins/host_nn/` (Host image operators; Host signal operators; Host normalizations; Host window operators; Host resize), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -218,4 +218,16 @@ export interface HostNnBuiltins {
    */
   readonly "vm.op.deform_conv":
     "(x, w, offset, bias?, mask?, pads, strides, dilations, group, offset_group) → float32 tensor";
+  /**
+   * `vm.op.resize(x, roi, scales, sizes, axes, mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, antialias, exclude_outside, extrapolation_value, keep_aspect_ratio_policy) → float32 tensor` (Host resize, `builtins/host_nn/host_resize_operators.ts`)
+   *
+   * ONNX's `Resize` of float32 `x` along `axes`, as its reference computes it: to `sizes` (int64, one per axis, fitted by `keep_aspect_ratio_policy`) or by `scales` (float32; an empty or null one is absent), `roi` (starts then ends) for `tf_crop_and_resize`; `mode` `nearest` (by `nearest_mode`), `linear` or `cubic` (`cubic_coeff_a`), with `antialias`, `exclude_outside` and `extrapolation_value`. Computed on the host, in float64, for the resizes whose sizes the importer does not know; `Upsample` is the `asymmetric`, `floor` case.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not a float32 tensor, an unknown mode), `RangeError` (axes, scales or sizes that do not fit `x`, an empty result).
+   * - TVM: `relax.op.image.resize2d` (two axes, no antialias or keep_aspect_ratio_policy; relaxvm follows ONNX's reference)
+   */
+  readonly "vm.op.resize":
+    "(x, roi, scales, sizes, axes, mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, antialias, exclude_outside, extrapolation_value, keep_aspect_ratio_policy) → float32 tensor";
 }
