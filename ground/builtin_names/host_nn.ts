@@ -8,7 +8,7 @@
  */
 
 /**
- * The 18 packed functions defined in `builtins/host_nn/` (Host image operators; Host signal operators; Host normalizations; Host window operators; Host resize), one property each, as in
+ * The 19 packed functions defined in `builtins/host_nn/` (Host image operators; Host signal operators; Host normalizations; Host window operators; Host resize), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -124,6 +124,17 @@ export interface HostNnBuiltins {
    * - TVM: none (relaxvm's own)
    */
   readonly "vm.op.dft": "(x, length?, axis, inverse, onesided) → tensor";
+  /**
+   * `vm.op.stft(signal, frame_step, window?, frame_length?, onesided) → tensor` (Host signal operators, `builtins/host_nn/host_signal_operators.ts`)
+   *
+   * ONNX's `STFT`: of `signal [batch, length, 1 or 2]` (real, or real and imaginary parts), frames of `frame_length` (a scalar tensor; default the window's length, else the signal's) every `frame_step` samples (a scalar tensor), each weighed by `window` (default ones) and transformed as `dft` does; `onesided` keeps the first `frame_length / 2 + 1` frequencies. The result is `[batch, frames, frequencies, 2]`. Computed on the host in float64 (a direct sum, no FFT).
+   *
+   * - dtypes: float32, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not tensors), `RangeError` (a signal not `[batch, length, 1 or 2]`, a step or frame length below 1 or a frame longer than the signal).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.stft": "(signal, frame_step, window?, frame_length?, onesided) → tensor";
   /**
    * `vm.op.mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz, dtype) → tensor` (Host signal operators, `builtins/host_nn/host_signal_operators.ts`)
    *
