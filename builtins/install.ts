@@ -21,6 +21,7 @@ import { hostPoolBuiltins } from "./host_nn/host_pool_operators.ts";
 import { hostResizeBuiltins } from "./host_nn/host_resize_operators.ts";
 import { hostCallBuiltins } from "./values/host_calls.ts";
 import { hostShapeBuiltins } from "./host_operators/host_shape_operators.ts";
+import { hostTextBuiltins } from "./host_operators/host_text_operators.ts";
 import { convBuiltins } from "./operators/conv_operators.ts";
 import { indexingBuiltins } from "./operators/indexing_operators.ts";
 import { kvCacheBuiltins } from "./lm_support/kv_cache_builtins.ts";
@@ -64,6 +65,7 @@ export const BUILTIN_TABLES = [
   hostNormBuiltins,
   hostPoolBuiltins,
   hostResizeBuiltins,
+  hostTextBuiltins,
   hostCallBuiltins,
 ];
 
