@@ -18,8 +18,10 @@ import { hostSignalBuiltins } from "./host_nn/host_signal_operators.ts";
 import { hostMathBuiltins } from "./host_operators/host_math_operators.ts";
 import { hostNormBuiltins } from "./host_nn/host_norm_operators.ts";
 import { hostPoolBuiltins } from "./host_nn/host_pool_operators.ts";
+import { hostResizeBuiltins } from "./host_nn/host_resize_operators.ts";
 import { hostCallBuiltins } from "./values/host_calls.ts";
 import { hostShapeBuiltins } from "./host_operators/host_shape_operators.ts";
+import { hostTextBuiltins } from "./host_operators/host_text_operators.ts";
 import { convBuiltins } from "./operators/conv_operators.ts";
 import { indexingBuiltins } from "./operators/indexing_operators.ts";
 import { kvCacheBuiltins } from "./lm_support/kv_cache_builtins.ts";
@@ -62,6 +64,8 @@ export const BUILTIN_TABLES = [
   hostMathBuiltins,
   hostNormBuiltins,
   hostPoolBuiltins,
+  hostResizeBuiltins,
+  hostTextBuiltins,
   hostCallBuiltins,
 ];
 

@@ -2,7 +2,7 @@
 // metadata and run the task; tests/docs_test.ts fails while this file is not current.
 
 /**
- * The names of the 208 builtin packed functions, with their documentation, for editors
+ * The names of the 211 builtin packed functions, with their documentation, for editors
  * and `deno doc`: the same catalogue as docs/builtins.md. Each family of builtins (a folder
  * of `builtins/`) has its interface in `builtin_names/`; `Builtins` joins them.
  *
@@ -34,7 +34,7 @@ export type {
 };
 
 /**
- * The 208 packed functions `installBuiltins()` registers (`mod.ts` and `runtime.ts`
+ * The 211 packed functions `installBuiltins()` registers (`mod.ts` and `runtime.ts`
  * call it), one property each: the property is the name a program passes to `emit_call`, its
  * documentation says what the function takes and returns, what it does, its dtypes, devices
  * and errors and the TVM function it follows, and its type is the call signature as text.

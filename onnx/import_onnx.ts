@@ -37,6 +37,7 @@ import { COMPOSITE_OPS } from "./ops_composite.ts";
 import { CONV_OPS } from "./ops_conv.ts";
 import { DYNAMIC_OPS } from "./ops_dynamic.ts";
 import { RESIZE_OPS } from "./ops_resize.ts";
+import { TEXT_OPS } from "./ops_text.ts";
 import { ELEMENTWISE_OPS } from "./ops_elementwise.ts";
 import { GATHER_OPS } from "./ops_gather.ts";
 import { INDEX_OPS } from "./ops_index.ts";
@@ -77,6 +78,7 @@ const ONNX_OPERATORS: Readonly<Record<string, OpSpec>> = {
   ...MATH_OPS,
   ...NORM_OPS,
   ...OPTIONAL_OPS,
+  ...TEXT_OPS,
   // After WIDENED_OPS, whose MaxPool it wraps.
   ...POOL_OPS,
   // After ELEMENTWISE_OPS, INDEX_OPS, LOW_PRECISION_OPS: UINT64 cases first, the rest to them.

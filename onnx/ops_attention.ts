@@ -5,7 +5,8 @@
  * past keys and values concatenated in front (the present ones are outputs
  * too), grouped-query heads repeated, both operands scaled by `√scale`, the
  * mask (bool: kept or −∞; float: added; shorter than the keys: padded with
- * −∞) and the causal triangle (offset by the past length) added as a bias,
+ * −∞), the causal triangle (offset by the past length) and the keys past
+ * each batch's `nonpad_kv_seqlen` (−∞) added as a bias,
  * `softcap`, softmax over the keys, times the values. The shapes must be
  * known at import (the causal triangle is a constant). And `RotaryEmbedding`
  * (opset 23): the cos/sin caches gathered at the positions, the first
@@ -60,7 +61,7 @@ export const ATTENTION_OPS: Record<string, OpSpec> = {
     convert(cx) {
       let q = cx.input(0), k = cx.input(1), v = cx.input(2);
       const mask = cx.optional(3), pastK = cx.optional(4), pastV = cx.optional(5);
-      if (cx.optional(6) !== undefined) throw new Unsupported("nonpad_kv_seqlen");
+      const nonpad = cx.optional(6);
       for (const x of [q, k, v]) {
         cx.dtype(x, FLOAT);
         if (!x.shape.every((d) => typeof d === "number")) {
@@ -134,6 +135,29 @@ export const ATTENTION_OPS: Record<string, OpSpec> = {
           (_, i) => (i % L) - past > Math.floor(i / L) ? -Infinity : 0,
         );
         biased = binary(cx, "add", biased, constant(cx, tri, [s, L]), FLOAT);
+      }
+      if (nonpad !== undefined) {
+        // Keys at or past each batch's nonpad_kv_seqlen are padding: −∞ in the bias.
+        if (nonpad.shape.length !== 1) throw new Unsupported("nonpad_kv_seqlen not of rank 1");
+        const lengths = reshapeTo(
+          cx,
+          cx.em.call("vm.op.cast", [cx.em.reg(nonpad), "float32"], "float32", nonpad.shape),
+          [batch, 1, 1, 1],
+        );
+        const positions = constant(cx, Array.from({ length: L }, (_, i) => i), [L]);
+        const kept = cx.em.call(
+          "vm.op.less",
+          [cx.em.reg(positions), cx.em.reg(lengths)],
+          "bool",
+          [batch, 1, 1, L],
+        );
+        const padding = cx.em.call(
+          "vm.op.where",
+          [cx.em.reg(kept), cx.em.reg(cx.scalar(0)), cx.em.reg(cx.scalar(-Infinity))],
+          "float32",
+          [batch, 1, 1, L],
+        );
+        biased = binary(cx, "add", biased, padding, FLOAT);
       }
       const mode = cx.int("qk_matmul_output_mode", 0);
       let qkOut = mode === 0 ? scores : biased;

@@ -130,8 +130,12 @@ export const COMPOSITE_OPS: Record<string, OpSpec> = {
     return mul(cx, x, clipped);
   }),
   Mish: activation((cx, x) => {
-    const softplus = unary(cx, "log", add(cx, unary(cx, "exp", x), cx.scalar(1)));
-    return mul(cx, x, unary(cx, "tanh", softplus));
+    // x·tanh(log(1 + eˣ)) = x·n / (n + 2) with n = eˣ(eˣ + 2): no log of 1 + eˣ, whose rounding
+    // loses eˣ's digits for negative x (past ONNX's tolerance on WebGPU). eˣ stops at e²⁰, where
+    // n / (n + 2) is 1 in float32, so it never overflows.
+    const e = unary(cx, "exp", binary(cx, "minimum", x, cx.scalar(20), FLOAT));
+    const n = mul(cx, e, add(cx, e, cx.scalar(2)));
+    return mul(cx, x, div(cx, n, add(cx, n, cx.scalar(2))));
   }),
   Swish: activation(
     (cx, x) => mul(cx, x, unary(cx, "sigmoid", mul(cx, x, cx.scalar(cx.float("alpha", 1))))),

@@ -447,9 +447,30 @@ export const ELEMENTWISE_OPS: Record<string, OpSpec> = {
   Softplus: {
     attrs: [],
     convert(cx) {
-      // log(exp(x) + 1).
+      // log(exp(x) + 1) = max(x, 0) + log1p(u), u = exp(−|x|) in (0, 1]: no overflow, and log1p
+      // of a small u by its series, since log(1 + u) keeps only log's absolute error there
+      // (past ONNX's tolerance on WebGPU for u near 1e-3; the series' error is below u⁵/5).
       const x = cx.input(0);
-      return [unary(cx, "log", binary(cx, "add", unary(cx, "exp", x), cx.scalar(1), FLOAT))];
+      cx.dtype(x, FLOAT);
+      const op = (name: string, a: Value, b: Value) => binary(cx, name, a, b, FLOAT);
+      const u = unary(cx, "exp", unary(cx, "negative", unary(cx, "abs", x)));
+      let series = op("subtract", cx.scalar(1 / 3), op("multiply", u, cx.scalar(0.25)));
+      series = op("subtract", cx.scalar(0.5), op("multiply", u, series));
+      series = op("multiply", u, op("subtract", cx.scalar(1), op("multiply", u, series)));
+      const logged = unary(cx, "log", op("add", u, cx.scalar(1)));
+      const small = cx.em.call(
+        "vm.op.less",
+        [cx.em.reg(u), cx.em.reg(cx.scalar(0.01))],
+        "bool",
+        x.shape,
+      );
+      const log1p = cx.em.call(
+        "vm.op.where",
+        [cx.em.reg(small), cx.em.reg(series), cx.em.reg(logged)],
+        "float32",
+        x.shape,
+      );
+      return [op("add", op("maximum", x, cx.scalar(0)), log1p)];
     },
   },
   Elu: {

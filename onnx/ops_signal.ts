@@ -1,7 +1,7 @@
 /**
  * Signal operators: `HannWindow`, `HammingWindow`, `BlackmanWindow`,
- * `MelWeightMatrix` and `DFT`, one call each of `vm.op.window`,
- * `vm.op.mel_weight_matrix` and `vm.op.dft`
+ * `MelWeightMatrix`, `DFT` and `STFT`, one call each of `vm.op.window`,
+ * `vm.op.mel_weight_matrix`, `vm.op.dft` and `vm.op.stft`
  * (builtins/host_nn/host_signal_operators.ts). A window's size and a
  * transform's length may be graph inputs, read when the program runs.
  *
@@ -100,6 +100,42 @@ export const SIGNAL_OPS: Record<string, OpSpec> = {
           ],
           x.dtype,
           shape,
+        ),
+      ];
+    },
+  },
+  STFT: {
+    attrs: ["onesided"],
+    convert(cx) {
+      const x = cx.input(0), onesided = cx.int("onesided", 1);
+      if (x.shape.length !== 3) throw new Unsupported(`a signal of rank ${x.shape.length}`);
+      const w = cx.optional(2), given = cx.optional(3) === undefined ? null : knownInt(cx, 3);
+      // The sizes, where the step, the frame's length and the signal's are known.
+      const length = cx.optional(3) !== undefined
+        ? given
+        : w !== undefined
+        ? w.shape[0]
+        : x.shape[1];
+      const step = knownInt(cx, 1), total = x.shape[1];
+      const frames = typeof length === "number" && step !== null && typeof total === "number"
+        ? 1 + Math.floor((total - length) / step)
+        : null;
+      const bins = typeof length === "number"
+        ? (onesided ? Math.floor(length / 2) + 1 : length)
+        : null;
+      const none = () => cx.em.record("vm.builtin.null_value", [])!;
+      return [
+        cx.em.call(
+          "vm.op.stft",
+          [
+            cx.em.reg(x),
+            cx.em.reg(cx.input(1)),
+            w === undefined ? none() : cx.em.reg(w),
+            cx.optional(3) === undefined ? none() : cx.em.reg(cx.input(3)),
+            cx.em.imm(onesided),
+          ],
+          x.dtype,
+          [x.shape[0], frames, bins, 2],
         ),
       ];
     },

@@ -4,18 +4,20 @@
  * comparison and bitwise operators on it call `vm.op.uint64_binary`
  * (builtins/host_operators/host_math_operators.ts), which reads the bits
  * as unsigned. `Cast` to UINT64 tags the int64 result; from UINT64 only to
- * UINT64 or INT64 (the bits as they are). Any other operator refuses a
+ * UINT64 or INT64 (the bits as they are). `Pow` takes a UINT64 exponent of a
+ * float base (its value as a float). Any other operator refuses a
  * UINT64 value (import_onnx.ts), so none computes on the bits as signed.
  *
  * @module
  */
 
 import { broadcastShapes, Unsupported, type Value } from "./graph_values.ts";
-import type { NodeContext } from "./node_context.ts";
+import { NodeContext } from "./node_context.ts";
 import type { OpSpec } from "./op_spec.ts";
 import { ELEMENTWISE_OPS } from "./ops_elementwise.ts";
 import { INDEX_OPS } from "./ops_index.ts";
 import { LOW_PRECISION_OPS } from "./ops_low_precision.ts";
+import { WIDENED_OPS } from "./ops_widened.ts";
 
 /** Whether any input of the node is a UINT64 value. */
 function anyUint64(cx: NodeContext): boolean {
@@ -71,6 +73,15 @@ function cast(
   };
 }
 
+/** UINT64 bits as float32 values: int64's, plus 2^64 where the top bit made them negative. */
+function unsignedToFloat(cx: NodeContext, v: Value): Value {
+  const call = (op: string, args: Value[], dtype: "float32" | "bool") =>
+    cx.em.call(`vm.op.${op}`, args.map((a) => cx.em.reg(a)), dtype, v.shape);
+  const f = cx.em.call("vm.op.cast", [cx.em.reg(v), "float32"], "float32", v.shape);
+  const negative = call("less", [f, cx.scalar(0)], "bool");
+  return call("where", [negative, call("add", [f, cx.scalar(2 ** 64)], "float32"), f], "float32");
+}
+
 /** The operators of this module, by ONNX name (they wrap the plain converters). */
 export const UINT64_OPS: Record<string, OpSpec> = {
   Add: unsigned(ELEMENTWISE_OPS.Add, "add"),
@@ -92,6 +103,21 @@ export const UINT64_OPS: Record<string, OpSpec> = {
     INDEX_OPS.BitShift,
     (cx) => cx.string("direction", "") === "LEFT" ? "left_shift" : "right_shift",
   ),
+  // A float base by a UINT64 exponent: the exponent's value as a float, then Pow as ever.
+  Pow: {
+    attrs: WIDENED_OPS.Pow.attrs,
+    convert(cx) {
+      const x = cx.input(0), e = cx.input(1);
+      if (e.format !== "uint64") return WIDENED_OPS.Pow.convert(cx);
+      if (x.format !== undefined || x.dtype !== "float32") {
+        throw new Unsupported(`Pow of ${x.format ?? x.dtype} by a UINT64 exponent`);
+      }
+      const inputs = [x, unsignedToFloat(cx, e)];
+      return ELEMENTWISE_OPS.Pow.convert(
+        new NodeContext(cx.node, cx.opset, cx.em, inputs, cx.made),
+      );
+    },
+  },
   TopK: {
     attrs: INDEX_OPS.TopK.attrs,
     convert(cx) {

@@ -3,8 +3,9 @@
  * known independently: the 8- and 4-bit conversions against the bit
  * patterns ml_dtypes gives (the library ONNX's reference casts with), the
  * pad modes, `unique`'s four outputs on ONNX's own example, unsigned 64-bit
- * comparisons past 2^63 and `dynamic_reshape`'s 0 and -1. ONNX's node
- * tests (`deno task onnx:nodes`) check them further through the importer.
+ * comparisons past 2^63, `dynamic_reshape`'s 0 and -1 and `tfidf_vectorizer`'s
+ * counts worked out by hand. ONNX's node tests (`deno task onnx:nodes`) check
+ * them further through the importer.
  *
  * @module
  */
@@ -85,4 +86,23 @@ Deno.test("dynamic_reshape: 0 keeps a size, -1 takes the rest, a wrong count is 
   assertEquals(y.shape, [2, 6, 2]);
   using bad = ints([5, -1]);
   assertThrows(() => call("vm.op.dynamic_reshape", x, bad), RangeError, "cannot reshape");
+});
+
+Deno.test("tfidf_vectorizer: skips find more bigrams, unigrams count once, modes weigh", () => {
+  // Pool: unigram (1) at index 0, bigram (1, 2) at index 1. In 1 3 2 1 2, (1, 2) is adjacent
+  // once and one apart once; 1 appears twice whatever the skip.
+  using x = tensor(new Int32Array([1, 3, 2, 1, 2]), { shape: [1, 5] });
+  using pool = ints([1, 1, 2]);
+  using w = tensor([0.5, 3]);
+  const run = (weights: NDArray | null, mode: string, skip: number) =>
+    values(call("vm.op.tfidf_vectorizer", x, pool, [0, 1], [0, 1], weights, mode, 1, 2, skip));
+  assertEquals(run(null, "TF", 0), [2, 1]);
+  assertEquals(run(null, "TF", 1), [2, 2]);
+  assertEquals(run(w, "IDF", 1), [0.5, 3]);
+  assertEquals(run(w, "TFIDF", 1), [1, 6]);
+  // Bigrams only: the unigram is a prefix, not counted.
+  assertEquals(
+    values(call("vm.op.tfidf_vectorizer", x, pool, [0, 1], [0, 1], null, "TF", 2, 2, 1)),
+    [0, 2],
+  );
 });

@@ -183,6 +183,31 @@ Deno.test("onnx import: sizes known only at run time are read when the program r
   assertEquals([...y.dataSync()], [1, 2, 4, 5]);
 });
 
+Deno.test("onnx import: a Resize of an image whose sizes are symbols is planned when it runs", async () => {
+  // Sizes [1, 1, 2, 3] for x [1, 1, h, w]: the scales follow h and w, so vm.op.resize plans it
+  // when main runs (nearest, half_pixel, round_prefer_floor: ONNX's defaults).
+  const bytes = model({
+    name: "late_resize",
+    nodes: [node("Resize", ["x", "", "", "sizes"], ["y"])],
+    initializers: [int64Tensor("sizes", [4], [1, 1, 2, 3])],
+    inputs: [valueInfo("x", [1, 1, "h", "w"])],
+    outputs: [valueInfo("y", [1, 1, 2, 3])],
+  }, 13);
+  using imported = await importONNX(bytes);
+  assert(imported.executable.functions.some((f) => f.name === "vm.op.resize"));
+  const vm = new VirtualMachine(imported.executable);
+  const run = async (x: NDArray) => {
+    using y = await vm.invoke("main", x, imported.params) as NDArray;
+    return [[...y.shape], [...y.dataSync()]];
+  };
+  // Width 2 → 3 reads sources −1/6, 1/2 (a tie, to the floor) and 7/6: columns 0, 0, 1.
+  using a = tensor([1, 2, 3, 4], { shape: [1, 1, 2, 2] });
+  assertEquals(await run(a), [[1, 1, 2, 3], [1, 1, 2, 3, 3, 4]]);
+  // Height 1 → 2 repeats the row; width 4 → 3 reads 1/6, 3/2 (to the floor) and 17/6.
+  using b = tensor([1, 2, 3, 4], { shape: [1, 1, 1, 4] });
+  assertEquals(await run(b), [[1, 1, 2, 3], [1, 2, 4, 1, 2, 4]]);
+});
+
 Deno.test("onnx import: a cyclic graph and a missing output are import errors", async () => {
   const cyclic = model({
     name: "cycle",

@@ -1,9 +1,10 @@
 /**
  * Signal operators computed on the host (host_tensors.ts), as ONNX's
  * reference computes them: `window` (ONNX's `HannWindow`, `HammingWindow`,
- * `BlackmanWindow`) and `dft` (ONNX's `DFT`: forward and inverse, one-sided,
- * any length, real or complex input as a trailing axis of 1 or 2), in
- * float64 and rounded once to the result's dtype.
+ * `BlackmanWindow`), `dft` (ONNX's `DFT`: forward and inverse, one-sided,
+ * any length, real or complex input as a trailing axis of 1 or 2) and `stft`
+ * (ONNX's `STFT`: windowed frames, each a `dft`), in float64 and rounded once
+ * to the result's dtype.
  *
  * @example A periodic Hann window of 4
  * ```ts
@@ -144,6 +145,88 @@ hostSignalBuiltins.add(
     devices: ["cpu", "webgpu"],
     errors:
       "`TypeError` (not tensors), `RangeError` (a last axis other than 1 or 2, an axis out of range, a length below 1).",
+    tvm: null,
+  },
+);
+
+hostSignalBuiltins.add(
+  "vm.op.stft",
+  (
+    signal: unknown,
+    frameStep: unknown,
+    window: unknown,
+    frameLength: unknown,
+    onesided: unknown,
+  ) => {
+    const who = "stft";
+    const t = tensorArg(signal, "signal", who);
+    const st = tensorArg(frameStep, "frame_step", who);
+    const wt = window === undefined || window === null
+      ? undefined
+      : tensorArg(window, "window", who);
+    const lt = frameLength === undefined || frameLength === null
+      ? undefined
+      : tensorArg(frameLength, "frame_length", who);
+    const [batch, length, parts] = t.shape;
+    if (t.shape.length !== 3 || (parts !== 1 && parts !== 2)) {
+      throw new RangeError(
+        `${who}: signal ${formatShape(t.shape)} must be [batch, length, 1 or 2]`,
+      );
+    }
+    return onHost(who, [t, st, wt, lt], ([xv, sv, wv, lv]) => {
+      const step = integersOf(sv!, "frame_step", who)[0];
+      const w = wv === undefined ? undefined : numbersOf(wv);
+      // The reference: the frame's length, else the window's, else the signal's.
+      const n = lv !== undefined ? integersOf(lv, "frame_length", who)[0] : w?.length ?? length;
+      if (!(step >= 1) || !(n >= 1) || n > length) {
+        throw new RangeError(
+          `${who}: frame_step ${step} and frame_length ${n} for a signal of ${length}`,
+        );
+      }
+      const weights = w ?? new Array<number>(n).fill(1);
+      const frames = 1 + Math.floor((length - n) / step);
+      const bins = onesided ? Math.floor(n / 2) + 1 : n;
+      const values = numbersOf(xv!);
+      return {
+        shape: [batch, frames, bins, 2],
+        dtype: t.dtype,
+        fill(out) {
+          // Each frame: window.length samples from f·step (zeros past the end), weighed by the
+          // window, then a DFT of length n (cut or padded with zeros), in float64.
+          const taps = Math.min(weights.length, n);
+          for (let b = 0; b < batch; b++) {
+            for (let f = 0; f < frames; f++) {
+              for (let k = 0; k < bins; k++) {
+                let re = 0, im = 0;
+                for (let j = 0; j < taps; j++) {
+                  const at = f * step + j;
+                  if (at >= length) break;
+                  const p = (b * length + at) * parts;
+                  const xr = values[p] * weights[j],
+                    xi = parts === 2 ? values[p + 1] * weights[j] : 0;
+                  const angle = (-2 * Math.PI * ((k * j) % n)) / n;
+                  const c = Math.cos(angle), s = Math.sin(angle);
+                  re += xr * c - xi * s;
+                  im += xr * s + xi * c;
+                }
+                const q = ((b * frames + f) * bins + k) * 2;
+                put(out, q, re);
+                put(out, q + 1, im);
+              }
+            }
+          }
+        },
+      };
+    });
+  },
+  {
+    signature: "(signal, frame_step, window?, frame_length?, onesided) → tensor",
+    summary:
+      "ONNX's `STFT`: of `signal [batch, length, 1 or 2]` (real, or real and imaginary parts), frames of `frame_length` (a scalar tensor; default the window's length, else the signal's) every `frame_step` samples (a scalar tensor), each weighed by `window` (default ones) and transformed as `dft` does; `onesided` keeps the first `frame_length / 2 + 1` frequencies. The result is `[batch, frames, frequencies, 2]`. Computed on the host in float64 (a direct sum, no FFT).",
+    dtypes: ["float32", "float64"],
+    devices: ["cpu", "webgpu"],
+    errors:
+      "`TypeError` (not tensors), `RangeError` (a signal not `[batch, length, 1 or 2]`, a step or frame length below 1 or a frame longer than the signal).",
     tvm: null,
   },
 );

@@ -8,7 +8,7 @@
  */
 
 /**
- * The 17 packed functions defined in `builtins/host_nn/` (Host image operators; Host signal operators; Host normalizations; Host window operators), one property each, as in
+ * The 19 packed functions defined in `builtins/host_nn/` (Host image operators; Host signal operators; Host normalizations; Host window operators; Host resize), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -125,6 +125,17 @@ export interface HostNnBuiltins {
    */
   readonly "vm.op.dft": "(x, length?, axis, inverse, onesided) → tensor";
   /**
+   * `vm.op.stft(signal, frame_step, window?, frame_length?, onesided) → tensor` (Host signal operators, `builtins/host_nn/host_signal_operators.ts`)
+   *
+   * ONNX's `STFT`: of `signal [batch, length, 1 or 2]` (real, or real and imaginary parts), frames of `frame_length` (a scalar tensor; default the window's length, else the signal's) every `frame_step` samples (a scalar tensor), each weighed by `window` (default ones) and transformed as `dft` does; `onesided` keeps the first `frame_length / 2 + 1` frequencies. The result is `[batch, frames, frequencies, 2]`. Computed on the host in float64 (a direct sum, no FFT).
+   *
+   * - dtypes: float32, float64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not tensors), `RangeError` (a signal not `[batch, length, 1 or 2]`, a step or frame length below 1 or a frame longer than the signal).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.stft": "(signal, frame_step, window?, frame_length?, onesided) → tensor";
+  /**
    * `vm.op.mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz, dtype) → tensor` (Host signal operators, `builtins/host_nn/host_signal_operators.ts`)
    *
    * ONNX's `MelWeightMatrix`: the `[dft_length / 2 + 1, num_mel_bins]` matrix of triangular filters, evenly spaced on the mel scale between the two edges, that turns a one-sided spectrum into mel bins (scalar tensors read when it runs), computed as ONNX's reference does. Computed on the host.
@@ -218,4 +229,16 @@ export interface HostNnBuiltins {
    */
   readonly "vm.op.deform_conv":
     "(x, w, offset, bias?, mask?, pads, strides, dilations, group, offset_group) → float32 tensor";
+  /**
+   * `vm.op.resize(x, roi, scales, sizes, axes, mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, antialias, exclude_outside, extrapolation_value, keep_aspect_ratio_policy) → float32 tensor` (Host resize, `builtins/host_nn/host_resize_operators.ts`)
+   *
+   * ONNX's `Resize` of float32 `x` along `axes`, as its reference computes it: to `sizes` (int64, one per axis, fitted by `keep_aspect_ratio_policy`) or by `scales` (float32; an empty or null one is absent), `roi` (starts then ends) for `tf_crop_and_resize`; `mode` `nearest` (by `nearest_mode`), `linear` or `cubic` (`cubic_coeff_a`), with `antialias`, `exclude_outside` and `extrapolation_value`. Computed on the host, in float64, for the resizes whose sizes the importer does not know; `Upsample` is the `asymmetric`, `floor` case.
+   *
+   * - dtypes: float32
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not a float32 tensor, an unknown mode), `RangeError` (axes, scales or sizes that do not fit `x`, an empty result).
+   * - TVM: `relax.op.image.resize2d` (two axes, no antialias or keep_aspect_ratio_policy; relaxvm follows ONNX's reference)
+   */
+  readonly "vm.op.resize":
+    "(x, roi, scales, sizes, axes, mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, antialias, exclude_outside, extrapolation_value, keep_aspect_ratio_policy) → float32 tensor";
 }

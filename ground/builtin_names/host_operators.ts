@@ -8,7 +8,7 @@
  */
 
 /**
- * The 36 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host arithmetic operators), one property each, as in
+ * The 37 packed functions defined in `builtins/host_operators/` (Host shape operators; Host indexing operators; Low-precision conversions; Host arithmetic operators; Host text operators), one property each, as in
  * `Builtins`, which extends this interface and the other families'.
  *
  * @example
@@ -419,4 +419,16 @@ export interface HostOperatorsBuiltins {
    * - TVM: `relax.op.max` and relax.op.min, which refuse an empty set
    */
   readonly "vm.op.reduce_extreme": "(x, axes?, keepdims, largest) → tensor";
+  /**
+   * `vm.op.tfidf_vectorizer(x, pool, ngram_counts, ngram_indexes, weights?, mode, min_gram_length, max_gram_length, max_skip_count) → float32 tensor` (Host text operators, `builtins/host_operators/host_text_operators.ts`)
+   *
+   * ONNX's `TfIdfVectorizer` of integer tokens `x [C]` or `[N, C]`: the n-grams of `pool` (int64, each size's n-grams from `ngram_counts[size − 1]`), sizes `min_gram_length` to `max_gram_length`, counted from every start and skip distance up to `max_skip_count` (unigrams once), each n-gram's count at its `ngram_indexes` entry; `mode` `TF` keeps counts, `IDF` gives `weights[i]` (or 1) where the count is not 0, `TFIDF` the count times `weights[i]`. Computed on the host.
+   *
+   * - dtypes: int32, int64
+   * - devices: CPU, WebGPU
+   * - errors: `TypeError` (not tensors, an unknown mode), `RangeError` (x of rank past 2, no ngram_indexes, gram lengths out of order).
+   * - TVM: none (relaxvm's own)
+   */
+  readonly "vm.op.tfidf_vectorizer":
+    "(x, pool, ngram_counts, ngram_indexes, weights?, mode, min_gram_length, max_gram_length, max_skip_count) → float32 tensor";
 }
