@@ -19,7 +19,7 @@
  * ```sh
  * bash tools/tvm/setup.sh && apt-get install -y emscripten   # once
  * bash tools/tvmjs/build.sh                                  # tvmjs into .tvmjs/ (minutes)
- * deno run -A bench/tvmjs_bench.ts [--quick]                 # exports the models on first run
+ * deno run -A bench/tvmjs_bench.ts [--quick] [--only=llama]  # exports the models on first run
  * ```
  *
  * Without `.tvmjs/` it says how to build it and exits.
@@ -37,6 +37,9 @@ const TVMJS = new URL(".tvmjs/", root);
 const python = new URL("tools/tvm/.venv/bin/python", root);
 const quick = Deno.args.includes("--quick");
 const ROUNDS = quick ? 3 : 6, PER_ROUND = quick ? 2 : 4, WARMUP = 2;
+const only = Deno.args.find((a) => a.startsWith("--only="))?.slice(7).split(",");
+/** Whether `--only=a,b` (mlp_bench, encoder_bench, llama) leaves model `name` in. */
+const wanted = (name: string) => only === undefined || only.includes(name);
 const exists = (u: URL) => Deno.stat(u).then(() => true, () => false);
 
 // deno-lint-ignore no-explicit-any
@@ -156,7 +159,7 @@ async function readBack(tvm: Any, t: Any): Promise<Float32Array> {
 
 async function forwardModels(tvmjs: Any, table: string[]): Promise<void> {
   const gpu = await webgpu();
-  for (const name of ["mlp_bench", "encoder_bench"]) {
+  for (const name of ["mlp_bench", "encoder_bench"].filter(wanted)) {
     const pkgDir = await relaxvmPackage(name), wasmDir = await tvmjsModel(name);
     console.log(`${name}: ${await sameKernels(pkgDir, wasmDir)}`);
     const ref = (JSON.parse(await Deno.readTextFile(new URL("reference.json", pkgDir))) as {
@@ -408,8 +411,7 @@ if (import.meta.main) {
     "| model | tvmjs (ms) | relaxvm (ms) | tvmjs / relaxvm | max rel diff tvmjs vs relaxvm |",
     "| --- | ---: | ---: | ---: | ---: |",
   ];
-  const only = Deno.args.find((a) => a.startsWith("--only="))?.slice(7);
-  if (only !== "llama") await forwardModels(tvmjs, table);
-  if (only !== "forward") await llama(tvmjs, table);
+  await forwardModels(tvmjs, table);
+  if (wanted("llama")) await llama(tvmjs, table);
   console.log(table.join("\n"));
 }
