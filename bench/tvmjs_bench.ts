@@ -167,7 +167,9 @@ async function forwardModels(tvmjs: Any, table: string[]): Promise<void> {
     }).cases[0];
     const xData = float32s(ref.inputs[0].base64), want = float32s(ref.output.base64);
 
+    const tOwn = performance.now();
     using pkg = await loadTVMPackage(pkgDir, { device: gpu });
+    const ownLoadMs = performance.now() - tOwn;
     const ownVM = pkg.createVM();
     using x = tensor(xData, { shape: ref.inputs[0].shape, device: gpu });
     const ownArgs = [x, ...pkg.params()];
@@ -196,7 +198,9 @@ async function forwardModels(tvmjs: Any, table: string[]): Promise<void> {
 
     const a = await theirs(), b = await own();
     console.log(
-      `  tvmjs loaded in ${loadMs.toFixed(0)} ms; max rel diff vs TVM llvm: tvmjs ${
+      `  loaded in ${loadMs.toFixed(0)} ms (tvmjs), ${
+        ownLoadMs.toFixed(0)
+      } ms (relaxvm); max rel diff vs TVM llvm: tvmjs ${
         maxRelativeDifference(a, want).toExponential(1)
       }, relaxvm ${maxRelativeDifference(b, want).toExponential(1)}; tvmjs vs relaxvm ${
         maxRelativeDifference(a, b).toExponential(1)
@@ -334,7 +338,9 @@ async function llama(tvmjs: Any, table: string[]): Promise<void> {
     const tload = performance.now();
     const theirs = await TvmjsLlama.load(tvmjs, new URL("model.wasm", wasmDir), pkgDir, batch);
     const loadMs = performance.now() - tload;
+    const tOwn = performance.now();
     const own = await TVMLanguageModel.load(pkgDir, { tokenizer, maxBatchSize: batch });
+    const ownLoadMs = performance.now() - tOwn;
     try {
       const ids = Array.from({ length: batch }, (_, i) => i);
       for (const id of ids) {
@@ -377,11 +383,11 @@ async function llama(tvmjs: Any, table: string[]): Promise<void> {
       }
       const [t, r] = times.map(median);
       console.log(
-        `  batch ${batch}: tvmjs loaded in ${loadMs.toFixed(0)} ms; ${
-          steps + 4
-        } forwards, logits max rel diff ${worst.toExponential(1)}, argmax ${
-          argmaxAgree ? "identical" : "DIFFERS"
-        }`,
+        `  batch ${batch}: loaded in ${loadMs.toFixed(0)} ms (tvmjs), ${
+          ownLoadMs.toFixed(0)
+        } ms (relaxvm); ${steps + 4} forwards, logits max rel diff ${
+          worst.toExponential(1)
+        }, argmax ${argmaxAgree ? "identical" : "DIFFERS"}`,
       );
       table.push(
         `| llama decode, batch ${batch} | ${t.toFixed(2)} | ${r.toFixed(2)} | ${
@@ -407,6 +413,7 @@ if (import.meta.main) {
   const tvmjs = await import(bundle.href);
   const adapter = await navigator.gpu.requestAdapter();
   console.log(`WebGPU adapter: ${adapter?.info?.description || adapter?.info?.vendor || "?"}`);
+  console.log(`load average at start: ${Deno.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
   const table = [
     "| model | tvmjs (ms) | relaxvm (ms) | tvmjs / relaxvm | max rel diff tvmjs vs relaxvm |",
     "| --- | ---: | ---: | ---: | ---: |",
@@ -414,4 +421,5 @@ if (import.meta.main) {
   await forwardModels(tvmjs, table);
   if (wanted("llama")) await llama(tvmjs, table);
   console.log(table.join("\n"));
+  console.log(`load average at end: ${Deno.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
 }

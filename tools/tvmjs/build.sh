@@ -6,13 +6,15 @@
 #   bash tools/tvmjs/build.sh        # -> .tvmjs/ (git-ignored); does nothing when it is up to date
 #
 # The sources are the wheel's own: apache-tvm 0.27.0.post1 (TVM commit 7b5acb32b) ships `web/`
-# (Makefile, emcc/*.cc, src/*.ts), `src/runtime/` and `include/`, and apache-tvm-ffi 0.1.15.post2
-# (commit e9fdc58fa) ships tvm-ffi's `src/`, `include/` and dlpack: exactly the runtime code the
-# wheel runs on the CPU. Headers the wheels lack come from TVM's repository at TVM_COMMIT
-# (a local git mirror if TVM_MIRROR names one, else GitHub). The tree is laid out as TVM's repository is, so
-# web/Makefile runs unchanged (-j2, niced) and tvm.support.emcc finds web/dist/wasm/*.bc with
-# TVM_HOME=.tvmjs/tvm. The TypeScript (web/src) is bundled with `deno bundle` into one ES module,
-# .tvmjs/tvmjs.js, in place of the Makefile's rollup.
+# (Makefile, emcc/*.cc, src/*.ts), `src/runtime/` and `include/tvm/runtime`, and apache-tvm-ffi
+# 0.1.15.post2 (commit e9fdc58fa) ships tvm-ffi's `src/`, `include/` and dlpack: the runtime code
+# the wheel runs on the CPU. Headers the wheels lack come from TVM's repository at TVM_COMMIT (a
+# local git mirror if TVM_MIRROR names one, else GitHub). The tree is laid out as TVM's repository
+# is, so web/Makefile runs unchanged (-j2, niced) and tvm.support.emcc finds web/dist/wasm/*.bc
+# with TVM_HOME=.tvmjs/tvm. The TypeScript (web/src) is bundled with `deno bundle` into one ES
+# module, .tvmjs/tvmjs.js, in place of the Makefile's rollup. From nothing it takes about half an
+# hour on two busy cores (most of it wasm-opt's asyncify pass in the runtime's link); run again,
+# about a second.
 #
 # Output:
 #   .tvmjs/tvm/                          TVM's tree (the wheel's sources) and its build:

@@ -6,13 +6,14 @@ Usage (from the repository root, after `bash tools/tvmjs/build.sh`):
 
 MODEL is one of tools/tvm/export_webgpu.py's MODELS (mlp, encoder, mlp_bench, encoder_bench, ...)
 or `llama` (tools/tvm/llama_module.py's tiny Llama). The module is the one export_webgpu.py
-builds; here it goes through relax.build for Target("webgpu", host="llvm -mtriple=wasm32-
-unknown-unknown-wasm") and export_library(fcompile=tvm.contrib.tvmjs.create_tvmjs_wasm), which
-links its host code (wasm32) with tvmjs's runtime bitcode (TVM_HOME/web/dist/wasm/*.bc) into one
-WebAssembly file that tvmjs's `instantiate` loads; the WGSL kernels ride inside it.
+builds; here it goes through relax.build for Target("webgpu", host={"kind": "llvm", "mtriple":
+"wasm32-unknown-unknown-wasm"}) and export_library with tvm.contrib.tvmjs.create_tvmjs_wasm
+(handed wasm objects, not bitcode: see create_tvmjs_wasm_from_objects), which links the host code
+with tvmjs's runtime (TVM_HOME/web/dist/wasm/*.bc) into one WebAssembly file that tvmjs's
+`instantiate` loads; the WGSL kernels ride inside it. A link takes minutes (LTO of the runtime).
 
-Writes OUT_DIR/model.wasm and OUT_DIR/kernels.json ({kernel name: WGSL}, as the wasm's WebGPU
-module holds them), so that a caller can check the kernels are those of the relaxvm package
+Writes OUT_DIR/model.wasm and OUT_DIR/kernels.json (the WebGPU module's `func_info` and its whole
+WGSL source), so that a caller can check the kernels are those of the relaxvm package
 (export_webgpu.py builds the same module for Target("webgpu", host="llvm")). No weights: the
 bench feeds both runtimes the relaxvm package's tensor cache.
 """
