@@ -12,9 +12,9 @@
 # local git mirror if TVM_MIRROR names one, else GitHub). The tree is laid out as TVM's repository
 # is, so web/Makefile runs unchanged (-j2, niced) and tvm.support.emcc finds web/dist/wasm/*.bc
 # with TVM_HOME=.tvmjs/tvm. The TypeScript (web/src) is bundled with `deno bundle` into one ES
-# module, .tvmjs/tvmjs.js, in place of the Makefile's rollup. From nothing it takes about half an
-# hour on two busy cores (most of it wasm-opt's asyncify pass in the runtime's link); run again,
-# about a second.
+# module, .tvmjs/tvmjs.js, in place of the Makefile's rollup. From nothing it took 11.5 minutes on
+# two shared cores at load average 2-8 (half an hour at 10-13; most of it wasm-opt's asyncify pass
+# in the runtime's link); run again, about a second.
 #
 # Output:
 #   .tvmjs/tvm/                          TVM's tree (the wheel's sources) and its build:
