@@ -56,7 +56,8 @@ export function tryBroadcastShapes(
 
 /**
  * The broadcast shape of `a` and `b`; throws a `RangeError` naming both
- * shapes when they do not broadcast.
+ * shapes when they do not broadcast (and the operator `who`, when given,
+ * as builtins' messages start).
  *
  * @example
  * ```ts
@@ -67,10 +68,15 @@ export function tryBroadcastShapes(
  * assertThrows(() => broadcastShapes([2, 3], [4]), RangeError, "[2, 3] and [4]");
  * ```
  */
-export function broadcastShapes(a: readonly number[], b: readonly number[]): number[] {
+export function broadcastShapes(
+  a: readonly number[],
+  b: readonly number[],
+  who?: string,
+): number[] {
   const out = tryBroadcastShapes(a, b);
   if (out === undefined) {
-    throw new RangeError(`Shapes ${formatShape(a)} and ${formatShape(b)} do not broadcast`);
+    const shapes = `${formatShape(a)} and ${formatShape(b)} do not broadcast`;
+    throw new RangeError(who === undefined ? `Shapes ${shapes}` : `${who}: shapes ${shapes}`);
   }
   return out;
 }

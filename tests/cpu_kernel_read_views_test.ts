@@ -113,6 +113,19 @@ const CASES: Record<string, () => { inputs: NDArray[]; out: NDArray }> = {
     K.causalMask(x, 0, out);
     return { inputs: [x], out };
   },
+  conv2d: () => {
+    const x = sealed([1, 4, 5, 5]), w = sealed([6, 2, 3, 3]), bias = sealed([6]);
+    const out = NDArray.empty([1, 6, 3, 3], "float32");
+    const geometry = {
+      strides: [2, 2],
+      padBegin: [1, 1],
+      dilations: [1, 1],
+      inputDilations: [1, 1],
+      groups: 2,
+    };
+    K.conv2d(x, w, bias, geometry, out);
+    return { inputs: [x, w, bias], out };
+  },
   attention: () => {
     const q = sealed([1, 2, 3, 4]), k = sealed([1, 2, 3, 4]), v = sealed([1, 2, 3, 4]);
     const out = NDArray.empty([1, 2, 3, 4], "float32");

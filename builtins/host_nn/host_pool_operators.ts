@@ -203,8 +203,10 @@ hostPoolBuiltins.add(
   "vm.op.qlinear_conv",
   (...args: unknown[]) => {
     const who = "qlinear_conv";
-    const [x, xs, xz, w, ws, wz, ys, yz] = args.slice(0, 8).map((v, i) =>
-      tensorArg(v, `input ${i}`, who)
+    // Every one of the eight, present or not, so a missing one is a TypeError naming it.
+    const [x, xs, xz, w, ws, wz, ys, yz] = Array.from(
+      { length: 8 },
+      (_, i) => tensorArg(args[i], `input ${i}`, who),
     );
     const bias = args[8] === undefined || args[8] === null
       ? undefined
@@ -263,8 +265,8 @@ hostPoolBuiltins.add(
   "vm.op.deform_conv",
   (...args: unknown[]) => {
     const who = "deform_conv";
-    const [x, w, offset] = args.slice(0, 3).map((v, i) =>
-      tensorArg(v, ["x", "w", "offset"][i], who, "float32")
+    const [x, w, offset] = ["x", "w", "offset"].map((what, i) =>
+      tensorArg(args[i], what, who, "float32")
     );
     const opt = (v: unknown, what: string) =>
       v === undefined || v === null ? undefined : tensorArg(v, what, who, "float32");

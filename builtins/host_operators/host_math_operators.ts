@@ -48,7 +48,7 @@ hostMathBuiltins.add("vm.op.power", (x: unknown, e: unknown) => {
   const who = "power";
   const t = tensorArg(x, "x", who), et = tensorArg(e, "exponent", who);
   choiceArg(who, t.dtype, "x's dtype", ["int32", "int64"]);
-  const shape = broadcastShapes(t.shape, et.shape);
+  const shape = broadcastShapes(t.shape, et.shape, who);
   return onHost(who, [t, et], ([xv, ev]) => {
     const xs = numbersOf(xv!), es = numbersOf(ev!);
     const xi = broadcastIndex(t.shape, shape), ei = broadcastIndex(et.shape, shape);
@@ -211,7 +211,7 @@ hostMathBuiltins.add(
     if (ra < 2 || rb < 2 || k !== k2) {
       throw new RangeError(`${who}: a ${formatShape(at.shape)} and b ${formatShape(bt.shape)}`);
     }
-    const batch = broadcastShapes(at.shape.slice(0, -2), bt.shape.slice(0, -2));
+    const batch = broadcastShapes(at.shape.slice(0, -2), bt.shape.slice(0, -2), who);
     return onHost(who, [at, as, az, bt, bs, bz, ys, yz], (views) => {
       const [av, asv, azv, bv, bsv, bzv, ysv, yzv] = views.map((v) => numbersOf(v!));
       const ai = broadcastIndex(at.shape.slice(0, -2), batch);
@@ -282,7 +282,7 @@ hostMathBuiltins.add("vm.op.uint64_binary", (a: unknown, b: unknown, op: unknown
   const name = choiceArg(who, op, "op", Object.keys(UINT64_OPS));
   const f = UINT64_OPS[name];
   const compares = ["equal", "less", "less_equal", "greater", "greater_equal"].includes(name);
-  const shape = broadcastShapes(x.shape, y.shape);
+  const shape = broadcastShapes(x.shape, y.shape, who);
   return onHost(who, [x, y], ([xv, yv]) => {
     const xi = broadcastIndex(x.shape, shape), yi = broadcastIndex(y.shape, shape);
     const xs = xv as BigInt64Array, ys = yv as BigInt64Array;

@@ -205,7 +205,7 @@ hostShapeBuiltins.add("vm.op.expand", (x: unknown, shape: unknown) => {
   const t = tensorArg(x, "x", who), s = tensorArg(shape, "shape", who);
   return onHost(who, [t, s], ([src, sv]) => {
     const target = integersOf(sv!, "shape", who);
-    const out = broadcastShapes(t.shape, target);
+    const out = broadcastShapes(t.shape, target, who);
     const lead = out.length - t.shape.length, strides = stridesOf(t.shape);
     return gathered(t, src!, out, (coords) => {
       let j = 0;

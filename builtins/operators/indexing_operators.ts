@@ -79,7 +79,7 @@ import {
   reshapedView,
 } from "./operator_arguments.ts";
 import { describe } from "../describe.ts";
-import { tensorArg } from "../validate.ts";
+import { checkDims, tensorArg } from "../validate.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const indexingBuiltins = new BuiltinTable("Indexing operators", import.meta.url);
@@ -289,7 +289,7 @@ function broadcastTo(args: readonly unknown[]): NDArray {
   const name = "vm.op.broadcast_to";
   checkArgCount(name, args, 2, 2);
   const x = tensorArg(args[0], "argument 0 (x)", name);
-  const target = intList(name, args[1], "shape");
+  const target = checkDims(intList(name, args[1], "shape"), name);
   const lead = target.length - x.shape.length;
   const from = [...new Array<number>(Math.max(0, lead)).fill(1), ...x.shape];
   if (lead < 0 || target.some((d, i) => d < 0 || (from[i] !== d && from[i] !== 1))) {
