@@ -35,6 +35,7 @@
 import type { NDArray } from "../../devices/ndarray.ts";
 import type { Conv2dGeometry } from "../kernel_backend.ts";
 import { gemm } from "./matmul.ts";
+import { applyConvEpilogue } from "./conv_epilogue.ts";
 
 // Reused across calls; JS runs one kernel at a time.
 let scratch = new Float32Array(0);
@@ -68,7 +69,7 @@ function axisTaps(
   return { start, taps: Int32Array.from(list) };
 }
 
-/** `out = conv2d(x, w) + bias`; see `OpBackend.conv2d`. */
+/** `out = epilogue(conv2d(x, w) + bias)`; see `OpBackend.conv2d`. */
 export function conv2dKernel(
   x: NDArray,
   w: NDArray,
@@ -77,6 +78,21 @@ export function conv2dKernel(
   out: NDArray,
 ): void {
   if (out.size === 0) return;
+  convolve(x, w, bias, geometry, out);
+  const steps = geometry.epilogue;
+  if (steps !== undefined && steps.length > 0) {
+    applyConvEpilogue(out.cpuView() as Float32Array, 0, out.size, steps);
+  }
+}
+
+/** `out = conv2d(x, w) + bias`, by the path that fits (the module's four). */
+function convolve(
+  x: NDArray,
+  w: NDArray,
+  bias: NDArray | null,
+  geometry: Conv2dGeometry,
+  out: NDArray,
+): void {
   const [N, C, H, W] = x.shape;
   const [M, Cg, KH, KW] = w.shape;
   const [, , OH, OW] = out.shape;
