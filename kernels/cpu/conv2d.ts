@@ -36,6 +36,7 @@ import type { NDArray } from "../../devices/ndarray.ts";
 import type { Conv2dGeometry } from "../kernel_backend.ts";
 import { gemm } from "./matmul.ts";
 import { applyConvEpilogue } from "./conv_epilogue.ts";
+import { wasmDepthwise } from "./wasm/depthwise.ts";
 
 // Reused across calls; JS runs one kernel at a time.
 let scratch = new Float32Array(0);
@@ -78,21 +79,23 @@ export function conv2dKernel(
   out: NDArray,
 ): void {
   if (out.size === 0) return;
-  convolve(x, w, bias, geometry, out);
   const steps = geometry.epilogue;
-  if (steps !== undefined && steps.length > 0) {
-    applyConvEpilogue(out.cpuView() as Float32Array, 0, out.size, steps);
-  }
+  if (convolve(x, w, bias, geometry, out) || steps === undefined || steps.length === 0) return;
+  applyConvEpilogue(out.cpuView() as Float32Array, 0, out.size, steps);
 }
 
-/** `out = conv2d(x, w) + bias`, by the path that fits (the module's four). */
+/**
+ * `out = conv2d(x, w) + bias`, by the path that fits (the module's four);
+ * true where that path applied the epilogue too (channel by channel, while
+ * each was in cache).
+ */
 function convolve(
   x: NDArray,
   w: NDArray,
   bias: NDArray | null,
   geometry: Conv2dGeometry,
   out: NDArray,
-): void {
+): boolean {
   const [N, C, H, W] = x.shape;
   const [M, Cg, KH, KW] = w.shape;
   const [, , OH, OW] = out.shape;
@@ -108,7 +111,7 @@ function convolve(
   ) {
     byPhase(xv, wv, ov, N, C, H, W, M, KH, KW, G);
     if (bias !== null) addBias(ov, bias.readView() as Float32Array, N, M, plane);
-    return;
+    return false;
   }
   if (Cg > 1 && ih === 1 && iw === 1) {
     const direct = KH === 1 && KW === 1 && sh === 1 && sw === 1 && ph === 0 && pw === 0 &&
@@ -135,10 +138,15 @@ function convolve(
       }
     }
     if (bias !== null) addBias(ov, bias.readView() as Float32Array, N, M, plane);
-    return;
+    return false;
   }
   if (Cg === 1 && ih === 1 && iw === 1) {
-    depthwise(xv, wv, bias === null ? null : bias.readView() as Float32Array, ov, {
+    const bv = bias === null ? null : bias.readView() as Float32Array;
+    if (
+      KH === KW && sw === 1 && dh === 1 && dw === 1 &&
+      wasmDepthwise(xv, wv, bv, ov, { N, C, H, W, M, K: KH, OH, OW, sh, ph, pw }, geometry.epilogue)
+    ) return true;
+    depthwise(xv, wv, bv, ov, {
       N,
       C,
       H,
@@ -155,7 +163,7 @@ function convolve(
       dh,
       dw,
     });
-    return;
+    return false;
   }
   const rows = axisTaps(OH, H, KH, sh, ph, dh, ih), cols = axisTaps(OW, W, KW, sw, pw, dw, iw);
   const bv = bias === null ? null : bias.readView() as Float32Array;
@@ -183,6 +191,7 @@ function convolve(
       }
     }
   }
+  return false;
 }
 
 /**
