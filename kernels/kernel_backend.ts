@@ -126,6 +126,30 @@ export interface Conv2dGeometry {
   readonly inputDilations: readonly number[];
   /** Channel groups: input and output channels are split into this many, each convolved alone. */
   readonly groups: number;
+  /** Steps applied to each output after the bias, in order (none when absent or empty). */
+  readonly epilogue?: readonly Conv2dEpilogueStep[];
+}
+
+/**
+ * One elementwise step of a convolution's epilogue (`Conv2dGeometry.epilogue`),
+ * applied to each output `v` in the kernel rather than as passes of their own:
+ * the activations and scalings an exporter writes after a `Conv`.
+ *
+ * | op | result |
+ * | --- | --- |
+ * | `affine` | `a·v + b` |
+ * | `relu` | `max(v, 0)` |
+ * | `clip` | `min(max(v, a), b)` |
+ * | `hardsigmoid` | `max(0, min(1, a·v + b))` |
+ * | `hardswish` | `v · min(max(v + a, 0), b) / b` (ONNX's `HardSwish` is `a` 3, `b` 6) |
+ */
+export interface Conv2dEpilogueStep {
+  /** Which step. */
+  readonly op: "affine" | "relu" | "clip" | "hardsigmoid" | "hardswish";
+  /** First parameter (unused by `relu`). */
+  readonly a: number;
+  /** Second parameter (unused by `relu`). */
+  readonly b: number;
 }
 
 /**

@@ -24,6 +24,7 @@ import type { NDArray } from "../devices/ndarray.ts";
 import { pathOutside } from "../ground/contained_path.ts";
 import type { TensorDType } from "../ground/dtype.ts";
 import type { Executable } from "../program/executable.ts";
+import { fuseConvEpilogues } from "./conv_fusion.ts";
 import { convertLoop, convertScan } from "./convert_loops.ts";
 import { Emitter } from "./emitter.ts";
 import { type Dim, Unsupported, type Value } from "./graph_values.ts";
@@ -477,7 +478,9 @@ function convert(
         values.set(v.name, null);
       } else values.set(v.name, holder.fromTensor(t));
     }
-    for (const n of graph.nodes) convertNode(n, opset, em, values, made, problems);
+    for (const n of fuseConvEpilogues(graph, opset)) {
+      convertNode(n, opset, em, values, made, problems);
+    }
     const outputs: Operand[] = [];
     const outputInfo: ONNXValueInfo[] = [];
     for (const o of graph.outputs) {

@@ -16,7 +16,10 @@
  * @module
  */
 
+import type { CallArg } from "../builder/builder_options.ts";
 import { tensor } from "../devices/tensor.ts";
+import { formatConvEpilogue } from "../builtins/operators/conv_epilogue.ts";
+import { convEpilogues } from "./conv_fusion.ts";
 import { type Dim, shapeText, Unsupported, type Value } from "./graph_values.ts";
 import type { NodeContext } from "./node_context.ts";
 import { FLOAT, type OpSpec } from "./op_spec.ts";
@@ -281,8 +284,24 @@ function conv2d(cx: NodeContext, x: Value, weight: Value, bias: Value | undefine
     if (room < 0) throw new Unsupported(`windows that produce no output`);
     return Math.floor(room / strides[i]) + 1;
   });
-  const args = [cx.em.reg(x), cx.em.reg(weight), strides, pads, dilations, cx.em.imm(g), [1, 1]];
+  const args: CallArg[] = [
+    cx.em.reg(x),
+    cx.em.reg(weight),
+    strides,
+    pads,
+    dilations,
+    cx.em.imm(g),
+    [1, 1],
+  ];
+  const epilogue = convEpilogues.get(cx.node);
   if (bias !== undefined) args.push(cx.em.reg(bias));
+  else if (epilogue !== undefined) {
+    // The epilogue comes after the bias argument: a zero bias holds its place.
+    const zero = tensor(new Float32Array(m), { shape: [m] });
+    cx.made.push(zero);
+    args.push(cx.em.reg(cx.fromTensor(zero)));
+  }
+  if (epilogue !== undefined) args.push(formatConvEpilogue(epilogue));
   return cx.em.call("vm.op.conv2d", args, "float32", [x.shape[0], m, ...out]);
 }
 

@@ -3,7 +3,8 @@
  * definition (output `o` reads input position `o·stride − pad + k·dilation`
  * of the input spaced out by `input_dilation`), at odd sizes: groups,
  * depthwise, strides, dilations, asymmetric padding, transposed
- * (input-dilated) convolutions, with and without a bias. Shared by
+ * (input-dilated) convolutions, with and without a bias, with and without
+ * an epilogue (activation and scaling steps after the bias). Shared by
  * tests/conv2d_test.ts (CPU, both kernel paths) and
  * tests/webgpu/conv2d_suite.ts.
  *
@@ -25,7 +26,11 @@ export interface ConvCase {
   groups?: number;
   inputDilation?: [number, number];
   bias?: boolean;
+  /** `vm.op.conv2d`'s epilogue text and what it computes of each output, written out. */
+  epilogue?: [string, (v: number) => number];
 }
+
+const clamp = (v: number, lo: number, hi: number) => Math.min(Math.max(v, lo), hi);
 
 /** The cases: each path of the CPU kernel and the WebGPU template's every branch. */
 export const CONV_CASES: readonly ConvCase[] = [
@@ -127,6 +132,72 @@ export const CONV_CASES: readonly ConvCase[] = [
     dilation: [1, 1],
   },
   {
+    name: "3×3 with bias, affine hard-swish affine epilogue (matrix product path)",
+    x: [1, 3, 5, 7],
+    w: [5, 3, 3, 3],
+    padding: [1, 1, 1, 1],
+    bias: true,
+    epilogue: [
+      "affine(2.5, 0.75) hardswish(3, 6) affine(0.5, -0.25)",
+      (v) => {
+        const y = 2.5 * v + 0.75;
+        return 0.5 * (y * clamp(y + 3, 0, 6) / 6) - 0.25;
+      },
+    ],
+  },
+  {
+    name: "1×1 pointwise, relu epilogue",
+    x: [2, 6, 3, 5],
+    w: [7, 6, 1, 1],
+    bias: true,
+    epilogue: ["relu", (v) => Math.max(v, 0)],
+  },
+  {
+    name: "depthwise 5×5 stride 1, hardsigmoid epilogue",
+    x: [1, 3, 9, 11],
+    w: [3, 1, 5, 5],
+    groups: 3,
+    padding: [2, 2, 2, 2],
+    bias: true,
+    epilogue: ["hardsigmoid(0.2, 0.5)", (v) => clamp(0.2 * v + 0.5, 0, 1)],
+  },
+  {
+    name: "depthwise 3×3 stride 2, no bias, clip and affine epilogue",
+    x: [1, 4, 9, 7],
+    w: [4, 1, 3, 3],
+    groups: 4,
+    strides: [2, 2],
+    padding: [1, 1, 1, 1],
+    epilogue: ["clip(-0.5, 0.5) affine(-2, 1)", (v) => -2 * clamp(v, -0.5, 0.5) + 1],
+  },
+  {
+    name: "transposed 3×3 stride (2, 3), grouped, relu and hard-swish epilogue",
+    x: [1, 4, 5, 4],
+    w: [6, 2, 3, 3],
+    groups: 2,
+    inputDilation: [2, 3],
+    padding: [2, 1, 2, 2],
+    epilogue: ["relu hardswish(3, 6)", (v) => Math.max(v, 0) * clamp(Math.max(v, 0) + 3, 0, 6) / 6],
+  },
+  {
+    name: "depthwise 3×3 stride (2, 1), odd width, hard-swish epilogue",
+    x: [1, 5, 10, 9],
+    w: [5, 1, 3, 3],
+    groups: 5,
+    strides: [2, 1],
+    padding: [1, 1, 1, 1],
+    bias: true,
+    epilogue: ["hardswish(3, 6)", (v) => v * clamp(v + 3, 0, 6) / 6],
+  },
+  {
+    name: "depthwise 5×5 stride (2, 1), ×2 channels, uneven padding, two images",
+    x: [2, 2, 11, 6],
+    w: [4, 1, 5, 5],
+    groups: 2,
+    strides: [2, 1],
+    padding: [2, 0, 1, 3],
+  },
+  {
     name: "kernel larger than input with padding",
     x: [1, 2, 2, 3],
     w: [3, 2, 4, 4],
@@ -177,7 +248,9 @@ export function referenceConv(
               }
             }
           }
-          out[((n * M + m) * OH + oy) * OW + ox] = sum;
+          out[((n * M + m) * OH + oy) * OW + ox] = c.epilogue === undefined
+            ? sum
+            : c.epilogue[1](sum);
         }
       }
     }
@@ -205,6 +278,7 @@ export async function checkConv2d(device?: Device): Promise<void> {
       c.groups ?? null,
       c.inputDilation ?? null,
       b,
+      c.epilogue?.[0] ?? null,
     ) as NDArray;
     assertEquals(y.shape, want.shape, c.name);
     const got = await y.data() as Float32Array;

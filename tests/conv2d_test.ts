@@ -47,4 +47,19 @@ Deno.test("vm.op.conv2d refuses shapes and geometry that do not fit, naming itse
     TypeError,
     "groups must be a positive integer",
   );
+  assertThrows(
+    () => conv2d(x, w, null, null, null, null, null, null, "swish(1, 2)"),
+    RangeError,
+    'vm.op.conv2d: epilogue step "swish(1,2)" is not relu',
+  );
+  assertThrows(
+    () => conv2d(x, w, null, null, null, null, null, null, "affine(1)"),
+    RangeError,
+    "is not relu or affine/clip/hardsigmoid/hardswish(a, b)",
+  );
+  assertThrows(
+    () => conv2d(x, w, null, null, null, null, null, null, 3),
+    TypeError,
+    "epilogue must be a string of steps",
+  );
 });

@@ -6,13 +6,17 @@
  *
  * | call | result |
  * | --- | --- |
- * | `conv2d(x, weight, strides?, padding?, dilation?, groups?, input_dilation?, bias?)` | `x [N, C, H, W]` convolved with `weight [M, C / groups, KH, KW]` → `[N, M, OH, OW]`, float32. `strides` `[sh, sw]` (default `[1, 1]`), `padding` `[top, left, bottom, right]` (default zeros), `dilation` `[dh, dw]` (default `[1, 1]`), `groups` (default 1; `C` and `M` multiples of it), `input_dilation` `[ih, iw]` (default `[1, 1]`): the input's elements placed `ih` rows and `iw` columns apart, zeros between; `bias [M]` added to each output channel. `OH = ⌊((H − 1)·ih + 1 + top + bottom − (KH − 1)·dh − 1) / sh⌋ + 1`, likewise `OW`. Null for any of the optional arguments takes its default. |
+ * | `conv2d(x, weight, strides?, padding?, dilation?, groups?, input_dilation?, bias?, epilogue?)` | `x [N, C, H, W]` convolved with `weight [M, C / groups, KH, KW]` → `[N, M, OH, OW]`, float32. `strides` `[sh, sw]` (default `[1, 1]`), `padding` `[top, left, bottom, right]` (default zeros), `dilation` `[dh, dw]` (default `[1, 1]`), `groups` (default 1; `C` and `M` multiples of it), `input_dilation` `[ih, iw]` (default `[1, 1]`): the input's elements placed `ih` rows and `iw` columns apart, zeros between; `bias [M]` added to each output channel, `epilogue` (a string: steps applied to each output after the bias, `relu`, `affine(a, b)`, `clip(lo, hi)`, `hardsigmoid(alpha, beta)`, `hardswish(a, b)`; conv_epilogue.ts). `OH = ⌊((H − 1)·ih + 1 + top + bottom − (KH − 1)·dh − 1) / sh⌋ + 1`, likewise `OW`. Null for any of the optional arguments takes its default. |
  *
  * A transposed convolution (ONNX's `ConvTranspose`) of stride `s` and
  * padding `p` is this one with `input_dilation` `s`, padding
  * `(K − 1)·d − p` on each side (plus the output padding after) and the
  * weights flipped and their channel axes swapped per group; the importer
  * (onnx/ops_conv.ts) writes it so.
+ *
+ * The epilogue is the activation and scaling an exporter writes after a
+ * convolution (onnx/conv_fusion.ts folds them in at import), computed while
+ * the output is in cache instead of as elementwise passes of their own.
  *
  * The kernels compute it without an im2col index tensor: on the CPU
  * (kernels/cpu/conv2d.ts) as one matrix product per image and group in
@@ -52,6 +56,7 @@ import {
 } from "./operator_arguments.ts";
 import { describe } from "../describe.ts";
 import { tensorArg } from "../validate.ts";
+import { parseConvEpilogue } from "./conv_epilogue.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const convBuiltins = new BuiltinTable("Convolution operators", import.meta.url);
@@ -80,10 +85,10 @@ function intList(
   return given;
 }
 
-/** `vm.op.conv2d(x, weight, strides?, padding?, dilation?, groups?, input_dilation?, bias?)`. */
+/** `vm.op.conv2d(x, weight, strides?, padding?, dilation?, groups?, input_dilation?, bias?, epilogue?)`. */
 function conv2d(args: readonly unknown[]): NDArray {
   const name = "vm.op.conv2d";
-  checkArgCount(name, args, 2, 8);
+  checkArgCount(name, args, 2, 9);
   const x = tensorArg(args[0], "argument 0 (x)", name);
   const w = tensorArg(args[1], "argument 1 (weight)", name);
   const bias = args[7] === undefined || args[7] === null
@@ -101,6 +106,11 @@ function conv2d(args: readonly unknown[]): NDArray {
     throw new TypeError(`${name}: groups must be a positive integer, got ${describe(groups)}`);
   }
   const inputDilations = intList(name, args[6], "input_dilation", 2, 1, 1);
+  const text = args[8] ?? "";
+  if (typeof text !== "string") {
+    throw new TypeError(`${name}: epilogue must be a string of steps, got ${describe(text)}`);
+  }
+  const epilogue = parseConvEpilogue(name, text);
   if (x.shape.length !== 4 || w.shape.length !== 4) {
     throw new RangeError(
       `${name}: x ${formatShape(x.shape)} and weight ${formatShape(w.shape)} must both be 4-D`,
@@ -136,6 +146,7 @@ function conv2d(args: readonly unknown[]): NDArray {
     dilations,
     inputDilations,
     groups,
+    ...(epilogue.length > 0 ? { epilogue } : {}),
   };
   const work = N * M * OH * OW * Cg * KH * KW;
   return launch(
@@ -148,9 +159,10 @@ function conv2d(args: readonly unknown[]): NDArray {
 }
 
 convBuiltins.add("vm.op.conv2d", (...args: unknown[]) => conv2d(args), {
-  signature: "(x, weight, strides?, padding?, dilation?, groups?, input_dilation?, bias?) → tensor",
+  signature:
+    "(x, weight, strides?, padding?, dilation?, groups?, input_dilation?, bias?, epilogue?) → tensor",
   summary:
-    "2-D convolution, direct (no im2col index): `x [N, C, H, W]`, `weight [M, C/groups, KH, KW]` → `[N, M, OH, OW]`. `strides` `[sh, sw]`, `padding` `[top, left, bottom, right]`, `dilation` `[dh, dw]`, `groups` (depthwise: `groups = C`), `input_dilation` `[ih, iw]` (the input's elements spaced apart: a transposed convolution), `bias [M]`; null takes the default (ones, zeros, 1, no bias).",
+    "2-D convolution, direct (no im2col index): `x [N, C, H, W]`, `weight [M, C/groups, KH, KW]` → `[N, M, OH, OW]`. `strides` `[sh, sw]`, `padding` `[top, left, bottom, right]`, `dilation` `[dh, dw]`, `groups` (depthwise: `groups = C`), `input_dilation` `[ih, iw]` (the input's elements spaced apart: a transposed convolution), `bias [M]`, `epilogue` (steps after the bias: `relu`, `affine(a, b)`, `clip(lo, hi)`, `hardsigmoid(alpha, beta)`, `hardswish(a, b)`, space-separated); null takes the default (ones, zeros, 1, no bias, none).",
   dtypes: FLOAT,
   devices: ["cpu", "webgpu"],
   errors:

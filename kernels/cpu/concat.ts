@@ -13,6 +13,12 @@ import type { NumberArray } from "../../ground/dtype.ts";
 import type { NDArray } from "../../devices/ndarray.ts";
 import { concatLayout } from "../indexing_layout.ts";
 
+/**
+ * Rows shorter than this are copied element by element (Silero's
+ * convolutions append one time step of 128 channels: 129 rows of 1 and 4).
+ */
+const SHORT_ROW = 32;
+
 /** `out = concat(inputs, axis)`. */
 export function concatKernel(inputs: readonly NDArray[], axis: number, out: NDArray): void {
   if (out.size === 0) return;
@@ -25,6 +31,13 @@ export function concatKernel(inputs: readonly NDArray[], axis: number, out: NDAr
     const xv = x.readView() as NumberArray;
     if (outer === 1) {
       ov.set(xv, starts[k]);
+      return;
+    }
+    if (row < SHORT_ROW) {
+      // A subarray and set per row cost more than a few elements copied one by one.
+      for (let p = 0, src = 0, dst = starts[k]; p < outer; p++, dst += outRow - row) {
+        for (let i = 0; i < row; i++) ov[dst++] = xv[src++];
+      }
       return;
     }
     for (let p = 0, src = 0, dst = starts[k]; p < outer; p++, src += row, dst += outRow) {

@@ -21,8 +21,13 @@
  * it was 3/5 of a 640×192 detector's time.)
  *
  * A depthwise convolution (each output reads KH·KW inputs of one channel)
- * adds, per kernel element, its weight times shifted input rows to the
- * output rows (`depthwise`). Everything else (other transposed
+ * of a 3×3 or 5×5 window, horizontal stride 1 or 2, runs in WebAssembly
+ * SIMD (wasm/depthwise.ts); any other adds, per kernel element, its weight
+ * times shifted input rows to the output rows (`depthwise`).
+ *
+ * The epilogue (`Conv2dGeometry.epilogue`: the activation an exporter
+ * writes after a convolution) runs channel by channel with the bias, while
+ * each plane is in cache (conv_epilogue.ts). Everything else (other transposed
  * convolutions, whose spaced-out input makes most kernel elements read
  * zeros) is a direct loop over the kernel elements that read an input
  * element: which they are is worked out once per output row and column, so
@@ -33,8 +38,10 @@
  */
 
 import type { NDArray } from "../../devices/ndarray.ts";
-import type { Conv2dGeometry } from "../kernel_backend.ts";
+import type { Conv2dEpilogueStep, Conv2dGeometry } from "../kernel_backend.ts";
 import { gemm } from "./matmul.ts";
+import { applyConvEpilogue } from "./conv_epilogue.ts";
+import { wasmDepthwise } from "./wasm/depthwise.ts";
 
 // Reused across calls; JS runs one kernel at a time.
 let scratch = new Float32Array(0);
@@ -68,7 +75,7 @@ function axisTaps(
   return { start, taps: Int32Array.from(list) };
 }
 
-/** `out = conv2d(x, w) + bias`; see `OpBackend.conv2d`. */
+/** `out = epilogue(conv2d(x, w) + bias)`; see `OpBackend.conv2d`. */
 export function conv2dKernel(
   x: NDArray,
   w: NDArray,
@@ -77,6 +84,23 @@ export function conv2dKernel(
   out: NDArray,
 ): void {
   if (out.size === 0) return;
+  const steps = geometry.epilogue;
+  if (convolve(x, w, bias, geometry, out) || steps === undefined || steps.length === 0) return;
+  applyConvEpilogue(out.cpuView() as Float32Array, 0, out.size, steps);
+}
+
+/**
+ * `out = conv2d(x, w) + bias`, by the path that fits (the module's four);
+ * true where that path applied the epilogue too (channel by channel, while
+ * each was in cache).
+ */
+function convolve(
+  x: NDArray,
+  w: NDArray,
+  bias: NDArray | null,
+  geometry: Conv2dGeometry,
+  out: NDArray,
+): boolean {
   const [N, C, H, W] = x.shape;
   const [M, Cg, KH, KW] = w.shape;
   const [, , OH, OW] = out.shape;
@@ -91,8 +115,7 @@ export function conv2dKernel(
     ph === KH - 1 && pw === KW - 1 && OH === H * KH && OW === W * KW && (G === 1 || Cg === 1)
   ) {
     byPhase(xv, wv, ov, N, C, H, W, M, KH, KW, G);
-    if (bias !== null) addBias(ov, bias.readView() as Float32Array, N, M, plane);
-    return;
+    return finish(ov, bias, N, M, plane, geometry.epilogue);
   }
   if (Cg > 1 && ih === 1 && iw === 1) {
     const direct = KH === 1 && KW === 1 && sh === 1 && sw === 1 && ph === 0 && pw === 0 &&
@@ -118,11 +141,22 @@ export function conv2dKernel(
         );
       }
     }
-    if (bias !== null) addBias(ov, bias.readView() as Float32Array, N, M, plane);
-    return;
+    return finish(ov, bias, N, M, plane, geometry.epilogue);
   }
   if (Cg === 1 && ih === 1 && iw === 1) {
-    depthwise(xv, wv, bias === null ? null : bias.readView() as Float32Array, ov, {
+    const bv = bias === null ? null : bias.readView() as Float32Array;
+    if (
+      KH === KW && dh === 1 && dw === 1 &&
+      wasmDepthwise(
+        xv,
+        wv,
+        bv,
+        ov,
+        { N, C, H, W, M, K: KH, OH, OW, sh, sw, ph, pw },
+        geometry.epilogue,
+      )
+    ) return true;
+    depthwise(xv, wv, bv, ov, {
       N,
       C,
       H,
@@ -139,7 +173,7 @@ export function conv2dKernel(
       dh,
       dw,
     });
-    return;
+    return false;
   }
   const rows = axisTaps(OH, H, KH, sh, ph, dh, ih), cols = axisTaps(OW, W, KW, sw, pw, dw, iw);
   const bv = bias === null ? null : bias.readView() as Float32Array;
@@ -167,6 +201,7 @@ export function conv2dKernel(
       }
     }
   }
+  return false;
 }
 
 /**
@@ -383,12 +418,30 @@ function im2col(
   }
 }
 
-/** `out[n, m, :] += bias[m]`. */
-function addBias(ov: Float32Array, bv: Float32Array, N: number, M: number, plane: number): void {
+/**
+ * `out[n, m, :] += bias[m]`, then the epilogue's `steps`, channel by
+ * channel so each plane is read from memory once for both; true where
+ * there were steps (applied).
+ */
+function finish(
+  ov: Float32Array,
+  bias: NDArray | null,
+  N: number,
+  M: number,
+  plane: number,
+  steps: readonly Conv2dEpilogueStep[] | undefined,
+): boolean {
+  const bv = bias === null ? null : bias.readView() as Float32Array;
+  const any = steps !== undefined && steps.length > 0;
+  if (bv === null && !any) return false;
   for (let n = 0, o = 0; n < N; n++) {
     for (let m = 0; m < M; m++, o += plane) {
-      const b = bv[m];
-      for (let i = o; i < o + plane; i++) ov[i] += b;
+      if (bv !== null) {
+        const b = bv[m];
+        for (let i = o; i < o + plane; i++) ov[i] += b;
+      }
+      if (any) applyConvEpilogue(ov, o, o + plane, steps);
     }
   }
+  return any;
 }

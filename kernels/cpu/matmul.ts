@@ -300,7 +300,9 @@ function microKernel(
 
 /**
  * Row-at-a-time product for thin matrices (fewer than 4 rows or columns):
- * each output row accumulates scaled rows of B, in double precision.
+ * each output row accumulates scaled rows of B, in double precision; a
+ * single column (Silero's last convolutions, one time step) as plain dot
+ * products, without the accumulator row's loads and stores.
  */
 function gemmRows(
   a: Float32Array,
@@ -313,6 +315,19 @@ function gemmRows(
   K: number,
   N: number,
 ): void {
+  if (N === 1) {
+    // A matrix times a vector: one dot product a row, its sum in a register.
+    for (let i = 0, ai = aOff; i < M; i++, ai += K) {
+      let s0 = 0, s1 = 0, k = 0;
+      for (; k + 2 <= K; k += 2) {
+        s0 += a[ai + k] * b[bOff + k];
+        s1 += a[ai + k + 1] * b[bOff + k + 1];
+      }
+      if (k < K) s0 += a[ai + k] * b[bOff + k];
+      c[cOff + i] = s0 + s1;
+    }
+    return;
+  }
   const acc = new Float64Array(N);
   for (let i = 0; i < M; i++) {
     acc.fill(0);

@@ -39,7 +39,14 @@ import {
 import { type ElementwiseFn, elementwiseProgram } from "./elementwise_program.ts";
 import { binaryFn, CAST_FN, compareFn, IDENTITY_FN, unaryFn, WHERE_FN } from "./elementwise_ops.ts";
 import { rowCopyProgram, takeProgram } from "./gather.ts";
-import { biasProgram, conv2dProgram, im2colProgram, isPointwise, viaIm2col } from "./conv2d.ts";
+import {
+  biasProgram,
+  conv2dProgram,
+  epilogueProgram,
+  im2colProgram,
+  isPointwise,
+  viaIm2col,
+} from "./conv2d.ts";
 import { layerNormProgram } from "./layer_norm.ts";
 import { matmulProgram } from "./matmul.ts";
 import { linearProgram } from "./linear.ts";
@@ -271,61 +278,11 @@ export const webgpuBackend: Partial<OpBackend> = {
   ): void {
     requireFloat32("conv2d", x, w, ...(bias === null ? [] : [bias]));
     if (out.size === 0) return;
-    const inputs = bias === null ? [x, w, x] : [x, w, bias];
-    const shapes = { x: x.shape, w: w.shape, out: out.shape };
-    if (isPointwise(shapes, geometry)) {
-      const [N, C, H, W] = x.shape, M = w.shape[0];
-      withDistinctOutput(inputs, out, (target) => {
-        const product = matmulProgram({
-          aShape: [M, C],
-          bShape: [N, C, H * W],
-          offsets: [elementOffset(w), elementOffset(x), elementOffset(target)],
-        });
-        run(product, [w, x], target);
-        if (bias !== null) {
-          const add = biasProgram(out.size, H * W, M, elementOffset(bias), elementOffset(target));
-          run(add, [bias], target);
-        }
-      });
-      return;
+    convolve(x, w, bias, geometry, out);
+    const steps = geometry.epilogue;
+    if (steps !== undefined && steps.length > 0) {
+      run(epilogueProgram(out.size, steps, elementOffset(out)), [], out);
     }
-    if (viaIm2col(shapes, geometry)) {
-      // Windows into a temporary [N, C·KH·KW, OH·OW], then w [M, C·KH·KW] @ it.
-      const [N, C] = x.shape, [M, , KH, KW] = w.shape, plane = out.shape[2] * out.shape[3];
-      const cols = NDArray.empty([N, C * KH * KW, plane], "float32", out.device);
-      try {
-        run(im2colProgram(shapes, geometry, elementOffset(x), elementOffset(cols)), [x], cols);
-        withDistinctOutput([w, cols, ...(bias === null ? [] : [bias])], out, (target) => {
-          const product = matmulProgram({
-            aShape: [M, C * KH * KW],
-            bShape: cols.shape,
-            offsets: [elementOffset(w), elementOffset(cols), elementOffset(target)],
-          });
-          run(product, [w, cols], target);
-          if (bias !== null) {
-            const add = biasProgram(out.size, plane, M, elementOffset(bias), elementOffset(target));
-            run(add, [bias], target);
-          }
-        });
-      } finally {
-        cols.releaseIfUnowned();
-      }
-      return;
-    }
-    withDistinctOutput(inputs, out, (target) => {
-      const program = conv2dProgram(
-        { x: x.shape, w: w.shape, out: out.shape },
-        geometry,
-        bias !== null,
-        [
-          elementOffset(x),
-          elementOffset(w),
-          bias === null ? 0 : elementOffset(bias),
-          elementOffset(target),
-        ],
-      );
-      run(program, inputs, target);
-    });
   },
 
   reduce(op: ReduceOp, x: NDArray, axes: readonly number[], out: NDArray): void {
@@ -600,3 +557,68 @@ export const webgpuBackend: Partial<OpBackend> = {
     }
   },
 };
+
+/** `out = conv2d(x, w) + bias` on the device: pointwise, through im2col, or direct. */
+function convolve(
+  x: NDArray,
+  w: NDArray,
+  bias: NDArray | null,
+  geometry: Conv2dGeometry,
+  out: NDArray,
+): void {
+  const inputs = bias === null ? [x, w, x] : [x, w, bias];
+  const shapes = { x: x.shape, w: w.shape, out: out.shape };
+  if (isPointwise(shapes, geometry)) {
+    const [N, C, H, W] = x.shape, M = w.shape[0];
+    withDistinctOutput(inputs, out, (target) => {
+      const product = matmulProgram({
+        aShape: [M, C],
+        bShape: [N, C, H * W],
+        offsets: [elementOffset(w), elementOffset(x), elementOffset(target)],
+      });
+      run(product, [w, x], target);
+      if (bias !== null) {
+        const add = biasProgram(out.size, H * W, M, elementOffset(bias), elementOffset(target));
+        run(add, [bias], target);
+      }
+    });
+    return;
+  }
+  if (viaIm2col(shapes, geometry)) {
+    // Windows into a temporary [N, C·KH·KW, OH·OW], then w [M, C·KH·KW] @ it.
+    const [N, C] = x.shape, [M, , KH, KW] = w.shape, plane = out.shape[2] * out.shape[3];
+    const cols = NDArray.empty([N, C * KH * KW, plane], "float32", out.device);
+    try {
+      run(im2colProgram(shapes, geometry, elementOffset(x), elementOffset(cols)), [x], cols);
+      withDistinctOutput([w, cols, ...(bias === null ? [] : [bias])], out, (target) => {
+        const product = matmulProgram({
+          aShape: [M, C * KH * KW],
+          bShape: cols.shape,
+          offsets: [elementOffset(w), elementOffset(cols), elementOffset(target)],
+        });
+        run(product, [w, cols], target);
+        if (bias !== null) {
+          const add = biasProgram(out.size, plane, M, elementOffset(bias), elementOffset(target));
+          run(add, [bias], target);
+        }
+      });
+    } finally {
+      cols.releaseIfUnowned();
+    }
+    return;
+  }
+  withDistinctOutput(inputs, out, (target) => {
+    const program = conv2dProgram(
+      { x: x.shape, w: w.shape, out: out.shape },
+      geometry,
+      bias !== null,
+      [
+        elementOffset(x),
+        elementOffset(w),
+        bias === null ? 0 : elementOffset(bias),
+        elementOffset(target),
+      ],
+    );
+    run(program, inputs, target);
+  });
+}

@@ -18,7 +18,7 @@ import {
   uniformStruct,
   WORKGROUP_SIZE,
 } from "../../devices/webgpu/kernel_program.ts";
-import type { Conv2dGeometry } from "../kernel_backend.ts";
+import type { Conv2dEpilogueStep, Conv2dGeometry } from "../kernel_backend.ts";
 
 /** Shapes of a convolution's operands, `[N, C, H, W]`, `[M, C/G, KH, KW]`, `[N, M, OH, OW]`. */
 export interface Conv2dShapes {
@@ -161,6 +161,55 @@ export function biasProgram(
 `,
     inputs: 1,
     uniforms: new Uniforms().u32s([total, plane, M, offB, offOut]).words(),
+    workgroups: groupsFor(total, WORKGROUP_SIZE),
+  };
+}
+
+/** WGSL for one epilogue step on `v`, its parameters uniform words `k` and `k + 1`. */
+function stepSource(op: Conv2dEpilogueStep["op"], k: number): string {
+  const a = `bitcast<f32>(u.p${k})`, b = `bitcast<f32>(u.p${k + 1})`;
+  switch (op) {
+    case "affine":
+      return `v = ${a} * v + ${b};`;
+    case "relu":
+      return "v = select(v, 0.0, v < 0.0);";
+    case "clip":
+      return `v = min(max(v, ${a}), ${b});`;
+    case "hardsigmoid":
+      return `v = max(0.0, min(1.0, ${a} * v + ${b}));`;
+    case "hardswish":
+      return `v = v * min(max(v + ${a}, 0.0), ${b}) / ${b};`;
+  }
+}
+
+/**
+ * A convolution's epilogue (`Conv2dGeometry.epilogue`) in place over
+ * `out[offOut .. offOut + total)`: one pass for all steps. The steps make
+ * the pipeline's key, their parameters are uniforms, so one pipeline serves
+ * every convolution with the same steps. Binding: out.
+ */
+export function epilogueProgram(
+  total: number,
+  steps: readonly Conv2dEpilogueStep[],
+  offOut: number,
+): Program {
+  const params = steps.flatMap((_, i) => [`p${2 * i}`, `p${2 * i + 1}`]);
+  const uniforms = new Uniforms().u32s([total, offOut]);
+  for (const { a, b } of steps) uniforms.f32(a).f32(b);
+  return {
+    key: `conv2d:epilogue:${steps.map((s) => s.op).join(",")}`,
+    source: () =>
+      storage(0, "out", "f32", true) + uniformStruct(["total", "offOut", ...params], 1) +
+      mainHeader(WORKGROUP_SIZE) + `
+  let i = wg * ${WORKGROUP_SIZE}u + lid;
+  if (i >= u.total) { return; }
+  var v = out[u.offOut + i];
+  ${steps.map((st, k) => stepSource(st.op, 2 * k)).join("\n  ")}
+  out[u.offOut + i] = v;
+}
+`,
+    inputs: 0,
+    uniforms: uniforms.words(),
     workgroups: groupsFor(total, WORKGROUP_SIZE),
   };
 }

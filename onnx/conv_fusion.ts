@@ -1,0 +1,190 @@
+/**
+ * Folds the elementwise chains an exporter writes after a `Conv` into the
+ * convolution's epilogue (`vm.op.conv2d`'s `epilogue`, computed while the
+ * output is in cache): scalings by constants (`Mul`, `Add`, `Sub`, `Div` by
+ * a one-element constant: PaddleOCR's learnable affine blocks), `Relu`,
+ * `Clip` by constants, `HardSigmoid`, `HardSwish`, and the hard-swish
+ * paddle2onnx spells out, `y · Clip(y + 3, 0, 6) / 6`. In PP-OCRv4 these
+ * were a third of the recognizer's CPU time: up to eight passes over each
+ * activation, where onnxruntime fuses them into its convolutions.
+ *
+ * A chain is folded only where nothing else reads its intermediate values:
+ * each has the one consumer the pattern needs (the spelled-out hard-swish's
+ * input two), none is a graph output or read inside a subgraph. The folded
+ * `Conv` takes the chain's last output; the chain's nodes are dropped.
+ *
+ * @module
+ */
+
+import type { Conv2dEpilogueStep } from "../builtins/operators/conv_epilogue.ts";
+import type { Graph, Node, TensorProto } from "./onnx_proto.ts";
+
+/** The epilogue steps of each `Conv` that `fuseConvEpilogues` folded a chain into. */
+export const convEpilogues: WeakMap<Node, readonly Conv2dEpilogueStep[]> = new WeakMap();
+
+const FLOAT = 1, FLOAT_BYTES = 4;
+
+/** The value of a one-element float32 tensor, or undefined. */
+function scalarOf(t: TensorProto | null | undefined): number | undefined {
+  if (t === null || t === undefined || t.dataType !== FLOAT) return undefined;
+  // At most 4-D: broadcast against a convolution's [N, M, OH, OW] output, it keeps that shape.
+  if (t.dims.length > 4 || t.dims.reduce((a, b) => a * b, 1) !== 1 || t.dataLocation === 1) {
+    return undefined;
+  }
+  if (t.rawData !== null && t.rawData.length === FLOAT_BYTES) {
+    return new DataView(t.rawData.buffer, t.rawData.byteOffset, FLOAT_BYTES).getFloat32(0, true);
+  }
+  return t.floatData.length === 1 ? t.floatData[0] : undefined;
+}
+
+/** Every value name read inside `g`'s nodes' subgraphs, at any depth. */
+function readInSubgraphs(g: Graph, into: Set<string>): void {
+  for (const n of g.nodes) {
+    for (const a of n.attributes) {
+      for (const sub of a.g === null ? a.graphs : [a.g, ...a.graphs]) {
+        for (const m of sub.nodes) for (const i of m.inputs) into.add(i);
+        readInSubgraphs(sub, into);
+      }
+    }
+  }
+}
+
+/** Multiplies `v` by `a` and adds `b` after `steps`: merged into a last affine step if any. */
+function pushAffine(steps: Conv2dEpilogueStep[], a: number, b: number): void {
+  const last = steps.at(-1);
+  if (last?.op === "affine") {
+    steps[steps.length - 1] = { op: "affine", a: last.a * a, b: last.b * a + b };
+  } else steps.push({ op: "affine", a, b });
+}
+
+/**
+ * `graph`'s nodes with each foldable chain after a 4-D `Conv` folded into it
+ * (`convEpilogues` holds the steps, keyed by the new `Conv` node); the
+ * graph itself is unchanged.
+ */
+export function fuseConvEpilogues(graph: Graph, opset: number): Node[] {
+  const constants = new Map<string, TensorProto>();
+  for (const t of graph.initializers) constants.set(t.name, t);
+  const consumers = new Map<string, Node[]>();
+  for (const n of graph.nodes) {
+    if (n.opType === "Constant" && n.domain === "" && n.outputs.length === 1) {
+      const t = n.attributes.find((a) => a.name === "value")?.t;
+      if (t !== null && t !== undefined) constants.set(n.outputs[0], t);
+    }
+    for (const i of n.inputs) {
+      if (i === "") continue;
+      const list = consumers.get(i);
+      if (list === undefined) consumers.set(i, [n]);
+      else if (!list.includes(n)) list.push(n);
+    }
+  }
+  const pinned = new Set(graph.outputs.map((o) => o.name));
+  readInSubgraphs(graph, pinned);
+  const scalar = (name: string | undefined) =>
+    name === undefined || name === "" ? undefined : scalarOf(constants.get(name));
+  /** The one node reading `name`, where nothing else may. */
+  const only = (name: string): Node | undefined => {
+    const list = consumers.get(name);
+    return pinned.has(name) || list === undefined || list.length !== 1 ? undefined : list[0];
+  };
+  const attr = (n: Node, name: string, fallback: number) =>
+    n.attributes.find((a) => a.name === name)?.f ?? fallback;
+
+  const dropped = new Set<Node>();
+  const replaced = new Map<Node, Node>();
+  for (const conv of graph.nodes) {
+    if (conv.opType !== "Conv" || conv.domain !== "" || conv.outputs.length !== 1) continue;
+    // Float32 weights of four axes: a float32 image convolution, which `vm.op.conv2d` computes.
+    const weight = constants.get(conv.inputs[1]);
+    if (weight?.dims.length !== 4 || weight.dataType !== FLOAT) continue;
+    const steps: Conv2dEpilogueStep[] = [];
+    const chain: Node[] = [];
+    let y = conv.outputs[0];
+    for (;;) {
+      const swish = spelledHardSwish(y);
+      if (swish !== undefined) {
+        steps.push({ op: "hardswish", a: swish.shift, b: swish.cap });
+        chain.push(...swish.nodes);
+        y = swish.out;
+        continue;
+      }
+      const n = only(y);
+      if (n === undefined || n.domain !== "" || n.outputs.length !== 1 || dropped.has(n)) break;
+      const other = n.inputs.length === 2 ? n.inputs[n.inputs[0] === y ? 1 : 0] : undefined;
+      const c = n.inputs.length === 2 && n.inputs[0] !== n.inputs[1] ? scalar(other) : undefined;
+      if (n.opType === "Mul" && c !== undefined) pushAffine(steps, c, 0);
+      else if (n.opType === "Add" && c !== undefined) pushAffine(steps, 1, c);
+      else if (n.opType === "Sub" && c !== undefined) {
+        if (n.inputs[0] === y) pushAffine(steps, 1, -c);
+        else pushAffine(steps, -1, c);
+      } else if (n.opType === "Div" && c !== undefined && n.inputs[0] === y) {
+        pushAffine(steps, 1 / c, 0);
+      } else if (n.opType === "Relu" && n.inputs.length === 1) {
+        steps.push({ op: "relu", a: 0, b: 0 });
+      } else if (n.opType === "HardSigmoid" && n.inputs.length === 1) {
+        steps.push({ op: "hardsigmoid", a: attr(n, "alpha", 0.2), b: attr(n, "beta", 0.5) });
+      } else if (n.opType === "HardSwish" && n.inputs.length === 1) {
+        steps.push({ op: "hardswish", a: 3, b: 6 });
+      } else if (n.opType === "Clip" && n.inputs[0] === y) {
+        const bounds = clipBounds(n);
+        if (bounds === undefined) break;
+        steps.push({ op: "clip", a: bounds[0], b: bounds[1] });
+      } else break;
+      chain.push(n);
+      y = n.outputs[0];
+    }
+    if (steps.length === 0) continue;
+    const fused: Node = { ...conv, outputs: [y] };
+    convEpilogues.set(fused, steps);
+    replaced.set(conv, fused);
+    for (const n of chain) dropped.add(n);
+  }
+  return graph.nodes.filter((n) => !dropped.has(n)).map((n) => replaced.get(n) ?? n);
+
+  /** `[lo, hi]` of a `Clip` whose bounds are constants (±Infinity where absent), or undefined. */
+  function clipBounds(n: Node): [number, number] | undefined {
+    if (opset < 11) {
+      const has = (name: string) => n.attributes.some((a) => a.name === name);
+      return [
+        has("min") ? attr(n, "min", 0) : -Infinity,
+        has("max") ? attr(n, "max", 0) : Infinity,
+      ];
+    }
+    const lo = n.inputs[1] ?? "", hi = n.inputs[2] ?? "";
+    const l = lo === "" ? -Infinity : scalar(lo), h = hi === "" ? Infinity : scalar(hi);
+    return l === undefined || h === undefined ? undefined : [l, h];
+  }
+
+  /**
+   * `y · Clip(y + shift, 0, cap) / cap` as paddle2onnx writes hard-swish:
+   * `y` read by that `Add` and `Mul` alone, the `Clip` by the `Mul`, the
+   * `Mul` by the `Div`; its nodes and output, or undefined.
+   */
+  function spelledHardSwish(
+    y: string,
+  ): { shift: number; cap: number; nodes: Node[]; out: string } | undefined {
+    const readers = consumers.get(y);
+    if (pinned.has(y) || readers === undefined || readers.length !== 2) return undefined;
+    const add = readers.find((n) => n.opType === "Add" && n.domain === "");
+    const mul = readers.find((n) => n.opType === "Mul" && n.domain === "");
+    if (add === undefined || mul === undefined || add.inputs.length !== 2) return undefined;
+    const shift = scalar(add.inputs[add.inputs[0] === y ? 1 : 0]);
+    const clip = only(add.outputs[0]);
+    if (shift === undefined || clip?.opType !== "Clip" || clip.domain !== "") return undefined;
+    const bounds = clipBounds(clip);
+    if (bounds === undefined || bounds[0] !== 0 || !(bounds[1] > 0) || !isFinite(bounds[1])) {
+      return undefined;
+    }
+    const cap = bounds[1];
+    const pair = [mul.inputs[0], mul.inputs[1]];
+    if (only(clip.outputs[0]) !== mul || !pair.includes(y) || !pair.includes(clip.outputs[0])) {
+      return undefined;
+    }
+    const div = only(mul.outputs[0]);
+    if (div?.opType !== "Div" || div.domain !== "" || div.inputs[0] !== mul.outputs[0]) {
+      return undefined;
+    }
+    if (scalar(div.inputs[1]) !== cap) return undefined;
+    return { shift, cap, nodes: [add, clip, mul, div], out: div.outputs[0] };
+  }
+}
