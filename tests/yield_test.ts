@@ -104,23 +104,32 @@ for (const form of Object.keys(FORMS) as Form[]) {
 
   Deno.test(`finding 8 (${form}): a call with no limits at all lets timers run`, async () => {
     using vm = loadIn(EX, form);
-    // Sized by a first, shorter run to about 400 ms on this machine, idle or loaded: long
-    // enough to span many intervals in every form, whatever the machine's speed.
+    // Sized by a first, shorter run to about 400 ms on this machine, idle or loaded, and doubled
+    // while a run comes out shorter than 100 ms (a probe slowed by other work sizes it short):
+    // long enough to span many intervals in every form, whatever the machine's speed.
     const probe = form === "compiled" ? 4_000_000 : 1_000_000;
     const p0 = performance.now();
     assertEquals(await vm.invoke("spin", probe), probe);
-    const n = Math.ceil(probe * 400 / Math.max(1, performance.now() - p0));
-    let ticks = 0;
-    const interval = setInterval(() => ticks++, 5);
-    const t0 = performance.now();
-    try {
-      assertEquals(await vm.invoke("spin", n), n);
-    } finally {
-      clearInterval(interval);
+    let n = Math.ceil(probe * 400 / Math.max(1, performance.now() - p0));
+    let ticks = 0, ms = 0;
+    for (let tries = 0; tries < 5 && ms <= 100; tries++, n *= 2) {
+      ticks = 0;
+      const interval = setInterval(() => ticks++, 5);
+      const t0 = performance.now();
+      try {
+        assertEquals(await vm.invoke("spin", n), n);
+      } finally {
+        clearInterval(interval);
+      }
+      ms = performance.now() - t0;
     }
-    const ms = performance.now() - t0;
     assert(ms > 100, `the loop took only ${ms.toFixed(0)} ms`);
-    assert(ticks >= ms / 50, `the interval ticked ${ticks} times in ${ms.toFixed(0)} ms`);
+    // A loop that never yields lets no tick through; one that yields every 20 ms lets one
+    // through at each yield it gets to run, fewer when other processes hold the cores.
+    assert(
+      ticks >= Math.max(3, Math.floor(ms / 200)),
+      `the interval ticked ${ticks} times in ${ms.toFixed(0)} ms`,
+    );
   });
 
   Deno.test(`finding 8 (${form}): another tenant's interval ticks while a call loops`, async () => {

@@ -72,6 +72,9 @@ const BUILTINS: Readonly<Record<string, string>> = {
   local_invocation_id: "threadIdx",
 };
 
+/** The largest finite float32. */
+const FLOAT32_MAX = 3.4028234663852886e38;
+
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /**
@@ -114,6 +117,19 @@ export function checkKernelSource(
     );
   }
   const workgroupSize = [1, 2, 3].map((_, i) => Number(size[i] ?? 1)) as [number, number, number];
+
+  // Decimal f32 literals within float32's range: WGSL takes a literal's exact value, and
+  // Chromium's compiler rejects one past the largest finite float32 (3.4028235e+38, its shortest
+  // decimal, is past it) where Deno's accepts it, so a package would load in one and not the other.
+  for (const m of src.matchAll(/(?<![\w.])((?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)f\b/g)) {
+    if (Number(m[1]) > FLOAT32_MAX) {
+      refuse(
+        `the f32 literal ${
+          m[0]
+        } is past float32's largest value (3.4028234663852886e+38), which WGSL does not round down to; write it as 0x1.fffffep+127f`,
+      );
+    }
+  }
 
   // The entry's parameters: only the builtins the launcher fills, under TVM's names.
   for (const p of entries[0][2].split(",").map((s) => s.trim()).filter((s) => s !== "")) {

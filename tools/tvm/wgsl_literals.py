@@ -11,6 +11,8 @@ same float32; literals already exact are left as TVM wrote them.
 
 import re
 
+from fractions import Fraction
+
 import numpy as np
 import tvm_ffi
 from tvm import tirx
@@ -69,6 +71,23 @@ def exact_float_literals(wgsl, values):
         if np.float32(float(text)) == f:
             return match.group(0)
         changed += 1
-        return sign + np.format_float_scientific(f, unique=True, trim="0") + "f"
+        return sign + wgsl_float32(f)
 
     return LITERAL.sub(exact, wgsl), changed
+
+
+FLOAT32_MAX = Fraction(float(np.finfo(np.float32).max))
+
+
+def wgsl_float32(f):
+    """The WGSL literal of float32 `f`: its shortest decimal that reads back as it.
+
+    WGSL takes a literal's exact value and rejects one past float32's largest finite value
+    (Chromium's Tint: "value cannot be represented as 'f32'"), though it would round to it;
+    the shortest decimal of that largest value, 3.4028235e+38, is such a literal, so it is
+    written as the hexadecimal float it is.
+    """
+    text = np.format_float_scientific(f, unique=True, trim="0")
+    if abs(Fraction(text)) > FLOAT32_MAX:
+        return float(f).hex().replace("0000000p", "p") + "f"
+    return text + "f"
