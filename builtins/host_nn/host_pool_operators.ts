@@ -25,7 +25,7 @@
 import { formatShape } from "../../kernels/broadcast.ts";
 import { BuiltinTable } from "../builtin_table.ts";
 import { shapeArg, tensorArg } from "../validate.ts";
-import { numbersOf, onHost, put, sizeOf, stridesOf } from "../host_operators/host_tensors.ts";
+import { numbersOf, onHost, put, rint, sizeOf, stridesOf } from "../host_operators/host_tensors.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const hostPoolBuiltins = new BuiltinTable("Host window operators", import.meta.url);
@@ -192,12 +192,6 @@ hostPoolBuiltins.add(
     tvm: null,
   },
 );
-
-/** NumPy's `round`/`rint`: to the nearest integer, halves to even. */
-function rint(x: number): number {
-  const r = Math.round(x);
-  return r - x === 0.5 && r % 2 !== 0 ? r - 1 : r;
-}
 
 hostPoolBuiltins.add(
   "vm.op.qlinear_conv",

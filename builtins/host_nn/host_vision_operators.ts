@@ -30,6 +30,7 @@ import {
   numbersOf,
   onHost,
   put,
+  rint,
   sizeOf,
   stridesOf,
 } from "../host_operators/host_tensors.ts";
@@ -109,7 +110,7 @@ hostVisionBuiltins.add(
               const v = gs[(b * points + p) * r + (r - 1 - a)];
               const d = dims[a];
               let u = Math.fround(align ? ((v + 1) / 2) * (d - 1) : ((v + 1) * d - 1) / 2);
-              if (m === "nearest") u = roundHalfEven(u);
+              if (m === "nearest") u = rint(u);
               if (u < lo[a] || u > hi[a]) {
                 if (pad === "border") u = Math.min(Math.max(u, 0), d - 1);
                 else if (pad === "reflection") u = reflect(u, lo[a], hi[a]);
@@ -155,14 +156,6 @@ hostVisionBuiltins.add(
     tvm: "relax.op.image.grid_sample",
   },
 );
-
-/** Rounds halves to even (NumPy's `rint`). */
-function roundHalfEven(v: number): number {
-  const f = Math.floor(v), d = v - f;
-  if (d > 0.5) return f + 1;
-  if (d < 0.5) return f;
-  return f % 2 === 0 ? f : f + 1;
-}
 
 hostVisionBuiltins.add(
   "vm.op.non_max_suppression",

@@ -27,7 +27,7 @@
 import { broadcastShapes, formatShape } from "../../kernels/broadcast.ts";
 import { BuiltinTable } from "../builtin_table.ts";
 import { tensorArg } from "../validate.ts";
-import { choiceArg, numbersOf, onHost, put, sizeOf, stridesOf } from "./host_tensors.ts";
+import { choiceArg, numbersOf, onHost, put, rint, sizeOf, stridesOf } from "./host_tensors.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const hostMathBuiltins = new BuiltinTable("Host arithmetic operators", import.meta.url);
@@ -165,12 +165,6 @@ hostMathBuiltins.add(
     tvm: null,
   },
 );
-
-/** NumPy's `rint`: to the nearest integer, halves to even. */
-function rint(x: number): number {
-  const r = Math.round(x);
-  return r - x === 0.5 && r % 2 !== 0 ? r - 1 : r;
-}
 
 /** `x` rounded to the precision of a float dtype's scalars: float16's, else float32's. */
 function roundTo(dtype: string, x: number): number {

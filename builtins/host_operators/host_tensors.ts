@@ -120,6 +120,12 @@ export function put(out: TypedArray, i: number, x: number): void {
   else (out as Float32Array)[i] = x;
 }
 
+/** NumPy's `rint` (and `round`): to the nearest integer, halves to even. */
+export function rint(x: number): number {
+  const r = Math.round(x);
+  return r - x === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
 /** Row-major strides of `shape`. */
 export function stridesOf(shape: readonly number[]): number[] {
   const s = new Array<number>(shape.length);
