@@ -17,7 +17,7 @@ import { type Dim, Unsupported, type Value } from "./graph_values.ts";
 import type { NodeContext } from "./node_context.ts";
 import { FLOAT, type OpSpec } from "./op_spec.ts";
 import { binary, unary } from "./ops_elementwise.ts";
-import { reshapeTo } from "./ops_shape.ts";
+import { concatOrSelf, reshapeTo } from "./ops_shape.ts";
 
 /** Longest sequence unrolled: each step is a dozen calls. */
 const MAX_STEPS = 1024;
@@ -40,18 +40,6 @@ function slice(cx: NodeContext, x: Value, axis: number, begin: number, end: numb
 
 function transpose(cx: NodeContext, x: Value, perm: number[]): Value {
   return cx.em.call("vm.op.transpose", [cx.em.reg(x), perm], x.dtype, perm.map((p) => x.shape[p]));
-}
-
-/** The tensors of `xs` laid along `axis` (a size that is not a number becomes unknown). */
-function concat(cx: NodeContext, xs: Value[], axis: number): Value {
-  if (xs.length === 1) return xs[0];
-  const shape = [...xs[0].shape];
-  const sizes = xs.map((x) => x.shape[axis]);
-  shape[axis] = sizes.every((d) => typeof d === "number")
-    ? (sizes as number[]).reduce((a, b) => a + b, 0)
-    : null;
-  const tuple = cx.em.record("vm.builtin.make_tuple", xs.map((x) => cx.em.reg(x)))!;
-  return cx.em.call("vm.op.concat", [tuple, cx.em.imm(axis)], xs[0].dtype, shape);
 }
 
 /** What the three operators share: the checked inputs, per direction, in ONNX's default layout. */
@@ -210,11 +198,11 @@ function outputs(cx: NodeContext, rc: Recurrence, hs: Value[][], last: Value[][]
   // Every step's state is [batch, hidden]: a step always adds the input's part, which is.
   const { batch, hidden } = rc;
   const rows = hs.map((perDir) =>
-    concat(cx, perDir.map((h) => reshapeTo(cx, h, [1, 1, batch, hidden])), 1)
+    concatOrSelf(cx, perDir.map((h) => reshapeTo(cx, h, [1, 1, batch, hidden])), 1)
   );
-  let y = concat(cx, rows, 0);
+  let y = concatOrSelf(cx, rows, 0);
   let states = last.map((perDir) =>
-    concat(cx, perDir.map((h) => reshapeTo(cx, h, [1, batch, hidden])), 0)
+    concatOrSelf(cx, perDir.map((h) => reshapeTo(cx, h, [1, batch, hidden])), 0)
   );
   if (rc.layout === 1) {
     y = transpose(cx, y, [2, 0, 1, 3]);
