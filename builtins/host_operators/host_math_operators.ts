@@ -27,22 +27,19 @@
 import { broadcastShapes, formatShape } from "../../kernels/broadcast.ts";
 import { BuiltinTable } from "../builtin_table.ts";
 import { tensorArg } from "../validate.ts";
-import { choiceArg, numbersOf, onHost, put, rint, sizeOf, stridesOf } from "./host_tensors.ts";
+import {
+  broadcastIndex,
+  choiceArg,
+  numbersOf,
+  onHost,
+  put,
+  rint,
+  sizeOf,
+  stridesOf,
+} from "./host_tensors.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const hostMathBuiltins = new BuiltinTable("Host arithmetic operators", import.meta.url);
-
-/** For each flat index of `out`, the flat index of `shape` broadcast to it. */
-function broadcastIndex(shape: readonly number[], out: readonly number[]): (i: number) => number {
-  const s = stridesOf(shape), o = stridesOf(out), lead = out.length - shape.length;
-  return (i) => {
-    let j = 0;
-    for (let a = lead; a < out.length; a++) {
-      if (shape[a - lead] !== 1) j += (Math.floor(i / o[a]) % out[a]) * s[a - lead];
-    }
-    return j;
-  };
-}
 
 hostMathBuiltins.add("vm.op.power", (x: unknown, e: unknown) => {
   const who = "power";

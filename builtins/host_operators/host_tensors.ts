@@ -137,6 +137,21 @@ export function stridesOf(shape: readonly number[]): number[] {
   return s;
 }
 
+/** For each flat index of `out`, the flat index of `shape` broadcast to it. */
+export function broadcastIndex(
+  shape: readonly number[],
+  out: readonly number[],
+): (i: number) => number {
+  const s = stridesOf(shape), o = stridesOf(out), lead = out.length - shape.length;
+  return (i) => {
+    let j = 0;
+    for (let a = lead; a < out.length; a++) {
+      if (shape[a - lead] !== 1) j += (Math.floor(i / o[a]) % out[a]) * s[a - lead];
+    }
+    return j;
+  };
+}
+
 /** Number of elements of `shape`. */
 export function sizeOf(shape: readonly number[]): number {
   let n = 1;
