@@ -244,19 +244,21 @@ function recurAll<S>(
   return outputs(cx, rc, hs, last);
 }
 
+/** The attributes LSTM, GRU and RNN all take (each adds its own). */
+const RECURRENT_ATTRS = [
+  "activation_alpha",
+  "activation_beta",
+  "activations",
+  "clip",
+  "direction",
+  "hidden_size",
+  "layout",
+];
+
 /** The recurrent operators by ONNX name. */
 export const RECURRENT_OPS: Record<string, OpSpec> = {
   LSTM: {
-    attrs: [
-      "activation_alpha",
-      "activation_beta",
-      "activations",
-      "clip",
-      "direction",
-      "hidden_size",
-      "input_forget",
-      "layout",
-    ],
+    attrs: [...RECURRENT_ATTRS, "input_forget"],
     convert(cx) {
       if (cx.int("input_forget", 0) !== 0) throw new Unsupported("input_forget");
       const rc = recurrence(cx, 4, ["Sigmoid", "Tanh", "Tanh"]);
@@ -273,16 +275,7 @@ export const RECURRENT_OPS: Record<string, OpSpec> = {
     },
   },
   GRU: {
-    attrs: [
-      "activation_alpha",
-      "activation_beta",
-      "activations",
-      "clip",
-      "direction",
-      "hidden_size",
-      "layout",
-      "linear_before_reset",
-    ],
+    attrs: [...RECURRENT_ATTRS, "linear_before_reset"],
     convert(cx) {
       const rc = recurrence(cx, 3, ["Sigmoid", "Tanh"]);
       const lbr = cx.int("linear_before_reset", 0) !== 0;
@@ -310,15 +303,7 @@ export const RECURRENT_OPS: Record<string, OpSpec> = {
     },
   },
   RNN: {
-    attrs: [
-      "activation_alpha",
-      "activation_beta",
-      "activations",
-      "clip",
-      "direction",
-      "hidden_size",
-      "layout",
-    ],
+    attrs: RECURRENT_ATTRS,
     convert(cx) {
       const rc = recurrence(cx, 1, ["Tanh"]);
       return recurAll(
