@@ -29,6 +29,7 @@ import {
   integersOf,
   numbersOf,
   onHost,
+  optionalTensor,
   put,
   rint,
   sizeOf,
@@ -170,12 +171,10 @@ hostVisionBuiltins.add(
     const who = "non_max_suppression";
     const bt = tensorArg(boxes, "boxes", who, "float32");
     const st = tensorArg(scores, "scores", who, "float32");
-    const opt = (v: unknown, what: string) =>
-      v === undefined || v === null ? undefined : tensorArg(v, what, who);
     const [mt, it, tt] = [
-      opt(maxOutput, "max_output_boxes_per_class"),
-      opt(iouThreshold, "iou_threshold"),
-      opt(scoreThreshold, "score_threshold"),
+      optionalTensor(maxOutput, "max_output_boxes_per_class", who),
+      optionalTensor(iouThreshold, "iou_threshold", who),
+      optionalTensor(scoreThreshold, "score_threshold", who),
     ];
     const [batches, count] = bt.shape, classes = st.shape[1];
     if (bt.shape.length !== 3 || bt.shape[2] !== 4 || st.shape.length !== 3) {

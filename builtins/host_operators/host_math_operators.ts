@@ -32,6 +32,7 @@ import {
   choiceArg,
   numbersOf,
   onHost,
+  optionalTensor,
   put,
   rint,
   sizeOf,
@@ -122,9 +123,8 @@ hostMathBuiltins.add(
   (a: unknown, b: unknown, aZero?: unknown, bZero?: unknown) => {
     const who = "matmul_integer";
     const at = tensorArg(a, "a", who), bt = tensorArg(b, "b", who);
-    const opt = (v: unknown, what: string) =>
-      v === undefined || v === null ? undefined : tensorArg(v, what, who);
-    const az = opt(aZero, "a_zero_point"), bz = opt(bZero, "b_zero_point");
+    const az = optionalTensor(aZero, "a_zero_point", who);
+    const bz = optionalTensor(bZero, "b_zero_point", who);
     if (at.shape.length !== 2 || bt.shape.length !== 2 || at.shape[1] !== bt.shape[0]) {
       throw new RangeError(
         `${who}: a ${formatShape(at.shape)} and b ${
@@ -304,9 +304,8 @@ hostMathBuiltins.add("vm.op.uint64_binary", (a: unknown, b: unknown, op: unknown
 hostMathBuiltins.add("vm.op.dropout", (x: unknown, ratio: unknown, training: unknown) => {
   const who = "dropout";
   const t = tensorArg(x, "x", who);
-  const opt = (v: unknown, what: string) =>
-    v === undefined || v === null ? undefined : tensorArg(v, what, who);
-  const rt = opt(ratio, "ratio"), tt = opt(training, "training_mode");
+  const rt = optionalTensor(ratio, "ratio", who);
+  const tt = optionalTensor(training, "training_mode", who);
   return onHost(who, [t, rt, tt], ([xv, rv, tv]) => {
     const r = rv === undefined ? 0.5 : numbersOf(rv)[0];
     const on = tv !== undefined && numbersOf(tv)[0] !== 0;
@@ -338,7 +337,7 @@ hostMathBuiltins.add(
     const who = "reduce_extreme";
     const t = tensorArg(x, "x", who);
     choiceArg(who, t.dtype, "x's dtype", ["float32"]);
-    const at = axes === undefined || axes === null ? undefined : tensorArg(axes, "axes", who);
+    const at = optionalTensor(axes, "axes", who);
     const big = Boolean(largest), keep = Boolean(keepdims);
     return onHost(who, [t, at], ([xv, av]) => {
       const r = t.shape.length;

@@ -93,9 +93,14 @@ export function onHost(
   })();
 }
 
-/** A tensor argument, or `undefined` when absent or null. */
-export function optionalTensor(v: unknown, what: string, who: string): NDArray | undefined {
-  return v === undefined || v === null ? undefined : tensorArg(v, what, who);
+/** A tensor argument (of `dtype` when given), or `undefined` when absent or null. */
+export function optionalTensor(
+  v: unknown,
+  what: string,
+  who: string,
+  dtype?: TensorDType,
+): NDArray | undefined {
+  return v === undefined || v === null ? undefined : tensorArg(v, what, who, dtype);
 }
 
 /** The elements of a storage view as numbers (int64 converted; bfloat16 bits decoded by dtype). */
