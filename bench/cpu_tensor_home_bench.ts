@@ -55,6 +55,7 @@ import {
   wasmKernelsFor,
 } from "../kernels/cpu/wasm/runtime.ts";
 import { matmulModel } from "./_onnx_matmul.ts";
+import { copyFloor } from "./_copy_floor.ts";
 import { randomValues } from "./_random.ts";
 import { peer } from "./_peer.ts";
 import { median } from "./_stats.ts";
@@ -185,19 +186,6 @@ async function ortWebSide(bT: Float32Array<ArrayBuffer>): Promise<Side> {
       return await r.C.getData() as Float32Array;
     },
   };
-}
-
-/** GB/s of read + write traffic of a 128 MiB `TypedArray.set`, median of 5. */
-function copyFloor(): number {
-  const n = 32 * 2 ** 20, src = randomValues(n, 3), dst = new Float32Array(n);
-  dst.set(src);
-  const t: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    const t0 = performance.now();
-    dst.set(src);
-    t.push(performance.now() - t0);
-  }
-  return 2 * n * 4 / median(t) / 1e6;
 }
 
 const settle = () => new Promise((r) => setTimeout(r, 60));

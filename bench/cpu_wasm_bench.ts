@@ -48,6 +48,7 @@ import { cpu, ExecBuilder, type NDArray, tensor, VirtualMachine } from "../mod.t
 import { cpuThreadSetting } from "../devices/cpu_device.ts";
 import { cpuKernelInfo, cpuThreadsReady, setCpuKernelMode } from "../kernels/cpu/wasm/runtime.ts";
 import { matmulModel } from "./_onnx_matmul.ts";
+import { copyFloor } from "./_copy_floor.ts";
 import { randomValues } from "./_random.ts";
 import { peer } from "./_peer.ts";
 import { median } from "./_stats.ts";
@@ -182,19 +183,6 @@ async function ortNodeSide(): Promise<Side> {
 }
 
 const settle = () => new Promise((r) => setTimeout(r, 60));
-
-/** GB/s of read + write traffic of a 128 MiB `TypedArray.set`, median of 5. */
-function copyFloor(): number {
-  const n = 32 * 2 ** 20, src = randomValues(n, 3), dst = new Float32Array(n);
-  dst.set(src);
-  const t: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    const t0 = performance.now();
-    dst.set(src);
-    t.push(performance.now() - t0);
-  }
-  return 2 * n * 4 / median(t) / 1e6;
-}
 
 async function main(): Promise<void> {
   const sides: Side[] = [];

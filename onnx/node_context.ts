@@ -10,6 +10,7 @@
 import type { NDArray } from "../devices/ndarray.ts";
 import type { TensorDType } from "../ground/dtype.ts";
 import { tensor } from "../devices/tensor.ts";
+import type { Operand } from "../builder/operand.ts";
 import type { Emitter } from "./emitter.ts";
 import { type Dim, Unsupported, type Value } from "./graph_values.ts";
 import { type Attribute, AttributeType, type Node } from "./onnx_proto.ts";
@@ -57,6 +58,16 @@ export class NodeContext {
   /** Input `i`, or undefined when absent or given as `""`. */
   optional(i: number): Value | undefined {
     return this.#inputs[i];
+  }
+
+  /** The register of `v`, or `vm.builtin.null_value`'s (recorded now) when it is absent. */
+  regOrNull(v: Value | undefined): Operand {
+    return v === undefined ? this.em.record("vm.builtin.null_value", [])! : this.em.reg(v);
+  }
+
+  /** The register of optional input `i`, or `vm.builtin.null_value`'s (`regOrNull`). */
+  optionalReg(i: number): Operand {
+    return this.regOrNull(this.#inputs[i]);
   }
 
   /** How many inputs the node lists (trailing `""` included). */

@@ -197,18 +197,9 @@ export function decodeModel(
       }
       case 14: {
         r.expect(f, w, B, "metadata_props");
-        const e = r.message(`ModelProto.metadata_props[${Object.keys(m.metadata).length}]`);
-        let key = "", value = "";
-        while (e.more()) {
-          const [g, v] = e.tag();
-          if (g === 1) {
-            e.expect(g, v, B, "key");
-            key = e.string();
-          } else if (g === 2) {
-            e.expect(g, v, B, "value");
-            value = e.string();
-          } else e.skip(v);
-        }
+        const [key, value] = readStringEntry(
+          r.message(`ModelProto.metadata_props[${Object.keys(m.metadata).length}]`),
+        );
         // A map: the last entry of a key wins, as protobuf's map fields do.
         Object.defineProperty(m.metadata, key, {
           value,
@@ -228,6 +219,22 @@ export function decodeModel(
     }
   }
   return m;
+}
+
+/** A `StringStringEntryProto` (`metadata_props`, `external_data`): its key and value, "" when absent. */
+function readStringEntry(e: WireReader): [string, string] {
+  let key = "", value = "";
+  while (e.more()) {
+    const [g, v] = e.tag();
+    if (g === 1) {
+      e.expect(g, v, B, "key");
+      key = e.string();
+    } else if (g === 2) {
+      e.expect(g, v, B, "value");
+      value = e.string();
+    } else e.skip(v);
+  }
+  return [key, value];
 }
 
 function readGraph(r: WireReader, counts: Counts): Graph {
@@ -464,18 +471,7 @@ export function readTensor(r: WireReader): TensorProto {
         break;
       case 13: {
         r.expect(f, w, B, "external_data");
-        const e = r.message(`${r.section}.external_data`);
-        let key = "", value = "";
-        while (e.more()) {
-          const [g, v] = e.tag();
-          if (g === 1) {
-            e.expect(g, v, B, "key");
-            key = e.string();
-          } else if (g === 2) {
-            e.expect(g, v, B, "value");
-            value = e.string();
-          } else e.skip(v);
-        }
+        const [key, value] = readStringEntry(r.message(`${r.section}.external_data`));
         t.externalData.set(key, value);
         break;
       }

@@ -13,7 +13,6 @@
  * @module
  */
 
-import type { CallArg } from "../builder/builder_options.ts";
 import { tensor } from "../devices/tensor.ts";
 import { type Dim, normAxis, Unsupported, type Value } from "./graph_values.ts";
 import type { NodeContext } from "./node_context.ts";
@@ -71,12 +70,6 @@ function lengthOf(cx: NodeContext, i: number, what: string): number {
   return n;
 }
 
-/** A register for optional input `i`, or `vm.builtin.null_value`'s when absent. */
-function optionalReg(cx: NodeContext, i: number): CallArg {
-  const v = cx.optional(i);
-  return v === undefined ? cx.em.record("vm.builtin.null_value", [])! : cx.em.reg(v);
-}
-
 /** Rank-`rank` dims all unknown until the call that makes them has run. */
 function unknownDims(rank: number): Dim[] {
   return new Array<Dim>(rank).fill(null);
@@ -127,7 +120,7 @@ export const DYNAMIC_OPS: Record<string, OpSpec> = {
     return [
       cx.em.call(
         "vm.op.dynamic_strided_slice",
-        [...args, optionalReg(cx, 3), optionalReg(cx, 4)],
+        [...args, cx.optionalReg(3), cx.optionalReg(4)],
         x.dtype,
         shape,
       ),

@@ -257,7 +257,7 @@ export const INDEX_OPS: Record<string, OpSpec> = {
           [
             cx.em.reg(cache),
             cx.em.reg(update),
-            indices === undefined ? cx.em.record("vm.builtin.null_value", [])! : cx.em.reg(indices),
+            cx.regOrNull(indices),
             cx.em.imm(axis),
             cx.string("mode", "linear"),
           ],

@@ -49,14 +49,10 @@ export const MATH_OPS: Record<string, OpSpec> = {
       if (a.shape.length !== 2 || b.shape.length !== 2) {
         throw new Unsupported(`MatMulInteger of ranks ${a.shape.length} and ${b.shape.length}`);
       }
-      const zero = (i: number) => {
-        const v = cx.optional(i);
-        return v === undefined ? cx.em.record("vm.builtin.null_value", [])! : cx.em.reg(v);
-      };
       return [
         cx.em.call(
           "vm.op.matmul_integer",
-          [cx.em.reg(a), cx.em.reg(b), zero(2), zero(3)],
+          [cx.em.reg(a), cx.em.reg(b), cx.optionalReg(2), cx.optionalReg(3)],
           "int32",
           [a.shape[0], b.shape[1]],
         ),

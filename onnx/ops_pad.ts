@@ -15,6 +15,7 @@ import { tensor } from "../devices/tensor.ts";
 import { type Dim, knownSize, normAxis, Unsupported, type Value } from "./graph_values.ts";
 import type { NodeContext } from "./node_context.ts";
 import type { OpSpec } from "./op_spec.ts";
+import { concatOrSelf } from "./ops_shape.ts";
 
 /** Largest block of the constant the importer fills itself (16 M elements). */
 const MAX_FILL = 1 << 24;
@@ -36,17 +37,6 @@ function slice(
     x.dtype,
     shape,
   );
-}
-
-function concat(cx: NodeContext, xs: Value[], axis: number): Value {
-  if (xs.length === 1) return xs[0];
-  const shape = [...xs[0].shape];
-  const sizes = xs.map((x) => x.shape[axis]);
-  shape[axis] = sizes.every((d) => typeof d === "number")
-    ? (sizes as number[]).reduce((a, b) => a + b, 0)
-    : null;
-  const tuple = cx.em.record("vm.builtin.make_tuple", xs.map((x) => cx.em.reg(x)))!;
-  return cx.em.call("vm.op.concat", [tuple, cx.em.imm(axis)], xs[0].dtype, shape);
 }
 
 /** `p` rows of `value` shaped as `x` but for `axis`. */
@@ -77,7 +67,7 @@ function filled(cx: NodeContext, x: Value, axis: number, p: number, value: numbe
 /** `p` copies of the first (or last) row along `axis`. */
 function edgeRows(cx: NodeContext, x: Value, axis: number, p: number, first: boolean): Value {
   const row = first ? slice(cx, x, axis, 0, 1, 1, 1) : slice(cx, x, axis, -1, 2 ** 31 - 1, 1, 1);
-  return concat(cx, new Array(p).fill(row), axis);
+  return concatOrSelf(cx, new Array(p).fill(row), axis);
 }
 
 /** `x` padded by `before` and `after` rows along `axis`, in `mode`. */
@@ -125,7 +115,7 @@ function padAxis(
   if (before > 0) parts.push(side(before, true));
   parts.push(x);
   if (after > 0) parts.push(side(after, false));
-  return concat(cx, parts, axis);
+  return concatOrSelf(cx, parts, axis);
 }
 
 /** The `Pad` operator. */

@@ -42,14 +42,18 @@ export const POOL_OPS: Record<string, OpSpec> = {
       if (!kernel.every((d) => typeof d === "number")) throw new Unsupported("a symbolic kernel");
       const r = kernel.length;
       const win = windowLists(cx, r, kernel as number[]);
-      const zero = (i: number) => {
-        const v = cx.optional(i);
-        return v === undefined ? cx.em.record("vm.builtin.null_value", [])! : cx.em.reg(v);
-      };
       return [
         cx.em.call(
           "vm.op.conv_integer",
-          [cx.em.reg(x), cx.em.reg(w), zero(2), zero(3), win.pads, win.strides, win.dilations],
+          [
+            cx.em.reg(x),
+            cx.em.reg(w),
+            cx.optionalReg(2),
+            cx.optionalReg(3),
+            win.pads,
+            win.strides,
+            win.dilations,
+          ],
           "int32",
           [x.shape[0], w.shape[0], ...win.out(x.shape.slice(2))],
         ),
@@ -75,7 +79,7 @@ export const POOL_OPS: Record<string, OpSpec> = {
           "vm.op.qlinear_conv",
           [
             ...[0, 1, 2, 3, 4, 5, 6, 7].map((i) => cx.em.reg(cx.input(i))),
-            bias === undefined ? cx.em.record("vm.builtin.null_value", [])! : cx.em.reg(bias),
+            cx.regOrNull(bias),
             win.pads,
             win.strides,
             win.dilations,
@@ -98,10 +102,6 @@ export const POOL_OPS: Record<string, OpSpec> = {
       const pads = cx.ints("pads") ?? [0, 0, 0, 0];
       const strides = cx.ints("strides") ?? [1, 1];
       const dilations = cx.ints("dilations") ?? [1, 1];
-      const optional = (i: number) => {
-        const v = cx.optional(i);
-        return v === undefined ? cx.em.record("vm.builtin.null_value", [])! : cx.em.reg(v);
-      };
       return [
         cx.em.call(
           "vm.op.deform_conv",
@@ -109,8 +109,8 @@ export const POOL_OPS: Record<string, OpSpec> = {
             cx.em.reg(x),
             cx.em.reg(w),
             cx.em.reg(offset),
-            optional(3),
-            optional(4),
+            cx.optionalReg(3),
+            cx.optionalReg(4),
             pads,
             strides,
             dilations,

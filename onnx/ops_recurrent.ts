@@ -17,7 +17,7 @@ import { type Dim, Unsupported, type Value } from "./graph_values.ts";
 import type { NodeContext } from "./node_context.ts";
 import { FLOAT, type OpSpec } from "./op_spec.ts";
 import { binary, unary } from "./ops_elementwise.ts";
-import { reshapeTo } from "./ops_shape.ts";
+import { concatOrSelf, reshapeTo } from "./ops_shape.ts";
 
 /** Longest sequence unrolled: each step is a dozen calls. */
 const MAX_STEPS = 1024;
@@ -40,18 +40,6 @@ function slice(cx: NodeContext, x: Value, axis: number, begin: number, end: numb
 
 function transpose(cx: NodeContext, x: Value, perm: number[]): Value {
   return cx.em.call("vm.op.transpose", [cx.em.reg(x), perm], x.dtype, perm.map((p) => x.shape[p]));
-}
-
-/** The tensors of `xs` laid along `axis` (a size that is not a number becomes unknown). */
-function concat(cx: NodeContext, xs: Value[], axis: number): Value {
-  if (xs.length === 1) return xs[0];
-  const shape = [...xs[0].shape];
-  const sizes = xs.map((x) => x.shape[axis]);
-  shape[axis] = sizes.every((d) => typeof d === "number")
-    ? (sizes as number[]).reduce((a, b) => a + b, 0)
-    : null;
-  const tuple = cx.em.record("vm.builtin.make_tuple", xs.map((x) => cx.em.reg(x)))!;
-  return cx.em.call("vm.op.concat", [tuple, cx.em.imm(axis)], xs[0].dtype, shape);
 }
 
 /** What the three operators share: the checked inputs, per direction, in ONNX's default layout. */
@@ -210,11 +198,11 @@ function outputs(cx: NodeContext, rc: Recurrence, hs: Value[][], last: Value[][]
   // Every step's state is [batch, hidden]: a step always adds the input's part, which is.
   const { batch, hidden } = rc;
   const rows = hs.map((perDir) =>
-    concat(cx, perDir.map((h) => reshapeTo(cx, h, [1, 1, batch, hidden])), 1)
+    concatOrSelf(cx, perDir.map((h) => reshapeTo(cx, h, [1, 1, batch, hidden])), 1)
   );
-  let y = concat(cx, rows, 0);
+  let y = concatOrSelf(cx, rows, 0);
   let states = last.map((perDir) =>
-    concat(cx, perDir.map((h) => reshapeTo(cx, h, [1, batch, hidden])), 0)
+    concatOrSelf(cx, perDir.map((h) => reshapeTo(cx, h, [1, batch, hidden])), 0)
   );
   if (rc.layout === 1) {
     y = transpose(cx, y, [2, 0, 1, 3]);
@@ -233,112 +221,98 @@ function run<S>(rc: Recurrence, d: number, init: S, step: (t: number, s: S) => S
   return out;
 }
 
+/**
+ * Every direction's steps from its initial state `init(d)`, then the
+ * operator's outputs (`outputs`): `ends(state)` gives a step's states, the
+ * hidden one first (`[h]`, or `[h, c]` for LSTM); each step's hidden state
+ * goes to Y, each direction's last states to `Y_h` (and `Y_c`).
+ */
+function recurAll<S>(
+  cx: NodeContext,
+  rc: Recurrence,
+  init: (d: number) => S,
+  step: (d: number, t: number, s: S) => S,
+  ends: (s: S) => Value[],
+): Value[] {
+  const hs: Value[][] = [...Array(rc.steps)].map(() => []);
+  const last: Value[][] = [];
+  for (let d = 0; d < rc.directions; d++) {
+    const states = run(rc, d, init(d), (t, s) => step(d, t, s));
+    states.forEach((s, t) => hs[t][d] = ends(s)[0]);
+    ends(states[rc.backward[d] ? 0 : rc.steps - 1]).forEach((v, k) => (last[k] ??= [])[d] = v);
+  }
+  return outputs(cx, rc, hs, last);
+}
+
+/** The attributes LSTM, GRU and RNN all take (each adds its own). */
+const RECURRENT_ATTRS = [
+  "activation_alpha",
+  "activation_beta",
+  "activations",
+  "clip",
+  "direction",
+  "hidden_size",
+  "layout",
+];
+
 /** The recurrent operators by ONNX name. */
 export const RECURRENT_OPS: Record<string, OpSpec> = {
   LSTM: {
-    attrs: [
-      "activation_alpha",
-      "activation_beta",
-      "activations",
-      "clip",
-      "direction",
-      "hidden_size",
-      "input_forget",
-      "layout",
-    ],
+    attrs: [...RECURRENT_ATTRS, "input_forget"],
     convert(cx) {
       if (cx.int("input_forget", 0) !== 0) throw new Unsupported("input_forget");
       const rc = recurrence(cx, 4, ["Sigmoid", "Tanh", "Tanh"]);
-      const hs: Value[][] = [...Array(rc.steps)].map(() => []);
-      const last: Value[][] = [[], []];
-      for (let d = 0; d < rc.directions; d++) {
-        const states = run(rc, d, [rc.h0[d], rc.c0[d]], (t, [h, c]) => {
-          // Gates in ONNX's order: input, output, forget, cell.
-          const g = add(cx, inputPart(cx, rc, d, t), statePart(cx, rc, d, h));
-          const i = unary(cx, "sigmoid", gate(cx, rc, g, 0));
-          const o = unary(cx, "sigmoid", gate(cx, rc, g, 1));
-          const f = unary(cx, "sigmoid", gate(cx, rc, g, 2));
-          const cell = unary(cx, "tanh", gate(cx, rc, g, 3));
-          const c2 = add(cx, mul(cx, f, c), mul(cx, i, cell));
-          return [mul(cx, o, unary(cx, "tanh", c2)), c2];
-        });
-        states.forEach(([h], t) => hs[t][d] = h);
-        const end = states[rc.backward[d] ? 0 : rc.steps - 1];
-        last[0][d] = end[0];
-        last[1][d] = end[1];
-      }
-      return outputs(cx, rc, hs, last);
+      return recurAll(cx, rc, (d) => [rc.h0[d], rc.c0[d]], (d, t, [h, c]) => {
+        // Gates in ONNX's order: input, output, forget, cell.
+        const g = add(cx, inputPart(cx, rc, d, t), statePart(cx, rc, d, h));
+        const i = unary(cx, "sigmoid", gate(cx, rc, g, 0));
+        const o = unary(cx, "sigmoid", gate(cx, rc, g, 1));
+        const f = unary(cx, "sigmoid", gate(cx, rc, g, 2));
+        const cell = unary(cx, "tanh", gate(cx, rc, g, 3));
+        const c2 = add(cx, mul(cx, f, c), mul(cx, i, cell));
+        return [mul(cx, o, unary(cx, "tanh", c2)), c2];
+      }, (hc) => hc);
     },
   },
   GRU: {
-    attrs: [
-      "activation_alpha",
-      "activation_beta",
-      "activations",
-      "clip",
-      "direction",
-      "hidden_size",
-      "layout",
-      "linear_before_reset",
-    ],
+    attrs: [...RECURRENT_ATTRS, "linear_before_reset"],
     convert(cx) {
       const rc = recurrence(cx, 3, ["Sigmoid", "Tanh"]);
       const lbr = cx.int("linear_before_reset", 0) !== 0;
-      const hs: Value[][] = [...Array(rc.steps)].map(() => []);
-      const last: Value[][] = [[]];
-      for (let d = 0; d < rc.directions; d++) {
-        const states = run(rc, d, rc.h0[d], (t, h) => {
-          // Gates in ONNX's order: update z, reset r, hidden h.
-          const xw = inputPart(cx, rc, d, t);
-          const hr = statePart(cx, rc, d, h);
-          const z = unary(cx, "sigmoid", add(cx, gate(cx, rc, xw, 0), gate(cx, rc, hr, 0)));
-          const r = unary(cx, "sigmoid", add(cx, gate(cx, rc, xw, 1), gate(cx, rc, hr, 1)));
-          let hh: Value;
-          if (lbr) {
-            hh = mul(cx, r, gate(cx, rc, hr, 2));
-          } else {
-            // (r ⊙ h) · Rh + Rbh: the reset gate applies before the recurrence's product.
-            // Rh: rows 2·hidden to 3·hidden of R as stored.
-            const rh = slice(cx, rc.r[d], 0, 2 * rc.hidden, 3 * rc.hidden);
-            hh = h.shape.length === 0 ? h : linear(cx, mul(cx, r, h), rh, undefined);
-            const rb = rc.rb[d];
-            if (rb !== undefined) hh = add(cx, hh, gate(cx, rc, rb, 2));
-          }
-          const cand = unary(cx, "tanh", add(cx, gate(cx, rc, xw, 2), hh));
-          // h' = (1 − z) ⊙ ĥ + z ⊙ h
-          return add(cx, mul(cx, sub(cx, cx.scalar(1), z), cand), mul(cx, z, h));
-        });
-        states.forEach((h, t) => hs[t][d] = h);
-        last[0][d] = states[rc.backward[d] ? 0 : rc.steps - 1];
-      }
-      return outputs(cx, rc, hs, last);
+      return recurAll(cx, rc, (d) => rc.h0[d], (d, t, h) => {
+        // Gates in ONNX's order: update z, reset r, hidden h.
+        const xw = inputPart(cx, rc, d, t);
+        const hr = statePart(cx, rc, d, h);
+        const z = unary(cx, "sigmoid", add(cx, gate(cx, rc, xw, 0), gate(cx, rc, hr, 0)));
+        const r = unary(cx, "sigmoid", add(cx, gate(cx, rc, xw, 1), gate(cx, rc, hr, 1)));
+        let hh: Value;
+        if (lbr) {
+          hh = mul(cx, r, gate(cx, rc, hr, 2));
+        } else {
+          // (r ⊙ h) · Rh + Rbh: the reset gate applies before the recurrence's product.
+          // Rh: rows 2·hidden to 3·hidden of R as stored.
+          const rh = slice(cx, rc.r[d], 0, 2 * rc.hidden, 3 * rc.hidden);
+          hh = h.shape.length === 0 ? h : linear(cx, mul(cx, r, h), rh, undefined);
+          const rb = rc.rb[d];
+          if (rb !== undefined) hh = add(cx, hh, gate(cx, rc, rb, 2));
+        }
+        const cand = unary(cx, "tanh", add(cx, gate(cx, rc, xw, 2), hh));
+        // h' = (1 − z) ⊙ ĥ + z ⊙ h
+        return add(cx, mul(cx, sub(cx, cx.scalar(1), z), cand), mul(cx, z, h));
+      }, (h) => [h]);
     },
   },
   RNN: {
-    attrs: [
-      "activation_alpha",
-      "activation_beta",
-      "activations",
-      "clip",
-      "direction",
-      "hidden_size",
-      "layout",
-    ],
+    attrs: RECURRENT_ATTRS,
     convert(cx) {
       const rc = recurrence(cx, 1, ["Tanh"]);
-      const hs: Value[][] = [...Array(rc.steps)].map(() => []);
-      const last: Value[][] = [[]];
-      for (let d = 0; d < rc.directions; d++) {
-        const states = run(
-          rc,
-          d,
-          rc.h0[d],
-          (t, h) => unary(cx, "tanh", add(cx, inputPart(cx, rc, d, t), statePart(cx, rc, d, h))),
-        );
-        states.forEach((h, t) => hs[t][d] = h);
-        last[0][d] = states[rc.backward[d] ? 0 : rc.steps - 1];
-      }
-      return outputs(cx, rc, hs, last);
+      return recurAll(
+        cx,
+        rc,
+        (d) => rc.h0[d],
+        (d, t, h) => unary(cx, "tanh", add(cx, inputPart(cx, rc, d, t), statePart(cx, rc, d, h))),
+        (h) => [h],
+      );
     },
   },
 };

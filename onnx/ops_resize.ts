@@ -202,16 +202,14 @@ function resizeAtRunTime(
   policy: string,
   given: ResizeInputs,
 ): Value {
-  const reg = (v: Value | undefined) =>
-    v === undefined ? cx.em.record("vm.builtin.null_value", [])! : cx.em.reg(v);
   const shape = x.shape.map((d, a) => axes.includes(a) ? null : d);
   return cx.em.call(
     "vm.op.resize",
     [
       cx.em.reg(x),
-      reg(given.roi),
-      reg(given.scales),
-      reg(given.sizes),
+      cx.regOrNull(given.roi),
+      cx.regOrNull(given.scales),
+      cx.regOrNull(given.sizes),
       axes,
       o.mode,
       o.coordinates,

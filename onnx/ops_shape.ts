@@ -41,6 +41,23 @@ export function reshapeTo(cx: NodeContext, x: Value, dims: Dim[]): Value {
   return cx.em.call("vm.builtin.reshape", [cx.em.reg(x), cx.em.shape(dims)], x.dtype, dims);
 }
 
+/** The tensors of `xs` laid along `axis` by `vm.op.concat`, always a new tensor. */
+export function concatAlong(cx: NodeContext, xs: Value[], axis: number): Value {
+  const shape = [...xs[0].shape];
+  // The sizes along the axis add up (a symbolic one is bound when the program runs).
+  const sizes = xs.map((x) => x.shape[axis]);
+  shape[axis] = sizes.every((d) => typeof d === "number")
+    ? (sizes as number[]).reduce((a, b) => a + b, 0)
+    : null;
+  const tuple = cx.em.record("vm.builtin.make_tuple", xs.map((x) => cx.em.reg(x)))!;
+  return cx.em.call("vm.op.concat", [tuple, cx.em.imm(axis)], xs[0].dtype, shape);
+}
+
+/** `concatAlong`, but one tensor is itself (no copy). */
+export function concatOrSelf(cx: NodeContext, xs: Value[], axis: number): Value {
+  return xs.length === 1 ? xs[0] : concatAlong(cx, xs, axis);
+}
+
 /**
  * `Reshape` by a shape known only at run time, of an input whose shape is
  * known: the target's 0s (unless `allowzero`) and its -1 resolved in int32
@@ -380,14 +397,7 @@ export const SHAPE_OPS: Record<string, OpSpec> = {
         const ints = xs.flatMap((x) => [...x.ints!]);
         return [cx.knownValue(ints, [ints.length], xs[0].dtype)];
       }
-      const shape = [...xs[0].shape];
-      // The sizes along the axis add up (a symbolic one is bound when the program runs).
-      const sizes = xs.map((x) => x.shape[axis]);
-      shape[axis] = sizes.every((d) => typeof d === "number")
-        ? (sizes as number[]).reduce((a, b) => a + b, 0)
-        : null;
-      const tuple = cx.em.record("vm.builtin.make_tuple", xs.map((x) => cx.em.reg(x)))!;
-      return [cx.em.call("vm.op.concat", [tuple, cx.em.imm(axis)], xs[0].dtype, shape)];
+      return [concatAlong(cx, xs, axis)];
     },
   },
   Gather: {

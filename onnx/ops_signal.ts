@@ -85,9 +85,7 @@ export const SIGNAL_OPS: Record<string, OpSpec> = {
         shape[axis] = typeof length === "number" && onesided ? Math.floor(length / 2) + 1 : length;
         shape[r - 1] = 2;
       }
-      const lengthReg = cx.optional(1) === undefined
-        ? cx.em.record("vm.builtin.null_value", [])!
-        : cx.em.reg(cx.input(1));
+      const lengthReg = cx.optionalReg(1);
       return [
         cx.em.call(
           "vm.op.dft",

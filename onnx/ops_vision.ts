@@ -8,14 +8,7 @@
  */
 
 import { type Dim, knownSize, Unsupported, type Value } from "./graph_values.ts";
-import type { NodeContext } from "./node_context.ts";
 import type { OpSpec } from "./op_spec.ts";
-
-/** The register of optional input `i`, or `vm.builtin.null_value`'s. */
-function optionalReg(cx: NodeContext, i: number) {
-  const v = cx.optional(i);
-  return v === undefined ? cx.em.record("vm.builtin.null_value", [])! : cx.em.reg(v);
-}
 
 /** The sizes of `v`, which must all be known. */
 function sizes(v: Value, what: string): number[] {
@@ -146,7 +139,7 @@ export const VISION_OPS: Record<string, OpSpec> = {
     attrs: ["center_point_box"],
     convert(cx) {
       const args = [cx.em.reg(cx.input(0)), cx.em.reg(cx.input(1))];
-      for (const i of [2, 3, 4]) args.push(optionalReg(cx, i));
+      for (const i of [2, 3, 4]) args.push(cx.optionalReg(i));
       return [
         cx.em.call(
           "vm.op.non_max_suppression",
@@ -215,7 +208,7 @@ export const VISION_OPS: Record<string, OpSpec> = {
       return [
         cx.em.call(
           "vm.op.max_unpool",
-          [cx.em.reg(x), cx.em.reg(cx.input(1)), inferred, optionalReg(cx, 2)],
+          [cx.em.reg(x), cx.em.reg(cx.input(1)), inferred, cx.optionalReg(2)],
           x.dtype,
           out,
         ),

@@ -138,11 +138,9 @@ export const WIDENED_OPS: Record<string, OpSpec> = {
         (known(mode) === undefined || (known(mode) !== 0 && known(ratio) === undefined))
       ) {
         // Training mode or ratio known only at run time: vm.op.dropout checks that nothing drops.
-        const reg = (v: Value | undefined) =>
-          v === undefined ? cx.em.record("vm.builtin.null_value", [])! : cx.em.reg(v);
         const y = cx.em.call(
           "vm.op.dropout",
-          [cx.em.reg(x), reg(ratio), reg(mode)],
+          [cx.em.reg(x), cx.regOrNull(ratio), cx.regOrNull(mode)],
           x.dtype,
           x.shape,
         );

@@ -134,8 +134,12 @@ interface ModuleInfo {
   dependencies?: { code?: { specifier: string }; type?: { specifier: string } }[];
 }
 
-/** Every library file: the entry points and each `.ts` file under a layer's folder. */
-export async function libraryFiles(root: URL): Promise<string[]> {
+/**
+ * Every `.ts` file (not `.d.ts`) under folder `dir` of `root` (`dir` ends
+ * with `/`), recursively, as repository-relative paths; none when `dir` is
+ * missing. Links are not followed. tools/test_only_exports.ts walks with it too.
+ */
+export async function tsFilesUnder(root: URL, dir: string): Promise<string[]> {
   const files: string[] = [];
   const walk = async (dir: string) => {
     for await (const entry of Deno.readDir(new URL(dir, root))) {
@@ -144,13 +148,19 @@ export async function libraryFiles(root: URL): Promise<string[]> {
       else if (entry.isFile && path.endsWith(".ts") && !path.endsWith(".d.ts")) files.push(path);
     }
   };
+  try {
+    await walk(dir);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  return files;
+}
+
+/** Every library file: the entry points and each `.ts` file under a layer's folder. */
+export async function libraryFiles(root: URL): Promise<string[]> {
+  const files: string[] = [];
   for (const layer of Object.keys(ALLOWED_IMPORTS)) {
-    if (layer === "entry") continue;
-    try {
-      await walk(`${layer}/`);
-    } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
-    }
+    if (layer !== "entry") files.push(...await tsFilesUnder(root, `${layer}/`));
   }
   for (const entry of [...ENTRY_POINTS, "models.ts"]) files.push(entry);
   return files.sort();

@@ -20,41 +20,11 @@
  * @module
  */
 
+import { libraryFiles, tsFilesUnder } from "../tests/check_layers.ts";
+
 const ROOT = new URL("../", import.meta.url);
-const LIBRARY = [
-  "ground",
-  "devices",
-  "program",
-  "builder",
-  "vm",
-  "kernels",
-  "builtins",
-  "tvm",
-  "engine",
-  "onnx",
-  "models",
-  "cli",
-  "server",
-];
 const ENTRIES = ["mod.ts", "runtime.ts", "testing.ts", "models.ts"];
 const OTHERS = ["tests", "bench", "examples", "tools", "docs", "web"];
-
-/** Every `.ts` file under `dir` (relative to the repository), recursively. */
-function filesUnder(dir: string): string[] {
-  const out: string[] = [];
-  let entries: Deno.DirEntry[];
-  try {
-    entries = [...Deno.readDirSync(new URL(dir, ROOT))];
-  } catch {
-    return out;
-  }
-  for (const e of entries) {
-    const path = `${dir}/${e.name}`;
-    if (e.isDirectory) out.push(...filesUnder(path));
-    else if (e.name.endsWith(".ts")) out.push(path);
-  }
-  return out;
-}
 
 /** `spec` imported from `from`, as a path relative to the repository (null: not a relative import). */
 function resolve(from: string, spec: string): string | null {
@@ -90,8 +60,9 @@ function importsOf(file: string, text: string): Map<string, Set<string>> {
 const declared =
   /export\s+(?:declare\s+)?(?:async\s+)?(?:function\*?|const|let|class|interface|type|enum|abstract\s+class)\s+([A-Za-z_$][\w$]*)/g;
 
-const library = [...LIBRARY.flatMap(filesUnder), ...ENTRIES];
-const others = OTHERS.flatMap(filesUnder);
+// The layer check's walk: the same library files, and its rule for what a source file is.
+const library = await libraryFiles(ROOT);
+const others = (await Promise.all(OTHERS.map((dir) => tsFilesUnder(ROOT, `${dir}/`)))).flat();
 const importedBy = new Map<string, Map<string, string[]>>(); // target → name → importers
 for (const file of [...library, ...others]) {
   const text = Deno.readTextFileSync(new URL(file, ROOT));

@@ -25,7 +25,15 @@
 import { formatShape } from "../../kernels/broadcast.ts";
 import { BuiltinTable } from "../builtin_table.ts";
 import { shapeArg, tensorArg } from "../validate.ts";
-import { numbersOf, onHost, put, sizeOf, stridesOf } from "../host_operators/host_tensors.ts";
+import {
+  numbersOf,
+  onHost,
+  optionalTensor,
+  put,
+  rint,
+  sizeOf,
+  stridesOf,
+} from "../host_operators/host_tensors.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const hostPoolBuiltins = new BuiltinTable("Host window operators", import.meta.url);
@@ -93,9 +101,8 @@ hostPoolBuiltins.add(
   ) => {
     const who = "conv_integer";
     const xt = tensorArg(x, "x", who), wt = tensorArg(w, "w", who);
-    const opt = (v: unknown, what: string) =>
-      v === undefined || v === null ? undefined : tensorArg(v, what, who);
-    const xz = opt(xZero, "x_zero_point"), wz = opt(wZero, "w_zero_point");
+    const xz = optionalTensor(xZero, "x_zero_point", who);
+    const wz = optionalTensor(wZero, "w_zero_point", who);
     const [n, c, ...spatial] = xt.shape, [m, wc, ...kernel] = wt.shape;
     if (wc !== c || kernel.length !== spatial.length) {
       throw new RangeError(`${who}: w ${formatShape(wt.shape)} for x ${formatShape(xt.shape)}`);
@@ -193,12 +200,6 @@ hostPoolBuiltins.add(
   },
 );
 
-/** NumPy's `round`/`rint`: to the nearest integer, halves to even. */
-function rint(x: number): number {
-  const r = Math.round(x);
-  return r - x === 0.5 && r % 2 !== 0 ? r - 1 : r;
-}
-
 hostPoolBuiltins.add(
   "vm.op.qlinear_conv",
   (...args: unknown[]) => {
@@ -268,9 +269,8 @@ hostPoolBuiltins.add(
     const [x, w, offset] = ["x", "w", "offset"].map((what, i) =>
       tensorArg(args[i], what, who, "float32")
     );
-    const opt = (v: unknown, what: string) =>
-      v === undefined || v === null ? undefined : tensorArg(v, what, who, "float32");
-    const bias = opt(args[3], "bias"), mask = opt(args[4], "mask");
+    const bias = optionalTensor(args[3], "bias", who, "float32");
+    const mask = optionalTensor(args[4], "mask", who, "float32");
     const [pads, strides, dilations] = args.slice(5, 8);
     const group = Number(args[8] ?? 1), offsetGroup = Number(args[9] ?? 1);
     const [n, c, ih, iw] = x.shape, [m, cg, kh, kw] = w.shape;

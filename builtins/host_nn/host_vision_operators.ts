@@ -29,7 +29,9 @@ import {
   integersOf,
   numbersOf,
   onHost,
+  optionalTensor,
   put,
+  rint,
   sizeOf,
   stridesOf,
 } from "../host_operators/host_tensors.ts";
@@ -109,7 +111,7 @@ hostVisionBuiltins.add(
               const v = gs[(b * points + p) * r + (r - 1 - a)];
               const d = dims[a];
               let u = Math.fround(align ? ((v + 1) / 2) * (d - 1) : ((v + 1) * d - 1) / 2);
-              if (m === "nearest") u = roundHalfEven(u);
+              if (m === "nearest") u = rint(u);
               if (u < lo[a] || u > hi[a]) {
                 if (pad === "border") u = Math.min(Math.max(u, 0), d - 1);
                 else if (pad === "reflection") u = reflect(u, lo[a], hi[a]);
@@ -156,14 +158,6 @@ hostVisionBuiltins.add(
   },
 );
 
-/** Rounds halves to even (NumPy's `rint`). */
-function roundHalfEven(v: number): number {
-  const f = Math.floor(v), d = v - f;
-  if (d > 0.5) return f + 1;
-  if (d < 0.5) return f;
-  return f % 2 === 0 ? f : f + 1;
-}
-
 hostVisionBuiltins.add(
   "vm.op.non_max_suppression",
   (
@@ -177,12 +171,10 @@ hostVisionBuiltins.add(
     const who = "non_max_suppression";
     const bt = tensorArg(boxes, "boxes", who, "float32");
     const st = tensorArg(scores, "scores", who, "float32");
-    const opt = (v: unknown, what: string) =>
-      v === undefined || v === null ? undefined : tensorArg(v, what, who);
     const [mt, it, tt] = [
-      opt(maxOutput, "max_output_boxes_per_class"),
-      opt(iouThreshold, "iou_threshold"),
-      opt(scoreThreshold, "score_threshold"),
+      optionalTensor(maxOutput, "max_output_boxes_per_class", who),
+      optionalTensor(iouThreshold, "iou_threshold", who),
+      optionalTensor(scoreThreshold, "score_threshold", who),
     ];
     const [batches, count] = bt.shape, classes = st.shape[1];
     if (bt.shape.length !== 3 || bt.shape[2] !== 4 || st.shape.length !== 3) {

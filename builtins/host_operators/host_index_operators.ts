@@ -33,6 +33,7 @@ import { describe } from "../describe.ts";
 import { tensorArg } from "../validate.ts";
 import {
   axisOf,
+  broadcastIndex,
   choiceArg,
   type HostResult,
   integersOf,
@@ -548,11 +549,9 @@ for (const [name, f] of Object.entries(BITWISE)) {
       shape,
       dtype: x.dtype,
       fill(out) {
-        const sx = broadcastStridesOf(x.shape, shape), sy = broadcastStridesOf(y.shape, shape);
+        const xi = broadcastIndex(x.shape, shape), yi = broadcastIndex(y.shape, shape);
         for (let i = 0; i < out.length; i++) {
-          const c = coordsOf(i, shape);
-          const p = bigAt(xv!, c.reduce((s, v, k) => s + v * sx[k], 0));
-          const q = bigAt(yv!, c.reduce((s, v, k) => s + v * sy[k], 0));
+          const p = bigAt(xv!, xi(i)), q = bigAt(yv!, yi(i));
           // A shift by the width or more leaves nothing (NumPy's uint behaviour).
           putBig(out, i, shift && q >= BigInt(bits) ? 0n : f(p, q), bits, signed);
         }
@@ -596,12 +595,6 @@ hostIndexBuiltins.add("vm.op.bitwise_not", (a: unknown) => {
   errors: "`TypeError` (not an integer tensor).",
   tvm: "relax.op.bitwise_not",
 });
-
-/** Strides of `shape` read as broadcast to `out` (0 on broadcast axes). */
-function broadcastStridesOf(shape: readonly number[], out: readonly number[]): number[] {
-  const s = stridesOf(shape), lead = out.length - shape.length;
-  return out.map((_, a) => (a < lead || shape[a - lead] === 1 ? 0 : s[a - lead]));
-}
 
 hostIndexBuiltins.add("vm.op.einsum", (equation: unknown, ...operands: unknown[]) => {
   const who = "einsum";

@@ -27,22 +27,20 @@
 import { broadcastShapes, formatShape } from "../../kernels/broadcast.ts";
 import { BuiltinTable } from "../builtin_table.ts";
 import { tensorArg } from "../validate.ts";
-import { choiceArg, numbersOf, onHost, put, sizeOf, stridesOf } from "./host_tensors.ts";
+import {
+  broadcastIndex,
+  choiceArg,
+  numbersOf,
+  onHost,
+  optionalTensor,
+  put,
+  rint,
+  sizeOf,
+  stridesOf,
+} from "./host_tensors.ts";
 
 /** The builtins of this module, installed by `installBuiltins()`. */
 export const hostMathBuiltins = new BuiltinTable("Host arithmetic operators", import.meta.url);
-
-/** For each flat index of `out`, the flat index of `shape` broadcast to it. */
-function broadcastIndex(shape: readonly number[], out: readonly number[]): (i: number) => number {
-  const s = stridesOf(shape), o = stridesOf(out), lead = out.length - shape.length;
-  return (i) => {
-    let j = 0;
-    for (let a = lead; a < out.length; a++) {
-      if (shape[a - lead] !== 1) j += (Math.floor(i / o[a]) % out[a]) * s[a - lead];
-    }
-    return j;
-  };
-}
 
 hostMathBuiltins.add("vm.op.power", (x: unknown, e: unknown) => {
   const who = "power";
@@ -125,9 +123,8 @@ hostMathBuiltins.add(
   (a: unknown, b: unknown, aZero?: unknown, bZero?: unknown) => {
     const who = "matmul_integer";
     const at = tensorArg(a, "a", who), bt = tensorArg(b, "b", who);
-    const opt = (v: unknown, what: string) =>
-      v === undefined || v === null ? undefined : tensorArg(v, what, who);
-    const az = opt(aZero, "a_zero_point"), bz = opt(bZero, "b_zero_point");
+    const az = optionalTensor(aZero, "a_zero_point", who);
+    const bz = optionalTensor(bZero, "b_zero_point", who);
     if (at.shape.length !== 2 || bt.shape.length !== 2 || at.shape[1] !== bt.shape[0]) {
       throw new RangeError(
         `${who}: a ${formatShape(at.shape)} and b ${
@@ -165,12 +162,6 @@ hostMathBuiltins.add(
     tvm: null,
   },
 );
-
-/** NumPy's `rint`: to the nearest integer, halves to even. */
-function rint(x: number): number {
-  const r = Math.round(x);
-  return r - x === 0.5 && r % 2 !== 0 ? r - 1 : r;
-}
 
 /** `x` rounded to the precision of a float dtype's scalars: float16's, else float32's. */
 function roundTo(dtype: string, x: number): number {
@@ -313,9 +304,8 @@ hostMathBuiltins.add("vm.op.uint64_binary", (a: unknown, b: unknown, op: unknown
 hostMathBuiltins.add("vm.op.dropout", (x: unknown, ratio: unknown, training: unknown) => {
   const who = "dropout";
   const t = tensorArg(x, "x", who);
-  const opt = (v: unknown, what: string) =>
-    v === undefined || v === null ? undefined : tensorArg(v, what, who);
-  const rt = opt(ratio, "ratio"), tt = opt(training, "training_mode");
+  const rt = optionalTensor(ratio, "ratio", who);
+  const tt = optionalTensor(training, "training_mode", who);
   return onHost(who, [t, rt, tt], ([xv, rv, tv]) => {
     const r = rv === undefined ? 0.5 : numbersOf(rv)[0];
     const on = tv !== undefined && numbersOf(tv)[0] !== 0;
@@ -347,7 +337,7 @@ hostMathBuiltins.add(
     const who = "reduce_extreme";
     const t = tensorArg(x, "x", who);
     choiceArg(who, t.dtype, "x's dtype", ["float32"]);
-    const at = axes === undefined || axes === null ? undefined : tensorArg(axes, "axes", who);
+    const at = optionalTensor(axes, "axes", who);
     const big = Boolean(largest), keep = Boolean(keepdims);
     return onHost(who, [t, at], ([xv, av]) => {
       const r = t.shape.length;

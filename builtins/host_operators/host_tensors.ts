@@ -93,9 +93,14 @@ export function onHost(
   })();
 }
 
-/** A tensor argument, or `undefined` when absent or null. */
-export function optionalTensor(v: unknown, what: string, who: string): NDArray | undefined {
-  return v === undefined || v === null ? undefined : tensorArg(v, what, who);
+/** A tensor argument (of `dtype` when given), or `undefined` when absent or null. */
+export function optionalTensor(
+  v: unknown,
+  what: string,
+  who: string,
+  dtype?: TensorDType,
+): NDArray | undefined {
+  return v === undefined || v === null ? undefined : tensorArg(v, what, who, dtype);
 }
 
 /** The elements of a storage view as numbers (int64 converted; bfloat16 bits decoded by dtype). */
@@ -120,6 +125,12 @@ export function put(out: TypedArray, i: number, x: number): void {
   else (out as Float32Array)[i] = x;
 }
 
+/** NumPy's `rint` (and `round`): to the nearest integer, halves to even. */
+export function rint(x: number): number {
+  const r = Math.round(x);
+  return r - x === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
 /** Row-major strides of `shape`. */
 export function stridesOf(shape: readonly number[]): number[] {
   const s = new Array<number>(shape.length);
@@ -129,6 +140,21 @@ export function stridesOf(shape: readonly number[]): number[] {
     k *= shape[i];
   }
   return s;
+}
+
+/** For each flat index of `out`, the flat index of `shape` broadcast to it. */
+export function broadcastIndex(
+  shape: readonly number[],
+  out: readonly number[],
+): (i: number) => number {
+  const s = stridesOf(shape), o = stridesOf(out), lead = out.length - shape.length;
+  return (i) => {
+    let j = 0;
+    for (let a = lead; a < out.length; a++) {
+      if (shape[a - lead] !== 1) j += (Math.floor(i / o[a]) % out[a]) * s[a - lead];
+    }
+    return j;
+  };
 }
 
 /** Number of elements of `shape`. */

@@ -82,14 +82,75 @@ export async function compare(got: NDArray, want: NDArray): Promise<string | nul
   }
   const g = await got.data() as ArrayLike<number | bigint>;
   const w = want.dataSync() as ArrayLike<number | bigint>;
+  return elementsDiffer(Array.from(g, Number), Array.from(w, Number));
+}
+
+/**
+ * How elements `got` differ from `want` under the runner's tolerances (NaN
+ * equals NaN, strings must be equal), or null when none does; `compare` here
+ * and `compareValues` (ort_node_tests.ts) both judge by it.
+ */
+export function elementsDiffer(
+  got: readonly (number | string)[],
+  want: readonly (number | string)[],
+): string | null {
   let bad = 0, first = "";
-  for (let i = 0; i < w.length; i++) {
-    const a = Number(g[i]), b = Number(w[i]);
-    const ok = (Number.isNaN(a) && Number.isNaN(b)) || a === b ||
-      Math.abs(a - b) <= ATOL + RTOL * Math.abs(b);
+  for (let i = 0; i < want.length; i++) {
+    const a = got[i], b = want[i];
+    const ok = typeof b === "string" ? a === b : (Number.isNaN(a) && Number.isNaN(b)) ||
+      a === b || Math.abs((a as number) - b) <= ATOL + RTOL * Math.abs(b);
     if (!ok && bad++ === 0) first = `[${i}] ${a} vs ${b}`;
   }
-  return bad === 0 ? null : `${bad} of ${w.length} elements differ (first ${first})`;
+  return bad === 0 ? null : `${bad} of ${want.length} elements differ (first ${first})`;
+}
+
+/**
+ * The start every runner of a node test shares: the model's bytes, the
+ * operator it tests (`?` when the model does not decode: the runner reports
+ * that), and `result`, which makes its `NodeTestResult` (a detail cut to
+ * three lines, 300 characters).
+ */
+export async function openNodeTest(root: string, name: string): Promise<{
+  dir: string;
+  bytes: Uint8Array;
+  result: (status: NodeTestResult["status"], detail?: string) => NodeTestResult;
+}> {
+  const dir = `${root}${name}/`;
+  const bytes = await Deno.readFile(`${dir}model.onnx`);
+  let op = "?";
+  try {
+    op = operatorOf(name, decodeModel(bytes).graph?.nodes.map((n) => n.opType) ?? []);
+  } catch { /* the runner reports it */ }
+  const result = (status: NodeTestResult["status"], detail = ""): NodeTestResult => ({
+    name,
+    op,
+    status,
+    detail: detail.split("\n").slice(0, 3).join(" ").slice(0, 300),
+  });
+  return { dir, bytes, result };
+}
+
+/**
+ * `dir`'s `test_data_set_0`, listed now: `readAll` decodes its `input_*.pb`
+ * (or `output_*.pb`) in order into `into`.
+ */
+export function testDataSet(dir: string): {
+  readAll<T>(
+    prefix: "input_" | "output_",
+    decode: (bytes: Uint8Array) => T,
+    into: T[],
+  ): Promise<void>;
+} {
+  const data = `${dir}test_data_set_0/`;
+  const files = [...Deno.readDirSync(data)].map((e) => e.name);
+  const count = (prefix: string) => files.filter((f) => f.startsWith(prefix)).length;
+  return {
+    async readAll(prefix, decode, into) {
+      for (let i = 0; i < count(prefix); i++) {
+        into.push(decode(await Deno.readFile(`${data}${prefix}${i}.pb`)));
+      }
+    },
+  };
 }
 
 /** Runs the test in `root/name` on `device` (default: the CPU). */
@@ -98,18 +159,7 @@ export async function runNodeTest(
   name: string,
   device?: Device,
 ): Promise<NodeTestResult> {
-  const dir = `${root}${name}/`;
-  const bytes = await Deno.readFile(`${dir}model.onnx`);
-  let op = "?";
-  try {
-    op = operatorOf(name, decodeModel(bytes).graph?.nodes.map((n) => n.opType) ?? []);
-  } catch { /* reported by importONNX below */ }
-  const result = (status: NodeTestResult["status"], detail = ""): NodeTestResult => ({
-    name,
-    op,
-    status,
-    detail: detail.split("\n").slice(0, 3).join(" ").slice(0, 300),
-  });
+  const { dir, bytes, result } = await openNodeTest(root, name);
   let imported;
   try {
     imported = await importONNX(bytes);
@@ -121,17 +171,11 @@ export async function runNodeTest(
   }
   const held: NDArray[] = [];
   try {
-    const data = `${dir}test_data_set_0/`;
-    const files = [...Deno.readDirSync(data)].map((e) => e.name);
-    const count = (prefix: string) => files.filter((f) => f.startsWith(prefix)).length;
+    const data = testDataSet(dir);
     const inputs: NDArray[] = [], wants: NDArray[] = [];
     try {
-      for (let i = 0; i < count("input_"); i++) {
-        inputs.push(decodeONNXTensor(await Deno.readFile(`${data}input_${i}.pb`)));
-      }
-      for (let i = 0; i < count("output_"); i++) {
-        wants.push(decodeONNXTensor(await Deno.readFile(`${data}output_${i}.pb`)));
-      }
+      await data.readAll("input_", decodeONNXTensor, inputs);
+      await data.readAll("output_", decodeONNXTensor, wants);
     } catch (e) {
       return result("unsupported", `test data: ${(e as Error).message}`);
     } finally {

@@ -16,9 +16,9 @@
  */
 
 import { float16BitsToFloat32 } from "../../ground/float_formats.ts";
-import { decodeModel, readTensor, type TensorProto } from "../../onnx/onnx_proto.ts";
+import { readTensor, type TensorProto } from "../../onnx/onnx_proto.ts";
 import { WireReader } from "../../onnx/wire_reader.ts";
-import { ATOL, type NodeTestResult, operatorOf, RTOL } from "./node_tests.ts";
+import { elementsDiffer, type NodeTestResult, openNodeTest, testDataSet } from "./node_tests.ts";
 
 /** The onnxruntime-web release compared, as bench/ pins it. */
 export const ORT_WEB = "npm:onnxruntime-web@1.30.0";
@@ -107,15 +107,7 @@ function plain(v: OrtValue): (number | string)[] {
 export function compareValues(got: OrtValue, want: OrtValue): string | null {
   if (got.type !== want.type) return `type ${got.type}, expected ${want.type}`;
   if (got.dims.join() !== want.dims.join()) return `shape [${got.dims}], expected [${want.dims}]`;
-  const g = plain(got), w = plain(want);
-  let bad = 0, first = "";
-  for (let i = 0; i < w.length; i++) {
-    const a = g[i], b = w[i];
-    const ok = typeof b === "string" ? a === b : (Number.isNaN(a) && Number.isNaN(b)) ||
-      a === b || Math.abs((a as number) - b) <= ATOL + RTOL * Math.abs(b);
-    if (!ok && bad++ === 0) first = `[${i}] ${a} vs ${b}`;
-  }
-  return bad === 0 ? null : `${bad} of ${w.length} elements differ (first ${first})`;
+  return elementsDiffer(plain(got), plain(want));
 }
 
 /** onnxruntime-web, loaded once, on one WebAssembly thread (the harness runs one test at a time). */
@@ -132,18 +124,7 @@ export async function runNodeTestOrt(
   name: string,
   ort: Ort,
 ): Promise<NodeTestResult> {
-  const dir = `${root}${name}/`;
-  const bytes = await Deno.readFile(`${dir}model.onnx`);
-  let op = "?";
-  try {
-    op = operatorOf(name, decodeModel(bytes).graph?.nodes.map((n) => n.opType) ?? []);
-  } catch { /* onnxruntime-web reports it below */ }
-  const result = (status: NodeTestResult["status"], detail = ""): NodeTestResult => ({
-    name,
-    op,
-    status,
-    detail: detail.split("\n").slice(0, 3).join(" ").slice(0, 300),
-  });
+  const { dir, bytes, result } = await openNodeTest(root, name);
   let session;
   try {
     session = await ort.InferenceSession.create(bytes, {
@@ -154,19 +135,16 @@ export async function runNodeTestOrt(
     return result("unsupported", `create: ${(e as Error).message ?? e}`);
   }
   try {
-    const data = `${dir}test_data_set_0/`;
-    const files = [...Deno.readDirSync(data)].map((e) => e.name);
-    const count = (prefix: string) => files.filter((f) => f.startsWith(prefix)).length;
+    const data = testDataSet(dir);
     const feeds: Record<string, unknown> = {};
     const wants: OrtValue[] = [];
     try {
-      for (let i = 0; i < count("input_"); i++) {
-        const v = decodeOrtValue(await Deno.readFile(`${data}input_${i}.pb`));
+      const inputs: OrtValue[] = [];
+      await data.readAll("input_", decodeOrtValue, inputs);
+      for (const [i, v] of inputs.entries()) {
         feeds[session.inputNames[i]] = new ort.Tensor(v.type, v.data, v.dims);
       }
-      for (let i = 0; i < count("output_"); i++) {
-        wants.push(decodeOrtValue(await Deno.readFile(`${data}output_${i}.pb`)));
-      }
+      await data.readAll("output_", decodeOrtValue, wants);
     } catch (e) {
       return result("unsupported", `test data: ${(e as Error).message}`);
     }
