@@ -41,6 +41,26 @@ export const CONV_CASES: readonly ConvCase[] = [
     padding: [1, 1, 1, 1],
     bias: true,
   },
+  {
+    // At least MR = 6 output channels: windows packed straight into the product's panels
+    // (kernels/cpu/conv_panels.ts), 247 outputs a plane (a ragged last panel, runs and edges).
+    name: "3×3 into panels, odd plane, two images, bias, hard-swish",
+    x: [2, 11, 13, 19],
+    w: [13, 11, 3, 3],
+    padding: [1, 1, 1, 1],
+    bias: true,
+    epilogue: ["hardswish(3, 6)", (v) => v * clamp(v + 3, 0, 6) / 6],
+  },
+  {
+    name: "3×3 into panels, grouped, stride (2, 1), dilation 2, asymmetric padding",
+    x: [1, 12, 17, 15],
+    w: [14, 6, 3, 3],
+    groups: 2,
+    strides: [2, 1],
+    dilation: [2, 2],
+    padding: [2, 1, 0, 2],
+  },
+  { name: "1×1 stride 2 into panels", x: [1, 9, 11, 9], w: [7, 9, 1, 1], strides: [2, 2] },
   { name: "1×1 pointwise", x: [1, 17, 6, 5], w: [9, 17, 1, 1], bias: true },
   { name: "1×1 pointwise, two images, vec4-aligned", x: [2, 16, 5, 8], w: [12, 16, 1, 1] },
   {

@@ -42,6 +42,8 @@ import type { Conv2dEpilogueStep, Conv2dGeometry } from "../kernel_backend.ts";
 import { gemm } from "./matmul.ts";
 import { applyConvEpilogue } from "./conv_epilogue.ts";
 import { wasmDepthwise } from "./wasm/depthwise.ts";
+import { wasmGemmPanels } from "./wasm/gemm.ts";
+import { windowPanels } from "./conv_panels.ts";
 
 // Reused across calls; JS runs one kernel at a time.
 let scratch = new Float32Array(0);
@@ -120,11 +122,25 @@ function convolve(
   if (Cg > 1 && ih === 1 && iw === 1) {
     const direct = KH === 1 && KW === 1 && sh === 1 && sw === 1 && ph === 0 && pw === 0 &&
       OH === H && OW === W;
-    if (!direct && scratch.length < depth * plane) scratch = new Float32Array(depth * plane);
+    const geo = { channels: Cg, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw };
     for (let n = 0; n < N; n++) {
       for (let g = 0; g < G; g++) {
-        const xOff = (n * C + g * Cg) * H * W;
+        const xOff = (n * C + g * Cg) * H * W, oOff = (n * M + g * Mg) * plane;
+        if (
+          !direct &&
+          wasmGemmPanels(
+            wv,
+            g * Mg * depth,
+            ov,
+            oOff,
+            Mg,
+            depth,
+            plane,
+            windowPanels(xv, xOff, geo),
+          )
+        ) continue;
         if (!direct) {
+          if (scratch.length < depth * plane) scratch = new Float32Array(depth * plane);
           im2col(xv, xOff, Cg, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, scratch);
         }
         gemm(
@@ -133,7 +149,7 @@ function convolve(
           direct ? xv : scratch,
           direct ? xOff : 0,
           ov,
-          (n * M + g * Mg) * plane,
+          oOff,
           Mg,
           depth,
           plane,

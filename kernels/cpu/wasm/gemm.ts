@@ -140,8 +140,57 @@ export function wasmGemm(
   transB: boolean,
   bTensor: NDArray | null = null,
 ): boolean {
+  return tiledGemm(a, aOff, b, bOff, c, cOff, M, K, N, transB, bTensor, null);
+}
+
+/**
+ * Writes B's columns `col0 .. col0 + np·NR` as `np` panels `[K][NR]` (zero
+ * past N) into `dst` from float `off`: B made where it is consumed, never
+ * laid out whole (a convolution's windows, conv2d.ts).
+ */
+export type PanelPacker = (
+  dst: Float32Array,
+  off: number,
+  col0: number,
+  np: number,
+) => void;
+
+/**
+ * `c[M, N] = a[M, K] @ B` for a B that `panels` writes block by block
+ * straight into the scratch the tiles read: no `[K, N]` copy of B exists,
+ * nor is one copied in and packed. False (nothing written) where
+ * `wasmGemm` would be, or for fewer than `MR` rows.
+ */
+export function wasmGemmPanels(
+  a: Float32Array,
+  aOff: number,
+  c: Float32Array,
+  cOff: number,
+  M: number,
+  K: number,
+  N: number,
+  panels: PanelPacker,
+): boolean {
+  return tiledGemm(a, aOff, c, 0, c, cOff, M, K, N, false, null, panels);
+}
+
+/** `wasmGemm`, or `wasmGemmPanels` where `panels` is given (`b` is then unread). */
+function tiledGemm(
+  a: Float32Array,
+  aOff: number,
+  b: Float32Array,
+  bOff: number,
+  c: Float32Array,
+  cOff: number,
+  M: number,
+  K: number,
+  N: number,
+  transB: boolean,
+  bTensor: NDArray | null,
+  panels: PanelPacker | null,
+): boolean {
   if (K === 0 || M === 0 || N === 0) return false;
-  if (M < MR && !transB) return false;
+  if (M < MR && (!transB || panels !== null)) return false;
   const k = wasmKernelsFor(2 * M * N * K, GEMM_WASM_MIN_FLOPS);
   if (k === null) return false;
   if (M < MR) {
@@ -170,7 +219,7 @@ export function wasmGemm(
   const apOff = BASE, bpOff = roundUp(apOff + superRows * lda, 16);
   const cpOff = roundUp(bpOff + ncp * NR * K, 16);
   const rawOff = roundUp(cpOff + superRows * ldc, 16);
-  const total = rawOff + (transB ? 0 : K * ldc);
+  const total = rawOff + (transB || panels !== null ? 0 : K * ldc);
   const pool = 2 * M * N * K >= gemmBlocking.poolMinFlops || everySize() ? poolFor(k) : null;
   // A sealed weight stored [N, K]: its panels are packed once and kept in the shared memory
   // (resident.ts), so this call packs nothing and runs there even on one thread.
@@ -200,7 +249,8 @@ export function wasmGemm(
       // Byte address of this block's panels: the kept copy's, or the scratch's.
       const bp = kept >= 0 ? kept + j0 * NR * K * 4 : bpOff * 4;
       if (kept < 0 && packedB !== j0) {
-        if (transB) packB(b, bOff, K, N, j0 * NR, np, view, bpOff, true);
+        if (panels !== null) panels(view, bpOff, j0 * NR, np);
+        else if (transB) packB(b, bOff, K, N, j0 * NR, np, view, bpOff, true);
         else packPanels(space, pool, b, bOff, K, N, j0 * NR, np, view, rawOff, bpOff);
         packedB = j0;
       }

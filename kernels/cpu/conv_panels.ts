@@ -1,0 +1,97 @@
+/**
+ * A convolution's windows written straight into the WebAssembly matrix
+ * product's B panels (`[K][NR]` per `NR` outputs, K = channels·KH·KW in
+ * im2col's row order): the `PanelPacker` conv2d.ts hands `wasmGemmPanels`.
+ * The im2col matrix `[K, OH·OW]` it replaces was a layer's activations
+ * times its kernel (26 MiB for PP-OCRv4's 96→24 3×3 at 48×160), written,
+ * then copied into WebAssembly memory and packed there: three passes over
+ * memory that did not fit any cache, where this writes one 4 MiB block of
+ * panels at a time that the tiles then read from cache.
+ *
+ * @module
+ */
+
+import { NR } from "./wasm/gemm_module.ts";
+import type { PanelPacker } from "./wasm/gemm.ts";
+
+/** The input geometry of one image's group of channels, as conv2d.ts's im2col reads it. */
+export interface WindowGeometry {
+  channels: number;
+  H: number;
+  W: number;
+  KH: number;
+  KW: number;
+  OH: number;
+  OW: number;
+  sh: number;
+  sw: number;
+  ph: number;
+  pw: number;
+  dh: number;
+  dw: number;
+}
+
+/**
+ * The packer for the windows of `g.channels` channels of `xv` from `xOff`.
+ * Worked out once per call: for each kernel element and output, the input's
+ * offset in its channel's plane (−1: padding, and past the last output), and
+ * for each kernel element and panel whether its `NR` inputs are one run of a
+ * row (then copied without tests: all but the edges at stride 1).
+ */
+export function windowPanels(xv: Float32Array, xOff: number, g: WindowGeometry): PanelPacker {
+  const { channels, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw } = g;
+  const KK = KH * KW, N = OH * OW, nP = Math.ceil(N / NR), HW = H * W;
+  const at = new Int32Array(KK * nP * NR).fill(-1), run = new Int32Array(KK * nP).fill(-1);
+  for (let ky = 0; ky < KH; ky++) {
+    for (let kx = 0; kx < KW; kx++) {
+      const kk = ky * KW + kx, row = kk * nP * NR;
+      for (let oy = 0, j = row; oy < OH; oy++) {
+        const iy = oy * sh - ph + ky * dh;
+        if (iy < 0 || iy >= H) {
+          j += OW;
+          continue;
+        }
+        for (let ox = 0, ix = kx * dw - pw; ox < OW; ox++, j++, ix += sw) {
+          if (ix >= 0 && ix < W) at[j] = iy * W + ix;
+        }
+      }
+      for (let p = 0; p < nP; p++) {
+        const first = at[row + p * NR];
+        let ok = first >= 0;
+        for (let t = 1; ok && t < NR; t++) ok = at[row + p * NR + t] === first + t;
+        if (ok) run[kk * nP + p] = first;
+      }
+    }
+  }
+  const K = channels * KK, step = KK * NR;
+  return (dst, off, col0, np) => {
+    const p0 = col0 / NR;
+    for (let p = 0; p < np; p++) {
+      const panel = off + p * K * NR;
+      for (let kk = 0; kk < KK; kk++) {
+        const r = run[kk * nP + p0 + p];
+        let o = panel + kk * NR;
+        if (r >= 0 && NR === 8) {
+          for (let c = 0, s = xOff + r; c < channels; c++, s += HW, o += step) {
+            dst[o] = xv[s];
+            dst[o + 1] = xv[s + 1];
+            dst[o + 2] = xv[s + 2];
+            dst[o + 3] = xv[s + 3];
+            dst[o + 4] = xv[s + 4];
+            dst[o + 5] = xv[s + 5];
+            dst[o + 6] = xv[s + 6];
+            dst[o + 7] = xv[s + 7];
+          }
+          continue;
+        }
+        const idx = (kk * nP + p0 + p) * NR;
+        for (let c = 0, base = xOff; c < channels; c++, base += HW, o += step) {
+          for (let t = 0; t < NR; t++) {
+            const i = at[idx + t];
+            dst[o + t] = i < 0 ? 0 : xv[base + i];
+          }
+        }
+      }
+    }
+  };
+}
