@@ -61,6 +61,25 @@ export const CONV_CASES: readonly ConvCase[] = [
     padding: [2, 1, 0, 2],
   },
   { name: "1×1 stride 2 into panels", x: [1, 9, 11, 9], w: [7, 9, 1, 1], strides: [2, 2] },
+  {
+    // Rows a whole number of panels wide at horizontal stride 1: the panels are written by
+    // pack_windows from a zero-padded copy (kernels/cpu/wasm/windows_module.ts).
+    name: "3×3 into panels from a padded copy, rows of 16, vertical stride 2, relu",
+    x: [2, 7, 11, 16],
+    w: [10, 7, 3, 3],
+    strides: [2, 1],
+    padding: [1, 1, 1, 1],
+    bias: true,
+    epilogue: ["relu", (v) => Math.max(v, 0)],
+  },
+  {
+    name: "3×3 dilated (1, 2) into panels from a padded copy, grouped, rows of 8",
+    x: [1, 8, 9, 12],
+    w: [12, 4, 3, 3],
+    groups: 2,
+    dilation: [1, 2],
+    padding: [0, 0, 2, 0],
+  },
   { name: "1×1 pointwise", x: [1, 17, 6, 5], w: [9, 17, 1, 1], bias: true },
   { name: "1×1 pointwise, two images, vec4-aligned", x: [2, 16, 5, 8], w: [12, 16, 1, 1] },
   {

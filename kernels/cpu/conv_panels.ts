@@ -13,6 +13,7 @@
 
 import { NR } from "./wasm/gemm_module.ts";
 import type { PanelPacker } from "./wasm/gemm.ts";
+import { Job, jobArgs } from "./wasm/thread_pool.ts";
 
 /** The input geometry of one image's group of channels, as conv2d.ts's im2col reads it. */
 export interface WindowGeometry {
@@ -39,6 +40,7 @@ export interface WindowGeometry {
  * row (then copied without tests: all but the edges at stride 1).
  */
 export function windowPanels(xv: Float32Array, xOff: number, g: WindowGeometry): PanelPacker {
+  if (g.sw === 1 && g.OW % NR === 0) return paddedPanels(xv, xOff, g);
   const { channels, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw } = g;
   const KK = KH * KW, N = OH * OW, nP = Math.ceil(N / NR), HW = H * W;
   const at = new Int32Array(KK * nP * NR).fill(-1), run = new Int32Array(KK * nP).fill(-1);
@@ -64,7 +66,7 @@ export function windowPanels(xv: Float32Array, xOff: number, g: WindowGeometry):
     }
   }
   const K = channels * KK, step = KK * NR;
-  return (dst, off, col0, np) => {
+  const pack = (dst: Float32Array, off: number, col0: number, np: number) => {
     const p0 = col0 / NR;
     for (let p = 0; p < np; p++) {
       const panel = off + p * K * NR;
@@ -93,5 +95,58 @@ export function windowPanels(xv: Float32Array, xOff: number, g: WindowGeometry):
         }
       }
     }
+  };
+  return { floats: 0, place() {}, pack: (ctx, off, col0, np) => pack(ctx.view, off, col0, np) };
+}
+
+/**
+ * The packer for rows of outputs a whole number of panels wide at
+ * horizontal stride 1 (PP-OCRv4's every full convolution but the first):
+ * the channels are copied once into the scratch, zero-padded so that every
+ * window lies inside (`[channels, Hp, Wp]`), with a table of each kernel
+ * row's byte offset (channel, kernel row and column), and `pack_windows`
+ * (wasm/windows_module.ts) writes the panels on the product's threads,
+ * every row of a panel eight consecutive inputs.
+ */
+function paddedPanels(xv: Float32Array, xOff: number, g: WindowGeometry): PanelPacker {
+  const { channels, H, W, KH, KW, OH, OW, sh, ph, pw, dh, dw } = g;
+  const Wp = OW + (KW - 1) * dw, Hp = (OH - 1) * sh + (KH - 1) * dh + 1, plane = Hp * Wp;
+  const K = channels * KH * KW, inputFloats = channels * plane;
+  // Input rows and columns that land in the padded plane.
+  const y0 = Math.max(0, -ph), y1 = Math.min(H, Hp - ph);
+  const x0 = Math.max(0, -pw), x1 = Math.min(W, Wp - pw);
+  return {
+    floats: inputFloats + K,
+    place({ view, own }) {
+      view.fill(0, own, own + inputFloats);
+      for (let c = 0; c < channels; c++) {
+        for (let iy = y0; iy < y1; iy++) {
+          const from = xOff + c * H * W + iy * W;
+          view.set(xv.subarray(from + x0, from + x1), own + c * plane + (iy + ph) * Wp + pw + x0);
+        }
+      }
+      const table = new Int32Array(view.buffer, view.byteOffset + (own + inputFloats) * 4, K);
+      for (let c = 0, k = 0; c < channels; c++) {
+        for (let ky = 0; ky < KH; ky++) {
+          for (let kx = 0; kx < KW; kx++, k++) table[k] = (c * plane + ky * dh * Wp + kx * dw) * 4;
+        }
+      }
+    },
+    pack({ own, threads, run }, off, col0, np) {
+      const per = Math.max(1, Math.ceil(np / (4 * threads)));
+      const args = jobArgs("packWindows", {
+        src: own * 4,
+        dst: off * 4,
+        table: (own + inputFloats) * 4,
+        K,
+        nPanels: np,
+        per,
+        col0,
+        OW,
+        skip: (sh * Wp - OW) * 4,
+        NR,
+      });
+      run(Job.packWindows, args, Math.ceil(np / per));
+    },
   };
 }

@@ -144,16 +144,32 @@ export function wasmGemm(
 }
 
 /**
- * Writes B's columns `col0 .. col0 + np·NR` as `np` panels `[K][NR]` (zero
- * past N) into `dst` from float `off`: B made where it is consumed, never
- * laid out whole (a convolution's windows, conv2d.ts).
+ * What a `PanelPacker` packs with: the scratch, where its own floats start,
+ * and a runner for the matrix module's jobs (thread_pool.ts's `Job`) on the
+ * product's pool, or on the calling thread where it has none.
  */
-export type PanelPacker = (
-  dst: Float32Array,
-  off: number,
-  col0: number,
-  np: number,
-) => void;
+export interface PanelContext {
+  /** The scratch (remade after the memory grows: read it here each call). */
+  view: Float32Array;
+  /** The float index of the packer's own `floats` in `view`. */
+  own: number;
+  /** Threads that take the jobs `run` hands out (1: the calling thread alone). */
+  threads: number;
+  run(kind: number, args: readonly number[], blocks: number): void;
+}
+
+/**
+ * A B that is made where it is consumed, never laid out whole (a
+ * convolution's windows, kernels/cpu/conv_panels.ts): `place` writes the
+ * packer's own `floats` of scratch once (its input), then `pack` writes
+ * B's columns `col0 .. col0 + np·NR` as `np` panels `[K][NR]` (zero past N)
+ * from float `off` of the scratch.
+ */
+export interface PanelPacker {
+  readonly floats: number;
+  place(ctx: PanelContext): void;
+  pack(ctx: PanelContext, off: number, col0: number, np: number): void;
+}
 
 /**
  * `c[M, N] = a[M, K] @ B` for a B that `panels` writes block by block
@@ -219,7 +235,7 @@ function tiledGemm(
   const apOff = BASE, bpOff = roundUp(apOff + superRows * lda, 16);
   const cpOff = roundUp(bpOff + ncp * NR * K, 16);
   const rawOff = roundUp(cpOff + superRows * ldc, 16);
-  const total = rawOff + (transB || panels !== null ? 0 : K * ldc);
+  const total = rawOff + (panels !== null ? panels.floats : transB ? 0 : K * ldc);
   const pool = 2 * M * N * K >= gemmBlocking.poolMinFlops || everySize() ? poolFor(k) : null;
   // A sealed weight stored [N, K]: its panels are packed once and kept in the shared memory
   // (resident.ts), so this call packs nothing and runs there even on one thread.
@@ -231,6 +247,16 @@ function tiledGemm(
   const space = pool !== null || kept >= 0 ? k : k.local;
   let view = scratchFor(space, total * 4);
   if (view === null) return false;
+  const ctx: PanelContext = {
+    view,
+    own: rawOff,
+    threads: pool === null ? 1 : pool.threads,
+    run: (kind, args, blocks) =>
+      pool !== null
+        ? pool.run(space.exports, kind, args, blocks)
+        : runAlone(space.exports, kind, args, blocks),
+  };
+  panels?.place(ctx);
   let packedB = -1;
   for (let s0 = 0; s0 < M; s0 += superRows) {
     const rows = Math.min(superRows, M - s0), mTiles = Math.ceil(rows / MR);
@@ -249,8 +275,10 @@ function tiledGemm(
       // Byte address of this block's panels: the kept copy's, or the scratch's.
       const bp = kept >= 0 ? kept + j0 * NR * K * 4 : bpOff * 4;
       if (kept < 0 && packedB !== j0) {
-        if (panels !== null) panels(view, bpOff, j0 * NR, np);
-        else if (transB) packB(b, bOff, K, N, j0 * NR, np, view, bpOff, true);
+        if (panels !== null) {
+          ctx.view = scratchView(space, 0);
+          panels.pack(ctx, bpOff, j0 * NR, np);
+        } else if (transB) packB(b, bOff, K, N, j0 * NR, np, view, bpOff, true);
         else packPanels(space, pool, b, bOff, K, N, j0 * NR, np, view, rawOff, bpOff);
         packedB = j0;
       }
