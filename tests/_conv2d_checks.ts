@@ -62,6 +62,17 @@ export const CONV_CASES: readonly ConvCase[] = [
   },
   { name: "1×1 stride 2 into panels", x: [1, 9, 11, 9], w: [7, 9, 1, 1], strides: [2, 2] },
   {
+    // The bias and every epilogue step on the product's C in WebAssembly (epilogue_module.ts).
+    name: "1×1, bias, clip hard-sigmoid affine epilogue on the product's rows",
+    x: [2, 5, 7, 9],
+    w: [8, 5, 1, 1],
+    bias: true,
+    epilogue: [
+      "clip(-0.5, 0.75) hardsigmoid(0.2, 0.5) affine(2, -1)",
+      (v) => 2 * clamp(0.2 * clamp(v, -0.5, 0.75) + 0.5, 0, 1) - 1,
+    ],
+  },
+  {
     // Rows a whole number of panels wide at horizontal stride 1: the panels are written by
     // pack_windows from a zero-padded copy (kernels/cpu/wasm/windows_module.ts).
     name: "3×3 into panels from a padded copy, rows of 16, vertical stride 2, relu",

@@ -12,7 +12,9 @@
  */
 
 import { NR } from "./wasm/gemm_module.ts";
-import type { PanelPacker } from "./wasm/gemm.ts";
+import type { Conv2dEpilogueStep } from "../kernel_backend.ts";
+import type { PanelPacker, RowFinisher } from "./wasm/gemm.ts";
+import { EPILOGUE_OPS } from "./wasm/epilogue_module.ts";
 import { Job, jobArgs } from "./wasm/thread_pool.ts";
 
 /** The input geometry of one image's group of channels, as conv2d.ts's im2col reads it. */
@@ -147,6 +149,53 @@ function paddedPanels(xv: Float32Array, xOff: number, g: WindowGeometry): PanelP
         NR,
       });
       run(Job.packWindows, args, Math.ceil(np / per));
+    },
+  };
+}
+
+/**
+ * The bias (`bias[from ..]`, one a row of the product; none: 0) and
+ * epilogue `steps` applied by `conv_epilogue` (wasm/epilogue_module.ts)
+ * to each block of the product's C in the scratch, on its threads, before
+ * it is copied out: no pass of its own over the output, as conv2d.ts's
+ * `finish` made in TypeScript.
+ */
+export function rowEpilogue(
+  bias: Float32Array | null,
+  from: number,
+  rows: number,
+  steps: readonly Conv2dEpilogueStep[],
+): RowFinisher {
+  const tableAt = Math.ceil(rows / 4) * 4;
+  return {
+    floats: tableAt + 4 * steps.length,
+    place({ view, own }) {
+      if (bias === null) view.fill(0, own, own + rows);
+      else view.set(bias.subarray(from, from + rows), own);
+      const ops = new Int32Array(
+        view.buffer,
+        view.byteOffset + (own + tableAt) * 4,
+        4 * steps.length,
+      );
+      for (const [i, { op, a, b }] of steps.entries()) {
+        ops[4 * i] = EPILOGUE_OPS[op];
+        view[own + tableAt + 4 * i + 1] = a;
+        view[own + tableAt + 4 * i + 2] = b;
+      }
+    },
+    apply({ own, threads, run }, cOff, ldc, row0, n, width) {
+      const per = Math.max(1, Math.ceil(n / (2 * threads)));
+      const args = jobArgs("epilogue", {
+        cp: cOff * 4,
+        rows: n,
+        ldc,
+        bytes: width * 4,
+        bias: (own + row0) * 4,
+        steps: (own + tableAt) * 4,
+        nSteps: steps.length,
+        per,
+      });
+      run(Job.epilogue, args, Math.ceil(n / per));
     },
   };
 }

@@ -140,7 +140,7 @@ export function wasmGemm(
   transB: boolean,
   bTensor: NDArray | null = null,
 ): boolean {
-  return tiledGemm(a, aOff, b, bOff, c, cOff, M, K, N, transB, bTensor, null);
+  return tiledGemm(a, aOff, b, bOff, c, cOff, M, K, N, transB, bTensor, null, null);
 }
 
 /**
@@ -172,25 +172,52 @@ export interface PanelPacker {
 }
 
 /**
- * `c[M, N] = a[M, K] @ B` for a B that `panels` writes block by block
- * straight into the scratch the tiles read: no `[K, N]` copy of B exists,
- * nor is one copied in and packed. False (nothing written) where
- * `wasmGemm` would be, or for fewer than `MR` rows.
+ * What is done to each block of C's rows in the scratch before it is copied
+ * out (a convolution's bias and epilogue, kernels/cpu/conv_panels.ts):
+ * `place` writes its own `floats` of scratch once, `apply` runs over rows
+ * `row0 .. row0 + rows` of the product, `width` values each (a multiple of
+ * 4, past the block's last column where N is not), `ldc` floats apart from
+ * float `cOff`.
  */
-export function wasmGemmPanels(
+export interface RowFinisher {
+  readonly floats: number;
+  place(ctx: PanelContext): void;
+  apply(
+    ctx: PanelContext,
+    cOff: number,
+    ldc: number,
+    row0: number,
+    rows: number,
+    width: number,
+  ): void;
+}
+
+/**
+ * `c[M, N] = a[M, K] @ B` for a convolution: B `[K, N]` from `b` as
+ * `wasmGemm` takes it, or (`panels` given, `b` unread) written block by
+ * block by `panels` straight into the scratch the tiles read (no `[K, N]`
+ * copy of B exists, nor is one copied in and packed); `finish` (given) run
+ * over each block of C before it is copied out. False (nothing written)
+ * where `wasmGemm` would be, or for fewer than `MR` rows.
+ */
+export function wasmConvGemm(
   a: Float32Array,
   aOff: number,
+  b: Float32Array,
+  bOff: number,
   c: Float32Array,
   cOff: number,
   M: number,
   K: number,
   N: number,
-  panels: PanelPacker,
+  panels: PanelPacker | null,
+  finish: RowFinisher | null,
 ): boolean {
-  return tiledGemm(a, aOff, c, 0, c, cOff, M, K, N, false, null, panels);
+  if (M < MR) return false;
+  return tiledGemm(a, aOff, b, bOff, c, cOff, M, K, N, false, null, panels, finish);
 }
 
-/** `wasmGemm`, or `wasmGemmPanels` where `panels` is given (`b` is then unread). */
+/** `wasmGemm`, or `wasmConvGemm` where `panels` or `finish` is given. */
 function tiledGemm(
   a: Float32Array,
   aOff: number,
@@ -204,6 +231,7 @@ function tiledGemm(
   transB: boolean,
   bTensor: NDArray | null,
   panels: PanelPacker | null,
+  finish: RowFinisher | null,
 ): boolean {
   if (K === 0 || M === 0 || N === 0) return false;
   if (M < MR && (!transB || panels !== null)) return false;
@@ -235,7 +263,8 @@ function tiledGemm(
   const apOff = BASE, bpOff = roundUp(apOff + superRows * lda, 16);
   const cpOff = roundUp(bpOff + ncp * NR * K, 16);
   const rawOff = roundUp(cpOff + superRows * ldc, 16);
-  const total = rawOff + (panels !== null ? panels.floats : transB ? 0 : K * ldc);
+  const ownOff = rawOff + (panels !== null ? panels.floats : transB ? 0 : K * ldc);
+  const total = ownOff + (finish === null ? 0 : finish.floats);
   const pool = 2 * M * N * K >= gemmBlocking.poolMinFlops || everySize() ? poolFor(k) : null;
   // A sealed weight stored [N, K]: its panels are packed once and kept in the shared memory
   // (resident.ts), so this call packs nothing and runs there even on one thread.
@@ -257,6 +286,8 @@ function tiledGemm(
         : runAlone(space.exports, kind, args, blocks),
   };
   panels?.place(ctx);
+  const finishCtx: PanelContext = { ...ctx, own: ownOff };
+  finish?.place(finishCtx);
   let packedB = -1;
   for (let s0 = 0; s0 < M; s0 += superRows) {
     const rows = Math.min(superRows, M - s0), mTiles = Math.ceil(rows / MR);
@@ -317,8 +348,12 @@ function tiledGemm(
         if (pool !== null) pool.run(space.exports, Job.gemm, args, blocks);
         else runAlone(space.exports, Job.gemm, args, blocks);
       }
-      view = scratchView(space, 0);
       const c0 = j0 * NR, w = Math.min(N, c0 + np * NR) - c0;
+      if (finish !== null) {
+        finishCtx.view = scratchView(space, 0);
+        finish.apply(finishCtx, cpOff, ldc, s0, rows, roundUp(w, 4));
+      }
+      view = scratchView(space, 0);
       for (let r = 0; r < rows; r++) {
         const from = cpOff + r * ldc;
         c.set(view.subarray(from, from + w), cOff + (s0 + r) * N + c0);

@@ -113,6 +113,16 @@ export interface GemmExports {
     OW: number,
     skip: number,
   ): void;
+  /** A convolution's bias and epilogue over rows of C (epilogue_module.ts). */
+  conv_epilogue(
+    cp: number,
+    rows: number,
+    ldc: number,
+    bytes: number,
+    bp: number,
+    sp: number,
+    nSteps: number,
+  ): void;
   dot_panels(xp: number, wp: number, op: number, rows: number, Kp: number): void;
   gelu(xp: number, op: number, bytes: number): void;
 }

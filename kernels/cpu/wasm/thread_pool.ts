@@ -54,6 +54,7 @@ export const Job = {
   gemmPanels: 3,
   packPanels: 4,
   packWindows: 5,
+  epilogue: 6,
 } as const;
 
 /**
@@ -97,6 +98,8 @@ export const JOB_ARGS = {
     skip: 13,
     NR: 14,
   },
+  /** A convolution's bias and epilogue (epilogue_module.ts): C's first row, rows, C's row stride (floats), bytes a row, the rows' biases, the step table (byte addresses), its steps, rows a block. */
+  epilogue: { cp: 5, rows: 6, ldc: 7, bytes: 8, bias: 9, steps: 10, nSteps: 11, per: 12 },
   /** x, the packed weight, the outputs (byte addresses), its rows, K padded, rows a block (a multiple of 4). */
   dot: { xp: 5, wp: 6, op: 7, rows: 8, Kp: 9, br: 10 },
 } as const;
@@ -227,6 +230,12 @@ export function runBlock(
     const col = ctl[w.col0] + p0 * NR, rows = Math.floor(col / OW), ox = col - rows * OW;
     const src = ctl[w.src] + col * 4 + rows * skip;
     ex.pack_windows(src, ctl[w.dst] + p0 * K * NR * 4, ctl[w.table], K, n, ox, OW, skip);
+  } else if (kind === 6) {
+    // conv_epilogue over rows [i·per, (i+1)·per).
+    const e = slots.epilogue;
+    const per = ctl[e.per], r0 = i * per, n = Math.min(per, ctl[e.rows] - r0), ldc = ctl[e.ldc];
+    const cp = ctl[e.cp] + r0 * ldc * 4, bias = ctl[e.bias] + r0 * 4;
+    ex.conv_epilogue(cp, n, ldc, ctl[e.bytes], bias, ctl[e.steps], ctl[e.nSteps]);
   } else if (kind === 2) {
     // dot_panels over weight rows [i·br, (i+1)·br).
     const d = slots.dot;
