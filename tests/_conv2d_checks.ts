@@ -84,6 +84,22 @@ export const CONV_CASES: readonly ConvCase[] = [
     epilogue: ["relu", (v) => Math.max(v, 0)],
   },
   {
+    name: "3×3 stride 2 into panels from a padded copy split in column phases, rows of 16",
+    x: [1, 5, 9, 31],
+    w: [6, 5, 3, 3],
+    strides: [2, 2],
+    padding: [1, 1, 1, 1],
+    bias: true,
+  },
+  {
+    name: "2×3 stride (1, 3) dilation (1, 2) into panels from three column phases, rows of 16",
+    x: [1, 4, 6, 47],
+    w: [7, 4, 2, 3],
+    strides: [1, 3],
+    dilation: [1, 2],
+    padding: [0, 2, 1, 1],
+  },
+  {
     name: "3×3 dilated (1, 2) into panels from a padded copy, grouped, rows of 8",
     x: [1, 8, 9, 12],
     w: [12, 4, 3, 3],

@@ -42,7 +42,7 @@ export interface WindowGeometry {
  * row (then copied without tests: all but the edges at stride 1).
  */
 export function windowPanels(xv: Float32Array, xOff: number, g: WindowGeometry): PanelPacker {
-  if (g.sw === 1 && g.OW % NR === 0) return paddedPanels(xv, xOff, g);
+  if (g.OW % NR === 0) return paddedPanels(xv, xOff, g);
   const { channels, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw } = g;
   const KK = KH * KW, N = OH * OW, nP = Math.ceil(N / NR), HW = H * W;
   const at = new Int32Array(KK * nP * NR).fill(-1), run = new Int32Array(KK * nP).fill(-1);
@@ -102,18 +102,21 @@ export function windowPanels(xv: Float32Array, xOff: number, g: WindowGeometry):
 }
 
 /**
- * The packer for rows of outputs a whole number of panels wide at
- * horizontal stride 1 (PP-OCRv4's every full convolution but the first):
- * the channels are copied once into the scratch, zero-padded so that every
- * window lies inside (`[channels, Hp, Wp]`), with a table of each kernel
- * row's byte offset (channel, kernel row and column), and `pack_windows`
- * (wasm/windows_module.ts) writes the panels on the product's threads,
- * every row of a panel eight consecutive inputs.
+ * The packer for rows of outputs a whole number of panels wide (PP-OCRv4's
+ * every full convolution): the channels are copied once into the scratch,
+ * zero-padded so that every window lies inside and split by column into
+ * `sw` phases (`[sw, channels, Hp, Wq]`: padded column `sw·i + q` is column
+ * `i` of phase `q`), so that the `NR` outputs of a panel read `NR`
+ * consecutive floats of one phase per kernel element at any horizontal
+ * stride; with a table of each kernel row's byte offset (phase, channel,
+ * kernel row and column), `pack_windows` (wasm/windows_module.ts) writes the
+ * panels on the product's threads.
  */
 function paddedPanels(xv: Float32Array, xOff: number, g: WindowGeometry): PanelPacker {
-  const { channels, H, W, KH, KW, OH, OW, sh, ph, pw, dh, dw } = g;
-  const Wp = OW + (KW - 1) * dw, Hp = (OH - 1) * sh + (KH - 1) * dh + 1, plane = Hp * Wp;
-  const K = channels * KH * KW, inputFloats = channels * plane;
+  const { channels, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw } = g;
+  const Wp = (OW - 1) * sw + (KW - 1) * dw + 1, Hp = (OH - 1) * sh + (KH - 1) * dh + 1;
+  const Wq = OW + Math.floor((KW - 1) * dw / sw), plane = Hp * Wq;
+  const K = channels * KH * KW, inputFloats = sw * channels * plane;
   // Input rows and columns that land in the padded plane.
   const y0 = Math.max(0, -ph), y1 = Math.min(H, Hp - ph);
   const x0 = Math.max(0, -pw), x1 = Math.min(W, Wp - pw);
@@ -123,14 +126,29 @@ function paddedPanels(xv: Float32Array, xOff: number, g: WindowGeometry): PanelP
       view.fill(0, own, own + inputFloats);
       for (let c = 0; c < channels; c++) {
         for (let iy = y0; iy < y1; iy++) {
-          const from = xOff + c * H * W + iy * W;
-          view.set(xv.subarray(from + x0, from + x1), own + c * plane + (iy + ph) * Wp + pw + x0);
+          const from = xOff + c * H * W + iy * W, to = own + c * plane + (iy + ph) * Wq;
+          if (sw === 1) view.set(xv.subarray(from + x0, from + x1), to + pw + x0);
+          else {
+            // Padded column X = ix + pw is column i of phase q, stepped without dividing.
+            const phase = channels * plane;
+            let q = (x0 + pw) % sw, i = (x0 + pw - q) / sw;
+            for (let ix = x0; ix < x1; ix++) {
+              view[to + q * phase + i] = xv[from + ix];
+              if (++q === sw) {
+                q = 0;
+                i++;
+              }
+            }
+          }
         }
       }
       const table = new Int32Array(view.buffer, view.byteOffset + (own + inputFloats) * 4, K);
       for (let c = 0, k = 0; c < channels; c++) {
         for (let ky = 0; ky < KH; ky++) {
-          for (let kx = 0; kx < KW; kx++, k++) table[k] = (c * plane + ky * dh * Wp + kx * dw) * 4;
+          for (let kx = 0; kx < KW; kx++, k++) {
+            const q = (kx * dw) % sw, col = (kx * dw - q) / sw;
+            table[k] = ((q * channels + c) * plane + ky * dh * Wq + col) * 4;
+          }
         }
       }
     },
@@ -145,7 +163,7 @@ function paddedPanels(xv: Float32Array, xOff: number, g: WindowGeometry): PanelP
         per,
         col0,
         OW,
-        skip: (sh * Wp - OW) * 4,
+        skip: (sh * Wq - OW) * 4,
         NR,
       });
       run(Job.packWindows, args, Math.ceil(np / per));
