@@ -158,6 +158,16 @@ export const CONV_CASES: readonly ConvCase[] = [
     bias: true,
   },
   {
+    // Every phase in one WebAssembly product (12 rows), bias and epilogue on its C.
+    name: "transposed 2×2 stride 2, two images, all phases in one product, hard-swish",
+    x: [2, 6, 5, 7],
+    w: [3, 6, 2, 2],
+    inputDilation: [2, 2],
+    padding: [1, 1, 1, 1],
+    bias: true,
+    epilogue: ["hardswish(3, 6)", (v) => v * clamp(v + 3, 0, 6) / 6],
+  },
+  {
     name: "depthwise 5×5 stride 1, two images, one image narrower than the kernel",
     x: [2, 3, 7, 4],
     w: [3, 1, 5, 5],

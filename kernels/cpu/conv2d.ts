@@ -120,6 +120,10 @@ function convolve(
     ih === KH && iw === KW && ih * iw > 1 && sh === 1 && sw === 1 && dh === 1 && dw === 1 &&
     ph === KH - 1 && pw === KW - 1 && OH === H * KH && OW === W * KW && (G === 1 || Cg === 1)
   ) {
+    const bv = bias === null ? null : bias.readView() as Float32Array;
+    if (G === 1 && allPhases(xv, wv, bv, ov, N, C, H, W, M, KH, KW, geometry.epilogue ?? [])) {
+      return true;
+    }
     byPhase(xv, wv, ov, N, C, H, W, M, KH, KW, G);
     return finish(ov, bias, N, M, plane, geometry.epilogue);
   }
@@ -280,6 +284,66 @@ function byPhase(
       }
     }
   }
+}
+
+/**
+ * `byPhase` for one group as one WebAssembly product: every phase's weights
+ * stacked (`[KH·KW·M, C]`, phase-major) times x `[C, H·W]`, with the bias
+ * and epilogue applied to C in the product's scratch, then scattered. One
+ * copy and packing of x instead of one a phase, and no TypeScript pass of
+ * bias and epilogue over the output. False (nothing written) where the
+ * WebAssembly product does not run.
+ */
+function allPhases(
+  xv: Float32Array,
+  wv: Float32Array,
+  bv: Float32Array | null,
+  ov: Float32Array,
+  N: number,
+  C: number,
+  H: number,
+  W: number,
+  M: number,
+  KH: number,
+  KW: number,
+  steps: readonly Conv2dEpilogueStep[],
+): boolean {
+  const P = KH * KW, rows = P * M, HW = H * W, OW = W * KW, plane = H * KH * OW;
+  if (scratch.length < rows * C + rows * HW) scratch = new Float32Array(rows * C + rows * HW);
+  // Phase (r, q) is kernel element (KH−1−r, KW−1−q): its weights are rows (r·KW + q)·M ...
+  for (let r = 0; r < KH; r++) {
+    for (let q = 0; q < KW; q++) {
+      const k = (KH - 1 - r) * KW + (KW - 1 - q), row0 = (r * KW + q) * M;
+      for (let m = 0; m < M; m++) {
+        for (let c = 0; c < C; c++) scratch[(row0 + m) * C + c] = wv[(m * C + c) * P + k];
+      }
+    }
+  }
+  let biases: Float32Array | null = null;
+  if (bv !== null) {
+    biases = new Float32Array(rows);
+    for (let p = 0; p < P; p++) biases.set(bv.subarray(0, M), p * M);
+  }
+  const epilogue = biases === null && steps.length === 0
+    ? null
+    : rowEpilogue(biases, 0, rows, steps);
+  for (let n = 0; n < N; n++) {
+    if (!wasmConvGemm(scratch, 0, xv, n * C * HW, scratch, rows * C, rows, C, HW, null, epilogue)) {
+      return false;
+    }
+    for (let r = 0; r < KH; r++) {
+      for (let q = 0; q < KW; q++) {
+        for (let m = 0; m < M; m++) {
+          const o = (n * M + m) * plane + r * OW + q, src = rows * C + ((r * KW + q) * M + m) * HW;
+          for (let i = 0; i < H; i++) {
+            const to = o + i * KH * OW, from = src + i * W;
+            for (let j = 0; j < W; j++) ov[to + j * KW] = scratch[from + j];
+          }
+        }
+      }
+    }
+  }
+  return true;
 }
 
 /** The sizes and geometry `depthwise` reads. */
