@@ -1,7 +1,7 @@
 /**
  * A convolution's windows written straight into the WebAssembly matrix
  * product's B panels (`[K][NR]` per `NR` outputs, K = channels·KH·KW in
- * im2col's row order): the `PanelPacker` conv2d.ts hands `wasmGemmPanels`.
+ * im2col's row order): the `PanelPacker` conv2d.ts hands `wasmConvGemm`.
  * The im2col matrix `[K, OH·OW]` it replaces was a layer's activations
  * times its kernel (26 MiB for PP-OCRv4's 96→24 3×3 at 48×160), written,
  * then copied into WebAssembly memory and packed there: three passes over
