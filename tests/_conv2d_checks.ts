@@ -41,6 +41,72 @@ export const CONV_CASES: readonly ConvCase[] = [
     padding: [1, 1, 1, 1],
     bias: true,
   },
+  {
+    // At least MR = 6 output channels: windows packed straight into the product's panels
+    // (kernels/cpu/conv_panels.ts), 247 outputs a plane (a ragged last panel, runs and edges).
+    name: "3×3 into panels, odd plane, two images, bias, hard-swish",
+    x: [2, 11, 13, 19],
+    w: [13, 11, 3, 3],
+    padding: [1, 1, 1, 1],
+    bias: true,
+    epilogue: ["hardswish(3, 6)", (v) => v * clamp(v + 3, 0, 6) / 6],
+  },
+  {
+    name: "3×3 into panels, grouped, stride (2, 1), dilation 2, asymmetric padding",
+    x: [1, 12, 17, 15],
+    w: [14, 6, 3, 3],
+    groups: 2,
+    strides: [2, 1],
+    dilation: [2, 2],
+    padding: [2, 1, 0, 2],
+  },
+  { name: "1×1 stride 2 into panels", x: [1, 9, 11, 9], w: [7, 9, 1, 1], strides: [2, 2] },
+  {
+    // The bias and every epilogue step on the product's C in WebAssembly (epilogue_module.ts).
+    name: "1×1, bias, clip hard-sigmoid affine epilogue on the product's rows",
+    x: [2, 5, 7, 9],
+    w: [8, 5, 1, 1],
+    bias: true,
+    epilogue: [
+      "clip(-0.5, 0.75) hardsigmoid(0.2, 0.5) affine(2, -1)",
+      (v) => 2 * clamp(0.2 * clamp(v, -0.5, 0.75) + 0.5, 0, 1) - 1,
+    ],
+  },
+  {
+    // Rows a whole number of panels wide at horizontal stride 1: the panels are written by
+    // pack_windows from a zero-padded copy (kernels/cpu/wasm/windows_module.ts).
+    name: "3×3 into panels from a padded copy, rows of 16, vertical stride 2, relu",
+    x: [2, 7, 11, 16],
+    w: [10, 7, 3, 3],
+    strides: [2, 1],
+    padding: [1, 1, 1, 1],
+    bias: true,
+    epilogue: ["relu", (v) => Math.max(v, 0)],
+  },
+  {
+    name: "3×3 stride 2 into panels from a padded copy split in column phases, rows of 16",
+    x: [1, 5, 9, 31],
+    w: [6, 5, 3, 3],
+    strides: [2, 2],
+    padding: [1, 1, 1, 1],
+    bias: true,
+  },
+  {
+    name: "2×3 stride (1, 3) dilation (1, 2) into panels from three column phases, rows of 16",
+    x: [1, 4, 6, 47],
+    w: [7, 4, 2, 3],
+    strides: [1, 3],
+    dilation: [1, 2],
+    padding: [0, 2, 1, 1],
+  },
+  {
+    name: "3×3 dilated (1, 2) into panels from a padded copy, grouped, rows of 8",
+    x: [1, 8, 9, 12],
+    w: [12, 4, 3, 3],
+    groups: 2,
+    dilation: [1, 2],
+    padding: [0, 0, 2, 0],
+  },
   { name: "1×1 pointwise", x: [1, 17, 6, 5], w: [9, 17, 1, 1], bias: true },
   { name: "1×1 pointwise, two images, vec4-aligned", x: [2, 16, 5, 8], w: [12, 16, 1, 1] },
   {
@@ -90,6 +156,16 @@ export const CONV_CASES: readonly ConvCase[] = [
     inputDilation: [2, 2],
     padding: [1, 1, 1, 1],
     bias: true,
+  },
+  {
+    // Every phase in one WebAssembly product (12 rows), bias and epilogue on its C.
+    name: "transposed 2×2 stride 2, two images, all phases in one product, hard-swish",
+    x: [2, 6, 5, 7],
+    w: [3, 6, 2, 2],
+    inputDilation: [2, 2],
+    padding: [1, 1, 1, 1],
+    bias: true,
+    epilogue: ["hardswish(3, 6)", (v) => v * clamp(v + 3, 0, 6) / 6],
   },
   {
     name: "depthwise 5×5 stride 1, two images, one image narrower than the kernel",

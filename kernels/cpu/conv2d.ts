@@ -9,7 +9,11 @@
  * C/G·KH·KW]` with `gemm`, which runs in WebAssembly SIMD
  * (kernels/cpu/wasm/gemm.ts) on its threads. The scratch holds one group's
  * windows of one image, not the model's whole im2col index, so it stays the
- * size of that layer's activations times its kernel.
+ * size of that layer's activations times its kernel. On the WebAssembly
+ * path (at least `MR` output channels a group) no such matrix is made: the
+ * windows are written straight into the product's B panels, block by block
+ * (conv_panels.ts), and the bias and epilogue run on each block of C in the
+ * product's scratch before it is copied out.
  *
  * A transposed convolution whose kernel equals its stride and that neither
  * overlaps nor crops (ONNX's `ConvTranspose` of kernel = stride, no pads:
@@ -25,8 +29,8 @@
  * SIMD (wasm/depthwise.ts); any other adds, per kernel element, its weight
  * times shifted input rows to the output rows (`depthwise`).
  *
- * The epilogue (`Conv2dGeometry.epilogue`: the activation an exporter
- * writes after a convolution) runs channel by channel with the bias, while
+ * Elsewhere the epilogue (`Conv2dGeometry.epilogue`: the activation an
+ * exporter writes after a convolution) runs channel by channel with the bias, while
  * each plane is in cache (conv_epilogue.ts). Everything else (other transposed
  * convolutions, whose spaced-out input makes most kernel elements read
  * zeros) is a direct loop over the kernel elements that read an input
@@ -42,6 +46,8 @@ import type { Conv2dEpilogueStep, Conv2dGeometry } from "../kernel_backend.ts";
 import { gemm } from "./matmul.ts";
 import { applyConvEpilogue } from "./conv_epilogue.ts";
 import { wasmDepthwise } from "./wasm/depthwise.ts";
+import { wasmConvGemm } from "./wasm/gemm.ts";
+import { rowEpilogue, windowPanels } from "./conv_panels.ts";
 
 // Reused across calls; JS runs one kernel at a time.
 let scratch = new Float32Array(0);
@@ -114,17 +120,40 @@ function convolve(
     ih === KH && iw === KW && ih * iw > 1 && sh === 1 && sw === 1 && dh === 1 && dw === 1 &&
     ph === KH - 1 && pw === KW - 1 && OH === H * KH && OW === W * KW && (G === 1 || Cg === 1)
   ) {
+    const bv = bias === null ? null : bias.readView() as Float32Array;
+    if (G === 1 && allPhases(xv, wv, bv, ov, N, C, H, W, M, KH, KW, geometry.epilogue ?? [])) {
+      return true;
+    }
     byPhase(xv, wv, ov, N, C, H, W, M, KH, KW, G);
     return finish(ov, bias, N, M, plane, geometry.epilogue);
   }
   if (Cg > 1 && ih === 1 && iw === 1) {
     const direct = KH === 1 && KW === 1 && sh === 1 && sw === 1 && ph === 0 && pw === 0 &&
       OH === H && OW === W;
-    if (!direct && scratch.length < depth * plane) scratch = new Float32Array(depth * plane);
+    const geo = { channels: Cg, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw };
+    const bv = bias === null ? null : bias.readView() as Float32Array;
+    const steps = geometry.epilogue ?? [];
     for (let n = 0; n < N; n++) {
       for (let g = 0; g < G; g++) {
-        const xOff = (n * C + g * Cg) * H * W;
+        const xOff = (n * C + g * Cg) * H * W, oOff = (n * M + g * Mg) * plane;
+        // The WebAssembly product, its B packed from the windows (or x as it is), with the
+        // bias and epilogue applied to C in its scratch.
+        const done = wasmConvGemm(
+          wv,
+          g * Mg * depth,
+          xv,
+          xOff,
+          ov,
+          oOff,
+          Mg,
+          depth,
+          plane,
+          direct ? null : windowPanels(xv, xOff, geo),
+          bv === null && steps.length === 0 ? null : rowEpilogue(bv, g * Mg, Mg, steps),
+        );
+        if (done) continue;
         if (!direct) {
+          if (scratch.length < depth * plane) scratch = new Float32Array(depth * plane);
           im2col(xv, xOff, Cg, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, scratch);
         }
         gemm(
@@ -133,15 +162,16 @@ function convolve(
           direct ? xv : scratch,
           direct ? xOff : 0,
           ov,
-          (n * M + g * Mg) * plane,
+          oOff,
           Mg,
           depth,
           plane,
           true,
         );
+        finishRows(ov, bv, oOff, g * Mg, Mg, plane, steps);
       }
     }
-    return finish(ov, bias, N, M, plane, geometry.epilogue);
+    return true;
   }
   if (Cg === 1 && ih === 1 && iw === 1) {
     const bv = bias === null ? null : bias.readView() as Float32Array;
@@ -254,6 +284,66 @@ function byPhase(
       }
     }
   }
+}
+
+/**
+ * `byPhase` for one group as one WebAssembly product: every phase's weights
+ * stacked (`[KH·KW·M, C]`, phase-major) times x `[C, H·W]`, with the bias
+ * and epilogue applied to C in the product's scratch, then scattered. One
+ * copy and packing of x instead of one a phase, and no TypeScript pass of
+ * bias and epilogue over the output. False (nothing written) where the
+ * WebAssembly product does not run.
+ */
+function allPhases(
+  xv: Float32Array,
+  wv: Float32Array,
+  bv: Float32Array | null,
+  ov: Float32Array,
+  N: number,
+  C: number,
+  H: number,
+  W: number,
+  M: number,
+  KH: number,
+  KW: number,
+  steps: readonly Conv2dEpilogueStep[],
+): boolean {
+  const P = KH * KW, rows = P * M, HW = H * W, OW = W * KW, plane = H * KH * OW;
+  if (scratch.length < rows * C + rows * HW) scratch = new Float32Array(rows * C + rows * HW);
+  // Phase (r, q) is kernel element (KH−1−r, KW−1−q): its weights are rows (r·KW + q)·M ...
+  for (let r = 0; r < KH; r++) {
+    for (let q = 0; q < KW; q++) {
+      const k = (KH - 1 - r) * KW + (KW - 1 - q), row0 = (r * KW + q) * M;
+      for (let m = 0; m < M; m++) {
+        for (let c = 0; c < C; c++) scratch[(row0 + m) * C + c] = wv[(m * C + c) * P + k];
+      }
+    }
+  }
+  let biases: Float32Array | null = null;
+  if (bv !== null) {
+    biases = new Float32Array(rows);
+    for (let p = 0; p < P; p++) biases.set(bv.subarray(0, M), p * M);
+  }
+  const epilogue = biases === null && steps.length === 0
+    ? null
+    : rowEpilogue(biases, 0, rows, steps);
+  for (let n = 0; n < N; n++) {
+    if (!wasmConvGemm(scratch, 0, xv, n * C * HW, scratch, rows * C, rows, C, HW, null, epilogue)) {
+      return false;
+    }
+    for (let r = 0; r < KH; r++) {
+      for (let q = 0; q < KW; q++) {
+        for (let m = 0; m < M; m++) {
+          const o = (n * M + m) * plane + r * OW + q, src = rows * C + ((r * KW + q) * M + m) * HW;
+          for (let i = 0; i < H; i++) {
+            const to = o + i * KH * OW, from = src + i * W;
+            for (let j = 0; j < W; j++) ov[to + j * KW] = scratch[from + j];
+          }
+        }
+      }
+    }
+  }
+  return true;
 }
 
 /** The sizes and geometry `depthwise` reads. */
@@ -432,16 +522,26 @@ function finish(
   steps: readonly Conv2dEpilogueStep[] | undefined,
 ): boolean {
   const bv = bias === null ? null : bias.readView() as Float32Array;
-  const any = steps !== undefined && steps.length > 0;
-  if (bv === null && !any) return false;
-  for (let n = 0, o = 0; n < N; n++) {
-    for (let m = 0; m < M; m++, o += plane) {
-      if (bv !== null) {
-        const b = bv[m];
-        for (let i = o; i < o + plane; i++) ov[i] += b;
-      }
-      if (any) applyConvEpilogue(ov, o, o + plane, steps);
+  for (let n = 0; n < N; n++) finishRows(ov, bv, n * M * plane, 0, M, plane, steps ?? []);
+  return steps !== undefined && steps.length > 0;
+}
+
+/** `finish` over the `rows` planes from `ov[o]`, channels `m0 ..` (their biases). */
+function finishRows(
+  ov: Float32Array,
+  bv: Float32Array | null,
+  o: number,
+  m0: number,
+  rows: number,
+  plane: number,
+  steps: readonly Conv2dEpilogueStep[],
+): void {
+  if (bv === null && steps.length === 0) return;
+  for (let m = m0; m < m0 + rows; m++, o += plane) {
+    if (bv !== null) {
+      const b = bv[m];
+      for (let i = o; i < o + plane; i++) ov[i] += b;
     }
+    if (steps.length > 0) applyConvEpilogue(ov, o, o + plane, steps);
   }
-  return any;
 }

@@ -111,6 +111,10 @@ export const SimdOp = {
   f32x4Div: 0xe7,
   f32x4Min: 0xe8,
   f32x4Max: 0xe9,
+  /** `b < a ? b : a` lane by lane (NaN in a kept). */
+  f32x4Pmin: 0xea,
+  /** `a < b ? b : a` lane by lane (NaN in a kept): TypeScript's `v < 0 ? 0 : v`. */
+  f32x4Pmax: 0xeb,
   i32x4GtS: 0x3b,
   f64x2ExtractLane: 0x21,
   v128Load64Zero: 0x5d,

@@ -140,8 +140,101 @@ export function wasmGemm(
   transB: boolean,
   bTensor: NDArray | null = null,
 ): boolean {
+  return tiledGemm(a, aOff, b, bOff, c, cOff, M, K, N, transB, bTensor, null, null);
+}
+
+/**
+ * What a `PanelPacker` packs with: the scratch, where its own floats start,
+ * and a runner for the matrix module's jobs (thread_pool.ts's `Job`) on the
+ * product's pool, or on the calling thread where it has none.
+ */
+export interface PanelContext {
+  /** The scratch (remade after the memory grows: read it here each call). */
+  view: Float32Array;
+  /** The float index of the packer's own `floats` in `view`. */
+  own: number;
+  /** Threads that take the jobs `run` hands out (1: the calling thread alone). */
+  threads: number;
+  run(kind: number, args: readonly number[], blocks: number): void;
+}
+
+/**
+ * A B that is made where it is consumed, never laid out whole (a
+ * convolution's windows, kernels/cpu/conv_panels.ts): `place` writes the
+ * packer's own `floats` of scratch once (its input), then `pack` writes
+ * B's columns `col0 .. col0 + np·NR` as `np` panels `[K][NR]` (zero past N)
+ * from float `off` of the scratch.
+ */
+export interface PanelPacker {
+  readonly floats: number;
+  place(ctx: PanelContext): void;
+  pack(ctx: PanelContext, off: number, col0: number, np: number): void;
+}
+
+/**
+ * What is done to each block of C's rows in the scratch before it is copied
+ * out (a convolution's bias and epilogue, kernels/cpu/conv_panels.ts):
+ * `place` writes its own `floats` of scratch once, `apply` runs over rows
+ * `row0 .. row0 + rows` of the product, `width` values each (a multiple of
+ * 4, past the block's last column where N is not), `ldc` floats apart from
+ * float `cOff`.
+ */
+export interface RowFinisher {
+  readonly floats: number;
+  place(ctx: PanelContext): void;
+  apply(
+    ctx: PanelContext,
+    cOff: number,
+    ldc: number,
+    row0: number,
+    rows: number,
+    width: number,
+  ): void;
+}
+
+/**
+ * `c[M, N] = a[M, K] @ B` for a convolution: B `[K, N]` from `b` as
+ * `wasmGemm` takes it, or (`panels` given, `b` unread) written block by
+ * block by `panels` straight into the scratch the tiles read (no `[K, N]`
+ * copy of B exists, nor is one copied in and packed); `finish` (given) run
+ * over each block of C before it is copied out. False (nothing written)
+ * where `wasmGemm` would be, or for fewer than `MR` rows.
+ */
+export function wasmConvGemm(
+  a: Float32Array,
+  aOff: number,
+  b: Float32Array,
+  bOff: number,
+  c: Float32Array,
+  cOff: number,
+  M: number,
+  K: number,
+  N: number,
+  panels: PanelPacker | null,
+  finish: RowFinisher | null,
+): boolean {
+  if (M < MR) return false;
+  return tiledGemm(a, aOff, b, bOff, c, cOff, M, K, N, false, null, panels, finish);
+}
+
+/** `wasmGemm`, or `wasmConvGemm` where `panels` or `finish` is given. */
+function tiledGemm(
+  a: Float32Array,
+  aOff: number,
+  b: Float32Array,
+  bOff: number,
+  c: Float32Array,
+  cOff: number,
+  M: number,
+  K: number,
+  N: number,
+  transB: boolean,
+  bTensor: NDArray | null,
+  panels: PanelPacker | null,
+  finish: RowFinisher | null,
+): boolean {
   if (K === 0 || M === 0 || N === 0) return false;
-  if (M < MR && !transB) return false;
+  if (M < MR && (!transB || panels !== null)) return false;
   const k = wasmKernelsFor(2 * M * N * K, GEMM_WASM_MIN_FLOPS);
   if (k === null) return false;
   if (M < MR) {
@@ -170,7 +263,8 @@ export function wasmGemm(
   const apOff = BASE, bpOff = roundUp(apOff + superRows * lda, 16);
   const cpOff = roundUp(bpOff + ncp * NR * K, 16);
   const rawOff = roundUp(cpOff + superRows * ldc, 16);
-  const total = rawOff + (transB ? 0 : K * ldc);
+  const ownOff = rawOff + (panels !== null ? panels.floats : transB ? 0 : K * ldc);
+  const total = ownOff + (finish === null ? 0 : finish.floats);
   const pool = 2 * M * N * K >= gemmBlocking.poolMinFlops || everySize() ? poolFor(k) : null;
   // A sealed weight stored [N, K]: its panels are packed once and kept in the shared memory
   // (resident.ts), so this call packs nothing and runs there even on one thread.
@@ -182,6 +276,18 @@ export function wasmGemm(
   const space = pool !== null || kept >= 0 ? k : k.local;
   let view = scratchFor(space, total * 4);
   if (view === null) return false;
+  const ctx: PanelContext = {
+    view,
+    own: rawOff,
+    threads: pool === null ? 1 : pool.threads,
+    run: (kind, args, blocks) =>
+      pool !== null
+        ? pool.run(space.exports, kind, args, blocks)
+        : runAlone(space.exports, kind, args, blocks),
+  };
+  panels?.place(ctx);
+  const finishCtx: PanelContext = { ...ctx, own: ownOff };
+  finish?.place(finishCtx);
   let packedB = -1;
   for (let s0 = 0; s0 < M; s0 += superRows) {
     const rows = Math.min(superRows, M - s0), mTiles = Math.ceil(rows / MR);
@@ -200,7 +306,10 @@ export function wasmGemm(
       // Byte address of this block's panels: the kept copy's, or the scratch's.
       const bp = kept >= 0 ? kept + j0 * NR * K * 4 : bpOff * 4;
       if (kept < 0 && packedB !== j0) {
-        if (transB) packB(b, bOff, K, N, j0 * NR, np, view, bpOff, true);
+        if (panels !== null) {
+          ctx.view = scratchView(space, 0);
+          panels.pack(ctx, bpOff, j0 * NR, np);
+        } else if (transB) packB(b, bOff, K, N, j0 * NR, np, view, bpOff, true);
         else packPanels(space, pool, b, bOff, K, N, j0 * NR, np, view, rawOff, bpOff);
         packedB = j0;
       }
@@ -239,8 +348,12 @@ export function wasmGemm(
         if (pool !== null) pool.run(space.exports, Job.gemm, args, blocks);
         else runAlone(space.exports, Job.gemm, args, blocks);
       }
-      view = scratchView(space, 0);
       const c0 = j0 * NR, w = Math.min(N, c0 + np * NR) - c0;
+      if (finish !== null) {
+        finishCtx.view = scratchView(space, 0);
+        finish.apply(finishCtx, cpOff, ldc, s0, rows, roundUp(w, 4));
+      }
+      view = scratchView(space, 0);
       for (let r = 0; r < rows; r++) {
         const from = cpOff + r * ldc;
         c.set(view.subarray(from, from + w), cOff + (s0 + r) * N + c0);

@@ -36,6 +36,8 @@ import {
   SimdOp,
   ValType,
 } from "./emitter.ts";
+import { emitPackWindows } from "./windows_module.ts";
+import { emitConvEpilogue } from "./epilogue_module.ts";
 import { expOfLocal, pushFold } from "./simd_helpers.ts";
 
 /** Rows of A per micro-tile. */
@@ -363,12 +365,14 @@ function emitGelu(m: ModuleBuilder): void {
   });
 }
 
-/** The module's bytes: `gemm_tiles` (and `gemm_tiles_1` … `_5` for the last rows), `pack_panels`, `dot_rows`, `dot_panels` and `gelu` over the imported `env.memory`. */
+/** The module's bytes: `gemm_tiles` (and `gemm_tiles_1` … `_5` for the last rows), `pack_panels`, `pack_windows` (windows_module.ts), `conv_epilogue` (epilogue_module.ts), `dot_rows`, `dot_panels` and `gelu` over the imported `env.memory`. */
 export function gemmModuleBytes(relaxed: boolean, memory: MemoryImport): Uint8Array<ArrayBuffer> {
   const m = new ModuleBuilder(memory);
   emitGemmTiles(m, relaxed, MR, "gemm_tiles");
   for (let r = 1; r < MR; r++) emitGemmTiles(m, relaxed, r, `gemm_tiles_${r}`);
   emitPackPanels(m);
+  emitPackWindows(m, NR);
+  emitConvEpilogue(m);
   emitDotRows(m, relaxed);
   emitDotPanels(m, relaxed);
   emitGelu(m);

@@ -102,6 +102,27 @@ export interface GemmExports {
   gemm_tiles_5: GemmTiles;
   /** B's full column panels from a row-major copy of B (gemm_module.ts). */
   pack_panels(src: number, dst: number, K: number, lds: number, nPanels: number): void;
+  /** A convolution's windows as B's panels from a padded input (windows_module.ts). */
+  pack_windows(
+    src: number,
+    dst: number,
+    table: number,
+    K: number,
+    n: number,
+    ox: number,
+    OW: number,
+    skip: number,
+  ): void;
+  /** A convolution's bias and epilogue over rows of C (epilogue_module.ts). */
+  conv_epilogue(
+    cp: number,
+    rows: number,
+    ldc: number,
+    bytes: number,
+    bp: number,
+    sp: number,
+    nSteps: number,
+  ): void;
   dot_panels(xp: number, wp: number, op: number, rows: number, Kp: number): void;
   gelu(xp: number, op: number, bytes: number): void;
 }

@@ -47,7 +47,15 @@
 export const CONTROL_BYTES = 256;
 
 /** Job kinds. */
-export const Job = { exit: 0, gemm: 1, dot: 2, gemmPanels: 3, packPanels: 4 } as const;
+export const Job = {
+  exit: 0,
+  gemm: 1,
+  dot: 2,
+  gemmPanels: 3,
+  packPanels: 4,
+  packWindows: 5,
+  epilogue: 6,
+} as const;
 
 /**
  * Each job's arguments by name: the int32 slot of the control block each
@@ -77,6 +85,21 @@ export const JOB_ARGS = {
   },
   /** B's rows at `src` packed into panels at `dst` (byte addresses): K, row stride, panels, panels a block, the panel width. */
   packPanels: { src: 5, dst: 6, K: 7, lds: 8, nPanels: 9, per: 10, NR: 11 },
+  /** A convolution's windows (windows_module.ts): the padded input where panel 0's windows start, the panels, the offset table (byte addresses), K, panels, panels a block, panel 0's first output (row-major), the output row's width, the bytes from one output row's end to the next's start, the panel width. */
+  packWindows: {
+    src: 5,
+    dst: 6,
+    table: 7,
+    K: 8,
+    nPanels: 9,
+    per: 10,
+    col0: 11,
+    OW: 12,
+    skip: 13,
+    NR: 14,
+  },
+  /** A convolution's bias and epilogue (epilogue_module.ts): C's first row, rows, C's row stride (floats), bytes a row, the rows' biases, the step table (byte addresses), its steps, rows a block. */
+  epilogue: { cp: 5, rows: 6, ldc: 7, bytes: 8, bias: 9, steps: 10, nSteps: 11, per: 12 },
   /** x, the packed weight, the outputs (byte addresses), its rows, K padded, rows a block (a multiple of 4). */
   dot: { xp: 5, wp: 6, op: 7, rows: 8, Kp: 9, br: 10 },
 } as const;
@@ -199,6 +222,20 @@ export function runBlock(
     const nPanels = ctl[p.nPanels], per = ctl[p.per], NR = ctl[p.NR];
     const p0 = i * per, n = Math.min(per, nPanels - p0);
     ex.pack_panels(src + p0 * NR * 4, dst + p0 * K * NR * 4, K, lds, n);
+  } else if (kind === 5) {
+    // pack_windows over panels [i·per, (i+1)·per): where the block's first panel reads from.
+    const w = slots.packWindows;
+    const K = ctl[w.K], per = ctl[w.per], NR = ctl[w.NR], OW = ctl[w.OW], skip = ctl[w.skip];
+    const p0 = i * per, n = Math.min(per, ctl[w.nPanels] - p0);
+    const col = ctl[w.col0] + p0 * NR, rows = Math.floor(col / OW), ox = col - rows * OW;
+    const src = ctl[w.src] + col * 4 + rows * skip;
+    ex.pack_windows(src, ctl[w.dst] + p0 * K * NR * 4, ctl[w.table], K, n, ox, OW, skip);
+  } else if (kind === 6) {
+    // conv_epilogue over rows [i·per, (i+1)·per).
+    const e = slots.epilogue;
+    const per = ctl[e.per], r0 = i * per, n = Math.min(per, ctl[e.rows] - r0), ldc = ctl[e.ldc];
+    const cp = ctl[e.cp] + r0 * ldc * 4, bias = ctl[e.bias] + r0 * 4;
+    ex.conv_epilogue(cp, n, ldc, ctl[e.bytes], bias, ctl[e.steps], ctl[e.nSteps]);
   } else if (kind === 2) {
     // dot_panels over weight rows [i·br, (i+1)·br).
     const d = slots.dot;
