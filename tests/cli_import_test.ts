@@ -6,7 +6,8 @@
  */
 
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
-import { Executable, type NDArray, tensor, VirtualMachine } from "../mod.ts";
+import { Executable, importONNX, type NDArray, tensor, VirtualMachine } from "../mod.ts";
+import { ignoreWithoutWeights, requireWeights, weightsDir } from "./_weights.ts";
 import { floatTensor, model, node, valueInfo } from "../bench/_onnx_writer.ts";
 
 const ROOT = new URL("../", import.meta.url);
@@ -76,4 +77,69 @@ Deno.test("cli import: unsupported nodes and a truncated file fail on one line",
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+const SILERO = weightsDir("silero-vad");
+
+Deno.test({
+  name: "cli import: --shape and --value import Silero VAD, which runs as importONNX's import does",
+  ignore: ignoreWithoutWeights("silero-vad", SILERO, ["silero_vad.onnx"]),
+  fn: async () => {
+    requireWeights("silero-vad", SILERO, ["silero_vad.onnx"]);
+    const file = new URL("silero_vad.onnx", SILERO);
+    const dir = await Deno.makeTempDir({ prefix: "relaxvm_cli_import_" });
+    try {
+      // Without them its STFT convolution's windows are unknown at import.
+      const bare = await relaxvm("import", file.pathname, "-o", `${dir}/bare.rvm`);
+      assertEquals(bare.code, 1, bare.stdout);
+      assertStringIncludes(bare.stderr, "stft/Conv");
+      const r = await relaxvm(
+        "import",
+        file.pathname,
+        "-o",
+        `${dir}/vad.rvm`,
+        "--shape",
+        "input=1,576",
+        "--value",
+        "sr=16000",
+      );
+      assertEquals(r.code, 0, r.stderr);
+      assertStringIncludes(r.stdout, "inputs:  input: float32[1, 576], state: float32[2, ?0, 128]");
+      const ex = Executable.load(await Deno.readFile(`${dir}/vad.rvm`));
+      const vm = new VirtualMachine(ex);
+      const chunk = Float32Array.from({ length: 576 }, (_, i) => Math.sin(i / 7) * 0.3);
+      using sr = tensor(new BigInt64Array([16000n]), { shape: [] });
+      using direct = await importONNX(file, {
+        inputShapes: { input: [1, 576] },
+        inputValues: { sr },
+      });
+      // Silero's weights are Constant nodes, inside the executable: no tensor cache is written,
+      // and main takes no parameter tuple.
+      assertEquals(direct.params.length, 0);
+      assert(!(await Deno.stat(`${dir}/vad.rvm.params`).then(() => true, () => false)));
+      const run = async (v: VirtualMachine) => {
+        using x = tensor(chunk, { shape: [1, 576] });
+        using state = tensor(new Float32Array(256), { shape: [2, 1, 128] });
+        const [prob, next] = await v.invoke("main", x, state) as NDArray[];
+        const out = [...await prob.data(), ...await next.data()];
+        prob.dispose();
+        next.dispose();
+        return out;
+      };
+      assertEquals(await run(vm), await run(new VirtualMachine(direct.executable)));
+      // A --value for an input the model does not have is a usage error, not a crash.
+      const wrong = await relaxvm(
+        "import",
+        file.pathname,
+        "-o",
+        `${dir}/wrong.rvm`,
+        "--value",
+        "rate=16000",
+      );
+      assertEquals(wrong.code, 1, wrong.stderr);
+      assertStringIncludes(wrong.stderr, 'the model has no tensor input "rate"');
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
 });
