@@ -24,6 +24,7 @@ import { assert, assertEquals } from "@std/assert";
 import { getGlobalFunc, PagedKVCache, shape, tensor } from "../mod.ts";
 import { PageTable } from "../builtins/kv_state/page_table.ts";
 import { ignoreWithoutTvm, tvmPython } from "./tvm/tvm_python.ts";
+import { kvCreateArgs } from "./_kv_state_args.ts";
 
 interface TraceOp {
   op: [string, ...unknown[]];
@@ -80,34 +81,21 @@ function replay(trace: Trace): { mismatch: string | null; counts: Record<string,
   };
   using zero = tensor([0], { shape: [], dtype: "float32" });
   using kv = f("paged_attention_kv_cache_create")(
-    shape(c.max_batch_size, c.max_total_seq_len, c.prefill_chunk_size, c.page_size, 0),
-    shape(0, c.num_layers),
-    c.num_qo_heads,
-    c.num_kv_heads,
-    c.head_dim,
-    c.head_dim,
-    shape(...new Array(c.num_layers).fill(0)),
-    false,
-    0,
-    1.0,
-    10000.0,
-    null,
-    zero,
-    kernel,
-    null,
-    ["tirx", kernel],
-    ["tirx", kernel],
-    ["tirx", kernel],
-    ["tirx", kernel],
-    ["tirx", kernel],
-    ["tirx", kernel],
-    ["tirx", kernel],
-    [],
-    [kernel],
-    kernel,
-    kernel,
-    kernel,
-    kernel,
+    ...kvCreateArgs(
+      {
+        maxBatchSize: c.max_batch_size,
+        maxTotalSeqLen: c.max_total_seq_len,
+        prefillChunkSize: c.prefill_chunk_size,
+        pageSize: c.page_size,
+        numLayers: c.num_layers,
+        numQoHeads: c.num_qo_heads,
+        numKvHeads: c.num_kv_heads,
+        headDim: c.head_dim,
+        ropeMode: 0,
+      },
+      zero,
+      kernel,
+    ),
   ) as Disposable & { table: PageTable };
   // The same operations on a bare table, to see the pages a fork copies.
   const table = new PageTable({

@@ -20,6 +20,7 @@ import {
   VMError,
 } from "../mod.ts";
 import { applyRope } from "../builtins/kv_state/reference_attention.ts";
+import { kvCreateArgs } from "./_kv_state_args.ts";
 
 const f = (name: string) => getGlobalFunc(`vm.builtin.${name}`)!;
 const kernel = () => {
@@ -28,36 +29,21 @@ const kernel = () => {
 
 /** TVM's 28 create arguments for a small cache; `change` replaces some (by index). */
 function createArgs(change: Record<number, unknown> = {}, init?: NDArray): unknown[] {
-  const args: unknown[] = [
-    shape(4, 32, 16, 4, 0), // max batch, max total length, prefill chunk, page size, sliding
-    shape(0, 2), // layers 0..2
-    4, // qo heads
-    2, // kv heads
-    8, // head dim
-    8,
-    shape(0, 0),
-    false,
-    1, // rope normal
-    1.0,
-    10000.0,
-    null,
+  const args = kvCreateArgs(
+    {
+      maxBatchSize: 4,
+      maxTotalSeqLen: 32,
+      prefillChunkSize: 16,
+      pageSize: 4,
+      numLayers: 2,
+      numQoHeads: 4,
+      numKvHeads: 2,
+      headDim: 8,
+      ropeMode: 1, // normal
+    },
     init ?? tensor([0], { shape: [], dtype: "float32" }),
     kernel,
-    null,
-    ["tirx", kernel],
-    ["tirx", kernel],
-    ["tirx", kernel],
-    ["tirx", kernel],
-    ["tirx", kernel],
-    ["tirx", kernel],
-    ["tirx", kernel],
-    [],
-    [kernel],
-    kernel,
-    kernel,
-    kernel,
-    kernel,
-  ];
+  );
   for (const [i, v] of Object.entries(change)) args[Number(i)] = v;
   return args;
 }
