@@ -108,6 +108,19 @@ export function pagedAttendVec4(batch: PagedAttentionBatch, offsets: PagedOffset
   return batch.headDim % 4 === 0 && offsets.every((o) => o % 4 === 0);
 }
 
+/**
+ * Both attend forms' start: one thread a (token, query head) row, its query
+ * head `h`, token `t`, key-value head `kh`, and the scale.
+ */
+const ATTEND_ROW = `
+  let row = wg * ${WORKGROUP_SIZE}u + lid;
+  if (row >= u.rows) { return; }
+  let h = row % u.H;
+  let t = row / u.H;
+  let kh = h / (u.H / u.KH);
+  let scale = bitcast<f32>(u.scale);
+`;
+
 /** Attention of each (token, query head); bindings qkv, pages, seqs, out. */
 export function pagedAttendProgram(
   batch: PagedAttentionBatch,
@@ -122,14 +135,8 @@ export function pagedAttendProgram(
     source: () =>
       storage(0, "qkv", "f32", false) + storage(1, "pages", "f32", false) +
       storage(2, "seqs", "u32", false) + storage(3, "out", "f32", true) +
-      uniformStruct([...FIELDS, "scale"], 4) + mainHeader(WORKGROUP_SIZE) + `
-  let row = wg * ${WORKGROUP_SIZE}u + lid;
-  if (row >= u.rows) { return; }
-  let h = row % u.H;
-  let t = row / u.H;
-  let kh = h / (u.H / u.KH);
-  let scale = bitcast<f32>(u.scale);
-  let qo = u.offQKV + (t * u.fused + h) * u.D;
+      uniformStruct([...FIELDS, "scale"], 4) + mainHeader(WORKGROUP_SIZE) + ATTEND_ROW +
+      `  let qo = u.offQKV + (t * u.fused + h) * u.D;
   var qr: array<f32, ${M}>;
   for (var d = 0u; d < u.D; d++) { qr[d] = qkv[qo + d]; }
   var acc: array<f32, ${M}>;
@@ -180,14 +187,8 @@ function pagedAttendVec4Program(
     source: () =>
       storage(0, "qkv", "vec4<f32>", false) + storage(1, "pages", "vec4<f32>", false) +
       storage(2, "seqs", "u32", false) + storage(3, "out", "vec4<f32>", true) +
-      uniformStruct([...FIELDS, "scale"], 4) + mainHeader(WORKGROUP_SIZE) + `
-  let row = wg * ${WORKGROUP_SIZE}u + lid;
-  if (row >= u.rows) { return; }
-  let h = row % u.H;
-  let t = row / u.H;
-  let kh = h / (u.H / u.KH);
-  let scale = bitcast<f32>(u.scale);
-  // Offsets in vec4s: D and every offset are multiples of 4.
+      uniformStruct([...FIELDS, "scale"], 4) + mainHeader(WORKGROUP_SIZE) + ATTEND_ROW +
+      `  // Offsets in vec4s: D and every offset are multiples of 4.
   let qo = (u.offQKV + (t * u.fused + h) * u.D) / 4u;
 ${perVec4(D, (i) => `let q${i} = qkv[qo + ${i}u];`)}${
         perVec4(D, (i) => `var acc${i} = vec4<f32>(0.0);`)
