@@ -51,12 +51,13 @@ const CHUNKS = 64;
 const onlyAt = Deno.args.indexOf("--only");
 const ONLY = onlyAt >= 0 ? Deno.args[onlyAt + 1] : "";
 
-for (
-  const [file, how] of [
-    [new URL("silero_vad.onnx", SILERO), "bash tools/fetch_weights.sh"],
-    [MINILM, "bash tools/fetch_weights.sh (with tools/onnx/.venv)"],
-  ] as const
-) {
+// Only the files of the models asked for: `--only silero` runs without MiniLM's export.
+const needed = [
+  ["silero", new URL("silero_vad.onnx", SILERO), "bash tools/fetch_weights.sh"],
+  ["minilm", MINILM, "bash tools/fetch_weights.sh (with tools/onnx/.venv)"],
+] as const;
+for (const [model, file, how] of needed) {
+  if (ONLY !== "" && ONLY !== model) continue;
   try {
     await Deno.stat(file);
   } catch {
