@@ -85,6 +85,20 @@ const FLOAT_BINARY: Record<BinaryOp, string> = {
   minimum: "return select(select(min(x0, x1), x1, is_nan(x1)), x0, is_nan(x0));",
 };
 
+/**
+ * `divide` for hardware adapters. WGSL allows `/` 2.5 ULP, and hardware
+ * drivers use the room (NVIDIA's Vulkan driver on an H200 does): a quotient a
+ * ULP off made DynamicQuantizeLinear round 25.5 the wrong way (25, not 26).
+ * One step on the residual `fma(-q, x1, x0)`, exact where `fma` is fused as
+ * on hardware GPUs, rounds the quotient correctly, as the CPU does. Software
+ * adapters keep plain `/`: they divide exactly, and their `fma` need not be
+ * fused (Mesa llvmpipe's is not: the step made its quotients wrong). The step
+ * is skipped where q or x1 is 0, infinite or NaN, which it would turn to NaN.
+ */
+const EXACT_DIVIDE = `let q = x0 / x1;
+  let fine = (abs(q) < TO(3.0e38)) & (q != TO(0.0)) & (abs(x1) < TO(3.0e38)) & (x1 != TO(0.0));
+  return select(q, q + fma(-q, x1, x0) / x1, fine);`;
+
 const INT_BINARY: Record<BinaryOp, string> = {
   add: "return x0 + x1;",
   subtract: "return x0 - x1;",
@@ -108,9 +122,15 @@ export function unaryFn(op: UnaryOp, type: ScalarType): ElementwiseFn {
   return { name: op, body };
 }
 
-/** The elementwise function of binary `op` on elements of `type`. */
-export function binaryFn(op: BinaryOp, type: ScalarType): ElementwiseFn {
+/**
+ * The elementwise function of binary `op` on elements of `type`; `hardware`:
+ * the adapter is not a software one (see `EXACT_DIVIDE`).
+ */
+export function binaryFn(op: BinaryOp, type: ScalarType, hardware = false): ElementwiseFn {
   if (type === "u32") throw new TypeError(`WebGPU ${op} does not support uint32 operands`);
+  if (type === "f32" && op === "divide" && hardware) {
+    return { name: "divide_exact", body: EXACT_DIVIDE };
+  }
   return { name: op, body: type === "f32" ? FLOAT_BINARY[op] : INT_BINARY[op] };
 }
 

@@ -168,6 +168,26 @@ gpuTest(
   },
 );
 
+gpuTest("float divide is correctly rounded, as the CPU's, on ties and edges", async (gpu) => {
+  // WGSL lets `/` be 2.5 ULP off, and NVIDIA's driver is (EXACT_DIVIDE in elementwise_ops.ts):
+  // every quotient must be the float32 nearest the exact one.
+  const x: number[] = [-2.5, 51, 7, 1, 0, -0, 5, Infinity, -Infinity, NaN, 1, 3e38, 1e-40, 255];
+  const y: number[] = [5 / 255, 2, 3, 3, 5, 5, 0, 2, Infinity, 1, NaN, 1e-3, 3, 0.1];
+  let seed = 31;
+  const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  for (let i = 0; i < 4096; i++) {
+    x.push(Math.fround((next() - 0.5) * 2 ** (next() * 40 - 20)));
+    y.push(Math.fround((next() - 0.5) * 2 ** (next() * 40 - 20)));
+  }
+  const [xs, ys] = [new Float32Array(x), new Float32Array(y)];
+  using a = tensor(xs, { device: gpu });
+  using b = tensor(ys, { device: gpu });
+  const got = await op("divide", a, b);
+  const want = Array.from(new Float32Array(xs.map((v, i) => v / ys[i])));
+  const wrong = got.flatMap((g, i) => Object.is(g, want[i]) ? [] : [`${x[i]} / ${y[i]}: ${g}`]);
+  assertEquals(wrong.slice(0, 5), [], `${wrong.length} quotients differ`);
+});
+
 gpuTest("max propagates NaN as the CPU does", async (gpu) => {
   using t = tensor([1, NaN, 3], { device: gpu });
   assert(Number.isNaN((await op("max", t))[0]));
