@@ -1,44 +1,172 @@
 /**
- * The depthwise convolution kernels of the CPU's WebAssembly path: one
- * channel's 3×3 or 5×5 window of horizontal stride 1 over an input plane
- * the caller has padded with zeros (depthwise.ts), so every output reads
+ * The depthwise convolution kernels of the CPU's WebAssembly path, in the
+ * matrix kernels' module (gemm_module.ts) so that the worker pool runs them
+ * (depthwise.ts splits a call's channel planes over its threads): one
+ * plane's 3×3 or 5×5 window of horizontal stride 1 over a copy of the input
+ * plane zero-padded in the calling block's scratch, so every output reads
  * its whole window and the loop has no edges.
  *
- * `dw3(xp, wp, op, rows, wpBytes, owBytes, stepBytes, bias)` (and `dw5`):
- * output row `oy < rows`, columns four at a time up to `owBytes / 4`
- * values, is `bias + Σ w[ky, kx] · x[oy·step + ky, ox + kx]`, `x` rows
- * `wpBytes` apart from `xp` (`stepBytes` = vertical stride × `wpBytes`),
- * `w` the `K·K` weights at `wp`, `op` rows `owBytes` apart. The weights
- * are splatted into locals once per call, and the `K·K` loads of each
- * vector of outputs are offsets from `K` row pointers: the kernel reads
- * each input `K` times from L1 where the TypeScript loop of
- * kernels/cpu/conv2d.ts read and added one product at a time (under 1 GMAC/s
- * there; a third of PP-OCRv4's recognizer).
+ * Every function takes `(desc, scr, index)`: `desc` the byte address of
+ * the call's geometry (int32s, `DW_DESC`, written once by depthwise.ts),
+ * `scr` the block's scratch (the padded plane at its start, the plane's
+ * outputs `DW_DESC.outOff` bytes on, rows `DW_DESC.owvBytes` apart), and
+ * the plane the step is for:
  *
- * SIMD128 only (multiply, then add: float32 products and sums rounded as
- * TypeScript's loop rounds each on store are not promised, only the
- * definition's tolerance), on the memory runtime.ts's local space imports.
+ * - `dw_in(desc, scr, q)` copies input plane `q`'s rows that land in the
+ *   padded plane (the padding itself is zero from the caller, and stays
+ *   so: every plane writes the same interior);
+ * - `dw3(desc, scr, m)` (and `dw5`): output row `oy < OH`, columns four at
+ *   a time, is `bias[m] + Σ w[m, ky, kx] · x[oy·sh + ky, ox + kx]`. The
+ *   weights are splatted into locals once per plane, and the `K·K` loads of
+ *   each vector of outputs are offsets from `K` row pointers: each input is
+ *   read `K` times from L1 where the TypeScript loop of kernels/cpu/conv2d.ts
+ *   read and added one product at a time;
+ * - `dw_out(desc, scr, p)` copies the outputs into output plane `p`,
+ *   keeping every `sw`-th column (a horizontal stride of 2 is computed at
+ *   stride 1).
+ *
+ * SIMD128 only (multiply, then add), so a plane's values are the same
+ * whichever thread computes it and however the planes are split.
  *
  * @module
  */
 
-import { type MemoryImport, ModuleBuilder, Op, SimdOp, ValType } from "./emitter.ts";
+import { type FunctionCode, type ModuleBuilder, Op, SimdOp, ValType } from "./emitter.ts";
 
-const { i32, f32, v128 } = ValType;
+const { i32, v128 } = ValType;
 
 /** The window widths (and heights) the module has a kernel for. */
 export const DEPTHWISE_WASM_SIZES: readonly number[] = [3, 5];
 
+/**
+ * The byte offsets of the geometry's int32 fields at `desc` (all sizes
+ * and addresses in bytes): the input (`xp`, a plane `planeBytes`, a row
+ * `wBytes`), the part of each input plane that is copied (`padRows` rows of
+ * `padBytes` from `srcOff` into the padded plane at `dstOff`, rows
+ * `wpBytes` apart there), the weights (`wp`, `kkBytes` a plane) and biases
+ * (`bp`), the outputs in the scratch (`outOff`, `oh` rows of `owvBytes`,
+ * input rows `stepBytes` apart: vertical stride × `wpBytes`), the output
+ * (`op`, `oPlaneBytes` a plane, `owBytes` a row) and the horizontal stride.
+ */
+export const DW_DESC = {
+  xp: 0,
+  planeBytes: 4,
+  srcOff: 8,
+  wBytes: 12,
+  dstOff: 16,
+  padRows: 20,
+  padBytes: 24,
+  wpBytes: 28,
+  wp: 32,
+  kkBytes: 36,
+  bp: 40,
+  outOff: 44,
+  oh: 48,
+  owvBytes: 52,
+  stepBytes: 56,
+  op: 60,
+  oPlaneBytes: 64,
+  owBytes: 68,
+  sw: 72,
+} as const;
+
+/** Int32s the geometry takes. */
+export const DW_DESC_INTS = 20;
+
+/** Loads the geometry's field `field` (an i32 on the stack). */
+function field(f: FunctionCode, desc: number, at: number): void {
+  f.get(desc).mem(Op.i32Load, 2, at);
+}
+
+/**
+ * `n` bytes (a multiple of 4) from `src` to `dst`: vectors, then the last
+ * floats one by one.
+ */
+function emitCopyRow(
+  f: FunctionCode,
+  src: number,
+  dst: number,
+  n: number,
+  i: number,
+  vecEnd: number,
+): void {
+  f.get(n).i32(-16).op(Op.i32And).set(vecEnd);
+  f.forLoop(i, 0, vecEnd, 16, () => {
+    f.get(dst).get(i).op(Op.i32Add);
+    f.get(src).get(i).op(Op.i32Add).simdMem(SimdOp.v128Load, 0);
+    f.simdMem(SimdOp.v128Store, 0);
+  });
+  f.get(vecEnd).set(i);
+  f.block().loop();
+  f.get(i).get(n).op(Op.i32GeS).brIf(1);
+  f.get(dst).get(i).op(Op.i32Add);
+  f.get(src).get(i).op(Op.i32Add).mem(Op.f32Load, 2);
+  f.mem(Op.f32Store, 2);
+  f.get(i).i32(4).op(Op.i32Add).set(i);
+  f.br(0).end().end();
+}
+
+function emitIn(m: ModuleBuilder): void {
+  const f = m.function("dw_in", [i32, i32, i32]);
+  const [desc, scr, q] = [0, 1, 2];
+  const src = f.local(i32), dst = f.local(i32), r = f.local(i32), rows = f.local(i32);
+  const n = f.local(i32), i = f.local(i32), vecEnd = f.local(i32);
+  const wBytes = f.local(i32), wpBytes = f.local(i32);
+  const D = DW_DESC;
+  field(f, desc, D.xp);
+  f.get(q);
+  field(f, desc, D.planeBytes);
+  f.op(Op.i32Mul).op(Op.i32Add);
+  field(f, desc, D.srcOff);
+  f.op(Op.i32Add).set(src);
+  f.get(scr);
+  field(f, desc, D.dstOff);
+  f.op(Op.i32Add).set(dst);
+  field(f, desc, D.padRows);
+  f.set(rows);
+  field(f, desc, D.padBytes);
+  f.set(n);
+  field(f, desc, D.wBytes);
+  f.set(wBytes);
+  field(f, desc, D.wpBytes);
+  f.set(wpBytes);
+  f.forLoop(r, 0, rows, 1, () => {
+    emitCopyRow(f, src, dst, n, i, vecEnd);
+    f.get(src).get(wBytes).op(Op.i32Add).set(src);
+    f.get(dst).get(wpBytes).op(Op.i32Add).set(dst);
+  });
+}
+
 function emitDepthwise(m: ModuleBuilder, K: number): void {
-  const f = m.function(`dw${K}`, [i32, i32, i32, i32, i32, i32, i32, f32]);
-  const [xp, wp, op, rows, wpBytes, owBytes, stepBytes, bias] = [0, 1, 2, 3, 4, 5, 6, 7];
+  const f = m.function(`dw${K}`, [i32, i32, i32]);
+  const [desc, scr, ch] = [0, 1, 2];
+  const xp = f.local(i32), wp = f.local(i32), op = f.local(i32), rows = f.local(i32);
+  const wpBytes = f.local(i32), owBytes = f.local(i32), stepBytes = f.local(i32);
   const weights = Array.from({ length: K * K }, () => f.local(v128));
   const rowPtr = Array.from({ length: K }, () => f.local(i32));
   const oy = f.local(i32), ox = f.local(i32), acc = f.local(v128), b = f.local(v128);
+  const D = DW_DESC;
+  f.get(scr).set(xp);
+  field(f, desc, D.wp);
+  f.get(ch);
+  field(f, desc, D.kkBytes);
+  f.op(Op.i32Mul).op(Op.i32Add).set(wp);
+  f.get(scr);
+  field(f, desc, D.outOff);
+  f.op(Op.i32Add).set(op);
+  field(f, desc, D.oh);
+  f.set(rows);
+  field(f, desc, D.wpBytes);
+  f.set(wpBytes);
+  field(f, desc, D.owvBytes);
+  f.set(owBytes);
+  field(f, desc, D.stepBytes);
+  f.set(stepBytes);
   for (const [t, w] of weights.entries()) {
     f.get(wp).simdMem(SimdOp.v128Load32Splat, 2, 4 * t).set(w);
   }
-  f.get(bias).simd(SimdOp.f32x4Splat).set(b);
+  field(f, desc, D.bp);
+  f.get(ch).i32(2).op(Op.i32Shl).op(Op.i32Add).simdMem(SimdOp.v128Load32Splat, 2).set(b);
   f.forLoop(oy, 0, rows, 1, () => {
     for (const [ky, r] of rowPtr.entries()) {
       f.get(xp).get(wpBytes).i32(ky).op(Op.i32Mul).op(Op.i32Add).set(r);
@@ -59,9 +187,50 @@ function emitDepthwise(m: ModuleBuilder, K: number): void {
   });
 }
 
-/** The module's bytes: `dw3` and `dw5` over the imported `memory`. */
-export function depthwiseModuleBytes(memory: MemoryImport): Uint8Array<ArrayBuffer> {
-  const m = new ModuleBuilder(memory);
+function emitOut(m: ModuleBuilder): void {
+  const f = m.function("dw_out", [i32, i32, i32]);
+  const [desc, scr, p] = [0, 1, 2];
+  const src = f.local(i32), dst = f.local(i32), r = f.local(i32), rows = f.local(i32);
+  const n = f.local(i32), i = f.local(i32), vecEnd = f.local(i32), j = f.local(i32);
+  const owvBytes = f.local(i32);
+  const D = DW_DESC;
+  f.get(scr);
+  field(f, desc, D.outOff);
+  f.op(Op.i32Add).set(src);
+  field(f, desc, D.op);
+  f.get(p);
+  field(f, desc, D.oPlaneBytes);
+  f.op(Op.i32Mul).op(Op.i32Add).set(dst);
+  field(f, desc, D.oh);
+  f.set(rows);
+  field(f, desc, D.owBytes);
+  f.set(n);
+  field(f, desc, D.owvBytes);
+  f.set(owvBytes);
+  field(f, desc, D.sw);
+  f.i32(1).op(Op.i32Eq).if();
+  f.forLoop(r, 0, rows, 1, () => {
+    emitCopyRow(f, src, dst, n, i, vecEnd);
+    f.get(src).get(owvBytes).op(Op.i32Add).set(src);
+    f.get(dst).get(n).op(Op.i32Add).set(dst);
+  });
+  f.op(Op.else);
+  // Stride 2: output column j is computed column 2j.
+  f.forLoop(r, 0, rows, 1, () => {
+    f.forLoop(j, 0, n, 4, () => {
+      f.get(dst).get(j).op(Op.i32Add);
+      f.get(src).get(j).i32(1).op(Op.i32Shl).op(Op.i32Add).mem(Op.f32Load, 2);
+      f.mem(Op.f32Store, 2);
+    });
+    f.get(src).get(owvBytes).op(Op.i32Add).set(src);
+    f.get(dst).get(n).op(Op.i32Add).set(dst);
+  });
+  f.end();
+}
+
+/** Emits `dw_in`, `dw3`, `dw5` and `dw_out` into `m` (the matrix kernels' module). */
+export function emitDepthwiseKernels(m: ModuleBuilder): void {
+  emitIn(m);
   for (const K of DEPTHWISE_WASM_SIZES) emitDepthwise(m, K);
-  return m.encode();
+  emitOut(m);
 }
