@@ -25,8 +25,12 @@
  *   keeping every `sw`-th column (a horizontal stride of 2 is computed at
  *   stride 1).
  *
- * SIMD128 only (multiply, then add), so a plane's values are the same
- * whichever thread computes it and however the planes are split.
+ * A multiply-add is one `f32x4.relaxed_madd` where the module has relaxed
+ * SIMD (fused or not as the hardware does it), a multiply then an add
+ * otherwise; either way a plane's values are the same whichever thread
+ * computes it and however the planes are split. At vertical stride 1 the
+ * kernel computes two output rows at once: each input vector it loads
+ * serves both (`K + 1` rows of loads for two rows of outputs, not `2K`).
  *
  * @module
  */
@@ -137,14 +141,21 @@ function emitIn(m: ModuleBuilder): void {
   });
 }
 
-function emitDepthwise(m: ModuleBuilder, K: number): void {
+/** Pushes `acc + v · w` and sets `acc`: one fused `relaxed_madd` where the module has it. */
+function madd(f: FunctionCode, relaxed: boolean, v: number, w: number, acc: number): void {
+  if (relaxed) f.get(v).get(w).get(acc).simd(SimdOp.f32x4RelaxedMadd).set(acc);
+  else f.get(acc).get(v).get(w).simd(SimdOp.f32x4Mul).simd(SimdOp.f32x4Add).set(acc);
+}
+
+function emitDepthwise(m: ModuleBuilder, K: number, relaxed: boolean): void {
   const f = m.function(`dw${K}`, [i32, i32, i32]);
   const [desc, scr, ch] = [0, 1, 2];
   const xp = f.local(i32), wp = f.local(i32), op = f.local(i32), rows = f.local(i32);
   const wpBytes = f.local(i32), owBytes = f.local(i32), stepBytes = f.local(i32);
   const weights = Array.from({ length: K * K }, () => f.local(v128));
-  const rowPtr = Array.from({ length: K }, () => f.local(i32));
-  const oy = f.local(i32), ox = f.local(i32), acc = f.local(v128), b = f.local(v128);
+  const rowPtr = Array.from({ length: K + 1 }, () => f.local(i32));
+  const oy = f.local(i32), ox = f.local(i32), b = f.local(v128), v = f.local(v128);
+  const acc = [f.local(v128), f.local(v128)], pairs = f.local(i32);
   const D = DW_DESC;
   f.get(scr).set(xp);
   field(f, desc, D.wp);
@@ -167,24 +178,44 @@ function emitDepthwise(m: ModuleBuilder, K: number): void {
   }
   field(f, desc, D.bp);
   f.get(ch).i32(2).op(Op.i32Shl).op(Op.i32Add).simdMem(SimdOp.v128Load32Splat, 2).set(b);
-  f.forLoop(oy, 0, rows, 1, () => {
-    for (const [ky, r] of rowPtr.entries()) {
-      f.get(xp).get(wpBytes).i32(ky).op(Op.i32Mul).op(Op.i32Add).set(r);
+  /** Output rows `n` (1 or 2) from `xp` and `op` on, then both moved past them. */
+  const outputRows = (n: number) => {
+    for (const [r, ptr] of rowPtr.slice(0, K + n - 1).entries()) {
+      f.get(xp).get(wpBytes).i32(r).op(Op.i32Mul).op(Op.i32Add).set(ptr);
     }
     f.forLoop(ox, 0, owBytes, 16, () => {
-      f.get(b).set(acc);
-      for (let ky = 0; ky < K; ky++) {
+      for (let j = 0; j < n; j++) f.get(b).set(acc[j]);
+      // Input row r feeds output row j through kernel row r - j: each load serves both rows.
+      for (let r = 0; r < K + n - 1; r++) {
         for (let kx = 0; kx < K; kx++) {
-          f.get(acc);
-          f.get(rowPtr[ky]).get(ox).op(Op.i32Add).simdMem(SimdOp.v128Load, 0, 4 * kx);
-          f.get(weights[ky * K + kx]).simd(SimdOp.f32x4Mul).simd(SimdOp.f32x4Add).set(acc);
+          f.get(rowPtr[r]).get(ox).op(Op.i32Add).simdMem(SimdOp.v128Load, 0, 4 * kx).set(v);
+          for (let j = 0; j < n; j++) {
+            if (r - j >= 0 && r - j < K) madd(f, relaxed, v, weights[(r - j) * K + kx], acc[j]);
+          }
         }
       }
-      f.get(op).get(ox).op(Op.i32Add).get(acc).simdMem(SimdOp.v128Store, 0);
+      f.get(op).get(ox).op(Op.i32Add).get(acc[0]).simdMem(SimdOp.v128Store, 0);
+      if (n > 1) {
+        f.get(op).get(owBytes).op(Op.i32Add).get(ox).op(Op.i32Add);
+        f.get(acc[1]).simdMem(SimdOp.v128Store, 0);
+      }
     });
-    f.get(xp).get(stepBytes).op(Op.i32Add).set(xp);
-    f.get(op).get(owBytes).op(Op.i32Add).set(op);
-  });
+    for (let j = 0; j < n; j++) {
+      f.get(xp).get(stepBytes).op(Op.i32Add).set(xp);
+      f.get(op).get(owBytes).op(Op.i32Add).set(op);
+    }
+  };
+  // At vertical stride 1 two output rows share K - 1 of their input rows: pairs of them, then
+  // the last row alone when their number is odd; at other strides one row at a time.
+  f.get(stepBytes).get(wpBytes).op(Op.i32Eq).if();
+  f.get(rows).i32(1).op(Op.i32ShrU).i32(1).op(Op.i32Shl).set(pairs);
+  f.forLoop(oy, 0, pairs, 2, () => outputRows(2));
+  f.get(rows).get(pairs).op(Op.i32Ne).if();
+  outputRows(1);
+  f.end();
+  f.op(Op.else);
+  f.forLoop(oy, 0, rows, 1, () => outputRows(1));
+  f.end();
 }
 
 function emitOut(m: ModuleBuilder): void {
@@ -228,9 +259,12 @@ function emitOut(m: ModuleBuilder): void {
   f.end();
 }
 
-/** Emits `dw_in`, `dw3`, `dw5` and `dw_out` into `m` (the matrix kernels' module). */
-export function emitDepthwiseKernels(m: ModuleBuilder): void {
+/**
+ * Emits `dw_in`, `dw3`, `dw5` and `dw_out` into `m` (the matrix kernels'
+ * module), with fused multiply-adds where `relaxed`.
+ */
+export function emitDepthwiseKernels(m: ModuleBuilder, relaxed: boolean): void {
   emitIn(m);
-  for (const K of DEPTHWISE_WASM_SIZES) emitDepthwise(m, K);
+  for (const K of DEPTHWISE_WASM_SIZES) emitDepthwise(m, K, relaxed);
   emitOut(m);
 }

@@ -374,7 +374,7 @@ export function gemmModuleBytes(relaxed: boolean, memory: MemoryImport): Uint8Ar
   emitPackPanels(m);
   emitPackWindows(m, NR);
   emitConvEpilogue(m);
-  emitDepthwiseKernels(m);
+  emitDepthwiseKernels(m, relaxed);
   emitDotRows(m, relaxed);
   emitDotPanels(m, relaxed);
   emitGelu(m);
