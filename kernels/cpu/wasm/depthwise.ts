@@ -49,7 +49,7 @@ export const DEPTHWISE_WASM_MIN_MACS = 16384;
  */
 export const depthwiseThreading = {
   /** The least multiply-adds split over the pool. */
-  poolMinMacs: 2 ** 18,
+  poolMinMacs: 2 ** 20,
   /** Blocks of planes per thread: more of them balance better when a thread stalls. */
   blocksPerThread: 4,
 };
