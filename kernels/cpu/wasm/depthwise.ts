@@ -151,8 +151,6 @@ export function wasmDepthwise(
     view[tAt + 4 * i + 2] = b;
   }
   view.set(xv.subarray(0, N * C * H * W), xAt);
-  // Each block's padding is zero for the whole call: its planes write only the interior.
-  view.fill(0, sAt, end);
   const args = jobArgs("depthwise", {
     desc: descAt * 4,
     scr: sAt * 4,

@@ -12,9 +12,12 @@
  * outputs `DW_DESC.outOff` bytes on, rows `DW_DESC.owvBytes` apart), and
  * the plane the step is for:
  *
+ * - `dw_zero(desc, scr)` zeroes the block's padded plane, once per block
+ *   (on the block's thread: zeroing every block's on the calling thread cost
+ *   as much as a thread saved where planes are large and few);
  * - `dw_in(desc, scr, q)` copies input plane `q`'s rows that land in the
- *   padded plane (the padding itself is zero from the caller, and stays
- *   so: every plane writes the same interior);
+ *   padded plane (the padding stays zero: every plane writes the same
+ *   interior);
  * - `dw3(desc, scr, m)` (and `dw5`): output row `oy < OH`, columns four at
  *   a time, is `bias[m] + Σ w[m, ky, kx] · x[oy·sh + ky, ox + kx]`. The
  *   weights are splatted into locals once per plane, and the `K·K` loads of
@@ -108,6 +111,17 @@ function emitCopyRow(
   f.mem(Op.f32Store, 2);
   f.get(i).i32(4).op(Op.i32Add).set(i);
   f.br(0).end().end();
+}
+
+function emitZero(m: ModuleBuilder): void {
+  const f = m.function("dw_zero", [i32, i32]);
+  const [desc, scr] = [0, 1];
+  const i = f.local(i32), end = f.local(i32);
+  field(f, desc, DW_DESC.outOff);
+  f.set(end);
+  f.forLoop(i, 0, end, 16, () => {
+    f.get(scr).get(i).op(Op.i32Add).f32x4Const([0, 0, 0, 0]).simdMem(SimdOp.v128Store, 0);
+  });
 }
 
 function emitIn(m: ModuleBuilder): void {
@@ -260,10 +274,11 @@ function emitOut(m: ModuleBuilder): void {
 }
 
 /**
- * Emits `dw_in`, `dw3`, `dw5` and `dw_out` into `m` (the matrix kernels'
+ * Emits `dw_zero`, `dw_in`, `dw3`, `dw5` and `dw_out` into `m` (the matrix kernels'
  * module), with fused multiply-adds where `relaxed`.
  */
 export function emitDepthwiseKernels(m: ModuleBuilder, relaxed: boolean): void {
+  emitZero(m);
   emitIn(m);
   for (const K of DEPTHWISE_WASM_SIZES) emitDepthwise(m, K, relaxed);
   emitOut(m);

@@ -255,15 +255,16 @@ export function runBlock(
     const cp = ctl[e.cp] + r0 * ldc * 4, bias = ctl[e.bias] + r0 * 4;
     ex.conv_epilogue(cp, n, ldc, ctl[e.bytes], bias, ctl[e.steps], ctl[e.nSteps]);
   } else if (kind === 7) {
-    // A depthwise convolution's planes [i·per, (i+1)·per), in block i's scratch: each plane's
-    // input copied in, convolved, its epilogue applied there (conv_epilogue), its outputs
-    // copied out.
+    // A depthwise convolution's planes [i·per, (i+1)·per), in block i's scratch, zeroed first:
+    // each plane's input copied in, convolved, its epilogue applied there (conv_epilogue), its
+    // outputs copied out.
     const d = slots.depthwise;
     const desc = ctl[d.desc], scr = ctl[d.scr] + i * ctl[d.scrBytes], per = ctl[d.per];
     const M = ctl[d.M], C = ctl[d.C], perGroup = M / C, conv = ex["dw" + ctl[d.K]];
     const outAt = scr + ctl[d.outOff], outBytes = ctl[d.outBytes], nSteps = ctl[d.nSteps];
     const zero = ctl[d.zero], steps = ctl[d.steps];
     const p1 = Math.min(ctl[d.planes], (i + 1) * per);
+    ex.dw_zero(desc, scr);
     for (let p = i * per; p < p1; p++) {
       const n = Math.floor(p / M), m = p - n * M;
       ex.dw_in(desc, scr, n * C + Math.floor(m / perGroup));
