@@ -47,6 +47,10 @@ const cases: Case[] = [
   { x: [1, 2, 5, 1], M: 2, K: 3, s: [1, 1], p: [1, 1], end: [1, 1], bias: true },
   { x: [1, 1, 1, 6], M: 1, K: 5, s: [1, 1], p: [2, 2], end: [2, 2], bias: false },
   { x: [2, 1, 4, 3], M: 2, K: 5, s: [1, 2], p: [2, 2], end: [2, 1], bias: true },
+  { x: [1, 2, 5, 1], M: 2, K: 3, s: [2, 2], p: [1, 1], end: [1, 1], bias: true },
+  // Horizontal stride 2 with each parity of left padding: the row's halves start differently.
+  { x: [1, 3, 6, 19], M: 3, K: 5, s: [1, 2], p: [1, 1], end: [2, 3], bias: false },
+  { x: [1, 3, 5, 22], M: 6, K: 3, s: [2, 2], p: [0, 0], end: [1, 1], bias: true },
   // An odd number of output rows at stride 1 (the last row without its pair).
   { x: [1, 6, 7, 21], M: 6, K: 5, s: [1, 1], p: [2, 2], end: [2, 2], bias: true },
   {

@@ -2,9 +2,10 @@
  * The call into depthwise_module.ts: a float32 depthwise convolution (one
  * input channel per output channel) of a 3×3 or 5×5 window, horizontal
  * stride 1 or 2, both dilations 1, any vertical stride and padding, on the
- * kernels' threads. A horizontal stride of 2 computes every column at
- * stride 1 and keeps every second: twice the arithmetic, still several
- * times the TypeScript loop's speed.
+ * kernels' threads. At a horizontal stride of 2 each padded input row is
+ * stored as its even columns, then its odd ones, so the kernel computes
+ * only the outputs kept (it computed every column at stride 1 and kept
+ * every second: twice the arithmetic).
  *
  * The input, weights, biases and epilogue steps are copied into the
  * kernels' memory once; the channel planes (image × output channel) are
@@ -40,8 +41,8 @@ import { Job, jobArgs, runAlone } from "./thread_pool.ts";
 export const DEPTHWISE_WASM_MIN_MACS = 16384;
 
 /**
- * Below this many multiply-adds (computed ones: a horizontal stride of 2
- * counts twice) a depthwise convolution stays on the calling thread in
+ * Below this many multiply-adds (computed ones: rows rounded up to whole
+ * vectors) a depthwise convolution stays on the calling thread in
  * `"auto"` mode, where handing blocks to the pool costs about what the
  * second thread saves (bench/depthwise_bench.ts; in `"wasm"` mode every
  * size goes to the pool). A mutable object so that the bench can compare
@@ -91,9 +92,11 @@ export function wasmDepthwise(
   if (!DEPTHWISE_WASM_SIZES.includes(K) || OH === 0 || OW === 0 || sw > 2) return false;
   const k = wasmKernelsFor(N * M * OH * OW * K * K, DEPTHWISE_WASM_MIN_MACS);
   if (k === null) return false;
-  // Outputs a row, rounded to whole vectors; the padded plane holds every window they read.
-  const OWs = (OW - 1) * sw + 1, OWv = roundUp4(OWs);
-  const Wp = OWv + K - 1, Hp = (OH - 1) * sh + K;
+  // Outputs a row, rounded to whole vectors; the padded plane holds every window they read. At
+  // horizontal stride 2 a padded row is its even columns, then its odd ones, each half `Wp / 2`
+  // long (depthwise_module.ts).
+  const OWv = roundUp4(OW);
+  const Wp = sw === 1 ? OWv + K - 1 : 2 * (OWv + (K - 1) / 2), Hp = (OH - 1) * sh + K;
   const planes = N * M, macs = planes * OH * OWv * K * K;
   const pool = macs >= depthwiseThreading.poolMinMacs || cpuKernelMode() === "wasm"
     ? poolFor(k)
@@ -125,7 +128,8 @@ export function wasmDepthwise(
   ints[at(D.planeBytes)] = H * W * 4;
   ints[at(D.srcOff)] = (y0 * W + x0) * 4;
   ints[at(D.wBytes)] = W * 4;
-  ints[at(D.dstOff)] = ((y0 + ph) * Wp + pw + x0) * 4;
+  ints[at(D.dstOff)] = ((y0 + ph) * Wp + (sw === 1 ? pw + x0 : 0)) * 4;
+  ints[at(D.col0)] = pw + x0;
   ints[at(D.padRows)] = Math.max(0, y1 - y0);
   ints[at(D.padBytes)] = Math.max(0, x1 - x0) * 4;
   ints[at(D.wpBytes)] = Wp * 4;

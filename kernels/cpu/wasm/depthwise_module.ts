@@ -24,9 +24,13 @@
  *   each vector of outputs are offsets from `K` row pointers: each input is
  *   read `K` times from L1 where the TypeScript loop of kernels/cpu/conv2d.ts
  *   read and added one product at a time;
- * - `dw_out(desc, scr, p)` copies the outputs into output plane `p`,
- *   keeping every `sw`-th column (a horizontal stride of 2 is computed at
- *   stride 1).
+ * - `dw_out(desc, scr, p)` copies the outputs into output plane `p`.
+ *
+ * At horizontal stride 2 (`DW_DESC.sw`) `dw_in` writes each padded row as
+ * its even columns, then its odd ones (`wpBytes / 2` apart), and the
+ * kernel reads window column `kx` of output `ox` as element `ox + ⌊kx/2⌋`
+ * of half `kx mod 2`: consecutive outputs read consecutive values, so only
+ * the outputs kept are computed.
  *
  * A multiply-add is one `f32x4.relaxed_madd` where the module has relaxed
  * SIMD (fused or not as the hardware does it), a multiply then an add
@@ -53,7 +57,9 @@ export const DEPTHWISE_WASM_SIZES: readonly number[] = [3, 5];
  * `wpBytes` apart there), the weights (`wp`, `kkBytes` a plane) and biases
  * (`bp`), the outputs in the scratch (`outOff`, `oh` rows of `owvBytes`,
  * input rows `stepBytes` apart: vertical stride × `wpBytes`), the output
- * (`op`, `oPlaneBytes` a plane, `owBytes` a row) and the horizontal stride.
+ * (`op`, `oPlaneBytes` a plane, `owBytes` a row), the horizontal stride,
+ * and at stride 2 the padded column of each row's first copied value
+ * (`col0`; `dstOff` is then the row's start).
  */
 export const DW_DESC = {
   xp: 0,
@@ -75,6 +81,7 @@ export const DW_DESC = {
   oPlaneBytes: 64,
   owBytes: 68,
   sw: 72,
+  col0: 76,
 } as const;
 
 /** Int32s the geometry takes. */
@@ -148,11 +155,67 @@ function emitIn(m: ModuleBuilder): void {
   f.set(wBytes);
   field(f, desc, D.wpBytes);
   f.set(wpBytes);
+  field(f, desc, D.sw);
+  f.i32(1).op(Op.i32Eq).if();
   f.forLoop(r, 0, rows, 1, () => {
     emitCopyRow(f, src, dst, n, i, vecEnd);
     f.get(src).get(wBytes).op(Op.i32Add).set(src);
     f.get(dst).get(wpBytes).op(Op.i32Add).set(dst);
   });
+  f.op(Op.else);
+  // Stride 2: padded column c goes to the row's even half (c / 2) or odd half (wpBytes / 2
+  // on); `dst` is the row's start, `col0` the padded column of the first value copied.
+  const half = f.local(i32), c = f.local(i32), j = f.local(i32), at = f.local(i32);
+  const a = f.local(v128), b = f.local(v128);
+  f.get(wpBytes).i32(1).op(Op.i32ShrU).set(half);
+  /** One value: source byte `j` to padded column `c`; both moved on. */
+  const one = () => {
+    f.get(dst).get(c).i32(1).op(Op.i32And).get(half).op(Op.i32Mul).op(Op.i32Add);
+    f.get(c).i32(1).op(Op.i32ShrU).i32(2).op(Op.i32Shl).op(Op.i32Add);
+    f.get(src).get(j).op(Op.i32Add).mem(Op.f32Load, 2);
+    f.mem(Op.f32Store, 2);
+    f.get(c).i32(1).op(Op.i32Add).set(c);
+    f.get(j).i32(4).op(Op.i32Add).set(j);
+  };
+  f.forLoop(r, 0, rows, 1, () => {
+    field(f, desc, D.col0);
+    f.set(c);
+    f.i32(0).set(j);
+    // From an even column on, eight values at a time: their evens to one half, odds to the other.
+    f.get(c).i32(1).op(Op.i32And).get(n).i32(0).op(Op.i32GtS).op(Op.i32And).if();
+    one();
+    f.end();
+    f.block().loop();
+    f.get(j).i32(32).op(Op.i32Add).get(n).op(Op.i32GtS).brIf(1);
+    f.get(src).get(j).op(Op.i32Add).tee(at).simdMem(SimdOp.v128Load, 0).set(a);
+    f.get(at).simdMem(SimdOp.v128Load, 0, 16).set(b);
+    f.get(dst).get(c).i32(1).op(Op.i32ShrU).i32(2).op(Op.i32Shl).op(Op.i32Add).tee(at);
+    shuffle(f, a, b, [0, 2, 4, 6]);
+    f.simdMem(SimdOp.v128Store, 0);
+    f.get(at).get(half).op(Op.i32Add);
+    shuffle(f, a, b, [1, 3, 5, 7]);
+    f.simdMem(SimdOp.v128Store, 0);
+    f.get(c).i32(8).op(Op.i32Add).set(c);
+    f.get(j).i32(32).op(Op.i32Add).set(j);
+    f.br(0).end().end();
+    f.block().loop();
+    f.get(j).get(n).op(Op.i32GeS).brIf(1);
+    one();
+    f.br(0).end().end();
+    f.get(src).get(wBytes).op(Op.i32Add).set(src);
+    f.get(dst).get(wpBytes).op(Op.i32Add).set(dst);
+  });
+  f.end();
+}
+
+/**
+ * Pushes `i8x16.shuffle` of v128 locals `a` and `b` taking the float32s
+ * `floats` (0–3 from `a`, 4–7 from `b`). The emitter has no shuffle of its
+ * own; its 16 lane bytes follow the opcode (§5.4.8).
+ */
+function shuffle(f: FunctionCode, a: number, b: number, floats: readonly number[]): void {
+  f.get(a).get(b).simd(0x0d);
+  for (const x of floats) f.bytes.push(4 * x, 4 * x + 1, 4 * x + 2, 4 * x + 3);
 }
 
 /** Pushes `acc + v · w` and sets `acc`: one fused `relaxed_madd` where the module has it. */
@@ -168,8 +231,9 @@ function emitDepthwise(m: ModuleBuilder, K: number, relaxed: boolean): void {
   const wpBytes = f.local(i32), owBytes = f.local(i32), stepBytes = f.local(i32);
   const weights = Array.from({ length: K * K }, () => f.local(v128));
   const rowPtr = Array.from({ length: K + 1 }, () => f.local(i32));
+  const oddPtr = Array.from({ length: K + 1 }, () => f.local(i32));
   const oy = f.local(i32), ox = f.local(i32), b = f.local(v128), v = f.local(v128);
-  const acc = [f.local(v128), f.local(v128)], pairs = f.local(i32);
+  const acc = [f.local(v128), f.local(v128)], pairs = f.local(i32), half = f.local(i32);
   const D = DW_DESC;
   f.get(scr).set(xp);
   field(f, desc, D.wp);
@@ -192,17 +256,29 @@ function emitDepthwise(m: ModuleBuilder, K: number, relaxed: boolean): void {
   }
   field(f, desc, D.bp);
   f.get(ch).i32(2).op(Op.i32Shl).op(Op.i32Add).simdMem(SimdOp.v128Load32Splat, 2).set(b);
-  /** Output rows `n` (1 or 2) from `xp` and `op` on, then both moved past them. */
-  const outputRows = (n: number) => {
-    for (const [r, ptr] of rowPtr.slice(0, K + n - 1).entries()) {
-      f.get(xp).get(wpBytes).i32(r).op(Op.i32Mul).op(Op.i32Add).set(ptr);
+  f.get(wpBytes).i32(1).op(Op.i32ShrU).set(half);
+  /**
+   * Output rows `n` (1 or 2) from `xp` and `op` on, then both moved past them; with `phases`
+   * (horizontal stride 2) each padded row is its even columns, then its odd ones, `half`
+   * bytes on: window column `kx` of output `ox` is padded column `2·ox + kx`, element
+   * `ox + ⌊kx / 2⌋` of half `kx mod 2`.
+   */
+  const outputRows = (n: number, phases: boolean) => {
+    for (let r = 0; r < K + n - 1; r++) {
+      f.get(xp).get(wpBytes).i32(r).op(Op.i32Mul).op(Op.i32Add).set(rowPtr[r]);
+      if (phases) f.get(rowPtr[r]).get(half).op(Op.i32Add).set(oddPtr[r]);
     }
     f.forLoop(ox, 0, owBytes, 16, () => {
       for (let j = 0; j < n; j++) f.get(b).set(acc[j]);
       // Input row r feeds output row j through kernel row r - j: each load serves both rows.
       for (let r = 0; r < K + n - 1; r++) {
         for (let kx = 0; kx < K; kx++) {
-          f.get(rowPtr[r]).get(ox).op(Op.i32Add).simdMem(SimdOp.v128Load, 0, 4 * kx).set(v);
+          const [ptr, offset] = !phases
+            ? [rowPtr[r], 4 * kx]
+            : kx % 2 === 0
+            ? [rowPtr[r], 2 * kx]
+            : [oddPtr[r], 2 * (kx - 1)];
+          f.get(ptr).get(ox).op(Op.i32Add).simdMem(SimdOp.v128Load, 0, offset).set(v);
           for (let j = 0; j < n; j++) {
             if (r - j >= 0 && r - j < K) madd(f, relaxed, v, weights[(r - j) * K + kx], acc[j]);
           }
@@ -221,14 +297,22 @@ function emitDepthwise(m: ModuleBuilder, K: number, relaxed: boolean): void {
   };
   // At vertical stride 1 two output rows share K - 1 of their input rows: pairs of them, then
   // the last row alone when their number is odd; at other strides one row at a time.
-  f.get(stepBytes).get(wpBytes).op(Op.i32Eq).if();
-  f.get(rows).i32(1).op(Op.i32ShrU).i32(1).op(Op.i32Shl).set(pairs);
-  f.forLoop(oy, 0, pairs, 2, () => outputRows(2));
-  f.get(rows).get(pairs).op(Op.i32Ne).if();
-  outputRows(1);
-  f.end();
+  const allRows = (phases: boolean) => {
+    f.get(stepBytes).get(wpBytes).op(Op.i32Eq).if();
+    f.get(rows).i32(1).op(Op.i32ShrU).i32(1).op(Op.i32Shl).set(pairs);
+    f.forLoop(oy, 0, pairs, 2, () => outputRows(2, phases));
+    f.get(rows).get(pairs).op(Op.i32Ne).if();
+    outputRows(1, phases);
+    f.end();
+    f.op(Op.else);
+    f.forLoop(oy, 0, rows, 1, () => outputRows(1, phases));
+    f.end();
+  };
+  field(f, desc, D.sw);
+  f.i32(1).op(Op.i32Eq).if();
+  allRows(false);
   f.op(Op.else);
-  f.forLoop(oy, 0, rows, 1, () => outputRows(1));
+  allRows(true);
   f.end();
 }
 
@@ -236,8 +320,7 @@ function emitOut(m: ModuleBuilder): void {
   const f = m.function("dw_out", [i32, i32, i32]);
   const [desc, scr, p] = [0, 1, 2];
   const src = f.local(i32), dst = f.local(i32), r = f.local(i32), rows = f.local(i32);
-  const n = f.local(i32), i = f.local(i32), vecEnd = f.local(i32), j = f.local(i32);
-  const owvBytes = f.local(i32);
+  const n = f.local(i32), i = f.local(i32), vecEnd = f.local(i32), owvBytes = f.local(i32);
   const D = DW_DESC;
   f.get(scr);
   field(f, desc, D.outOff);
@@ -252,25 +335,11 @@ function emitOut(m: ModuleBuilder): void {
   f.set(n);
   field(f, desc, D.owvBytes);
   f.set(owvBytes);
-  field(f, desc, D.sw);
-  f.i32(1).op(Op.i32Eq).if();
   f.forLoop(r, 0, rows, 1, () => {
     emitCopyRow(f, src, dst, n, i, vecEnd);
     f.get(src).get(owvBytes).op(Op.i32Add).set(src);
     f.get(dst).get(n).op(Op.i32Add).set(dst);
   });
-  f.op(Op.else);
-  // Stride 2: output column j is computed column 2j.
-  f.forLoop(r, 0, rows, 1, () => {
-    f.forLoop(j, 0, n, 4, () => {
-      f.get(dst).get(j).op(Op.i32Add);
-      f.get(src).get(j).i32(1).op(Op.i32Shl).op(Op.i32Add).mem(Op.f32Load, 2);
-      f.mem(Op.f32Store, 2);
-    });
-    f.get(src).get(owvBytes).op(Op.i32Add).set(src);
-    f.get(dst).get(n).op(Op.i32Add).set(dst);
-  });
-  f.end();
 }
 
 /**
