@@ -89,7 +89,7 @@ export function wasmDepthwise(
   steps: readonly Conv2dEpilogueStep[] | undefined,
 ): boolean {
   const { N, C, H, W, M, K, OH, OW, sh, sw, ph, pw } = s;
-  if (!DEPTHWISE_WASM_SIZES.includes(K) || OH === 0 || OW === 0 || sw > 2) return false;
+  if (!DEPTHWISE_WASM_SIZES.includes(K) || N * M * OH * OW === 0 || sw > 2) return false;
   const k = wasmKernelsFor(N * M * OH * OW * K * K, DEPTHWISE_WASM_MIN_MACS);
   if (k === null) return false;
   // Outputs a row, rounded to whole vectors; the padded plane holds every window they read. At
