@@ -7,7 +7,8 @@
  * worker takes time from the calling thread (docs/onnx.md's PP-OCRv4
  * speed); this measures what each setting costs on the machine it runs on.
  * Each setting's first two calls after the pool changes are untimed (a new
- * worker's WebAssembly starts in its baseline tier).
+ * pool's first calls are slower: measured right after one, two threads
+ * looked worse than they are).
  *
  * ```sh
  * deno run -A bench/ppocr_threads_bench.ts            # 7 rounds
