@@ -16,8 +16,8 @@
  * copied to its place in the output; the output is copied out once. A
  * plane's values do not depend on the block or thread that computes it, so
  * one thread and several give the same bits. Convolutions of fewer than
- * `DEPTHWISE_POOL_MIN_MACS` multiply-adds run on the calling thread alone,
- * in its own memory, through the same blocks.
+ * `depthwiseThreading.poolMinMacs` multiply-adds run on the calling thread,
+ * alone, in its own memory, through the same blocks.
  *
  * @module
  */
