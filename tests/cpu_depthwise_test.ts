@@ -1,6 +1,6 @@
 /**
- * The WebAssembly depthwise convolution (kernels/cpu/wasm/depthwise.ts):
- * against the definition at shapes that are not multiples of its vectors
+ * The WebAssembly depthwise convolution (kernels/cpu/wasm/depthwise.ts), 1×1,
+ * 3×3 and 5×5: against the definition at shapes that are not multiples of its vectors
  * (widths and heights of 1, odd strides and paddings, channel multipliers,
  * two images, bias or none, epilogues), and, split over the worker pool,
  * bit for bit the values one thread computes.
@@ -43,6 +43,18 @@ const cases: Case[] = [
   { x: [2, 5, 6, 13], M: 10, K: 3, s: [1, 2], p: [0, 1], end: [2, 0], bias: false },
   { x: [1, 4, 11, 10], M: 4, K: 5, s: [2, 2], p: [2, 1], end: [1, 2], bias: true },
   { x: [2, 3, 9, 17], M: 3, K: 5, s: [3, 1], p: [2, 2], end: [2, 2], bias: true },
+  // 1×1: a per-channel scale and shift (inference batch normalization), strided and padded too.
+  { x: [2, 5, 7, 9], M: 5, K: 1, s: [1, 1], p: [0, 0], end: [0, 0], bias: true },
+  {
+    x: [1, 3, 6, 11],
+    M: 6,
+    K: 1,
+    s: [2, 2],
+    p: [1, 0],
+    end: [0, 1],
+    bias: false,
+    steps: [{ op: "relu", a: 0, b: 0 }],
+  },
   // Width 1, height 1, one channel; an image narrower than the window.
   { x: [1, 2, 5, 1], M: 2, K: 3, s: [1, 1], p: [1, 1], end: [1, 1], bias: true },
   { x: [1, 1, 1, 6], M: 1, K: 5, s: [1, 1], p: [2, 2], end: [2, 2], bias: false },

@@ -1,6 +1,7 @@
 /**
  * The call into depthwise_module.ts: a float32 depthwise convolution (one
- * input channel per output channel) of a 3×3 or 5×5 window, horizontal
+ * input channel per output channel) of a 1×1, 3×3 or 5×5 window (a 1×1 is
+ * a per-channel scale and shift: inference batch normalization), horizontal
  * stride 1 or 2, both dilations 1, any vertical stride and padding, on the
  * kernels' threads. At a horizontal stride of 2 each padded input row is
  * stored as its even columns, then its odd ones, so the kernel computes

@@ -2,7 +2,7 @@
  * The depthwise convolution kernels of the CPU's WebAssembly path, in the
  * matrix kernels' module (gemm_module.ts) so that the worker pool runs them
  * (depthwise.ts splits a call's channel planes over its threads): one
- * plane's 3×3 or 5×5 window of horizontal stride 1 over a copy of the input
+ * plane's 1×1, 3×3 or 5×5 window of horizontal stride 1 over a copy of the input
  * plane zero-padded in the calling block's scratch, so every output reads
  * its whole window and the loop has no edges.
  *
@@ -18,7 +18,7 @@
  * - `dw_in(desc, scr, q)` copies input plane `q`'s rows that land in the
  *   padded plane (the padding stays zero: every plane writes the same
  *   interior);
- * - `dw3(desc, scr, m)` (and `dw5`): output row `oy < OH`, columns four at
+ * - `dw3(desc, scr, m)` (and `dw1`, `dw5`): output row `oy < OH`, columns four at
  *   a time, is `bias[m] + Σ w[m, ky, kx] · x[oy·sh + ky, ox + kx]`. The
  *   weights are splatted into locals once per plane, and the `K·K` loads of
  *   each vector of outputs are offsets from `K` row pointers: each input is
@@ -47,7 +47,7 @@ import { type FunctionCode, type ModuleBuilder, Op, SimdOp, ValType } from "./em
 const { i32, v128 } = ValType;
 
 /** The window widths (and heights) the module has a kernel for. */
-export const DEPTHWISE_WASM_SIZES: readonly number[] = [3, 5];
+export const DEPTHWISE_WASM_SIZES: readonly number[] = [1, 3, 5];
 
 /**
  * The byte offsets of the geometry's int32 fields at `desc` (all sizes
@@ -343,7 +343,7 @@ function emitOut(m: ModuleBuilder): void {
 }
 
 /**
- * Emits `dw_zero`, `dw_in`, `dw3`, `dw5` and `dw_out` into `m` (the matrix kernels'
+ * Emits `dw_zero`, `dw_in`, `dw1`, `dw3`, `dw5` and `dw_out` into `m` (the matrix kernels'
  * module), with fused multiply-adds where `relaxed`.
  */
 export function emitDepthwiseKernels(m: ModuleBuilder, relaxed: boolean): void {
