@@ -279,6 +279,15 @@ export const CONV_CASES: readonly ConvCase[] = [
     w: [3, 2, 4, 4],
     padding: [2, 2, 2, 2],
   },
+  // A per-channel scale and shift (the ONNX importer's inference batch normalization).
+  {
+    name: "depthwise 1×1, two images, bias",
+    x: [2, 5, 3, 7],
+    w: [5, 1, 1, 1],
+    groups: 5,
+    bias: true,
+  },
+  { name: "depthwise 1×1 ×2 channels, no bias", x: [1, 3, 4, 5], w: [6, 1, 1, 1], groups: 3 },
 ];
 
 /** A reproducible ramp of pseudo-random values in [-1, 1). */

@@ -721,3 +721,48 @@ Deno.test("onnx import: the activation chains after a Conv fold into its epilogu
   close(outs[2].dataSync() as Float32Array, z, 1e-5);
   for (const o of outs) o.dispose();
 });
+
+Deno.test("onnx import: inference BatchNormalization of images is x − mean, then one depthwise 1×1 conv2d", async () => {
+  // A mean far from zero and a small variance: folding the mean into the shift would cancel
+  // (x·s + (B − mean·s) loses about 1e-4 relative here); subtracting first does not.
+  const C = 3, P = 4 * 5;
+  const xs = Float32Array.from({ length: 2 * C * P }, (_, i) => 1000 + Math.sin(i));
+  const scale = new Float32Array([0.5, -2, 1.25]), bias = new Float32Array([0.1, 3, -7]);
+  const mean = new Float32Array([1000, 999.5, 1000.25]),
+    variance = new Float32Array([1e-4, 2, 0.5]);
+  const eps = 1e-3;
+  const bytes = model({
+    name: "bn",
+    nodes: [
+      node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], { epsilon: new Float(eps) }),
+    ],
+    initializers: [
+      floatTensor("s", [C], scale),
+      floatTensor("b", [C], bias),
+      floatTensor("m", [C], mean),
+      floatTensor("v", [C], variance),
+    ],
+    inputs: [valueInfo("x", [2, C, 4, 5])],
+    outputs: [valueInfo("y", [2, C, 4, 5])],
+  }, 15);
+  using imported = await importONNX(bytes);
+  const text = imported.executable.as_text();
+  const calls = [...text.matchAll(/call +vm\.op\.(\w+)/g)].map((m) => m[1]);
+  assertEquals(calls.filter((c) => c !== "sqrt" && c !== "divide" && c !== "add"), [
+    "subtract",
+    "conv2d",
+  ], text);
+  const want: number[] = [];
+  for (let i = 0; i < xs.length; i++) {
+    const c = Math.floor(i / P) % C;
+    want.push((xs[i] - mean[c]) / Math.sqrt(variance[c] + eps) * scale[c] + bias[c]);
+  }
+  const vm = new VirtualMachine(imported.executable);
+  using x = tensor(xs, { shape: [2, C, 4, 5] });
+  using y = await vm.invoke("main", x, imported.params) as NDArray;
+  const got = y.dataSync() as Float32Array;
+  for (let i = 0; i < want.length; i++) {
+    const tol = 2e-5 * Math.abs(want[i]) + 1e-5;
+    assert(Math.abs(got[i] - want[i]) <= tol, `[${i}] ${got[i]} against ${want[i]}`);
+  }
+});

@@ -257,6 +257,10 @@ export function conv2dProgram(
     KW === geometry.inputDilations[1] &&
     geometry.strides.every((v) => v === 1) && geometry.padBegin[0] === KH - 1 &&
     geometry.padBegin[1] === KW - 1 && OH === H * KH && OW === W * KW;
+  // A 1×1 window over channel groups of one (a depthwise scale: inference batch normalization),
+  // stride 1, no padding: each output reads the input at its own position, with no loop.
+  const scale = Cg === 1 && KH === 1 && KW === 1 && !spaced && OH === H && OW === W &&
+    geometry.strides.every((v) => v === 1) && geometry.padBegin.every((v) => v === 0);
   const body = onePhase
     ? `
   let iy = oy / u.KH;
@@ -284,14 +288,34 @@ export function conv2dProgram(
       }
     }
   }`;
+  // The output's element `idx` is plane `idx / (OH·OW)` (image × channel) at offset `idx %
+  // (OH·OW)`, which is where it reads its input plane: two divisions, where the loop's
+  // header makes seven (llvmpipe divides lane by lane).
+  const scaleSource = () =>
+    storage(0, "x", "f32", false) + storage(1, "w", "f32", false) +
+    storage(2, "b", "f32", false) + storage(3, "out", "f32", true) +
+    uniformStruct(FIELDS, 4) + mainHeader(WORKGROUP_SIZE) + `
+  let idx = wg * ${WORKGROUP_SIZE}u + lid;
+  if (idx >= u.total) { return; }
+  let plane = u.OH * u.OW;
+  let p = idx / plane;
+  let m = p % u.M;
+  let xi = ((p - m) / u.M * u.C + m / u.Mg) * plane + (idx - p * plane);
+  var sum = w[u.offW + m] * x[u.offX + xi];
+  ${bias ? "sum += b[u.offB + m];" : ""}
+  out[u.offOut + idx] = sum;
+}
+`;
   return {
     key: `conv2d:${bias ? "bias" : "plain"}:${
-      onePhase ? "one-phase" : phased ? "phased" : spaced ? "spaced" : "dense"
+      scale ? "scale" : onePhase ? "one-phase" : phased ? "phased" : spaced ? "spaced" : "dense"
     }`,
-    source: () =>
-      storage(0, "x", "f32", false) + storage(1, "w", "f32", false) +
-      storage(2, "b", "f32", false) + storage(3, "out", "f32", true) +
-      uniformStruct(FIELDS, 4) + mainHeader(WORKGROUP_SIZE) + `
+    source: scale
+      ? scaleSource
+      : () =>
+        storage(0, "x", "f32", false) + storage(1, "w", "f32", false) +
+        storage(2, "b", "f32", false) + storage(3, "out", "f32", true) +
+        uniformStruct(FIELDS, 4) + mainHeader(WORKGROUP_SIZE) + `
   let idx = wg * ${WORKGROUP_SIZE}u + lid;
   if (idx >= u.total) { return; }
   let ox = idx % u.OW;

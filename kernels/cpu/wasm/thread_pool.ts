@@ -31,7 +31,8 @@
  * over a few tile rows (at most an L2-sized block of A) and every block of
  * k, `pack_panels` over a few of B's column panels, or `dot_rows` over
  * a block of a packed weight already in the shared memory (`Job.dot`,
- * `dot_panels`: a sealed weight's copy, resident.ts). `runBlock` is the
+ * `dot_panels`: a sealed weight's copy, resident.ts), or a few channel
+ * planes of a depthwise convolution (`Job.depthwise`, depthwise.ts). `runBlock` is the
  * one function both sides run: its source is copied into the worker script.
  *
  * Where it runs. Deno always has `SharedArrayBuffer` and workers; a browser
@@ -55,6 +56,7 @@ export const Job = {
   packPanels: 4,
   packWindows: 5,
   epilogue: 6,
+  depthwise: 7,
 } as const;
 
 /**
@@ -100,6 +102,22 @@ export const JOB_ARGS = {
   },
   /** A convolution's bias and epilogue (epilogue_module.ts): C's first row, rows, C's row stride (floats), bytes a row, the rows' biases, the step table (byte addresses), its steps, rows a block. */
   epilogue: { cp: 5, rows: 6, ldc: 7, bytes: 8, bias: 9, steps: 10, nSteps: 11, per: 12 },
+  /** A depthwise convolution (depthwise_module.ts): its geometry and scratch (byte addresses), bytes of scratch a block, planes, planes a block, output channels, input channels, the window, the outputs' offset in a block's scratch and their bytes, a zero float, the step table (byte addresses) and its steps. */
+  depthwise: {
+    desc: 5,
+    scr: 6,
+    scrBytes: 7,
+    planes: 8,
+    per: 9,
+    M: 10,
+    C: 11,
+    K: 12,
+    outOff: 13,
+    outBytes: 14,
+    zero: 15,
+    steps: 16,
+    nSteps: 17,
+  },
   /** x, the packed weight, the outputs (byte addresses), its rows, K padded, rows a block (a multiple of 4). */
   dot: { xp: 5, wp: 6, op: 7, rows: 8, Kp: 9, br: 10 },
 } as const;
@@ -236,6 +254,24 @@ export function runBlock(
     const per = ctl[e.per], r0 = i * per, n = Math.min(per, ctl[e.rows] - r0), ldc = ctl[e.ldc];
     const cp = ctl[e.cp] + r0 * ldc * 4, bias = ctl[e.bias] + r0 * 4;
     ex.conv_epilogue(cp, n, ldc, ctl[e.bytes], bias, ctl[e.steps], ctl[e.nSteps]);
+  } else if (kind === 7) {
+    // A depthwise convolution's planes [i·per, (i+1)·per), in block i's scratch, zeroed first:
+    // each plane's input copied in, convolved, its epilogue applied there (conv_epilogue), its
+    // outputs copied out.
+    const d = slots.depthwise;
+    const desc = ctl[d.desc], scr = ctl[d.scr] + i * ctl[d.scrBytes], per = ctl[d.per];
+    const M = ctl[d.M], C = ctl[d.C], perGroup = M / C, conv = ex["dw" + ctl[d.K]];
+    const outAt = scr + ctl[d.outOff], outBytes = ctl[d.outBytes], nSteps = ctl[d.nSteps];
+    const zero = ctl[d.zero], steps = ctl[d.steps];
+    const p1 = Math.min(ctl[d.planes], (i + 1) * per);
+    ex.dw_zero(desc, scr);
+    for (let p = i * per; p < p1; p++) {
+      const n = Math.floor(p / M), m = p - n * M;
+      ex.dw_in(desc, scr, n * C + Math.floor(m / perGroup));
+      conv(desc, scr, m);
+      if (nSteps > 0) ex.conv_epilogue(outAt, 1, 0, outBytes, zero, steps, nSteps);
+      ex.dw_out(desc, scr, p);
+    }
   } else if (kind === 2) {
     // dot_panels over weight rows [i·br, (i+1)·br).
     const d = slots.dot;
