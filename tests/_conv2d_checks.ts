@@ -73,8 +73,8 @@ export const CONV_CASES: readonly ConvCase[] = [
     ],
   },
   {
-    // Rows a whole number of panels wide at horizontal stride 1: the panels are written by
-    // pack_windows from a zero-padded copy (kernels/cpu/wasm/windows_module.ts).
+    // Rows a whole number of panels wide: the product reads its B in place from a zero-padded
+    // copy (gemm_windows, kernels/cpu/wasm/gemm_module.ts; pack_windows packed it before).
     name: "3×3 into panels from a padded copy, rows of 16, vertical stride 2, relu",
     x: [2, 7, 11, 16],
     w: [10, 7, 3, 3],
@@ -100,6 +100,15 @@ export const CONV_CASES: readonly ConvCase[] = [
     padding: [0, 2, 1, 1],
   },
   {
+    // K = 360 passes one block of k (gemm.ts's kc): gemm_windows reads the offset table from
+    // each block's first row on; 7 output channels, a tile and a tail of one row.
+    name: "3×3 of 40 channels read in place from a padded copy over two blocks of k, rows of 16",
+    x: [1, 40, 5, 16],
+    w: [7, 40, 3, 3],
+    padding: [1, 1, 1, 1],
+    bias: true,
+  },
+  {
     name: "3×3 dilated (1, 2) into panels from a padded copy, grouped, rows of 8",
     x: [1, 8, 9, 12],
     w: [12, 4, 3, 3],
@@ -108,6 +117,15 @@ export const CONV_CASES: readonly ConvCase[] = [
     padding: [0, 0, 2, 0],
   },
   { name: "1×1 pointwise", x: [1, 17, 6, 5], w: [9, 17, 1, 1], bias: true },
+  {
+    // A plane of 24 (three panels, over two rows of x): x's copy read in place by gemm_windows,
+    // over two blocks of k (K = 300), 13 output channels (two tiles and a tail of one row).
+    name: "1×1 of 300 channels read in place, two blocks of k, bias, hard-swish",
+    x: [1, 300, 2, 12],
+    w: [13, 300, 1, 1],
+    bias: true,
+    epilogue: ["hardswish(3, 6)", (v) => v * clamp(v + 3, 0, 6) / 6],
+  },
   { name: "1×1 pointwise, two images, vec4-aligned", x: [2, 16, 5, 8], w: [12, 16, 1, 1] },
   {
     name: "stride 2, asymmetric padding",

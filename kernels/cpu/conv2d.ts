@@ -12,8 +12,10 @@
  * size of that layer's activations times its kernel. On the WebAssembly
  * path (at least `MR` output channels a group) no such matrix is made: the
  * windows are written straight into the product's B panels, block by block
- * (conv_panels.ts), and the bias and epilogue run on each block of C in the
- * product's scratch before it is copied out.
+ * (conv_panels.ts), or, for rows a whole number of panels wide (and 1×1
+ * convolutions of many channels), read by the product in place from a
+ * zero-padded copy of the input; the bias and epilogue run on each block of
+ * C in the product's scratch before it is copied out.
  *
  * A transposed convolution whose kernel equals its stride and that neither
  * overlaps nor crops (ONNX's `ConvTranspose` of kernel = stride, no pads:
@@ -46,8 +48,18 @@ import type { Conv2dEpilogueStep, Conv2dGeometry } from "../kernel_backend.ts";
 import { gemm } from "./matmul.ts";
 import { applyConvEpilogue } from "./conv_epilogue.ts";
 import { wasmDepthwise } from "./wasm/depthwise.ts";
-import { wasmConvGemm } from "./wasm/gemm.ts";
-import { rowEpilogue, windowPanels } from "./conv_panels.ts";
+import { type PanelPacker, wasmConvGemm } from "./wasm/gemm.ts";
+import { NR } from "./wasm/gemm_module.ts";
+import { rowEpilogue, type WindowGeometry, windowPanels } from "./conv_panels.ts";
+
+/**
+ * Input channels from which a 1×1 convolution's product reads x in place
+ * (`pointwisePanels`). PP-OCRv4's detector's 1×1 layers alone
+ * (bench/conv_layers_bench.ts, in place against packed, interleaved):
+ * 192 and 384 channels 3–10% faster in place, 96 the same, 16 and 48
+ * 6–12% slower.
+ */
+const POINTWISE_IN_PLACE_CHANNELS = 128;
 
 // Reused across calls; JS runs one kernel at a time.
 let scratch = new Float32Array(0);
@@ -148,7 +160,7 @@ function convolve(
           Mg,
           depth,
           plane,
-          direct ? null : windowPanels(xv, xOff, geo),
+          direct ? pointwisePanels(xv, xOff, geo) : windowPanels(xv, xOff, geo),
           bv === null && steps.length === 0 ? null : rowEpilogue(bv, g * Mg, Mg, steps),
         );
         if (done) continue;
@@ -232,6 +244,21 @@ function convolve(
     }
   }
   return false;
+}
+
+/**
+ * The product's B for a 1×1 convolution of stride 1 without padding, whose
+ * windows are x's channels as they are: with a plane a whole number of
+ * panels wide and many channels, one row of `H·W` outputs that the product
+ * reads in place from x's copy (conv_panels.ts), where `wasmConvGemm`
+ * would copy x in and pack it (null). Below `POINTWISE_IN_PLACE_CHANNELS`
+ * the packed panels were faster: each tile row reads its panel's few
+ * channels again from planes far apart.
+ */
+function pointwisePanels(xv: Float32Array, xOff: number, geo: WindowGeometry): PanelPacker | null {
+  const plane = geo.H * geo.W;
+  if (plane % NR !== 0 || geo.channels < POINTWISE_IN_PLACE_CHANNELS) return null;
+  return windowPanels(xv, xOff, { ...geo, H: 1, W: plane, OH: 1, OW: plane });
 }
 
 /**

@@ -72,7 +72,7 @@ export const Job = {
  * `Job.dot` is `dot_panels(xp, wp, op, rows, Kp)` (gemm_module.ts).
  */
 export const JOB_ARGS = {
-  /** Products: A, B's panels, C (byte addresses), full tile rows, panels, K, block of k, strides of A and C, tile rows (job 1) or panels (job 3) a block, the tile, the tail rows. */
+  /** Products: A, B's panels, C (byte addresses), full tile rows, panels, K, block of k, strides of A and C, tile rows (job 1) or panels (job 3) a block, the tile, the tail rows; for a convolution's windows read in place (`gemm_windows`, table not 0: B's panels unused), the padded input, the kernel elements' and the panels' offset tables (byte addresses). */
   gemm: {
     ap: 5,
     bp: 6,
@@ -87,6 +87,9 @@ export const JOB_ARGS = {
     MR: 15,
     NR: 16,
     tail: 17,
+    src: 18,
+    table: 19,
+    bases: 20,
   },
   /** B's rows at `src` packed into panels at `dst` (byte addresses): K, row stride, panels, panels a block, the panel width. */
   packPanels: { src: 5, dst: 6, K: 7, lds: 8, nPanels: 9, per: 10, NR: 11 },
@@ -202,8 +205,30 @@ export function runBlock(
     const a = ap + t0 * MR * lda * 4, b = bp + p0 * K * NR * 4;
     const c = cp + (t0 * MR * ldc + p0 * NR) * 4;
     const aTail = ap + fullTiles * MR * lda * 4, cTail = cp + (fullTiles * MR * ldc + p0 * NR) * 4;
+    const table = ctl[g.table];
     for (let k0 = 0; k0 < K; k0 += kcb) {
       const kc = Math.min(kcb, K - k0), acc = k0 > 0 ? 1 : 0;
+      if (table !== 0) {
+        // B read in place from a convolution's padded input (gemm_windows).
+        const src = ctl[g.src], t = table + k0 * 4, bases = ctl[g.bases] + p0 * 4;
+        if (nt > 0) ex.gemm_windows(a + k0 * 4, src, t, bases, c, nt, np, kc, lda, ldc, acc);
+        if (withTail) {
+          ex["gemm_windows_" + tail](
+            aTail + k0 * 4,
+            src,
+            t,
+            bases,
+            cTail,
+            1,
+            np,
+            kc,
+            lda,
+            ldc,
+            acc,
+          );
+        }
+        continue;
+      }
       if (nt > 0) ex.gemm_tiles(a + k0 * 4, b + k0 * NR * 4, c, nt, np, kc, lda, K, ldc, acc);
       if (withTail) {
         ex["gemm_tiles_" + tail](
