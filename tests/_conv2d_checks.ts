@@ -201,6 +201,17 @@ export const CONV_CASES: readonly ConvCase[] = [
     padding: [1, 1, 1, 1],
   },
   {
+    // One output channel (a detector's last upsampling): four phase rows, zero-padded to the
+    // product's MR so that it runs in WebAssembly, their rows' outputs dropped.
+    name: "transposed 2×2 stride 2 to one channel, two images, bias, affine epilogue",
+    x: [2, 7, 5, 9],
+    w: [1, 7, 2, 2],
+    inputDilation: [2, 2],
+    padding: [1, 1, 1, 1],
+    bias: true,
+    epilogue: ["affine(1.5, 0.25)", (v) => 1.5 * v + 0.25],
+  },
+  {
     name: "transposed 3×3 stride 3, two images (by phase)",
     x: [2, 6, 3, 4],
     w: [5, 6, 3, 3],

@@ -49,7 +49,7 @@ import { gemm } from "./matmul.ts";
 import { applyConvEpilogue } from "./conv_epilogue.ts";
 import { wasmDepthwise } from "./wasm/depthwise.ts";
 import { type PanelPacker, wasmConvGemm } from "./wasm/gemm.ts";
-import { NR } from "./wasm/gemm_module.ts";
+import { MR, NR } from "./wasm/gemm_module.ts";
 import { rowEpilogue, type WindowGeometry, windowPanels } from "./conv_panels.ts";
 
 /**
@@ -335,8 +335,11 @@ function allPhases(
   KW: number,
   steps: readonly Conv2dEpilogueStep[],
 ): boolean {
-  const P = KH * KW, rows = P * M, HW = H * W, OW = W * KW, plane = H * KH * OW;
+  // Rows past the phases' (a 24 → 1 upsampling has 4) are zero up to the product's MR, so that
+  // it takes the WebAssembly product, not byPhase's TypeScript one; their outputs are dropped.
+  const P = KH * KW, rows = Math.max(P * M, MR), HW = H * W, OW = W * KW, plane = H * KH * OW;
   if (scratch.length < rows * C + rows * HW) scratch = new Float32Array(rows * C + rows * HW);
+  scratch.fill(0, P * M * C, rows * C);
   // Phase (r, q) is kernel element (KH−1−r, KW−1−q): its weights are rows (r·KW + q)·M ...
   for (let r = 0; r < KH; r++) {
     for (let q = 0; q < KW; q++) {

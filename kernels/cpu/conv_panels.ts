@@ -127,15 +127,22 @@ function paddedPanels(xv: Float32Array, xOff: number, g: WindowGeometry): PanelP
   return {
     floats: inputFloats + K + nP,
     place({ view, own }) {
-      // Zeros where the padding falls (none for a 1×1 of stride 1: every float is copied).
-      if (!(sw === 1 && ph === 0 && pw === 0 && Hp <= H && Wp <= W)) {
-        view.fill(0, own, own + inputFloats);
-      }
+      // Zeros where the padding falls: at stride 1 only there (the rows above and below the
+      // input's, and each row's ends), not a pass over the whole copy before it is written.
+      if (sw !== 1) view.fill(0, own, own + inputFloats);
       for (let c = 0; c < channels; c++) {
+        const at = own + c * plane;
+        if (sw === 1) {
+          view.fill(0, at, at + Math.min(plane, (y0 + ph) * Wq));
+          view.fill(0, at + Math.max(0, Math.min(plane, (y1 + ph) * Wq)), at + plane);
+        }
         for (let iy = y0; iy < y1; iy++) {
-          const from = xOff + c * H * W + iy * W, to = own + c * plane + (iy + ph) * Wq;
-          if (sw === 1) view.set(xv.subarray(from + x0, from + x1), to + pw + x0);
-          else {
+          const from = xOff + c * H * W + iy * W, to = at + (iy + ph) * Wq;
+          if (sw === 1) {
+            view.fill(0, to, to + Math.min(Wq, pw + x0));
+            view.set(xv.subarray(from + x0, from + x1), to + pw + x0);
+            view.fill(0, to + Math.max(0, pw + x1), to + Wq);
+          } else {
             // Padded column X = ix + pw is column i of phase q, stepped without dividing.
             const phase = channels * plane;
             let q = (x0 + pw) % sw, i = (x0 + pw - q) / sw;
