@@ -13,7 +13,10 @@
  * by ops_conv.ts at import, as onnxruntime's Conv+BatchNormalization and
  * Conv+Add fusions do): inference-mode `BatchNormalization`, and `Mul` or
  * `Add` by a constant of one value a channel (`[M, 1, 1]`, `[1, M, 1,
- * 1]`). `ConvTranspose` folds the same chains where it becomes one
+ * 1]`), where the weights, bias and statistics are `Constant` nodes (as
+ * paddle2onnx writes them), not initializers: those are the parameter
+ * tuple, which a caller may load anew, and a folded copy of a weight would
+ * also be held beside it. `ConvTranspose` folds the same chains where it becomes one
  * `vm.op.conv2d` (no `output_shape` or `auto_pad`, pads within the
  * kernel): PP-OCRv4's detector ends in two of them, each followed by its
  * bias `Add`, a `BatchNormalization` and a `Relu` (three passes over its
@@ -117,6 +120,10 @@ function pushAffine(steps: Conv2dEpilogueStep[], a: number, b: number): void {
 export function fuseConvEpilogues(graph: Graph, opset: number): Node[] {
   const constants = new Map<string, TensorProto>();
   for (const t of graph.initializers) constants.set(t.name, t);
+  // Initializers are the parameter tuple `main` takes, which a caller may load anew
+  // (`load_params`): the per-channel folds, which rewrite weights, read `Constant` nodes only.
+  const params = new Set(graph.initializers.map((t) => t.name));
+  const fixed = (name: string) => name !== "" && !params.has(name) && constants.has(name);
   const consumers = new Map<string, Node[]>();
   for (const n of graph.nodes) {
     if (n.opType === "Constant" && n.domain === "" && n.outputs.length === 1) {
@@ -158,7 +165,8 @@ export function fuseConvEpilogues(graph: Graph, opset: number): Node[] {
     // Per-channel steps change the weights and bias at import: both must be constants.
     const biasName = conv.inputs[2] ?? "";
     const channel: { scale: Float64Array; shift: Float64Array } | undefined =
-      biasName === "" || floatsOf(constants.get(biasName))?.length === M
+      fixed(conv.inputs[1]) &&
+        (biasName === "" || (fixed(biasName) && floatsOf(constants.get(biasName))?.length === M))
         ? { scale: new Float64Array(M).fill(1), shift: new Float64Array(M) }
         : undefined;
     let channelSteps = 0;
@@ -259,8 +267,9 @@ export function fuseConvEpilogues(graph: Graph, opset: number): Node[] {
     if (n.outputs.length < 1 || n.outputs.slice(1).some((o) => o !== "")) return false;
     const { scale, shift } = channel;
     if ((n.opType === "Mul" || n.opType === "Add") && n.inputs.length === 2) {
-      if (n.inputs[0] === n.inputs[1]) return false;
-      const c = perChannelOf(constants.get(n.inputs[n.inputs[0] === y ? 1 : 0]), M);
+      const other = n.inputs[n.inputs[0] === y ? 1 : 0];
+      if (n.inputs[0] === n.inputs[1] || !fixed(other)) return false;
+      const c = perChannelOf(constants.get(other), M);
       if (c === undefined) return false;
       for (let m = 0; m < M; m++) {
         if (n.opType === "Add") shift[m] += c[m];
@@ -275,6 +284,7 @@ export function fuseConvEpilogues(graph: Graph, opset: number): Node[] {
       return false;
     }
     if (Number(n.attributes.find((a) => a.name === "training_mode")?.i ?? 0) !== 0) return false;
+    if (!n.inputs.slice(1).every(fixed)) return false;
     const [gamma, beta, mean, variance] = n.inputs.slice(1).map((name) =>
       floatsOf(constants.get(name))
     );

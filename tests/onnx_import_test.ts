@@ -22,6 +22,7 @@ import {
 } from "../mod.ts";
 import {
   ElemType,
+  type Field,
   Float,
   floatTensor,
   int64Tensor,
@@ -722,10 +723,19 @@ Deno.test("onnx import: the activation chains after a Conv fold into its epilogu
   for (const o of outs) o.dispose();
 });
 
+/** A `Constant` node whose value is a float32 tensor (AttributeProto: t 5, type TENSOR 4). */
+function constantNode(name: string, dims: readonly number[], data: Float32Array): Field[] {
+  return [[2, name], [4, "Constant"], [5, [[1, "value"], [5, floatTensor(name, dims, data)], [
+    20,
+    4,
+  ]]]];
+}
+
 Deno.test("onnx import: BatchNormalization and per-channel Mul/Add after a Conv or ConvTranspose fold into its weights and bias", async () => {
-  // y = Relu(BN(conv(x) + b)); u = Relu(BN(s ⊙ (convT(y) + t))), convT of kernel = stride 2
-  // (a detector's upsampling); then v = conv(u) + r with r of shape [M] (it broadcasts along
-  // W, not the channels: not folded) and w = BN(v) whose input is also a graph output (kept).
+  // Constant nodes: y = Relu(BN(conv(x) + b)); u = Relu(BN(s ⊙ (convT(y) + t))), convT of
+  // kernel = stride 2 (a detector's upsampling). Not folded: z = BN(conv(u) by w3), w3 an
+  // initializer (a parameter a caller may replace), and v = conv(u) + r with r of shape [2W]
+  // (it broadcasts along W, not the channels).
   const C = 2, M = 3, H = 3, W = 4;
   const xs = Float32Array.from({ length: C * H * W }, (_, i) => Math.sin(i) * 2);
   const w1 = Float32Array.from({ length: M * C * 3 * 3 }, (_, i) => Math.cos(i) / 2);
@@ -733,17 +743,28 @@ Deno.test("onnx import: BatchNormalization and per-channel Mul/Add after a Conv 
   const wt = Float32Array.from({ length: M * M * 2 * 2 }, (_, i) => Math.sin(i + 2) / 2);
   const t = Float32Array.from([0.1, -0.2, 0.3]), s = Float32Array.from([1.5, -0.5, 2]);
   const w3 = Float32Array.from({ length: 4 * M }, (_, i) => Math.cos(i + 1));
+  const w5 = Float32Array.from({ length: 2 * M }, (_, i) => Math.sin(i + 3));
   const r = Float32Array.from({ length: 2 * W }, (_, i) => i / 8);
   const bn = (p: string, k: number) => [
-    floatTensor(`${p}_g`, [k], Float32Array.from({ length: k }, (_, i) => 0.5 + i / 3)),
-    floatTensor(`${p}_b`, [k], Float32Array.from({ length: k }, (_, i) => i / 4 - 0.3)),
-    floatTensor(`${p}_m`, [k], Float32Array.from({ length: k }, (_, i) => 0.2 - i / 5)),
-    floatTensor(`${p}_v`, [k], Float32Array.from({ length: k }, (_, i) => 0.4 + i / 2)),
+    constantNode(`${p}_g`, [k], Float32Array.from({ length: k }, (_, i) => 0.5 + i / 3)),
+    constantNode(`${p}_b`, [k], Float32Array.from({ length: k }, (_, i) => i / 4 - 0.3)),
+    constantNode(`${p}_m`, [k], Float32Array.from({ length: k }, (_, i) => 0.2 - i / 5)),
+    constantNode(`${p}_v`, [k], Float32Array.from({ length: k }, (_, i) => 0.4 + i / 2)),
   ];
   const bnInputs = (p: string) => [`${p}_g`, `${p}_b`, `${p}_m`, `${p}_v`];
   const bytes = model({
     name: "channel_folds",
     nodes: [
+      constantNode("w1", [M, C, 3, 3], w1),
+      constantNode("b1", [M], b1),
+      constantNode("wt", [M, M, 2, 2], wt),
+      constantNode("t", [M, 1, 1], t),
+      constantNode("s", [1, M, 1, 1], s),
+      constantNode("w5", [2, M, 1, 1], w5),
+      constantNode("r", [2 * W], r),
+      ...bn("n1", M),
+      ...bn("n2", M),
+      ...bn("n3", 4),
       node("Conv", ["x", "w1", "b1"], ["c1"], { kernel_shape: [3, 3], pads: [1, 1, 1, 1] }),
       node("BatchNormalization", ["c1", ...bnInputs("n1")], ["n1"], { epsilon: new Float(1e-3) }),
       node("Relu", ["n1"], ["y"]),
@@ -753,26 +774,16 @@ Deno.test("onnx import: BatchNormalization and per-channel Mul/Add after a Conv 
       node("BatchNormalization", ["cs", ...bnInputs("n2")], ["n2"]),
       node("Relu", ["n2"], ["u"]),
       node("Conv", ["u", "w3"], ["c3"], { kernel_shape: [1, 1] }),
-      node("Add", ["c3", "r"], ["v"]),
-      node("BatchNormalization", ["v", ...bnInputs("n3")], ["z"]),
+      node("BatchNormalization", ["c3", ...bnInputs("n3")], ["z"]),
+      node("Conv", ["u", "w5"], ["c5"], { kernel_shape: [1, 1] }),
+      node("Add", ["c5", "r"], ["v"]),
     ],
-    initializers: [
-      floatTensor("w1", [M, C, 3, 3], w1),
-      floatTensor("b1", [M], b1),
-      floatTensor("wt", [M, M, 2, 2], wt),
-      floatTensor("t", [M, 1, 1], t),
-      floatTensor("s", [1, M, 1, 1], s),
-      floatTensor("w3", [4, M, 1, 1], w3),
-      floatTensor("r", [2 * W], r),
-      ...bn("n1", M),
-      ...bn("n2", M),
-      ...bn("n3", 4),
-    ],
+    initializers: [floatTensor("w3", [4, M, 1, 1], w3)],
     inputs: [valueInfo("x", [1, C, H, W])],
     outputs: [
       valueInfo("u", [1, M, 2 * H, 2 * W]),
-      valueInfo("v", [1, 4, 2 * H, 2 * W]),
       valueInfo("z", [1, 4, 2 * H, 2 * W]),
+      valueInfo("v", [1, 2, 2 * H, 2 * W]),
     ],
   }, 13);
   // The definition, in float64.
@@ -809,27 +820,42 @@ Deno.test("onnx import: BatchNormalization and per-channel Mul/Add after a Conv 
       }
     }
   }
-  const v: number[] = [], z: number[] = [];
-  for (let o = 0; o < 4; o++) {
-    for (let p = 0; p < OH * OW; p++) {
-      let acc = r[p % OW];
-      for (let c = 0; c < M; c++) acc += w3[o * M + c] * u[c * OH * OW + p];
-      v.push(acc);
-      z.push(norm(acc, o));
+  /** z = BN(conv(u) by `w`), v = conv(u) by w5 + r. */
+  const zv = (w: Float32Array) => {
+    const z: number[] = [], v: number[] = [];
+    for (let o = 0; o < 4; o++) {
+      for (let p = 0; p < OH * OW; p++) {
+        let acc = 0;
+        for (let c = 0; c < M; c++) acc += w[o * M + c] * u[c * OH * OW + p];
+        z.push(norm(acc, o));
+      }
     }
-  }
+    for (let o = 0; o < 2; o++) {
+      for (let p = 0; p < OH * OW; p++) {
+        let acc = r[p % OW];
+        for (let c = 0; c < M; c++) acc += w5[o * M + c] * u[c * OH * OW + p];
+        v.push(acc);
+      }
+    }
+    return { z, v };
+  };
   using imported = await importONNX(bytes);
   const text = imported.executable.as_text();
-  // Both chains fold away; the [M]-shaped Add and the BatchNormalization after it stay.
+  // Both chains fold into their conv2d: its first two calls; the rest stays as written.
   const calls = [...text.matchAll(/call +vm\.op\.(\w+)/g)].map((m) => m[1]);
   assertEquals(calls.slice(0, 3), ["conv2d", "conv2d", "conv2d"], text);
-  assert(calls.slice(3).includes("add"), text);
-  assertEquals(calls.filter((c) => c === "conv2d").length, 3, text);
+  assertEquals(calls.filter((c) => c === "conv2d").length, 4, text);
+  assert(calls.length > 4, text);
   const vm = new VirtualMachine(imported.executable);
   using x = tensor(xs, { shape: [1, C, H, W] });
-  const outs = await vm.invoke("main", x, imported.params) as NDArray[];
-  close(outs[0].dataSync() as Float32Array, u, 1e-4);
-  close(outs[1].dataSync() as Float32Array, v, 1e-4);
-  close(outs[2].dataSync() as Float32Array, z, 1e-4);
-  for (const o of outs) o.dispose();
+  for (const scale of [1, 2]) {
+    // The parameter w3 replaced (as `load_params` may): z follows it.
+    using w3p = tensor(w3.map((v) => v * scale), { shape: [4, M, 1, 1] });
+    const outs = await vm.invoke("main", x, [w3p]) as NDArray[];
+    const want = zv(w3.map((v) => v * scale));
+    close(outs[0].dataSync() as Float32Array, u, 1e-4);
+    close(outs[1].dataSync() as Float32Array, want.z, 1e-4);
+    close(outs[2].dataSync() as Float32Array, want.v, 1e-4);
+    for (const o of outs) o.dispose();
+  }
 });
