@@ -33,6 +33,8 @@ interface Layer {
   inputDilation?: number[];
   bias?: boolean;
   epilogue?: string;
+  /** Weights all 1 (a `Resize` by an integer `nearest` scale, as the importer writes it). */
+  ones?: boolean;
 }
 const HS = "affine(0.9, 0.1) hardswish(3, 6) affine(1.1, 0)";
 const LAYERS: Layer[] = [
@@ -90,6 +92,24 @@ const LAYERS: Layer[] = [
     inputDilation: [2, 2],
   },
   {
+    name: "det nearest ×2 96 @24×80",
+    x: [1, 96, 24, 80],
+    w: [96, 1, 2, 2],
+    groups: 96,
+    padding: [1, 1, 1, 1],
+    inputDilation: [2, 2],
+    ones: true,
+  },
+  {
+    name: "det nearest ×8 24 @6×20",
+    x: [1, 24, 6, 20],
+    w: [24, 1, 8, 8],
+    groups: 24,
+    padding: [7, 7, 7, 7],
+    inputDilation: [8, 8],
+    ones: true,
+  },
+  {
     name: "det 24→1 up 2×2 @96×320",
     x: [1, 24, 96, 320],
     w: [1, 24, 2, 2],
@@ -104,7 +124,8 @@ const randoms = (n: number) =>
   Float32Array.from({ length: n }, () => ((seed = (seed * 16807) % 2147483647) / 2147483647) - 0.5);
 const prepared = LAYERS.map((l) => {
   const x = tensor(randoms(l.x.reduce((a, b) => a * b)), { shape: l.x });
-  const w = tensor(randoms(l.w.reduce((a, b) => a * b)), { shape: l.w });
+  const wn = l.w.reduce((a, b) => a * b);
+  const w = tensor(l.ones ? new Float32Array(wn).fill(1) : randoms(wn), { shape: l.w });
   const b = l.bias ? tensor(randoms(l.w[0])) : null;
   const call = () =>
     conv2d(

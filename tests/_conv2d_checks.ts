@@ -28,6 +28,8 @@ export interface ConvCase {
   bias?: boolean;
   /** `vm.op.conv2d`'s epilogue text and what it computes of each output, written out. */
   epilogue?: [string, (v: number) => number];
+  /** Weight element `k` (row-major), where a path depends on their values; random otherwise. */
+  weights?: (k: number) => number;
 }
 
 const clamp = (v: number, lo: number, hi: number) => Math.min(Math.max(v, lo), hi);
@@ -228,6 +230,29 @@ export const CONV_CASES: readonly ConvCase[] = [
     padding: [1, 1, 1, 1],
   },
   {
+    // A Resize by nearest ×3 as the importer writes it: every weight 1, so each output row is
+    // computed once and copied to the two below it (the general width, not 2).
+    name: "transposed depthwise 3×3 stride 3 of all-one weights (nearest ×3), two images",
+    x: [2, 3, 4, 5],
+    w: [3, 1, 3, 3],
+    groups: 3,
+    inputDilation: [3, 3],
+    padding: [2, 2, 2, 2],
+    weights: () => 1,
+  },
+  {
+    // Channel multiplier 2; even output channels repeat their kernel rows (copied), odd ones
+    // do not (computed).
+    name: "transposed depthwise 2×2 stride 2, repeated and distinct kernel rows, bias",
+    x: [1, 2, 3, 4],
+    w: [4, 1, 2, 2],
+    groups: 2,
+    inputDilation: [2, 2],
+    padding: [1, 1, 1, 1],
+    bias: true,
+    weights: (k) => ((k >> 2) % 2 === 0 ? [0.5, -2][k % 2] : (k % 4) + 1),
+  },
+  {
     name: "transposed 3×3 stride (2, 3), grouped",
     x: [1, 4, 5, 4],
     w: [6, 2, 3, 3],
@@ -368,7 +393,10 @@ export async function checkConv2d(device?: Device): Promise<void> {
   const conv2d = getGlobalFunc("vm.op.conv2d")!;
   for (const [i, c] of CONV_CASES.entries()) {
     const xs = randoms(c.x.reduce((a, b) => a * b), 7 + i);
-    const ws = randoms(c.w.reduce((a, b) => a * b), 101 + i);
+    const wn = c.w.reduce((a, b) => a * b);
+    const ws = c.weights === undefined
+      ? randoms(wn, 101 + i)
+      : Float32Array.from({ length: wn }, (_, k) => c.weights!(k));
     const bs = c.bias ? randoms(c.w[0], 211 + i) : null;
     const want = referenceConv(c, xs, ws, bs);
     using x = tensor(xs, { shape: c.x, device });

@@ -281,30 +281,87 @@ function byPhase(
   G: number,
 ): void {
   const HW = H * W, OW = W * KW, plane = H * KH * OW;
-  if (G === 1 && scratch.length < M * C + M * HW) scratch = new Float32Array(M * C + M * HW);
+  if (G > 1) {
+    upsampleDepthwise(xv, wv, ov, N, C, H, W, M, KH, KW, G);
+    return;
+  }
+  if (scratch.length < M * C + M * HW) scratch = new Float32Array(M * C + M * HW);
   for (let r = 0; r < KH; r++) {
     for (let q = 0; q < KW; q++) {
       const k = (KH - 1 - r) * KW + (KW - 1 - q);
       for (let n = 0; n < N; n++) {
-        if (G === 1) {
-          // This phase's weights [M, C], then [M, C] @ x[n] [C, H·W] into the scratch after them.
-          for (let m = 0; m < M; m++) {
-            for (let c = 0; c < C; c++) scratch[m * C + c] = wv[(m * C + c) * KH * KW + k];
-          }
-          gemm(scratch, 0, xv, n * C * HW, scratch, M * C, M, C, HW, true);
-        }
+        // This phase's weights [M, C], then [M, C] @ x[n] [C, H·W] into the scratch after them.
         for (let m = 0; m < M; m++) {
-          const o = (n * M + m) * plane + r * OW + q;
-          if (G === 1) {
-            const src = M * C + m * HW;
-            for (let i = 0; i < H; i++) {
-              for (let j = 0; j < W; j++) ov[o + i * KH * OW + j * KW] = scratch[src + i * W + j];
+          for (let c = 0; c < C; c++) scratch[m * C + c] = wv[(m * C + c) * KH * KW + k];
+        }
+        gemm(scratch, 0, xv, n * C * HW, scratch, M * C, M, C, HW, true);
+        for (let m = 0; m < M; m++) {
+          const o = (n * M + m) * plane + r * OW + q, src = M * C + m * HW;
+          for (let i = 0; i < H; i++) {
+            for (let j = 0; j < W; j++) ov[o + i * KH * OW + j * KW] = scratch[src + i * W + j];
+          }
+        }
+      }
+    }
+  }
+}
+
+/**
+ * `byPhase` for a depthwise convolution (Cg = 1; output channel m reads
+ * input channel ⌊m / (M/G)⌋), output row by output row: row `i·KH + r` is
+ * input row `i` with each value spread over `KW` outputs times kernel
+ * elements `(KH−1−r, KW−1−q)`, written in order, and a row whose `KW`
+ * weights repeat an earlier phase row's is a copy of that row (a `Resize`
+ * by an integer `nearest` scale: every weight 1, each input row computed
+ * once and copied `KH − 1` times). Phase by phase, each of the `KH·KW`
+ * passes wrote every `KW`-th output over the whole plane.
+ */
+function upsampleDepthwise(
+  xv: Float32Array,
+  wv: Float32Array,
+  ov: Float32Array,
+  N: number,
+  C: number,
+  H: number,
+  W: number,
+  M: number,
+  KH: number,
+  KW: number,
+  G: number,
+): void {
+  const OW = W * KW, plane = H * KH * OW, K = KH * KW;
+  const wr = new Float32Array(K), same = new Int32Array(KH);
+  for (let m = 0; m < M; m++) {
+    // Phase row r's weights wr[r·KW + q] = w[m, KH−1−r, KW−1−q]; same[r]: an earlier equal row.
+    for (let r = 0; r < KH; r++) {
+      for (let q = 0; q < KW; q++) wr[r * KW + q] = wv[m * K + (KH - 1 - r) * KW + (KW - 1 - q)];
+      same[r] = -1;
+      for (let r2 = 0; r2 < r && same[r] < 0; r2++) {
+        let eq = true;
+        for (let q = 0; q < KW && eq; q++) eq = Object.is(wr[r2 * KW + q], wr[r * KW + q]);
+        if (eq) same[r] = r2;
+      }
+    }
+    for (let n = 0; n < N; n++) {
+      const src = (n * C + Math.floor(m / (M / G))) * H * W, o = (n * M + m) * plane;
+      for (let i = 0; i < H; i++) {
+        const xr = src + i * W;
+        for (let r = 0; r < KH; r++) {
+          const to = o + (i * KH + r) * OW;
+          if (same[r] >= 0) {
+            const from = o + (i * KH + same[r]) * OW;
+            ov.copyWithin(to, from, from + OW);
+          } else if (KW === 2) {
+            const w0 = wr[r * 2], w1 = wr[r * 2 + 1];
+            for (let j = 0; j < W; j++) {
+              const v = xv[xr + j];
+              ov[to + 2 * j] = w0 * v;
+              ov[to + 2 * j + 1] = w1 * v;
             }
           } else {
-            // Depthwise (Cg = 1): output channel m reads input channel ⌊m / (M/G)⌋.
-            const wk = wv[m * KH * KW + k], src = (n * C + Math.floor(m / (M / G))) * HW;
-            for (let i = 0; i < H; i++) {
-              for (let j = 0; j < W; j++) ov[o + i * KH * OW + j * KW] = wk * xv[src + i * W + j];
+            for (let j = 0, t = to; j < W; j++) {
+              const v = xv[xr + j];
+              for (let q = 0; q < KW; q++, t++) ov[t] = wr[r * KW + q] * v;
             }
           }
         }
