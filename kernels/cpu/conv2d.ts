@@ -418,13 +418,22 @@ function allPhases(
     if (!wasmConvGemm(scratch, 0, xv, n * C * HW, scratch, rows * C, rows, C, HW, null, epilogue)) {
       return false;
     }
-    for (let r = 0; r < KH; r++) {
-      for (let q = 0; q < KW; q++) {
-        for (let m = 0; m < M; m++) {
-          const o = (n * M + m) * plane + r * OW + q, src = rows * C + ((r * KW + q) * M + m) * HW;
-          for (let i = 0; i < H; i++) {
-            const to = o + i * KH * OW, from = src + i * W;
-            for (let j = 0; j < W; j++) ov[to + j * KW] = scratch[from + j];
+    // Output row i·KH + r of channel m interleaves row i of phases (r, 0 .. KW−1), written in
+    // order (a pass a phase, each writing every KW-th output of the plane, cost twice as much).
+    for (let m = 0; m < M; m++) {
+      for (let i = 0; i < H; i++) {
+        for (let r = 0; r < KH; r++) {
+          const to = (n * M + m) * plane + (i * KH + r) * OW;
+          const from = rows * C + (r * KW * M + m) * HW + i * W, step = M * HW;
+          if (KW === 2) {
+            for (let j = 0; j < W; j++) {
+              ov[to + 2 * j] = scratch[from + j];
+              ov[to + 2 * j + 1] = scratch[from + step + j];
+            }
+          } else {
+            for (let j = 0, t = to; j < W; j++) {
+              for (let q = 0; q < KW; q++, t++) ov[t] = scratch[from + q * step + j];
+            }
           }
         }
       }
