@@ -143,14 +143,15 @@ function paddedPanels(xv: Float32Array, xOff: number, g: WindowGeometry): PanelP
             view.set(xv.subarray(from + x0, from + x1), to + pw + x0);
             view.fill(0, to + Math.max(0, pw + x1), to + Wq);
           } else {
-            // Padded column X = ix + pw is column i of phase q, stepped without dividing.
+            // Padded column X = ix + pw is column ⌊X / sw⌋ of phase X mod sw: phase by phase,
+            // every sw-th input into consecutive floats (one loop of plain steps each, where
+            // stepping the phase per element cost a test and a branch an element).
             const phase = channels * plane;
-            let q = (x0 + pw) % sw, i = (x0 + pw - q) / sw;
-            for (let ix = x0; ix < x1; ix++) {
-              view[to + q * phase + i] = xv[from + ix];
-              if (++q === sw) {
-                q = 0;
-                i++;
+            for (let q = 0; q < sw; q++) {
+              // The first input column of phase q, and where it lands.
+              let ix = x0 + (((q - (x0 + pw)) % sw) + sw) % sw;
+              for (let t = to + q * phase + (ix + pw - q) / sw; ix < x1; ix += sw, t++) {
+                view[t] = xv[from + ix];
               }
             }
           }
