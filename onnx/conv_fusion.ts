@@ -3,7 +3,8 @@
  * convolution's epilogue (`vm.op.conv2d`'s `epilogue`, computed while the
  * output is in cache): scalings by constants (`Mul`, `Add`, `Sub`, `Div` by
  * a one-element constant: PaddleOCR's learnable affine blocks), `Relu`,
- * `Clip` by constants, `HardSigmoid`, `HardSwish`, and the hard-swish
+ * `Clip` by constants, `HardSigmoid`, `HardSwish`, `Sigmoid` (a detector's
+ * probability map after its last upsampling), and the hard-swish
  * paddle2onnx spells out, `y · Clip(y + 3, 0, 6) / 6`. In PP-OCRv4 these
  * were a third of the recognizer's CPU time: up to eight passes over each
  * activation, where onnxruntime fuses them into its convolutions.
@@ -209,6 +210,8 @@ export function fuseConvEpilogues(graph: Graph, opset: number): Node[] {
         steps.push({ op: "hardsigmoid", a: attr(n, "alpha", 0.2), b: attr(n, "beta", 0.5) });
       } else if (n.opType === "HardSwish" && n.inputs.length === 1) {
         steps.push({ op: "hardswish", a: 3, b: 6 });
+      } else if (n.opType === "Sigmoid" && n.inputs.length === 1) {
+        steps.push({ op: "sigmoid", a: 0, b: 0 });
       } else if (n.opType === "Clip" && n.inputs[0] === y) {
         const bounds = clipBounds(n);
         if (bounds === undefined) break;

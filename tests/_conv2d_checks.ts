@@ -64,6 +64,24 @@ export const CONV_CASES: readonly ConvCase[] = [
   },
   { name: "1×1 stride 2 into panels", x: [1, 9, 11, 9], w: [7, 9, 1, 1], strides: [2, 2] },
   {
+    // Sigmoid in WebAssembly (conv_epilogue: e^−|v| by the vector exponential) on the product's
+    // rows; an affine first so that outputs reach ±20, where 1 − s and s underflow apart.
+    name: "1×1, bias, affine then sigmoid epilogue on the product's rows",
+    x: [2, 5, 7, 8],
+    w: [8, 5, 1, 1],
+    bias: true,
+    epilogue: ["affine(12, 0) sigmoid", (v) => 1 / (1 + Math.exp(-12 * v))],
+  },
+  {
+    // The same through the direct loop's TypeScript epilogue (a transposed 3×3 of stride 2).
+    name: "transposed 3×3 stride 2, sigmoid epilogue (TypeScript)",
+    x: [1, 3, 4, 5],
+    w: [4, 3, 3, 3],
+    inputDilation: [2, 2],
+    padding: [1, 1, 1, 1],
+    epilogue: ["sigmoid", (v) => 1 / (1 + Math.exp(-v))],
+  },
+  {
     // The bias and every epilogue step on the product's C in WebAssembly (epilogue_module.ts).
     name: "1×1, bias, clip hard-sigmoid affine epilogue on the product's rows",
     x: [2, 5, 7, 9],

@@ -732,7 +732,7 @@ function constantNode(name: string, dims: readonly number[], data: Float32Array)
 }
 
 Deno.test("onnx import: BatchNormalization and per-channel Mul/Add after a Conv or ConvTranspose fold into its weights and bias", async () => {
-  // Constant nodes: y = Relu(BN(conv(x) + b)); u = Relu(BN(s ⊙ (convT(y) + t))), convT of
+  // Constant nodes: y = Sigmoid(Relu(BN(conv(x) + b))); u = Relu(BN(s ⊙ (convT(y) + t))), convT of
   // kernel = stride 2 (a detector's upsampling). Not folded: z = BN(conv(u) by w3), w3 an
   // initializer (a parameter a caller may replace), and v = conv(u) + r with r of shape [2W]
   // (it broadcasts along W, not the channels).
@@ -767,7 +767,8 @@ Deno.test("onnx import: BatchNormalization and per-channel Mul/Add after a Conv 
       ...bn("n3", 4),
       node("Conv", ["x", "w1", "b1"], ["c1"], { kernel_shape: [3, 3], pads: [1, 1, 1, 1] }),
       node("BatchNormalization", ["c1", ...bnInputs("n1")], ["n1"], { epsilon: new Float(1e-3) }),
-      node("Relu", ["n1"], ["y"]),
+      node("Relu", ["n1"], ["y0"]),
+      node("Sigmoid", ["y0"], ["y"]),
       node("ConvTranspose", ["y", "wt"], ["ct"], { kernel_shape: [2, 2], strides: [2, 2] }),
       node("Add", ["ct", "t"], ["ctt"]),
       node("Mul", ["s", "ctt"], ["cs"]),
@@ -803,7 +804,7 @@ Deno.test("onnx import: BatchNormalization and per-channel Mul/Add after a Conv 
             }
           }
         }
-        y.push(Math.max(0, norm(acc, m, 1e-3)));
+        y.push(1 / (1 + Math.exp(-Math.max(0, norm(acc, m, 1e-3)))));
       }
     }
   }
