@@ -658,71 +658,6 @@ Deno.test("onnx import: a Slice by a token count and an Expand to [batch, tokens
   );
 });
 
-Deno.test("onnx import: the activation chains after a Conv fold into its epilogue, where nothing else reads them", async () => {
-  // y = Relu(hs(2·conv(x) + 0.5)), hs written as paddle2onnx writes it: v · Clip(v + 3, 0, 6) / 6;
-  // then z = HardSigmoid(conv2(y)) whose conv output is also a graph output (so nothing folds).
-  const xs = Float32Array.from({ length: 2 * 3 * 5 }, (_, i) => Math.sin(i) * 4);
-  const ws = Float32Array.from({ length: 3 * 2 }, (_, i) => Math.cos(i));
-  const w2 = Float32Array.from({ length: 3 * 3 }, (_, i) => Math.sin(i + 1));
-  const scalar = (name: string, v: number) => floatTensor(name, [], new Float32Array([v]));
-  const bytes = model({
-    name: "fused",
-    nodes: [
-      node("Conv", ["x", "w"], ["c"], { kernel_shape: [1, 1] }),
-      node("Mul", ["two", "c"], ["s"]),
-      node("Add", ["s", "half"], ["v"]),
-      node("Add", ["v", "three"], ["v3"]),
-      node("Clip", ["v3", "zero", "six"], ["cl"]),
-      node("Mul", ["v", "cl"], ["vc"]),
-      node("Div", ["vc", "six"], ["hs"]),
-      node("Relu", ["hs"], ["y"]),
-      node("Conv", ["y", "w2"], ["c2"], { kernel_shape: [1, 1] }),
-      node("HardSigmoid", ["c2"], ["z"], { alpha: new Float(0.25), beta: new Float(0.5) }),
-    ],
-    initializers: [
-      floatTensor("w", [3, 2, 1, 1], ws),
-      floatTensor("w2", [3, 3, 1, 1], w2),
-      scalar("two", 2),
-      scalar("half", 0.5),
-      scalar("three", 3),
-      scalar("zero", 0),
-      scalar("six", 6),
-    ],
-    inputs: [valueInfo("x", [1, 2, 3, 5])],
-    outputs: [
-      valueInfo("y", [1, 3, 3, 5]),
-      valueInfo("c2", [1, 3, 3, 5]),
-      valueInfo("z", [1, 3, 3, 5]),
-    ],
-  }, 13);
-  const P = 15, y: number[] = [], c2: number[] = [], z: number[] = [];
-  for (let m = 0; m < 3; m++) {
-    for (let p = 0; p < P; p++) {
-      const v = 2 * (ws[m * 2] * xs[p] + ws[m * 2 + 1] * xs[P + p]) + 0.5;
-      y.push(Math.max(0, v * Math.min(Math.max(v + 3, 0), 6) / 6));
-    }
-  }
-  for (let m = 0; m < 3; m++) {
-    for (let p = 0; p < P; p++) {
-      const c = w2[m * 3] * y[p] + w2[m * 3 + 1] * y[P + p] + w2[m * 3 + 2] * y[2 * P + p];
-      c2.push(c);
-      z.push(Math.max(0, Math.min(1, 0.25 * c + 0.5)));
-    }
-  }
-  using imported = await importONNX(bytes);
-  const text = imported.executable.as_text();
-  // The first chain is one conv2d with its epilogue; the second Conv's output is a graph output.
-  const calls = [...text.matchAll(/call +vm\.op\.(\w+)/g)].map((m) => m[1]);
-  assertEquals(calls, ["conv2d", "conv2d", "multiply", "add", "minimum", "maximum"], text);
-  const vm = new VirtualMachine(imported.executable);
-  using x = tensor(xs, { shape: [1, 2, 3, 5] });
-  const outs = await vm.invoke("main", x, imported.params) as NDArray[];
-  close(outs[0].dataSync() as Float32Array, y, 1e-5);
-  close(outs[1].dataSync() as Float32Array, c2, 1e-5);
-  close(outs[2].dataSync() as Float32Array, z, 1e-5);
-  for (const o of outs) o.dispose();
-});
-
 /** A `Constant` node whose value is a float32 tensor (AttributeProto: t 5, type TENSOR 4). */
 function constantNode(name: string, dims: readonly number[], data: Float32Array): Field[] {
   return [[2, name], [4, "Constant"], [5, [[1, "value"], [5, floatTensor(name, dims, data)], [
@@ -859,4 +794,69 @@ Deno.test("onnx import: BatchNormalization and per-channel Mul/Add after a Conv 
     close(outs[2].dataSync() as Float32Array, want.v, 1e-4);
     for (const o of outs) o.dispose();
   }
+});
+
+Deno.test("onnx import: the activation chains after a Conv fold into its epilogue, where nothing else reads them", async () => {
+  // y = Relu(hs(2·conv(x) + 0.5)), hs written as paddle2onnx writes it: v · Clip(v + 3, 0, 6) / 6;
+  // then z = HardSigmoid(conv2(y)) whose conv output is also a graph output (so nothing folds).
+  const xs = Float32Array.from({ length: 2 * 3 * 5 }, (_, i) => Math.sin(i) * 4);
+  const ws = Float32Array.from({ length: 3 * 2 }, (_, i) => Math.cos(i));
+  const w2 = Float32Array.from({ length: 3 * 3 }, (_, i) => Math.sin(i + 1));
+  const scalar = (name: string, v: number) => floatTensor(name, [], new Float32Array([v]));
+  const bytes = model({
+    name: "fused",
+    nodes: [
+      node("Conv", ["x", "w"], ["c"], { kernel_shape: [1, 1] }),
+      node("Mul", ["two", "c"], ["s"]),
+      node("Add", ["s", "half"], ["v"]),
+      node("Add", ["v", "three"], ["v3"]),
+      node("Clip", ["v3", "zero", "six"], ["cl"]),
+      node("Mul", ["v", "cl"], ["vc"]),
+      node("Div", ["vc", "six"], ["hs"]),
+      node("Relu", ["hs"], ["y"]),
+      node("Conv", ["y", "w2"], ["c2"], { kernel_shape: [1, 1] }),
+      node("HardSigmoid", ["c2"], ["z"], { alpha: new Float(0.25), beta: new Float(0.5) }),
+    ],
+    initializers: [
+      floatTensor("w", [3, 2, 1, 1], ws),
+      floatTensor("w2", [3, 3, 1, 1], w2),
+      scalar("two", 2),
+      scalar("half", 0.5),
+      scalar("three", 3),
+      scalar("zero", 0),
+      scalar("six", 6),
+    ],
+    inputs: [valueInfo("x", [1, 2, 3, 5])],
+    outputs: [
+      valueInfo("y", [1, 3, 3, 5]),
+      valueInfo("c2", [1, 3, 3, 5]),
+      valueInfo("z", [1, 3, 3, 5]),
+    ],
+  }, 13);
+  const P = 15, y: number[] = [], c2: number[] = [], z: number[] = [];
+  for (let m = 0; m < 3; m++) {
+    for (let p = 0; p < P; p++) {
+      const v = 2 * (ws[m * 2] * xs[p] + ws[m * 2 + 1] * xs[P + p]) + 0.5;
+      y.push(Math.max(0, v * Math.min(Math.max(v + 3, 0), 6) / 6));
+    }
+  }
+  for (let m = 0; m < 3; m++) {
+    for (let p = 0; p < P; p++) {
+      const c = w2[m * 3] * y[p] + w2[m * 3 + 1] * y[P + p] + w2[m * 3 + 2] * y[2 * P + p];
+      c2.push(c);
+      z.push(Math.max(0, Math.min(1, 0.25 * c + 0.5)));
+    }
+  }
+  using imported = await importONNX(bytes);
+  const text = imported.executable.as_text();
+  // The first chain is one conv2d with its epilogue; the second Conv's output is a graph output.
+  const calls = [...text.matchAll(/call +vm\.op\.(\w+)/g)].map((m) => m[1]);
+  assertEquals(calls, ["conv2d", "conv2d", "multiply", "add", "minimum", "maximum"], text);
+  const vm = new VirtualMachine(imported.executable);
+  using x = tensor(xs, { shape: [1, 2, 3, 5] });
+  const outs = await vm.invoke("main", x, imported.params) as NDArray[];
+  close(outs[0].dataSync() as Float32Array, y, 1e-5);
+  close(outs[1].dataSync() as Float32Array, c2, 1e-5);
+  close(outs[2].dataSync() as Float32Array, z, 1e-5);
+  for (const o of outs) o.dispose();
 });

@@ -16,7 +16,8 @@
  *   8 37, 6 × 8 on unpacked A unrolled by four 44–48. Panels are visited
  *   column panel outer, so one B panel's block of k (`kc · NR · 4` bytes)
  *   stays in L1 while the block of A rows (sized by the driver for L2)
- *   passes over it.
+ *   passes over it. `gemm_windows` is the same over a B never packed: a
+ *   convolution's windows read in place (kernels/cpu/conv_panels.ts).
  * - `dot_rows` is the decode-shaped matrix-vector product: `out[j] = x ·
  *   w[j]` for rows of a weight stored `[N, K]`, four rows and eight values of
  *   K per step (eight accumulators), so each vector of x serves four rows.
@@ -394,7 +395,7 @@ function emitGelu(m: ModuleBuilder): void {
   });
 }
 
-/** The module's bytes: `gemm_tiles` and `gemm_windows` (and `_1` … `_5` of each for the last rows), `pack_panels`, `pack_windows` (windows_module.ts), `conv_epilogue` (epilogue_module.ts), `dot_rows`, `dot_panels` and `gelu` over the imported `env.memory`. */
+/** The module's bytes: `gemm_tiles` (and `gemm_tiles_1` … `_5` for the last rows), `pack_panels`, `pack_windows` (windows_module.ts), `conv_epilogue` (epilogue_module.ts), `dot_rows`, `dot_panels` and `gelu` over the imported `env.memory`. */
 export function gemmModuleBytes(relaxed: boolean, memory: MemoryImport): Uint8Array<ArrayBuffer> {
   const m = new ModuleBuilder(memory);
   emitGemmTiles(m, relaxed, MR, "gemm_tiles");
