@@ -142,13 +142,14 @@ export interface Conv2dGeometry {
  * | `clip` | `min(max(v, a), b)` |
  * | `hardsigmoid` | `max(0, min(1, a·v + b))` |
  * | `hardswish` | `v · min(max(v + a, 0), b) / b` (ONNX's `HardSwish` is `a` 3, `b` 6) |
+ * | `sigmoid` | `1 / (1 + e^−v)` |
  */
 export interface Conv2dEpilogueStep {
   /** Which step. */
-  readonly op: "affine" | "relu" | "clip" | "hardsigmoid" | "hardswish";
-  /** First parameter (unused by `relu`). */
+  readonly op: "affine" | "relu" | "clip" | "hardsigmoid" | "hardswish" | "sigmoid";
+  /** First parameter (unused by `relu` and `sigmoid`). */
   readonly a: number;
-  /** Second parameter (unused by `relu`). */
+  /** Second parameter (unused by `relu` and `sigmoid`). */
   readonly b: number;
 }
 

@@ -19,7 +19,7 @@
 import type { CallArg } from "../builder/builder_options.ts";
 import { tensor } from "../devices/tensor.ts";
 import { formatConvEpilogue } from "../builtins/operators/conv_epilogue.ts";
-import { convEpilogues } from "./conv_fusion.ts";
+import { type ChannelAffine, convChannelAffines, convEpilogues } from "./conv_fusion.ts";
 import { type Dim, shapeText, Unsupported, type Value } from "./graph_values.ts";
 import type { NodeContext } from "./node_context.ts";
 import { FLOAT, type OpSpec } from "./op_spec.ts";
@@ -293,16 +293,61 @@ function conv2d(cx: NodeContext, x: Value, weight: Value, bias: Value | undefine
     cx.em.imm(g),
     [1, 1],
   ];
+  const affine = convChannelAffines.get(cx.node);
+  if (affine !== undefined) {
+    const w = weight.tensor!.dataSync() as Float32Array;
+    args[1] = cx.em.reg(scaledWeights(cx, w, weight.shape as number[], affine));
+  }
+  pushBiasAndEpilogue(cx, args, bias, m, affine);
+  return cx.em.call("vm.op.conv2d", args, "float32", [x.shape[0], m, ...out]);
+}
+
+/**
+ * Weights of `shape` `[M, …]` (`w`, row-major) with row `m` times
+ * `affine.scale[m]`: the per-channel steps conv_fusion.ts folded into the
+ * convolution.
+ */
+function scaledWeights(
+  cx: NodeContext,
+  w: Float32Array,
+  shape: number[],
+  affine: ChannelAffine,
+): Value {
+  const m = shape[0], per = w.length / m, out = new Float32Array(w.length);
+  for (let o = 0; o < m; o++) {
+    const s = affine.scale[o];
+    for (let i = o * per; i < (o + 1) * per; i++) out[i] = w[i] * s;
+  }
+  return constant(cx, out, shape);
+}
+
+/**
+ * A `vm.op.conv2d` call's bias and epilogue arguments: the bias (`bias ·
+ * scale + shift` where per-channel steps were folded, conv_fusion.ts), and
+ * the node's folded epilogue after it (a zero bias holding the place where
+ * there is none).
+ */
+function pushBiasAndEpilogue(
+  cx: NodeContext,
+  args: CallArg[],
+  bias: Value | undefined,
+  m: number,
+  affine: ChannelAffine | undefined,
+): void {
   const epilogue = convEpilogues.get(cx.node);
-  if (bias !== undefined) args.push(cx.em.reg(bias));
+  if (affine !== undefined) {
+    const b = bias === undefined ? null : bias.tensor!.dataSync() as Float32Array;
+    const folded = Float32Array.from(
+      { length: m },
+      (_, o) => (b === null ? 0 : b[o] * affine.scale[o]) + affine.shift[o],
+    );
+    args.push(cx.em.reg(constant(cx, folded, [m])));
+  } else if (bias !== undefined) args.push(cx.em.reg(bias));
   else if (epilogue !== undefined) {
     // The epilogue comes after the bias argument: a zero bias holds its place.
-    const zero = tensor(new Float32Array(m), { shape: [m] });
-    cx.made.push(zero);
-    args.push(cx.em.reg(cx.fromTensor(zero)));
+    args.push(cx.em.reg(constant(cx, new Float32Array(m), [m])));
   }
   if (epilogue !== undefined) args.push(formatConvEpilogue(epilogue));
-  return cx.em.call("vm.op.conv2d", args, "float32", [x.shape[0], m, ...out]);
 }
 
 /**
@@ -375,18 +420,23 @@ function convTranspose2d(
       }
     }
   }
-  const wt = tensor(flipped, { shape: [m, cg, kh, kw] });
-  cx.made.push(wt);
-  const args = [
+  const affine = convChannelAffines.get(cx.node);
+  if (affine !== undefined) {
+    const per = cg * kh * kw;
+    for (let o = 0; o < m; o++) {
+      for (let i = o * per; i < (o + 1) * per; i++) flipped[i] *= affine.scale[o];
+    }
+  }
+  const args: CallArg[] = [
     cx.em.reg(x),
-    cx.em.reg(cx.fromTensor(wt)),
+    cx.em.reg(constant(cx, flipped, [m, cg, kh, kw])),
     [1, 1],
     [before[0], before[1], after[0], after[1]],
     dilations,
     cx.em.imm(g),
     strides,
   ];
-  if (bias !== undefined) args.push(cx.em.reg(bias));
+  pushBiasAndEpilogue(cx, args, bias, m, affine);
   return cx.em.call("vm.op.conv2d", args, "float32", [x.shape[0], m, ...out]);
 }
 

@@ -28,6 +28,8 @@ export interface ConvCase {
   bias?: boolean;
   /** `vm.op.conv2d`'s epilogue text and what it computes of each output, written out. */
   epilogue?: [string, (v: number) => number];
+  /** Weight element `k` (row-major), where a path depends on their values; random otherwise. */
+  weights?: (k: number) => number;
 }
 
 const clamp = (v: number, lo: number, hi: number) => Math.min(Math.max(v, lo), hi);
@@ -62,6 +64,24 @@ export const CONV_CASES: readonly ConvCase[] = [
   },
   { name: "1×1 stride 2 into panels", x: [1, 9, 11, 9], w: [7, 9, 1, 1], strides: [2, 2] },
   {
+    // Sigmoid in WebAssembly (conv_epilogue: e^−|v| by the vector exponential) on the product's
+    // rows; an affine first so that outputs reach ±20, where 1 − s and s underflow apart.
+    name: "1×1, bias, affine then sigmoid epilogue on the product's rows",
+    x: [2, 5, 7, 8],
+    w: [8, 5, 1, 1],
+    bias: true,
+    epilogue: ["affine(12, 0) sigmoid", (v) => 1 / (1 + Math.exp(-12 * v))],
+  },
+  {
+    // The same through the direct loop's TypeScript epilogue (a transposed 3×3 of stride 2).
+    name: "transposed 3×3 stride 2, sigmoid epilogue (TypeScript)",
+    x: [1, 3, 4, 5],
+    w: [4, 3, 3, 3],
+    inputDilation: [2, 2],
+    padding: [1, 1, 1, 1],
+    epilogue: ["sigmoid", (v) => 1 / (1 + Math.exp(-v))],
+  },
+  {
     // The bias and every epilogue step on the product's C in WebAssembly (epilogue_module.ts).
     name: "1×1, bias, clip hard-sigmoid affine epilogue on the product's rows",
     x: [2, 5, 7, 9],
@@ -73,8 +93,8 @@ export const CONV_CASES: readonly ConvCase[] = [
     ],
   },
   {
-    // Rows a whole number of panels wide at horizontal stride 1: the panels are written by
-    // pack_windows from a zero-padded copy (kernels/cpu/wasm/windows_module.ts).
+    // Rows a whole number of panels wide: the product reads its B in place from a zero-padded
+    // copy (gemm_windows, kernels/cpu/wasm/gemm_module.ts; pack_windows packed it before).
     name: "3×3 into panels from a padded copy, rows of 16, vertical stride 2, relu",
     x: [2, 7, 11, 16],
     w: [10, 7, 3, 3],
@@ -100,6 +120,15 @@ export const CONV_CASES: readonly ConvCase[] = [
     padding: [0, 2, 1, 1],
   },
   {
+    // K = 360 passes one block of k (gemm.ts's kc): gemm_windows reads the offset table from
+    // each block's first row on; 7 output channels, a tile and a tail of one row.
+    name: "3×3 of 40 channels read in place from a padded copy over two blocks of k, rows of 16",
+    x: [1, 40, 5, 16],
+    w: [7, 40, 3, 3],
+    padding: [1, 1, 1, 1],
+    bias: true,
+  },
+  {
     name: "3×3 dilated (1, 2) into panels from a padded copy, grouped, rows of 8",
     x: [1, 8, 9, 12],
     w: [12, 4, 3, 3],
@@ -108,6 +137,15 @@ export const CONV_CASES: readonly ConvCase[] = [
     padding: [0, 0, 2, 0],
   },
   { name: "1×1 pointwise", x: [1, 17, 6, 5], w: [9, 17, 1, 1], bias: true },
+  {
+    // A plane of 24 (three panels, over two rows of x): x's copy read in place by gemm_windows,
+    // over two blocks of k (K = 300), 13 output channels (two tiles and a tail of one row).
+    name: "1×1 of 300 channels read in place, two blocks of k, bias, hard-swish",
+    x: [1, 300, 2, 12],
+    w: [13, 300, 1, 1],
+    bias: true,
+    epilogue: ["hardswish(3, 6)", (v) => v * clamp(v + 3, 0, 6) / 6],
+  },
   { name: "1×1 pointwise, two images, vec4-aligned", x: [2, 16, 5, 8], w: [12, 16, 1, 1] },
   {
     name: "stride 2, asymmetric padding",
@@ -183,6 +221,17 @@ export const CONV_CASES: readonly ConvCase[] = [
     padding: [1, 1, 1, 1],
   },
   {
+    // One output channel (a detector's last upsampling): four phase rows, zero-padded to the
+    // product's MR so that it runs in WebAssembly, their rows' outputs dropped.
+    name: "transposed 2×2 stride 2 to one channel, two images, bias, affine epilogue",
+    x: [2, 7, 5, 9],
+    w: [1, 7, 2, 2],
+    inputDilation: [2, 2],
+    padding: [1, 1, 1, 1],
+    bias: true,
+    epilogue: ["affine(1.5, 0.25)", (v) => 1.5 * v + 0.25],
+  },
+  {
     name: "transposed 3×3 stride 3, two images (by phase)",
     x: [2, 6, 3, 4],
     w: [5, 6, 3, 3],
@@ -197,6 +246,29 @@ export const CONV_CASES: readonly ConvCase[] = [
     groups: 4,
     inputDilation: [2, 2],
     padding: [1, 1, 1, 1],
+  },
+  {
+    // A Resize by nearest ×3 as the importer writes it: every weight 1, so each output row is
+    // computed once and copied to the two below it (the general width, not 2).
+    name: "transposed depthwise 3×3 stride 3 of all-one weights (nearest ×3), two images",
+    x: [2, 3, 4, 5],
+    w: [3, 1, 3, 3],
+    groups: 3,
+    inputDilation: [3, 3],
+    padding: [2, 2, 2, 2],
+    weights: () => 1,
+  },
+  {
+    // Channel multiplier 2; even output channels repeat their kernel rows (copied), odd ones
+    // do not (computed).
+    name: "transposed depthwise 2×2 stride 2, repeated and distinct kernel rows, bias",
+    x: [1, 2, 3, 4],
+    w: [4, 1, 2, 2],
+    groups: 2,
+    inputDilation: [2, 2],
+    padding: [1, 1, 1, 1],
+    bias: true,
+    weights: (k) => ((k >> 2) % 2 === 0 ? [0.5, -2][k % 2] : (k % 4) + 1),
   },
   {
     name: "transposed 3×3 stride (2, 3), grouped",
@@ -348,7 +420,10 @@ export async function checkConv2d(device?: Device): Promise<void> {
   const conv2d = getGlobalFunc("vm.op.conv2d")!;
   for (const [i, c] of CONV_CASES.entries()) {
     const xs = randoms(c.x.reduce((a, b) => a * b), 7 + i);
-    const ws = randoms(c.w.reduce((a, b) => a * b), 101 + i);
+    const wn = c.w.reduce((a, b) => a * b);
+    const ws = c.weights === undefined
+      ? randoms(wn, 101 + i)
+      : Float32Array.from({ length: wn }, (_, k) => c.weights!(k));
     const bs = c.bias ? randoms(c.w[0], 211 + i) : null;
     const want = referenceConv(c, xs, ws, bs);
     using x = tensor(xs, { shape: c.x, device });

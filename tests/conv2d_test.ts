@@ -55,7 +55,12 @@ Deno.test("vm.op.conv2d refuses shapes and geometry that do not fit, naming itse
   assertThrows(
     () => conv2d(x, w, null, null, null, null, null, null, "affine(1)"),
     RangeError,
-    "is not relu or affine/clip/hardsigmoid/hardswish(a, b)",
+    "is not relu, sigmoid or affine/clip/hardsigmoid/hardswish(a, b)",
+  );
+  assertThrows(
+    () => conv2d(x, w, null, null, null, null, null, null, "sigmoid(1, 2)"),
+    RangeError,
+    'epilogue step "sigmoid(1,2)" is not relu, sigmoid',
   );
   assertThrows(
     () => conv2d(x, w, null, null, null, null, null, null, 3),

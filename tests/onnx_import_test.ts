@@ -22,6 +22,7 @@ import {
 } from "../mod.ts";
 import {
   ElemType,
+  type Field,
   Float,
   floatTensor,
   int64Tensor,
@@ -655,6 +656,145 @@ Deno.test("onnx import: a Slice by a token count and an Expand to [batch, tokens
     VMError,
     "dimension 1 is 8, expected 9",
   );
+});
+
+/** A `Constant` node whose value is a float32 tensor (AttributeProto: t 5, type TENSOR 4). */
+function constantNode(name: string, dims: readonly number[], data: Float32Array): Field[] {
+  return [[2, name], [4, "Constant"], [5, [[1, "value"], [5, floatTensor(name, dims, data)], [
+    20,
+    4,
+  ]]]];
+}
+
+Deno.test("onnx import: BatchNormalization and per-channel Mul/Add after a Conv or ConvTranspose fold into its weights and bias", async () => {
+  // Constant nodes: y = Sigmoid(Relu(BN(conv(x) + b))); u = Relu(BN(s ⊙ (convT(y) + t))), convT of
+  // kernel = stride 2 (a detector's upsampling). Not folded: z = BN(conv(u) by w3), w3 an
+  // initializer (a parameter a caller may replace), and v = conv(u) + r with r of shape [2W]
+  // (it broadcasts along W, not the channels).
+  const C = 2, M = 3, H = 3, W = 4;
+  const xs = Float32Array.from({ length: C * H * W }, (_, i) => Math.sin(i) * 2);
+  const w1 = Float32Array.from({ length: M * C * 3 * 3 }, (_, i) => Math.cos(i) / 2);
+  const b1 = Float32Array.from([0.5, -0.25, 0.125]);
+  const wt = Float32Array.from({ length: M * M * 2 * 2 }, (_, i) => Math.sin(i + 2) / 2);
+  const t = Float32Array.from([0.1, -0.2, 0.3]), s = Float32Array.from([1.5, -0.5, 2]);
+  const w3 = Float32Array.from({ length: 4 * M }, (_, i) => Math.cos(i + 1));
+  const w5 = Float32Array.from({ length: 2 * M }, (_, i) => Math.sin(i + 3));
+  const r = Float32Array.from({ length: 2 * W }, (_, i) => i / 8);
+  const bn = (p: string, k: number) => [
+    constantNode(`${p}_g`, [k], Float32Array.from({ length: k }, (_, i) => 0.5 + i / 3)),
+    constantNode(`${p}_b`, [k], Float32Array.from({ length: k }, (_, i) => i / 4 - 0.3)),
+    constantNode(`${p}_m`, [k], Float32Array.from({ length: k }, (_, i) => 0.2 - i / 5)),
+    constantNode(`${p}_v`, [k], Float32Array.from({ length: k }, (_, i) => 0.4 + i / 2)),
+  ];
+  const bnInputs = (p: string) => [`${p}_g`, `${p}_b`, `${p}_m`, `${p}_v`];
+  const bytes = model({
+    name: "channel_folds",
+    nodes: [
+      constantNode("w1", [M, C, 3, 3], w1),
+      constantNode("b1", [M], b1),
+      constantNode("wt", [M, M, 2, 2], wt),
+      constantNode("t", [M, 1, 1], t),
+      constantNode("s", [1, M, 1, 1], s),
+      constantNode("w5", [2, M, 1, 1], w5),
+      constantNode("r", [2 * W], r),
+      ...bn("n1", M),
+      ...bn("n2", M),
+      ...bn("n3", 4),
+      node("Conv", ["x", "w1", "b1"], ["c1"], { kernel_shape: [3, 3], pads: [1, 1, 1, 1] }),
+      node("BatchNormalization", ["c1", ...bnInputs("n1")], ["n1"], { epsilon: new Float(1e-3) }),
+      node("Relu", ["n1"], ["y0"]),
+      node("Sigmoid", ["y0"], ["y"]),
+      node("ConvTranspose", ["y", "wt"], ["ct"], { kernel_shape: [2, 2], strides: [2, 2] }),
+      node("Add", ["ct", "t"], ["ctt"]),
+      node("Mul", ["s", "ctt"], ["cs"]),
+      node("BatchNormalization", ["cs", ...bnInputs("n2")], ["n2"]),
+      node("Relu", ["n2"], ["u"]),
+      node("Conv", ["u", "w3"], ["c3"], { kernel_shape: [1, 1] }),
+      node("BatchNormalization", ["c3", ...bnInputs("n3")], ["z"]),
+      node("Conv", ["u", "w5"], ["c5"], { kernel_shape: [1, 1] }),
+      node("Add", ["c5", "r"], ["v"]),
+    ],
+    initializers: [floatTensor("w3", [4, M, 1, 1], w3)],
+    inputs: [valueInfo("x", [1, C, H, W])],
+    outputs: [
+      valueInfo("u", [1, M, 2 * H, 2 * W]),
+      valueInfo("z", [1, 4, 2 * H, 2 * W]),
+      valueInfo("v", [1, 2, 2 * H, 2 * W]),
+    ],
+  }, 13);
+  // The definition, in float64.
+  const norm = (v: number, k: number, eps = 1e-5) =>
+    (v - (0.2 - k / 5)) / Math.sqrt(0.4 + k / 2 + eps) * (0.5 + k / 3) + (k / 4 - 0.3);
+  const y: number[] = [];
+  for (let m = 0; m < M; m++) {
+    for (let i = 0; i < H; i++) {
+      for (let j = 0; j < W; j++) {
+        let acc = b1[m];
+        for (let c = 0; c < C; c++) {
+          for (let ky = 0; ky < 3; ky++) {
+            for (let kx = 0; kx < 3; kx++) {
+              const yy = i + ky - 1, xx = j + kx - 1;
+              if (yy < 0 || yy >= H || xx < 0 || xx >= W) continue;
+              acc += w1[((m * C + c) * 3 + ky) * 3 + kx] * xs[(c * H + yy) * W + xx];
+            }
+          }
+        }
+        y.push(1 / (1 + Math.exp(-Math.max(0, norm(acc, m, 1e-3)))));
+      }
+    }
+  }
+  const OH = 2 * H, OW = 2 * W, u: number[] = [];
+  for (let m = 0; m < M; m++) {
+    for (let oy = 0; oy < OH; oy++) {
+      for (let ox = 0; ox < OW; ox++) {
+        let acc = 0;
+        for (let c = 0; c < M; c++) {
+          acc += wt[((c * M + m) * 2 + oy % 2) * 2 + ox % 2] *
+            y[(c * H + (oy >> 1)) * W + (ox >> 1)];
+        }
+        u.push(Math.max(0, norm(s[m] * (acc + t[m]), m)));
+      }
+    }
+  }
+  /** z = BN(conv(u) by `w`), v = conv(u) by w5 + r. */
+  const zv = (w: Float32Array) => {
+    const z: number[] = [], v: number[] = [];
+    for (let o = 0; o < 4; o++) {
+      for (let p = 0; p < OH * OW; p++) {
+        let acc = 0;
+        for (let c = 0; c < M; c++) acc += w[o * M + c] * u[c * OH * OW + p];
+        z.push(norm(acc, o));
+      }
+    }
+    for (let o = 0; o < 2; o++) {
+      for (let p = 0; p < OH * OW; p++) {
+        let acc = r[p % OW];
+        for (let c = 0; c < M; c++) acc += w5[o * M + c] * u[c * OH * OW + p];
+        v.push(acc);
+      }
+    }
+    return { z, v };
+  };
+  using imported = await importONNX(bytes);
+  const text = imported.executable.as_text();
+  // Both chains fold into their conv2d: its first two calls; the rest stays as written.
+  const calls = [...text.matchAll(/call +vm\.op\.(\w+)/g)].map((m) => m[1]);
+  assertEquals(calls.slice(0, 3), ["conv2d", "conv2d", "conv2d"], text);
+  // Five: z's BatchNormalization, not folded, is a subtract and a depthwise 1×1 conv2d (ops_norm.ts).
+  assertEquals(calls.filter((c) => c === "conv2d").length, 5, text);
+  assert(calls.length > 4, text);
+  const vm = new VirtualMachine(imported.executable);
+  using x = tensor(xs, { shape: [1, C, H, W] });
+  for (const scale of [1, 2]) {
+    // The parameter w3 replaced (as `load_params` may): z follows it.
+    using w3p = tensor(w3.map((v) => v * scale), { shape: [4, M, 1, 1] });
+    const outs = await vm.invoke("main", x, [w3p]) as NDArray[];
+    const want = zv(w3.map((v) => v * scale));
+    close(outs[0].dataSync() as Float32Array, u, 1e-4);
+    close(outs[1].dataSync() as Float32Array, want.z, 1e-4);
+    close(outs[2].dataSync() as Float32Array, want.v, 1e-4);
+    for (const o of outs) o.dispose();
+  }
 });
 
 Deno.test("onnx import: the activation chains after a Conv fold into its epilogue, where nothing else reads them", async () => {

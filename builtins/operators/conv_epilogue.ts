@@ -1,6 +1,7 @@
 /**
  * The text form of a convolution's epilogue, `vm.op.conv2d`'s `epilogue`
- * argument: steps separated by spaces, each `name(a, b)` (`relu` alone),
+ * argument: steps separated by spaces, each `name(a, b)` (`relu` and
+ * `sigmoid` alone),
  * applied in order to every output after the bias; see
  * `Conv2dEpilogueStep` for what each computes. A string, so an executable
  * holds it as one constant; parsed once per distinct text.
@@ -16,7 +17,7 @@ import type { Conv2dEpilogueStep } from "../../kernels/kernel_backend.ts";
 
 export type { Conv2dEpilogueStep };
 
-const STEP = /^(affine|clip|hardsigmoid|hardswish)\(([^,()]+),([^,()]+)\)$|^relu$/;
+const STEP = /^(affine|clip|hardsigmoid|hardswish)\(([^,()]+),([^,()]+)\)$|^(relu|sigmoid)$/;
 
 // Parsed texts: a model writes a handful, each called per image.
 const parsed = new Map<string, readonly Conv2dEpilogueStep[]>();
@@ -34,10 +35,10 @@ export function parseConvEpilogue(op: string, text: string): readonly Conv2dEpil
         const b = m === null || m[1] === undefined ? 0 : Number(m[3]);
         if (m === null || Number.isNaN(a) || Number.isNaN(b)) {
           throw new RangeError(
-            `${op}: epilogue step "${word}" is not relu or affine/clip/hardsigmoid/hardswish(a, b)`,
+            `${op}: epilogue step "${word}" is not relu, sigmoid or affine/clip/hardsigmoid/hardswish(a, b)`,
           );
         }
-        return { op: (m[1] ?? "relu") as Conv2dEpilogueStep["op"], a, b };
+        return { op: (m[1] ?? m[4]) as Conv2dEpilogueStep["op"], a, b };
       });
   if (parsed.size < 4096) parsed.set(text, steps);
   return steps;
@@ -45,5 +46,6 @@ export function parseConvEpilogue(op: string, text: string): readonly Conv2dEpil
 
 /** The text `parseConvEpilogue` reads back as `steps` (numbers written exactly). */
 export function formatConvEpilogue(steps: readonly Conv2dEpilogueStep[]): string {
-  return steps.map((s) => s.op === "relu" ? "relu" : `${s.op}(${s.a}, ${s.b})`).join(" ");
+  return steps.map((s) => s.op === "relu" || s.op === "sigmoid" ? s.op : `${s.op}(${s.a}, ${s.b})`)
+    .join(" ");
 }

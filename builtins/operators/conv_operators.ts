@@ -6,7 +6,7 @@
  *
  * | call | result |
  * | --- | --- |
- * | `conv2d(x, weight, strides?, padding?, dilation?, groups?, input_dilation?, bias?, epilogue?)` | `x [N, C, H, W]` convolved with `weight [M, C / groups, KH, KW]` → `[N, M, OH, OW]`, float32. `strides` `[sh, sw]` (default `[1, 1]`), `padding` `[top, left, bottom, right]` (default zeros), `dilation` `[dh, dw]` (default `[1, 1]`), `groups` (default 1; `C` and `M` multiples of it), `input_dilation` `[ih, iw]` (default `[1, 1]`): the input's elements placed `ih` rows and `iw` columns apart, zeros between; `bias [M]` added to each output channel, `epilogue` (a string: steps applied to each output after the bias, `relu`, `affine(a, b)`, `clip(lo, hi)`, `hardsigmoid(alpha, beta)`, `hardswish(a, b)`; conv_epilogue.ts). `OH = ⌊((H − 1)·ih + 1 + top + bottom − (KH − 1)·dh − 1) / sh⌋ + 1`, likewise `OW`. Null for any of the optional arguments takes its default. |
+ * | `conv2d(x, weight, strides?, padding?, dilation?, groups?, input_dilation?, bias?, epilogue?)` | `x [N, C, H, W]` convolved with `weight [M, C / groups, KH, KW]` → `[N, M, OH, OW]`, float32. `strides` `[sh, sw]` (default `[1, 1]`), `padding` `[top, left, bottom, right]` (default zeros), `dilation` `[dh, dw]` (default `[1, 1]`), `groups` (default 1; `C` and `M` multiples of it), `input_dilation` `[ih, iw]` (default `[1, 1]`): the input's elements placed `ih` rows and `iw` columns apart, zeros between; `bias [M]` added to each output channel, `epilogue` (a string: steps applied to each output after the bias, `relu`, `affine(a, b)`, `clip(lo, hi)`, `hardsigmoid(alpha, beta)`, `hardswish(a, b)`, `sigmoid`; conv_epilogue.ts). `OH = ⌊((H − 1)·ih + 1 + top + bottom − (KH − 1)·dh − 1) / sh⌋ + 1`, likewise `OW`. Null for any of the optional arguments takes its default. |
  *
  * A transposed convolution (ONNX's `ConvTranspose`) of stride `s` and
  * padding `p` is this one with `input_dilation` `s`, padding
@@ -162,7 +162,7 @@ convBuiltins.add("vm.op.conv2d", (...args: unknown[]) => conv2d(args), {
   signature:
     "(x, weight, strides?, padding?, dilation?, groups?, input_dilation?, bias?, epilogue?) → tensor",
   summary:
-    "2-D convolution, direct (no im2col index): `x [N, C, H, W]`, `weight [M, C/groups, KH, KW]` → `[N, M, OH, OW]`. `strides` `[sh, sw]`, `padding` `[top, left, bottom, right]`, `dilation` `[dh, dw]`, `groups` (depthwise: `groups = C`), `input_dilation` `[ih, iw]` (the input's elements spaced apart: a transposed convolution), `bias [M]`, `epilogue` (steps after the bias: `relu`, `affine(a, b)`, `clip(lo, hi)`, `hardsigmoid(alpha, beta)`, `hardswish(a, b)`, space-separated); null takes the default (ones, zeros, 1, no bias, none).",
+    "2-D convolution, direct (no im2col index): `x [N, C, H, W]`, `weight [M, C/groups, KH, KW]` → `[N, M, OH, OW]`. `strides` `[sh, sw]`, `padding` `[top, left, bottom, right]`, `dilation` `[dh, dw]`, `groups` (depthwise: `groups = C`), `input_dilation` `[ih, iw]` (the input's elements spaced apart: a transposed convolution), `bias [M]`, `epilogue` (steps after the bias: `relu`, `affine(a, b)`, `clip(lo, hi)`, `hardsigmoid(alpha, beta)`, `hardswish(a, b)`, `sigmoid`, space-separated); null takes the default (ones, zeros, 1, no bias, none).",
   dtypes: FLOAT,
   devices: ["cpu", "webgpu"],
   errors:

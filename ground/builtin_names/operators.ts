@@ -520,7 +520,7 @@ export interface OperatorsBuiltins {
   /**
    * `vm.op.conv2d(x, weight, strides?, padding?, dilation?, groups?, input_dilation?, bias?, epilogue?) → tensor` (Convolution operators, `builtins/operators/conv_operators.ts`)
    *
-   * 2-D convolution, direct (no im2col index): `x [N, C, H, W]`, `weight [M, C/groups, KH, KW]` → `[N, M, OH, OW]`. `strides` `[sh, sw]`, `padding` `[top, left, bottom, right]`, `dilation` `[dh, dw]`, `groups` (depthwise: `groups = C`), `input_dilation` `[ih, iw]` (the input's elements spaced apart: a transposed convolution), `bias [M]`, `epilogue` (steps after the bias: `relu`, `affine(a, b)`, `clip(lo, hi)`, `hardsigmoid(alpha, beta)`, `hardswish(a, b)`, space-separated); null takes the default (ones, zeros, 1, no bias, none).
+   * 2-D convolution, direct (no im2col index): `x [N, C, H, W]`, `weight [M, C/groups, KH, KW]` → `[N, M, OH, OW]`. `strides` `[sh, sw]`, `padding` `[top, left, bottom, right]`, `dilation` `[dh, dw]`, `groups` (depthwise: `groups = C`), `input_dilation` `[ih, iw]` (the input's elements spaced apart: a transposed convolution), `bias [M]`, `epilogue` (steps after the bias: `relu`, `affine(a, b)`, `clip(lo, hi)`, `hardsigmoid(alpha, beta)`, `hardswish(a, b)`, `sigmoid`, space-separated); null takes the default (ones, zeros, 1, no bias, none).
    *
    * - dtypes: float32
    * - devices: CPU, WebGPU

@@ -12,8 +12,10 @@
  * size of that layer's activations times its kernel. On the WebAssembly
  * path (at least `MR` output channels a group) no such matrix is made: the
  * windows are written straight into the product's B panels, block by block
- * (conv_panels.ts), and the bias and epilogue run on each block of C in the
- * product's scratch before it is copied out.
+ * (conv_panels.ts), or, for rows a whole number of panels wide (and 1×1
+ * convolutions of many channels), read by the product in place from a
+ * zero-padded copy of the input; the bias and epilogue run on each block of
+ * C in the product's scratch before it is copied out.
  *
  * A transposed convolution whose kernel equals its stride and that neither
  * overlaps nor crops (ONNX's `ConvTranspose` of kernel = stride, no pads:
@@ -46,8 +48,18 @@ import type { Conv2dEpilogueStep, Conv2dGeometry } from "../kernel_backend.ts";
 import { gemm } from "./matmul.ts";
 import { applyConvEpilogue } from "./conv_epilogue.ts";
 import { wasmDepthwise } from "./wasm/depthwise.ts";
-import { wasmConvGemm } from "./wasm/gemm.ts";
-import { rowEpilogue, windowPanels } from "./conv_panels.ts";
+import { type PanelPacker, wasmConvGemm } from "./wasm/gemm.ts";
+import { MR, NR } from "./wasm/gemm_module.ts";
+import { rowEpilogue, type WindowGeometry, windowPanels } from "./conv_panels.ts";
+
+/**
+ * Input channels from which a 1×1 convolution's product reads x in place
+ * (`pointwisePanels`). PP-OCRv4's detector's 1×1 layers alone
+ * (bench/conv_layers_bench.ts, in place against packed, interleaved):
+ * 192 and 384 channels 3–10% faster in place, 96 the same, 16 and 48
+ * 6–12% slower.
+ */
+const POINTWISE_IN_PLACE_CHANNELS = 128;
 
 // Reused across calls; JS runs one kernel at a time.
 let scratch = new Float32Array(0);
@@ -148,7 +160,7 @@ function convolve(
           Mg,
           depth,
           plane,
-          direct ? null : windowPanels(xv, xOff, geo),
+          direct ? pointwisePanels(xv, xOff, geo) : windowPanels(xv, xOff, geo),
           bv === null && steps.length === 0 ? null : rowEpilogue(bv, g * Mg, Mg, steps),
         );
         if (done) continue;
@@ -235,6 +247,21 @@ function convolve(
 }
 
 /**
+ * The product's B for a 1×1 convolution of stride 1 without padding, whose
+ * windows are x's channels as they are: with a plane a whole number of
+ * panels wide and many channels, one row of `H·W` outputs that the product
+ * reads in place from x's copy (conv_panels.ts), where `wasmConvGemm`
+ * would copy x in and pack it (null). Below `POINTWISE_IN_PLACE_CHANNELS`
+ * the packed panels were faster: each tile row reads its panel's few
+ * channels again from planes far apart.
+ */
+function pointwisePanels(xv: Float32Array, xOff: number, geo: WindowGeometry): PanelPacker | null {
+  const plane = geo.H * geo.W;
+  if (plane % NR !== 0 || geo.channels < POINTWISE_IN_PLACE_CHANNELS) return null;
+  return windowPanels(xv, xOff, { ...geo, H: 1, W: plane, OH: 1, OW: plane });
+}
+
+/**
  * A transposed convolution of kernel = stride `[KH, KW]` without overlap or
  * crop, phase by phase: output `(i·KH + r, j·KW + q)` is kernel element
  * `(KH−1−r, KW−1−q)` (the kernel is flipped in the conv form) times input
@@ -254,30 +281,87 @@ function byPhase(
   G: number,
 ): void {
   const HW = H * W, OW = W * KW, plane = H * KH * OW;
-  if (G === 1 && scratch.length < M * C + M * HW) scratch = new Float32Array(M * C + M * HW);
+  if (G > 1) {
+    upsampleDepthwise(xv, wv, ov, N, C, H, W, M, KH, KW, G);
+    return;
+  }
+  if (scratch.length < M * C + M * HW) scratch = new Float32Array(M * C + M * HW);
   for (let r = 0; r < KH; r++) {
     for (let q = 0; q < KW; q++) {
       const k = (KH - 1 - r) * KW + (KW - 1 - q);
       for (let n = 0; n < N; n++) {
-        if (G === 1) {
-          // This phase's weights [M, C], then [M, C] @ x[n] [C, H·W] into the scratch after them.
-          for (let m = 0; m < M; m++) {
-            for (let c = 0; c < C; c++) scratch[m * C + c] = wv[(m * C + c) * KH * KW + k];
-          }
-          gemm(scratch, 0, xv, n * C * HW, scratch, M * C, M, C, HW, true);
-        }
+        // This phase's weights [M, C], then [M, C] @ x[n] [C, H·W] into the scratch after them.
         for (let m = 0; m < M; m++) {
-          const o = (n * M + m) * plane + r * OW + q;
-          if (G === 1) {
-            const src = M * C + m * HW;
-            for (let i = 0; i < H; i++) {
-              for (let j = 0; j < W; j++) ov[o + i * KH * OW + j * KW] = scratch[src + i * W + j];
+          for (let c = 0; c < C; c++) scratch[m * C + c] = wv[(m * C + c) * KH * KW + k];
+        }
+        gemm(scratch, 0, xv, n * C * HW, scratch, M * C, M, C, HW, true);
+        for (let m = 0; m < M; m++) {
+          const o = (n * M + m) * plane + r * OW + q, src = M * C + m * HW;
+          for (let i = 0; i < H; i++) {
+            for (let j = 0; j < W; j++) ov[o + i * KH * OW + j * KW] = scratch[src + i * W + j];
+          }
+        }
+      }
+    }
+  }
+}
+
+/**
+ * `byPhase` for a depthwise convolution (Cg = 1; output channel m reads
+ * input channel ⌊m / (M/G)⌋), output row by output row: row `i·KH + r` is
+ * input row `i` with each value spread over `KW` outputs times kernel
+ * elements `(KH−1−r, KW−1−q)`, written in order, and a row whose `KW`
+ * weights repeat an earlier phase row's is a copy of that row (a `Resize`
+ * by an integer `nearest` scale: every weight 1, each input row computed
+ * once and copied `KH − 1` times). Phase by phase, each of the `KH·KW`
+ * passes wrote every `KW`-th output over the whole plane.
+ */
+function upsampleDepthwise(
+  xv: Float32Array,
+  wv: Float32Array,
+  ov: Float32Array,
+  N: number,
+  C: number,
+  H: number,
+  W: number,
+  M: number,
+  KH: number,
+  KW: number,
+  G: number,
+): void {
+  const OW = W * KW, plane = H * KH * OW, K = KH * KW;
+  const wr = new Float32Array(K), same = new Int32Array(KH);
+  for (let m = 0; m < M; m++) {
+    // Phase row r's weights wr[r·KW + q] = w[m, KH−1−r, KW−1−q]; same[r]: an earlier equal row.
+    for (let r = 0; r < KH; r++) {
+      for (let q = 0; q < KW; q++) wr[r * KW + q] = wv[m * K + (KH - 1 - r) * KW + (KW - 1 - q)];
+      same[r] = -1;
+      for (let r2 = 0; r2 < r && same[r] < 0; r2++) {
+        let eq = true;
+        for (let q = 0; q < KW && eq; q++) eq = Object.is(wr[r2 * KW + q], wr[r * KW + q]);
+        if (eq) same[r] = r2;
+      }
+    }
+    for (let n = 0; n < N; n++) {
+      const src = (n * C + Math.floor(m / (M / G))) * H * W, o = (n * M + m) * plane;
+      for (let i = 0; i < H; i++) {
+        const xr = src + i * W;
+        for (let r = 0; r < KH; r++) {
+          const to = o + (i * KH + r) * OW;
+          if (same[r] >= 0) {
+            const from = o + (i * KH + same[r]) * OW;
+            ov.copyWithin(to, from, from + OW);
+          } else if (KW === 2) {
+            const w0 = wr[r * 2], w1 = wr[r * 2 + 1];
+            for (let j = 0; j < W; j++) {
+              const v = xv[xr + j];
+              ov[to + 2 * j] = w0 * v;
+              ov[to + 2 * j + 1] = w1 * v;
             }
           } else {
-            // Depthwise (Cg = 1): output channel m reads input channel ⌊m / (M/G)⌋.
-            const wk = wv[m * KH * KW + k], src = (n * C + Math.floor(m / (M / G))) * HW;
-            for (let i = 0; i < H; i++) {
-              for (let j = 0; j < W; j++) ov[o + i * KH * OW + j * KW] = wk * xv[src + i * W + j];
+            for (let j = 0, t = to; j < W; j++) {
+              const v = xv[xr + j];
+              for (let q = 0; q < KW; q++, t++) ov[t] = wr[r * KW + q] * v;
             }
           }
         }
@@ -308,8 +392,11 @@ function allPhases(
   KW: number,
   steps: readonly Conv2dEpilogueStep[],
 ): boolean {
-  const P = KH * KW, rows = P * M, HW = H * W, OW = W * KW, plane = H * KH * OW;
+  // Rows past the phases' (a 24 → 1 upsampling has 4) are zero up to the product's MR, so that
+  // it takes the WebAssembly product, not byPhase's TypeScript one; their outputs are dropped.
+  const P = KH * KW, rows = Math.max(P * M, MR), HW = H * W, OW = W * KW, plane = H * KH * OW;
   if (scratch.length < rows * C + rows * HW) scratch = new Float32Array(rows * C + rows * HW);
+  scratch.fill(0, P * M * C, rows * C);
   // Phase (r, q) is kernel element (KH−1−r, KW−1−q): its weights are rows (r·KW + q)·M ...
   for (let r = 0; r < KH; r++) {
     for (let q = 0; q < KW; q++) {
@@ -331,13 +418,22 @@ function allPhases(
     if (!wasmConvGemm(scratch, 0, xv, n * C * HW, scratch, rows * C, rows, C, HW, null, epilogue)) {
       return false;
     }
-    for (let r = 0; r < KH; r++) {
-      for (let q = 0; q < KW; q++) {
-        for (let m = 0; m < M; m++) {
-          const o = (n * M + m) * plane + r * OW + q, src = rows * C + ((r * KW + q) * M + m) * HW;
-          for (let i = 0; i < H; i++) {
-            const to = o + i * KH * OW, from = src + i * W;
-            for (let j = 0; j < W; j++) ov[to + j * KW] = scratch[from + j];
+    // Output row i·KH + r of channel m interleaves row i of phases (r, 0 .. KW−1), written in
+    // order (a pass a phase, each writing every KW-th output of the plane, cost twice as much).
+    for (let m = 0; m < M; m++) {
+      for (let i = 0; i < H; i++) {
+        for (let r = 0; r < KH; r++) {
+          const to = (n * M + m) * plane + (i * KH + r) * OW;
+          const from = rows * C + (r * KW * M + m) * HW + i * W, step = M * HW;
+          if (KW === 2) {
+            for (let j = 0; j < W; j++) {
+              ov[to + 2 * j] = scratch[from + j];
+              ov[to + 2 * j + 1] = scratch[from + step + j];
+            }
+          } else {
+            for (let j = 0, t = to; j < W; j++) {
+              for (let q = 0; q < KW; q++, t++) ov[t] = scratch[from + q * step + j];
+            }
           }
         }
       }

@@ -43,6 +43,9 @@ export function applyConvEpilogue(
             o[i] = v * Math.min(Math.max(v + a, 0), b) / b;
           }
           break;
+        case "sigmoid":
+          for (let i = c; i < end; i++) o[i] = 1 / (1 + Math.exp(-o[i]));
+          break;
       }
     }
   }

@@ -103,40 +103,55 @@ export function windowPanels(xv: Float32Array, xOff: number, g: WindowGeometry):
 
 /**
  * The packer for rows of outputs a whole number of panels wide (PP-OCRv4's
- * every full convolution): the channels are copied once into the scratch,
+ * every full convolution but the 6 × 20 ones), whose panels the product
+ * reads in place (`windows`: `gemm_windows`, wasm/gemm_module.ts) rather
+ * than packed: at 48 × 160 the 96 → 24 3 × 3 layer's packing wrote and read
+ * 26 MiB, a quarter of its time. The channels are copied once into the scratch,
  * zero-padded so that every window lies inside and split by column into
  * `sw` phases (`[sw, channels, Hp, Wq]`: padded column `sw·i + q` is column
  * `i` of phase `q`), so that the `NR` outputs of a panel read `NR`
  * consecutive floats of one phase per kernel element at any horizontal
  * stride; with a table of each kernel row's byte offset (phase, channel,
  * kernel row and column), `pack_windows` (wasm/windows_module.ts) writes the
- * panels on the product's threads.
+ * panels on the product's threads where they are packed, and with a table
+ * of each panel's first output's offset the product reads them in place.
  */
 function paddedPanels(xv: Float32Array, xOff: number, g: WindowGeometry): PanelPacker {
   const { channels, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw } = g;
   const Wp = (OW - 1) * sw + (KW - 1) * dw + 1, Hp = (OH - 1) * sh + (KH - 1) * dh + 1;
   const Wq = OW + Math.floor((KW - 1) * dw / sw), plane = Hp * Wq;
-  const K = channels * KH * KW, inputFloats = sw * channels * plane;
+  const K = channels * KH * KW, inputFloats = sw * channels * plane, nP = OH * OW / NR;
   // Input rows and columns that land in the padded plane.
   const y0 = Math.max(0, -ph), y1 = Math.min(H, Hp - ph);
   const x0 = Math.max(0, -pw), x1 = Math.min(W, Wp - pw);
   return {
-    floats: inputFloats + K,
+    floats: inputFloats + K + nP,
     place({ view, own }) {
-      view.fill(0, own, own + inputFloats);
+      // Zeros where the padding falls: at stride 1 only there (the rows above and below the
+      // input's, and each row's ends), not a pass over the whole copy before it is written.
+      if (sw !== 1) view.fill(0, own, own + inputFloats);
       for (let c = 0; c < channels; c++) {
+        const at = own + c * plane;
+        if (sw === 1) {
+          view.fill(0, at, at + Math.min(plane, (y0 + ph) * Wq));
+          view.fill(0, at + Math.max(0, Math.min(plane, (y1 + ph) * Wq)), at + plane);
+        }
         for (let iy = y0; iy < y1; iy++) {
-          const from = xOff + c * H * W + iy * W, to = own + c * plane + (iy + ph) * Wq;
-          if (sw === 1) view.set(xv.subarray(from + x0, from + x1), to + pw + x0);
-          else {
-            // Padded column X = ix + pw is column i of phase q, stepped without dividing.
+          const from = xOff + c * H * W + iy * W, to = at + (iy + ph) * Wq;
+          if (sw === 1) {
+            view.fill(0, to, to + Math.min(Wq, pw + x0));
+            view.set(xv.subarray(from + x0, from + x1), to + pw + x0);
+            view.fill(0, to + Math.max(0, pw + x1), to + Wq);
+          } else {
+            // Padded column X = ix + pw is column ⌊X / sw⌋ of phase X mod sw: phase by phase,
+            // every sw-th input into consecutive floats (one loop of plain steps each, where
+            // stepping the phase per element cost a test and a branch an element).
             const phase = channels * plane;
-            let q = (x0 + pw) % sw, i = (x0 + pw - q) / sw;
-            for (let ix = x0; ix < x1; ix++) {
-              view[to + q * phase + i] = xv[from + ix];
-              if (++q === sw) {
-                q = 0;
-                i++;
+            for (let q = 0; q < sw; q++) {
+              // The first input column of phase q, and where it lands.
+              let ix = x0 + (((q - (x0 + pw)) % sw) + sw) % sw;
+              for (let t = to + q * phase + (ix + pw - q) / sw; ix < x1; ix += sw, t++) {
+                view[t] = xv[from + ix];
               }
             }
           }
@@ -151,7 +166,18 @@ function paddedPanels(xv: Float32Array, xOff: number, g: WindowGeometry): PanelP
           }
         }
       }
+      // Each panel's first output (oy, ox) reads from column ox of padded row oy·sh.
+      const bases = new Int32Array(view.buffer, view.byteOffset + (own + inputFloats + K) * 4, nP);
+      for (let p = 0; p < nP; p++) {
+        const oy = Math.floor(p * NR / OW), ox = p * NR - oy * OW;
+        bases[p] = (oy * sh * Wq + ox) * 4;
+      }
     },
+    windows: ({ own }) => ({
+      src: own * 4,
+      table: (own + inputFloats) * 4,
+      bases: (own + inputFloats + K) * 4,
+    }),
     pack({ own, threads, run }, off, col0, np) {
       const per = Math.max(1, Math.ceil(np / (4 * threads)));
       const args = jobArgs("packWindows", {

@@ -179,6 +179,8 @@ function stepSource(op: Conv2dEpilogueStep["op"], k: number): string {
       return `v = max(0.0, min(1.0, ${a} * v + ${b}));`;
     case "hardswish":
       return `v = v * min(max(v + ${a}, 0.0), ${b}) / ${b};`;
+    case "sigmoid":
+      return "v = 1.0 / (1.0 + exp(-v));";
   }
 }
 

@@ -11,7 +11,7 @@
  * rows` (`ldc` floats apart from `cp`), its first `bytes / 4` values (a
  * multiple of 4) get `bias[r]` (float32s at `bp`) added, then each step of
  * the table at `sp` in turn, 16 bytes a step: the op (int32: 0 affine, 1
- * relu, 2 clip, 3 hardsigmoid, 4 hardswish, as `EPILOGUE_OPS`), then `a`
+ * relu, 2 clip, 3 hardsigmoid, 4 hardswish, 5 sigmoid, as `EPILOGUE_OPS`), then `a`
  * and `b` (float32). Each step is one loop over the row (its 4 KiB or so
  * stay in L1), vectors of four.
  *
@@ -19,9 +19,17 @@
  */
 
 import { type ModuleBuilder, Op, SimdOp, ValType } from "./emitter.ts";
+import { pushExp } from "./simd_helpers.ts";
 
 /** The op codes of `conv_epilogue`'s step table. */
-export const EPILOGUE_OPS = { affine: 0, relu: 1, clip: 2, hardsigmoid: 3, hardswish: 4 } as const;
+export const EPILOGUE_OPS = {
+  affine: 0,
+  relu: 1,
+  clip: 2,
+  hardsigmoid: 3,
+  hardswish: 4,
+  sigmoid: 5,
+} as const;
 
 /** Emits `conv_epilogue` into `m`. */
 export function emitConvEpilogue(m: ModuleBuilder): void {
@@ -32,6 +40,8 @@ export function emitConvEpilogue(m: ModuleBuilder): void {
   const op = f.local(i32), at = f.local(i32);
   const a = f.local(v128), b = f.local(v128), v = f.local(v128);
   const zero = f.local(v128), one = f.local(v128);
+  const t = f.local(v128), e = f.local(v128), y = f.local(v128), k = f.local(v128);
+  const rr = f.local(v128);
   f.f32x4Const([0, 0, 0, 0]).set(zero);
   f.f32x4Const([1, 1, 1, 1]).set(one);
   /** `body` over every vector of the row: `v` loaded, the body leaves the new value. */
@@ -71,6 +81,16 @@ export function emitConvEpilogue(m: ModuleBuilder): void {
       when(EPILOGUE_OPS.hardswish, () => {
         f.get(v).get(v).get(a).simd(SimdOp.f32x4Add).get(zero).simd(SimdOp.f32x4Max);
         f.get(b).simd(SimdOp.f32x4Min).simd(SimdOp.f32x4Mul).get(b).simd(SimdOp.f32x4Div);
+      });
+      when(EPILOGUE_OPS.sigmoid, () => {
+        // e = e^−|v| (the exponential takes arguments ≤ 0), s = 1 / (1 + e): v < 0 ? e·s : s
+        // (NaN: s, NaN).
+        f.get(zero).get(v).simd(SimdOp.f32x4Abs).simd(SimdOp.f32x4Sub).set(t);
+        pushExp(f, t, y, k, rr);
+        f.set(e);
+        f.get(one).get(one).get(e).simd(SimdOp.f32x4Add).simd(SimdOp.f32x4Div).set(t);
+        f.get(t).get(e).simd(SimdOp.f32x4Mul).get(t);
+        f.get(v).get(zero).simd(SimdOp.f32x4Lt).simd(SimdOp.v128Bitselect);
       });
     });
   });

@@ -91,6 +91,8 @@ export const gemmBlocking = {
   padRows: true,
   /** Products of fewer floating-point operations than this stay on the calling thread. */
   poolMinFlops: POOL_MIN_FLOPS,
+  /** Whether a convolution's windows are read in place (`PanelPacker.windows`) where they can be, not packed. */
+  windowsInPlace: true,
 };
 /** Most bytes of A, and of C, per pass over B. */
 const SUPER_BYTES = 16 * 1024 * 1024;
@@ -169,6 +171,12 @@ export interface PanelPacker {
   readonly floats: number;
   place(ctx: PanelContext): void;
   pack(ctx: PanelContext, off: number, col0: number, np: number): void;
+  /**
+   * Where B can be read in place instead, after `place` (`gemm_windows`,
+   * gemm_module.ts): the byte addresses of the padded input, of each row
+   * of k's offset in it and of each panel's; absent where it cannot.
+   */
+  readonly windows?: (ctx: PanelContext) => { src: number; table: number; bases: number };
 }
 
 /**
@@ -286,6 +294,8 @@ function tiledGemm(
         : runAlone(space.exports, kind, args, blocks),
   };
   panels?.place(ctx);
+  // B read in place by gemm_windows: nothing packed.
+  const inPlace = gemmBlocking.windowsInPlace ? panels?.windows?.(ctx) ?? null : null;
   const finishCtx: PanelContext = { ...ctx, own: ownOff };
   finish?.place(finishCtx);
   let packedB = -1;
@@ -305,7 +315,7 @@ function tiledGemm(
       const np = Math.min(ncp, nPanels - j0);
       // Byte address of this block's panels: the kept copy's, or the scratch's.
       const bp = kept >= 0 ? kept + j0 * NR * K * 4 : bpOff * 4;
-      if (kept < 0 && packedB !== j0) {
+      if (kept < 0 && packedB !== j0 && inPlace === null) {
         if (panels !== null) {
           ctx.view = scratchView(space, 0);
           panels.pack(ctx, bpOff, j0 * NR, np);
@@ -331,6 +341,9 @@ function tiledGemm(
           MR,
           NR,
           tail: tailRows,
+          src: inPlace?.src ?? 0,
+          table: inPlace?.table ?? 0,
+          bases: inPlace === null ? 0 : inPlace.bases + j0 * 4,
         });
       if (pool !== null && fullTiles < 4 * pool.threads) {
         // Few tile rows (MiniLM at batch 1: 8 to 14 rows): blocks of column panels instead,

@@ -16,7 +16,8 @@
  *   8 37, 6 × 8 on unpacked A unrolled by four 44–48. Panels are visited
  *   column panel outer, so one B panel's block of k (`kc · NR · 4` bytes)
  *   stays in L1 while the block of A rows (sized by the driver for L2)
- *   passes over it.
+ *   passes over it. `gemm_windows` is the same over a B never packed: a
+ *   convolution's windows read in place (kernels/cpu/conv_panels.ts).
  * - `dot_rows` is the decode-shaped matrix-vector product: `out[j] = x ·
  *   w[j]` for rows of a weight stored `[N, K]`, four rows and eight values of
  *   K per step (eight accumulators), so each vector of x serves four rows.
@@ -76,16 +77,35 @@ const K_UNROLL = 4;
  * The k loop runs `K_UNROLL` steps per pass, reading A at offsets `4u` from
  * one pointer per row and B at `32u + 16v` from one pointer, then a step at
  * a time for the last `kc mod K_UNROLL`.
+ *
+ * `gemm_windows(ap, src, table, bases, cp, mTiles, nPanels, kc, lda, ldc,
+ * accumulate)` is the same product with B never packed (a convolution's
+ * windows, kernels/cpu/conv_panels.ts): row `k` of panel `jp` is the `NR`
+ * floats at `src + bases[jp] + table[k]` (int32 byte offsets: the panel's
+ * first output, the kernel element's channel, row and column in the
+ * zero-padded input), one more load and add a step than a packed panel's
+ * immediate offset, where packing wrote and read every B value once more.
  */
-function emitGemmTiles(m: ModuleBuilder, relaxed: boolean, MR: number, name: string): void {
+function emitGemmTiles(
+  m: ModuleBuilder,
+  relaxed: boolean,
+  MR: number,
+  name: string,
+  windows = false,
+): void {
   const i32 = ValType.i32, v128 = ValType.v128;
-  const f = m.function(name, [i32, i32, i32, i32, i32, i32, i32, i32, i32, i32]);
-  const ap = 0, bp = 1, cp = 2, mTiles = 3, nPanels = 4, kc = 5, lda = 6, ldb = 7, ldc = 8;
-  const accumulate = 9;
+  const f = m.function(name, new Array(windows ? 11 : 10).fill(i32));
+  // gemm_tiles' parameters, or gemm_windows' (its B is `src`, `table` and `bases` for `bp`).
+  const [ap, bp, cp, mTiles, nPanels, kc, lda, ldb, ldc, accumulate] = windows
+    ? [0, -1, 4, 5, 6, 7, 8, -1, 9, 10]
+    : [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+  const [src, table, bases] = [1, 2, 3];
   const jp = f.local(i32), ip = f.local(i32), pb = f.local(i32), pbEnd = f.local(i32);
   const pbEnd4 = f.local(i32), bPanel = f.local(i32), cTile = f.local(i32);
   const ldcBytes = f.local(i32), rowBytes = f.local(i32), bPanelBytes = f.local(i32);
   const kcBytes = f.local(i32);
+  // gemm_windows: the table's pointer (`pt`, what the loops step) and this step's B row (`pb`).
+  const pt = windows ? f.local(i32) : pb;
   const pa: number[] = [];
   for (let r = 0; r < MR; r++) pa.push(f.local(i32));
   const acc: number[] = [];
@@ -94,10 +114,14 @@ function emitGemmTiles(m: ModuleBuilder, relaxed: boolean, MR: number, name: str
   for (let v = 0; v < NR / 4; v++) bv.push(f.local(v128));
   const av = f.local(v128);
 
-  /** One step of k: B at `pb + bOff`, A at `pa[r] + aOff`. */
-  const step = (aOff: number, bOff: number) => {
+  /** One step of k: B at `pb + bOff` (gemm_windows: at `bPanel + table[k]`), A at `pa[r] + aOff`. */
+  const step = (aOff: number, bOff: number, u: number) => {
+    if (windows) {
+      f.get(bPanel).get(pt).mem(Op.i32Load, 2, 4 * u).op(Op.i32Add).set(pb);
+      bOff = 0;
+    }
     for (let v = 0; v < NR / 4; v++) {
-      f.get(pb).simdMem(SimdOp.v128Load, 4, bOff + 16 * v).set(bv[v]);
+      f.get(pb).simdMem(SimdOp.v128Load, windows ? 2 : 4, bOff + 16 * v).set(bv[v]);
     }
     for (let r = 0; r < MR; r++) {
       f.get(pa[r]).simdMem(SimdOp.v128Load32Splat, 2, aOff).set(av);
@@ -106,35 +130,41 @@ function emitGemmTiles(m: ModuleBuilder, relaxed: boolean, MR: number, name: str
   };
   const advance = (steps: number) => {
     for (let r = 0; r < MR; r++) f.get(pa[r]).i32(4 * steps).op(Op.i32Add).set(pa[r]);
-    f.get(pb).i32(NR * 4 * steps).op(Op.i32Add).set(pb);
+    f.get(pt).i32((windows ? 4 : NR * 4) * steps).op(Op.i32Add).set(pt);
   };
+  const kStep = windows ? 4 : NR * 4;
 
   f.get(ldc).i32(2).op(Op.i32Shl).set(ldcBytes);
   f.get(lda).i32(2).op(Op.i32Shl).set(rowBytes);
-  f.get(ldb).i32(NR * 4).op(Op.i32Mul).set(bPanelBytes);
-  f.get(kc).i32(NR * 4).op(Op.i32Mul).set(kcBytes);
+  if (!windows) f.get(ldb).i32(NR * 4).op(Op.i32Mul).set(bPanelBytes);
+  f.get(kc).i32(kStep).op(Op.i32Mul).set(kcBytes);
   f.forLoop(jp, 0, nPanels, 1, () => {
-    f.get(bp).get(jp).get(bPanelBytes).op(Op.i32Mul).op(Op.i32Add).set(bPanel);
+    if (windows) {
+      // The panel's NR outputs read NR consecutive floats from src + bases[jp] + table[k].
+      f.get(src).get(bases).get(jp).i32(2).op(Op.i32Shl).op(Op.i32Add).mem(Op.i32Load, 2)
+        .op(Op.i32Add).set(bPanel);
+    } else f.get(bp).get(jp).get(bPanelBytes).op(Op.i32Mul).op(Op.i32Add).set(bPanel);
     f.forLoop(ip, 0, mTiles, 1, () => {
       for (const a of acc) f.f32x4Const([0, 0, 0, 0]).set(a);
       // Row pointers of this tile: ap + (ip·MR + r)·lda·4.
       f.get(ap).get(ip).i32(MR).op(Op.i32Mul).get(rowBytes).op(Op.i32Mul).op(Op.i32Add)
         .set(pa[0]);
       for (let r = 1; r < MR; r++) f.get(pa[r - 1]).get(rowBytes).op(Op.i32Add).set(pa[r]);
-      f.get(bPanel).tee(pb).get(kcBytes).op(Op.i32Add).set(pbEnd);
-      // pbEnd4 = pb + (kc - kc mod K_UNROLL)·NR·4
-      f.get(bPanel).get(kc).i32(-K_UNROLL).op(Op.i32And).i32(NR * 4).op(Op.i32Mul)
+      const first = windows ? table : bPanel;
+      f.get(first).tee(pt).get(kcBytes).op(Op.i32Add).set(pbEnd);
+      // pbEnd4 = start + (kc - kc mod K_UNROLL)·kStep
+      f.get(first).get(kc).i32(-K_UNROLL).op(Op.i32And).i32(kStep).op(Op.i32Mul)
         .op(Op.i32Add).set(pbEnd4);
-      // while (pb < pbEnd4) { K_UNROLL steps }
+      // while (pt < pbEnd4) { K_UNROLL steps }
       f.block().loop();
-      f.get(pb).get(pbEnd4).op(Op.i32GeU).brIf(1);
-      for (let u = 0; u < K_UNROLL; u++) step(4 * u, NR * 4 * u);
+      f.get(pt).get(pbEnd4).op(Op.i32GeU).brIf(1);
+      for (let u = 0; u < K_UNROLL; u++) step(4 * u, NR * 4 * u, u);
       advance(K_UNROLL);
       f.br(0).end().end();
-      // while (pb < pbEnd) { 1 step }
+      // while (pt < pbEnd) { 1 step }
       f.block().loop();
-      f.get(pb).get(pbEnd).op(Op.i32GeU).brIf(1);
-      step(0, 0);
+      f.get(pt).get(pbEnd).op(Op.i32GeU).brIf(1);
+      step(0, 0, 0);
       advance(1);
       f.br(0).end().end();
       // C tile at cp + ip·MR·ldc·4 + jp·NR·4.
@@ -371,6 +401,8 @@ export function gemmModuleBytes(relaxed: boolean, memory: MemoryImport): Uint8Ar
   const m = new ModuleBuilder(memory);
   emitGemmTiles(m, relaxed, MR, "gemm_tiles");
   for (let r = 1; r < MR; r++) emitGemmTiles(m, relaxed, r, `gemm_tiles_${r}`);
+  emitGemmTiles(m, relaxed, MR, "gemm_windows", true);
+  for (let r = 1; r < MR; r++) emitGemmTiles(m, relaxed, r, `gemm_windows_${r}`, true);
   emitPackPanels(m);
   emitPackWindows(m, NR);
   emitConvEpilogue(m);

@@ -17,15 +17,20 @@
  * the sleeping worker has not, and waits at most for the one block each
  * worker is running. A worker that wakes after the job is done finds no
  * block and goes back to sleep. Between jobs a worker spins for a moment
- * (`poolSpin.workerUs`, 1 ms) before it sleeps, so that a model's products,
- * a few hundred microseconds of other ops apart, do not pay a wake-up each;
- * and the calling thread spins (`poolSpin.callerUs`, 0.1 ms) for the
- * workers' last blocks before it waits, since waking it costs about that.
- * Measured on the 2-core machine (bench/small_rows_bench.ts, 0.3 ms of
- * other work before each product): a `[16, 384] @ [384, 384]ᵀ` took 77 µs
- * with 0.2 ms and no caller spin, 57 µs with these; MiniLM at batch 1,
- * interleaved in one process, moved within its noise (75.6 and 78.7
- * sentences/s against 78.9 and 76.8).
+ * (`poolSpin.workerUs`, 50 µs) before it sleeps, so that products that
+ * follow each other at once do not pay a wake-up each; and the calling
+ * thread spins (`poolSpin.callerUs`, 0.1 ms) for the workers' last blocks
+ * before it waits, since waking it costs about that. The worker's spin was
+ * 1 ms, for a model's products a few hundred microseconds of other ops
+ * apart (bench/small_rows_bench.ts: a `[16, 384] @ [384, 384]ᵀ` after 0.3
+ * ms of other work, 77 µs with 0.2 ms, 57 µs with 1 ms), but a spinning
+ * worker holds a core the calling thread's own work between products
+ * (depthwise convolutions, elementwise ops, copies) then lacks whenever
+ * other processes want the cores too: on the shared 2-core machine at load
+ * 3–6 (bench/pool_spin_bench.ts, interleaved, median ms), 1 ms against 50
+ * µs made PP-OCRv4's detector 85 against 61, its recognizer 133 against
+ * 94 and MiniLM at batch 1 (16 sentences) 591 against 411; 20 µs and 200
+ * µs measured between.
  *
  * Block sizes are the kernels' (kernels/cpu/wasm/gemm.ts): `gemm_tiles`
  * over a few tile rows (at most an L2-sized block of A) and every block of
@@ -69,7 +74,7 @@ export const Job = {
  * `Job.dot` is `dot_panels(xp, wp, op, rows, Kp)` (gemm_module.ts).
  */
 export const JOB_ARGS = {
-  /** Products: A, B's panels, C (byte addresses), full tile rows, panels, K, block of k, strides of A and C, tile rows (job 1) or panels (job 3) a block, the tile, the tail rows. */
+  /** Products: A, B's panels, C (byte addresses), full tile rows, panels, K, block of k, strides of A and C, tile rows (job 1) or panels (job 3) a block, the tile, the tail rows; for a convolution's windows read in place (`gemm_windows`, table not 0: B's panels unused), the padded input, the kernel elements' and the panels' offset tables (byte addresses). */
   gemm: {
     ap: 5,
     bp: 6,
@@ -84,6 +89,9 @@ export const JOB_ARGS = {
     MR: 15,
     NR: 16,
     tail: 17,
+    src: 18,
+    table: 19,
+    bases: 20,
   },
   /** B's rows at `src` packed into panels at `dst` (byte addresses): K, row stride, panels, panels a block, the panel width. */
   packPanels: { src: 5, dst: 6, K: 7, lds: 8, nPanels: 9, per: 10, NR: 11 },
@@ -173,7 +181,7 @@ const CLOSED = 1 << 30;
  */
 export const poolSpin = {
   /** Microseconds a worker keeps checking for the next job after one. */
-  workerUs: 1000,
+  workerUs: 50,
   /** Microseconds the calling thread checks for the workers' last blocks before it waits. */
   callerUs: 100,
 };
@@ -215,8 +223,30 @@ export function runBlock(
     const a = ap + t0 * MR * lda * 4, b = bp + p0 * K * NR * 4;
     const c = cp + (t0 * MR * ldc + p0 * NR) * 4;
     const aTail = ap + fullTiles * MR * lda * 4, cTail = cp + (fullTiles * MR * ldc + p0 * NR) * 4;
+    const table = ctl[g.table];
     for (let k0 = 0; k0 < K; k0 += kcb) {
       const kc = Math.min(kcb, K - k0), acc = k0 > 0 ? 1 : 0;
+      if (table !== 0) {
+        // B read in place from a convolution's padded input (gemm_windows).
+        const src = ctl[g.src], t = table + k0 * 4, bases = ctl[g.bases] + p0 * 4;
+        if (nt > 0) ex.gemm_windows(a + k0 * 4, src, t, bases, c, nt, np, kc, lda, ldc, acc);
+        if (withTail) {
+          ex["gemm_windows_" + tail](
+            aTail + k0 * 4,
+            src,
+            t,
+            bases,
+            cTail,
+            1,
+            np,
+            kc,
+            lda,
+            ldc,
+            acc,
+          );
+        }
+        continue;
+      }
       if (nt > 0) ex.gemm_tiles(a + k0 * 4, b + k0 * NR * 4, c, nt, np, kc, lda, K, ldc, acc);
       if (withTail) {
         ex["gemm_tiles_" + tail](
