@@ -11,10 +11,13 @@
 
 import type { CallArg } from "../builder/builder_options.ts";
 import type { ExecBuilder } from "../builder/exec_builder.ts";
-import type { Operand } from "../builder/operand.ts";
+import { Operand } from "../builder/operand.ts";
 import { MakeShapeCode, MatchShapeCode } from "../builtins/shape_lowering/shape_heap.ts";
+import { NDArray } from "../devices/ndarray.ts";
 import type { TensorDType } from "../ground/dtype.ts";
-import { type Dim, Unsupported, type Value } from "./graph_values.ts";
+import { getGlobalFunc } from "../ground/registry.ts";
+import { ShapeTuple } from "../ground/shape_tuple.ts";
+import { type Dim, knownSize, Unsupported, type Value } from "./graph_values.ts";
 
 /** A recorded call, or (`name` `""`) control flow: an `If` to `label`, a `Goto`, a label. */
 interface Recorded {
@@ -57,6 +60,31 @@ const INT64_ON_HOST = new Set(
   ].map((op) => `vm.op.${op}`),
 );
 
+/**
+ * The calls folded at import when every tensor they read is known (a
+ * `Constant`, a bound input, an earlier fold; not a parameter, which
+ * `load_params` may replace): they only move or convert data, so running
+ * them once on the CPU gives the bits every device would. Exporters write
+ * such chains on weights (Silero VAD's LSTM reorders its gates with twelve
+ * `Slice`s and five `Concat`s of constants), which would otherwise run on
+ * every call.
+ */
+const FOLDABLE = new Set([
+  "vm.op.strided_slice",
+  "vm.op.concat",
+  "vm.op.take",
+  "vm.op.transpose",
+  "vm.op.cast",
+  "vm.builtin.reshape",
+]);
+
+/**
+ * Elements a fold may make beyond those it reads: a fold that would grow
+ * the executable past that (a `Gather` of many rows of a small table) is
+ * left to run time.
+ */
+const FOLD_GROWTH = 1 << 16;
+
 /** The calls of one VM function, recorded, and the registers and heap slots they use. */
 export class Emitter {
   readonly ib: ExecBuilder;
@@ -72,6 +100,16 @@ export class Emitter {
   readonly #produced = new Set<Operand>();
   /** The register holding the parameter tuple, when the function takes one. */
   params: Operand | null = null;
+  /**
+   * Registers that stand for tensors known at import, by number: `flush`
+   * writes the executable's constant in their place, so a constant only a
+   * fold read never enters the executable.
+   */
+  readonly #known = new Map<number, NDArray>();
+  /** Registers of `make_tuple`s of known tensors, by number (read by folds; written when used). */
+  readonly #knownTuples = new Map<number, NDArray[]>();
+  /** The tensors folds made, disposed with the emitter (the executable holds its own). */
+  readonly #folded: NDArray[] = [];
 
   /** An emitter for a function whose first `firstFree` registers are its parameters. */
   constructor(ib: ExecBuilder, firstFree: number) {
@@ -100,7 +138,18 @@ export class Emitter {
   record(name: string, args: CallArg[], dst = true): Operand | null {
     const r = dst ? this.newReg() : null;
     this.#calls.push({ name, args, dst: r });
+    if (r !== null && name === "vm.builtin.make_tuple") {
+      const known = args.map((a) => this.#knownTensor(a));
+      if (known.every((t) => t !== undefined)) this.#knownTuples.set(r.value as number, known);
+    }
     return r;
+  }
+
+  /** The tensor a register stands for when it is known at import. */
+  #knownTensor(a: CallArg): NDArray | undefined {
+    return a instanceof Operand && a.kind === "register"
+      ? this.#known.get(a.value as number)
+      : undefined;
   }
 
   #labels = 0;
@@ -213,8 +262,52 @@ export class Emitter {
       if (v.shape.length === 0) v.reg = this.record("vm.builtin.reshape", [v.reg, []])!;
       return v.reg;
     }
-    v.reg = this.ib.convert_constant(v.tensor) as Operand;
+    // A register that stands for the constant until `flush`: a fold may read it instead.
+    v.reg = this.newReg();
+    this.#known.set(v.reg.value as number, v.tensor);
     return v.reg;
+  }
+
+  /**
+   * `name(args)` computed now, when `FOLDABLE` and every tensor it reads is
+   * known: a known value (its register stands for the result), or
+   * undefined to record the call (an argument known only at run time, a
+   * result past `FOLD_GROWTH`, or an error, which the call then raises at
+   * run time as it would unfolded).
+   */
+  #fold(name: string, args: CallArg[], dtype: TensorDType, shape: Dim[]): Value | undefined {
+    const size = knownSize(shape);
+    const fn = FOLDABLE.has(name) ? getGlobalFunc(name) : undefined;
+    if (size === null || fn === undefined) return undefined;
+    let read = 0;
+    const values: unknown[] = [];
+    for (const a of args) {
+      if (typeof a === "string") values.push(a);
+      else if (Array.isArray(a)) values.push(new ShapeTuple(a));
+      else if (!(a instanceof Operand)) return undefined;
+      else if (a.kind === "immediate") values.push(a.value);
+      else if (a.kind !== "register") return undefined;
+      else {
+        const t = this.#known.get(a.value as number) ?? this.#knownTuples.get(a.value as number);
+        if (t === undefined) return undefined;
+        for (const x of Array.isArray(t) ? t : [t]) read += x.size;
+        values.push(t);
+      }
+    }
+    if (size > read + FOLD_GROWTH) return undefined;
+    let out: unknown;
+    try {
+      out = fn(...values);
+    } catch {
+      return undefined;
+    }
+    if (!(out instanceof NDArray)) return undefined;
+    this.#folded.push(out);
+    if (out.dtype !== dtype || out.shape.join() !== shape.join()) return undefined;
+    const reg = this.newReg();
+    this.#known.set(reg.value as number, out);
+    this.#dtypes.set(reg, dtype);
+    return { dtype, shape: [...out.shape], reg, tensor: out };
   }
 
   /**
@@ -222,6 +315,10 @@ export class Emitter {
    * unknown dimensions (`null`) bound from the result.
    */
   call(name: string, args: CallArg[], dtype: TensorDType, shape: Dim[]): Value {
+    return this.#fold(name, args, dtype, shape) ?? this.#call(name, args, dtype, shape);
+  }
+
+  #call(name: string, args: CallArg[], dtype: TensorDType, shape: Dim[]): Value {
     const int64 = INT64_ON_HOST.has(name) &&
       args.some((a) => this.#dtypes.get(a as Operand) === "int64");
     const reg = int64
@@ -242,19 +339,48 @@ export class Emitter {
   result(v: Value): Operand {
     const reg = this.reg(v);
     if (this.#produced.has(reg)) return reg;
-    return this.call("vm.op.cast", [reg, v.dtype], v.dtype, v.shape).reg!;
+    return this.#call("vm.op.cast", [reg, v.dtype], v.dtype, v.shape).reg!;
   }
 
-  /** Writes the recorded calls (after the heap's allocation) into the current function. */
+  /**
+   * Writes the recorded calls (after the heap's allocation) into the current
+   * function: a register standing for a known tensor becomes its constant,
+   * and a `make_tuple` of known tensors that only folds read is dropped.
+   */
   flush(): void {
     this.ib.emit_call("vm.builtin.alloc_shape_heap", [this.imm(Math.max(1, this.#slots.size))], {
       dst: this.heap,
     });
+    const read = new Set<number>();
     for (const c of this.#calls) {
-      if (c.flow === "if") this.ib.emit_if(c.args[0] as Operand, c.label!);
+      for (const a of c.args) {
+        if (a instanceof Operand && a.kind === "register") read.add(a.value as number);
+      }
+    }
+    const constants = new Map<number, Operand>();
+    const arg = (a: CallArg): CallArg => {
+      const t = this.#knownTensor(a);
+      if (t === undefined) return a;
+      const k = (a as Operand).value as number;
+      let c = constants.get(k);
+      if (c === undefined) constants.set(k, c = this.ib.convert_constant(t) as Operand);
+      return c;
+    };
+    for (const c of this.#calls) {
+      if (c.flow === "if") this.ib.emit_if(arg(c.args[0]) as Operand, c.label!);
       else if (c.flow === "goto") this.ib.emit_goto(c.label!);
       else if (c.flow === "label") this.ib.label(c.label!);
-      else this.ib.emit_call(c.name, c.args, c.dst === null ? {} : { dst: c.dst });
+      else if (
+        c.dst !== null && this.#knownTuples.has(c.dst.value as number) &&
+        !read.has(c.dst.value as number)
+      ) continue;
+      else this.ib.emit_call(c.name, c.args.map(arg), c.dst === null ? {} : { dst: c.dst });
     }
+  }
+
+  /** Disposes the tensors folds made (the executable holds its own references). */
+  [Symbol.dispose](): void {
+    for (const t of this.#folded) t.dispose();
+    this.#folded.length = 0;
   }
 }
