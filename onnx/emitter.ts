@@ -85,6 +85,19 @@ const FOLDABLE = new Set([
  */
 const FOLD_GROWTH = 1 << 16;
 
+/** Calls that only make a view or a value of their arguments: left out when nothing reads them. */
+const PURE = new Set([
+  "vm.builtin.reshape",
+  "vm.builtin.make_tuple",
+  "vm.builtin.make_shape",
+  "vm.builtin.tuple_getitem",
+]);
+
+/** Whether two shapes are the same: equal sizes, or the same symbol (one heap slot). */
+function sameDims(a: readonly Dim[], b: readonly Dim[]): boolean {
+  return a.length === b.length && a.every((d, i) => d !== null && d === b[i]);
+}
+
 /** The calls of one VM function, recorded, and the registers and heap slots they use. */
 export class Emitter {
   readonly ib: ExecBuilder;
@@ -110,6 +123,12 @@ export class Emitter {
   readonly #knownTuples = new Map<number, NDArray[]>();
   /** The tensors folds made, disposed with the emitter (the executable holds its own). */
   readonly #folded: NDArray[] = [];
+  /** The shape of each register a call wrote (its symbols bound). */
+  readonly #shapes = new Map<Operand, readonly Dim[]>();
+  /** For a register `vm.builtin.reshape` wrote: the register it reshaped. */
+  readonly #reshapeOf = new Map<Operand, Operand>();
+  /** Registers `result` hands out: one is never handed out twice, nor dropped. */
+  readonly #returned = new Set<Operand>();
 
   /** An emitter for a function whose first `firstFree` registers are its parameters. */
   constructor(ib: ExecBuilder, firstFree: number) {
@@ -315,7 +334,33 @@ export class Emitter {
    * unknown dimensions (`null`) bound from the result.
    */
   call(name: string, args: CallArg[], dtype: TensorDType, shape: Dim[]): Value {
-    return this.#fold(name, args, dtype, shape) ?? this.#call(name, args, dtype, shape);
+    let given = args;
+    if (name === "vm.builtin.reshape") {
+      const from = this.#reshapeSource(args[0]);
+      if (from !== undefined) {
+        const had = this.#shapes.get(from);
+        if (had !== undefined && sameDims(had, shape)) {
+          return { dtype, shape: [...shape], reg: from };
+        }
+        given = [from, ...args.slice(1)];
+      }
+    }
+    const out = this.#fold(name, given, dtype, shape) ?? this.#call(name, given, dtype, shape);
+    if (name === "vm.builtin.reshape" && out.reg !== null && given[0] instanceof Operand) {
+      this.#reshapeOf.set(out.reg, given[0]);
+    }
+    return out;
+  }
+
+  /**
+   * What a reshape of `a` may read instead: the input of the reshape that
+   * made `a` (a view of a view is a view of the first), else `a`; undefined
+   * where `a` is not a register a call wrote once (a branch's or loop's
+   * register, written again, may hold another value by then).
+   */
+  #reshapeSource(a: CallArg): Operand | undefined {
+    if (!(a instanceof Operand) || !this.#produced.has(a)) return undefined;
+    return this.#reshapeOf.get(a) ?? a;
   }
 
   #call(name: string, args: CallArg[], dtype: TensorDType, shape: Dim[]): Value {
@@ -328,6 +373,7 @@ export class Emitter {
     this.#produced.add(reg);
     const out: Value = { dtype, shape: [...shape], reg };
     if (out.shape.includes(null)) this.matchShape(reg, out.shape, "");
+    this.#shapes.set(reg, out.shape);
     return out;
   }
 
@@ -338,8 +384,11 @@ export class Emitter {
    */
   result(v: Value): Operand {
     const reg = this.reg(v);
-    if (this.#produced.has(reg)) return reg;
-    return this.#call("vm.op.cast", [reg, v.dtype], v.dtype, v.shape).reg!;
+    const out = this.#produced.has(reg) && !this.#returned.has(reg)
+      ? reg
+      : this.#call("vm.op.cast", [reg, v.dtype], v.dtype, v.shape).reg!;
+    this.#returned.add(out);
+    return out;
   }
 
   /**
@@ -351,12 +400,7 @@ export class Emitter {
     this.ib.emit_call("vm.builtin.alloc_shape_heap", [this.imm(Math.max(1, this.#slots.size))], {
       dst: this.heap,
     });
-    const read = new Set<number>();
-    for (const c of this.#calls) {
-      for (const a of c.args) {
-        if (a instanceof Operand && a.kind === "register") read.add(a.value as number);
-      }
-    }
+    const dropped = this.#unread();
     const constants = new Map<number, Operand>();
     const arg = (a: CallArg): CallArg => {
       const t = this.#knownTensor(a);
@@ -370,12 +414,38 @@ export class Emitter {
       if (c.flow === "if") this.ib.emit_if(arg(c.args[0]) as Operand, c.label!);
       else if (c.flow === "goto") this.ib.emit_goto(c.label!);
       else if (c.flow === "label") this.ib.label(c.label!);
-      else if (
-        c.dst !== null && this.#knownTuples.has(c.dst.value as number) &&
-        !read.has(c.dst.value as number)
-      ) continue;
-      else this.ib.emit_call(c.name, c.args.map(arg), c.dst === null ? {} : { dst: c.dst });
+      else if (!dropped.has(c)) {
+        this.ib.emit_call(c.name, c.args.map(arg), c.dst === null ? {} : { dst: c.dst });
+      }
     }
+  }
+
+  /**
+   * The recorded calls to leave out: those of `PURE` whose result nothing
+   * reads (a reshape a later one looked through, a tuple only folds read),
+   * until none is left; a result `result` hands out is read.
+   */
+  #unread(): Set<Recorded> {
+    const dropped = new Set<Recorded>();
+    for (let changed = true; changed;) {
+      changed = false;
+      const read = new Set<number>();
+      for (const r of this.#returned) read.add(r.value as number);
+      for (const c of this.#calls) {
+        if (dropped.has(c)) continue;
+        for (const a of c.args) {
+          if (a instanceof Operand && a.kind === "register") read.add(a.value as number);
+        }
+      }
+      for (const c of this.#calls) {
+        if (dropped.has(c) || c.dst === null || !PURE.has(c.name)) continue;
+        if (!read.has(c.dst.value as number)) {
+          dropped.add(c);
+          changed = true;
+        }
+      }
+    }
+    return dropped;
   }
 
   /** Disposes the tensors folds made (the executable holds its own references). */

@@ -102,3 +102,35 @@ Deno.test("onnx fold: a Gather whose fold fails is left to fail at run time, the
   using y = await new VirtualMachine(m2.executable).invoke("main", x) as NDArray;
   assertEquals([...y.dataSync()], [20, 21, 0, 1]);
 });
+
+Deno.test("onnx fold: a reshape of a reshape reads the first's input; one back to its input's shape is that input", async () => {
+  // a = Relu(x) [2, 3] → [3, 2] → [6] → [2, 3] = a again; y = Neg of that. Two more outputs:
+  // the identity reshape itself and a, which are one register: each must be a tensor of its own.
+  const bytes = model({
+    name: "reshapes",
+    nodes: [
+      node("Relu", ["x"], ["a"]),
+      node("Reshape", ["a", "s32"], ["b"]),
+      node("Reshape", ["b", "s6"], ["c"]),
+      node("Reshape", ["c", "s23"], ["d"]),
+      node("Neg", ["d"], ["y"]),
+    ],
+    initializers: [
+      int64Tensor("s32", [2], [3, 2]),
+      int64Tensor("s6", [1], [6]),
+      int64Tensor("s23", [2], [2, 3]),
+    ],
+    inputs: [valueInfo("x", [2, 3])],
+    outputs: [valueInfo("y", [2, 3]), valueInfo("d", [2, 3]), valueInfo("a", [2, 3])],
+  }, 13);
+  using m = await importONNX(bytes);
+  const text = m.executable.as_text();
+  assert(!text.includes("vm.builtin.reshape"), text);
+  const vm = new VirtualMachine(m.executable);
+  using x = tensor(new Float32Array([1, -2, 3, -4, 5, -6]), { shape: [2, 3] });
+  const outs = await vm.invoke("main", x, [...m.params]) as NDArray[];
+  assertEquals([...outs[0].dataSync()], [-1, -0, -3, -0, -5, -0]);
+  for (const o of outs.slice(1)) assertEquals([...o.dataSync()], [1, 0, 3, 0, 5, 0]);
+  assert(outs[1] !== outs[2]);
+  for (const o of outs) o.dispose();
+});
