@@ -64,6 +64,10 @@ export function takeKernel(
   } else {
     for (let t = 0; t < m; t++) rows[t] = mapIndex(iv[t], n, mode);
   }
+  if (inner === 1 && xv instanceof Float32Array) {
+    gatherFloats(xv, ov as Float32Array, rows, outer, n);
+    return;
+  }
   let o = 0;
   for (let p = 0; p < outer; p++) {
     const base = p * n * inner;
@@ -72,5 +76,24 @@ export function takeKernel(
       if (inner === 1) ov[o] = xv[src];
       else ov.set(xv.subarray(src, src + inner), o);
     }
+  }
+}
+
+/**
+ * `take` of single float32 elements (a convolution's windows, gathered
+ * along the last axis): its own loop, so the element accesses see one
+ * array type, not every dtype the general loop copies.
+ */
+function gatherFloats(
+  xv: Float32Array,
+  ov: Float32Array,
+  rows: Int32Array,
+  outer: number,
+  n: number,
+): void {
+  const m = rows.length;
+  for (let p = 0, o = 0; p < outer; p++) {
+    const base = p * n;
+    for (let t = 0; t < m; t++) ov[o++] = xv[base + rows[t]];
   }
 }
