@@ -346,8 +346,10 @@ export class Emitter {
       }
     }
     const out = this.#fold(name, given, dtype, shape) ?? this.#call(name, given, dtype, shape);
-    if (name === "vm.builtin.reshape" && out.reg !== null && given[0] instanceof Operand) {
-      this.#reshapeOf.set(out.reg, given[0]);
+    const source = given[0];
+    if (name === "vm.builtin.reshape" && out.reg !== null && source instanceof Operand) {
+      // Only a register a call wrote once may be read later in its place.
+      if (this.#produced.has(source)) this.#reshapeOf.set(out.reg, source);
     }
     return out;
   }
@@ -394,7 +396,7 @@ export class Emitter {
   /**
    * Writes the recorded calls (after the heap's allocation) into the current
    * function: a register standing for a known tensor becomes its constant,
-   * and a `make_tuple` of known tensors that only folds read is dropped.
+   * and the `PURE` calls nothing reads are left out (`#unread`).
    */
   flush(): void {
     this.ib.emit_call("vm.builtin.alloc_shape_heap", [this.imm(Math.max(1, this.#slots.size))], {
