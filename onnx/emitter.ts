@@ -334,6 +334,14 @@ export class Emitter {
    * unknown dimensions (`null`) bound from the result.
    */
   call(name: string, args: CallArg[], dtype: TensorDType, shape: Dim[]): Value {
+    const x = args[0];
+    if (
+      name === "vm.op.cast" && args[1] === dtype && x instanceof Operand && this.#produced.has(x) &&
+      this.#dtypes.get(x) === dtype
+    ) {
+      // A cast to the dtype a value has is that value (Silero's STFT casts float32 to float32).
+      return { dtype, shape: [...shape], reg: x };
+    }
     let given = args;
     if (name === "vm.builtin.reshape") {
       const from = this.#reshapeSource(args[0]);

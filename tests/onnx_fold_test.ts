@@ -134,3 +134,32 @@ Deno.test("onnx fold: a reshape of a reshape reads the first's input; one back t
   assert(outs[1] !== outs[2]);
   for (const o of outs) o.dispose();
 });
+
+Deno.test("onnx fold: a Cast to the dtype its input has is that input; as an output, a copy", async () => {
+  // ONNX's TensorProto.FLOAT is 1: Cast(to = FLOAT) of a float32 value, then its outputs.
+  const cast = (outputs: string[]) =>
+    model({
+      name: "cast",
+      nodes: [
+        node("Relu", ["x"], ["a"]),
+        node("Cast", ["a"], ["b"], { to: 1 }),
+        node("Neg", ["b"], ["y"]),
+      ],
+      initializers: [],
+      inputs: [valueInfo("x", [3])],
+      outputs: outputs.map((o) => valueInfo(o, [3])),
+    }, 13);
+  using x = tensor(new Float32Array([-1, 2, -3]), { shape: [3] });
+  {
+    using m = await importONNX(cast(["y"]));
+    assert(!/call\s+vm\.op\.cast/.test(m.executable.as_text()), m.executable.as_text());
+    using y = await new VirtualMachine(m.executable).invoke("main", x) as NDArray;
+    assertEquals([...y.dataSync()], [-0, -2, -0]);
+  }
+  // b and a are one value: the second output handed out is a copy, so each is a tensor of its own.
+  using m = await importONNX(cast(["y", "b", "a"]));
+  const outs = await new VirtualMachine(m.executable).invoke("main", x) as NDArray[];
+  assertEquals(outs.map((o) => [...o.dataSync()]), [[-0, -2, -0], [0, 2, 0], [0, 2, 0]]);
+  assert(outs[1] !== outs[2]);
+  for (const o of outs) o.dispose();
+});
