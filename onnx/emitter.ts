@@ -458,6 +458,16 @@ export class Emitter {
     return dropped;
   }
 
+  /**
+   * The tensors among `constants` that the import made itself (`made`, and
+   * the folds'): nothing outside holds a view of them, so they may be
+   * sealed (`NDArray.seal()`) once the builder is done with them.
+   */
+  ownConstants(constants: readonly unknown[], made: readonly NDArray[]): NDArray[] {
+    const own = new Set<NDArray>([...made, ...this.#folded]);
+    return constants.filter((c): c is NDArray => c instanceof NDArray && own.has(c));
+  }
+
   /** Disposes the tensors folds made (the executable holds its own references). */
   [Symbol.dispose](): void {
     for (const t of this.#folded) t.dispose();

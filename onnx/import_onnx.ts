@@ -398,6 +398,7 @@ function convert(
   // references would otherwise keep them (and, on a failed import, everything) until GC.
   const ib = new ExecBuilder();
   let em: Emitter | undefined;
+  let sealed: NDArray[] = [];
   try {
     // Initializers: parameters (folded too when they are small integer tensors).
     const initNames = new Set<string>();
@@ -529,6 +530,7 @@ function convert(
       },
     );
     const executable = ib.get();
+    sealed = emitter.ownConstants(executable.constants, made);
     ok = true;
     return {
       executable,
@@ -542,6 +544,12 @@ function convert(
     };
   } finally {
     ib[Symbol.dispose]();
+    // The executable's constants the import made itself are sealed: nothing outside holds a view
+    // of them, so the CPU kernels may keep a copy of a weight in their WebAssembly memory instead
+    // of copying it in on every call (kernels/cpu/wasm/resident.ts). Only now: the builder read
+    // their bytes through views until it let go, which ends a seal. A tensor the caller gave
+    // (`inputValues`) is left as it is: the caller may hold a view.
+    for (const t of sealed) t.seal();
     em?.[Symbol.dispose]();
     for (const t of made) t.dispose();
     if (!ok) { for (const p of params) p.dispose(); }

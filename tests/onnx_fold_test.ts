@@ -163,3 +163,24 @@ Deno.test("onnx fold: a Cast to the dtype its input has is that input; as an out
   assert(outs[1] !== outs[2]);
   for (const o of outs) o.dispose();
 });
+
+Deno.test("onnx fold: the constants the import made are sealed (their copies may stay resident); a caller's tensor is not", async () => {
+  using w = tensor(new Float32Array(12).map((_, i) => i + 1), { shape: [4, 3] });
+  using folded = await importONNX(swapped(false), { inputValues: { w } });
+  const weights = folded.executable.constants.filter((c): c is NDArray =>
+    typeof c === "object" && c !== null && "shape" in c
+  );
+  assertEquals(weights.map((t) => t.sealed), [true]);
+  // Bound and read as it is, the caller's own tensor becomes the constant: the caller may hold a
+  // view of it, so it stays unsealed.
+  const direct = model({
+    name: "direct",
+    nodes: [node("MatMul", ["x", "w"], ["y"])],
+    initializers: [],
+    inputs: [valueInfo("x", [1, 4]), valueInfo("w", [4, 3])],
+    outputs: [valueInfo("y", [1, 3])],
+  }, 13);
+  using m = await importONNX(direct, { inputValues: { w } });
+  assert(m.executable.constants.includes(w));
+  assertEquals(w.sealed, false);
+});
