@@ -530,7 +530,7 @@ function convert(
       },
     );
     const executable = ib.get();
-    sealed = emitter.ownConstants(executable.constants, made);
+    sealed = [...emitter.ownConstants(executable.constants, made), ...params];
     ok = true;
     return {
       executable,
@@ -544,11 +544,12 @@ function convert(
     };
   } finally {
     ib[Symbol.dispose]();
-    // The executable's constants the import made itself are sealed: nothing outside holds a view
-    // of them, so the CPU kernels may keep a copy of a weight in their WebAssembly memory instead
-    // of copying it in on every call (kernels/cpu/wasm/resident.ts). Only now: the builder read
-    // their bytes through views until it let go, which ends a seal. A tensor the caller gave
-    // (`inputValues`) is left as it is: the caller may hold a view.
+    // The executable's constants the import made itself, and the parameters, are sealed: nothing
+    // outside holds a view of them yet, so the CPU kernels may keep a copy of a weight in their
+    // WebAssembly memory instead of copying it in on every call (kernels/cpu/wasm/resident.ts), as
+    // they do for the weights a tensor cache loads. Only now: the builder read their bytes through
+    // views until it let go, which ends a seal. A tensor the caller gave (`inputValues`) is left
+    // as it is: the caller may hold a view.
     for (const t of sealed) t.seal();
     em?.[Symbol.dispose]();
     for (const t of made) t.dispose();

@@ -164,7 +164,7 @@ Deno.test("onnx fold: a Cast to the dtype its input has is that input; as an out
   for (const o of outs) o.dispose();
 });
 
-Deno.test("onnx fold: the constants the import made are sealed (their copies may stay resident); a caller's tensor is not", async () => {
+Deno.test("onnx fold: the constants and parameters the import made are sealed (their copies may stay resident); a caller's tensor is not", async () => {
   using w = tensor(new Float32Array(12).map((_, i) => i + 1), { shape: [4, 3] });
   using folded = await importONNX(swapped(false), { inputValues: { w } });
   const weights = folded.executable.constants.filter((c): c is NDArray =>
@@ -183,4 +183,10 @@ Deno.test("onnx fold: the constants the import made are sealed (their copies may
   using m = await importONNX(direct, { inputValues: { w } });
   assert(m.executable.constants.includes(w));
   assertEquals(w.sealed, false);
+  // The parameters the import made are sealed as a tensor cache's are; a view a caller takes
+  // later ends the seal (devices/storage.ts), so writing through it stays safe.
+  using p = await importONNX(swapped(true));
+  assert(p.params.every((t) => t.sealed));
+  p.params[4].cpuView();
+  assertEquals(p.params[4].sealed, false);
 });
