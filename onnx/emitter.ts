@@ -123,6 +123,8 @@ export class Emitter {
   readonly #knownTuples = new Map<number, NDArray[]>();
   /** The tensors folds made, disposed with the emitter (the executable holds its own). */
   readonly #folded: NDArray[] = [];
+  /** For a fold that made a view (a reshape): the tensor whose memory it views. */
+  readonly #viewOf = new Map<NDArray, NDArray>();
   /** The shape of each register a call wrote (its symbols bound). */
   readonly #shapes = new Map<Operand, readonly Dim[]>();
   /** For a register `vm.builtin.reshape` wrote: the register it reshaped. */
@@ -322,6 +324,10 @@ export class Emitter {
     }
     if (!(out instanceof NDArray)) return undefined;
     this.#folded.push(out);
+    // A reshape's result views its input's memory: owned only as far as that input is.
+    if (name === "vm.builtin.reshape" && values[0] instanceof NDArray) {
+      this.#viewOf.set(out, values[0]);
+    }
     if (out.dtype !== dtype || out.shape.join() !== shape.join()) return undefined;
     const reg = this.newReg();
     this.#known.set(reg.value as number, out);
@@ -464,8 +470,13 @@ export class Emitter {
    * sealed (`NDArray.seal()`) once the builder is done with them.
    */
   ownConstants(constants: readonly unknown[], made: readonly NDArray[]): NDArray[] {
-    const own = new Set<NDArray>([...made, ...this.#folded]);
-    return constants.filter((c): c is NDArray => c instanceof NDArray && own.has(c));
+    const own = new Set<NDArray>(made);
+    const owned = (t: NDArray): boolean => {
+      // A view of a caller's tensor (a reshape of an `inputValues` one) shares the caller's memory.
+      const source = this.#viewOf.get(t);
+      return source === undefined ? own.has(t) || this.#folded.includes(t) : owned(source);
+    };
+    return constants.filter((c): c is NDArray => c instanceof NDArray && owned(c));
   }
 
   /** Disposes the tensors folds made (the executable holds its own references). */

@@ -183,6 +183,22 @@ Deno.test("onnx fold: the constants and parameters the import made are sealed (t
   using m = await importONNX(direct, { inputValues: { w } });
   assert(m.executable.constants.includes(w));
   assertEquals(w.sealed, false);
+  // Nor a fold that views the caller's memory: a reshape of it.
+  const reshaped = model({
+    name: "reshaped",
+    nodes: [node("Reshape", ["w", "s26"], ["wr"]), node("MatMul", ["x", "wr"], ["y"])],
+    initializers: [int64Tensor("s26", [2], [2, 6])],
+    inputs: [valueInfo("x", [1, 2]), valueInfo("w", [4, 3])],
+    outputs: [valueInfo("y", [1, 6])],
+  }, 13);
+  using r = await importONNX(reshaped, { inputValues: { w } });
+  const views = r.executable.constants.filter((c): c is NDArray =>
+    typeof c === "object" && c !== null && "shape" in c && c.dtype === "float32"
+  );
+  assertEquals(views.map((t) => [[...t.shape], t.sealed]), [[[2, 6], false]]);
+  using x = tensor(new Float32Array([1, 2]), { shape: [1, 2] });
+  using y = await new VirtualMachine(r.executable).invoke("main", x, [...r.params]) as NDArray;
+  assertEquals([...y.dataSync()], [1 + 14, 2 + 16, 3 + 18, 4 + 20, 5 + 22, 6 + 24]);
   // The parameters the import made are sealed as a tensor cache's are; a view a caller takes
   // later ends the seal (devices/storage.ts), so writing through it stays safe.
   using p = await importONNX(swapped(true));
