@@ -25,6 +25,7 @@ import { pathOutside } from "../ground/contained_path.ts";
 import type { TensorDType } from "../ground/dtype.ts";
 import type { Executable } from "../program/executable.ts";
 import { fuseConvEpilogues } from "./conv_fusion.ts";
+import { fuseGelu } from "./gelu_fusion.ts";
 import { convertLoop, convertScan } from "./convert_loops.ts";
 import { Emitter } from "./emitter.ts";
 import { type Dim, Unsupported, type Value } from "./graph_values.ts";
@@ -396,6 +397,8 @@ function convert(
   // Disposed at the end either way: the executable holds its own constants, and the builder's
   // references would otherwise keep them (and, on a failed import, everything) until GC.
   const ib = new ExecBuilder();
+  let em: Emitter | undefined;
+  let sealed: NDArray[] = [];
   try {
     // Initializers: parameters (folded too when they are small integer tensors).
     const initNames = new Set<string>();
@@ -408,8 +411,8 @@ function convert(
     const bound = (name: string) => Object.hasOwn(inputValues, name);
     const inputs = graph.inputs.filter((v) => !initNames.has(v.name) && !bound(v.name));
     const numInputs = inputs.length + (params.length > 0 ? 1 : 0);
-    const em = new Emitter(ib, numInputs);
-    if (params.length > 0) em.params = ib.r(inputs.length);
+    const emitter = em = new Emitter(ib, numInputs);
+    if (params.length > 0) emitter.params = ib.r(inputs.length);
     const inputInfo: ONNXValueInfo[] = [];
     for (const name of Object.keys(inputShapes)) {
       if (!inputs.some((v) => v.name === name)) {
@@ -446,17 +449,17 @@ function convert(
         continue;
       }
       const reg = ib.r(i);
-      em.record("vm.builtin.check_tensor_info", [
+      emitter.record("vm.builtin.check_tensor_info", [
         reg,
         ib.imm(shape.length),
         dt,
         `input "${v.name}"`,
       ], false);
-      em.matchShape(reg, shape, `input "${v.name}"`);
+      emitter.matchShape(reg, shape, `input "${v.name}"`);
       values.set(v.name, { dtype: dt, shape, reg, format: heldFormatOf(type.elemType) });
       inputInfo.push({ name: v.name, dtype: dt, shape: shownShape(shape) });
     }
-    const holder = new NodeContext(graph.nodes[0] ?? ({} as Node), opset, em, [], made);
+    const holder = new NodeContext(graph.nodes[0] ?? ({} as Node), opset, emitter, [], made);
     for (const [i, nd] of params.entries()) {
       const known = holder.fromTensor(nd);
       values.set(paramNames[i], {
@@ -478,8 +481,8 @@ function convert(
         values.set(v.name, null);
       } else values.set(v.name, holder.fromTensor(t));
     }
-    for (const n of fuseConvEpilogues(graph, opset)) {
-      convertNode(n, opset, em, values, made, problems);
+    for (const n of fuseGelu({ ...graph, nodes: fuseConvEpilogues(graph, opset) })) {
+      convertNode(n, opset, emitter, values, made, problems);
     }
     const outputs: Operand[] = [];
     const outputInfo: ONNXValueInfo[] = [];
@@ -494,7 +497,7 @@ function convert(
       }
       if (v === null) continue;
       try {
-        outputs.push(em.result(v));
+        outputs.push(emitter.result(v));
         outputInfo.push({ name: o.name, dtype: v.dtype, shape: shownShape(v.shape) });
       } catch (e) {
         if (!(e instanceof Unsupported)) throw e;
@@ -507,10 +510,10 @@ function convert(
       num_inputs: numInputs,
       param_names: [...inputs.map((v) => v.name), ...(params.length > 0 ? ["params"] : [])],
     }, () => {
-      em.flush();
+      emitter.flush();
       if (outputs.length === 1) ib.emit_ret(outputs[0]);
       else {
-        const tuple = em.newReg();
+        const tuple = emitter.newReg();
         ib.emit_call("vm.builtin.make_tuple", outputs, { dst: tuple });
         ib.emit_ret(tuple);
       }
@@ -527,6 +530,7 @@ function convert(
       },
     );
     const executable = ib.get();
+    sealed = [...emitter.ownConstants(executable.constants, made), ...params];
     ok = true;
     return {
       executable,
@@ -540,6 +544,14 @@ function convert(
     };
   } finally {
     ib[Symbol.dispose]();
+    // The executable's constants the import made itself, and the parameters, are sealed: nothing
+    // outside holds a view of them yet, so the CPU kernels may keep a copy of a weight in their
+    // WebAssembly memory instead of copying it in on every call (kernels/cpu/wasm/resident.ts), as
+    // they do for the weights a tensor cache loads. Only now: the builder read their bytes through
+    // views until it let go, which ends a seal. A tensor the caller gave (`inputValues`) is left
+    // as it is: the caller may hold a view.
+    for (const t of sealed) t.seal();
+    em?.[Symbol.dispose]();
     for (const t of made) t.dispose();
     if (!ok) { for (const p of params) p.dispose(); }
   }

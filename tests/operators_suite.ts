@@ -422,6 +422,14 @@ export function defineOperatorTests(
     [[2, 2, 1, 8], [1, 1, 8, 12]],
     [[5, 3, 16], [1, 16, 8]],
     [[2, 70, 8], [8, 4]],
+    // One column (a convolution's last time step): dot products of A's rows with the vector, in
+    // TypeScript below the WebAssembly size and by dot_rows above it; K of 1, batches shared or not.
+    [[67, 45], [45, 1]],
+    [[5, 1], [1, 1]],
+    [[1, 7], [7, 1]],
+    [[3, 5, 201], [201, 1]],
+    [[2, 130, 300], [2, 300, 1]],
+    [[258, 256], [256, 1]],
   ];
   test("vm.op.matmul 2-D, 1-D and batched with broadcasting", async (dev) => {
     for (const [i, [sa, sb]] of MATMUL_CASES.entries()) {

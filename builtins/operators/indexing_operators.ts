@@ -64,6 +64,7 @@
 
 import type { TensorDType } from "../../ground/dtype.ts";
 import { NDArray } from "../../devices/ndarray.ts";
+import { ShapeTuple } from "../../ground/shape_tuple.ts";
 import { tupleFields } from "../../ground/tuple.ts";
 import type { Device } from "../../devices/device.ts";
 import { BuiltinTable } from "../builtin_table.ts";
@@ -106,7 +107,9 @@ function intArg(op: string, value: unknown, role: string, fallback: number): num
 }
 
 /** A list of integers given as a ShapeTuple or a number[]. */
-function intList(op: string, value: unknown, role: string): number[] {
+function intList(op: string, value: unknown, role: string): readonly number[] {
+  // A ShapeTuple (what a program's constants are) checked its integers when it was made.
+  if (value instanceof ShapeTuple) return value.dims;
   const list = value !== null && typeof value === "object" && Symbol.iterator in value
     ? [...(value as Iterable<unknown>)]
     : undefined;
@@ -125,7 +128,18 @@ function intList(op: string, value: unknown, role: string): number[] {
  * Reads through `Number()`, so int64 indices need no change here.
  */
 function checkIndices(op: string, indices: NDArray, axis: number, n: number): void {
-  const values = indices.cpuView() as ArrayLike<number | bigint>;
+  const values = indices.readView() as ArrayLike<number | bigint>;
+  if (values instanceof Int32Array) {
+    // The common case in one typed pass (a convolution's window indices, every call); the loop
+    // below finds the index to name.
+    let lo = 0, hi = 0;
+    for (let t = 0; t < values.length; t++) {
+      const v = values[t];
+      if (v < lo) lo = v;
+      else if (v > hi) hi = v;
+    }
+    if (lo >= -n && hi < n) return;
+  }
   for (let t = 0; t < values.length; t++) {
     const v = Number(values[t]);
     if (v < -n || v >= n) {

@@ -203,19 +203,20 @@ function matmul(args: readonly unknown[]): NDArray | Promise<NDArray> {
   checkSameDType(name, [a, b]);
   checkDType(name, a, "a", FLOAT);
   checkSameDevice(name, [a, b]);
-  const shapes = `shapes ${formatShape(a.shape)} and ${formatShape(b.shape)}`;
+  // Built only for an error: formatting both shapes on every call cost small products.
+  const shapes = () => `shapes ${formatShape(a.shape)} and ${formatShape(b.shape)}`;
   if (a.shape.length === 0 || b.shape.length === 0) {
-    throw new RangeError(`${name}: operands must have at least 1 dimension, got ${shapes}`);
+    throw new RangeError(`${name}: operands must have at least 1 dimension, got ${shapes()}`);
   }
   const a2 = a.shape.length === 1 ? [1, a.shape[0]] : a.shape;
   const b2 = b.shape.length === 1 ? [b.shape[0], 1] : b.shape;
   const [M, K] = a2.slice(-2), [Kb, N] = b2.slice(-2);
   if (K !== Kb) {
-    throw new RangeError(`${name}: inner dimensions differ (${K} and ${Kb}) for ${shapes}`);
+    throw new RangeError(`${name}: inner dimensions differ (${K} and ${Kb}) for ${shapes()}`);
   }
   const batch = tryBroadcastShapes(a2.slice(0, -2), b2.slice(0, -2));
   if (batch === undefined) {
-    throw new RangeError(`${name}: batch dimensions of ${shapes} do not broadcast`);
+    throw new RangeError(`${name}: batch dimensions of ${shapes()} do not broadcast`);
   }
   const outShape = [...batch];
   if (a.shape.length > 1) outShape.push(M);

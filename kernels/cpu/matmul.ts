@@ -123,6 +123,13 @@ export function gemm(
   transB = false,
   bTensor: NDArray | null = null,
 ): void {
+  if (N === 1 && !transB && M > 1) {
+    // A matrix times a vector is the vector's row times the matrix read as a weight stored
+    // [M, K]: dot products of contiguous rows (WebAssembly's dot_rows, or gemvRowsT's four rows
+    // a pass), where the tiled kernels would pad the one column to four.
+    gemm(b, bOff, a, aOff, c, cOff, 1, K, M, true, true);
+    return;
+  }
   // The WebAssembly SIMD kernels take what they cover (kernels/cpu/wasm/gemm.ts).
   if (wasmGemm(a, aOff, b, bOff, c, cOff, M, K, N, transB, bTensor)) return;
   if (M < MR || N < NR || K === 0) {
@@ -301,8 +308,9 @@ function microKernel(
 /**
  * Row-at-a-time product for thin matrices (fewer than 4 rows or columns):
  * each output row accumulates scaled rows of B, in double precision; a
- * single column (Silero's last convolutions, one time step) as plain dot
- * products, without the accumulator row's loads and stores.
+ * single column as plain dot products, without the accumulator row's loads
+ * and stores (only for one row: `gemm` takes a matrix times a vector as
+ * `gemvRowsT`'s product by a weight stored `[N, K]`).
  */
 function gemmRows(
   a: Float32Array,

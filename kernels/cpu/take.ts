@@ -53,7 +53,21 @@ export function takeKernel(
   const xv = x.readView() as NumberArray, ov = out.cpuView() as NumberArray;
   const iv = indices.readView() as ArrayLike<number | bigint>;
   const rows = new Int32Array(m);
-  for (let t = 0; t < m; t++) rows[t] = mapIndex(iv[t], n, mode);
+  if (iv instanceof Int32Array && mode !== "wrap") {
+    // mapIndex on int32 without its per-index type test (a convolution's window indices).
+    const fast = mode === "fast";
+    for (let t = 0; t < m; t++) {
+      let v = iv[t];
+      if (fast && v < 0) v += n;
+      rows[t] = v < 0 ? 0 : v >= n ? n - 1 : v;
+    }
+  } else {
+    for (let t = 0; t < m; t++) rows[t] = mapIndex(iv[t], n, mode);
+  }
+  if (inner === 1 && xv instanceof Float32Array) {
+    gatherFloats(xv, ov as Float32Array, rows, outer, n);
+    return;
+  }
   let o = 0;
   for (let p = 0; p < outer; p++) {
     const base = p * n * inner;
@@ -62,5 +76,24 @@ export function takeKernel(
       if (inner === 1) ov[o] = xv[src];
       else ov.set(xv.subarray(src, src + inner), o);
     }
+  }
+}
+
+/**
+ * `take` of single float32 elements (a convolution's windows, gathered
+ * along the last axis): its own loop, so the element accesses see one
+ * array type, not every dtype the general loop copies.
+ */
+function gatherFloats(
+  xv: Float32Array,
+  ov: Float32Array,
+  rows: Int32Array,
+  outer: number,
+  n: number,
+): void {
+  const m = rows.length;
+  for (let p = 0, o = 0; p < outer; p++) {
+    const base = p * n;
+    for (let t = 0; t < m; t++) ov[o++] = xv[base + rows[t]];
   }
 }
