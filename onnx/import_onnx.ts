@@ -25,6 +25,7 @@ import { pathOutside } from "../ground/contained_path.ts";
 import type { TensorDType } from "../ground/dtype.ts";
 import type { Executable } from "../program/executable.ts";
 import { fuseConvEpilogues } from "./conv_fusion.ts";
+import { foldResidualScales } from "./residual_scale.ts";
 import { convertLoop, convertScan } from "./convert_loops.ts";
 import { Emitter } from "./emitter.ts";
 import { type Dim, Unsupported, type Value } from "./graph_values.ts";
@@ -478,7 +479,7 @@ function convert(
         values.set(v.name, null);
       } else values.set(v.name, holder.fromTensor(t));
     }
-    for (const n of fuseConvEpilogues(graph, opset)) {
+    for (const n of foldResidualScales(graph, fuseConvEpilogues(graph, opset))) {
       convertNode(n, opset, em, values, made, problems);
     }
     const outputs: Operand[] = [];
