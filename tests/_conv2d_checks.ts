@@ -136,6 +136,32 @@ export const CONV_CASES: readonly ConvCase[] = [
     dilation: [1, 2],
     padding: [0, 0, 2, 0],
   },
+  {
+    // 256 input rows and more: x copied in as one block and padded by the pool (pad_planes,
+    // kernels/cpu/wasm/windows_module.ts); rows of 14 (a vector and two floats), padded planes
+    // of 270 floats (not a whole number of vectors), two images.
+    name: "3×3 from a copy padded by the pool, two images, rows of 14, bias, hard-swish",
+    x: [2, 23, 13, 14],
+    w: [7, 23, 3, 3],
+    padding: [2, 2, 0, 2],
+    bias: true,
+    epilogue: ["hardswish(3, 6)", (v) => v * clamp(v + 3, 0, 6) / 6],
+  },
+  {
+    name: "3×1 over a column of width 1 padded by the pool to rows of 8",
+    x: [1, 2, 140, 1],
+    w: [6, 2, 3, 1],
+    padding: [1, 3, 1, 4],
+  },
+  {
+    // The last input row lands past the padded plane (cropped); each group's channels padded.
+    name: "3×3 padded by the pool, grouped, vertical stride 2, the last row cropped",
+    x: [1, 20, 29, 8],
+    w: [12, 10, 3, 3],
+    groups: 2,
+    strides: [2, 1],
+    padding: [1, 1, 0, 1],
+  },
   { name: "1×1 pointwise", x: [1, 17, 6, 5], w: [9, 17, 1, 1], bias: true },
   {
     // A plane of 24 (three panels, over two rows of x): x's copy read in place by gemm_windows,

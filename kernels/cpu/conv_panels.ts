@@ -17,6 +17,14 @@ import type { PanelPacker, RowFinisher } from "./wasm/gemm.ts";
 import { EPILOGUE_OPS } from "./wasm/epilogue_module.ts";
 import { Job, jobArgs } from "./wasm/thread_pool.ts";
 
+/**
+ * Input rows (channels × rows each) from which a strided-1 convolution's
+ * input is padded by the pool (`pad_planes`) after one copy, rather than
+ * row by row on the calling thread: below it a hand-off costs about what
+ * the rows do (a few microseconds against some 130 ns a row).
+ */
+const PAD_POOL_MIN_ROWS = 256;
+
 /** The input geometry of one image's group of channels, as conv2d.ts's im2col reads it. */
 export interface WindowGeometry {
   channels: number;
@@ -124,13 +132,35 @@ function paddedPanels(xv: Float32Array, xOff: number, g: WindowGeometry): PanelP
   // Input rows and columns that land in the padded plane.
   const y0 = Math.max(0, -ph), y1 = Math.min(H, Hp - ph);
   const x0 = Math.max(0, -pw), x1 = Math.min(W, Wp - pw);
+  // At stride 1 with many rows, x is copied in as one block after the tables and padded by
+  // the pool (`pad_planes`), not row by row here.
+  const onPool = sw === 1 && y1 - y0 > 1 && x1 > x0 && channels * (y1 - y0) >= PAD_POOL_MIN_ROWS;
+  const rawAt = inputFloats + K + nP, rawFloats = onPool ? channels * H * W : 0;
   return {
-    floats: inputFloats + K + nP,
-    place({ view, own }) {
+    floats: rawAt + rawFloats,
+    place({ view, own, threads, run }) {
+      if (onPool) {
+        view.set(xv.subarray(xOff, xOff + rawFloats), own + rawAt);
+        const per = Math.max(1, Math.ceil(channels / (4 * threads)));
+        const args = jobArgs("padPlanes", {
+          src: (own + rawAt + y0 * W + x0) * 4,
+          dst: own * 4,
+          planes: channels,
+          per,
+          rows: y1 - y0,
+          rowBytes: (x1 - x0) * 4,
+          srcRow: W * 4,
+          srcPlane: H * W * 4,
+          dstRow: Wq * 4,
+          dstPlane: plane * 4,
+          dataOff: ((y0 + ph) * Wq + pw + x0) * 4,
+        });
+        run(Job.padPlanes, args, Math.ceil(channels / per));
+      }
       // Zeros where the padding falls: at stride 1 only there (the rows above and below the
       // input's, and each row's ends), not a pass over the whole copy before it is written.
       if (sw !== 1) view.fill(0, own, own + inputFloats);
-      for (let c = 0; c < channels; c++) {
+      for (let c = 0; c < channels && !onPool; c++) {
         const at = own + c * plane;
         if (sw === 1) {
           view.fill(0, at, at + Math.min(plane, (y0 + ph) * Wq));

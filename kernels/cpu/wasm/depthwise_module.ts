@@ -94,9 +94,9 @@ function field(f: FunctionCode, desc: number, at: number): void {
 
 /**
  * `n` bytes (a multiple of 4) from `src` to `dst`: vectors, then the last
- * floats one by one.
+ * floats one by one (also windows_module.ts's `pad_planes`).
  */
-function emitCopyRow(
+export function emitCopyRow(
   f: FunctionCode,
   src: number,
   dst: number,
