@@ -162,6 +162,14 @@ export const CONV_CASES: readonly ConvCase[] = [
     strides: [2, 1],
     padding: [1, 1, 0, 1],
   },
+  {
+    // Neither padded nor cropped: the padded copy is x as it is, copied in as one block.
+    name: "1×1 of vertical stride 2 read in place from x as it is, rows of 16",
+    x: [1, 9, 11, 16],
+    w: [7, 9, 1, 1],
+    strides: [2, 1],
+    bias: true,
+  },
   { name: "1×1 pointwise", x: [1, 17, 6, 5], w: [9, 17, 1, 1], bias: true },
   {
     // A plane of 24 (three panels, over two rows of x): x's copy read in place by gemm_windows,

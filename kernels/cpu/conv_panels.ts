@@ -135,11 +135,15 @@ function paddedPanels(xv: Float32Array, xOff: number, g: WindowGeometry): PanelP
   // At stride 1 with many rows, x is copied in as one block after the tables and padded by
   // the pool (`pad_planes`), not row by row here.
   const onPool = sw === 1 && y1 - y0 > 1 && x1 > x0 && channels * (y1 - y0) >= PAD_POOL_MIN_ROWS;
+  // No padding nor crop (a 1×1 layer read in place, conv2d.ts's `pointwisePanels`): the padded
+  // copy is x's channels as they are, one copy.
+  const asIs = sw === 1 && Wq === W && Hp === H && ph === 0 && pw === 0;
   const rawAt = inputFloats + K + nP, rawFloats = onPool ? channels * H * W : 0;
   return {
     floats: rawAt + rawFloats,
     place({ view, own, threads, run }) {
-      if (onPool) {
+      if (asIs) view.set(xv.subarray(xOff, xOff + inputFloats), own);
+      else if (onPool) {
         view.set(xv.subarray(xOff, xOff + rawFloats), own + rawAt);
         const per = Math.max(1, Math.ceil(channels / (4 * threads)));
         const args = jobArgs("padPlanes", {
@@ -160,7 +164,7 @@ function paddedPanels(xv: Float32Array, xOff: number, g: WindowGeometry): PanelP
       // Zeros where the padding falls: at stride 1 only there (the rows above and below the
       // input's, and each row's ends), not a pass over the whole copy before it is written.
       if (sw !== 1) view.fill(0, own, own + inputFloats);
-      for (let c = 0; c < channels && !onPool; c++) {
+      for (let c = 0; c < channels && !onPool && !asIs; c++) {
         const at = own + c * plane;
         if (sw === 1) {
           view.fill(0, at, at + Math.min(plane, (y0 + ph) * Wq));
