@@ -163,6 +163,31 @@ export const CONV_CASES: readonly ConvCase[] = [
     padding: [1, 1, 0, 1],
   },
   {
+    // Column phases padded by the pool: one run of pad_planes a phase, every second value.
+    name: "3×3 stride 2 from two column phases padded by the pool, three channels, rows of 16",
+    x: [1, 3, 100, 31],
+    w: [6, 3, 3, 3],
+    strides: [2, 2],
+    padding: [1, 1, 1, 1],
+    bias: true,
+  },
+  {
+    name: "2×3 stride (1, 3) dilation (1, 2) from three column phases padded by the pool",
+    x: [1, 9, 30, 47],
+    w: [7, 9, 2, 3],
+    strides: [1, 3],
+    dilation: [1, 2],
+    padding: [0, 2, 1, 1],
+  },
+  {
+    // Width 1 at horizontal stride 2: phase 1 gets no input column, only its zeros.
+    name: "3×1 of horizontal stride 2 over a column of width 1 padded by the pool",
+    x: [1, 2, 150, 1],
+    w: [6, 2, 3, 1],
+    strides: [1, 2],
+    padding: [1, 8, 1, 7],
+  },
+  {
     // Neither padded nor cropped: the padded copy is x as it is, copied in as one block.
     name: "1×1 of vertical stride 2 read in place from x as it is, rows of 16",
     x: [1, 9, 11, 16],

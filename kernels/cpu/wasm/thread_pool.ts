@@ -127,7 +127,7 @@ export const JOB_ARGS = {
     steps: 16,
     nSteps: 17,
   },
-  /** A convolution's input zero-padded from a plain copy (windows_module.ts's `pad_planes`): the copy's first value and the padded planes (byte addresses), planes, planes a block, rows a plane, bytes a row, the copy's row and plane strides, the padded planes' row and plane strides, the first value's offset in a padded plane (bytes). */
+  /** A convolution's input zero-padded from a plain copy (windows_module.ts's `pad_planes`): the copy's first value and the padded planes (byte addresses), planes, planes a block, rows a plane, bytes a row (written), the bytes between the values copied, the copy's row and plane strides, the padded planes' row and plane strides, the first value's offset in a padded plane (bytes). */
   padPlanes: {
     src: 5,
     dst: 6,
@@ -135,11 +135,12 @@ export const JOB_ARGS = {
     per: 8,
     rows: 9,
     rowBytes: 10,
-    srcRow: 11,
-    srcPlane: 12,
-    dstRow: 13,
-    dstPlane: 14,
-    dataOff: 15,
+    srcStep: 11,
+    srcRow: 12,
+    srcPlane: 13,
+    dstRow: 14,
+    dstPlane: 15,
+    dataOff: 16,
   },
   /** x, the packed weight, the outputs (byte addresses), its rows, K padded, rows a block (a multiple of 4). */
   dot: { xp: 5, wp: 6, op: 7, rows: 8, Kp: 9, br: 10 },
@@ -328,6 +329,7 @@ export function runBlock(
       n,
       ctl[d.rows],
       ctl[d.rowBytes],
+      ctl[d.srcStep],
       ctl[d.srcRow],
       srcPlane,
       ctl[d.dstRow],
