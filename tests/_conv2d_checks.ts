@@ -188,6 +188,24 @@ export const CONV_CASES: readonly ConvCase[] = [
     padding: [1, 8, 1, 7],
   },
   {
+    // 50 output channels: eight full tiles and a tail of two, so the pool's blocks are of tile
+    // rows (Job.gemm), over two blocks of k (K = 270); 63 outputs a plane (a ragged last panel).
+    name: "3×3 of 50 output channels in blocks of tile rows, bias and hard-swish",
+    x: [1, 30, 7, 9],
+    w: [50, 30, 3, 3],
+    padding: [1, 1, 1, 1],
+    bias: true,
+    epilogue: ["hardswish(3, 6)", (v) => v * clamp(v + 3, 0, 6) / 6],
+  },
+  {
+    name: "3×3 of 50 output channels read in place, rows of 16, bias and relu",
+    x: [2, 30, 5, 16],
+    w: [50, 30, 3, 3],
+    padding: [1, 1, 1, 1],
+    bias: true,
+    epilogue: ["relu", (v) => Math.max(v, 0)],
+  },
+  {
     // Neither padded nor cropped: the padded copy is x as it is, copied in as one block.
     name: "1×1 of vertical stride 2 read in place from x as it is, rows of 16",
     x: [1, 9, 11, 16],

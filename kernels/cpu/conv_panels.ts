@@ -13,7 +13,7 @@
 
 import { NR } from "./wasm/gemm_module.ts";
 import type { Conv2dEpilogueStep } from "../kernel_backend.ts";
-import type { PanelPacker, RowFinisher } from "./wasm/gemm.ts";
+import { gemmBlocking, type PanelPacker, type RowFinisher } from "./wasm/gemm.ts";
 import { EPILOGUE_OPS } from "./wasm/epilogue_module.ts";
 import { Job, jobArgs } from "./wasm/thread_pool.ts";
 
@@ -134,7 +134,8 @@ function paddedPanels(xv: Float32Array, xOff: number, g: WindowGeometry): PanelP
   const x0 = Math.max(0, -pw), x1 = Math.min(W, Wp - pw);
   // With many rows, x is copied in as one block after the tables and padded by the pool
   // (`pad_planes`, one run a column phase), not row by row here.
-  const onPool = y1 - y0 > 1 && x1 > x0 && channels * (y1 - y0) >= PAD_POOL_MIN_ROWS;
+  const onPool = gemmBlocking.padOnPool && y1 - y0 > 1 && x1 > x0 &&
+    channels * (y1 - y0) >= PAD_POOL_MIN_ROWS;
   // No padding nor crop (a 1×1 layer read in place, conv2d.ts's `pointwisePanels`): the padded
   // copy is x's channels as they are, one copy.
   const asIs = sw === 1 && Wq === W && Hp === H && ph === 0 && pw === 0;
