@@ -94,7 +94,7 @@ function perChannelOf(t: TensorProto | null | undefined, M: number): Float32Arra
 }
 
 /** Every value name read inside `g`'s nodes' subgraphs, at any depth. */
-function readInSubgraphs(g: Graph, into: Set<string>): void {
+export function readInSubgraphs(g: Graph, into: Set<string>): void {
   for (const n of g.nodes) {
     for (const a of n.attributes) {
       for (const sub of a.g === null ? a.graphs : [a.g, ...a.graphs]) {

@@ -26,6 +26,7 @@ import type { TensorDType } from "../ground/dtype.ts";
 import type { Executable } from "../program/executable.ts";
 import { fuseConvEpilogues } from "./conv_fusion.ts";
 import { fuseGelu } from "./gelu_fusion.ts";
+import { foldResidualScales } from "./residual_scale.ts";
 import { convertLoop, convertScan } from "./convert_loops.ts";
 import { Emitter } from "./emitter.ts";
 import { type Dim, Unsupported, type Value } from "./graph_values.ts";
@@ -481,7 +482,8 @@ function convert(
         values.set(v.name, null);
       } else values.set(v.name, holder.fromTensor(t));
     }
-    for (const n of fuseGelu({ ...graph, nodes: fuseConvEpilogues(graph, opset) })) {
+    const fused = foldResidualScales(graph, fuseConvEpilogues(graph, opset));
+    for (const n of fuseGelu({ ...graph, nodes: fused })) {
       convertNode(n, opset, emitter, values, made, problems);
     }
     const outputs: Operand[] = [];

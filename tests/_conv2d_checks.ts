@@ -136,6 +136,83 @@ export const CONV_CASES: readonly ConvCase[] = [
     dilation: [1, 2],
     padding: [0, 0, 2, 0],
   },
+  {
+    // 256 input rows and more: x copied in as one block and padded by the pool (pad_planes,
+    // kernels/cpu/wasm/windows_module.ts); rows of 14 (a vector and two floats), padded planes
+    // of 270 floats (not a whole number of vectors), two images.
+    name: "3×3 from a copy padded by the pool, two images, rows of 14, bias, hard-swish",
+    x: [2, 23, 13, 14],
+    w: [7, 23, 3, 3],
+    padding: [2, 2, 0, 2],
+    bias: true,
+    epilogue: ["hardswish(3, 6)", (v) => v * clamp(v + 3, 0, 6) / 6],
+  },
+  {
+    name: "3×1 over a column of width 1 padded by the pool to rows of 8",
+    x: [1, 2, 140, 1],
+    w: [6, 2, 3, 1],
+    padding: [1, 3, 1, 4],
+  },
+  {
+    // The last input row lands past the padded plane (cropped); each group's channels padded.
+    name: "3×3 padded by the pool, grouped, vertical stride 2, the last row cropped",
+    x: [1, 20, 29, 8],
+    w: [12, 10, 3, 3],
+    groups: 2,
+    strides: [2, 1],
+    padding: [1, 1, 0, 1],
+  },
+  {
+    // Column phases padded by the pool: one run of pad_planes a phase, every second value.
+    name: "3×3 stride 2 from two column phases padded by the pool, three channels, rows of 16",
+    x: [1, 3, 100, 31],
+    w: [6, 3, 3, 3],
+    strides: [2, 2],
+    padding: [1, 1, 1, 1],
+    bias: true,
+  },
+  {
+    name: "2×3 stride (1, 3) dilation (1, 2) from three column phases padded by the pool",
+    x: [1, 9, 30, 47],
+    w: [7, 9, 2, 3],
+    strides: [1, 3],
+    dilation: [1, 2],
+    padding: [0, 2, 1, 1],
+  },
+  {
+    // Width 1 at horizontal stride 2: phase 1 gets no input column, only its zeros.
+    name: "3×1 of horizontal stride 2 over a column of width 1 padded by the pool",
+    x: [1, 2, 150, 1],
+    w: [6, 2, 3, 1],
+    strides: [1, 2],
+    padding: [1, 8, 1, 7],
+  },
+  {
+    // 50 output channels: eight full tiles and a tail of two, so the pool's blocks are of tile
+    // rows (Job.gemm), over two blocks of k (K = 270); 63 outputs a plane (a ragged last panel).
+    name: "3×3 of 50 output channels in blocks of tile rows, bias and hard-swish",
+    x: [1, 30, 7, 9],
+    w: [50, 30, 3, 3],
+    padding: [1, 1, 1, 1],
+    bias: true,
+    epilogue: ["hardswish(3, 6)", (v) => v * clamp(v + 3, 0, 6) / 6],
+  },
+  {
+    name: "3×3 of 50 output channels read in place, rows of 16, bias and relu",
+    x: [2, 30, 5, 16],
+    w: [50, 30, 3, 3],
+    padding: [1, 1, 1, 1],
+    bias: true,
+    epilogue: ["relu", (v) => Math.max(v, 0)],
+  },
+  {
+    // Neither padded nor cropped: the padded copy is x as it is, copied in as one block.
+    name: "1×1 of vertical stride 2 read in place from x as it is, rows of 16",
+    x: [1, 9, 11, 16],
+    w: [7, 9, 1, 1],
+    strides: [2, 1],
+    bias: true,
+  },
   { name: "1×1 pointwise", x: [1, 17, 6, 5], w: [9, 17, 1, 1], bias: true },
   {
     // A plane of 24 (three panels, over two rows of x): x's copy read in place by gemm_windows,

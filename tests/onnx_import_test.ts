@@ -862,6 +862,61 @@ Deno.test("onnx import: the activation chains after a Conv fold into its epilogu
   for (const o of outs) o.dispose();
 });
 
+Deno.test("onnx import: a squeeze-and-excitation block's x + x·s runs as x·(1 + s), where nothing else reads x·s", async () => {
+  // y = x1 + x1·s1 with s1 = HardSigmoid(GlobalAveragePool(x1)), x1 = conv(x) (PP-OCRv4's RSELayer);
+  // z = x2 + x2·s2 the same after a second conv, but its product x2·s2 is also a graph output.
+  const C = 2, H = 3, W = 5, P = H * W;
+  const xs = Float32Array.from({ length: C * P }, (_, i) => Math.sin(i) * 3);
+  const w1 = Float32Array.from({ length: C * C }, (_, i) => Math.cos(i) + 0.25);
+  const w2 = Float32Array.from({ length: C * C }, (_, i) => Math.sin(i + 1));
+  const hs = { alpha: new Float(0.2), beta: new Float(0.5) };
+  const bytes = model({
+    name: "residual_scale",
+    nodes: [
+      node("Conv", ["x", "w1"], ["x1"], { kernel_shape: [1, 1] }),
+      node("GlobalAveragePool", ["x1"], ["p1"]),
+      node("HardSigmoid", ["p1"], ["s1"], hs),
+      node("Mul", ["x1", "s1"], ["m1"]),
+      node("Add", ["m1", "x1"], ["y"]),
+      node("Conv", ["y", "w2"], ["x2"], { kernel_shape: [1, 1] }),
+      node("GlobalAveragePool", ["x2"], ["p2"]),
+      node("HardSigmoid", ["p2"], ["s2"], hs),
+      node("Mul", ["s2", "x2"], ["m2"]),
+      node("Add", ["x2", "m2"], ["z"]),
+    ],
+    initializers: [floatTensor("w1", [C, C, 1, 1], w1), floatTensor("w2", [C, C, 1, 1], w2)],
+    inputs: [valueInfo("x", [1, C, H, W])],
+    outputs: [valueInfo("z", [1, C, H, W]), valueInfo("m2", [1, C, H, W])],
+  }, 13);
+  const block = (input: number[], w: Float32Array) => {
+    const conv: number[] = [];
+    for (let m = 0; m < C; m++) {
+      for (let p = 0; p < P; p++) conv.push(w[m * C] * input[p] + w[m * C + 1] * input[P + p]);
+    }
+    const s = [0, 1].map((m) => {
+      const mean = conv.slice(m * P, (m + 1) * P).reduce((a, b) => a + b, 0) / P;
+      return Math.max(0, Math.min(1, 0.2 * mean + 0.5));
+    });
+    const product = conv.map((v, i) => v * s[Math.floor(i / P)]);
+    return { out: conv.map((v, i) => v + product[i]), product };
+  };
+  const y = block([...xs], w1), z = block(y.out, w2);
+  using imported = await importONNX(bytes);
+  const text = imported.executable.as_text();
+  // The first block adds 1 to s1 and multiplies once; the second, whose product is read, as written.
+  const calls = [...text.matchAll(/call +vm\.op\.(\w+)/g)].map((m) => m[1]);
+  const first = calls.slice(0, calls.indexOf("conv2d", 1));
+  const second = calls.slice(calls.indexOf("conv2d", 1));
+  assertEquals(first.slice(-2), ["add", "multiply"], text);
+  assertEquals(second.slice(-2), ["multiply", "add"], text);
+  const vm = new VirtualMachine(imported.executable);
+  using x = tensor(xs, { shape: [1, C, H, W] });
+  const outs = await vm.invoke("main", x, imported.params) as NDArray[];
+  close(outs[0].dataSync() as Float32Array, z.out, 1e-4);
+  close(outs[1].dataSync() as Float32Array, z.product, 1e-4);
+  for (const o of outs) o.dispose();
+});
+
 Deno.test("onnx import: inference BatchNormalization of images is x − mean, then one depthwise 1×1 conv2d", async () => {
   // A mean far from zero and a small variance: folding the mean into the shift would cancel
   // (x·s + (B − mean·s) loses about 1e-4 relative here); subtracting first does not.

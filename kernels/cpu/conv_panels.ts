@@ -13,9 +13,17 @@
 
 import { NR } from "./wasm/gemm_module.ts";
 import type { Conv2dEpilogueStep } from "../kernel_backend.ts";
-import type { PanelPacker, RowFinisher } from "./wasm/gemm.ts";
+import { gemmBlocking, type PanelPacker, type RowFinisher } from "./wasm/gemm.ts";
 import { EPILOGUE_OPS } from "./wasm/epilogue_module.ts";
 import { Job, jobArgs } from "./wasm/thread_pool.ts";
+
+/**
+ * Input rows (channels × rows each) from which a convolution's input is
+ * padded by the pool (`pad_planes`) after one copy, rather than
+ * row by row on the calling thread: below it a hand-off costs about what
+ * the rows do (a few microseconds against some 130 ns a row).
+ */
+const PAD_POOL_MIN_ROWS = 256;
 
 /** The input geometry of one image's group of channels, as conv2d.ts's im2col reads it. */
 export interface WindowGeometry {
@@ -124,13 +132,46 @@ function paddedPanels(xv: Float32Array, xOff: number, g: WindowGeometry): PanelP
   // Input rows and columns that land in the padded plane.
   const y0 = Math.max(0, -ph), y1 = Math.min(H, Hp - ph);
   const x0 = Math.max(0, -pw), x1 = Math.min(W, Wp - pw);
+  // With many rows, x is copied in as one block after the tables and padded by the pool
+  // (`pad_planes`, one run a column phase), not row by row here.
+  const onPool = gemmBlocking.padOnPool && y1 - y0 > 1 && x1 > x0 &&
+    channels * (y1 - y0) >= PAD_POOL_MIN_ROWS;
+  // No padding nor crop (a 1×1 layer read in place, conv2d.ts's `pointwisePanels`): the padded
+  // copy is x's channels as they are, one copy.
+  const asIs = sw === 1 && Wq === W && Hp === H && ph === 0 && pw === 0;
+  const rawAt = inputFloats + K + nP, rawFloats = onPool ? channels * H * W : 0;
   return {
-    floats: inputFloats + K + nP,
-    place({ view, own }) {
+    floats: rawAt + rawFloats,
+    place({ view, own, threads, run }) {
+      if (asIs) view.set(xv.subarray(xOff, xOff + inputFloats), own);
+      else if (onPool) {
+        view.set(xv.subarray(xOff, xOff + rawFloats), own + rawAt);
+        const per = Math.max(1, Math.ceil(channels / (4 * threads)));
+        for (let q = 0; q < sw; q++) {
+          // Phase q's first input column (padded column ≡ q mod sw), where it lands, how many.
+          const ix = x0 + (((q - (x0 + pw)) % sw) + sw) % sw;
+          const count = ix < x1 ? Math.ceil((x1 - ix) / sw) : 0;
+          const args = jobArgs("padPlanes", {
+            src: (own + rawAt + y0 * W + ix) * 4,
+            dst: (own + q * channels * plane) * 4,
+            planes: channels,
+            per,
+            rows: y1 - y0,
+            rowBytes: count * 4,
+            srcStep: sw * 4,
+            srcRow: W * 4,
+            srcPlane: H * W * 4,
+            dstRow: Wq * 4,
+            dstPlane: plane * 4,
+            dataOff: ((y0 + ph) * Wq + (ix + pw - q) / sw) * 4,
+          });
+          run(Job.padPlanes, args, Math.ceil(channels / per));
+        }
+      }
       // Zeros where the padding falls: at stride 1 only there (the rows above and below the
       // input's, and each row's ends), not a pass over the whole copy before it is written.
-      if (sw !== 1) view.fill(0, own, own + inputFloats);
-      for (let c = 0; c < channels; c++) {
+      if (sw !== 1 && !onPool && !asIs) view.fill(0, own, own + inputFloats);
+      for (let c = 0; c < channels && !onPool && !asIs; c++) {
         const at = own + c * plane;
         if (sw === 1) {
           view.fill(0, at, at + Math.min(plane, (y0 + ph) * Wq));

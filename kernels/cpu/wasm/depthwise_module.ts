@@ -94,9 +94,9 @@ function field(f: FunctionCode, desc: number, at: number): void {
 
 /**
  * `n` bytes (a multiple of 4) from `src` to `dst`: vectors, then the last
- * floats one by one.
+ * floats one by one (also windows_module.ts's `pad_planes`).
  */
-function emitCopyRow(
+export function emitCopyRow(
   f: FunctionCode,
   src: number,
   dst: number,
@@ -211,9 +211,9 @@ function emitIn(m: ModuleBuilder): void {
 /**
  * Pushes `i8x16.shuffle` of v128 locals `a` and `b` taking the float32s
  * `floats` (0–3 from `a`, 4–7 from `b`). The emitter has no shuffle of its
- * own; its 16 lane bytes follow the opcode (§5.4.8).
+ * own; its 16 lane bytes follow the opcode (§5.4.8). Also windows_module.ts's.
  */
-function shuffle(f: FunctionCode, a: number, b: number, floats: readonly number[]): void {
+export function shuffle(f: FunctionCode, a: number, b: number, floats: readonly number[]): void {
   f.get(a).get(b).simd(0x0d);
   for (const x of floats) f.bytes.push(4 * x, 4 * x + 1, 4 * x + 2, 4 * x + 3);
 }

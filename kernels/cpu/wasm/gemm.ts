@@ -93,6 +93,8 @@ export const gemmBlocking = {
   poolMinFlops: POOL_MIN_FLOPS,
   /** Whether a convolution's windows are read in place (`PanelPacker.windows`) where they can be, not packed. */
   windowsInPlace: true,
+  /** Whether a convolution's input of many rows is zero-padded by the pool (`pad_planes`, conv_panels.ts), not row by row on the calling thread. */
+  padOnPool: true,
 };
 /** Most bytes of A, and of C, per pass over B. */
 const SUPER_BYTES = 16 * 1024 * 1024;

@@ -37,7 +37,7 @@ import {
   SimdOp,
   ValType,
 } from "./emitter.ts";
-import { emitPackWindows } from "./windows_module.ts";
+import { emitPackWindows, emitPadPlanes } from "./windows_module.ts";
 import { emitConvEpilogue } from "./epilogue_module.ts";
 import { emitDepthwiseKernels } from "./depthwise_module.ts";
 import { expOfLocal, pushFold } from "./simd_helpers.ts";
@@ -396,7 +396,7 @@ function emitGelu(m: ModuleBuilder): void {
   });
 }
 
-/** The module's bytes: `gemm_tiles` (and `gemm_tiles_1` … `_5` for the last rows), `pack_panels`, `pack_windows` (windows_module.ts), `conv_epilogue` (epilogue_module.ts), the depthwise kernels (depthwise_module.ts), `dot_rows`, `dot_panels` and `gelu` over the imported `env.memory`. */
+/** The module's bytes: `gemm_tiles` (and `gemm_tiles_1` … `_5` for the last rows), `pack_panels`, `pack_windows` and `pad_planes` (windows_module.ts), `conv_epilogue` (epilogue_module.ts), the depthwise kernels (depthwise_module.ts), `dot_rows`, `dot_panels` and `gelu` over the imported `env.memory`. */
 export function gemmModuleBytes(relaxed: boolean, memory: MemoryImport): Uint8Array<ArrayBuffer> {
   const m = new ModuleBuilder(memory);
   emitGemmTiles(m, relaxed, MR, "gemm_tiles");
@@ -405,6 +405,7 @@ export function gemmModuleBytes(relaxed: boolean, memory: MemoryImport): Uint8Ar
   for (let r = 1; r < MR; r++) emitGemmTiles(m, relaxed, r, `gemm_windows_${r}`, true);
   emitPackPanels(m);
   emitPackWindows(m, NR);
+  emitPadPlanes(m);
   emitConvEpilogue(m);
   emitDepthwiseKernels(m, relaxed);
   emitDotRows(m, relaxed);

@@ -62,6 +62,7 @@ export const Job = {
   packWindows: 5,
   epilogue: 6,
   depthwise: 7,
+  padPlanes: 8,
 } as const;
 
 /**
@@ -125,6 +126,21 @@ export const JOB_ARGS = {
     zero: 15,
     steps: 16,
     nSteps: 17,
+  },
+  /** A convolution's input zero-padded from a plain copy (windows_module.ts's `pad_planes`): the copy's first value and the padded planes (byte addresses), planes, planes a block, rows a plane, bytes a row (written), the bytes between the values copied, the copy's row and plane strides, the padded planes' row and plane strides, the first value's offset in a padded plane (bytes). */
+  padPlanes: {
+    src: 5,
+    dst: 6,
+    planes: 7,
+    per: 8,
+    rows: 9,
+    rowBytes: 10,
+    srcStep: 11,
+    srcRow: 12,
+    srcPlane: 13,
+    dstRow: 14,
+    dstPlane: 15,
+    dataOff: 16,
   },
   /** x, the packed weight, the outputs (byte addresses), its rows, K padded, rows a block (a multiple of 4). */
   dot: { xp: 5, wp: 6, op: 7, rows: 8, Kp: 9, br: 10 },
@@ -302,6 +318,24 @@ export function runBlock(
       if (nSteps > 0) ex.conv_epilogue(outAt, 1, 0, outBytes, zero, steps, nSteps);
       ex.dw_out(desc, scr, p);
     }
+  } else if (kind === 8) {
+    // pad_planes over planes [i·per, (i+1)·per).
+    const d = slots.padPlanes;
+    const per = ctl[d.per], p0 = i * per, n = Math.min(per, ctl[d.planes] - p0);
+    const srcPlane = ctl[d.srcPlane], dstPlane = ctl[d.dstPlane];
+    ex.pad_planes(
+      ctl[d.src] + p0 * srcPlane,
+      ctl[d.dst] + p0 * dstPlane,
+      n,
+      ctl[d.rows],
+      ctl[d.rowBytes],
+      ctl[d.srcStep],
+      ctl[d.srcRow],
+      srcPlane,
+      ctl[d.dstRow],
+      dstPlane,
+      ctl[d.dataOff],
+    );
   } else if (kind === 2) {
     // dot_panels over weight rows [i·br, (i+1)·br).
     const d = slots.dot;
