@@ -303,13 +303,14 @@ function conv2d(cx: NodeContext, x: Value, weight: Value, bias: Value | undefine
 }
 
 /**
- * `Conv` of sequences `[N, C, W]` (one group, weights known at import) as
+ * `Conv` of sequences `[N, C, W]` (one group, shapes known at import) as
  * `vm.op.linear` of the windows: the input, channels flattened with one
  * padding element appended, is gathered into rows `[N·O, C·K]` (each
  * output position's window across every channel), which `vm.op.linear`
- * multiplies by the weights `[M, C·K]` read as stored — sealed, so they
- * stay in the kernels' memory instead of being copied each call as the
- * left operand of a `matmul` is — adding the bias as it stores `[N·O, M]`;
+ * multiplies by the weights `[M, C·K]` read as stored — when they are
+ * constants, sealed, so they stay in the kernels' memory instead of being
+ * copied each call as the left operand of a `matmul` is — adding the bias
+ * as it stores `[N·O, M]`;
  * a transpose gives `[N, M, O]` (a reshape where `O` is 1). Null where it
  * does not apply.
  */
@@ -320,7 +321,7 @@ function conv1dByLinear(
   bias: Value | undefined,
 ): Value | null {
   const [m, c, k] = weight.shape as number[];
-  if (cx.int("group", 1) !== 1 || weight.tensor === undefined) return null;
+  if (cx.int("group", 1) !== 1) return null;
   if (!x.shape.every((d) => typeof d === "number") || x.shape[1] !== c) return null;
   cx.dtype(x, FLOAT);
   const [n, , size] = x.shape as number[];
@@ -356,7 +357,10 @@ function conv1dByLinear(
     "float32",
     [n, oo, ck],
   );
-  const wt = constant(cx, weight.tensor.dataSync() as Float32Array, [m, ck]);
+  // A parameter (an initializer, which `load_params` may replace) is read as it is at run time.
+  const wt = weight.tensor === undefined || weight.param !== undefined
+    ? reshapeTo(cx, weight, [m, ck])
+    : constant(cx, weight.tensor.dataSync() as Float32Array, [m, ck]);
   const args = [cx.em.reg(reshapeTo(cx, cols, [n * oo, ck])), cx.em.reg(wt)];
   if (bias !== undefined) args.push(cx.em.reg(bias));
   const y = cx.em.call("vm.op.linear", args, "float32", [n * oo, m]);

@@ -11,7 +11,14 @@
 
 import { assert, assertEquals } from "@std/assert";
 import { importONNX, type NDArray, tensor, VirtualMachine } from "../mod.ts";
-import { type Attribute, floatTensor, model, node, valueInfo } from "../bench/_onnx_writer.ts";
+import {
+  type Attribute,
+  type Field,
+  floatTensor,
+  model,
+  node,
+  valueInfo,
+} from "../bench/_onnx_writer.ts";
 
 interface Case {
   n: number;
@@ -80,11 +87,11 @@ const CASES: Case[] = [
   { n: 2, c: 4, m: 6, k: 3, w: 7, group: 2, pads: [1, 1], bias: true },
 ];
 
-for (const t of CASES) {
+for (const [t, weightsAs] of CASES.flatMap((t) => [[t, "Constant"], [t, "initializer"]] as const)) {
   const name = `c${t.c} m${t.m} k${t.k} w${t.w} n${t.n}` +
     (t.strides ? ` s${t.strides}` : "") + (t.dilations ? ` d${t.dilations}` : "") +
     (t.pads ? ` pads ${t.pads}` : "") + (t.autoPad ? ` ${t.autoPad}` : "") +
-    (t.group ? ` g${t.group}` : "") + (t.bias ? " bias" : "");
+    (t.group ? ` g${t.group}` : "") + (t.bias ? " bias" : "") + `, weights as ${weightsAs}`;
   Deno.test(`onnx import: 1-D Conv ${name} matches its definition`, async () => {
     const g = t.group ?? 1;
     const xs = Float32Array.from({ length: t.n * t.c * t.w }, (_, i) => Math.sin(i * 0.7 + 0.3));
@@ -96,14 +103,19 @@ for (const t of CASES) {
     if (t.dilations) attrs.dilations = [t.dilations];
     if (t.pads) attrs.pads = t.pads;
     if (t.group) attrs.group = t.group;
-    const initializers = [floatTensor("w", [t.m, t.c / g, t.k], ws)];
+    const weights = floatTensor("w", [t.m, t.c / g, t.k], ws);
+    const initializers = weightsAs === "initializer" ? [weights] : [];
     if (bs !== null) initializers.push(floatTensor("b", [t.m], bs));
+    // A constant is sealed at import; an initializer is a parameter, read at run time.
+    const constants = weightsAs === "Constant"
+      ? [[...node("Constant", [], ["w"]), [5, [[1, "value"], [5, weights], [20, 4]]]] as Field[]]
+      : [];
     const conv = node("Conv", bs === null ? ["x", "w"] : ["x", "w", "b"], ["y"], attrs);
     // AttributeProto: name 1, s 4, type 20 (STRING 3); the writer's `node` writes numbers only.
     if (t.autoPad) conv.push([5, [[1, "auto_pad"], [4, t.autoPad], [20, 3]]]);
     const bytes = model({
       name: "conv1d",
-      nodes: [conv],
+      nodes: [...constants, conv],
       initializers,
       inputs: [valueInfo("x", [t.n, t.c, t.w])],
       outputs: [valueInfo("y", [t.n, t.m, out])],
@@ -115,7 +127,10 @@ for (const t of CASES) {
     assertEquals(text.includes("vm.op.matmul"), g !== 1);
     const vm = new VirtualMachine(imported.executable);
     using x = tensor(xs, { shape: [t.n, t.c, t.w] });
-    using y = await vm.invoke("main", x, imported.params) as NDArray;
+    using y = await vm.invoke(
+      "main",
+      ...(imported.params.length > 0 ? [x, imported.params] : [x]),
+    ) as NDArray;
     assertEquals(y.shape, [t.n, t.m, out]);
     const got = y.dataSync() as Float32Array;
     assertEquals(got.length, want.length);
