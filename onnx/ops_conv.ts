@@ -339,29 +339,31 @@ function conv1dByLinear(
       }
     }
   }
-  let flat = reshapeTo(cx, x, [n, pad]);
+  // One sequence: its channels flattened to one axis, gathered straight into the rows [O, C·K].
+  const lead = n === 1 ? [] : [n], axis = lead.length;
+  let flat = reshapeTo(cx, x, [...lead, pad]);
   if (rows.includes(pad)) {
-    const zeros = tensor(new Float32Array(n), { shape: [n, 1] });
+    const zeros = tensor(new Float32Array(n), { shape: [...lead, 1] });
     cx.made.push(zeros);
     const tuple = cx.em.record("vm.builtin.make_tuple", [
       cx.em.reg(flat),
       cx.em.reg(cx.fromTensor(zeros)),
     ])!;
-    flat = cx.em.call("vm.op.concat", [tuple, cx.em.imm(1)], "float32", [n, pad + 1]);
+    flat = cx.em.call("vm.op.concat", [tuple, cx.em.imm(axis)], "float32", [...lead, pad + 1]);
   }
   const idx = tensor(rows, { shape: [oo, ck] });
   cx.made.push(idx);
   const cols = cx.em.call(
     "vm.op.take",
-    [cx.em.reg(flat), cx.em.reg(cx.fromTensor(idx)), cx.em.imm(1)],
+    [cx.em.reg(flat), cx.em.reg(cx.fromTensor(idx)), cx.em.imm(axis)],
     "float32",
-    [n, oo, ck],
+    [...lead, oo, ck],
   );
   // A parameter (an initializer, which `load_params` may replace) is read as it is at run time.
   const wt = weight.tensor === undefined || weight.param !== undefined
     ? reshapeTo(cx, weight, [m, ck])
     : constant(cx, weight.tensor.dataSync() as Float32Array, [m, ck]);
-  const args = [cx.em.reg(reshapeTo(cx, cols, [n * oo, ck])), cx.em.reg(wt)];
+  const args = [cx.em.reg(n === 1 ? cols : reshapeTo(cx, cols, [n * oo, ck])), cx.em.reg(wt)];
   if (bias !== undefined) args.push(cx.em.reg(bias));
   const y = cx.em.call("vm.op.linear", args, "float32", [n * oo, m]);
   if (oo === 1) return reshapeTo(cx, y, [n, m, 1]);
