@@ -303,6 +303,75 @@ function conv2d(cx: NodeContext, x: Value, weight: Value, bias: Value | undefine
 }
 
 /**
+ * `Conv` of sequences `[N, C, W]` (one group, shapes known at import) as
+ * `vm.op.linear` of the windows: the input, channels flattened with one
+ * padding element appended, is gathered into rows `[N·O, C·K]` (each
+ * output position's window across every channel), which `vm.op.linear`
+ * multiplies by the weights `[M, C·K]` read as stored — when they are
+ * constants, sealed, so they stay in the kernels' memory instead of being
+ * copied each call as the left operand of a `matmul` is — adding the bias
+ * as it stores `[N·O, M]`;
+ * a transpose gives `[N, M, O]` (a reshape where `O` is 1). Null where it
+ * does not apply.
+ */
+function conv1dByLinear(
+  cx: NodeContext,
+  x: Value,
+  weight: Value,
+  bias: Value | undefined,
+): Value | null {
+  const [m, c, k] = weight.shape as number[];
+  if (cx.int("group", 1) !== 1) return null;
+  if (!x.shape.every((d) => typeof d === "number") || x.shape[1] !== c) return null;
+  cx.dtype(x, FLOAT);
+  const [n, , size] = x.shape as number[];
+  const w = windows(cx, [size], cx.ints("kernel_shape") ?? [k], false);
+  if (w.kernel.length !== 1 || w.kernel[0] !== k) return null;
+  const { index } = im2col([size], w);
+  const oo = w.out[0], ck = c * k, pad = c * size;
+  // Row o, column (ci, j): the window element j of output o in channel ci (`pad` in the padding).
+  const rows = new Int32Array(oo * ck);
+  for (let o = 0; o < oo; o++) {
+    for (let ci = 0; ci < c; ci++) {
+      for (let j = 0; j < k; j++) {
+        const v = index[j * oo + o];
+        rows[(o * c + ci) * k + j] = v === size ? pad : ci * size + v;
+      }
+    }
+  }
+  // One sequence: its channels flattened to one axis, gathered straight into the rows [O, C·K].
+  const lead = n === 1 ? [] : [n], axis = lead.length;
+  let flat = reshapeTo(cx, x, [...lead, pad]);
+  if (rows.includes(pad)) {
+    const zeros = tensor(new Float32Array(n), { shape: [...lead, 1] });
+    cx.made.push(zeros);
+    const tuple = cx.em.record("vm.builtin.make_tuple", [
+      cx.em.reg(flat),
+      cx.em.reg(cx.fromTensor(zeros)),
+    ])!;
+    flat = cx.em.call("vm.op.concat", [tuple, cx.em.imm(axis)], "float32", [...lead, pad + 1]);
+  }
+  const idx = tensor(rows, { shape: [oo, ck] });
+  cx.made.push(idx);
+  const cols = cx.em.call(
+    "vm.op.take",
+    [cx.em.reg(flat), cx.em.reg(cx.fromTensor(idx)), cx.em.imm(axis)],
+    "float32",
+    [...lead, oo, ck],
+  );
+  // A parameter (an initializer, which `load_params` may replace) is read as it is at run time.
+  const wt = weight.tensor === undefined || weight.param !== undefined
+    ? reshapeTo(cx, weight, [m, ck])
+    : constant(cx, weight.tensor.dataSync() as Float32Array, [m, ck]);
+  const args = [cx.em.reg(n === 1 ? cols : reshapeTo(cx, cols, [n * oo, ck])), cx.em.reg(wt)];
+  if (bias !== undefined) args.push(cx.em.reg(bias));
+  const y = cx.em.call("vm.op.linear", args, "float32", [n * oo, m]);
+  if (oo === 1) return reshapeTo(cx, y, [n, m, 1]);
+  const y3 = reshapeTo(cx, y, [n, oo, m]);
+  return cx.em.call("vm.op.transpose", [cx.em.reg(y3), [0, 2, 1]], "float32", [n, m, oo]);
+}
+
+/**
  * Weights of `shape` `[M, …]` (`w`, row-major) with row `m` times
  * `affine.scale[m]`: the per-channel steps conv_fusion.ts folded into the
  * convolution.
@@ -484,6 +553,10 @@ export const CONV_OPS: Record<string, OpSpec> = {
         throw new Unsupported("weights of a shape not known at import");
       }
       if (x.shape.length === 4) return [conv2d(cx, x, weight, bias)];
+      if (x.shape.length === 3 && weight.shape.length === 3) {
+        const y = conv1dByLinear(cx, x, weight, bias);
+        if (y !== null) return [y];
+      }
       const [m, cg, ...kernel] = weight.shape as number[];
       const g = cx.int("group", 1);
       const { cols, w } = gatherWindows(cx, x, cx.ints("kernel_shape") ?? kernel, false, 0);

@@ -13,11 +13,12 @@
  * @module
  */
 
+import { tensor } from "../devices/tensor.ts";
 import { type Dim, Unsupported, type Value } from "./graph_values.ts";
 import type { NodeContext } from "./node_context.ts";
 import { FLOAT, type OpSpec } from "./op_spec.ts";
 import { binary, unary } from "./ops_elementwise.ts";
-import { concatOrSelf, reshapeTo } from "./ops_shape.ts";
+import { concatAlong, concatOrSelf, reshapeTo } from "./ops_shape.ts";
 
 /** Longest sequence unrolled: each step is a dozen calls. */
 const MAX_STEPS = 1024;
@@ -168,10 +169,71 @@ function linear(cx: NodeContext, x: Value, w: Value, b: Value | undefined): Valu
   return cx.em.call("vm.op.linear", args, "float32", [x.shape[0], w.shape[0]]);
 }
 
+/** Step `t`'s input `[batch, input]` (one step: the input itself, reshaped). */
+function stepInput(cx: NodeContext, rc: Recurrence, t: number): Value {
+  const xt = rc.steps === 1 ? rc.x : slice(cx, rc.x, 0, t, t + 1);
+  return reshapeTo(cx, xt, [rc.batch, rc.x.shape[2]]);
+}
+
 /** `x_t · Wᵀ + Wb` for step `t` (the input's part of every gate at once), `[batch, k·hidden]`. */
 function inputPart(cx: NodeContext, rc: Recurrence, d: number, t: number): Value {
-  const xt = reshapeTo(cx, slice(cx, rc.x, 0, t, t + 1), [rc.batch, rc.x.shape[2]]);
-  return linear(cx, xt, rc.w[d], rc.wb[d]);
+  return linear(cx, stepInput(cx, rc, t), rc.w[d], rc.wb[d]);
+}
+
+/** Per recurrence, per direction: `[W | R]` and `Wb + Rb` made once at import, or null. */
+const joinedWeights = new WeakMap<Recurrence, ({ w: Value; b?: Value } | null)[]>();
+
+/**
+ * Every gate's pre-activation `x_t · Wᵀ + Wb + h · Rᵀ + Rb` as one
+ * `vm.op.linear` of `[x_t | h]` by `[W | R]` with the bias `Wb + Rb`, both
+ * made at import, where the weights and biases are known then and `h` is a
+ * tensor: one product whose weights stay sealed, in place of two and their
+ * sum. Otherwise the two parts and their sum.
+ */
+function gatesPart(cx: NodeContext, rc: Recurrence, d: number, t: number, h: Value): Value {
+  const joined = h.shape.length === 0 ? null : joinWeights(cx, rc, d);
+  if (joined === null) {
+    return binary(cx, "add", inputPart(cx, rc, d, t), statePart(cx, rc, d, h), FLOAT);
+  }
+  const xh = concatAlong(cx, [stepInput(cx, rc, t), h], 1);
+  return linear(cx, xh, joined.w, joined.b);
+}
+
+function joinWeights(cx: NodeContext, rc: Recurrence, d: number): { w: Value; b?: Value } | null {
+  const cache = joinedWeights.get(rc) ?? [];
+  joinedWeights.set(rc, cache);
+  if (cache[d] !== undefined) return cache[d];
+  const wb = rc.wb[d], rb = rc.rb[d];
+  // Constants only: a parameter (an initializer) may be replaced by `load_params` after import.
+  const known = (v: Value | undefined) =>
+    v === undefined || (v.tensor !== undefined && v.param === undefined);
+  if (![rc.w[d], rc.r[d], wb, rb].every(known)) return cache[d] = null;
+  const w = rc.w[d].tensor!, r = rc.r[d].tensor!;
+  const [k, input] = w.shape, hidden = rc.hidden, wv = w.dataSync(), rv = r.dataSync();
+  const data = new Float32Array(k * (input + hidden));
+  for (let j = 0; j < k; j++) {
+    data.set(wv.subarray(j * input, (j + 1) * input) as Float32Array, j * (input + hidden));
+    data.set(
+      rv.subarray(j * hidden, (j + 1) * hidden) as Float32Array,
+      j * (input + hidden) + input,
+    );
+  }
+  const made = (values: Float32Array, shape: number[]) => {
+    const t = tensor(values, { shape });
+    cx.made.push(t);
+    return cx.fromTensor(t);
+  };
+  let b: Value | undefined;
+  if (wb !== undefined || rb !== undefined) {
+    const sum = new Float32Array(k);
+    for (const v of [wb, rb]) {
+      if (v === undefined) continue;
+      const bv = v.tensor!.dataSync() as Float32Array;
+      for (let j = 0; j < k; j++) sum[j] += bv[j];
+    }
+    b = made(sum, [k]);
+  }
+  return cache[d] = { w: made(data, [k, input + hidden]), b };
 }
 
 /**
@@ -264,7 +326,7 @@ export const RECURRENT_OPS: Record<string, OpSpec> = {
       const rc = recurrence(cx, 4, ["Sigmoid", "Tanh", "Tanh"]);
       return recurAll(cx, rc, (d) => [rc.h0[d], rc.c0[d]], (d, t, [h, c]) => {
         // Gates in ONNX's order: input, output, forget, cell.
-        const g = add(cx, inputPart(cx, rc, d, t), statePart(cx, rc, d, h));
+        const g = gatesPart(cx, rc, d, t, h);
         const i = unary(cx, "sigmoid", gate(cx, rc, g, 0));
         const o = unary(cx, "sigmoid", gate(cx, rc, g, 1));
         const f = unary(cx, "sigmoid", gate(cx, rc, g, 2));
