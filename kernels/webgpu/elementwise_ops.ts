@@ -86,18 +86,48 @@ const FLOAT_BINARY: Record<BinaryOp, string> = {
 };
 
 /**
- * `divide` for hardware adapters. WGSL allows `/` 2.5 ULP, and hardware
- * drivers use the room (NVIDIA's Vulkan driver on an H200 does): a quotient a
- * ULP off made DynamicQuantizeLinear round 25.5 the wrong way (25, not 26).
- * One step on the residual `fma(-q, x1, x0)`, exact where `fma` is fused as
- * on hardware GPUs, rounds the quotient correctly, as the CPU does. Software
- * adapters keep plain `/`: they divide exactly, and their `fma` need not be
- * fused (Mesa llvmpipe's is not: the step made its quotients wrong). The step
- * is skipped where q or x1 is 0, infinite or NaN, which it would turn to NaN.
+ * `divide` for hardware adapters, correctly rounded. WGSL allows `/` 2.5 ULP,
+ * and hardware drivers use the room: on an H200 (NVIDIA's Vulkan driver) one
+ * quotient in six was a ULP off, and DynamicQuantizeLinear rounded 25.5 the
+ * wrong way. Corrections in float arithmetic (a step on the residual
+ * `fma(-q, x1, x0)`) did not survive that driver's compiler, so the
+ * significands are divided as integers, 25 quotient bits and a sticky bit,
+ * rounded to nearest even. Zeros, subnormals, infinities and NaN, and
+ * quotients that would be subnormal or overflow, keep plain `/`. Software
+ * adapters keep plain `/` throughout: they divide exactly.
  */
-const EXACT_DIVIDE = `let q = x0 / x1;
-  let fine = (abs(q) < TO(3.0e38)) & (q != TO(0.0)) & (abs(x1) < TO(3.0e38)) & (x1 != TO(0.0));
-  return select(q, q + fma(-q, x1, x0) / x1, fine);`;
+const DIVIDE_RN = `fn divide_rn(a: f32, b: f32) -> f32 {
+  let ua = bitcast<u32>(a);
+  let ub = bitcast<u32>(b);
+  let ea = i32((ua >> 23u) & 0xffu);
+  let eb = i32((ub >> 23u) & 0xffu);
+  if (ea == 0 || eb == 0 || ea == 255 || eb == 255) { return a / b; }
+  var r = (ua & 0x7fffffu) | 0x800000u;
+  let m = (ub & 0x7fffffu) | 0x800000u;
+  var e = ea - eb + 127;
+  if (r < m) { r = r << 1u; e = e - 1; }
+  var q = 0u;
+  for (var i = 0; i < 25; i++) {
+    q = q << 1u;
+    if (r >= m) { r = r - m; q = q | 1u; }
+    r = r << 1u;
+  }
+  let half = q & 1u;
+  q = q >> 1u;
+  if (half == 1u && (r != 0u || (q & 1u) == 1u)) { q = q + 1u; }
+  if (q == 0x1000000u) { q = q >> 1u; e = e + 1; }
+  if (e <= 0 || e >= 255) { return a / b; }
+  return bitcast<f32>(((ua ^ ub) & 0x80000000u) | (u32(e) << 23u) | (q & 0x7fffffu));
+}
+`;
+
+const EXACT_DIVIDE: ElementwiseFn = {
+  name: "divide_rn",
+  helpers: DIVIDE_RN,
+  body: "return divide_rn(x0, x1);",
+  vectorBody: "return TO(divide_rn(x0.x, x1.x), divide_rn(x0.y, x1.y), " +
+    "divide_rn(x0.z, x1.z), divide_rn(x0.w, x1.w));",
+};
 
 const INT_BINARY: Record<BinaryOp, string> = {
   add: "return x0 + x1;",
@@ -124,12 +154,12 @@ export function unaryFn(op: UnaryOp, type: ScalarType): ElementwiseFn {
 
 /**
  * The elementwise function of binary `op` on elements of `type`; `hardware`:
- * the adapter is not a software one (see `EXACT_DIVIDE`).
+ * the adapter is not a software one (see `DIVIDE_RN`).
  */
 export function binaryFn(op: BinaryOp, type: ScalarType, hardware = false): ElementwiseFn {
   if (type === "u32") throw new TypeError(`WebGPU ${op} does not support uint32 operands`);
   if (type === "f32" && op === "divide" && hardware) {
-    return { name: "divide_exact", body: EXACT_DIVIDE };
+    return EXACT_DIVIDE;
   }
   return { name: op, body: type === "f32" ? FLOAT_BINARY[op] : INT_BINARY[op] };
 }

@@ -45,6 +45,10 @@ export interface ElementwiseFn {
    * `vec4`s in the vectorized variant, so write `TO(0.0)`, not `0.0`).
    */
   readonly body: string;
+  /** The body of the `vec4` variant, where it differs from `body`. */
+  readonly vectorBody?: string;
+  /** WGSL functions `body` calls, placed before `op`. */
+  readonly helpers?: string;
 }
 
 /** One input operand of an elementwise program. */
@@ -120,7 +124,9 @@ function prelude(
   src += `alias TO = ${t(outType)};\n`;
   if (types.includes("f32")) src += isNanSource(vec4 ? 4 : 1);
   const params = types.map((_, k) => `x${k}: T${k}`).join(", ");
-  src += `fn op(${params}) -> TO {\n${fn.body}\n}\n`;
+  src += fn.helpers ?? "";
+  const body = vec4 ? (fn.vectorBody ?? fn.body) : fn.body;
+  src += `fn op(${params}) -> TO {\n${body}\n}\n`;
   return src;
 }
 
