@@ -33,6 +33,7 @@
 
 import type { Conv2dEpilogueStep } from "../builtins/operators/conv_epilogue.ts";
 import type { Graph, Node, TensorProto } from "./onnx_proto.ts";
+import { indexGraph } from "./graph_index.ts";
 
 /** The epilogue steps of each `Conv` that `fuseConvEpilogues` folded a chain into. */
 export const convEpilogues: WeakMap<Node, readonly Conv2dEpilogueStep[]> = new WeakMap();
@@ -93,18 +94,6 @@ function perChannelOf(t: TensorProto | null | undefined, M: number): Float32Arra
   return floatsOf(t);
 }
 
-/** Every value name read inside `g`'s nodes' subgraphs, at any depth. */
-export function readInSubgraphs(g: Graph, into: Set<string>): void {
-  for (const n of g.nodes) {
-    for (const a of n.attributes) {
-      for (const sub of a.g === null ? a.graphs : [a.g, ...a.graphs]) {
-        for (const m of sub.nodes) for (const i of m.inputs) into.add(i);
-        readInSubgraphs(sub, into);
-      }
-    }
-  }
-}
-
 /** Multiplies `v` by `a` and adds `b` after `steps`: merged into a last affine step if any. */
 function pushAffine(steps: Conv2dEpilogueStep[], a: number, b: number): void {
   const last = steps.at(-1);
@@ -119,27 +108,11 @@ function pushAffine(steps: Conv2dEpilogueStep[], a: number, b: number): void {
  * graph itself is unchanged.
  */
 export function fuseConvEpilogues(graph: Graph, opset: number): Node[] {
-  const constants = new Map<string, TensorProto>();
-  for (const t of graph.initializers) constants.set(t.name, t);
+  const { constants, consumers, pinned } = indexGraph(graph);
   // Initializers are the parameter tuple `main` takes, which a caller may load anew
   // (`load_params`): the per-channel folds, which rewrite weights, read `Constant` nodes only.
   const params = new Set(graph.initializers.map((t) => t.name));
   const fixed = (name: string) => name !== "" && !params.has(name) && constants.has(name);
-  const consumers = new Map<string, Node[]>();
-  for (const n of graph.nodes) {
-    if (n.opType === "Constant" && n.domain === "" && n.outputs.length === 1) {
-      const t = n.attributes.find((a) => a.name === "value")?.t;
-      if (t !== null && t !== undefined) constants.set(n.outputs[0], t);
-    }
-    for (const i of n.inputs) {
-      if (i === "") continue;
-      const list = consumers.get(i);
-      if (list === undefined) consumers.set(i, [n]);
-      else if (!list.includes(n)) list.push(n);
-    }
-  }
-  const pinned = new Set(graph.outputs.map((o) => o.name));
-  readInSubgraphs(graph, pinned);
   const scalar = (name: string | undefined) =>
     name === undefined || name === "" ? undefined : scalarOf(constants.get(name));
   /** The one node reading `name`, where nothing else may. */

@@ -18,6 +18,7 @@
  */
 
 import type { Graph, Node, TensorProto } from "./onnx_proto.ts";
+import { indexGraph } from "./graph_index.ts";
 
 const FLOAT = 1, FLOAT_BYTES = 4;
 
@@ -34,41 +35,13 @@ function scalarOf(t: TensorProto | undefined): number | undefined {
 /** Whether float32 `c` is `want` rounded to float32. */
 const isF32 = (c: number | undefined, want: number) => c === Math.fround(want);
 
-/** Every value name read inside `g`'s nodes' subgraphs, at any depth. */
-function readInSubgraphs(g: Graph, into: Set<string>): void {
-  for (const n of g.nodes) {
-    for (const a of n.attributes) {
-      for (const sub of a.g === null ? a.graphs : [a.g, ...a.graphs]) {
-        for (const m of sub.nodes) for (const i of m.inputs) into.add(i);
-        readInSubgraphs(sub, into);
-      }
-    }
-  }
-}
-
 /**
  * `graph`'s nodes with each spelled-out exact GELU replaced by one `Gelu`
  * node (in the place of the chain's last node, named as it is); the graph
  * itself is unchanged.
  */
 export function fuseGelu(graph: Graph): Node[] {
-  const constants = new Map<string, TensorProto>();
-  for (const t of graph.initializers) constants.set(t.name, t);
-  const consumers = new Map<string, Node[]>();
-  for (const n of graph.nodes) {
-    if (n.opType === "Constant" && n.domain === "" && n.outputs.length === 1) {
-      const t = n.attributes.find((a) => a.name === "value")?.t;
-      if (t !== null && t !== undefined) constants.set(n.outputs[0], t);
-    }
-    for (const i of n.inputs) {
-      if (i === "") continue;
-      const list = consumers.get(i);
-      if (list === undefined) consumers.set(i, [n]);
-      else if (!list.includes(n)) list.push(n);
-    }
-  }
-  const pinned = new Set(graph.outputs.map((o) => o.name));
-  readInSubgraphs(graph, pinned);
+  const { constants, consumers, pinned } = indexGraph(graph);
   /** The one node reading `name`, of `op` in the standard domain, where nothing else reads it. */
   const only = (name: string, op: string): Node | undefined => {
     const list = consumers.get(name);

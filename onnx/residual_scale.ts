@@ -16,7 +16,7 @@
  */
 
 import { AttributeType, type Graph, type Node, type TensorProto } from "./onnx_proto.ts";
-import { readInSubgraphs } from "./conv_fusion.ts";
+import { readInSubgraphs } from "./graph_index.ts";
 
 const FLOAT = 1;
 
