@@ -442,23 +442,11 @@ function allPhases(
   return true;
 }
 
-/** The sizes and geometry `depthwise` reads. */
-interface DepthwiseShape {
+/** The sizes and geometry `depthwise` reads: one channel's windows, and the batch and channel counts. */
+interface DepthwiseShape extends Omit<WindowGeometry, "channels"> {
   N: number;
   C: number;
-  H: number;
-  W: number;
   M: number;
-  KH: number;
-  KW: number;
-  OH: number;
-  OW: number;
-  sh: number;
-  sw: number;
-  ph: number;
-  pw: number;
-  dh: number;
-  dw: number;
 }
 
 /**
