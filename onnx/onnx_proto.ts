@@ -410,13 +410,13 @@ function readAttribute(r: WireReader, counts: Counts): Attribute {
   return a;
 }
 
-/** Reads a `TensorProto`. */
-export function readTensor(r: WireReader): TensorProto {
-  const t: TensorProto = {
+/** A `TensorProto` with every field at its default, read at `offset` (for messages). */
+export function emptyTensor(offset: number): TensorProto {
+  return {
     name: "",
     dims: [],
     dataType: 0,
-    offset: r.pos,
+    offset,
     rawData: null,
     floatData: [],
     int32Data: [],
@@ -427,6 +427,11 @@ export function readTensor(r: WireReader): TensorProto {
     externalData: new Map(),
     dataLocation: 0,
   };
+}
+
+/** Reads a `TensorProto`. */
+export function readTensor(r: WireReader): TensorProto {
+  const t = emptyTensor(r.pos);
   while (r.more()) {
     const [f, w] = r.tag();
     switch (f) {

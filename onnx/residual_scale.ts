@@ -15,7 +15,13 @@
  * @module
  */
 
-import { AttributeType, type Graph, type Node, type TensorProto } from "./onnx_proto.ts";
+import {
+  AttributeType,
+  emptyTensor,
+  type Graph,
+  type Node,
+  type TensorProto,
+} from "./onnx_proto.ts";
 import { readInSubgraphs } from "./graph_index.ts";
 
 const FLOAT = 1;
@@ -90,21 +96,7 @@ export function foldResidualScales(graph: Graph, nodes: readonly Node[]): Node[]
 
 /** A float32 scalar 1. */
 function oneTensor(name: string, offset: number): TensorProto {
-  return {
-    name,
-    dims: [],
-    dataType: FLOAT,
-    offset,
-    rawData: null,
-    floatData: [1],
-    int32Data: [],
-    int64Data: [],
-    uint64Data: [],
-    doubleData: [],
-    stringData: [],
-    externalData: new Map(),
-    dataLocation: 0,
-  };
+  return { ...emptyTensor(offset), name, dataType: FLOAT, floatData: [1] };
 }
 
 /** A `Constant` node's `value` attribute holding `t`. */
