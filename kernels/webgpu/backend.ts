@@ -203,7 +203,11 @@ export const webgpuBackend: Partial<OpBackend> = {
 
   binary(op: BinaryOp, a: NDArray, b: NDArray, out: NDArray): void {
     elementwise(
-      binaryFn(op, wgslType(a.dtype), !isFallbackAdapter(out.device as WebGPUDevice)),
+      binaryFn(
+        op,
+        wgslType(a.dtype),
+        op === "divide" && !isFallbackAdapter(out.device as WebGPUDevice),
+      ),
       [a, b],
       [broadcastStrides(a.shape, out.shape), broadcastStrides(b.shape, out.shape)],
       out,
